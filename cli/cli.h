@@ -1,0 +1,18 @@
+/* cli.h (internal to cli/): the subcommands and their shared exit codes.
+ *
+ * Exit codes: 0 success, 1 runtime failure, 2 usage error, 3 a gate failed
+ * (compare --expect-speedup), 130 interrupted before anything was measured. */
+#ifndef LOADLAW_CLI_H
+#define LOADLAW_CLI_H
+
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_GATE = 3, CLI_INTERRUPTED = 130 };
+
+/* Each takes argv with argv[0] = the subcommand's name. */
+int cmd_serve(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_fit(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
+
+#endif

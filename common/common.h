@@ -1,0 +1,154 @@
+/* common.h: the few things every loadlaw module shares.
+ *
+ * Clock (monotonic integer nanoseconds), logging to stderr, a growable byte
+ * buffer, checked number parsing with unit suffixes, a seeded RNG, percentiles
+ * (exact up to a bound, then a log-bucketed histogram), and JSONL read/write.
+ *
+ * Prefix: ll_.  Errors: functions return 0 or a negative LL_E* code and, where
+ * they take one, write a human message into a caller-owned buffer.
+ * Thread safety: everything here is safe to use from several threads on
+ * distinct objects; ll_jsonl_writer is safe to share (it locks per line).
+ */
+#ifndef LOADLAW_COMMON_H
+#define LOADLAW_COMMON_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#ifndef LOADLAW_VERSION
+#define LOADLAW_VERSION "0.0.0"
+#endif
+
+/* Version of the records.jsonl schema (docs/records.md). Bump on any change
+ * that a reader must know about; readers refuse a newer major. */
+#define LL_RECORDS_SCHEMA 1
+
+/* Error codes shared by all modules (module-specific ones start at -100). */
+enum {
+    LL_OK = 0,
+    LL_ENOMEM = -1,   /* allocation failed */
+    LL_EINVAL = -2,   /* bad argument or bad input (message says which) */
+    LL_EIO = -3,      /* file or socket I/O failed */
+    LL_EPARSE = -4,   /* malformed JSON or text */
+    LL_ERANGE = -5,   /* value out of range */
+    LL_ESYS = -6,     /* a system call failed (errno kept in the message) */
+    LL_EINTR = -7,    /* interrupted by a signal or a stop request */
+};
+const char *ll_strerror(int code);
+
+/* printf into a caller-owned message buffer; never overflows, always terminates. */
+void ll_errf(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- clock ---------------------------------------------------------------- */
+
+/* CLOCK_MONOTONIC in nanoseconds. Records store times relative to a run epoch
+ * taken from this clock, so engine step logs and client timestamps taken in the
+ * same process compare directly. */
+int64_t ll_now_ns(void);
+/* CLOCK_REALTIME in nanoseconds since the Unix epoch (for labels only). */
+int64_t ll_wall_ns(void);
+/* Sleep until an absolute CLOCK_MONOTONIC deadline (restarts on EINTR). */
+void ll_sleep_until_ns(int64_t deadline_ns);
+
+/* ---- logging -------------------------------------------------------------- */
+
+enum { LL_LOG_ERROR = 0, LL_LOG_WARN = 1, LL_LOG_INFO = 2, LL_LOG_DEBUG = 3 };
+extern int ll_log_level; /* default LL_LOG_WARN; set once from main */
+void ll_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define ll_error(...) ll_log(LL_LOG_ERROR, __VA_ARGS__)
+#define ll_warn(...)  ll_log(LL_LOG_WARN, __VA_ARGS__)
+#define ll_info(...)  ll_log(LL_LOG_INFO, __VA_ARGS__)
+#define ll_debug(...) ll_log(LL_LOG_DEBUG, __VA_ARGS__)
+
+/* ---- growable buffer ------------------------------------------------------ */
+
+typedef struct ll_buf {
+    char *p;    /* always NUL-terminated when non-NULL */
+    size_t len; /* bytes used, excluding the terminator */
+    size_t cap;
+} ll_buf;
+
+int ll_buf_append(ll_buf *b, const void *data, size_t n);
+int ll_buf_printf(ll_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ll_buf_reset(ll_buf *b);  /* len = 0, keeps memory */
+void ll_buf_free(ll_buf *b);
+
+/* ---- files ---------------------------------------------------------------- */
+
+/* Read a whole file; *out is NUL-terminated, caller frees. */
+int ll_read_file(const char *path, char **out, size_t *len, char *err, size_t errlen);
+/* mkdir -p */
+int ll_mkdir_p(const char *path, char *err, size_t errlen);
+
+/* ---- numbers -------------------------------------------------------------- */
+
+/* Whole string must parse; no trailing junk. */
+int ll_parse_double(const char *s, double *out);
+int ll_parse_int64(const char *s, int64_t *out);
+/* Counts with k/m/g suffixes (decimal: 4k = 4000; 4ki = 4096). */
+int ll_parse_count(const char *s, uint64_t *out);
+/* Durations: plain number = seconds; suffixes ns, us, ms, s, m, h. */
+int ll_parse_duration_s(const char *s, double *out_s);
+/* "1,2,4,8" -> array (caller frees). Ranges "1-8" are not accepted. */
+int ll_parse_int_list(const char *s, int **out, size_t *n);
+
+/* ---- random numbers (xoshiro256**, seeded; one per thread) ---------------- */
+
+typedef struct ll_rng { uint64_t s[4]; } ll_rng;
+void ll_rng_seed(ll_rng *r, uint64_t seed);
+uint64_t ll_rng_u64(ll_rng *r);
+double ll_rng_uniform(ll_rng *r);          /* [0, 1) */
+double ll_rng_normal(ll_rng *r);           /* N(0, 1) */
+double ll_rng_exponential(ll_rng *r, double rate);
+
+/* ---- percentiles ---------------------------------------------------------- */
+
+/* Exact (sorted samples) while count <= exact_bound, then a log-bucketed
+ * histogram whose relative error is at most LL_PCT_REL_ERR. */
+#define LL_PCT_REL_ERR 0.01
+typedef struct ll_pct ll_pct;
+ll_pct *ll_pct_new(size_t exact_bound); /* 0 -> default 1<<20 */
+void ll_pct_free(ll_pct *p);
+int ll_pct_add(ll_pct *p, double x);    /* x >= 0 */
+int ll_pct_merge(ll_pct *dst, const ll_pct *src);
+size_t ll_pct_count(const ll_pct *p);
+double ll_pct_mean(const ll_pct *p);    /* NAN when empty */
+double ll_pct_min(const ll_pct *p);
+double ll_pct_max(const ll_pct *p);
+double ll_pct_quantile(ll_pct *p, double q); /* q in [0,1]; NAN when empty */
+int ll_pct_is_exact(const ll_pct *p);
+
+/* Exact quantile of a sorted array (linear interpolation between ranks). */
+double ll_quantile_sorted(const double *v, size_t n, double q);
+void ll_sort_doubles(double *v, size_t n);
+
+/* ---- JSONL ---------------------------------------------------------------- */
+
+/* One JSON object per line, each line flushed as written so that a killed
+ * process leaves every finished line intact. Safe to share between threads. */
+typedef struct ll_jsonl_writer ll_jsonl_writer;
+int ll_jsonl_open(const char *path, int append, ll_jsonl_writer **out, char *err, size_t errlen);
+int ll_jsonl_write(ll_jsonl_writer *w, const cJSON *obj);       /* one line, flushed */
+int ll_jsonl_write_raw(ll_jsonl_writer *w, const char *line);   /* line without '\n' */
+int ll_jsonl_close(ll_jsonl_writer *w);
+
+/* Calls cb for each parsed line; cb returns 0 to go on, non-zero to stop (that
+ * value is returned). A malformed line is an error naming path:line, except a
+ * truncated last line (no '\n'), which is skipped with a warning counted in
+ * *skipped (may be NULL): an interrupted writer leaves exactly that. The cJSON
+ * object is freed after cb returns. */
+typedef int (*ll_jsonl_cb)(const cJSON *obj, size_t line_no, void *ctx);
+int ll_jsonl_foreach(const char *path, ll_jsonl_cb cb, void *ctx, size_t *skipped,
+                     char *err, size_t errlen);
+
+/* cJSON helpers: typed lookups that return a default when missing/wrong type. */
+double ll_json_num(const cJSON *obj, const char *key, double dflt);
+int64_t ll_json_i64(const cJSON *obj, const char *key, int64_t dflt);
+const char *ll_json_str(const cJSON *obj, const char *key, const char *dflt);
+
+#endif

@@ -1,0 +1,192 @@
+/* pct.c: percentiles, exact from sorted samples up to a bound, then from a
+ * log-bucketed histogram (DDSketch-style buckets, relative error LL_PCT_REL_ERR).
+ *
+ * Exact mode keeps every sample; at the bound all samples are moved into the
+ * histogram and memory stays fixed from then on. */
+#include "common.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HIST_MIN 1e-9  /* values below count as the lowest bucket */
+#define HIST_MAX 1e15
+
+struct ll_pct {
+    size_t bound, n, cap;
+    double *v;       /* exact samples while hist == NULL */
+    int sorted;
+    uint64_t *hist;  /* bucket counts once past the bound */
+    uint64_t zeros;  /* samples <= HIST_MIN in histogram mode */
+    size_t nbuckets;
+    double log_gamma, sum, min, max;
+};
+
+ll_pct *ll_pct_new(size_t exact_bound)
+{
+    ll_pct *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->bound = exact_bound ? exact_bound : (size_t)1 << 20;
+    double gamma = (1 + LL_PCT_REL_ERR) / (1 - LL_PCT_REL_ERR);
+    p->log_gamma = log(gamma);
+    p->nbuckets = (size_t)ceil(log(HIST_MAX / HIST_MIN) / p->log_gamma) + 1;
+    p->min = INFINITY;
+    p->max = -INFINITY;
+    return p;
+}
+
+void ll_pct_free(ll_pct *p)
+{
+    if (!p)
+        return;
+    free(p->v);
+    free(p->hist);
+    free(p);
+}
+
+static size_t bucket_of(const ll_pct *p, double x)
+{
+    double i = ceil(log(x / HIST_MIN) / p->log_gamma);
+    if (i < 0)
+        i = 0;
+    if (i >= (double)p->nbuckets)
+        i = (double)p->nbuckets - 1;
+    return (size_t)i;
+}
+
+static double bucket_value(const ll_pct *p, size_t i)
+{
+    /* Midpoint in relative terms of (gamma^(i-1), gamma^i]. */
+    double g = exp(p->log_gamma);
+    return HIST_MIN * 2.0 * exp(p->log_gamma * (double)i) / (g + 1.0);
+}
+
+static void hist_put(ll_pct *p, double x)
+{
+    if (x <= HIST_MIN)
+        p->zeros++;
+    else
+        p->hist[bucket_of(p, x)]++;
+}
+
+static int to_histogram(ll_pct *p)
+{
+    p->hist = calloc(p->nbuckets, sizeof *p->hist);
+    if (!p->hist)
+        return LL_ENOMEM;
+    for (size_t i = 0; i < p->n; i++)
+        hist_put(p, p->v[i]);
+    free(p->v);
+    p->v = NULL;
+    p->cap = 0;
+    return 0;
+}
+
+int ll_pct_add(ll_pct *p, double x)
+{
+    if (!(x >= 0) || !isfinite(x))
+        return LL_EINVAL;
+    if (!p->hist && p->n >= p->bound && to_histogram(p))
+        return LL_ENOMEM;
+    if (p->hist) {
+        hist_put(p, x);
+    } else {
+        if (p->n == p->cap) {
+            size_t cap = p->cap ? p->cap * 2 : 64;
+            double *v = realloc(p->v, cap * sizeof *v);
+            if (!v)
+                return LL_ENOMEM;
+            p->v = v;
+            p->cap = cap;
+        }
+        p->v[p->n] = x;
+        p->sorted = 0;
+    }
+    p->n++;
+    p->sum += x;
+    if (x < p->min)
+        p->min = x;
+    if (x > p->max)
+        p->max = x;
+    return 0;
+}
+
+int ll_pct_merge(ll_pct *dst, const ll_pct *src)
+{
+    if (src->hist) {
+        if (!dst->hist && to_histogram(dst))
+            return LL_ENOMEM;
+        for (size_t i = 0; i < src->nbuckets; i++)
+            dst->hist[i] += src->hist[i];
+        dst->zeros += src->zeros;
+        dst->n += src->n;
+        dst->sum += src->sum;
+        if (src->min < dst->min)
+            dst->min = src->min;
+        if (src->max > dst->max)
+            dst->max = src->max;
+        return 0;
+    }
+    for (size_t i = 0; i < src->n; i++)
+        if (ll_pct_add(dst, src->v[i]))
+            return LL_ENOMEM;
+    return 0;
+}
+
+size_t ll_pct_count(const ll_pct *p) { return p->n; }
+double ll_pct_mean(const ll_pct *p) { return p->n ? p->sum / (double)p->n : NAN; }
+double ll_pct_min(const ll_pct *p) { return p->n ? p->min : NAN; }
+double ll_pct_max(const ll_pct *p) { return p->n ? p->max : NAN; }
+int ll_pct_is_exact(const ll_pct *p) { return p->hist == NULL; }
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void ll_sort_doubles(double *v, size_t n) { qsort(v, n, sizeof *v, cmp_double); }
+
+double ll_quantile_sorted(const double *v, size_t n, double q)
+{
+    if (n == 0)
+        return NAN;
+    if (q <= 0)
+        return v[0];
+    if (q >= 1)
+        return v[n - 1];
+    double pos = q * (double)(n - 1);
+    size_t i = (size_t)pos;
+    double f = pos - (double)i;
+    return i + 1 < n ? v[i] + f * (v[i + 1] - v[i]) : v[i];
+}
+
+double ll_pct_quantile(ll_pct *p, double q)
+{
+    if (p->n == 0)
+        return NAN;
+    if (!p->hist) {
+        if (!p->sorted) {
+            ll_sort_doubles(p->v, p->n);
+            p->sorted = 1;
+        }
+        return ll_quantile_sorted(p->v, p->n, q);
+    }
+    if (q <= 0)
+        return p->min;
+    if (q >= 1)
+        return p->max;
+    uint64_t rank = (uint64_t)floor(q * (double)(p->n - 1)) + 1; /* 1-based */
+    uint64_t seen = p->zeros;
+    if (seen >= rank)
+        return p->min;
+    for (size_t i = 0; i < p->nbuckets; i++) {
+        seen += p->hist[i];
+        if (seen >= rank) {
+            double v = bucket_value(p, i);
+            return v < p->min ? p->min : v > p->max ? p->max : v;
+        }
+    }
+    return p->max;
+}

@@ -1,0 +1,92 @@
+/* engine.h: the bundled decode engine behind an OpenAI-compatible HTTP server.
+ *
+ * A program starts the engine in its own process on a loopback port (port 0
+ * picks an ephemeral one), reads its URL, drives it over HTTP like any server,
+ * reads the engine's own step log, and stops it. `loadlaw serve` is a thin
+ * wrapper over this header.
+ *
+ * Threads: eng_start creates the scheduler thread and the HTTP server threads;
+ * all functions here may be called from any thread. eng_stop joins them.
+ * Errors: 0 or a negative LL_E* code (common.h) with a message in err.
+ */
+#ifndef LOADLAW_ENGINE_H
+#define LOADLAW_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum eng_backend_kind {
+    ENG_BACKEND_SYNTHETIC = 0, /* step time played from a law */
+    ENG_BACKEND_CPU = 1,       /* real arithmetic (engine/cpu/) */
+    ENG_BACKEND_CUDA = 2,      /* GPU kernels (when built with CUDA) */
+} eng_backend_kind;
+
+typedef struct eng_config {
+    /* server */
+    const char *bind_addr;     /* default "127.0.0.1" */
+    int port;                  /* 0 = ephemeral */
+    const char *model;         /* served model name, default "loadlaw-synthetic" */
+    unsigned max_connections;  /* default 8192 */
+    size_t max_body_bytes;     /* default 1 MiB */
+    unsigned idle_timeout_s;   /* default 120 */
+    /* scheduler */
+    int max_running;           /* sequences decoding at once, default 256 */
+    int max_waiting;           /* queue bound; a full queue answers 503; default 8192 */
+    int prefill_budget_tok;    /* prompt tokens prefilled per step, default 2048 */
+    int max_tokens_limit;      /* largest max_tokens accepted, default 32768 */
+    int think_tokens;          /* default thinking tokens per request, default 0 */
+    int max_context_tok;       /* prompt + output bound, default 131072 */
+    /* backend */
+    eng_backend_kind backend;
+    /* synthetic law, in milliseconds before time_scale:
+     * step = a + b*N + c*(total context tokens / 1000) + p*(prefill tokens in step) */
+    double law_a_ms, law_b_ms, law_c_ms_per_ktok, law_p_ms_per_tok;
+    double time_scale;         /* multiplies every step time; default 1 */
+    double jitter_frac;        /* relative std-dev of seeded gaussian jitter, default 0 */
+    uint64_t seed;             /* default 1 */
+    /* cpu/cuda backends (see engine/cpu/) */
+    const char *attn;          /* "naive" | "tiled" */
+    int heads, topk, threads;
+} eng_config;
+
+void eng_config_default(eng_config *cfg);
+
+/* Parse a law such as "52+30n", "52+30n+0.5c+0.01p" (c: per 1000 context
+ * tokens, p: per prefill token) into cfg's law fields. */
+int eng_parse_law(const char *law, eng_config *cfg, char *err, size_t errlen);
+
+/* Parse an engine spec, the form `loadlaw sweep --engine` takes:
+ * "backend=synthetic,law=52+30n,time_scale=0.05,jitter=0.02,think=64,max_running=256,
+ *  prefill_budget=2048,seed=1,attn=tiled,heads=64,topk=2048,threads=2".
+ * Unknown keys are an error naming the key. Fields not named keep their value. */
+int eng_parse_spec(const char *spec, eng_config *cfg, char *err, size_t errlen);
+
+/* Apply one serve-style key (the same keys as eng_parse_spec). */
+int eng_config_set(eng_config *cfg, const char *key, const char *value, char *err, size_t errlen);
+
+typedef struct eng_engine eng_engine;
+
+/* Start scheduler and server. *out owned by the caller, released by eng_stop. */
+int eng_start(const eng_config *cfg, eng_engine **out, char *err, size_t errlen);
+
+/* "http://127.0.0.1:PORT" (valid until eng_stop). */
+const char *eng_url(const eng_engine *e);
+int eng_port(const eng_engine *e);
+
+/* One engine step, CLOCK_MONOTONIC nanoseconds (ll_now_ns()). */
+typedef struct eng_step {
+    int64_t start_ns, dur_ns;
+    int n_decode;              /* sequences that got a token this step */
+    int n_running;             /* sequences admitted (prefilling or decoding) */
+    int prefill_tok;           /* prompt tokens prefilled this step */
+    int64_t ctx_tok;           /* total context tokens of decoding sequences */
+} eng_step;
+
+/* Copy steps [from, from+max) of the step log into out; returns how many were
+ * copied (0 at the end). The log keeps every step of the engine's life. */
+size_t eng_steps(eng_engine *e, size_t from, eng_step *out, size_t max);
+
+/* Stop accepting, cancel in-flight requests, join threads, free everything. */
+void eng_stop(eng_engine *e);
+
+#endif

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Install the Debian packages loadlaw needs, only those missing.
+# Usage: scripts/deps.sh [--test]   (--test adds what the test suite needs)
+set -euo pipefail
+pkgs=(build-essential cmake pkg-config libcurl4-openssl-dev libcjson-dev libgsl-dev
+      libmicrohttpd-dev zlib1g-dev libopenblas-dev libjs-chart.js libyajl-dev curl)
+if [ "${1:-}" = "--test" ]; then
+  # Headless Chromium renders the HTML report in the report test.
+  pkgs+=(chromium)
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "loadlaw: installing ${missing[*]}" >&2
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi

@@ -1,0 +1,114 @@
+/* test_common.c: parsing, percentiles (exact and histogram), JSONL round trip
+ * including a truncated last line. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "testutil.h"
+
+static void test_parse(void)
+{
+    double d;
+    uint64_t u;
+    CHECK(ll_parse_duration_s("30s", &d) == 0 && d == 30, "30s");
+    CHECK(ll_parse_duration_s("2m", &d) == 0 && d == 120, "2m");
+    CHECK(ll_parse_duration_s("250ms", &d) == 0 && fabs(d - 0.25) < 1e-12, "250ms");
+    CHECK(ll_parse_duration_s("1.5", &d) == 0 && d == 1.5, "bare seconds");
+    CHECK(ll_parse_duration_s("3x", &d) != 0, "bad suffix rejected");
+    CHECK(ll_parse_duration_s("-1s", &d) != 0, "negative rejected");
+    CHECK(ll_parse_count("4k", &u) == 0 && u == 4000, "4k");
+    CHECK(ll_parse_count("4ki", &u) == 0 && u == 4096, "4ki");
+    CHECK(ll_parse_count("12", &u) == 0 && u == 12, "12");
+    CHECK(ll_parse_count("12q", &u) != 0, "bad count suffix");
+    CHECK(ll_parse_count("", &u) != 0, "empty count");
+    CHECK(ll_parse_double("1e3", &d) == 0 && d == 1000, "1e3");
+    CHECK(ll_parse_double("1e3 ", &d) != 0, "trailing junk");
+    int *v = NULL;
+    size_t n = 0;
+    CHECK(ll_parse_int_list("1,2,4,64", &v, &n) == 0 && n == 4 && v[3] == 64, "list");
+    free(v);
+    CHECK(ll_parse_int_list("1,,2", &v, &n) != 0, "empty element");
+    CHECK(ll_parse_int_list("1,2,", &v, &n) != 0, "trailing comma");
+    CHECK(ll_parse_int_list("0", &v, &n) != 0, "zero concurrency");
+}
+
+static void test_pct(void)
+{
+    ll_pct *p = ll_pct_new(1000);
+    for (int i = 1; i <= 101; i++)
+        ll_pct_add(p, i);
+    CHECK(ll_pct_is_exact(p), "exact under bound");
+    CHECK_NEAR(ll_pct_quantile(p, 0.5), 51, 1e-12, "exact p50");
+    CHECK_NEAR(ll_pct_quantile(p, 0.9), 91, 1e-12, "exact p90");
+    CHECK_NEAR(ll_pct_mean(p), 51, 1e-12, "mean");
+    ll_pct_free(p);
+
+    /* Past the bound: log-normal-ish samples, histogram within the stated error. */
+    ll_rng r;
+    ll_rng_seed(&r, 42);
+    size_t N = 200000;
+    double *all = malloc(N * sizeof *all);
+    p = ll_pct_new(1000);
+    for (size_t i = 0; i < N; i++) {
+        all[i] = exp(ll_rng_normal(&r)) * 1e6;
+        ll_pct_add(p, all[i]);
+    }
+    CHECK(!ll_pct_is_exact(p), "histogram past bound");
+    ll_sort_doubles(all, N);
+    const double qs[] = {0.01, 0.5, 0.9, 0.99, 0.999};
+    for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
+        double exact = ll_quantile_sorted(all, N, qs[i]);
+        CHECK_REL(ll_pct_quantile(p, qs[i]), exact, 2 * LL_PCT_REL_ERR, "hist quantile");
+    }
+    free(all);
+    ll_pct_free(p);
+}
+
+static int count_cb(const cJSON *obj, size_t line_no, void *ctx)
+{
+    int *sum = ctx;
+    *sum += (int)ll_json_i64(obj, "i", -1000);
+    return 0;
+}
+
+static void test_jsonl(void)
+{
+    char path[] = "/tmp/ll_test_jsonl_XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    ll_jsonl_writer *w;
+    char err[256];
+    CHECK(ll_jsonl_open(path, 0, &w, err, sizeof err) == 0, "open: %s", err);
+    for (int i = 0; i < 10; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "i", i);
+        ll_jsonl_write(w, o);
+        cJSON_Delete(o);
+    }
+    ll_jsonl_close(w);
+    /* A killed writer leaves a partial last line: it is skipped, the rest kept. */
+    FILE *f = fopen(path, "a");
+    fputs("{\"i\": 100, \"trunc", f);
+    fclose(f);
+    int sum = 0;
+    size_t skipped = 0;
+    CHECK(ll_jsonl_foreach(path, count_cb, &sum, &skipped, err, sizeof err) == 0, "foreach: %s", err);
+    CHECK(sum == 45 && skipped == 1, "sum %d skipped %zu", sum, skipped);
+    /* A malformed line in the middle is an error that names the line. */
+    f = fopen(path, "w");
+    fputs("{\"i\":1}\nnot json\n{\"i\":2}\n", f);
+    fclose(f);
+    sum = 0;
+    int rc = ll_jsonl_foreach(path, count_cb, &sum, &skipped, err, sizeof err);
+    CHECK(rc == LL_EPARSE && strstr(err, ":2:") != NULL, "malformed line named: %s", err);
+    unlink(path);
+}
+
+int main(void)
+{
+    test_parse();
+    test_pct();
+    test_jsonl();
+    TEST_MAIN_END();
+}
