@@ -5,6 +5,18 @@
  * reads the engine's own step log, and stops it. `loadlaw serve` is a thin
  * wrapper over this header.
  *
+ * HTTP surface: POST /v1/chat/completions and /v1/completions (streaming SSE
+ * or not; chat thinking tokens as delta.reasoning_content, completions'
+ * thinking inline between <think> and </think>; the request extension
+ * "think_tokens" overrides cfg.think_tokens), GET /v1/models, /health,
+ * /metrics (Prometheus text), POST /start_profile {"num_steps","output_dir",
+ * "gzip","timeout_s"} (with num_steps it answers once the trace is written,
+ * with its "path": after num_steps steps, when the engine goes idle, or after
+ * timeout_s (default 30) on an idle engine; with an empty body it captures until POST /stop_profile, which
+ * answers with the path). Prompt tokens are whitespace-separated words of all
+ * message contents (or the prompt); usage is exact. Errors are OpenAI-style
+ * {"error":{"message","type","param","code"}} with a 4xx (503: queue full).
+ *
  * Threads: eng_start creates the scheduler thread and the HTTP server threads;
  * all functions here may be called from any thread. eng_stop joins them.
  * Errors: 0 or a negative LL_E* code (common.h) with a message in err.
@@ -31,7 +43,8 @@ typedef struct eng_config {
     unsigned idle_timeout_s;   /* default 120 */
     /* scheduler */
     int max_running;           /* sequences decoding at once, default 256 */
-    int max_waiting;           /* queue bound; a full queue answers 503; default 8192 */
+    int max_waiting;           /* queue bound beyond free batch slots; a full queue answers
+                                * 503; default 8192 */
     int prefill_budget_tok;    /* prompt tokens prefilled per step, default 2048 */
     int max_tokens_limit;      /* largest max_tokens accepted, default 32768 */
     int think_tokens;          /* default thinking tokens per request, default 0 */
@@ -47,6 +60,12 @@ typedef struct eng_config {
     /* cpu/cuda backends (see engine/cpu/) */
     const char *attn;          /* "naive" | "tiled" */
     int heads, topk, threads;
+    /* added fields (spec keys in brackets) */
+    int stop_after_tok;        /* [stop_after] a request without ignore_eos ends with
+                                * finish_reason "stop" after max(min_tokens, this) tokens
+                                * when that is below its max_tokens; 0 = never (default) */
+    int default_max_tokens;    /* [default_max_tokens] when a request names none, default 256 */
+    const char *profile_dir;   /* [profile_dir] /start_profile's default output_dir, default "/tmp" */
 } eng_config;
 
 void eng_config_default(eng_config *cfg);
@@ -58,6 +77,10 @@ int eng_parse_law(const char *law, eng_config *cfg, char *err, size_t errlen);
 /* Parse an engine spec, the form `loadlaw sweep --engine` takes:
  * "backend=synthetic,law=52+30n,time_scale=0.05,jitter=0.02,think=64,max_running=256,
  *  prefill_budget=2048,seed=1,attn=tiled,heads=64,topk=2048,threads=2".
+ * Also: a, b, c, p (law terms alone), max_waiting, max_tokens_limit, max_context,
+ * stop_after, default_max_tokens, model, host, port, profile_dir, max_connections,
+ * max_body (bytes, k/m suffixes), idle_timeout (duration), think_tokens (= think).
+ * String values are interned for the life of the process.
  * Unknown keys are an error naming the key. Fields not named keep their value. */
 int eng_parse_spec(const char *spec, eng_config *cfg, char *err, size_t errlen);
 
@@ -75,8 +98,13 @@ int eng_port(const eng_engine *e);
 
 /* One engine step, CLOCK_MONOTONIC nanoseconds (ll_now_ns()). */
 typedef struct eng_step {
-    int64_t start_ns, dur_ns;
-    int n_decode;              /* sequences that got a token this step */
+    int64_t start_ns, dur_ns;  /* start: when the previous step's tokens were released
+                                * (or the wake-up after idling); dur: until this step's
+                                * tokens were released. Deadlines chain, so busy steps
+                                * average exactly the law. */
+    int n_decode;              /* sequences that decoded a token this step (the law's N);
+                                * a sequence whose prefill completes in this step also
+                                * emits its first token at its end but is not counted */
     int n_running;             /* sequences admitted (prefilling or decoding) */
     int prefill_tok;           /* prompt tokens prefilled this step */
     int64_t ctx_tok;           /* total context tokens of decoding sequences */
@@ -85,6 +113,8 @@ typedef struct eng_step {
 /* Copy steps [from, from+max) of the step log into out; returns how many were
  * copied (0 at the end). The log keeps every step of the engine's life. */
 size_t eng_steps(eng_engine *e, size_t from, eng_step *out, size_t max);
+/* Steps logged so far. */
+size_t eng_step_count(eng_engine *e);
 
 /* Stop accepting, cancel in-flight requests, join threads, free everything. */
 void eng_stop(eng_engine *e);

@@ -1,0 +1,176 @@
+/* bench_step.c: whole decode steps of eng_backend_cpu, phase by phase, for
+ * N = 1..16 running sequences, and the step law a + b·N fitted by least
+ * squares to the per-N medians: the prediction that `loadlaw sweep --engine
+ * backend=cpu,...` plus `loadlaw fit` should reproduce (the engine adds its
+ * own overhead: HTTP, streaming, the scheduler).
+ *
+ * Usage: bench_step [--attn naive|tiled] [--threads T] [--heads H] [--topk K]
+ *                   [--n 1,2,4,...] [--steps S]
+ * Sizes beyond these come from LOADLAW_CPU_OPTS, as in the engine.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "common.h"
+
+#define MAX_PH 8
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: bench_step [--attn naive|tiled] [--threads T] [--heads H] [--topk K] "
+               "[--n 1,2,4,...] [--steps S]\n");
+}
+
+int main(int argc, char **argv)
+{
+    eng_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.attn = "tiled";
+    cfg.heads = 64;
+    cfg.topk = 2048;
+    cfg.threads = 2;
+    cfg.max_running = 64;
+    cfg.seed = 1;
+    int steps = 20;
+    int *ns = NULL;
+    size_t n_ns = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int64_t x = 0;
+        if (strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (!v) {
+            usage(stderr);
+            return 2;
+        }
+        i++;
+        if (strcmp(a, "--attn") == 0) {
+            cfg.attn = v;
+            continue;
+        }
+        if (strcmp(a, "--n") == 0) {
+            free(ns);
+            ns = NULL;
+            if (ll_parse_int_list(v, &ns, &n_ns) != 0 || n_ns == 0) {
+                fprintf(stderr, "bench_step: bad --n '%s'\n", v);
+                return 2;
+            }
+            continue;
+        }
+        if (ll_parse_int64(v, &x) != 0 || x < 1 || x > (1 << 24)) {
+            fprintf(stderr, "bench_step: bad value '%s' for %s\n", v, a);
+            free(ns);
+            return 2;
+        }
+        if (strcmp(a, "--threads") == 0) cfg.threads = (int)x;
+        else if (strcmp(a, "--heads") == 0) cfg.heads = (int)x;
+        else if (strcmp(a, "--topk") == 0) cfg.topk = (int)x;
+        else if (strcmp(a, "--steps") == 0) steps = (int)x;
+        else {
+            fprintf(stderr, "bench_step: unknown option %s\n", a);
+            free(ns);
+            return 2;
+        }
+    }
+    if (!ns) {
+        static const int dflt[] = {1, 2, 4, 8, 16};
+        n_ns = 5;
+        ns = malloc(sizeof dflt);
+        if (!ns)
+            return 1;
+        memcpy(ns, dflt, sizeof dflt);
+    }
+    for (size_t i = 0; i < n_ns; i++)
+        if (ns[i] < 1 || ns[i] > cfg.max_running) {
+            fprintf(stderr, "bench_step: --n values must be in [1, %d]\n", cfg.max_running);
+            free(ns);
+            return 2;
+        }
+
+    char err[256];
+    void *st = NULL;
+    if (eng_backend_cpu.create(&cfg, &st, err, sizeof err) != 0) {
+        fprintf(stderr, "bench_step: %s\n", err);
+        free(ns);
+        return 1;
+    }
+    printf("command:");
+    for (int i = 0; i < argc; i++)
+        printf(" %s", argv[i]);
+    const char *opts = getenv("LOADLAW_CPU_OPTS");
+    printf("\nattn %s  heads %d  topk %d  threads %d  LOADLAW_CPU_OPTS=%s  (median of %d steps)\n\n",
+           cfg.attn, cfg.heads, cfg.topk, cfg.threads, opts ? opts : "(defaults)", steps);
+    printf("%4s | %9s %9s | %10s %10s %10s | %9s\n", "N", "step ms", "min ms", "dense ms", "attn ms",
+           "sample ms", "tok/s");
+
+    int slot[64];
+    int64_t ctx[64];
+    double sx = 0, sy = 0, sxx = 0, sxy = 0, sm = 0, sxm = 0;
+    int rc = 0;
+    for (size_t li = 0; li < n_ns && rc == 0; li++) {
+        int N = ns[li];
+        for (int i = 0; i < N; i++) {
+            slot[i] = i;
+            ctx[i] = 200 + 37 * i;
+        }
+        double *t_step = malloc((size_t)steps * 4 * sizeof(double));
+        if (!t_step) {
+            rc = LL_ENOMEM;
+            break;
+        }
+        double *t_ph[3] = {t_step + steps, t_step + 2 * (size_t)steps, t_step + 3 * (size_t)steps};
+        memset(t_step, 0, (size_t)steps * 4 * sizeof(double));
+        for (int s = -2; s < steps && rc == 0; s++) { /* 2 warm-up steps */
+            eng_batch b = {.n_decode = N, .decode_slot = slot, .decode_ctx = ctx};
+            eng_phase ph[ENG_MAX_PHASES];
+            int nph = 0;
+            int64_t t0 = ll_now_ns();
+            rc = eng_backend_cpu.step(st, &b, t0, ph, &nph);
+            int64_t t1 = ll_now_ns();
+            for (int i = 0; i < N; i++)
+                ctx[i]++;
+            if (s < 0)
+                continue;
+            t_step[s] = (double)(t1 - t0) / 1e6;
+            for (int k = 0; k < nph && k < 3; k++)
+                t_ph[k][s] = (double)ph[k].dur_ns / 1e6;
+        }
+        if (rc != 0) {
+            fprintf(stderr, "bench_step: step failed: %s\n", ll_strerror(rc));
+            free(t_step);
+            break;
+        }
+        /* medians: the machine is shared, and a median ignores the steps
+         * another process interrupted */
+        double med[4];
+        for (int k = 0; k < 4; k++) {
+            double *v = t_step + (size_t)k * steps;
+            ll_sort_doubles(v, (size_t)steps);
+            med[k] = ll_quantile_sorted(v, (size_t)steps, 0.5);
+        }
+        double ms = med[0], mn = t_step[0];
+        free(t_step);
+        printf("%4d | %9.3f %9.3f | %10.3f %10.3f %10.3f | %9.1f\n", N, ms, mn, med[1], med[2],
+               med[3], N / ms * 1e3);
+        fflush(stdout);
+        sx += N;
+        sy += ms;
+        sxx += (double)N * N;
+        sxy += N * ms;
+        sm += mn;
+        sxm += N * mn;
+    }
+    if (rc == 0 && n_ns >= 2) {
+        double n = (double)n_ns, b = (n * sxy - sx * sy) / (n * sxx - sx * sx), a = (sy - b * sx) / n;
+        printf("\nleast-squares law (medians): step = %.2f + %.2f·N ms  (asymptote %.1f tok/s)\n", a, b,
+               1e3 / b);
+        double bm = (n * sxm - sx * sm) / (n * sxx - sx * sx), am = (sm - bm * sx) / n;
+        printf("least-squares law (minima, the least disturbed): step = %.2f + %.2f·N ms\n", am, bm);
+    }
+    eng_backend_cpu.destroy(st);
+    free(ns);
+    return rc == 0 ? 0 : 1;
+}

@@ -1,0 +1,563 @@
+/* cmd_sweep.c: `loadlaw sweep [SCENARIO.json] [flags]`: load a scenario, let
+ * flags override it, start the bundled engine in this process when no URL is
+ * given, drive the levels (loadgen), copy the engine's step log into the
+ * records, then fit the law and write the report.
+ *
+ * DESIGN (signals): a SIGINT/SIGTERM handler only writes a byte into a
+ * self-pipe; a signal thread reads it: the first asks loadgen to stop issuing
+ * and drain until the scenario's drain_s, the second exits at once with 130. Records are flushed per line, so both leave
+ * a valid records.jsonl. Exit: 0 ok, 1 failure, 2 usage, 130 interrupted. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "common.h"
+#include "engine.h"
+#include "fit.h"
+#include "loadgen.h"
+#include "report.h"
+#include "scenario.h"
+
+#ifndef LOADLAW_SOURCE_DIR
+#define LOADLAW_SOURCE_DIR "."
+#endif
+
+static void sweep_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: loadlaw sweep [SCENARIO.json] [options]\n"
+            "\n"
+            "Drives an OpenAI-compatible endpoint through concurrency levels and records every\n"
+            "token's arrival in RUN_DIR/records.jsonl; ends with the fitted law and the report.\n"
+            "With no SCENARIO, runs scenarios/default.json (bundled engine, 52+30n, C=1..64).\n"
+            "\n"
+            "target:\n"
+            "  --url URL            remote server (default: start the bundled engine in-process)\n"
+            "  --engine SPEC        bundled engine settings, e.g. backend=synthetic,law=52+30n,time_scale=0.1\n"
+            "  --model NAME         model to ask for (default: the bundled engine's name)\n"
+            "  --endpoint chat|completions\n"
+            "  --api-key KEY        Bearer token (default: $OPENAI_API_KEY); never written anywhere\n"
+            "load:\n"
+            "  -c, --concurrency L  closed-loop levels, e.g. 1,2,4,8,16,32,64\n"
+            "  -n, --requests N     measured requests per level (default max(1.5*C, 8))\n"
+            "  --warmup N           extra requests per level first, excluded from statistics\n"
+            "  --rate R             open loop: R requests/s (alone: one level, no cap; with -c:\n"
+            "                       one open level per C, C capping the requests in flight)\n"
+            "  --arrival poisson|constant\n"
+            "  --duration S         end each level's issuing after S (30s, 2m)\n"
+            "  --threads N          worker threads (default: number of cores)\n"
+            "request:\n"
+            "  --max-tokens N  --think-tokens N  --timeout S  --seed N\n"
+            "  --prompts FILE       .jsonl of {\"prompt\":..} or ShareGPT .json\n"
+            "output:\n"
+            "  -o, --output DIR     run directory (default runs/<timestamp>)\n"
+            "  --no-report          skip the fit and report at the end\n"
+            "  -q, --quiet          no progress line\n"
+            "\n"
+            "exit codes: 0 ok, 1 failure, 2 usage error, 130 interrupted (records kept)\n");
+}
+
+/* ---- signals ---------------------------------------------------------------- */
+
+/* g_mu keeps the run alive while the signal thread uses it. */
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static lg_run *g_run;
+static double g_drain_s = 10;
+static int g_pipe[2] = {-1, -1};
+
+/* Async-signal-safe: one byte into the self-pipe. Any thread may run it
+ * (libraries such as OpenBLAS start threads before main, with signals
+ * unblocked, so masking cannot route signals to one thread). */
+static void on_signal(int sig)
+{
+    int saved = errno;
+    char c = (char)sig;
+    if (write(g_pipe[1], &c, 1) < 0) {
+        /* pipe full: a signal is already pending there */
+    }
+    errno = saved;
+}
+
+static void *signal_main(void *arg)
+{
+    int n = 0;
+    for (;;) {
+        char c;
+        ssize_t k = read(g_pipe[0], &c, 1);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0 || c == 0)
+            return NULL; /* 0: the command is finishing */
+        n++;
+        pthread_mutex_lock(&g_mu);
+        lg_run *r = g_run;
+        if (n >= 2 || !r) {
+            static const char m[] = "\nloadlaw: interrupted; records written so far are kept\n";
+            if (write(2, m, sizeof m - 1) < 0) {
+                /* nothing more to do */
+            }
+            _exit(CLI_INTERRUPTED);
+        }
+        fprintf(stderr, "\nloadlaw: stopping: in-flight requests may finish within %.0f s "
+                        "(Ctrl-C again to quit now)\n", g_drain_s);
+        lg_run_interrupt(r, g_drain_s);
+        pthread_mutex_unlock(&g_mu);
+    }
+}
+
+/* Catch SIGINT/SIGTERM unless they were ignored when we started (a job put
+ * in the background by a shell keeps ignoring the terminal's Ctrl-C). */
+static int signals_start(pthread_t *th)
+{
+    int sigs[] = {SIGINT, SIGTERM};
+    if (pipe(g_pipe) != 0)
+        return -1;
+    if (pthread_create(th, NULL, signal_main, NULL) != 0) {
+        close(g_pipe[0]);
+        close(g_pipe[1]);
+        return -1;
+    }
+    for (size_t i = 0; i < 2; i++) {
+        struct sigaction old, sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sa.sa_flags = SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+            sigaction(sigs[i], &sa, NULL);
+    }
+    return 0;
+}
+
+static void signals_stop(pthread_t th)
+{
+    char zero = 0;
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    if (write(g_pipe[1], &zero, 1) == 1)
+        pthread_join(th, NULL);
+    else
+        pthread_detach(th);
+    close(g_pipe[0]);
+    close(g_pipe[1]);
+}
+
+/* ---- options -------------------------------------------------------------- */
+
+typedef struct opts {
+    const char *scenario, *url, *engine, *model, *endpoint, *api_key, *output, *prompts, *arrival;
+    const char *conc;
+    const char *rate, *duration, *timeout;
+    long requests, warmup, threads, max_tokens, think_tokens, seed;
+    int no_report, quiet;
+} opts;
+
+static int need(int argc, char **argv, int *i, const char **out)
+{
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "loadlaw sweep: %s needs a value\n", argv[*i]);
+        return -1;
+    }
+    *out = argv[++*i];
+    return 0;
+}
+
+static int need_long(int argc, char **argv, int *i, long lo, long hi, long *out)
+{
+    const char *v;
+    uint64_t x;
+    if (need(argc, argv, i, &v))
+        return -1;
+    if (ll_parse_count(v, &x) || (long)x < lo || (long)x > hi) {
+        fprintf(stderr, "loadlaw sweep: %s: expected an integer in [%ld, %ld], got '%s'\n", argv[*i - 1], lo, hi, v);
+        return -1;
+    }
+    *out = (long)x;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->requests = o->warmup = o->threads = o->max_tokens = o->think_tokens = o->seed = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int rc = 0;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            sweep_usage(stdout);
+            return 1;
+        } else if (!strcmp(a, "--url")) rc = need(argc, argv, &i, &o->url);
+        else if (!strcmp(a, "--engine")) rc = need(argc, argv, &i, &o->engine);
+        else if (!strcmp(a, "--model")) rc = need(argc, argv, &i, &o->model);
+        else if (!strcmp(a, "--endpoint")) rc = need(argc, argv, &i, &o->endpoint);
+        else if (!strcmp(a, "--api-key")) rc = need(argc, argv, &i, &o->api_key);
+        else if (!strcmp(a, "-o") || !strcmp(a, "--output")) rc = need(argc, argv, &i, &o->output);
+        else if (!strcmp(a, "--prompts")) rc = need(argc, argv, &i, &o->prompts);
+        else if (!strcmp(a, "--arrival")) rc = need(argc, argv, &i, &o->arrival);
+        else if (!strcmp(a, "-c") || !strcmp(a, "--concurrency")) rc = need(argc, argv, &i, &o->conc);
+        else if (!strcmp(a, "--rate")) rc = need(argc, argv, &i, &o->rate);
+        else if (!strcmp(a, "--duration")) rc = need(argc, argv, &i, &o->duration);
+        else if (!strcmp(a, "--timeout")) rc = need(argc, argv, &i, &o->timeout);
+        else if (!strcmp(a, "-n") || !strcmp(a, "--requests")) rc = need_long(argc, argv, &i, 1, 100000000, &o->requests);
+        else if (!strcmp(a, "--warmup")) rc = need_long(argc, argv, &i, 0, 100000000, &o->warmup);
+        else if (!strcmp(a, "--threads")) rc = need_long(argc, argv, &i, 1, 4096, &o->threads);
+        else if (!strcmp(a, "--max-tokens")) rc = need_long(argc, argv, &i, 1, 10000000, &o->max_tokens);
+        else if (!strcmp(a, "--think-tokens")) rc = need_long(argc, argv, &i, 0, 10000000, &o->think_tokens);
+        else if (!strcmp(a, "--seed")) rc = need_long(argc, argv, &i, 0, 0x7fffffffL, &o->seed);
+        else if (!strcmp(a, "--no-report")) o->no_report = 1;
+        else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) o->quiet = 1;
+        else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "loadlaw sweep: unknown option '%s' (try loadlaw sweep --help)\n", a);
+            return -1;
+        } else if (o->scenario) {
+            fprintf(stderr, "loadlaw sweep: one scenario only ('%s' and '%s')\n", o->scenario, a);
+            return -1;
+        } else {
+            o->scenario = a;
+        }
+        if (rc)
+            return -1;
+    }
+    return 0;
+}
+
+/* Scenario files: as given (relative to the cwd), else in the source tree. */
+static int find_scenario(const char *name, char *out, size_t n)
+{
+    struct stat st;
+    const char *forms[] = {"%s", LOADLAW_SOURCE_DIR "/%s", LOADLAW_SOURCE_DIR "/scenarios/%s"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(out, n, forms[i], name);
+        if (stat(out, &st) == 0 && S_ISREG(st.st_mode))
+            return 0;
+        if (name[0] == '/')
+            break;
+    }
+    snprintf(out, n, "%s", name);
+    return -1;
+}
+
+/* Apply the flags over the scenario. Returns 0 or prints why and returns -1. */
+static int apply_flags(const opts *o, scn_scenario *s)
+{
+    int rc = 0;
+    if (o->url)
+        rc |= scn_set_str(&s->url, o->url);
+    if (o->engine)
+        rc |= scn_set_str(&s->engine_spec, o->engine);
+    if (o->model)
+        rc |= scn_set_str(&s->model, o->model);
+    if (o->output)
+        rc |= scn_set_str(&s->output, o->output);
+    if (rc)
+        return -1;
+    if (o->endpoint) {
+        if (strcmp(o->endpoint, "chat") && strcmp(o->endpoint, "completions")) {
+            fprintf(stderr, "loadlaw sweep: --endpoint: expected chat or completions\n");
+            return -1;
+        }
+        s->endpoint = o->endpoint[0] == 'c' && o->endpoint[1] == 'h' ? SCN_ENDPOINT_CHAT : SCN_ENDPOINT_COMPLETIONS;
+    }
+    if (o->prompts) {
+        size_t l = strlen(o->prompts);
+        s->source = l > 6 && !strcmp(o->prompts + l - 6, ".jsonl") ? SCN_SOURCE_JSONL : SCN_SOURCE_SHAREGPT;
+        if (scn_set_str(&s->prompts_path, o->prompts))
+            return -1;
+    }
+    if (o->conc) {
+        int *c = NULL;
+        size_t n = 0;
+        if (ll_parse_int_list(o->conc, &c, &n) || n == 0) {
+            fprintf(stderr, "loadlaw sweep: -c: expected a list like 1,2,4,8, got '%s'\n", o->conc);
+            free(c);
+            return -1;
+        }
+        for (size_t i = 0; i < n; i++)
+            if (c[i] < 0 || c[i] > 1000000) {
+                fprintf(stderr, "loadlaw sweep: -c: %d out of range [0, 1000000]\n", c[i]);
+                free(c);
+                return -1;
+            }
+        rc = scn_set_concurrency(s, c, n);
+        free(c);
+        if (rc)
+            return -1;
+    }
+    if (o->rate && !o->conc) {
+        /* --rate alone: one open-loop level with no cap on requests in flight. */
+        int zero = 0;
+        if (scn_set_concurrency(s, &zero, 1))
+            return -1;
+    }
+    for (size_t i = 0; i < s->n_levels; i++) {
+        scn_level *l = &s->levels[i];
+        double v;
+        if (o->requests > 0)
+            l->n_requests = (int)o->requests;
+        if (o->warmup >= 0)
+            l->warmup = (int)o->warmup;
+        if (o->rate) {
+            if (ll_parse_double(o->rate, &v) || !(v > 0 && v <= 1e7)) {
+                fprintf(stderr, "loadlaw sweep: --rate: expected requests/s in (0, 1e7], got '%s'\n", o->rate);
+                return -1;
+            }
+            l->rate_per_s = v;
+        }
+        if (o->arrival) {
+            if (strcmp(o->arrival, "poisson") && strcmp(o->arrival, "constant")) {
+                fprintf(stderr, "loadlaw sweep: --arrival: expected poisson or constant\n");
+                return -1;
+            }
+            l->arrival = o->arrival[0] == 'p' ? SCN_ARRIVAL_POISSON : SCN_ARRIVAL_CONSTANT;
+        }
+        if (o->duration) {
+            if (ll_parse_duration_s(o->duration, &v) || !(v > 0)) {
+                fprintf(stderr, "loadlaw sweep: --duration: expected a duration like 30s, got '%s'\n", o->duration);
+                return -1;
+            }
+            l->duration_s = v;
+        }
+    }
+    if (o->timeout) {
+        double v;
+        if (ll_parse_duration_s(o->timeout, &v) || !(v > 0)) {
+            fprintf(stderr, "loadlaw sweep: --timeout: expected a duration, got '%s'\n", o->timeout);
+            return -1;
+        }
+        s->timeout_s = v;
+    }
+    if (o->threads > 0)
+        s->threads = (int)o->threads;
+    if (o->max_tokens > 0)
+        s->max_tokens = (int)o->max_tokens;
+    if (o->think_tokens >= 0)
+        s->think_tokens = (int)o->think_tokens;
+    if (o->seed >= 0)
+        s->seed = (uint64_t)o->seed;
+    return 0;
+}
+
+/* ---- engine step log → records ------------------------------------------- */
+
+typedef struct step_copy {
+    eng_engine *eng;
+    size_t next;
+} step_copy;
+
+static void copy_steps(lg_run *r, int level, void *ctx)
+{
+    step_copy *sc = ctx;
+    eng_step buf[1024];
+    int64_t epoch = lg_run_epoch_ns(r);
+    size_t got;
+    if (!sc->eng)
+        return;
+    while ((got = eng_steps(sc->eng, sc->next, buf, 1024)) > 0) {
+        sc->next += got;
+        for (size_t i = 0; i < got; i++) {
+            if (buf[i].start_ns < epoch)
+                continue; /* before the run: not in the run's clock range */
+            cJSON *o = cJSON_CreateObject();
+            if (!o)
+                return;
+            cJSON_AddStringToObject(o, "type", "step");
+            cJSON_AddNumberToObject(o, "start_ns", (double)(buf[i].start_ns - epoch));
+            cJSON_AddNumberToObject(o, "dur_ns", (double)buf[i].dur_ns);
+            cJSON_AddNumberToObject(o, "n_decode", buf[i].n_decode);
+            cJSON_AddNumberToObject(o, "n_running", buf[i].n_running);
+            cJSON_AddNumberToObject(o, "prefill_tok", buf[i].prefill_tok);
+            cJSON_AddNumberToObject(o, "ctx_tok", (double)buf[i].ctx_tok);
+            if (lg_run_write_record(r, o))
+                ll_warn("writing step records failed");
+            cJSON_Delete(o);
+        }
+    }
+}
+
+/* ---- the end: law and report ---------------------------------------------- */
+
+/* Fit the run's steady samples, print the law, write RUN_DIR/report.html.
+ * A run the fit cannot use (e.g. too few steady samples) is reported, not an
+ * error of the sweep: the measurements are still there. */
+static void sweep_finish(const char *run_dir)
+{
+    char err[512] = "", path[4096] = "";
+    fit_run *fr = NULL;
+    fit_result *res = NULL;
+    fit_options opt;
+    fit_options_default(&opt);
+    if (fit_load_run(run_dir, &fr, err, sizeof err) || fit_analyze(fr, &opt, &res, err, sizeof err)) {
+        fprintf(stderr, "loadlaw sweep: no law fitted: %s\n", err);
+    } else {
+        printf("\nlaw: ");
+        fit_print_law_line(stdout, res);
+        if (rpt_write_html_from(run_dir, fr, res, NULL, path, sizeof path, err, sizeof err))
+            fprintf(stderr, "loadlaw sweep: report not written: %s\n", err);
+        else
+            printf("report: %s\n", path);
+    }
+    fit_result_free(res);
+    fit_run_free(fr);
+}
+
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+    /* One socket per in-flight stream (and the engine's side of it). */
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            ll_warn("could not raise the open-file limit: %s", strerror(errno));
+    }
+}
+
+static void default_run_dir(char *out, size_t n)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    struct stat st;
+    char base[64];
+    gmtime_r(&t, &tm);
+    strftime(base, sizeof base, "runs/%Y%m%d-%H%M%S", &tm);
+    snprintf(out, n, "%s", base);
+    for (int i = 2; stat(out, &st) == 0 && i < 1000; i++)
+        snprintf(out, n, "%s-%d", base, i);
+}
+
+int cmd_sweep(int argc, char **argv)
+{
+    opts o;
+    char err[1024] = "", spath[4096], run_dir[4096];
+    scn_scenario *scn = NULL;
+    scn_prompts *prompts = NULL;
+    eng_engine *eng = NULL;
+    lg_run *run = NULL;
+    cJSON *law = NULL;
+    pthread_t sig_thread;
+    int sig_started = 0, ret = CLI_FAIL, rc;
+    int pa = parse_args(argc, argv, &o);
+    if (pa)
+        return pa > 0 ? CLI_OK : CLI_USAGE;
+    find_scenario(o.scenario ? o.scenario : "scenarios/default.json", spath, sizeof spath);
+    if ((rc = scn_load_file(spath, &scn, err, sizeof err))) {
+        fprintf(stderr, "loadlaw sweep: %s\n", err);
+        return rc == LL_EIO ? CLI_FAIL : CLI_USAGE;
+    }
+    if (apply_flags(&o, scn) || scn_validate(scn, err, sizeof err)) {
+        if (err[0])
+            fprintf(stderr, "loadlaw sweep: %s\n", err);
+        scn_free(scn);
+        return CLI_USAGE;
+    }
+    g_drain_s = scn->drain_s;
+    if ((rc = scn_prompts_load(scn, &prompts, err, sizeof err))) {
+        fprintf(stderr, "loadlaw sweep: %s\n", err);
+        goto out;
+    }
+    raise_nofile();
+    if (signals_start(&sig_thread)) {
+        fprintf(stderr, "loadlaw sweep: cannot set up signal handling\n");
+        goto out;
+    }
+    sig_started = 1;
+
+    const char *url = scn->url, *model = scn->model;
+    step_copy sc = {0};
+    char spec_buf[512] = "";
+    if (!url) {
+        eng_config ec;
+        eng_config_default(&ec);
+        if (eng_parse_spec(scn->engine_spec, &ec, err, sizeof err)) {
+            fprintf(stderr, "loadlaw sweep: --engine/engine: %s\n", err);
+            ret = CLI_USAGE;
+            goto out;
+        }
+        if (ec.max_connections < 16384)
+            ec.max_connections = 16384;
+        if ((rc = eng_start(&ec, &eng, err, sizeof err))) {
+            fprintf(stderr, "loadlaw sweep: starting the bundled engine: %s\n", err);
+            goto out;
+        }
+        url = eng_url(eng);
+        if (!model)
+            model = ec.model;
+        sc.eng = eng;
+        sc.next = eng_step_count(eng);
+        snprintf(spec_buf, sizeof spec_buf, "%s", scn->engine_spec ? scn->engine_spec : "backend=synthetic");
+        if (ec.backend == ENG_BACKEND_SYNTHETIC && (law = cJSON_CreateObject())) {
+            /* The law as played, in scaled milliseconds (records.md). */
+            cJSON_AddNumberToObject(law, "a_ms", ec.law_a_ms * ec.time_scale);
+            cJSON_AddNumberToObject(law, "b_ms", ec.law_b_ms * ec.time_scale);
+            cJSON_AddNumberToObject(law, "c_ms_per_ktok", ec.law_c_ms_per_ktok * ec.time_scale);
+            cJSON_AddNumberToObject(law, "p_ms_per_tok", ec.law_p_ms_per_tok * ec.time_scale);
+        }
+    } else if (!model) {
+        fprintf(stderr, "loadlaw sweep: --model is required with a remote --url\n");
+        ret = CLI_USAGE;
+        goto out;
+    }
+    const char *key = o.api_key ? o.api_key : getenv(scn->api_key_env ? scn->api_key_env : "OPENAI_API_KEY");
+    if (scn->output)
+        snprintf(run_dir, sizeof run_dir, "%s", scn->output);
+    else
+        default_run_dir(run_dir, sizeof run_dir);
+    lg_config lc = {.scn = scn, .prompts = prompts, .url = url, .model = model,
+                    .api_key = key && key[0] ? key : NULL, .run_dir = run_dir,
+                    .engine_spec = eng ? spec_buf : NULL, .engine_law = law,
+                    .scenario_name = scn->path, .progress = !o.quiet && isatty(2),
+                    .on_level_end = copy_steps, .cb_ctx = &sc};
+    if ((rc = lg_run_create(&lc, &run, err, sizeof err))) {
+        fprintf(stderr, "loadlaw sweep: %s\n", err);
+        goto out;
+    }
+    pthread_mutex_lock(&g_mu);
+    g_run = run;
+    pthread_mutex_unlock(&g_mu);
+    fprintf(stderr, "loadlaw sweep: %s -> %s (%zu levels), records in %s/records.jsonl\n",
+            scn->path ? scn->path : "scenario", url, scn->n_levels, run_dir);
+    rc = lg_run_sweep(run, err, sizeof err);
+    if (rc && rc != LL_EINTR)
+        fprintf(stderr, "loadlaw sweep: %s\n", err);
+    int wrc = lg_run_write_summary(run, err, sizeof err);
+    if (wrc)
+        fprintf(stderr, "loadlaw sweep: %s\n", err);
+    lg_run_print_table(run, stdout);
+    printf("run: %s\n", run_dir);
+    fflush(stdout);
+    ret = rc == LL_EINTR ? CLI_INTERRUPTED : rc || wrc ? CLI_FAIL : CLI_OK;
+    size_t nl, n_ok = 0;
+    const lg_level_summary *ls = lg_run_levels(run, &nl);
+    for (size_t i = 0; i < nl; i++)
+        n_ok += (size_t)ls[i].ok;
+    if (ret == CLI_OK && n_ok == 0) {
+        /* Failures are data, but a run where nothing succeeded measured nothing. */
+        fprintf(stderr, "loadlaw sweep: no request succeeded (see the failed classes above)\n");
+        ret = CLI_FAIL;
+    }
+    if (ret == CLI_OK && !o.no_report)
+        sweep_finish(run_dir);
+out:
+    if (run) {
+        pthread_mutex_lock(&g_mu);
+        g_run = NULL;
+        pthread_mutex_unlock(&g_mu);
+        lg_run_free(run);
+    }
+    if (eng)
+        eng_stop(eng);
+    if (sig_started)
+        signals_stop(sig_thread);
+    cJSON_Delete(law);
+    scn_prompts_free(prompts);
+    scn_free(scn);
+    return ret;
+}

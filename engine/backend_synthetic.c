@@ -1,0 +1,74 @@
+/* backend_synthetic.c: a step costs what the law says, played out in real time.
+ *
+ * step = (a + b*N + c*ctx/1000 + p*prefill) * time_scale * (1 + jitter*g),
+ * g ~ N(0,1) from a seeded generator, so a given seed replays the same step
+ * times. The step sleeps until an absolute deadline measured from the step's
+ * planned start, so time spent by the scheduler between steps is absorbed
+ * into the step instead of added to it. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "backend.h"
+#include "common.h"
+
+typedef struct syn_state {
+    double a_ns, b_ns, c_ns_per_ktok, p_ns_per_tok, jitter;
+    ll_rng rng;
+} syn_state;
+
+static int syn_create(const eng_config *cfg, void **state, char *err, size_t errlen)
+{
+    syn_state *s = calloc(1, sizeof *s);
+    if (!s) {
+        ll_errf(err, errlen, "synthetic backend: out of memory");
+        return LL_ENOMEM;
+    }
+    double k = 1e6 * cfg->time_scale; /* law ms -> ns */
+    s->a_ns = cfg->law_a_ms * k;
+    s->b_ns = cfg->law_b_ms * k;
+    s->c_ns_per_ktok = cfg->law_c_ms_per_ktok * k;
+    s->p_ns_per_tok = cfg->law_p_ms_per_tok * k;
+    s->jitter = cfg->jitter_frac;
+    ll_rng_seed(&s->rng, cfg->seed ^ 0x5eed5eedULL);
+    *state = s;
+    return 0;
+}
+
+static int syn_step(void *state, const eng_batch *b, int64_t start_ns, eng_phase *ph, int *n_ph)
+{
+    syn_state *s = state;
+    double prefill_ns = s->p_ns_per_tok * b->prefill_tok_total;
+    double total_ns = s->a_ns + s->b_ns * b->n_decode +
+                      s->c_ns_per_ktok * (double)b->ctx_tok_total / 1000.0 + prefill_ns;
+    if (s->jitter > 0) {
+        double f = 1.0 + s->jitter * ll_rng_normal(&s->rng);
+        f = f < 0 ? 0 : f;
+        total_ns *= f;
+        prefill_ns *= f;
+    }
+    int64_t dur = (int64_t)llround(total_ns);
+    int64_t pre = (int64_t)llround(prefill_ns);
+    int n = 0;
+    if (b->n_decode == 0) {
+        ph[n++] = (eng_phase){"prefill", start_ns, dur};
+    } else {
+        if (b->prefill_tok_total > 0)
+            ph[n++] = (eng_phase){"prefill", start_ns, pre};
+        ph[n++] = (eng_phase){"decode", start_ns + pre, dur - pre};
+    }
+    *n_ph = n;
+    ll_sleep_until_ns(start_ns + dur);
+    return 0;
+}
+
+static void syn_release(void *state, int slot) { (void)state; (void)slot; }
+
+static void syn_destroy(void *state) { free(state); }
+
+const eng_backend_ops eng_backend_synthetic = {
+    .name = "synthetic",
+    .create = syn_create,
+    .step = syn_step,
+    .release = syn_release,
+    .destroy = syn_destroy,
+};

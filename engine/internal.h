@@ -1,0 +1,175 @@
+/* internal.h (engine/ only): the engine object, requests, and the seams
+ * between the HTTP server (server.c), the scheduler (sched.c), the output
+ * formatter (sse.c), metrics and the profiler.
+ *
+ * DESIGN, threads and ownership:
+ *  - One MHD polling thread runs every HTTP callback; one scheduler thread runs
+ *    steps. Nothing else touches requests.
+ *  - A request (eng_req) is reference counted: the HTTP connection holds one
+ *    reference until MHD's "request completed" notice, the streaming response
+ *    holds one until MHD frees it, the scheduler holds one from submission until
+ *    it drops the request (finished, cancelled or shut down). The last release
+ *    frees it, so no side ever frees memory the other still reads.
+ *  - eng->mu guards the waiting queue, the stop flag, metrics and the profiler.
+ *  - eng->io_mu guards every request's output bytes and its suspended /
+ *    finished / aborted flags. MHD_suspend_connection (reader side) and
+ *    MHD_resume_connection (scheduler side) are both called with io_mu held,
+ *    so a resume can never precede its suspend (MHD forbids that).
+ *  - Scheduler-only fields (slot, progress) are touched by the scheduler thread
+ *    alone after submission.
+ */
+#ifndef LOADLAW_ENGINE_INTERNAL_H
+#define LOADLAW_ENGINE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <microhttpd.h>
+
+#include "backend.h"
+#include "common.h"
+#include "engine.h"
+
+enum { ENG_REQ_CHAT = 0, ENG_REQ_COMPLETION = 1 };
+
+typedef struct eng_req {
+    atomic_int refs;
+    atomic_int cancelled;          /* client went away: drop at the next step */
+    struct eng_engine *eng;
+    struct MHD_Connection *conn;
+    uint64_t id;
+    uint64_t seed;                 /* token words derive from (seed, position) */
+    int64_t created_s;             /* wall clock seconds, for "created" */
+    int64_t submit_ns;
+    /* what the request asked for (immutable after submission) */
+    int kind;                      /* ENG_REQ_* */
+    int stream, include_usage, continuous_usage;
+    int prompt_tok, max_tok, min_tok, think_tok;
+    int target_tok;                /* tokens it will produce */
+    int stop_early;                /* finish_reason "stop" rather than "length" */
+    char model_json[160];          /* served model name as a JSON string literal */
+    char chunk_head[320];          /* "data: {"id":..,"model":..," of every stream chunk, */
+    int chunk_head_len;            /* built once (sse.c); 0 until then */
+    /* scheduler thread only */
+    struct eng_req *next;          /* waiting queue link (under eng->mu while queued) */
+    int slot;
+    int prefilled;                 /* prompt tokens prefilled so far */
+    int gen;                       /* tokens emitted so far */
+    int started;                   /* prefill complete, decoding */
+    /* under eng->io_mu */
+    ll_buf out;                    /* SSE / JSON bytes not yet handed to MHD */
+    size_t out_off;
+    int suspended, finished, aborted;
+} eng_req;
+
+void eng_req_ref(eng_req *r);
+void eng_req_unref(eng_req *r);
+
+#define ENG_HIST_BUCKETS 14
+#define ENG_MAX_PHASE_NAMES 16
+
+typedef struct eng_prof_step {
+    eng_step step;
+    int n_phases;
+    eng_phase phases[ENG_MAX_PHASES];
+} eng_prof_step;
+
+typedef struct eng_engine {
+    eng_config cfg;
+    const eng_backend_ops *be;
+    void *be_state;
+    char url[96];
+    int port;
+    struct MHD_Daemon *mhd;
+    pthread_t sched_thread;
+    int sched_started;
+    struct eng_sched *sched;       /* scheduler-thread state (sched.c) */
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stopping;
+    eng_req *wait_head, *wait_tail;
+    int n_waiting;
+    atomic_int n_running;
+    atomic_ullong next_id;
+
+    pthread_mutex_t io_mu;
+
+    /* step log (log_mu) */
+    pthread_mutex_t log_mu;
+    eng_step *log;
+    size_t log_n, log_cap;
+
+    /* metrics (under mu) */
+    uint64_t steps_total, prompt_tok_total, gen_tok_total;
+    uint64_t req_finished, req_cancelled, req_rejected;
+    uint64_t hist[ENG_HIST_BUCKETS];
+    double step_sum_s;
+    const char *phase_name[ENG_MAX_PHASE_NAMES];
+    double phase_sum_s[ENG_MAX_PHASE_NAMES];
+    uint64_t phase_count[ENG_MAX_PHASE_NAMES];
+    int n_phase_names;
+
+    /* profiler (under mu) */
+    struct {
+        int active, done;          /* capturing; capture complete, file not yet written */
+        int want_steps;            /* 0 = until /stop_profile */
+        int64_t deadline_ns;       /* a num_steps capture ends by then even if idle */
+        int gzip;
+        char dir[512];
+        eng_prof_step *steps;
+        size_t n, cap;
+        struct MHD_Connection *waiter;  /* suspended /start_profile with num_steps */
+        int waiter_suspended;
+        unsigned seq;              /* captures written so far */
+        char last_path[600];       /* the last file written ("" if that write failed) */
+        size_t last_n;
+    } prof;
+} eng_engine;
+
+extern const double eng_hist_bounds_s[ENG_HIST_BUCKETS]; /* last is +Inf */
+
+/* server.c */
+int eng_server_start(eng_engine *e, char *err, size_t errlen);
+void eng_server_stop(eng_engine *e);
+
+/* sched.c */
+int eng_sched_start(eng_engine *e, char *err, size_t errlen);
+void eng_sched_stop(eng_engine *e);
+/* Queue a request; takes the scheduler's reference. LL_ERANGE when the queue is
+ * full, LL_EINTR when the engine is stopping. */
+int eng_sched_submit(eng_engine *e, eng_req *r);
+
+/* request.c: parse and check a request body; on failure fills status, the
+ * offending parameter and a message, and returns NULL. */
+eng_req *eng_req_parse(eng_engine *e, int kind, const char *body, size_t len,
+                       int *status, const char **param, char *msg, size_t msglen);
+
+/* sse.c: output formatting; append to r->out (caller holds io_mu). */
+int eng_sse_tokens(eng_req *r, int from, int n);   /* tokens [from, from+n) */
+int eng_json_full(eng_req *r);                     /* whole non-streaming body */
+/* OpenAI-style error body into b. */
+int eng_json_error(ll_buf *b, int status, const char *param, const char *msg);
+
+/* metrics.c (caller holds mu) */
+void eng_metrics_step(eng_engine *e, const eng_step *s, const eng_phase *ph, int n_ph,
+                      int gen_tok);
+int eng_metrics_text(eng_engine *e, ll_buf *b);
+
+/* profile.c */
+/* Begin a capture from a /start_profile body (may be empty). Caller holds mu. */
+int eng_prof_begin(eng_engine *e, const char *body, size_t len, char *msg, size_t msglen);
+/* Record one step when capturing; returns 1 when the capture just completed.
+ * Caller holds mu. */
+int eng_prof_record(eng_engine *e, const eng_step *s, const eng_phase *ph, int n_ph);
+/* The engine is idle: a num_steps capture ends with what it has (if any, or
+ * once its deadline passed). Returns the deadline the scheduler should wake
+ * at to check again (0: none). Caller holds mu. */
+int64_t eng_prof_idle(eng_engine *e);
+/* Write the captured steps as a Chrome trace; *path receives the file name.
+ * Caller must not hold mu (file I/O); takes and releases mu itself. */
+int eng_prof_write(eng_engine *e, char *path, size_t pathlen, size_t *n_steps,
+                   char *msg, size_t msglen);
+
+#endif

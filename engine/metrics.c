@@ -1,0 +1,96 @@
+/* metrics.c: step statistics and the Prometheus text served at /metrics.
+ * Updated by the scheduler once per step, read by the HTTP thread; both under
+ * eng->mu. Phase names come from the backend (static strings), so a cpu or
+ * cuda backend's phases ("dense_gemm", "attention", ...) appear as they are. */
+#include <string.h>
+
+#include "internal.h"
+
+const double eng_hist_bounds_s[ENG_HIST_BUCKETS] = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+    0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 1e300, /* last: +Inf */
+};
+
+void eng_metrics_step(eng_engine *e, const eng_step *s, const eng_phase *ph, int n_ph,
+                      int gen_tok)
+{
+    double d = (double)s->dur_ns * 1e-9;
+    e->steps_total++;
+    e->step_sum_s += d;
+    e->prompt_tok_total += (uint64_t)s->prefill_tok;
+    e->gen_tok_total += (uint64_t)gen_tok;
+    int b = 0;
+    while (b < ENG_HIST_BUCKETS - 1 && d > eng_hist_bounds_s[b])
+        b++;
+    e->hist[b]++;
+    for (int i = 0; i < n_ph; i++) {
+        int k = 0;
+        while (k < e->n_phase_names && strcmp(e->phase_name[k], ph[i].name) != 0)
+            k++;
+        if (k == e->n_phase_names) {
+            if (k == ENG_MAX_PHASE_NAMES)
+                continue; /* a backend with this many phase names is out of bounds */
+            e->phase_name[e->n_phase_names++] = ph[i].name;
+        }
+        e->phase_sum_s[k] += (double)ph[i].dur_ns * 1e-9;
+        e->phase_count[k]++;
+    }
+}
+
+#define GAUGE(b, name, help, fmt, v)                                           \
+    ll_buf_printf(b, "# HELP " name " " help "\n# TYPE " name " gauge\n" name " " fmt "\n", v)
+#define COUNTER(b, name, help, fmt, v)                                         \
+    ll_buf_printf(b, "# HELP " name " " help "\n# TYPE " name " counter\n" name " " fmt "\n", v)
+
+int eng_metrics_text(eng_engine *e, ll_buf *b)
+{
+    int rc = 0;
+    pthread_mutex_lock(&e->mu);
+    rc |= GAUGE(b, "loadlaw_running_requests", "Sequences admitted to the batch (prefilling or decoding).",
+                "%d", atomic_load(&e->n_running));
+    rc |= GAUGE(b, "loadlaw_waiting_requests", "Requests queued for admission.", "%d", e->n_waiting);
+    /* vLLM's names for the same two gauges, so tools that scrape vLLM read us too */
+    rc |= GAUGE(b, "vllm:num_requests_running", "Same as loadlaw_running_requests.", "%d",
+                atomic_load(&e->n_running));
+    rc |= GAUGE(b, "vllm:num_requests_waiting", "Same as loadlaw_waiting_requests.", "%d", e->n_waiting);
+    rc |= COUNTER(b, "loadlaw_steps_total", "Engine steps run.", "%llu",
+                  (unsigned long long)e->steps_total);
+    rc |= COUNTER(b, "loadlaw_prompt_tokens_total", "Prompt tokens prefilled.", "%llu",
+                  (unsigned long long)e->prompt_tok_total);
+    rc |= COUNTER(b, "loadlaw_generation_tokens_total", "Tokens generated.", "%llu",
+                  (unsigned long long)e->gen_tok_total);
+    rc |= ll_buf_printf(b, "# HELP loadlaw_requests_total Requests that left the engine, by outcome.\n"
+                           "# TYPE loadlaw_requests_total counter\n"
+                           "loadlaw_requests_total{outcome=\"finished\"} %llu\n"
+                           "loadlaw_requests_total{outcome=\"cancelled\"} %llu\n"
+                           "loadlaw_requests_total{outcome=\"rejected\"} %llu\n",
+                        (unsigned long long)e->req_finished, (unsigned long long)e->req_cancelled,
+                        (unsigned long long)e->req_rejected);
+    rc |= ll_buf_printf(b, "# HELP loadlaw_step_duration_seconds Wall time of each engine step.\n"
+                           "# TYPE loadlaw_step_duration_seconds histogram\n");
+    uint64_t cum = 0;
+    for (int i = 0; i < ENG_HIST_BUCKETS; i++) {
+        cum += e->hist[i];
+        if (i == ENG_HIST_BUCKETS - 1)
+            rc |= ll_buf_printf(b, "loadlaw_step_duration_seconds_bucket{le=\"+Inf\"} %llu\n",
+                                (unsigned long long)cum);
+        else
+            rc |= ll_buf_printf(b, "loadlaw_step_duration_seconds_bucket{le=\"%g\"} %llu\n",
+                                eng_hist_bounds_s[i], (unsigned long long)cum);
+    }
+    rc |= ll_buf_printf(b, "loadlaw_step_duration_seconds_sum %.9f\n"
+                           "loadlaw_step_duration_seconds_count %llu\n",
+                        e->step_sum_s, (unsigned long long)e->steps_total);
+    rc |= ll_buf_printf(b, "# HELP loadlaw_phase_seconds_total Time spent in each backend phase.\n"
+                           "# TYPE loadlaw_phase_seconds_total counter\n");
+    for (int k = 0; k < e->n_phase_names; k++)
+        rc |= ll_buf_printf(b, "loadlaw_phase_seconds_total{phase=\"%s\"} %.9f\n",
+                            e->phase_name[k], e->phase_sum_s[k]);
+    rc |= ll_buf_printf(b, "# HELP loadlaw_phase_total Steps that ran each backend phase.\n"
+                           "# TYPE loadlaw_phase_total counter\n");
+    for (int k = 0; k < e->n_phase_names; k++)
+        rc |= ll_buf_printf(b, "loadlaw_phase_total{phase=\"%s\"} %llu\n", e->phase_name[k],
+                            (unsigned long long)e->phase_count[k]);
+    pthread_mutex_unlock(&e->mu);
+    return rc ? LL_ENOMEM : 0;
+}

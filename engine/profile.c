@@ -1,0 +1,242 @@
+/* profile.c: /start_profile and /stop_profile, written as a Chrome trace laid
+ * out the way PyTorch's profiler (Kinetto) lays out GPU work, so Perfetto and
+ * `loadlaw trace` read it like a real server's trace:
+ *   - each backend phase of a step is a complete event ("ph":"X") with
+ *     "cat":"kernel" on pid 0 (the device), tid 7 (the stream), args.stream 7;
+ *   - each step is a "cat":"user_annotation" event on the host side (pid 1).
+ * Times are microseconds (floats) on CLOCK_MONOTONIC, like the step log.
+ *
+ * A num_steps capture answers once it has its steps, or when the engine goes
+ * idle with some captured, or after "timeout_s" (default 30) with none.
+ *
+ * DESIGN: the scheduler only copies steps into the capture (under eng->mu);
+ * the file is written on the HTTP thread that answers the request, so file
+ * I/O never stretches a step. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <zlib.h>
+
+#include "internal.h"
+
+int eng_prof_begin(eng_engine *e, const char *body, size_t len, char *msg, size_t msglen)
+{
+    int want = 0, gz = 0;
+    double timeout_s = 30;
+    const char *dir = e->cfg.profile_dir ? e->cfg.profile_dir : "/tmp";
+    cJSON *root = NULL;
+    int rc = LL_EINVAL;
+    if (e->prof.active) {
+        ll_errf(msg, msglen, "a profile is already being captured (POST /stop_profile first)");
+        return LL_EINVAL;
+    }
+    if (len > 0) {
+        const char *end = NULL;
+        root = memchr(body, '\0', len) ? NULL : cJSON_ParseWithOpts(body, &end, 1);
+        if (!cJSON_IsObject(root)) {
+            ll_errf(msg, msglen, "profile request body must be a JSON object");
+            goto out;
+        }
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "num_steps");
+        if (n && !cJSON_IsNull(n)) {
+            if (!cJSON_IsNumber(n) || n->valuedouble < 1 || n->valuedouble > 1e7 ||
+                n->valuedouble != (double)(int)n->valuedouble) {
+                ll_errf(msg, msglen, "'num_steps' must be an integer in [1, 10000000]");
+                goto out;
+            }
+            want = (int)n->valuedouble;
+        }
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "output_dir");
+        if (d && !cJSON_IsNull(d)) {
+            if (!cJSON_IsString(d) || !*d->valuestring ||
+                strlen(d->valuestring) >= sizeof e->prof.dir - 64) {
+                ll_errf(msg, msglen, "'output_dir' must be a non-empty path string");
+                goto out;
+            }
+            dir = d->valuestring;
+        }
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "timeout_s");
+        if (t && !cJSON_IsNull(t)) {
+            if (!cJSON_IsNumber(t) || !(t->valuedouble > 0 && t->valuedouble <= 86400)) {
+                ll_errf(msg, msglen, "'timeout_s' must be a number of seconds in (0, 86400]");
+                goto out;
+            }
+            timeout_s = t->valuedouble;
+        }
+        const cJSON *g = cJSON_GetObjectItemCaseSensitive(root, "gzip");
+        if (g && !cJSON_IsNull(g)) {
+            if (!cJSON_IsBool(g)) {
+                ll_errf(msg, msglen, "'gzip' must be a boolean");
+                goto out;
+            }
+            gz = cJSON_IsTrue(g);
+        }
+    }
+    snprintf(e->prof.dir, sizeof e->prof.dir, "%s", dir);
+    e->prof.active = 1;
+    e->prof.done = 0;
+    e->prof.want_steps = want;
+    e->prof.deadline_ns = ll_now_ns() + (int64_t)(timeout_s * 1e9);
+    e->prof.gzip = gz;
+    e->prof.n = 0;
+    pthread_cond_signal(&e->cv); /* an idle scheduler starts watching the deadline */
+    rc = 0;
+out:
+    cJSON_Delete(root);
+    return rc;
+}
+
+static void prof_complete(eng_engine *e)
+{
+    e->prof.done = 1;
+    if (e->prof.waiter_suspended) {
+        e->prof.waiter_suspended = 0;
+        MHD_resume_connection(e->prof.waiter);
+    }
+}
+
+int eng_prof_record(eng_engine *e, const eng_step *s, const eng_phase *ph, int n_ph)
+{
+    if (!e->prof.active || e->prof.done)
+        return 0;
+    if (e->prof.n == e->prof.cap) {
+        size_t cap = e->prof.cap ? e->prof.cap * 2 : 256;
+        eng_prof_step *ns = realloc(e->prof.steps, cap * sizeof *ns);
+        if (!ns) {
+            prof_complete(e); /* keep what we have rather than lose the capture */
+            return 1;
+        }
+        e->prof.steps = ns;
+        e->prof.cap = cap;
+    }
+    eng_prof_step *p = &e->prof.steps[e->prof.n++];
+    p->step = *s;
+    p->n_phases = n_ph;
+    memcpy(p->phases, ph, (size_t)n_ph * sizeof *ph);
+    if (e->prof.want_steps > 0 && e->prof.n >= (size_t)e->prof.want_steps) {
+        prof_complete(e);
+        return 1;
+    }
+    return 0;
+}
+
+int64_t eng_prof_idle(eng_engine *e)
+{
+    if (!e->prof.active || e->prof.done || e->prof.want_steps == 0)
+        return 0;
+    if (e->prof.n > 0 || ll_now_ns() >= e->prof.deadline_ns) {
+        prof_complete(e);
+        return 0;
+    }
+    return e->prof.deadline_ns;
+}
+
+static int trace_json(ll_buf *b, const eng_prof_step *st, size_t n, const char *backend)
+{
+    int rc = ll_buf_printf(b,
+        "{\"schemaVersion\":1,\"displayTimeUnit\":\"ms\",\"deviceProperties\":[{\"id\":0,"
+        "\"name\":\"loadlaw %s backend\"}],\"traceEvents\":[\n"
+        "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":0,\"tid\":0,\"args\":{\"name\":\"device 0\"}},\n"
+        "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":0,\"tid\":7,\"args\":{\"name\":\"stream 7\"}},\n"
+        "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"loadlaw engine\"}},\n"
+        "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":1,\"args\":{\"name\":\"scheduler\"}}",
+        backend);
+    for (size_t i = 0; i < n && !rc; i++) {
+        const eng_step *s = &st[i].step;
+        rc = ll_buf_printf(b,
+            ",\n{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"decode_step\",\"pid\":1,\"tid\":1,"
+            "\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"step\":%zu,\"n_decode\":%d,\"n_running\":%d,"
+            "\"prefill_tok\":%d,\"ctx_tok\":%" PRId64 "}}",
+            (double)s->start_ns / 1e3, (double)s->dur_ns / 1e3, i, s->n_decode, s->n_running,
+            s->prefill_tok, s->ctx_tok);
+        for (int k = 0; k < st[i].n_phases && !rc; k++) {
+            const eng_phase *p = &st[i].phases[k];
+            rc = ll_buf_printf(b,
+                ",\n{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"%s\",\"pid\":0,\"tid\":7,"
+                "\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"stream\":7,\"device\":0,\"step\":%zu,"
+                "\"n_decode\":%d,\"prefill_tok\":%d}}",
+                p->name, (double)p->start_ns / 1e3, (double)p->dur_ns / 1e3, i, s->n_decode,
+                s->prefill_tok);
+        }
+    }
+    return rc ? rc : ll_buf_printf(b, "\n]}\n");
+}
+
+int eng_prof_write(eng_engine *e, char *path, size_t pathlen, size_t *n_steps,
+                   char *msg, size_t msglen)
+{
+    ll_buf b = {0};
+    pthread_mutex_lock(&e->mu);
+    if (!e->prof.active) {
+        pthread_mutex_unlock(&e->mu);
+        ll_errf(msg, msglen, "no profile is being captured (POST /start_profile first)");
+        return LL_EINVAL;
+    }
+    eng_prof_step *steps = e->prof.steps;
+    size_t n = e->prof.n;
+    int gz = e->prof.gzip;
+    unsigned seq = ++e->prof.seq;
+    char dir[sizeof e->prof.dir];
+    memcpy(dir, e->prof.dir, sizeof dir);
+    e->prof.steps = NULL;
+    e->prof.n = e->prof.cap = 0;
+    e->prof.active = e->prof.done = 0;
+    /* A /start_profile still waiting on this capture (a /stop_profile came
+     * first) is woken once the file exists and answers with its path. */
+    struct MHD_Connection *waiter = e->prof.waiter_suspended ? e->prof.waiter : NULL;
+    e->prof.waiter_suspended = 0;
+    pthread_mutex_unlock(&e->mu);
+
+    int rc = ll_mkdir_p(dir, msg, msglen);
+    if (rc)
+        goto fail;
+    snprintf(path, pathlen, "%s/loadlaw-%d-%u.pt.trace.json%s", dir, (int)getpid(), seq,
+             gz ? ".gz" : "");
+    rc = trace_json(&b, steps, n, e->be->name);
+    if (rc) {
+        ll_errf(msg, msglen, "out of memory writing the trace");
+        goto fail;
+    }
+    if (gz) {
+        gzFile f = gzopen(path, "wb");
+        if (!f) {
+            ll_errf(msg, msglen, "%s: %s", path, strerror(errno));
+            rc = LL_EIO;
+            goto fail;
+        }
+        int w = gzwrite(f, b.p, (unsigned)b.len);
+        int c = gzclose(f);
+        if (w != (int)b.len || c != Z_OK) {
+            ll_errf(msg, msglen, "%s: gzip write failed", path);
+            rc = LL_EIO;
+            goto fail;
+        }
+    } else {
+        FILE *f = fopen(path, "wb");
+        if (!f) {
+            ll_errf(msg, msglen, "%s: %s", path, strerror(errno));
+            rc = LL_EIO;
+            goto fail;
+        }
+        size_t w = fwrite(b.p, 1, b.len, f);
+        if (fclose(f) != 0 || w != b.len) {
+            ll_errf(msg, msglen, "%s: write failed", path);
+            rc = LL_EIO;
+            goto fail;
+        }
+    }
+    *n_steps = n;
+fail:
+    pthread_mutex_lock(&e->mu);
+    snprintf(e->prof.last_path, sizeof e->prof.last_path, "%s", rc ? "" : path);
+    e->prof.last_n = rc ? 0 : n;
+    if (waiter)
+        MHD_resume_connection(waiter);
+    pthread_mutex_unlock(&e->mu);
+    ll_buf_free(&b);
+    free(steps);
+    return rc;
+}

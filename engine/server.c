@@ -1,0 +1,441 @@
+/* server.c: the OpenAI-compatible HTTP front of the engine (libmicrohttpd).
+ *
+ * DESIGN: one MHD polling thread (epoll) serves every connection and never
+ * blocks. A generation response is a callback response whose reader copies the
+ * bytes the scheduler queued in the request; when none are queued the reader
+ * suspends the connection, and the scheduler resumes it at the end of the step
+ * that produced tokens (both under eng->io_mu, see internal.h). A suspended
+ * connection costs no CPU, so thousands of streams wait for free.
+ * A client that leaves mid-stream is noticed by MHD when a write fails; the
+ * "request completed" notice marks the request cancelled and the scheduler
+ * drops it at its next step.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "internal.h"
+
+enum { R_CHAT, R_COMPL, R_MODELS, R_HEALTH, R_METRICS, R_START_PROF, R_STOP_PROF, R_NONE };
+
+static const struct {
+    const char *path;
+    const char *method;
+    int route;
+} routes[] = {
+    {"/v1/chat/completions", "POST", R_CHAT},
+    {"/v1/completions", "POST", R_COMPL},
+    {"/v1/models", "GET", R_MODELS},
+    {"/health", "GET", R_HEALTH},
+    {"/metrics", "GET", R_METRICS},
+    {"/start_profile", "POST", R_START_PROF},
+    {"/stop_profile", "POST", R_STOP_PROF},
+};
+
+/* Per-request state MHD keeps for us in *con_cls. */
+typedef struct eng_conn {
+    int route;                 /* R_* */
+    const char *allow;         /* known path, wrong method: the method it takes */
+    ll_buf body;
+    int too_big, oom;
+    eng_req *req;              /* generation requests (one reference) */
+    int prof_wait;             /* suspended until a num_steps capture completes */
+    unsigned prof_seq;
+} eng_conn;
+
+static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, const char *ctype,
+                               const char *body, size_t len, const char *allow)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (!resp)
+        return MHD_NO;
+    enum MHD_Result ok = MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    if (ok == MHD_YES && allow)
+        ok = MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+    if (ok == MHD_YES)
+        ok = MHD_queue_response(conn, status, resp);
+    MHD_destroy_response(resp);
+    return ok;
+}
+
+static enum MHD_Result respond_error(struct MHD_Connection *conn, unsigned status,
+                                     const char *param, const char *msg, const char *allow)
+{
+    ll_buf b = {0};
+    if (eng_json_error(&b, (int)status, param, msg)) {
+        ll_buf_free(&b);
+        return MHD_NO;
+    }
+    enum MHD_Result ok = respond(conn, status, "application/json", b.p, b.len, allow);
+    ll_buf_free(&b);
+    return ok;
+}
+
+static enum MHD_Result respond_json(struct MHD_Connection *conn, unsigned status, cJSON *obj)
+{
+    char *s = obj ? cJSON_PrintUnformatted(obj) : NULL;
+    cJSON_Delete(obj);
+    if (!s)
+        return respond_error(conn, 500, NULL, "out of memory", NULL);
+    enum MHD_Result ok = respond(conn, status, "application/json", s, strlen(s), NULL);
+    free(s);
+    return ok;
+}
+
+/* MHD calls this on its thread whenever the connection can take more bytes. */
+static ssize_t read_cb(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    eng_req *r = cls;
+    eng_engine *e = r->eng;
+    ssize_t n;
+    pthread_mutex_lock(&e->io_mu);
+    size_t avail = r->out.len - r->out_off;
+    if (avail > 0) {
+        n = (ssize_t)(avail < max ? avail : max);
+        memcpy(buf, r->out.p + r->out_off, (size_t)n);
+        r->out_off += (size_t)n;
+        if (r->out_off == r->out.len) {
+            ll_buf_reset(&r->out);
+            r->out_off = 0;
+        }
+    } else if (r->finished) {
+        n = MHD_CONTENT_READER_END_OF_STREAM;
+    } else if (r->aborted) {
+        n = MHD_CONTENT_READER_END_WITH_ERROR;
+    } else {
+        r->suspended = 1;
+        MHD_suspend_connection(r->conn);
+        n = 0;
+    }
+    pthread_mutex_unlock(&e->io_mu);
+    return n;
+}
+
+static void free_cb(void *cls) { eng_req_unref(cls); }
+
+static enum MHD_Result start_generation(eng_engine *e, struct MHD_Connection *conn, eng_conn *c)
+{
+    int status = 0;
+    const char *param = NULL;
+    char msg[256];
+    if (c->too_big) {
+        ll_errf(msg, sizeof msg, "request body is over this server's limit of %zu bytes",
+                e->cfg.max_body_bytes);
+        return respond_error(conn, 413, NULL, msg, NULL);
+    }
+    if (c->oom)
+        return respond_error(conn, 500, NULL, "out of memory reading the body", NULL);
+    eng_req *r = eng_req_parse(e, c->route == R_CHAT ? ENG_REQ_CHAT : ENG_REQ_COMPLETION,
+                               c->body.p ? c->body.p : "", c->body.len, &status, &param, msg,
+                               sizeof msg);
+    if (!r)
+        return respond_error(conn, (unsigned)status, param, msg, NULL);
+    r->conn = conn;
+    c->req = r;
+    struct MHD_Response *resp =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 8192, read_cb, r, free_cb);
+    if (!resp)
+        return respond_error(conn, 500, NULL, "could not create the response", NULL);
+    eng_req_ref(r); /* the response's reference, released by free_cb */
+    if (MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                r->stream ? "text/event-stream" : "application/json") != MHD_YES ||
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache") != MHD_YES) {
+        MHD_destroy_response(resp);
+        return respond_error(conn, 500, NULL, "could not set response headers", NULL);
+    }
+    int rc = eng_sched_submit(e, r);
+    if (rc) {
+        MHD_destroy_response(resp);
+        return respond_error(conn, 503, NULL,
+                             rc == LL_ERANGE ? "the request queue is full; retry later"
+                                             : "the server is shutting down",
+                             NULL);
+    }
+    enum MHD_Result ok = MHD_queue_response(conn, MHD_HTTP_OK, resp);
+    MHD_destroy_response(resp);
+    if (ok != MHD_YES)
+        atomic_store(&r->cancelled, 1);
+    return ok;
+}
+
+static enum MHD_Result models(eng_engine *e, struct MHD_Connection *conn)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON *data = cJSON_AddArrayToObject(root, "data");
+    cJSON *m = cJSON_CreateObject();
+    if (!root || !data || !m || !cJSON_AddStringToObject(root, "object", "list") ||
+        !cJSON_AddStringToObject(m, "id", e->cfg.model) ||
+        !cJSON_AddStringToObject(m, "object", "model") ||
+        !cJSON_AddNumberToObject(m, "created", (double)(ll_wall_ns() / 1000000000LL)) ||
+        !cJSON_AddStringToObject(m, "owned_by", "loadlaw") ||
+        !cJSON_AddNumberToObject(m, "max_model_len", e->cfg.max_context_tok) ||
+        !cJSON_AddItemToArray(data, m)) {
+        cJSON_Delete(m);
+        cJSON_Delete(root);
+        return respond_error(conn, 500, NULL, "out of memory", NULL);
+    }
+    return respond_json(conn, 200, root);
+}
+
+static enum MHD_Result prof_written(struct MHD_Connection *conn, const char *path, size_t n)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (o && (!cJSON_AddStringToObject(o, "status", "written") ||
+              !cJSON_AddStringToObject(o, "path", path) ||
+              !cJSON_AddNumberToObject(o, "num_steps", (double)n))) {
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    return respond_json(conn, 200, o);
+}
+
+static enum MHD_Result write_profile(eng_engine *e, struct MHD_Connection *conn)
+{
+    char path[600], msg[700];
+    size_t n = 0;
+    int rc = eng_prof_write(e, path, sizeof path, &n, msg, sizeof msg);
+    if (rc)
+        return respond_error(conn, rc == LL_EINVAL ? 400 : 500, NULL, msg, NULL);
+    return prof_written(conn, path, n);
+}
+
+static enum MHD_Result start_profile(eng_engine *e, struct MHD_Connection *conn, eng_conn *c)
+{
+    char msg[256];
+    pthread_mutex_lock(&e->mu);
+    int rc = e->stopping ? LL_EINTR
+                         : eng_prof_begin(e, c->body.p ? c->body.p : "", c->body.len, msg, sizeof msg);
+    if (rc) {
+        pthread_mutex_unlock(&e->mu);
+        return respond_error(conn, rc == LL_EINTR ? 503 : 400, NULL,
+                             rc == LL_EINTR ? "the server is shutting down" : msg, NULL);
+    }
+    if (e->prof.want_steps > 0) {
+        /* Answer once the capture is complete; suspended under mu so the
+         * scheduler's resume (also under mu) cannot come first. */
+        c->prof_wait = 1;
+        c->prof_seq = e->prof.seq;
+        e->prof.waiter = conn;
+        e->prof.waiter_suspended = 1;
+        MHD_suspend_connection(conn);
+        pthread_mutex_unlock(&e->mu);
+        return MHD_YES;
+    }
+    char dir[sizeof e->prof.dir];
+    memcpy(dir, e->prof.dir, sizeof dir);
+    pthread_mutex_unlock(&e->mu);
+    cJSON *o = cJSON_CreateObject();
+    if (o && (!cJSON_AddStringToObject(o, "status", "started") ||
+              !cJSON_AddStringToObject(o, "output_dir", dir))) {
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    return respond_json(conn, 200, o);
+}
+
+/* A /start_profile with num_steps, resumed: write the trace, unless a
+ * /stop_profile already did, in which case report that file. */
+static enum MHD_Result finish_profile_wait(eng_engine *e, struct MHD_Connection *conn, eng_conn *c)
+{
+    char path[600];
+    size_t n;
+    pthread_mutex_lock(&e->mu);
+    int taken = e->prof.seq != c->prof_seq;
+    snprintf(path, sizeof path, "%s", e->prof.last_path);
+    n = e->prof.last_n;
+    if (e->prof.waiter == conn) {
+        e->prof.waiter = NULL;
+        e->prof.waiter_suspended = 0;
+    }
+    pthread_mutex_unlock(&e->mu);
+    c->prof_wait = 0;
+    if (taken && !*path)
+        return respond_error(conn, 500, NULL, "writing the trace failed (see the /stop_profile answer)", NULL);
+    if (taken)
+        return prof_written(conn, path, n);
+    return write_profile(e, conn);
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                 const char *method, const char *version,
+                                 const char *upload_data, size_t *upload_data_size,
+                                 void **con_cls)
+{
+    (void)version;
+    eng_engine *e = cls;
+    eng_conn *c = *con_cls;
+    if (!c) {
+        c = calloc(1, sizeof *c);
+        if (!c)
+            return MHD_NO;
+        c->route = R_NONE;
+        for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+            if (strcmp(url, routes[i].path) == 0) {
+                if (strcmp(method, routes[i].method) == 0)
+                    c->route = routes[i].route;
+                else
+                    c->allow = routes[i].method;
+            }
+        *con_cls = c;
+        /* A declared body over the limit is refused before it is read. */
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+        uint64_t declared;
+        if (cl && ll_parse_count(cl, &declared) == 0 && declared > e->cfg.max_body_bytes) {
+            char msg[160];
+            ll_errf(msg, sizeof msg, "request body of %llu bytes is over this server's limit of %zu bytes",
+                    (unsigned long long)declared, e->cfg.max_body_bytes);
+            return respond_error(conn, 413, NULL, msg, NULL);
+        }
+        return MHD_YES;
+    }
+    if (*upload_data_size > 0) {
+        /* Only POST routes keep their body; the limit is enforced as it arrives
+         * (chunked uploads declare no length). */
+        if (c->route != R_NONE && !c->too_big && !c->oom) {
+            if (c->body.len + *upload_data_size > e->cfg.max_body_bytes) {
+                c->too_big = 1;
+                ll_buf_free(&c->body);
+            } else if (ll_buf_append(&c->body, upload_data, *upload_data_size)) {
+                c->oom = 1;
+                ll_buf_free(&c->body);
+            }
+        }
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (c->prof_wait)
+        return finish_profile_wait(e, conn, c);
+    switch (c->route) {
+    case R_CHAT:
+    case R_COMPL:
+        return start_generation(e, conn, c);
+    case R_MODELS:
+        return models(e, conn);
+    case R_HEALTH:
+        return respond(conn, 200, "application/json", "{\"status\":\"ok\"}", 15, NULL);
+    case R_METRICS: {
+        ll_buf b = {0};
+        if (eng_metrics_text(e, &b)) {
+            ll_buf_free(&b);
+            return respond_error(conn, 500, NULL, "out of memory", NULL);
+        }
+        enum MHD_Result ok = respond(conn, 200, "text/plain; version=0.0.4", b.p, b.len, NULL);
+        ll_buf_free(&b);
+        return ok;
+    }
+    case R_START_PROF:
+        if (c->too_big)
+            return respond_error(conn, 413, NULL, "request body is over this server's limit", NULL);
+        return start_profile(e, conn, c);
+    case R_STOP_PROF:
+        return write_profile(e, conn);
+    default:
+        break;
+    }
+    char msg[300];
+    if (c->allow) {
+        ll_errf(msg, sizeof msg, "method %.16s is not allowed on %.200s (use %s)", method, url, c->allow);
+        return respond_error(conn, 405, NULL, msg, c->allow);
+    }
+    ll_errf(msg, sizeof msg, "no route for %.16s %.200s", method, url);
+    return respond_error(conn, 404, NULL, msg, NULL);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    eng_engine *e = cls;
+    eng_conn *c = *con_cls;
+    if (!c)
+        return;
+    if (c->req) {
+        if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+            atomic_store(&c->req->cancelled, 1);
+        eng_req_unref(c->req);
+    }
+    if (c->prof_wait) {
+        pthread_mutex_lock(&e->mu);
+        if (e->prof.waiter == conn) {
+            e->prof.waiter = NULL;
+            e->prof.waiter_suspended = 0;
+        }
+        pthread_mutex_unlock(&e->mu);
+    }
+    ll_buf_free(&c->body);
+    free(c);
+    *con_cls = NULL;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, ap);
+    size_t n = strlen(line);
+    while (n > 0 && line[n - 1] == '\n')
+        line[--n] = '\0';
+    ll_debug("libmicrohttpd: %s", line);
+}
+
+int eng_server_start(eng_engine *e, char *err, size_t errlen)
+{
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)e->cfg.port);
+    const char *host = e->cfg.bind_addr ? e->cfg.bind_addr : "127.0.0.1";
+    if (strcmp(host, "localhost") == 0)
+        host = "127.0.0.1";
+    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
+        ll_errf(err, errlen, "bind address \"%s\" is not an IPv4 address", host);
+        return LL_EINVAL;
+    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                     MHD_USE_ERROR_LOG;
+    e->mhd = MHD_start_daemon(flags, (uint16_t)e->cfg.port, NULL, NULL, on_access, e,
+                              MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+                              MHD_OPTION_CONNECTION_LIMIT, e->cfg.max_connections,
+                              MHD_OPTION_CONNECTION_TIMEOUT, e->cfg.idle_timeout_s,
+                              MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096u,
+                              MHD_OPTION_NOTIFY_COMPLETED, on_completed, e,
+                              MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+                              MHD_OPTION_END);
+    if (!e->mhd) {
+        ll_errf(err, errlen, "could not start the HTTP server on %s:%d (port in use, or no permission?)",
+                host, e->cfg.port);
+        return LL_ESYS;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(e->mhd, MHD_DAEMON_INFO_BIND_PORT);
+    e->port = info ? (int)info->port : e->cfg.port;
+    if (e->port <= 0) {
+        MHD_stop_daemon(e->mhd);
+        e->mhd = NULL;
+        ll_errf(err, errlen, "could not learn the HTTP server's port");
+        return LL_ESYS;
+    }
+    snprintf(e->url, sizeof e->url, "http://%s:%d",
+             strcmp(host, "0.0.0.0") == 0 ? "127.0.0.1" : host, e->port);
+    return 0;
+}
+
+/* After the scheduler has stopped (every request aborted and resumed): wake a
+ * waiting /start_profile too, since MHD may not be stopped with a suspended
+ * connection. */
+void eng_server_stop(eng_engine *e)
+{
+    if (!e->mhd)
+        return;
+    pthread_mutex_lock(&e->mu);
+    if (e->prof.waiter_suspended) {
+        e->prof.waiter_suspended = 0;
+        MHD_resume_connection(e->prof.waiter);
+    }
+    pthread_mutex_unlock(&e->mu);
+    MHD_stop_daemon(e->mhd);
+    e->mhd = NULL;
+}

@@ -1,0 +1,205 @@
+/* sse.c: what goes on the wire, in the shape vLLM and OpenAI send it.
+ *
+ * Streaming chat: a role chunk, then one chunk per token (the first think_tok
+ * as delta.reasoning_content, the rest as delta.content), finish_reason on the
+ * last token chunk, an optional usage chunk with "choices":[], then [DONE].
+ * Completions carry choices[].text; their thinking tokens, if any, are sent
+ * inline between <think> and </think> (attached to the first and last thinking
+ * word, so every chunk is still exactly one token).
+ * Token text is deterministic: word (seed, position) from a fixed list, each
+ * with a leading space so the concatenation reads as words. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* append a string literal */
+#define LIT(b, s) ll_buf_append((b), (s), sizeof(s) - 1)
+
+static const char *const words[64] = {
+    "the", "law", "of", "steps", "batch", "decode", "token", "stream",
+    "kernel", "cache", "head", "tile", "query", "latent", "sparse", "dense",
+    "warp", "thread", "block", "memory", "bandwidth", "compute", "queue", "prefill",
+    "ramp", "steady", "slope", "intercept", "fit", "sample", "level", "rate",
+    "server", "client", "socket", "event", "chunk", "usage", "think", "answer",
+    "model", "weight", "layer", "expert", "router", "scale", "shard", "rank",
+    "clock", "trace", "profile", "report", "window", "median", "tail", "jitter",
+    "load", "sweep", "curve", "knee", "asymptote", "throughput", "latency", "done",
+};
+
+static const char *word_at(const eng_req *r, int pos)
+{
+    uint64_t z = r->seed + (uint64_t)pos * 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 31)) * 0xd6e8feb86659fd93ULL;
+    z ^= z >> 32;
+    return words[z & 63];
+}
+
+static const char *finish_reason(const eng_req *r) { return r->stop_early ? "stop" : "length"; }
+
+static int head(ll_buf *b, const eng_req *r, const char *object)
+{
+    return ll_buf_printf(b, "{\"id\":\"%s-%016" PRIx64 "\",\"object\":\"%s\",\"created\":%" PRId64
+                         ",\"model\":%s,",
+                         r->kind == ENG_REQ_CHAT ? "chatcmpl" : "cmpl", r->id, object,
+                         r->created_s, r->model_json);
+}
+
+static int usage(ll_buf *b, const eng_req *r, int completion, int details)
+{
+    int rc = ll_buf_printf(b, "\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,"
+                           "\"total_tokens\":%d",
+                           r->prompt_tok, completion, r->prompt_tok + completion);
+    if (!rc && details)
+        rc = ll_buf_printf(b, ",\"completion_tokens_details\":{\"reasoning_tokens\":%d}",
+                           r->think_tok < completion ? r->think_tok : completion);
+    return rc ? rc : LIT(b, "}");
+}
+
+/* The part every stream chunk of a request shares, formatted once: a busy
+ * step emits one chunk per running stream, so the per-token work is copies. */
+static int chunk_head(ll_buf *b, eng_req *r)
+{
+    if (r->chunk_head_len == 0) {
+        ll_buf t = {0};
+        int rc = LIT(&t, "data: ");
+        rc = rc ? rc : head(&t, r, r->kind == ENG_REQ_CHAT ? "chat.completion.chunk" : "text_completion");
+        if (rc || t.len >= sizeof r->chunk_head) {
+            ll_buf_free(&t);
+            return rc ? rc : LL_ERANGE;
+        }
+        memcpy(r->chunk_head, t.p, t.len);
+        r->chunk_head_len = (int)t.len;
+        ll_buf_free(&t);
+    }
+    return ll_buf_append(b, r->chunk_head, (size_t)r->chunk_head_len);
+}
+
+static int append_str(ll_buf *b, const char *s) { return ll_buf_append(b, s, strlen(s)); }
+
+/* One streamed token chunk (pos = its position). */
+static int token_chunk(ll_buf *b, eng_req *r, int pos)
+{
+    int last = pos == r->target_tok - 1, think = pos < r->think_tok;
+    int rc = chunk_head(b, r);
+    if (r->kind == ENG_REQ_CHAT) {
+        rc = rc ? rc : (think ? LIT(b, "\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\" ")
+                              : LIT(b, "\"choices\":[{\"index\":0,\"delta\":{\"content\":\" "));
+        rc = rc ? rc : append_str(b, word_at(r, pos));
+        rc = rc ? rc : LIT(b, "\"},\"logprobs\":null,\"finish_reason\":");
+    } else {
+        rc = rc ? rc : LIT(b, "\"choices\":[{\"index\":0,\"text\":\"");
+        rc = rc ? rc : (think && pos == 0 ? LIT(b, "<think>") : 0);
+        rc = rc ? rc : LIT(b, " ");
+        rc = rc ? rc : append_str(b, word_at(r, pos));
+        rc = rc ? rc : (think && pos == r->think_tok - 1 ? LIT(b, "</think>") : 0);
+        rc = rc ? rc : LIT(b, "\",\"logprobs\":null,\"finish_reason\":");
+    }
+    if (!rc && last)
+        rc = ll_buf_printf(b, "\"%s\"}]", finish_reason(r));
+    else if (!rc)
+        rc = LIT(b, "null}]");
+    if (!rc && r->continuous_usage) {
+        rc = LIT(b, ",");
+        rc = rc ? rc : usage(b, r, pos + 1, 0);
+    }
+    return rc ? rc : LIT(b, "}\n\n");
+}
+
+int eng_sse_tokens(eng_req *r, int from, int n)
+{
+    ll_buf *b = &r->out;
+    int rc = 0;
+    if (from == 0 && r->kind == ENG_REQ_CHAT) {
+        rc = LIT(b, "data: ");
+        rc = rc ? rc : head(b, r, "chat.completion.chunk");
+        rc = rc ? rc : ll_buf_printf(b, "\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
+                                     "\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]");
+        if (!rc && r->continuous_usage) {
+            rc = LIT(b, ",");
+            rc = rc ? rc : usage(b, r, 0, 0);
+        }
+        rc = rc ? rc : LIT(b, "}\n\n");
+    }
+    for (int i = from; i < from + n && !rc; i++)
+        rc = token_chunk(b, r, i);
+    if (!rc && from + n == r->target_tok) {
+        if (r->include_usage) {
+            rc = LIT(b, "data: ");
+            rc = rc ? rc : head(b, r, r->kind == ENG_REQ_CHAT ? "chat.completion.chunk"
+                                                              : "text_completion");
+            rc = rc ? rc : LIT(b, "\"choices\":[],");
+            rc = rc ? rc : usage(b, r, r->target_tok, 1);
+            rc = rc ? rc : LIT(b, "}\n\n");
+        }
+        rc = rc ? rc : LIT(b, "data: [DONE]\n\n");
+    }
+    return rc;
+}
+
+static int words_into(ll_buf *b, const eng_req *r, int from, int to)
+{
+    int rc = 0;
+    for (int i = from; i < to && !rc; i++)
+        rc = ll_buf_printf(b, " %s", word_at(r, i));
+    return rc;
+}
+
+int eng_json_full(eng_req *r)
+{
+    ll_buf *b = &r->out;
+    int think = r->think_tok, n = r->target_tok;
+    int rc;
+    if (r->kind == ENG_REQ_CHAT) {
+        rc = head(b, r, "chat.completion");
+        rc = rc ? rc : LIT(b, "\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
+                                     "\"reasoning_content\":");
+        if (!rc && think > 0) {
+            rc = LIT(b, "\"");
+            rc = rc ? rc : words_into(b, r, 0, think);
+            rc = rc ? rc : LIT(b, "\"");
+        } else if (!rc) {
+            rc = LIT(b, "null");
+        }
+        rc = rc ? rc : LIT(b, ",\"content\":\"");
+        rc = rc ? rc : words_into(b, r, think, n);
+        rc = rc ? rc : LIT(b, "\"},");
+    } else {
+        rc = head(b, r, "text_completion");
+        rc = rc ? rc : ll_buf_printf(b, "\"choices\":[{\"index\":0,\"text\":\"%s",
+                                     think > 0 ? "<think>" : "");
+        rc = rc ? rc : words_into(b, r, 0, think);
+        rc = rc ? rc : (think > 0 ? LIT(b, "</think>") : 0);
+        rc = rc ? rc : words_into(b, r, think, n);
+        rc = rc ? rc : LIT(b, "\",");
+    }
+    rc = rc ? rc : ll_buf_printf(b, "\"logprobs\":null,\"finish_reason\":\"%s\"}],", finish_reason(r));
+    rc = rc ? rc : usage(b, r, n, 1);
+    return rc ? rc : LIT(b, "}");
+}
+
+int eng_json_error(ll_buf *b, int status, const char *param, const char *msg)
+{
+    const char *type = status == 404 ? "NotFoundError"
+                       : status == 405 ? "MethodNotAllowed"
+                       : status == 413 ? "RequestTooLarge"
+                       : status == 503 ? "ServiceUnavailable"
+                       : status >= 500 ? "InternalServerError"
+                                       : "BadRequestError";
+    cJSON *root = cJSON_CreateObject();
+    cJSON *e = cJSON_AddObjectToObject(root, "error");
+    int rc = LL_ENOMEM;
+    if (e && cJSON_AddStringToObject(e, "message", msg) && cJSON_AddStringToObject(e, "type", type) &&
+        (param ? cJSON_AddStringToObject(e, "param", param) != NULL
+               : cJSON_AddNullToObject(e, "param") != NULL) &&
+        cJSON_AddNumberToObject(e, "code", status)) {
+        char *s = cJSON_PrintUnformatted(root);
+        if (s) {
+            rc = ll_buf_append(b, s, strlen(s));
+            free(s);
+        }
+    }
+    cJSON_Delete(root);
+    return rc;
+}

@@ -1,0 +1,555 @@
+/* compare.c: A/B comparison of two analysed runs — per-level steady-throughput
+ * ratios with bootstrap intervals, latency percentile changes, the slope
+ * ratio of the two laws, and the verdict line. Definitions are in fit.h
+ * (section "A/B comparison"); tables and pages are drawn by reports/.
+ *
+ * The bootstrap resamples engine steps with every request's tokens in them,
+ * not single requests: the C streams of a level share each engine step, so
+ * their rates move together, and resampling requests as if independent gives
+ * intervals about sqrt(C) too narrow (test_compare shows the law's true ratio
+ * falling outside them). The RNG is GSL's mt19937 with a fixed seed so
+ * the same runs always give the same interval. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_rng.h>
+
+#include "common.h"
+#include "fit.h"
+
+void fit_compare_options_default(fit_compare_options *o)
+{
+    o->n_resamples = 2000;
+    o->seed = 1;
+    o->ci = 0.95;
+}
+
+/* ---- latency distributions ------------------------------------------------- */
+
+typedef struct dvec {
+    double *v;
+    size_t n, cap;
+} dvec;
+
+static int dvec_push(dvec *d, double x)
+{
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? d->cap * 2 : 64;
+        double *p = realloc(d->v, cap * sizeof *p);
+        if (!p)
+            return LL_ENOMEM;
+        d->v = p;
+        d->cap = cap;
+    }
+    d->v[d->n++] = x;
+    return 0;
+}
+
+static void dist_of(dvec *d, fit_dist *out)
+{
+    out->n = d->n;
+    if (d->n == 0) {
+        out->mean_ms = out->p50_ms = out->p90_ms = out->p99_ms = out->max_ms = NAN;
+        return;
+    }
+    ll_sort_doubles(d->v, d->n);
+    double sum = 0;
+    for (size_t i = 0; i < d->n; i++)
+        sum += d->v[i];
+    out->mean_ms = sum / (double)d->n;
+    out->p50_ms = ll_quantile_sorted(d->v, d->n, 0.50);
+    out->p90_ms = ll_quantile_sorted(d->v, d->n, 0.90);
+    out->p99_ms = ll_quantile_sorted(d->v, d->n, 0.99);
+    out->max_ms = d->v[d->n - 1];
+}
+
+int fit_level_latency_get(const fit_run *run, int level, fit_level_latency *out,
+                          double **ttft_out, double **ttfa_out, double **itl_out,
+                          size_t *n_itl_out, char *err, size_t errlen)
+{
+    dvec ttft = {0}, ttfa = {0}, itl = {0};
+    for (size_t i = 0; i < fit_run_n_requests(run); i++) {
+        const fit_request *q = fit_run_request(run, i);
+        if (q->level != level || !q->ok || q->warmup || q->send_ns < 0)
+            continue;
+        if (q->first_token_ns >= 0 && dvec_push(&ttft, (q->first_token_ns - q->send_ns) / 1e6))
+            goto oom;
+        if (q->first_answer_ns >= 0 && dvec_push(&ttfa, (q->first_answer_ns - q->send_ns) / 1e6))
+            goto oom;
+        for (size_t k = 1; k < q->n_chunks; k++) {
+            int64_t gap = q->chunks[k].t_ns - q->chunks[k - 1].t_ns;
+            /* the two halves of one chunk split at </think> share a time */
+            if (gap <= 0 && k > 0 && q->chunks[k].kind != q->chunks[k - 1].kind)
+                continue;
+            if (q->chunks[k].tokens > 0 && dvec_push(&itl, gap / 1e6 / q->chunks[k].tokens))
+                goto oom;
+        }
+    }
+    dist_of(&ttft, &out->ttft);
+    dist_of(&ttfa, &out->ttfa);
+    dist_of(&itl, &out->itl);
+    if (n_itl_out)
+        *n_itl_out = itl.n;
+    if (ttft_out)
+        *ttft_out = ttft.v;
+    else
+        free(ttft.v);
+    if (ttfa_out)
+        *ttfa_out = ttfa.v;
+    else
+        free(ttfa.v);
+    if (itl_out)
+        *itl_out = itl.v;
+    else
+        free(itl.v);
+    return 0;
+oom:
+    free(ttft.v);
+    free(ttfa.v);
+    free(itl.v);
+    ll_errf(err, errlen, "out of memory");
+    return LL_ENOMEM;
+}
+
+/* ---- per-request steady throughput ---------------------------------------- */
+
+typedef struct pair {
+    double tok, time_s;
+} pair;
+
+/* Is [t0, t1] inside one steady window? Windows are sorted and disjoint. */
+static int in_window(const fit_level *L, int64_t t0, int64_t t1)
+{
+    size_t lo = 0, hi = L->n_windows;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (L->windows[mid].t1_ns < t1)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < L->n_windows && L->windows[lo].t0_ns <= t0 && t1 <= L->windows[lo].t1_ns;
+}
+
+typedef struct gap {
+    int64_t t_ns;   /* arrival of the later chunk */
+    double tok, time_s;
+} gap;
+
+static int gap_cmp(const void *pa, const void *pb)
+{
+    const gap *a = pa, *b = pb;
+    return (a->t_ns > b->t_ns) - (a->t_ns < b->t_ns);
+}
+
+/* The resampling units of one level, as (tokens, seconds) pairs.
+ * steady = 1: one pair per client-observed engine step — the steady gaps of all
+ * streams whose later chunks arrive together (within a tenth of the gap),
+ * summed. steady = 0: one pair per request, its whole decode span.
+ * *n_req counts the requests that contributed. */
+static int level_pairs(const fit_run *run, const fit_level *L, int steady, pair **out,
+                       size_t *n_out, size_t *n_req)
+{
+    size_t n = 0, cap = 64;
+    gap *v = malloc(cap * sizeof *v);
+    if (!v)
+        return LL_ENOMEM;
+    *n_req = 0;
+    for (size_t i = 0; i < fit_run_n_requests(run); i++) {
+        const fit_request *q = fit_run_request(run, i);
+        if (q->level != L->level || !q->ok || q->warmup || q->n_chunks < 2)
+            continue;
+        gap whole = {0, 0, 0};
+        int used = 0;
+        for (size_t k = 1; k < q->n_chunks; k++) {
+            int64_t t0 = q->chunks[k - 1].t_ns, t1 = q->chunks[k].t_ns;
+            if (steady && (t1 <= t0 || !in_window(L, t0, t1)))
+                continue;
+            if (!steady) {
+                whole.tok += q->chunks[k].tokens;
+                whole.time_s += (t1 - t0) / 1e9;
+                continue;
+            }
+            if (n == cap) {
+                gap *nv = realloc(v, (cap *= 2) * sizeof *v);
+                if (!nv) {
+                    free(v);
+                    return LL_ENOMEM;
+                }
+                v = nv;
+            }
+            v[n++] = (gap){t1, q->chunks[k].tokens, (t1 - t0) / 1e9};
+            used = 1;
+        }
+        if (!steady && whole.time_s > 0) {
+            if (n == cap) {
+                gap *nv = realloc(v, (cap *= 2) * sizeof *v);
+                if (!nv) {
+                    free(v);
+                    return LL_ENOMEM;
+                }
+                v = nv;
+            }
+            v[n++] = whole;
+            used = 1;
+        }
+        *n_req += used;
+    }
+    pair *p = malloc((n ? n : 1) * sizeof *p);
+    if (!p) {
+        free(v);
+        return LL_ENOMEM;
+    }
+    size_t np = 0;
+    if (steady) {
+        qsort(v, n, sizeof *v, gap_cmp);
+        for (size_t i = 0; i < n;) {
+            size_t j = i;
+            pair s = {0, 0};
+            int64_t tol = (int64_t)(v[i].time_s * 1e9 * 0.1);
+            while (j < n && v[j].t_ns - v[i].t_ns <= tol) {
+                s.tok += v[j].tok;
+                s.time_s += v[j].time_s;
+                j++;
+            }
+            p[np++] = s;
+            i = j;
+        }
+    } else {
+        for (size_t i = 0; i < n; i++)
+            p[np++] = (pair){v[i].tok, v[i].time_s};
+    }
+    free(v);
+    *out = p;
+    *n_out = np;
+    return 0;
+}
+
+static double ratio_estimate(const pair *v, size_t n, int c)
+{
+    double tok = 0, t = 0;
+    for (size_t i = 0; i < n; i++) {
+        tok += v[i].tok;
+        t += v[i].time_s;
+    }
+    return t > 0 ? c * tok / t : NAN;
+}
+
+static double resample_estimate(const gsl_rng *rng, const pair *v, size_t n, int c)
+{
+    double tok = 0, t = 0;
+    for (size_t i = 0; i < n; i++) {
+        const pair *p = &v[gsl_rng_uniform_int(rng, n)];
+        tok += p->tok;
+        t += p->time_s;
+    }
+    return t > 0 ? c * tok / t : NAN;
+}
+
+/* Units hand back through *ua / *ub (caller frees) for the slope bootstrap. */
+static int compare_level(const fit_run *a, const fit_level *La, const fit_run *b,
+                         const fit_level *Lb, const fit_compare_options *o, gsl_rng *rng,
+                         fit_compare_level *out, pair **ua, pair **ub, char *err, size_t errlen)
+{
+    int rc = LL_ENOMEM;
+    pair *pa = NULL, *pb = NULL;
+    double *boot = NULL;
+    size_t na = 0, nb = 0;
+    memset(out, 0, sizeof *out);
+    out->concurrency = La->concurrency;
+    out->level_a = La->level;
+    out->level_b = Lb->level;
+    out->steady = La->n_windows > 0 && Lb->n_windows > 0;
+    if (level_pairs(a, La, out->steady, &pa, &na, &out->n_req_a) ||
+        level_pairs(b, Lb, out->steady, &pb, &nb, &out->n_req_b))
+        goto fail;
+    if (out->steady && (na == 0 || nb == 0)) {
+        /* windows exist but no gap lies inside one: use decode spans */
+        free(pa);
+        free(pb);
+        pa = pb = NULL;
+        out->steady = 0;
+        if (level_pairs(a, La, 0, &pa, &na, &out->n_req_a) ||
+            level_pairs(b, Lb, 0, &pb, &nb, &out->n_req_b))
+            goto fail;
+    }
+    out->n_units_a = na;
+    out->n_units_b = nb;
+    out->tok_per_s_a = ratio_estimate(pa, na, La->concurrency);
+    out->tok_per_s_b = ratio_estimate(pb, nb, Lb->concurrency);
+    out->ratio = out->tok_per_s_b / out->tok_per_s_a;
+    out->ratio_ci[0] = out->ratio_ci[1] = NAN;
+    if (na > 0 && nb > 0 && o->n_resamples > 0) {
+        boot = malloc((size_t)o->n_resamples * sizeof *boot);
+        if (!boot)
+            goto fail;
+        size_t nbt = 0;
+        for (int r = 0; r < o->n_resamples; r++) {
+            double xa = resample_estimate(rng, pa, na, La->concurrency);
+            double xb = resample_estimate(rng, pb, nb, Lb->concurrency);
+            if (xa > 0 && isfinite(xb))
+                boot[nbt++] = xb / xa;
+        }
+        if (nbt > 0) {
+            ll_sort_doubles(boot, nbt);
+            double alpha = (1 - o->ci) / 2;
+            out->ratio_ci[0] = ll_quantile_sorted(boot, nbt, alpha);
+            out->ratio_ci[1] = ll_quantile_sorted(boot, nbt, 1 - alpha);
+        }
+    }
+    if ((rc = fit_level_latency_get(a, La->level, &out->lat_a, NULL, NULL, NULL, NULL, err, errlen)) ||
+        (rc = fit_level_latency_get(b, Lb->level, &out->lat_b, NULL, NULL, NULL, NULL, err, errlen)))
+        goto fail;
+    *ua = pa;
+    *ub = pb;
+    pa = pb = NULL;
+    rc = 0;
+fail:
+    if (rc == LL_ENOMEM)
+        ll_errf(err, errlen, "out of memory");
+    free(pa);
+    free(pb);
+    free(boot);
+    return rc;
+}
+
+/* Step time (ms per token per stream) of a set of units, resampled or not. */
+static double units_step_ms(const gsl_rng *rng, const pair *v, size_t n)
+{
+    double tok = 0, t = 0;
+    for (size_t i = 0; i < n; i++) {
+        const pair *p = rng ? &v[gsl_rng_uniform_int(rng, n)] : &v[i];
+        tok += p->tok;
+        t += p->time_s;
+    }
+    return tok > 0 ? 1e3 * t / tok : NAN;
+}
+
+/* OLS slope of y against x. */
+static double ols_slope(const double *x, const double *y, size_t n)
+{
+    double mx = 0, my = 0, sxx = 0, sxy = 0;
+    for (size_t i = 0; i < n; i++) {
+        mx += x[i];
+        my += y[i];
+    }
+    mx /= (double)n;
+    my /= (double)n;
+    for (size_t i = 0; i < n; i++) {
+        sxx += (x[i] - mx) * (x[i] - mx);
+        sxy += (x[i] - mx) * (y[i] - my);
+    }
+    return sxx > 0 ? sxy / sxx : NAN;
+}
+
+/* Slope ratio from the common levels' steady step times: OLS of step time
+ * against C in each run, ratio B/A, percentile bootstrap resampling each
+ * level's units. Needs two distinct levels. */
+static int slope_bootstrap(fit_compare *c, pair *const *ua, pair *const *ub, const fit_compare_options *o,
+                           gsl_rng *rng)
+{
+    size_t n = c->n_levels;
+    double *x = malloc(n * sizeof *x), *ya = malloc(n * sizeof *ya), *yb = malloc(n * sizeof *yb);
+    double *boot = malloc(((size_t)o->n_resamples + 1) * sizeof *boot);
+    int rc = LL_ENOMEM;
+    if (!x || !ya || !yb || !boot)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        x[i] = c->levels[i].concurrency;
+        ya[i] = units_step_ms(NULL, ua[i], c->levels[i].n_units_a);
+        yb[i] = units_step_ms(NULL, ub[i], c->levels[i].n_units_b);
+    }
+    c->slope_a_ms = ols_slope(x, ya, n);
+    c->slope_b_ms = ols_slope(x, yb, n);
+    c->slope_ratio = c->slope_b_ms / c->slope_a_ms;
+    size_t nb = 0;
+    for (int r = 0; r < o->n_resamples; r++) {
+        for (size_t i = 0; i < n; i++) {
+            ya[i] = units_step_ms(rng, ua[i], c->levels[i].n_units_a);
+            yb[i] = units_step_ms(rng, ub[i], c->levels[i].n_units_b);
+        }
+        double sa = ols_slope(x, ya, n), sb = ols_slope(x, yb, n);
+        if (sa > 0 && isfinite(sb))
+            boot[nb++] = sb / sa;
+    }
+    if (nb > 0 && c->slope_a_ms > 0) {
+        ll_sort_doubles(boot, nb);
+        c->slope_ratio_ci[0] = ll_quantile_sorted(boot, nb, (1 - o->ci) / 2);
+        c->slope_ratio_ci[1] = ll_quantile_sorted(boot, nb, 1 - (1 - o->ci) / 2);
+        c->slope_method = "bootstrap";
+    }
+    rc = 0;
+out:
+    free(x);
+    free(ya);
+    free(yb);
+    free(boot);
+    return rc;
+}
+
+/* Standard normal quantile for the two-sided interval (Acklam's rational
+ * approximation would be overkill: only a handful of levels are used). */
+static double z_of(double ci)
+{
+    if (fabs(ci - 0.95) < 1e-9)
+        return 1.959963984540054;
+    if (fabs(ci - 0.90) < 1e-9)
+        return 1.644853626951472;
+    if (fabs(ci - 0.99) < 1e-9)
+        return 2.575829303548901;
+    /* bisection on erfc for any other level */
+    double lo = 0, hi = 10, target = 1 - ci;
+    for (int i = 0; i < 100; i++) {
+        double mid = (lo + hi) / 2;
+        if (erfc(mid / sqrt(2)) > target)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return (lo + hi) / 2;
+}
+
+void fit_compare_set_verdict(fit_compare *c, size_t i)
+{
+    char slope[160] = "";
+    if (c->law_a.ok && c->law_b.ok)
+        snprintf(slope, sizeof slope, "; slope %.3g \u2192 %.3g ms per request", c->law_a.b_ms, c->law_b.b_ms);
+    if (i >= c->n_levels) {
+        snprintf(c->verdict, sizeof c->verdict, "no common level%s", slope);
+        return;
+    }
+    const fit_compare_level *L = &c->levels[i];
+    if (!isfinite(L->ratio)) {
+        snprintf(c->verdict, sizeof c->verdict, "no throughput to compare at C=%d%s", L->concurrency, slope);
+        return;
+    }
+    snprintf(c->verdict, sizeof c->verdict, "B is %.2f\u00d7 A at C=%d [%.2f, %.2f]%s%s", L->ratio,
+             L->concurrency, L->ratio_ci[0], L->ratio_ci[1], slope,
+             L->steady ? "" : " (no steady window: decode spans)");
+}
+
+int fit_compare_runs(const fit_run *a, const fit_result *ra, const fit_run *b,
+                     const fit_result *rb, const fit_compare_options *opt, fit_compare **out,
+                     char *err, size_t errlen)
+{
+    fit_compare_options o;
+    fit_compare_options_default(&o);
+    if (opt)
+        o = *opt;
+    if (o.n_resamples < 0 || !(o.ci > 0 && o.ci < 1)) {
+        ll_errf(err, errlen, "compare: bad options (resamples %d, ci %g)", o.n_resamples, o.ci);
+        return LL_EINVAL;
+    }
+    int rc = LL_ENOMEM;
+    gsl_rng *rng = NULL;
+    size_t cap = ra->n_levels ? ra->n_levels : 1;
+    pair **ua = calloc(cap, sizeof *ua), **ub = calloc(cap, sizeof *ub);
+    fit_compare *c = calloc(1, sizeof *c);
+    if (!c || !ua || !ub)
+        goto oom;
+    c->levels = calloc(cap, sizeof *c->levels);
+    rng = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!c->levels || !rng)
+        goto oom;
+    gsl_rng_set(rng, (unsigned long)o.seed);
+    c->law_a = ra->law;
+    c->law_b = rb->law;
+    c->asym_a_tok_per_s = ra->asymptote_tok_per_s;
+    c->asym_b_tok_per_s = rb->asymptote_tok_per_s;
+    c->ci = o.ci;
+    c->n_resamples = o.n_resamples;
+    c->seed = o.seed;
+
+    /* Levels by ascending concurrency, the first level of each C in each run. */
+    for (int pass_c = 0;;) {
+        int next = -1;
+        for (size_t i = 0; i < ra->n_levels; i++) {
+            const fit_level *L = &ra->levels[i];
+            if (L->closed_loop && L->concurrency > pass_c && (next < 0 || L->concurrency < next))
+                next = L->concurrency;
+        }
+        if (next < 0)
+            break;
+        pass_c = next;
+        const fit_level *La = NULL, *Lb = NULL;
+        for (size_t i = 0; i < ra->n_levels && !La; i++)
+            if (ra->levels[i].closed_loop && ra->levels[i].concurrency == next)
+                La = &ra->levels[i];
+        for (size_t i = 0; i < rb->n_levels && !Lb; i++)
+            if (rb->levels[i].closed_loop && rb->levels[i].concurrency == next)
+                Lb = &rb->levels[i];
+        if (!Lb)
+            continue;
+        rc = compare_level(a, La, b, Lb, &o, rng, &c->levels[c->n_levels], &ua[c->n_levels],
+                           &ub[c->n_levels], err, errlen);
+        if (rc)
+            goto fail;
+        c->n_levels++;
+    }
+    if (c->n_levels == 0) {
+        rc = LL_EINVAL;
+        ll_errf(err, errlen, "the runs share no closed-loop concurrency level");
+        goto fail;
+    }
+    c->slope_ratio = c->slope_ratio_ci[0] = c->slope_ratio_ci[1] = NAN;
+    c->slope_a_ms = c->slope_b_ms = NAN;
+    c->slope_method = "none";
+    if (c->n_levels >= 2 && slope_bootstrap(c, ua, ub, &o, rng))
+        goto oom;
+    if (!isfinite(c->slope_ratio_ci[0]) && c->law_a.ok && c->law_b.ok && c->law_a.b_ms > 0 &&
+        c->law_b.b_ms > 0) {
+        /* One common level: only the laws' own intervals can say anything. */
+        double r = c->law_b.b_ms / c->law_a.b_ms;
+        double se = sqrt(pow(c->law_a.b_se_ms / c->law_a.b_ms, 2) + pow(c->law_b.b_se_ms / c->law_b.b_ms, 2));
+        double z = z_of(o.ci);
+        c->slope_a_ms = c->law_a.b_ms;
+        c->slope_b_ms = c->law_b.b_ms;
+        c->slope_ratio = r;
+        if (isfinite(se)) {
+            c->slope_ratio_ci[0] = r * exp(-z * se);
+            c->slope_ratio_ci[1] = r * exp(z * se);
+            c->slope_method = "delta";
+        }
+    }
+    fit_compare_set_verdict(c, c->n_levels - 1);
+    gsl_rng_free(rng);
+    for (size_t i = 0; i < c->n_levels; i++) {
+        free(ua[i]);
+        free(ub[i]);
+    }
+    free(ua);
+    free(ub);
+    *out = c;
+    return 0;
+oom:
+    rc = LL_ENOMEM;
+    ll_errf(err, errlen, "out of memory");
+fail:
+    if (rng)
+        gsl_rng_free(rng);
+    for (size_t i = 0; c && ua && ub && i < cap; i++) {
+        free(ua[i]);
+        free(ub[i]);
+    }
+    free(ua);
+    free(ub);
+    fit_compare_free(c);
+    return rc;
+}
+
+void fit_compare_free(fit_compare *c)
+{
+    if (!c)
+        return;
+    free(c->levels);
+    free(c);
+}
+
+int fit_compare_find(const fit_compare *c, int concurrency)
+{
+    for (size_t i = 0; i < c->n_levels; i++)
+        if (c->levels[i].concurrency == concurrency)
+            return (int)i;
+    return -1;
+}

@@ -1,0 +1,369 @@
+/* fit.h: from a run's records to the step-time law step(N) = a + b*N.
+ *
+ * Two stages. fit_load_run reads RUN_DIR/records.jsonl into a fit_run (levels,
+ * requests with their chunks, engine step samples); it tolerates a truncated
+ * last line, failed requests and interrupted levels, and refuses a records
+ * schema newer than LL_RECORDS_SCHEMA. fit_analyze rebuilds each level's
+ * timeline (P(t) prefilling, D(t) decoding), cuts every inter-chunk gap into a
+ * step sample, labels the steady ones, and fits the law on them with GSL
+ * (robust bisquare as the answer, OLS beside it), checks the straight line
+ * against a quadratic and a knee, and compares each level with the law.
+ *
+ * Definitions (docs/records.md for the records):
+ *  - A request is prefilling from send_ns to first_token_ns and decoding from
+ *    first_token_ns to end_ns. Failed and warmup requests count in P and D
+ *    (they occupied the server) but give no step samples; a failed request with
+ *    no token is prefilling until its end.
+ *  - Step sample: the gap between two consecutive chunks of one stream, divided
+ *    by the tokens of the later chunk (ms per token). N is the time-average of
+ *    D over the gap. Steady: P = 0 and D constant inside the gap; events closer
+ *    to either end than opt.edge_tol_frac of the gap count as at the end (chunks
+ *    of one engine step reach different streams microseconds apart).
+ *  - Steady samples of one level whose later chunks arrive together form one
+ *    client-observed engine step. The law is fitted on one point per such step
+ *    (x = N, y = median ms per token of its samples), so the confidence
+ *    intervals count independent steps, not the C copies of each step that the
+ *    C streams see. CIs: 95%, sandwich standard errors (noise grows with N),
+ *    t distribution with n - 2 degrees of freedom.
+ *  - Ramp (closed loop): from the level's start until D first reaches C.
+ *    Steady windows: spans with P = 0 and D = C.
+ *  - steady_tok_per_s = C * (tokens of steady samples at N = C) / (sum of their
+ *    gaps): exact for lockstep decoding and free of window-edge effects.
+ *
+ * Times are integer nanoseconds since the run epoch (as in the records); step
+ * times in milliseconds; rates in tokens per second. Results are plain structs
+ * owned by the caller (fit_result_free); a fit_run is opaque (fit_run_free).
+ * Errors: 0 or a negative LL_E* code (common.h) with a message in err.
+ * Thread safety: distinct objects may be used from distinct threads; a
+ * fit_run is read-only after loading and may be shared by readers.
+ */
+#ifndef LOADLAW_FIT_H
+#define LOADLAW_FIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+/* ---- loaded records ------------------------------------------------------- */
+
+typedef struct fit_run fit_run;
+
+/* Read RUN_DIR/records.jsonl (path may also name a .jsonl file directly).
+ * LL_EIO: missing/unreadable; LL_EPARSE: malformed line (not the last one);
+ * LL_EINVAL: no run line, schema too new, or no usable record. */
+int fit_load_run(const char *path, fit_run **out, char *err, size_t errlen);
+void fit_run_free(fit_run *r);
+
+typedef struct fit_run_info {
+    int schema;
+    const char *version;      /* tool version that wrote the run ("" if absent) */
+    const char *host;
+    int ranks;
+    int64_t epoch_wall_ns;
+    const char *target_url;   /* "" if absent */
+    const char *model;
+    const char *endpoint;
+    int bundled;              /* target was the in-process engine */
+    const char *engine_spec;  /* "" for a remote server */
+    const char *scenario;
+    int has_engine_law;       /* run line carried engine_law (bundled synthetic) */
+    double law_a_ms, law_b_ms, law_c_ms_per_ktok, law_p_ms_per_tok; /* scaled units */
+    const char *run_json;     /* the whole run line, unformatted JSON ("{}" if none) */
+    size_t n_lines;           /* records read */
+    size_t n_truncated;       /* truncated last line skipped (0 or 1) */
+    size_t n_unknown;         /* lines of a type this reader does not know */
+    size_t n_bad_requests;    /* request lines without usable times, dropped */
+} fit_run_info;
+const fit_run_info *fit_run_get_info(const fit_run *r);
+
+typedef struct fit_level_info {
+    int level;                /* index in the sweep */
+    int concurrency;          /* C; 0 = no cap (open loop) */
+    int closed_loop;          /* mode == "closed" */
+    double rate_per_s;        /* open loop, else NAN */
+    int n_requests_planned, n_warmup_planned;
+    int64_t start_ns;
+    int64_t end_ns;           /* level_end, or the last request end if none */
+    int has_end;              /* a level_end line was read */
+    int interrupted;          /* level_end said so, or no level_end at all */
+    int n_ok_reported, n_failed_reported; /* from level_end (-1 if none) */
+} fit_level_info;
+size_t fit_run_n_levels(const fit_run *r);
+const fit_level_info *fit_run_level(const fit_run *r, size_t i); /* sorted by start */
+
+enum { FIT_CHUNK_THINK = 't', FIT_CHUNK_ANSWER = 'a' };
+typedef struct fit_chunk {
+    int64_t t_ns;
+    int32_t tokens;
+    char kind;                /* FIT_CHUNK_THINK or FIT_CHUNK_ANSWER */
+} fit_chunk;
+
+typedef struct fit_request {
+    int level;                /* level index as in the records */
+    int rank;
+    int64_t id;
+    int warmup;
+    int ok;                   /* status == "ok" */
+    const char *error_class;  /* "" when ok */
+    const char *error;        /* server's or curl's message, "" if none */
+    int http_status;
+    int64_t intended_ns;      /* -1 when absent (closed loop) */
+    int64_t send_ns, header_ns, first_token_ns, first_think_ns, first_answer_ns, end_ns; /* -1 = null */
+    int64_t prompt_tok, think_tok, answer_tok;
+    int64_t usage_prompt_tok, usage_completion_tok, usage_reasoning_tok; /* -1 = no usage */
+    size_t n_chunks;
+    const fit_chunk *chunks;  /* in arrival order */
+} fit_request;
+size_t fit_run_n_requests(const fit_run *r);
+const fit_request *fit_run_request(const fit_run *r, size_t i); /* in file order */
+
+typedef struct fit_engine_step {
+    int64_t start_ns, dur_ns;
+    int n_decode, n_running, prefill_tok;
+    int64_t ctx_tok;
+} fit_engine_step;
+size_t fit_run_n_steps(const fit_run *r);
+const fit_engine_step *fit_run_step(const fit_run *r, size_t i);
+
+/* ---- analysis -------------------------------------------------------------- */
+
+typedef struct fit_options {
+    double edge_tol_frac;     /* see header comment; default 0.05 */
+    int rate_bins;            /* token-rate bins per level; default 60 */
+    double model_bic_margin;  /* BIC gain a richer model needs; default 10 */
+    double model_min_effect;  /* and its relative departure from the line at
+                               * the largest N; default 0.03 */
+    int include_warmup;       /* take samples from warmup requests too; default 0 */
+} fit_options;
+void fit_options_default(fit_options *o);
+
+/* A straight-line fit y = a + b*x. ok = 0 when there was too little data
+ * (fewer than 3 points or fewer than 2 distinct x); then the numbers are NAN. */
+typedef struct fit_law {
+    int ok;
+    const char *method;       /* "robust-bisquare" | "ols" */
+    double a_ms, b_ms;
+    double a_ci_ms[2], b_ci_ms[2]; /* 95% */
+    double a_se_ms, b_se_ms;  /* sandwich standard errors */
+    double r2;
+    double resid_sd_ms;       /* spread of residuals: OLS sd; robust 1.4826*MAD */
+    size_t n_points;          /* points fitted */
+    size_t n_samples;         /* raw step samples behind those points */
+    size_t n_distinct;        /* distinct x values */
+    int converged;            /* robust: iterations converged */
+} fit_law;
+
+/* Fit y = a + b*x on raw points (robust = 1: bisquare, else OLS). The robust
+ * fit weights each point by the noise of its x (x values with >= 5 points);
+ * standard errors are sandwich ones (HC3 for OLS, Huber's for bisquare), so
+ * noise that grows with N does not make the intervals too narrow. */
+int fit_line(const double *x, const double *y, size_t n, int robust, fit_law *out,
+             char *err, size_t errlen);
+
+typedef enum fit_model_kind {
+    FIT_MODEL_LINEAR = 0,
+    FIT_MODEL_QUADRATIC = 1,
+    FIT_MODEL_PIECEWISE = 2,  /* two lines joined at a knee */
+} fit_model_kind;
+const char *fit_model_name(fit_model_kind k); /* "linear" | "quadratic" | "piecewise" */
+
+typedef struct fit_model_check {
+    int done;                 /* 0: too few distinct N to check (needs 3) */
+    fit_model_kind best;
+    double bic_linear, bic_quadratic, bic_piecewise; /* NAN when not fitted */
+    double quad_c_ms;         /* coefficient of N^2 in the quadratic fit */
+    double knee_n;            /* best breakpoint (NAN if none) */
+    double slope_before_ms, slope_after_ms; /* piecewise slopes */
+    double effect_quadratic, effect_piecewise; /* relative departure at max N */
+    char verdict[200];        /* one sentence */
+    size_t n_trimmed;         /* wild points left out of the check (> 6 robust sd
+                               * from the median of their N) */
+} fit_model_check;
+
+/* One step sample. */
+typedef struct fit_sample {
+    int64_t t_ns;             /* arrival of the later chunk */
+    double gap_ms;            /* gap divided by the later chunk's tokens */
+    double n;                 /* time-average of D across the gap */
+    int32_t level_idx;        /* index into fit_result.levels */
+    int32_t tokens;           /* tokens of the later chunk */
+    char kind;                /* FIT_CHUNK_THINK / FIT_CHUNK_ANSWER */
+    unsigned char steady;
+} fit_sample;
+
+/* P and D from t_ns until the next point. */
+typedef struct fit_phase_point {
+    int64_t t_ns;
+    int32_t prefill, decode;
+} fit_phase_point;
+
+typedef struct fit_window {
+    int64_t t0_ns, t1_ns;
+} fit_window;
+
+typedef struct fit_level {
+    int level, concurrency, closed_loop, interrupted;
+    int64_t start_ns, end_ns;
+    double duration_s;
+    size_t n_requests, n_ok, n_failed, n_warmup;
+    size_t n_excluded_requests;   /* failed + warmup (unless included) */
+    size_t n_samples, n_steady_samples, n_steady_points;
+    size_t n_samples_after_cut;   /* interrupted: samples after the last full
+                                   * occupancy, dropped (timeline incomplete) */
+    double tokens;                /* all tokens received in the level */
+    double whole_tok_per_s;       /* tokens / (end - start) */
+    double steady_tok_per_s;      /* see header comment; NAN if no steady sample at N = C */
+    double steady_step_ms;        /* median ms per token of steady samples at N = C
+                                   * (the typical step; pauses do not move it) */
+    double steady_s;              /* total length of steady windows */
+    double predicted_tok_per_s;   /* 1000*C/(a + b*C) from the robust law; closed
+                                   * loop only (NAN otherwise or without a law) */
+    double error_rel;             /* steady/predicted - 1 */
+    int ramp_reached;             /* D reached C */
+    double ramp_s;                /* NAN if not reached or open loop */
+    double ramp_tokens;           /* tokens that arrived during the ramp */
+    double ttft_p50_ms, ttft_p99_ms; /* over ok, non-warmup requests */
+    /* time series for plots */
+    size_t n_phase;
+    fit_phase_point *phase;       /* P(t), D(t) change points */
+    size_t n_windows;
+    fit_window *windows;          /* steady windows */
+    int64_t rate_t0_ns, rate_bin_ns;
+    size_t n_rate_bins;
+    double *think_tok_per_s, *answer_tok_per_s; /* (n_rate_bins) */
+} fit_level;
+
+typedef struct fit_result {
+    fit_law law;                  /* THE answer: robust bisquare on steady steps */
+    fit_law ols;                  /* OLS on the same points */
+    fit_law naive;                /* OLS on every raw gap, steady or not: what
+                                   * ignoring the phases would report */
+    fit_law engine;               /* engine step records with prefill_tok == 0
+                                   * (ok = 0 when the run has none) */
+    int has_truth;                /* run line carried the synthetic law */
+    double truth_a_ms, truth_b_ms;
+    double asymptote_tok_per_s;   /* 1000 / b_ms */
+    double n_half;                /* a / b */
+    fit_model_check model;
+    size_t n_levels;
+    fit_level *levels;
+    size_t n_samples;
+    fit_sample *samples;          /* every step sample: by level, then stream by
+                                   * stream in time order */
+    /* what was left out, and why */
+    size_t n_requests, n_failed, n_warmup, n_no_tokens;
+    size_t n_empty_chunks;        /* chunks carrying no token, skipped */
+    size_t n_truncated_lines;
+    size_t n_notes;
+    char **notes;                 /* one line each */
+} fit_result;
+
+int fit_analyze(const fit_run *run, const fit_options *opt, fit_result **out,
+                char *err, size_t errlen);
+void fit_result_free(fit_result *r);
+
+/* The --json object: {"law":{"a_ms","b_ms","a_ci_ms":[lo,hi],"b_ci_ms":[lo,hi],
+ * "r2","n_samples","model",...}, "asymptote_tok_per_s", "n_half",
+ * "levels":[{"concurrency","steady_tok_per_s","predicted_tok_per_s","ramp_s",...}],
+ * ...}. NAN becomes null. Caller frees with cJSON_Delete; NULL on no memory. */
+cJSON *fit_result_to_json(const fit_result *r);
+
+/* Readable summary: law with CIs, asymptote, N1/2, model check, per-level
+ * table, what was excluded. */
+void fit_print(FILE *f, const fit_result *r);
+/* One line: "step(N) = 52.2 + 29.85*N ms  (a 95% [51.5, 53], b 95% [29.5, 30.2])
+ * -> at most 33.5 tok/s, N1/2 = 1.75" (or why there is no law). */
+void fit_print_law_line(FILE *f, const fit_result *r);
+
+/* ---- A/B comparison (compare.c) ---- */
+/* Latency distributions of one level, over ok, non-warmup requests.
+ *  TTFT: send -> first token of any kind.  TTFA: send -> first answer token
+ *  (requests without an answer token give none).  ITL: one sample per gap
+ *  between consecutive chunks of a stream after its first token, divided by
+ *  the later chunk's tokens (ms per token). Exact percentiles (sorted). */
+typedef struct fit_dist {
+    size_t n;
+    double mean_ms, p50_ms, p90_ms, p99_ms, max_ms; /* NAN when n == 0 */
+} fit_dist;
+typedef struct fit_level_latency {
+    fit_dist ttft, ttfa, itl;
+} fit_level_latency;
+/* level: the level index as in the records. Optionally hands back the sorted
+ * samples (caller frees each *_out with free; pass NULL to skip). */
+int fit_level_latency_get(const fit_run *run, int level, fit_level_latency *out,
+                          double **ttft_out, double **ttfa_out, double **itl_out,
+                          size_t *n_itl_out, char *err, size_t errlen);
+
+/* Comparison of run B against run A (the baseline).
+ *
+ * Per concurrency level C present in both runs (closed-loop levels; the first
+ * level of each C): the steady throughput of each run is the ratio estimator
+ *     X = C * sum tok / sum time
+ * over the gaps between consecutive chunks of its ok, non-warmup requests that
+ * lie wholly inside the level's steady windows (P = 0, D = C): that is
+ * fit_level.steady_tok_per_s. The 95% interval of X_B / X_A is a percentile
+ * bootstrap over R resamples (GSL mt19937, fixed seed) that resamples engine
+ * steps: the steady gaps of all requests that end together form one unit
+ * (tokens, time). The C requests of a level share every step, so resampling
+ * requests one by one would treat C copies of one step as independent and
+ * give intervals about sqrt(C) too narrow. A level with no steady window
+ * falls back to one unit per request (its decode span, first token -> end)
+ * and says so (steady = 0).
+ *
+ * The slope ratio: each run's steady step time per level (1000 * time / tok,
+ * ms) against C, OLS over the common levels, ratio B/A; its interval is the
+ * percentile bootstrap of the same statistic, resampling every level's steps
+ * as above (slope_method "bootstrap"). With a single common level it is the
+ * ratio of the laws' b with a delta-method interval on the log scale,
+ * se(log r)^2 = (se_bA/b_A)^2 + (se_bB/b_B)^2 (slope_method "delta"). The
+ * verdict quotes the laws' b (fit_analyze's robust fit). */
+typedef struct fit_compare_options {
+    int n_resamples;          /* default 2000 */
+    uint64_t seed;            /* default 1 */
+    double ci;                /* default 0.95 */
+} fit_compare_options;
+void fit_compare_options_default(fit_compare_options *o);
+
+typedef struct fit_compare_level {
+    int concurrency;
+    int level_a, level_b;     /* level indices in each run's records */
+    int steady;               /* 1: steady windows in both; 0: decode-span fallback */
+    size_t n_req_a, n_req_b;  /* requests contributing */
+    size_t n_units_a, n_units_b; /* resampling units: steps (or requests when !steady) */
+    double tok_per_s_a, tok_per_s_b;
+    double ratio, ratio_ci[2];/* B / A; NAN when a side has no data */
+    fit_level_latency lat_a, lat_b;
+} fit_compare_level;
+
+typedef struct fit_compare {
+    fit_law law_a, law_b;     /* copies of each result's robust law */
+    double asym_a_tok_per_s, asym_b_tok_per_s;
+    double slope_a_ms, slope_b_ms;         /* the slopes behind slope_ratio */
+    double slope_ratio, slope_ratio_ci[2]; /* B / A; NAN when unknown */
+    const char *slope_method;              /* "bootstrap" | "delta" | "none" */
+    double ci;
+    int n_resamples;
+    uint64_t seed;
+    size_t n_levels;
+    fit_compare_level *levels;/* by concurrency, ascending */
+    char verdict[320];        /* "B is 2.6x A at C=64 [2.4, 2.8]; slope 30.1 -> 10.4 ms per request" */
+} fit_compare;
+
+/* ra/rb: fit_analyze results of a/b (they give the laws and steady windows).
+ * LL_EINVAL when the runs share no closed-loop concurrency level. *out: caller
+ * frees with fit_compare_free. */
+int fit_compare_runs(const fit_run *a, const fit_result *ra, const fit_run *b,
+                     const fit_result *rb, const fit_compare_options *opt, fit_compare **out,
+                     char *err, size_t errlen);
+void fit_compare_free(fit_compare *c);
+/* Index into c->levels of concurrency C, or -1. */
+int fit_compare_find(const fit_compare *c, int concurrency);
+/* Rewrite c->verdict for level index i (the default verdict uses the highest
+ * common level). */
+void fit_compare_set_verdict(fit_compare *c, size_t i);
+/* JSON and tables of a comparison: reports/report.h (rpt_compare_to_json, rpt_compare_print). */
+/* ---- end A/B comparison ---- */
+
+#endif

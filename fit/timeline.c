@@ -1,0 +1,398 @@
+/* timeline.c: one level's phases, rebuilt from its requests, and its step samples.
+ *
+ * DESIGN: every request contributes events (+1 P at send; -1 P, +1 D at its
+ * first token; -1 D (or -1 P if it never got a token) at its end). Sorting the
+ * events once and merging equal times gives P(t), D(t) as a list of change
+ * points plus a running integral of D, so each gap between two chunks is
+ * classified with two binary searches: O(n log n) for n chunks, which matters
+ * at C = 1024 with hundreds of thousands of chunks.
+ *
+ * Values are right-continuous: the value at a change point already includes
+ * the events at that instant. A stream's own first token raises D at exactly
+ * the start of its first gap, so that gap sees the raised D, as it should. */
+#include "fit_internal.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct tl_event {
+    int64_t t_ns;
+    int32_t dp, dd;
+} tl_event;
+
+typedef struct tl_line {
+    size_t n;
+    fit_phase_point *pt;  /* change points */
+    double *integ;        /* integral of D (count * ns) from pt[0] to pt[j] */
+} tl_line;
+
+static int cmp_event(const void *a, const void *b)
+{
+    const tl_event *x = a, *y = b;
+    return (x->t_ns > y->t_ns) - (x->t_ns < y->t_ns);
+}
+
+static int build_line(const fit_run *run, const size_t *req_idx, size_t n_req, tl_line *ln)
+{
+    tl_event *ev = malloc((3 * n_req + 1) * sizeof *ev);
+    if (!ev)
+        return LL_ENOMEM;
+    size_t ne = 0;
+    for (size_t i = 0; i < n_req; i++) {
+        const fit_request *q = fit_run_request(run, req_idx[i]);
+        ev[ne++] = (tl_event){q->send_ns, +1, 0};
+        if (q->first_token_ns >= 0) {
+            ev[ne++] = (tl_event){q->first_token_ns, -1, +1};
+            ev[ne++] = (tl_event){q->end_ns, 0, -1};
+        } else {
+            ev[ne++] = (tl_event){q->end_ns, -1, 0};
+        }
+    }
+    qsort(ev, ne, sizeof *ev, cmp_event);
+    ln->pt = malloc((ne + 1) * sizeof *ln->pt);
+    ln->integ = malloc((ne + 1) * sizeof *ln->integ);
+    if (!ln->pt || !ln->integ) {
+        free(ev);
+        return LL_ENOMEM;
+    }
+    int32_t p = 0, d = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < ne;) {
+        int64_t t = ev[i].t_ns;
+        for (; i < ne && ev[i].t_ns == t; i++) {
+            p += ev[i].dp;
+            d += ev[i].dd;
+        }
+        ln->integ[n] = n ? ln->integ[n - 1] + (double)ln->pt[n - 1].decode *
+                                                   (double)(t - ln->pt[n - 1].t_ns)
+                         : 0.0;
+        ln->pt[n++] = (fit_phase_point){t, p, d};
+    }
+    ln->n = n;
+    free(ev);
+    return 0;
+}
+
+/* Index of the last change point at or before t, or -1. */
+static long line_at(const tl_line *ln, int64_t t)
+{
+    long lo = 0, hi = (long)ln->n - 1, ans = -1;
+    while (lo <= hi) {
+        long mid = lo + (hi - lo) / 2;
+        if (ln->pt[mid].t_ns <= t) {
+            ans = mid;
+            lo = mid + 1;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    return ans;
+}
+
+static double integ_at(const tl_line *ln, int64_t t)
+{
+    long j = line_at(ln, t);
+    if (j < 0)
+        return 0.0;
+    return ln->integ[j] + (double)ln->pt[j].decode * (double)(t - ln->pt[j].t_ns);
+}
+
+/* Closed loop keeps P + D = C while requests remain; a killed level never
+ * wrote its in-flight requests, so after the last drop from full occupancy
+ * the recorded timeline undercounts. Returns that time (INT64_MAX when the
+ * level is complete, the level start when it never was full). */
+static int64_t cut_time(const tl_line *ln, const fit_level_info *info)
+{
+    if (!info->interrupted || !info->closed_loop || info->concurrency <= 0)
+        return INT64_MAX;
+    int64_t cut = info->start_ns;
+    for (size_t j = 1; j < ln->n; j++) {
+        int before = ln->pt[j - 1].prefill + ln->pt[j - 1].decode;
+        int now = ln->pt[j].prefill + ln->pt[j].decode;
+        if (before >= info->concurrency && now < info->concurrency)
+            cut = ln->pt[j].t_ns;
+    }
+    return cut;
+}
+
+static int excluded(const fit_request *q, const fit_options *opt)
+{
+    return !q->ok || (q->warmup && !opt->include_warmup);
+}
+
+static int push_sample(fit_sample_vec *sv, const fit_sample *s)
+{
+    if (sv->n == sv->cap) {
+        size_t c = sv->cap ? sv->cap * 2 : 1024;
+        fit_sample *v = realloc(sv->v, c * sizeof *v);
+        if (!v)
+            return LL_ENOMEM;
+        sv->v = v;
+        sv->cap = c;
+    }
+    sv->v[sv->n++] = *s;
+    return 0;
+}
+
+typedef struct tl_acc {
+    double steady_tok_at_c, steady_gap_ns_at_c;
+    double *gaps_at_c;
+    size_t n_at_c, cap_at_c;
+} tl_acc;
+
+/* The step samples of one stream. Chunks that share an arrival time are one
+ * chunk (a think/answer split); a chunk without tokens is no sample. */
+static int stream_samples(const fit_request *q, const tl_line *ln, int64_t cut,
+                          int32_t level_idx, int conc, const fit_options *opt,
+                          fit_level *L, fit_sample_vec *sv, tl_acc *acc)
+{
+    int64_t prev_t = -1;
+    for (size_t i = 0; i < q->n_chunks;) {
+        int64_t t = q->chunks[i].t_ns;
+        int32_t tok = 0;
+        char kind = q->chunks[i].kind;
+        for (; i < q->n_chunks && q->chunks[i].t_ns == t; i++) {
+            tok += q->chunks[i].tokens;
+            kind = q->chunks[i].kind;
+        }
+        if (tok <= 0)
+            continue;
+        if (prev_t < 0) {
+            prev_t = t;
+            continue;
+        }
+        int64_t gap = t - prev_t;
+        int64_t t0 = prev_t;
+        prev_t = t;
+        if (t > cut) {
+            L->n_samples_after_cut++;
+            continue;
+        }
+        int64_t tol = (int64_t)(opt->edge_tol_frac * (double)gap);
+        long i0 = line_at(ln, t0 + tol), i1 = line_at(ln, t - tol);
+        fit_sample s;
+        s.t_ns = t;
+        s.gap_ms = (double)gap / 1e6 / tok;
+        s.level_idx = level_idx;
+        s.tokens = tok;
+        s.kind = kind;
+        s.steady = i0 >= 0 && i0 == i1 && ln->pt[i0].prefill == 0;
+        s.n = s.steady ? ln->pt[i0].decode : (integ_at(ln, t) - integ_at(ln, t0)) / (double)gap;
+        if (push_sample(sv, &s))
+            return LL_ENOMEM;
+        L->n_samples++;
+        if (!s.steady)
+            continue;
+        L->n_steady_samples++;
+        if (conc > 0 && (int)s.n == conc) {
+            acc->steady_tok_at_c += tok;
+            acc->steady_gap_ns_at_c += (double)gap;
+            if (acc->n_at_c == acc->cap_at_c) {
+                size_t c = acc->cap_at_c ? acc->cap_at_c * 2 : 256;
+                double *v = realloc(acc->gaps_at_c, c * sizeof *v);
+                if (!v)
+                    return LL_ENOMEM;
+                acc->gaps_at_c = v;
+                acc->cap_at_c = c;
+            }
+            acc->gaps_at_c[acc->n_at_c++] = s.gap_ms;
+        }
+    }
+    return 0;
+}
+
+static int steady_windows(const tl_line *ln, int conc, int64_t cut, fit_level *L)
+{
+    if (conc <= 0 || ln->n == 0)
+        return 0;
+    L->windows = malloc(ln->n * sizeof *L->windows);
+    if (!L->windows)
+        return LL_ENOMEM;
+    for (size_t j = 0; j + 1 < ln->n; j++) {
+        if (ln->pt[j].prefill != 0 || ln->pt[j].decode != conc)
+            continue;
+        int64_t a = ln->pt[j].t_ns, b = ln->pt[j + 1].t_ns;
+        if (b > cut)
+            b = cut;
+        if (b <= a)
+            continue;
+        if (L->n_windows && L->windows[L->n_windows - 1].t1_ns == a)
+            L->windows[L->n_windows - 1].t1_ns = b;
+        else
+            L->windows[L->n_windows++] = (fit_window){a, b};
+        L->steady_s += (double)(b - a) / 1e9;
+    }
+    return 0;
+}
+
+static int rate_series(const fit_run *run, const size_t *req_idx, size_t n_req,
+                       const fit_options *opt, fit_level *L)
+{
+    int64_t dur = L->end_ns - L->start_ns;
+    size_t nb = opt->rate_bins > 0 ? (size_t)opt->rate_bins : 60;
+    int64_t w = dur > 0 ? (dur + (int64_t)nb - 1) / (int64_t)nb : 1;
+    if (w < 1)
+        w = 1;
+    L->rate_t0_ns = L->start_ns;
+    L->rate_bin_ns = w;
+    L->n_rate_bins = nb;
+    L->think_tok_per_s = calloc(nb, sizeof *L->think_tok_per_s);
+    L->answer_tok_per_s = calloc(nb, sizeof *L->answer_tok_per_s);
+    if (!L->think_tok_per_s || !L->answer_tok_per_s)
+        return LL_ENOMEM;
+    for (size_t i = 0; i < n_req; i++) {
+        const fit_request *q = fit_run_request(run, req_idx[i]);
+        for (size_t k = 0; k < q->n_chunks; k++) {
+            const fit_chunk *c = &q->chunks[k];
+            int64_t off = c->t_ns - L->start_ns;
+            if (off < 0)
+                off = 0;
+            size_t b = (size_t)(off / w);
+            if (b >= nb)
+                b = nb - 1;
+            if (c->kind == FIT_CHUNK_THINK)
+                L->think_tok_per_s[b] += c->tokens;
+            else
+                L->answer_tok_per_s[b] += c->tokens;
+        }
+    }
+    for (size_t b = 0; b < nb; b++) {
+        L->think_tok_per_s[b] /= (double)w / 1e9;
+        L->answer_tok_per_s[b] /= (double)w / 1e9;
+    }
+    return 0;
+}
+
+static int ttft(const fit_run *run, const size_t *req_idx, size_t n_req, fit_level *L)
+{
+    double *v = malloc((n_req + 1) * sizeof *v);
+    if (!v)
+        return LL_ENOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < n_req; i++) {
+        const fit_request *q = fit_run_request(run, req_idx[i]);
+        if (q->ok && !q->warmup && q->first_token_ns >= 0)
+            v[n++] = (double)(q->first_token_ns - q->send_ns) / 1e6;
+    }
+    ll_sort_doubles(v, n);
+    L->ttft_p50_ms = ll_quantile_sorted(v, n, 0.5);
+    L->ttft_p99_ms = ll_quantile_sorted(v, n, 0.99);
+    free(v);
+    return 0;
+}
+
+int fit_timeline_level(const fit_run *run, const fit_level_info *info, const size_t *req_idx,
+                       size_t n_req, int32_t level_idx, const fit_options *opt,
+                       fit_level *L, fit_sample_vec *sv, size_t *n_empty_chunks,
+                       char *err, size_t errlen)
+{
+    tl_line ln = {0, NULL, NULL};
+    tl_acc acc;
+    memset(&acc, 0, sizeof acc);
+    int rc;
+    memset(L, 0, sizeof *L);
+    L->level = info->level;
+    L->concurrency = info->concurrency;
+    L->closed_loop = info->closed_loop;
+    L->interrupted = info->interrupted;
+    L->start_ns = info->start_ns;
+    L->end_ns = info->end_ns;
+    L->duration_s = (double)(info->end_ns - info->start_ns) / 1e9;
+    L->steady_tok_per_s = L->steady_step_ms = L->predicted_tok_per_s = L->error_rel = NAN;
+    L->ramp_s = NAN;
+    L->ramp_tokens = NAN;
+
+    rc = build_line(run, req_idx, n_req, &ln);
+    if (rc)
+        goto fail;
+    int64_t cut = cut_time(&ln, info);
+    int conc = info->concurrency;
+
+    for (size_t i = 0; i < n_req; i++) {
+        const fit_request *q = fit_run_request(run, req_idx[i]);
+        L->n_requests++;
+        if (q->ok)
+            L->n_ok++;
+        else
+            L->n_failed++;
+        if (q->warmup)
+            L->n_warmup++;
+        for (size_t k = 0; k < q->n_chunks; k++) {
+            L->tokens += q->chunks[k].tokens;
+            if (q->chunks[k].tokens == 0)
+                (*n_empty_chunks)++;
+        }
+        if (excluded(q, opt)) {
+            L->n_excluded_requests++;
+            continue;
+        }
+        rc = stream_samples(q, &ln, cut, level_idx, conc, opt, L, sv, &acc);
+        if (rc)
+            goto fail;
+    }
+    if (L->duration_s > 0)
+        L->whole_tok_per_s = L->tokens / L->duration_s;
+    if (acc.n_at_c && acc.steady_gap_ns_at_c > 0) {
+        L->steady_tok_per_s = conc * acc.steady_tok_at_c / (acc.steady_gap_ns_at_c / 1e9);
+        ll_sort_doubles(acc.gaps_at_c, acc.n_at_c);
+        L->steady_step_ms = ll_quantile_sorted(acc.gaps_at_c, acc.n_at_c, 0.5);
+    }
+
+    rc = steady_windows(&ln, conc, cut, L);
+    if (rc)
+        goto fail;
+
+    if (info->closed_loop && conc > 0) {
+        for (size_t j = 0; j < ln.n; j++) {
+            if (ln.pt[j].decode < conc)
+                continue;
+            int64_t tr = ln.pt[j].t_ns;
+            L->ramp_reached = 1;
+            L->ramp_s = (double)(tr - info->start_ns) / 1e9;
+            L->ramp_tokens = 0;
+            for (size_t i = 0; i < n_req; i++) {
+                const fit_request *q = fit_run_request(run, req_idx[i]);
+                for (size_t k = 0; k < q->n_chunks && q->chunks[k].t_ns <= tr; k++)
+                    L->ramp_tokens += q->chunks[k].tokens;
+            }
+            break;
+        }
+    }
+
+    rc = rate_series(run, req_idx, n_req, opt, L);
+    if (rc)
+        goto fail;
+    rc = ttft(run, req_idx, n_req, L);
+    if (rc)
+        goto fail;
+
+    /* The phase line becomes the level's P(t)/D(t) series. */
+    L->phase = ln.pt;
+    L->n_phase = ln.n;
+    ln.pt = NULL;
+    free(ln.integ);
+    free(acc.gaps_at_c);
+    return 0;
+fail:
+    if (rc == LL_ENOMEM)
+        ll_errf(err, errlen, "out of memory rebuilding level %d", info->level);
+    free(ln.pt);
+    free(ln.integ);
+    free(acc.gaps_at_c);
+    fit_level_release(L);
+    return rc;
+}
+
+void fit_level_release(fit_level *L)
+{
+    free(L->phase);
+    free(L->windows);
+    free(L->think_tok_per_s);
+    free(L->answer_tok_per_s);
+    L->phase = NULL;
+    L->windows = NULL;
+    L->think_tok_per_s = L->answer_tok_per_s = NULL;
+    L->n_phase = L->n_windows = L->n_rate_bins = 0;
+}

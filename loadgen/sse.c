@@ -1,0 +1,291 @@
+/* sse.c: incremental SSE framing and the OpenAI delta interpreter.
+ *
+ * Framing follows the WHATWG event-stream rules that matter here: lines end in
+ * LF, CRLF or a lone CR (a CRLF split across two feeds is still one line end);
+ * ':' starts a comment; "data:" lines accumulate, joined by '\n'; a blank line
+ * dispatches. The interpreter counts tokens per chunk: from continuous usage
+ * (the difference of completion_tokens between chunks) when the server sends
+ * it, else one per non-empty delta per kind, because servers may pack several
+ * tokens into one chunk and counting chunks as tokens is the error this tool
+ * exists to avoid. */
+#include "sse.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+void lg_sse_init(lg_sse *s, lg_sse_cb cb, void *ctx)
+{
+    memset(s, 0, sizeof *s);
+    s->cb = cb;
+    s->ctx = ctx;
+}
+
+void lg_sse_free(lg_sse *s)
+{
+    ll_buf_free(&s->line);
+    ll_buf_free(&s->data);
+}
+
+static int dispatch(lg_sse *s)
+{
+    int rc = 0;
+    if (s->has_data) {
+        /* Drop the '\n' after the last data line (the spec's join rule). */
+        if (s->data.len)
+            s->data.p[--s->data.len] = '\0';
+        rc = s->cb(s->ctx, s->event, s->data.p ? s->data.p : "", s->data.len);
+    }
+    ll_buf_reset(&s->data);
+    s->has_data = 0;
+    s->event[0] = '\0';
+    return rc;
+}
+
+static int process_line(lg_sse *s, const char *l, size_t n)
+{
+    if (n == 0)
+        return dispatch(s);
+    if (l[0] == ':')
+        return 0;
+    const char *colon = memchr(l, ':', n);
+    size_t fl = colon ? (size_t)(colon - l) : n;
+    const char *v = colon ? colon + 1 : l + n;
+    size_t vl = (size_t)(l + n - v);
+    if (vl && v[0] == ' ') {
+        v++;
+        vl--;
+    }
+    if (fl == 4 && memcmp(l, "data", 4) == 0) {
+        s->has_data = 1;
+        if (ll_buf_append(&s->data, v, vl) || ll_buf_append(&s->data, "\n", 1))
+            return LL_ENOMEM;
+    } else if (fl == 5 && memcmp(l, "event", 5) == 0) {
+        size_t k = vl < sizeof s->event - 1 ? vl : sizeof s->event - 1;
+        memcpy(s->event, v, k);
+        s->event[k] = '\0';
+    }
+    return 0; /* id:, retry: and unknown fields do not matter here */
+}
+
+int lg_sse_feed(lg_sse *s, const char *p, size_t n)
+{
+    size_t i = 0;
+    int rc;
+    if (s->cr_pending && n > 0) {
+        s->cr_pending = 0;
+        if (p[0] == '\n')
+            i = 1;
+    }
+    while (i < n) {
+        /* Scan for the next line end without copying when the line is whole. */
+        size_t j = i;
+        while (j < n && p[j] != '\n' && p[j] != '\r')
+            j++;
+        if (j == n) {
+            if (ll_buf_append(&s->line, p + i, n - i))
+                return LL_ENOMEM;
+            break;
+        }
+        if (s->line.len) {
+            if (ll_buf_append(&s->line, p + i, j - i))
+                return LL_ENOMEM;
+            rc = process_line(s, s->line.p, s->line.len);
+            ll_buf_reset(&s->line);
+        } else {
+            rc = process_line(s, p + i, j - i);
+        }
+        if (rc)
+            return rc;
+        if (p[j] == '\r') {
+            if (j + 1 == n)
+                s->cr_pending = 1;
+            else if (p[j + 1] == '\n')
+                j++;
+        }
+        i = j + 1;
+    }
+    return 0;
+}
+
+int lg_sse_finish(lg_sse *s)
+{
+    int rc = 0;
+    if (s->line.len) {
+        /* An unterminated last line is incomplete: it may be cut mid-JSON. */
+        ll_buf_reset(&s->line);
+    }
+    if (s->has_data)
+        rc = dispatch(s);
+    return rc;
+}
+
+/* ---- delta interpretation -------------------------------------------------- */
+
+void lg_delta_init(lg_delta *d)
+{
+    memset(d, 0, sizeof *d);
+    d->usage_prompt = d->usage_completion = d->usage_reasoning = -1;
+}
+
+static const char k_open[] = "<think>", k_close[] = "</think>";
+
+/* Split content into thinking and answer bytes, tracking tags across chunks.
+ * Tag bytes count as thinking (they are tokens the model spent thinking). A
+ * possible tag prefix at the end is held until the next chunk decides it. */
+static void split_content(lg_delta *d, const char *s, size_t n, size_t *tb, size_t *ab, int *reclass)
+{
+    char stack[512], *buf = stack;
+    size_t pend = d->tag_len, len = pend + n, i = 0;
+    if (len > sizeof stack && !(buf = malloc(len))) {
+        *ab += n; /* out of memory: count the text, lose only tag tracking */
+        return;
+    }
+    memcpy(buf, d->tag, pend);
+    memcpy(buf + pend, s, n);
+    d->tag_len = 0;
+    while (i < len) {
+        if (buf[i] == '<') {
+            size_t rem = len - i;
+            int full_o = rem >= 7 && memcmp(buf + i, k_open, 7) == 0;
+            int full_c = rem >= 8 && memcmp(buf + i, k_close, 8) == 0;
+            int pre = (rem < 7 && memcmp(buf + i, k_open, rem) == 0) ||
+                      (rem < 8 && memcmp(buf + i, k_close, rem) == 0);
+            /* Bytes of buf before pend were counted with the previous chunk. */
+            size_t from = i > pend ? i : pend;
+            if (pre) {
+                memcpy(d->tag, buf + i, rem);
+                d->tag_len = rem;
+                *tb += len > from ? len - from : 0;
+                break;
+            }
+            if (full_o || full_c) {
+                size_t tl = full_o ? 7 : 8;
+                *tb += i + tl > from ? i + tl - from : 0;
+                if (full_c && !d->in_think && !d->saw_tag)
+                    *reclass = 1;
+                d->in_think = full_o;
+                d->saw_tag = 1;
+                i += tl;
+                continue;
+            }
+        }
+        if (i >= pend)
+            (d->in_think ? (*tb)++ : (*ab)++);
+        i++;
+    }
+    if (buf != stack)
+        free(buf);
+}
+
+static int64_t jnum(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : -1;
+}
+
+static int err_from_json(const cJSON *root, char *out, size_t outlen)
+{
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(root, "error");
+    const char *obj = ll_json_str(root, "object", NULL);
+    const char *msg = NULL;
+    if (cJSON_IsObject(e))
+        msg = ll_json_str(e, "message", "error");
+    else if (cJSON_IsString(e))
+        msg = e->valuestring;
+    else if (obj && strcmp(obj, "error") == 0)
+        msg = ll_json_str(root, "message", "error");
+    else if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(root, "detail")))
+        msg = ll_json_str(root, "detail", "error");
+    if (!msg)
+        return 0;
+    snprintf(out, outlen, "%s", msg);
+    return 1;
+}
+
+int lg_error_message(const char *body, size_t len, char *out, size_t outlen)
+{
+    cJSON *root = cJSON_ParseWithLengthOpts(body, len, NULL, 0);
+    int found = root ? err_from_json(root, out, outlen) : 0;
+    cJSON_Delete(root);
+    return found;
+}
+
+void lg_delta_event(lg_delta *d, const char *data, size_t len, lg_delta_out *out)
+{
+    memset(out, 0, sizeof *out);
+    if (len == 6 && memcmp(data, "[DONE]", 6) == 0) {
+        d->done = 1;
+        return;
+    }
+    cJSON *root = cJSON_ParseWithLengthOpts(data, len, NULL, 0);
+    if (!root) {
+        d->bad_events++;
+        return;
+    }
+    if (err_from_json(root, d->errmsg, sizeof d->errmsg)) {
+        d->error = 1;
+        goto out;
+    }
+    const cJSON *choices = cJSON_GetObjectItemCaseSensitive(root, "choices");
+    const cJSON *usage = cJSON_GetObjectItemCaseSensitive(root, "usage");
+    int n_choices = cJSON_IsArray(choices) ? cJSON_GetArraySize(choices) : 0;
+    if (cJSON_IsObject(usage) && n_choices == 0) {
+        /* The final usage chunk: what the server says it did. */
+        const cJSON *det = cJSON_GetObjectItemCaseSensitive(usage, "completion_tokens_details");
+        d->usage_prompt = jnum(usage, "prompt_tokens");
+        d->usage_completion = jnum(usage, "completion_tokens");
+        d->usage_reasoning = jnum(usage, "reasoning_tokens");
+        if (d->usage_reasoning < 0 && cJSON_IsObject(det))
+            d->usage_reasoning = jnum(det, "reasoning_tokens");
+        goto out;
+    }
+    size_t tb = 0, ab = 0;
+    for (const cJSON *c = n_choices ? choices->child : NULL; c; c = c->next) {
+        const cJSON *delta = cJSON_GetObjectItemCaseSensitive(c, "delta");
+        const cJSON *text = cJSON_GetObjectItemCaseSensitive(c, "text");
+        if (cJSON_IsObject(delta)) {
+            const cJSON *rc = cJSON_GetObjectItemCaseSensitive(delta, "reasoning_content");
+            const cJSON *r = cJSON_GetObjectItemCaseSensitive(delta, "reasoning");
+            const cJSON *ct = cJSON_GetObjectItemCaseSensitive(delta, "content");
+            if (cJSON_IsString(rc))
+                tb += strlen(rc->valuestring);
+            else if (cJSON_IsString(r))
+                tb += strlen(r->valuestring);
+            if (cJSON_IsString(ct))
+                split_content(d, ct->valuestring, strlen(ct->valuestring), &tb, &ab, &out->reclassify);
+        } else if (cJSON_IsString(text)) {
+            split_content(d, text->valuestring, strlen(text->valuestring), &tb, &ab, &out->reclassify);
+        }
+    }
+    int64_t ct_now = cJSON_IsObject(usage) ? jnum(usage, "completion_tokens") : -1;
+    if (ct_now >= 0) {
+        int64_t n = ct_now - d->last_ct;
+        d->last_ct = ct_now;
+        d->has_cont_usage = 1;
+        /* A text-less chunk's usage step is absorbed; reconciled by the final usage. */
+        if (n <= 0 || (tb == 0 && ab == 0))
+            goto out;
+        if (tb && ab) {
+            if (n == 1) {
+                out->think_tok = tb > ab;
+                out->answer_tok = !out->think_tok;
+            } else {
+                int64_t t = (int64_t)((double)n * (double)tb / (double)(tb + ab) + 0.5);
+                t = t < 1 ? 1 : t > n - 1 ? n - 1 : t;
+                out->think_tok = (int)t;
+                out->answer_tok = (int)(n - t);
+            }
+        } else if (tb) {
+            out->think_tok = (int)n;
+        } else {
+            out->answer_tok = (int)n;
+        }
+    } else {
+        out->think_tok = tb > 0;
+        out->answer_tok = ab > 0;
+    }
+out:
+    cJSON_Delete(root);
+}

@@ -1,0 +1,74 @@
+/* sse.h (internal to loadgen/): incremental Server-Sent Events framing and the
+ * OpenAI streaming-delta interpreter that turns events into token chunks.
+ *
+ * Both are fed whatever bytes libcurl hands over, split anywhere (one byte at
+ * a time included): the framer keeps a partial line, the interpreter keeps a
+ * partial <think>/</think> tag, so results do not depend on the split.
+ * Not thread-safe; one of each per transfer.
+ */
+#ifndef LOADLAW_LOADGEN_SSE_H
+#define LOADLAW_LOADGEN_SSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+
+/* ---- SSE framing ---------------------------------------------------------- */
+
+/* Called once per dispatched event with its data (lines joined by "\n", NUL-
+ * terminated) and its "event:" name ("" when none). Return non-zero to stop. */
+typedef int (*lg_sse_cb)(void *ctx, const char *event, const char *data, size_t len);
+
+typedef struct lg_sse {
+    ll_buf line;        /* the current, unterminated line */
+    ll_buf data;        /* data lines of the current event, each + '\n' */
+    char event[32];
+    int has_data;
+    int cr_pending;     /* last byte was '\r': a following '\n' belongs to it */
+    lg_sse_cb cb;
+    void *ctx;
+} lg_sse;
+
+void lg_sse_init(lg_sse *s, lg_sse_cb cb, void *ctx);
+/* Returns 0, the callback's non-zero value, or LL_ENOMEM. */
+int lg_sse_feed(lg_sse *s, const char *p, size_t n);
+/* End of stream: a complete data line not yet followed by a blank line is
+ * dispatched (servers that close right after "data: [DONE]\n" exist). */
+int lg_sse_finish(lg_sse *s);
+void lg_sse_free(lg_sse *s);
+
+/* ---- OpenAI delta interpretation ----------------------------------------- */
+
+enum { LG_KIND_THINK = 't', LG_KIND_ANSWER = 'a' };
+
+/* What one event meant. */
+typedef struct lg_delta_out {
+    int think_tok, answer_tok; /* tokens in this chunk by kind (0 for role-only) */
+    int reclassify;            /* a bare </think> arrived: earlier answer tokens were thinking */
+} lg_delta_out;
+
+typedef struct lg_delta {
+    int done;                  /* [DONE] seen */
+    int error;                 /* an error event was seen */
+    char errmsg[256];
+    int in_think;              /* inside <think>...</think> in content */
+    int saw_tag;               /* any think tag seen in content */
+    char tag[12];              /* a possible tag prefix held across chunks */
+    size_t tag_len;
+    int64_t last_ct;           /* continuous usage: completion_tokens so far */
+    int has_cont_usage;
+    int bad_events;            /* events that were not JSON */
+    /* final usage chunk (choices: []); -1 when absent */
+    int64_t usage_prompt, usage_completion, usage_reasoning;
+} lg_delta;
+
+void lg_delta_init(lg_delta *d);
+/* Interpret one event's data. */
+void lg_delta_event(lg_delta *d, const char *data, size_t len, lg_delta_out *out);
+
+/* Error message from an OpenAI-style error body ({"error":{"message":..}},
+ * {"object":"error","message":..}, {"error":"text"}); NULL when none. */
+int lg_error_message(const char *body, size_t len, char *out, size_t outlen);
+
+#endif

@@ -1,0 +1,182 @@
+/* compare_print.c: the terminal form of `loadlaw compare` — both laws, the
+ * slope ratio, per-level speedups with their intervals and latency changes,
+ * and the verdict line a person pastes into a pull request; and the same as
+ * JSON for --json. */
+#include <math.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "report.h"
+
+static const char *n2(char *b, size_t n, double x, int d)
+{
+    if (!isfinite(x))
+        snprintf(b, n, "-");
+    else
+        snprintf(b, n, "%.*f", d, x);
+    return b;
+}
+
+static void law_line(FILE *f, const char *tag, const char *label, const fit_law *l, double asym)
+{
+    char x[7][32];
+    if (!l->ok) {
+        fprintf(f, "  %s %-24s no law (too few steady points)\n", tag, label);
+        return;
+    }
+    fprintf(f, "  %s %-24s step = %s + %s*N ms  a [%s, %s]  b [%s, %s]  -> %s tok/s max\n", tag, label,
+            n2(x[0], 32, l->a_ms, 2), n2(x[1], 32, l->b_ms, 3), n2(x[2], 32, l->a_ci_ms[0], 2),
+            n2(x[3], 32, l->a_ci_ms[1], 2), n2(x[4], 32, l->b_ci_ms[0], 3), n2(x[5], 32, l->b_ci_ms[1], 3),
+            n2(x[6], 32, asym, 1));
+}
+
+/* "12.3 -> 8.1 (-34%)" */
+static const char *change(char *b, size_t n, double a, double bb)
+{
+    if (!isfinite(a) || !isfinite(bb)) {
+        snprintf(b, n, "-");
+        return b;
+    }
+    double pct = a > 0 ? round(100 * (bb / a - 1)) : 0;
+    if (a > 0)
+        snprintf(b, n, "%.1f -> %.1f (%+.0f%%)", a, bb, pct == 0 ? 0.0 : pct);
+    else
+        snprintf(b, n, "%.1f -> %.1f", a, bb);
+    return b;
+}
+
+void rpt_compare_print(FILE *f, const fit_compare *c, const char *label_a, const char *label_b)
+{
+    char x[8][64];
+    fprintf(f, "laws (robust fit on steady decode steps)\n");
+    law_line(f, "A", label_a, &c->law_a, c->asym_a_tok_per_s);
+    law_line(f, "B", label_b, &c->law_b, c->asym_b_tok_per_s);
+    if (isfinite(c->slope_ratio))
+        fprintf(f, "  slope B/A %s [%s, %s] (%s%s)\n", n2(x[0], 64, c->slope_ratio, 3),
+                n2(x[1], 64, c->slope_ratio_ci[0], 3), n2(x[2], 64, c->slope_ratio_ci[1], 3), c->slope_method,
+                c->slope_method[0] == 'b' ? ", steady step time per level against C" : " method from the laws' CIs");
+
+    fprintf(f, "\nper level: steady throughput B/A with a %.0f%% bootstrap interval (%d resamples of engine "
+               "steps)\n",
+            100 * c->ci, c->n_resamples);
+    fprintf(f, "  %5s %10s %10s %7s %17s  %-24s %-24s %-24s\n", "C", "A tok/s", "B tok/s", "B/A", "interval",
+            "TTFT p50 ms A -> B", "TTFA p50 ms A -> B", "ITL p50 ms A -> B");
+    for (size_t i = 0; i < c->n_levels; i++) {
+        const fit_compare_level *L = &c->levels[i];
+        char iv[160];
+        snprintf(iv, sizeof iv, "[%s, %s]", n2(x[0], 64, L->ratio_ci[0], 2), n2(x[1], 64, L->ratio_ci[1], 2));
+        fprintf(f, "  %5d %10s %10s %7s %17s  %-24s %-24s %-24s%s\n", L->concurrency,
+                n2(x[2], 64, L->tok_per_s_a, 1), n2(x[3], 64, L->tok_per_s_b, 1), n2(x[4], 64, L->ratio, 2), iv,
+                change(x[5], 64, L->lat_a.ttft.p50_ms, L->lat_b.ttft.p50_ms),
+                change(x[6], 64, L->lat_a.ttfa.p50_ms, L->lat_b.ttfa.p50_ms),
+                change(x[7], 64, L->lat_a.itl.p50_ms, L->lat_b.itl.p50_ms), L->steady ? "" : "  (decode spans)");
+    }
+    fprintf(f, "\n  %5s %-24s %-24s %-24s\n", "C", "TTFT p99 ms A -> B", "TTFA p99 ms A -> B", "ITL p99 ms A -> B");
+    for (size_t i = 0; i < c->n_levels; i++) {
+        const fit_compare_level *L = &c->levels[i];
+        fprintf(f, "  %5d %-24s %-24s %-24s\n", L->concurrency,
+                change(x[0], 64, L->lat_a.ttft.p99_ms, L->lat_b.ttft.p99_ms),
+                change(x[1], 64, L->lat_a.ttfa.p99_ms, L->lat_b.ttfa.p99_ms),
+                change(x[2], 64, L->lat_a.itl.p99_ms, L->lat_b.itl.p99_ms));
+    }
+    fprintf(f, "\n%s\n", c->verdict);
+}
+
+/* ---- JSON ------------------------------------------------------------------- */
+
+static cJSON *jnum(double x)
+{
+    return isfinite(x) ? cJSON_CreateNumber(x) : cJSON_CreateNull();
+}
+
+static int add_num(cJSON *o, const char *k, double x)
+{
+    cJSON *v = jnum(x);
+    return v && cJSON_AddItemToObject(o, k, v) ? 0 : -1;
+}
+
+static int add_pair(cJSON *o, const char *k, const double *v)
+{
+    cJSON *arr = cJSON_CreateArray();
+    if (!arr || !cJSON_AddItemToObject(o, k, arr))
+        return -1;
+    return cJSON_AddItemToArray(arr, jnum(v[0])) && cJSON_AddItemToArray(arr, jnum(v[1])) ? 0 : -1;
+}
+
+static cJSON *dist_json(const fit_dist *d)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    if (add_num(o, "n", (double)d->n) || add_num(o, "mean_ms", d->mean_ms) || add_num(o, "p50_ms", d->p50_ms) ||
+        add_num(o, "p90_ms", d->p90_ms) || add_num(o, "p99_ms", d->p99_ms) || add_num(o, "max_ms", d->max_ms)) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+static cJSON *law_json(const fit_law *l, double asym)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    if (!cJSON_AddBoolToObject(o, "ok", l->ok) || add_num(o, "a_ms", l->a_ms) || add_num(o, "b_ms", l->b_ms) ||
+        add_pair(o, "a_ci_ms", l->a_ci_ms) || add_pair(o, "b_ci_ms", l->b_ci_ms) || add_num(o, "r2", l->r2) ||
+        add_num(o, "asymptote_tok_per_s", asym)) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+cJSON *rpt_compare_to_json(const fit_compare *c)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON *levels = root ? cJSON_AddArrayToObject(root, "levels") : NULL;
+    if (!levels)
+        goto fail;
+    for (size_t i = 0; i < c->n_levels; i++) {
+        const fit_compare_level *L = &c->levels[i];
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(levels, o))
+            goto fail;
+        const char *k[] = {"ttft_a", "ttft_b", "ttfa_a", "ttfa_b", "itl_a", "itl_b"};
+        const fit_dist *d[] = {&L->lat_a.ttft, &L->lat_b.ttft, &L->lat_a.ttfa, &L->lat_b.ttfa,
+                               &L->lat_a.itl, &L->lat_b.itl};
+        if (add_num(o, "concurrency", L->concurrency) || add_num(o, "tok_per_s_a", L->tok_per_s_a) ||
+            add_num(o, "tok_per_s_b", L->tok_per_s_b) || add_num(o, "ratio", L->ratio) ||
+            add_pair(o, "ratio_ci", L->ratio_ci) || !cJSON_AddBoolToObject(o, "steady", L->steady) ||
+            add_num(o, "n_req_a", (double)L->n_req_a) || add_num(o, "n_req_b", (double)L->n_req_b) ||
+            add_num(o, "n_units_a", (double)L->n_units_a) || add_num(o, "n_units_b", (double)L->n_units_b))
+            goto fail;
+        for (int j = 0; j < 6; j++) {
+            cJSON *dj = dist_json(d[j]);
+            if (!dj || !cJSON_AddItemToObject(o, k[j], dj)) {
+                cJSON_Delete(dj);
+                goto fail;
+            }
+        }
+    }
+    cJSON *la = law_json(&c->law_a, c->asym_a_tok_per_s), *lb = law_json(&c->law_b, c->asym_b_tok_per_s);
+    if (!la || !cJSON_AddItemToObject(root, "law_a", la)) {
+        cJSON_Delete(la);
+        cJSON_Delete(lb);
+        goto fail;
+    }
+    if (!lb || !cJSON_AddItemToObject(root, "law_b", lb)) {
+        cJSON_Delete(lb);
+        goto fail;
+    }
+    if (add_num(root, "slope_ratio", c->slope_ratio) || add_num(root, "slope_a_ms", c->slope_a_ms) ||
+        add_num(root, "slope_b_ms", c->slope_b_ms) ||
+        !cJSON_AddStringToObject(root, "slope_method", c->slope_method) || add_pair(root, "slope_ratio_ci", c->slope_ratio_ci) ||
+        add_num(root, "ci", c->ci) || add_num(root, "n_resamples", c->n_resamples) ||
+        !cJSON_AddStringToObject(root, "verdict", c->verdict))
+        goto fail;
+    return root;
+fail:
+    cJSON_Delete(root);
+    return NULL;
+}

@@ -1,0 +1,45 @@
+/* html_internal.h (internal to reports/): pieces shared by the run report and
+ * the comparison page — escaping, the page frame with Chart.js and the page
+ * script inlined, the JSON data block, and the per-run chart data. */
+#ifndef LOADLAW_HTML_INTERNAL_H
+#define LOADLAW_HTML_INTERNAL_H
+
+#include <cjson/cJSON.h>
+
+#include "common.h"
+#include "report.h"
+
+/* Scatter points kept per series: enough to see the cloud, small enough that
+ * a page of a million-sample run stays a few MB. */
+#define RPT_MAX_POINTS 3000
+/* Points per CDF curve and per P/D timeline. */
+#define RPT_CDF_POINTS 200
+#define RPT_PHASE_POINTS 2000
+
+extern const char rpt_report_js[];
+extern const size_t rpt_report_js_len;
+
+/* Append s with & < > " ' escaped. */
+int html_esc(ll_buf *b, const char *s);
+/* printf, then escape the result (for numbers mixed with text). */
+int html_escf(ll_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "1.23" or "–" for NAN, with d decimals. */
+const char *html_num(char *buf, size_t n, double x, int d);
+
+/* <!doctype>…<body> with the title and the stylesheet; html_page_end appends
+ * the data block (JSON, "</" escaped so it cannot close the script), Chart.js
+ * read from rpt_chartjs_path(), the page script, and </html>. */
+int html_page_begin(ll_buf *b, const char *title);
+int html_page_end(ll_buf *b, const cJSON *data, char *err, size_t errlen);
+/* Write b to path through a temporary file and rename (a reader never sees
+ * half a page). */
+int html_write_file(const ll_buf *b, const char *path, char *err, size_t errlen);
+
+/* Chart data of one run: {"law":{ok,a,b,a_ci,b_ci}, "levels":[{c, duration_s,
+ * steady_tok_per_s, whole_tok_per_s, phase, windows, ramp, rate, cdf}],
+ * "samples":{"steady":[[n,ms]],"other":[[n,ms]]}, "engine_steps":[[n,ms]]}.
+ * full = 0 keeps only what the comparison page draws. NULL on no memory. */
+cJSON *rpt_run_chart_data(const fit_run *run, const fit_result *res, int full, char *err,
+                          size_t errlen);
+
+#endif

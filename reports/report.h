@@ -1,0 +1,129 @@
+/* report.h: what loadlaw shows people — the profiler-trace breakdown
+ * (`loadlaw trace`), the self-contained HTML run report (`loadlaw report`,
+ * written at the end of `loadlaw sweep`) and the A/B comparison page
+ * (`loadlaw compare --html`).
+ *
+ * Prefix rpt_. Errors: 0 or a negative LL_E* code (common.h) with a message in
+ * the caller's err buffer. Nothing here keeps global state; distinct objects
+ * may be used from distinct threads.
+ */
+#ifndef LOADLAW_REPORT_H
+#define LOADLAW_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "fit.h"
+
+/* ---- HTML run report (report_html.c, report_data.c) ------------------------ */
+
+/* Write the self-contained report of a run: one HTML file with Chart.js
+ * inlined (read at report time from Debian's libjs-chart.js, see
+ * rpt_chartjs_path) and the data embedded as JSON; it opens offline.
+ * run_dir: a run directory (or its records.jsonl). out_path NULL ->
+ * RUN_DIR/report.html. The path written goes to path_out (may be NULL).
+ * Big runs stay small: scatter data is thinned to a few thousand points.
+ * LL_EIO/LL_EPARSE/LL_EINVAL from loading the run, LL_EIO when Chart.js or the
+ * output cannot be read or written (the message says which). */
+int rpt_write_html(const char *run_dir, const char *out_path, char *path_out, size_t path_len,
+                   char *err, size_t errlen);
+/* The same from a run already loaded and analysed (what `loadlaw sweep` has). */
+int rpt_write_html_from(const char *run_dir, const fit_run *run, const fit_result *res,
+                        const char *out_path, char *path_out, size_t path_len, char *err,
+                        size_t errlen);
+/* Chart.js to inline: $LOADLAW_CHARTJS if set, else the path found at build
+ * time (/usr/share/javascript/chart.js/chart.min.js on Debian). */
+const char *rpt_chartjs_path(void);
+
+/* ---- A/B comparison (compare_print.c, compare_html.c) --------------------- */
+
+/* Tables: both laws, slope ratio, per-level speedups with intervals and
+ * latency changes, then the verdict line. */
+void rpt_compare_print(FILE *f, const fit_compare *c, const char *label_a, const char *label_b);
+/* {"levels":[{"concurrency","tok_per_s_a","tok_per_s_b","ratio","ratio_ci":[lo,hi],
+ * "steady","ttft_a":{p50_ms,...},...}],"law_a","law_b","slope_ratio","slope_ratio_ci",
+ * "slope_method","verdict",...}; NAN becomes null. Caller frees with
+ * cJSON_Delete; NULL on no memory. */
+cJSON *rpt_compare_to_json(const fit_compare *c);
+/* The comparison page: both runs' throughput curves and step-time fits
+ * overlaid, speedup per level with its interval, tables. */
+int rpt_compare_write_html(const char *out_path, const char *label_a, const fit_run *a,
+                           const fit_result *ra, const char *label_b, const fit_run *b,
+                           const fit_result *rb, const fit_compare *c, char *err, size_t errlen);
+
+/* ---- profiler traces (trace_parse.c, trace_busy.c) ------------------------ */
+
+/* One Chrome/Kineto trace (.json or .json.gz), reduced while it streams past:
+ * per distinct GPU event name the total time and count, per (device, stream)
+ * the union of busy intervals. Memory grows with the number of distinct names
+ * and streams, not with the trace's size (see trace_busy.c for the one bound
+ * on out-of-order events). */
+typedef struct rpt_trace rpt_trace;
+
+/* Parse path (gzip or plain; zlib tells them apart). *out: caller frees with
+ * rpt_trace_free. LL_EIO when the file cannot be read, LL_EPARSE when it is
+ * not JSON or has no trace events (message names the byte offset). */
+int rpt_trace_load(const char *path, rpt_trace **out, char *err, size_t errlen);
+void rpt_trace_free(rpt_trace *t);
+
+typedef struct rpt_trace_info {
+    uint64_t events;        /* objects in traceEvents */
+    uint64_t gpu_events;    /* kernels, memcpys, memsets counted below */
+    int64_t span_ns;        /* wall span: first start to last end of any "X" event */
+    int64_t gpu_total_ns;   /* sum of GPU event durations (overlaps counted twice) */
+    uint64_t late_events;   /* events too far out of order for an exact union (0 normally) */
+} rpt_trace_info;
+void rpt_trace_get_info(const rpt_trace *t, rpt_trace_info *out);
+
+typedef struct rpt_trace_kernel {
+    const char *name;       /* full name as in the trace; owned by the trace */
+    int64_t total_ns;
+    uint64_t count;
+} rpt_trace_kernel;
+/* Kernels sorted by total time, largest first (ties by name). */
+size_t rpt_trace_n_kernels(const rpt_trace *t);
+const rpt_trace_kernel *rpt_trace_kernel_at(const rpt_trace *t, size_t i);
+
+typedef struct rpt_trace_stream {
+    const char *pid;        /* device: the event's pid, as text */
+    const char *tid;        /* stream: the event's tid as text; "*" = all streams of the device */
+    int64_t busy_ns;        /* union of busy intervals */
+    uint64_t events;
+} rpt_trace_stream;
+/* Streams sorted by (pid, tid), each device's "*" row first. */
+size_t rpt_trace_n_streams(const rpt_trace *t);
+const rpt_trace_stream *rpt_trace_stream_at(const rpt_trace *t, size_t i);
+
+/* Kernel categories: ordered (name, POSIX extended regex, case-insensitive);
+ * a name takes the first category whose regex matches, else "other". */
+typedef struct rpt_categories rpt_categories;
+/* The built-in set: communication, attention, MoE, GEMM, elementwise & copies. */
+int rpt_categories_new(rpt_categories **out, char *err, size_t errlen);
+/* "NAME=REGEX": replaces NAME's regex when NAME exists, otherwise adds NAME
+ * ahead of the built-ins (a user's category wins over ours). LL_EINVAL on a
+ * missing '=' or a regex that does not compile. */
+int rpt_categories_set(rpt_categories *c, const char *spec, char *err, size_t errlen);
+const char *rpt_categories_classify(const rpt_categories *c, const char *kernel_name);
+size_t rpt_categories_count(const rpt_categories *c);       /* including "other" */
+const char *rpt_categories_name(const rpt_categories *c, size_t i);
+void rpt_categories_free(rpt_categories *c);
+
+/* A kernel name a person can read: drops "void ", parameter lists and template
+ * arguments (keeping the first argument of a generic wrapper such as
+ * cutlass::Kernel2<...>), then ellipsizes to at most max_chars. Writes into out
+ * (always terminated) and returns out. */
+char *rpt_kernel_short_name(const char *full, size_t max_chars, char *out, size_t outlen);
+
+typedef struct rpt_trace_print_opts {
+    int top;                     /* kernel rows; 0 = default 15 */
+    int wide;                    /* full names, one row per distinct name */
+    int json;                    /* machine-readable instead of tables */
+    const rpt_categories *cats;  /* NULL = built-in set */
+} rpt_trace_print_opts;
+/* Print the breakdown of n traces (one column per trace when n > 1, e.g. one
+ * per tensor-parallel rank); labels[i] names trace i (NULL = "#i"). */
+int rpt_trace_print(FILE *f, rpt_trace *const *traces, const char *const *labels, size_t n,
+                    const rpt_trace_print_opts *opts, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,338 @@
+/* report.js: draws the charts of a loadlaw report page from the JSON in
+ * <script id="ll-data">, with the Chart.js (v3/v4 API) inlined before it.
+ * It is embedded into the binary at build time (embed.cmake) and then into
+ * every page, so pages open offline.
+ *
+ * For tests and for people: every chart that is created records itself in
+ * document.body.dataset.charts = {"drawn": n, "expected": m, "charts":
+ * [{"id", "points", "drawn"}]} after Chart.js has drawn it (a chart with
+ * no data is replaced by a note and not counted), and any script
+ * error lands in #ll-errors and document.body.dataset.errors. */
+(function () {
+  'use strict';
+  var errors = [];
+  function noteError(msg) {
+    errors.push(String(msg));
+    document.body.dataset.errors = JSON.stringify(errors);
+    var box = document.getElementById('ll-errors');
+    if (box) {
+      box.style.display = 'block';
+      box.textContent = 'script error: ' + errors.join(' | ');
+    }
+  }
+  window.addEventListener('error', function (e) { noteError(e.message || e); });
+
+  var state = { drawn: 0, expected: 0, charts: [] };
+  function publish() { document.body.dataset.charts = JSON.stringify(state); }
+
+  var COL = {
+    a: '#2563eb', b: '#dc2626', fit: '#111827', asym: '#6b7280', steady: '#2563eb',
+    other: 'rgba(148,163,184,0.45)', engine: '#f59e0b', band: 'rgba(37,99,235,0.15)',
+    think: '#9333ea', answer: '#059669', prefill: '#f97316', decode: '#2563eb',
+    ramp: 'rgba(249,115,22,0.12)', window: 'rgba(5,150,105,0.07)', ttft: '#2563eb', ttfa: '#9333ea',
+    itl: '#059669'
+  };
+
+  /* Shaded x ranges (the ramp, steady windows): options.plugins.llShade.ranges. */
+  var shadePlugin = {
+    id: 'llShade',
+    beforeDatasetsDraw: function (chart, args, opts) {
+      if (!opts || !opts.ranges) return;
+      var x = chart.scales.x, area = chart.chartArea, ctx = chart.ctx;
+      ctx.save();
+      opts.ranges.forEach(function (r) {
+        var x0 = Math.max(area.left, x.getPixelForValue(r[0]));
+        var x1 = Math.min(area.right, x.getPixelForValue(r[1]));
+        if (x1 > x0) {
+          ctx.fillStyle = r[2];
+          ctx.fillRect(x0, area.top, x1 - x0, area.bottom - area.top);
+        }
+      });
+      ctx.restore();
+    }
+  };
+  /* Marks a chart as drawn once Chart.js has rendered it with data. */
+  var drawnPlugin = {
+    id: 'llDrawn',
+    afterDraw: function (chart) {
+      var rec = chart.$llRec;
+      if (rec && !rec.drawn) {
+        rec.drawn = true;
+        state.drawn++;
+        publish();
+      }
+    }
+  };
+
+  function countPoints(cfg) {
+    var n = 0;
+    cfg.data.datasets.forEach(function (d) { if (!d.llGuide) n += (d.data || []).length; });
+    return n;
+  }
+
+  function makeChart(id, cfg) {
+    var canvas = document.getElementById(id);
+    if (!canvas) return null;
+    cfg.options = cfg.options || {};
+    cfg.options.animation = false;
+    cfg.options.responsive = true;
+    cfg.options.maintainAspectRatio = false;
+    cfg.options.plugins = cfg.options.plugins || {};
+    cfg.plugins = (cfg.plugins || []).concat([shadePlugin, drawnPlugin]);
+    var rec = { id: id, points: countPoints(cfg), drawn: false };
+    if (rec.points === 0) {
+      /* nothing measured to draw: say so instead of an empty frame */
+      var note = document.createElement('div');
+      note.className = 'muted nodata';
+      note.textContent = (cfg.options.plugins.title && cfg.options.plugins.title.text || id) +
+        ': no data in this run';
+      canvas.parentNode.replaceChild(note, canvas);
+      return null;
+    }
+    state.charts.push(rec);
+    state.expected++;
+    publish();
+    try {
+      var ch = new Chart(canvas.getContext('2d'), cfg);
+      ch.$llRec = rec;
+      ch.draw();
+      return ch;
+    } catch (e) {
+      noteError(id + ': ' + (e && e.message ? e.message : e));
+      return null;
+    }
+  }
+
+  function linAxis(title, extra) {
+    var a = { type: 'linear', title: { display: true, text: title }, grid: { color: '#eef2f7' } };
+    for (var k in extra || {}) a[k] = extra[k];
+    return a;
+  }
+  function fmt(x, d) { return x == null || !isFinite(x) ? '–' : Number(x).toFixed(d); }
+  function pts(arr) { return (arr || []).map(function (p) { return { x: p[0], y: p[1] }; }); }
+
+  /* ---- run report ------------------------------------------------------- */
+
+  function lawCurve(a, b, xmax, scale) {
+    var out = [];
+    for (var i = 0; i <= 120; i++) {
+      var n = xmax * i / 120;
+      out.push({ x: n, y: scale ? (n > 0 ? 1000 * n / (a + b * n) : 0) : a + b * n });
+    }
+    return out;
+  }
+
+  function throughputChart(d, id, runs) {
+    var ds = [], xmax = 1;
+    runs.forEach(function (r) {
+      r.levels.forEach(function (L) { xmax = Math.max(xmax, L.c); });
+    });
+    xmax *= 1.15;
+    var amax = 0;
+    runs.forEach(function (r) {
+      var steady = r.levels.filter(function (L) { return L.steady_tok_per_s != null; })
+        .map(function (L) { return { x: L.c, y: L.steady_tok_per_s }; });
+      var whole = r.levels.filter(function (L) { return L.whole_tok_per_s != null; })
+        .map(function (L) { return { x: L.c, y: L.whole_tok_per_s }; });
+      ds.push({ type: 'scatter', label: r.label + 'steady throughput', data: steady, backgroundColor: r.color,
+                borderColor: r.color, pointRadius: 5 });
+      ds.push({ type: 'scatter', label: r.label + 'whole-level throughput', data: whole, borderColor: r.color,
+                backgroundColor: 'rgba(255,255,255,0)', pointStyle: 'rectRot', pointRadius: 4 });
+      if (r.law && r.law.ok && r.law.b > 0) {
+        ds.push({ type: 'line', label: r.label + 'fit N/(a+bN)', data: lawCurve(r.law.a, r.law.b, xmax, true),
+                  borderColor: r.color, borderWidth: 2, pointRadius: 0, llGuide: true });
+        var asym = 1000 / r.law.b;
+        amax = Math.max(amax, asym);
+        ds.push({ type: 'line', label: r.label + 'asymptote 1/b = ' + fmt(asym, 1) + ' tok/s',
+                  data: [{ x: 0, y: asym }, { x: xmax, y: asym }], borderColor: r.color, borderDash: [6, 4],
+                  borderWidth: 1, pointRadius: 0, llGuide: true });
+      }
+    });
+    return makeChart(id, {
+      data: { datasets: ds },
+      options: {
+        scales: { x: linAxis('concurrency N', { min: 0, max: Math.ceil(xmax) }),
+                  y: linAxis('tokens/s', { min: 0 }) },
+        plugins: { title: { display: true, text: 'Throughput against concurrency' } }
+      }
+    });
+  }
+
+  function stepChart(d, id) {
+    var law = d.law, ds = [];
+    var xmax = 1;
+    (d.samples.steady || []).concat(d.samples.other || []).forEach(function (p) { xmax = Math.max(xmax, p[0]); });
+    d.levels.forEach(function (L) { xmax = Math.max(xmax, L.c); });
+    xmax *= 1.05;
+    if (law && law.ok) {
+      var lo = [], hi = [];
+      for (var i = 0; i <= 60; i++) {
+        var n = xmax * i / 60;
+        lo.push({ x: n, y: law.a_ci[0] + law.b_ci[0] * n });
+        hi.push({ x: n, y: law.a_ci[1] + law.b_ci[1] * n });
+      }
+      ds.push({ type: 'line', label: '95% band (from the CIs of a and b)', data: lo, borderWidth: 0,
+                pointRadius: 0, fill: false, llGuide: true, backgroundColor: COL.band });
+      ds.push({ type: 'line', label: '', data: hi, borderWidth: 0, pointRadius: 0, fill: '-1',
+                backgroundColor: COL.band, llGuide: true });
+      ds.push({ type: 'line', label: 'fit ' + fmt(law.a, 2) + ' + ' + fmt(law.b, 3) + '·N ms',
+                data: lawCurve(law.a, law.b, xmax, false), borderColor: COL.fit, borderWidth: 2, pointRadius: 0,
+                llGuide: true });
+    }
+    ds.push({ type: 'scatter', label: 'steady samples', data: pts(d.samples.steady), backgroundColor: COL.steady,
+              pointRadius: 2 });
+    if (d.samples.other && d.samples.other.length)
+      ds.push({ type: 'scatter', label: 'ramp / unsteady samples', data: pts(d.samples.other),
+                backgroundColor: COL.other, pointRadius: 1.5 });
+    if (d.engine_steps && d.engine_steps.length)
+      ds.push({ type: 'scatter', label: "engine's own steps", data: pts(d.engine_steps),
+                backgroundColor: COL.engine, pointStyle: 'triangle', pointRadius: 3 });
+    var ys = (d.samples.steady || []).map(function (p) { return p[1]; }).sort(function (a, b) { return a - b; });
+    var ymax = ys.length ? ys[Math.floor(ys.length * 0.995)] * 1.4 : undefined;
+    if (ymax) { var mag = Math.pow(10, Math.floor(Math.log10(ymax))); ymax = Math.ceil(ymax / mag * 2) * mag / 2; }
+    return makeChart(id, {
+      data: { datasets: ds },
+      options: {
+        scales: { x: linAxis('decoding requests N', { min: 0 }),
+                  y: linAxis('step time, ms per token', { min: 0, max: ymax }) },
+        plugins: { title: { display: true, text: 'Step time against N' },
+                   legend: { labels: { filter: function (it) { return it.text !== ''; } } } }
+      }
+    });
+  }
+
+  function levelCharts(L, i) {
+    var shade = [];
+    (L.windows || []).forEach(function (w) { shade.push([w[0], w[1], COL.window]); });
+    if (L.ramp) shade.push([L.ramp[0], L.ramp[1], COL.ramp]);
+    var xr = { min: 0, max: L.duration_s };
+    var P = (L.phase || []).map(function (p) { return { x: p[0], y: p[1] }; });
+    var D = (L.phase || []).map(function (p) { return { x: p[0], y: p[2] }; });
+    makeChart('tl-' + i, {
+      type: 'line',
+      data: { datasets: [
+        { label: 'prefilling P(t)', data: P, stepped: true, borderColor: COL.prefill, pointRadius: 0, borderWidth: 1.5 },
+        { label: 'decoding D(t)', data: D, stepped: true, borderColor: COL.decode, pointRadius: 0, borderWidth: 1.5 }
+      ] },
+      options: {
+        scales: { x: linAxis('seconds into the level', xr), y: linAxis('requests', { min: 0 }) },
+        plugins: { llShade: { ranges: shade },
+                   title: { display: true, text: 'C=' + L.c + ': requests prefilling and decoding (ramp shaded orange, steady windows green)' } }
+      }
+    });
+    if (L.rate && L.rate.think && L.rate.think.length) {
+      var th = [], an = [];
+      for (var k = 0; k < L.rate.think.length; k++) {
+        var t = L.rate.t0_s + (k + 0.5) * L.rate.bin_s;
+        th.push({ x: t, y: L.rate.think[k] });
+        an.push({ x: t, y: L.rate.answer[k] });
+      }
+      makeChart('rate-' + i, {
+        type: 'line',
+        data: { datasets: [
+          { label: 'thinking tokens/s', data: th, borderColor: COL.think, backgroundColor: 'rgba(147,51,234,0.15)',
+            fill: true, pointRadius: 0, borderWidth: 1.5 },
+          { label: 'answer tokens/s', data: an, borderColor: COL.answer, backgroundColor: 'rgba(5,150,105,0.15)',
+            fill: true, pointRadius: 0, borderWidth: 1.5 }
+        ] },
+        options: {
+          scales: { x: linAxis('seconds into the level', xr), y: linAxis('tokens/s', { min: 0 }) },
+          plugins: { llShade: { ranges: shade },
+                     title: { display: true, text: 'C=' + L.c + ': token rate, thinking and answer' } }
+        }
+      });
+    }
+    var ds = [];
+    [['ttft', 'TTFT'], ['ttfa', 'TTFA'], ['itl', 'ITL']].forEach(function (k) {
+      var cdf = L.cdf && L.cdf[k[0]];
+      if (cdf && cdf.length)
+        ds.push({ label: k[1], data: pts(cdf), borderColor: COL[k[0]], pointRadius: 0, borderWidth: 2, stepped: true });
+    });
+    /* start the log axis near the 1st percentile so a few near-zero gaps
+     * (chunks that arrived in one read) do not squash the distribution */
+    var xmin;
+    ds.forEach(function (d) {
+      for (var k = 0; k < d.data.length; k++)
+        if (d.data[k].y >= 0.01) { xmin = xmin === undefined ? d.data[k].x : Math.min(xmin, d.data[k].x); break; }
+    });
+    if (ds.length)
+      makeChart('dist-' + i, {
+        type: 'line',
+        data: { datasets: ds },
+        options: {
+          scales: { x: linAxis('milliseconds (log)', { type: 'logarithmic', min: xmin ? xmin / 1.5 : undefined }),
+                    y: linAxis('fraction of samples ≤ x', { min: 0, max: 1 }) },
+          plugins: { title: { display: true, text: 'C=' + L.c + ': TTFT, TTFA and ITL distributions (CDF)' } }
+        }
+      });
+  }
+
+  /* ---- comparison page -------------------------------------------------- */
+
+  function ratioChart(d, id) {
+    var pt = [], lo = [], hi = [];
+    d.compare.levels.forEach(function (L) {
+      if (L.ratio == null) return;
+      pt.push({ x: L.concurrency, y: L.ratio });
+      lo.push({ x: L.concurrency, y: L.ratio_ci[0] });
+      hi.push({ x: L.concurrency, y: L.ratio_ci[1] });
+    });
+    return makeChart(id, {
+      type: 'line',
+      data: { datasets: [
+        { label: '95% interval', data: lo, borderWidth: 0, pointRadius: 0, backgroundColor: COL.band, llGuide: true },
+        { label: '', data: hi, borderWidth: 0, pointRadius: 0, fill: '-1', backgroundColor: COL.band, llGuide: true },
+        { label: 'speedup B/A (steady throughput)', data: pt, borderColor: COL.fit, backgroundColor: COL.fit,
+          pointRadius: 4 }
+      ] },
+      options: {
+        scales: { x: linAxis('concurrency N', { min: 0 }), y: linAxis('B / A', { min: 0 }) },
+        plugins: { title: { display: true, text: 'Speedup per level' },
+                   legend: { labels: { filter: function (it) { return it.text !== ''; } } } }
+      }
+    });
+  }
+
+  function compareStepChart(d, id) {
+    var ds = [], xmax = 1;
+    d.runs.forEach(function (r) { r.levels.forEach(function (L) { xmax = Math.max(xmax, L.c); }); });
+    xmax *= 1.1;
+    d.runs.forEach(function (r) {
+      ds.push({ type: 'scatter', label: r.label + 'steady samples', data: pts(r.samples), backgroundColor: r.color,
+                pointRadius: 2 });
+      if (r.law && r.law.ok)
+        ds.push({ type: 'line', label: r.label + fmt(r.law.a, 2) + ' + ' + fmt(r.law.b, 3) + '·N ms',
+                  data: lawCurve(r.law.a, r.law.b, xmax, false), borderColor: r.color, borderWidth: 2,
+                  pointRadius: 0, llGuide: true });
+    });
+    return makeChart(id, {
+      data: { datasets: ds },
+      options: {
+        scales: { x: linAxis('decoding requests N', { min: 0 }), y: linAxis('step time, ms per token', { min: 0 }) },
+        plugins: { title: { display: true, text: 'Step time against N, both runs' } }
+      }
+    });
+  }
+
+  function main() {
+    var el = document.getElementById('ll-data');
+    if (!el) { noteError('no data block'); return; }
+    var d = JSON.parse(el.textContent);
+    if (typeof Chart === 'undefined') { noteError('Chart.js did not load'); return; }
+    Chart.defaults.font.family = 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
+    Chart.defaults.font.size = 12;
+    if (d.kind === 'run') {
+      throughputChart(d, 'chart-throughput', [{ label: '', color: COL.a, levels: d.levels, law: d.law }]);
+      stepChart(d, 'chart-step');
+      d.levels.forEach(levelCharts);
+    } else if (d.kind === 'compare') {
+      d.runs[0].color = COL.a;
+      d.runs[1].color = COL.b;
+      throughputChart(d, 'chart-throughput', d.runs);
+      compareStepChart(d, 'chart-step');
+      ratioChart(d, 'chart-ratio');
+    }
+    publish();
+  }
+  try { main(); } catch (e) { noteError(e && e.stack ? e.stack : e); }
+})();

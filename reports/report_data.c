@@ -1,0 +1,252 @@
+/* report_data.c: what a page's charts draw, as JSON, from an analysed run.
+ *
+ * Bounded whatever the run's size: scatter series are thinned by a fixed
+ * stride to RPT_MAX_POINTS, P/D timelines are binned to RPT_PHASE_POINTS
+ * (each bin keeps its peak so a short burst still shows), distributions go
+ * out as RPT_CDF_POINTS quantiles. Times on a level's charts are seconds from
+ * the level's start. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "html_internal.h"
+
+static cJSON *num(double x)
+{
+    return isfinite(x) ? cJSON_CreateNumber(x) : cJSON_CreateNull();
+}
+
+static int add(cJSON *o, const char *k, cJSON *v)
+{
+    if (!v)
+        return -1;
+    if (!cJSON_AddItemToObject(o, k, v)) {
+        cJSON_Delete(v);
+        return -1;
+    }
+    return 0;
+}
+
+static int push(cJSON *arr, cJSON *v)
+{
+    if (!v)
+        return -1;
+    if (!cJSON_AddItemToArray(arr, v)) {
+        cJSON_Delete(v);
+        return -1;
+    }
+    return 0;
+}
+
+static cJSON *xy(double x, double y)
+{
+    cJSON *p = cJSON_CreateArray();
+    if (!p)
+        return NULL;
+    /* four significant digits are plenty on a chart and halve the page */
+    if (push(p, num(round(x * 1e4) / 1e4)) || push(p, num(y == 0 ? 0 : round(y * 1e4) / 1e4))) {
+        cJSON_Delete(p);
+        return NULL;
+    }
+    return p;
+}
+
+static cJSON *law_json(const fit_law *l)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cJSON *aci = cJSON_CreateArray(), *bci = cJSON_CreateArray();
+    if (add(o, "ok", cJSON_CreateBool(l->ok)) || add(o, "a", num(l->a_ms)) || add(o, "b", num(l->b_ms)) ||
+        add(o, "a_ci", aci) || add(o, "b_ci", bci) || push(aci, num(l->a_ci_ms[0])) ||
+        push(aci, num(l->a_ci_ms[1])) || push(bci, num(l->b_ci_ms[0])) || push(bci, num(l->b_ci_ms[1]))) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* CDF of sorted values as [[x, F(x)]], at most RPT_CDF_POINTS points. */
+static cJSON *cdf_json(const double *v, size_t n)
+{
+    cJSON *arr = cJSON_CreateArray();
+    if (!arr)
+        return NULL;
+    size_t m = n < RPT_CDF_POINTS ? n : RPT_CDF_POINTS;
+    for (size_t k = 0; k < m; k++) {
+        double x, f;
+        if (n <= RPT_CDF_POINTS) {
+            x = v[k];
+            f = (double)(k + 1) / (double)n;
+        } else {
+            f = (double)k / (double)(m - 1);
+            x = ll_quantile_sorted(v, n, f);
+        }
+        if (x <= 0)
+            continue; /* zero gaps (chunks read together) have no place on a log axis */
+        if (push(arr, xy(x, f))) {
+            cJSON_Delete(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
+/* P(t), D(t) binned to at most RPT_PHASE_POINTS steps, each bin at its peak. */
+static cJSON *phase_json(const fit_level *L)
+{
+    cJSON *arr = cJSON_CreateArray();
+    if (!arr)
+        return NULL;
+    double t0 = L->start_ns / 1e9;
+    if (L->n_phase <= RPT_PHASE_POINTS) {
+        for (size_t i = 0; i < L->n_phase; i++) {
+            cJSON *p = xy(L->phase[i].t_ns / 1e9 - t0, L->phase[i].prefill);
+            if (!p || push(p, cJSON_CreateNumber(L->phase[i].decode)) || push(arr, p)) {
+                cJSON_Delete(p);
+                cJSON_Delete(arr);
+                return NULL;
+            }
+        }
+        return arr;
+    }
+    int64_t span = L->phase[L->n_phase - 1].t_ns - L->phase[0].t_ns;
+    int64_t bin = span / RPT_PHASE_POINTS + 1;
+    size_t i = 0;
+    int32_t cur_p = 0, cur_d = 0;
+    for (int64_t b0 = L->phase[0].t_ns; i < L->n_phase; b0 += bin) {
+        int32_t mp = cur_p, md = cur_d;
+        while (i < L->n_phase && L->phase[i].t_ns < b0 + bin) {
+            cur_p = L->phase[i].prefill;
+            cur_d = L->phase[i].decode;
+            if (cur_p > mp)
+                mp = cur_p;
+            if (cur_d > md)
+                md = cur_d;
+            i++;
+        }
+        cJSON *p = xy(b0 / 1e9 - t0, mp);
+        if (!p || push(p, cJSON_CreateNumber(md)) || push(arr, p)) {
+            cJSON_Delete(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
+static cJSON *level_json(const fit_run *run, const fit_level *L, int full, char *err, size_t errlen)
+{
+    cJSON *o = cJSON_CreateObject();
+    double *ttft = NULL, *ttfa = NULL, *itl = NULL;
+    if (!o)
+        return NULL;
+    double t0 = L->start_ns / 1e9;
+    if (add(o, "c", cJSON_CreateNumber(L->concurrency)) || add(o, "level", cJSON_CreateNumber(L->level)) ||
+        add(o, "duration_s", num(L->duration_s)) || add(o, "steady_tok_per_s", num(L->steady_tok_per_s)) ||
+        add(o, "whole_tok_per_s", num(L->whole_tok_per_s)))
+        goto fail;
+    if (!full)
+        return o;
+    cJSON *win = cJSON_CreateArray();
+    if (add(o, "phase", phase_json(L)) || add(o, "windows", win))
+        goto fail;
+    for (size_t i = 0; i < L->n_windows; i++) {
+        if (push(win, xy(L->windows[i].t0_ns / 1e9 - t0, L->windows[i].t1_ns / 1e9 - t0)))
+            goto fail;
+    }
+    if (L->ramp_reached && isfinite(L->ramp_s) && add(o, "ramp", xy(0, L->ramp_s)))
+        goto fail;
+    if (L->n_rate_bins > 0) {
+        cJSON *rate = cJSON_CreateObject(), *th = cJSON_CreateArray(), *an = cJSON_CreateArray();
+        if (add(o, "rate", rate) || add(rate, "t0_s", num(L->rate_t0_ns / 1e9 - t0)) ||
+            add(rate, "bin_s", num(L->rate_bin_ns / 1e9)) || add(rate, "think", th) || add(rate, "answer", an))
+            goto fail;
+        for (size_t i = 0; i < L->n_rate_bins; i++)
+            if (push(th, num(round(L->think_tok_per_s[i] * 100) / 100)) ||
+                push(an, num(round(L->answer_tok_per_s[i] * 100) / 100)))
+                goto fail;
+    }
+    fit_level_latency lat;
+    size_t n_itl = 0;
+    if (fit_level_latency_get(run, L->level, &lat, &ttft, &ttfa, &itl, &n_itl, err, errlen))
+        goto fail;
+    cJSON *cdf = cJSON_CreateObject();
+    if (add(o, "cdf", cdf) || add(cdf, "ttft", cdf_json(ttft, lat.ttft.n)) ||
+        add(cdf, "ttfa", cdf_json(ttfa, lat.ttfa.n)) || add(cdf, "itl", cdf_json(itl, n_itl)))
+        goto fail;
+    free(ttft);
+    free(ttfa);
+    free(itl);
+    return o;
+fail:
+    free(ttft);
+    free(ttfa);
+    free(itl);
+    cJSON_Delete(o);
+    return NULL;
+}
+
+/* Every stride-th sample of a kind, at most RPT_MAX_POINTS. */
+static cJSON *samples_json(const fit_result *r, int steady)
+{
+    cJSON *arr = cJSON_CreateArray();
+    if (!arr)
+        return NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < r->n_samples; i++)
+        n += (r->samples[i].steady != 0) == steady;
+    size_t stride = n / RPT_MAX_POINTS + 1, k = 0;
+    for (size_t i = 0; i < r->n_samples; i++) {
+        const fit_sample *s = &r->samples[i];
+        if ((s->steady != 0) != steady || k++ % stride)
+            continue;
+        if (push(arr, xy(s->n, s->gap_ms))) {
+            cJSON_Delete(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
+static cJSON *engine_json(const fit_run *run)
+{
+    cJSON *arr = cJSON_CreateArray();
+    if (!arr)
+        return NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < fit_run_n_steps(run); i++)
+        n += fit_run_step(run, i)->prefill_tok == 0 && fit_run_step(run, i)->n_decode > 0;
+    size_t stride = n / RPT_MAX_POINTS + 1, k = 0;
+    for (size_t i = 0; i < fit_run_n_steps(run); i++) {
+        const fit_engine_step *s = fit_run_step(run, i);
+        if (s->prefill_tok != 0 || s->n_decode <= 0 || k++ % stride)
+            continue;
+        if (push(arr, xy(s->n_decode, s->dur_ns / 1e6))) {
+            cJSON_Delete(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
+cJSON *rpt_run_chart_data(const fit_run *run, const fit_result *res, int full, char *err,
+                          size_t errlen)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *levels = o ? cJSON_AddArrayToObject(o, "levels") : NULL;
+    cJSON *samples = o ? cJSON_AddObjectToObject(o, "samples") : NULL;
+    if (!levels || !samples || add(o, "law", law_json(&res->law)))
+        goto fail;
+    for (size_t i = 0; i < res->n_levels; i++)
+        if (push(levels, level_json(run, &res->levels[i], full, err, errlen)))
+            goto fail;
+    if (add(samples, "steady", samples_json(res, 1)))
+        goto fail;
+    if (full && (add(samples, "other", samples_json(res, 0)) || add(o, "engine_steps", engine_json(run))))
+        goto fail;
+    return o;
+fail:
+    cJSON_Delete(o);
+    ll_errf(err, errlen, "out of memory building chart data");
+    return NULL;
+}

@@ -1,0 +1,279 @@
+/* report_html.c: RUN_DIR/report.html — the law with its intervals and model
+ * check, the charts (throughput against C with the fitted curve and its
+ * asymptote; step time against N with the fit, its band and the engine's own
+ * steps; per level the P/D timeline, the token rate thinking vs answer, and
+ * the TTFT/TTFA/ITL distributions), the per-level table and the run's
+ * configuration. Tables are plain HTML written here, so the numbers read even
+ * with scripts off; charts are drawn by report.js from the embedded data. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "html_internal.h"
+
+static const char *const error_classes[] = {"http_4xx", "http_5xx", "stream_error", "truncated",
+                                            "timeout", "connect", "reset", "other"};
+#define N_CLASSES (sizeof error_classes / sizeof error_classes[0])
+
+static int law_row(ll_buf *b, const char *what, const fit_law *l)
+{
+    char x[8][48];
+    if (ll_buf_printf(b, "<tr><td class=l>") || html_esc(b, what) || ll_buf_printf(b, "</td>"))
+        return LL_ENOMEM;
+    if (!l->ok)
+        return ll_buf_printf(b, "<td colspan=7 class=l>not fitted (too few points)</td></tr>\n");
+    return ll_buf_printf(b,
+                         "<td>%s</td><td>[%s, %s]</td><td>%s</td><td>[%s, %s]</td>"
+                         "<td>%s</td><td>%s</td><td>%zu (%zu)</td></tr>\n",
+                         html_num(x[0], 48, l->a_ms, 3), html_num(x[1], 48, l->a_ci_ms[0], 3),
+                         html_num(x[2], 48, l->a_ci_ms[1], 3), html_num(x[3], 48, l->b_ms, 4),
+                         html_num(x[4], 48, l->b_ci_ms[0], 4), html_num(x[5], 48, l->b_ci_ms[1], 4),
+                         html_num(x[6], 48, l->r2, 4), html_num(x[7], 48, l->resid_sd_ms, 3), l->n_points,
+                         l->n_samples);
+}
+
+static int law_section(ll_buf *b, const fit_result *r)
+{
+    char x[8][48];
+    const fit_law *l = &r->law;
+    if (ll_buf_printf(b, "<section><h2>The law</h2>\n"))
+        return LL_ENOMEM;
+    if (l->ok) {
+        if (ll_buf_printf(b,
+                          "<div class=law>step(N) = %s + %s&middot;N ms &nbsp;&rarr;&nbsp; at most %s tokens/s</div>\n"
+                          "<div class=muted>a in [%s, %s], b in [%s, %s] (95%%); N&frac12; = a/b = %s requests; "
+                          "fitted by %s on steady decode steps</div>\n",
+                          html_num(x[0], 48, l->a_ms, 2), html_num(x[1], 48, l->b_ms, 3),
+                          html_num(x[2], 48, r->asymptote_tok_per_s, 1), html_num(x[3], 48, l->a_ci_ms[0], 2),
+                          html_num(x[4], 48, l->a_ci_ms[1], 2), html_num(x[5], 48, l->b_ci_ms[0], 3),
+                          html_num(x[6], 48, l->b_ci_ms[1], 3), html_num(x[7], 48, r->n_half, 1),
+                          l->method ? l->method : "robust regression"))
+            return LL_ENOMEM;
+    } else if (ll_buf_printf(b, "<div class=law>No law: too few steady samples at distinct N</div>\n")) {
+        return LL_ENOMEM;
+    }
+    if (ll_buf_printf(b, "<p><b>Model check:</b> ") ||
+        html_esc(b, r->model.done ? r->model.verdict : "too few distinct N to check the straight line") ||
+        ll_buf_printf(b, "</p>\n<div class=scroll><table><tr><th class=l>fit</th><th>a ms</th><th>a 95%%</th>"
+                         "<th>b ms</th><th>b 95%%</th><th>R&sup2;</th><th>resid sd ms</th>"
+                         "<th>points (samples)</th></tr>\n") ||
+        law_row(b, "robust bisquare (the answer)", &r->law) || law_row(b, "OLS, same points", &r->ols) ||
+        law_row(b, "OLS on every gap, phases ignored", &r->naive))
+        return LL_ENOMEM;
+    if (r->engine.ok && law_row(b, "engine's own step log", &r->engine))
+        return LL_ENOMEM;
+    if (r->has_truth &&
+        ll_buf_printf(b, "<tr><td class=l>engine&#39;s configured law (truth)</td><td>%s</td><td></td><td>%s</td>"
+                         "<td colspan=4></td></tr>\n",
+                      html_num(x[0], 48, r->truth_a_ms, 3), html_num(x[1], 48, r->truth_b_ms, 4)))
+        return LL_ENOMEM;
+    return ll_buf_printf(b, "</table></div></section>\n");
+}
+
+static int level_table(ll_buf *b, const fit_run *run, const fit_result *r, char *err, size_t errlen)
+{
+    if (ll_buf_printf(b, "<section><h2>Per level</h2><div class=scroll><table>\n<tr><th>C</th><th>requests ok</th>"
+                         "<th class=l>failed (by class)</th><th>ramp s</th><th>ramp tokens</th><th>steady s</th>"
+                         "<th>steady tok/s</th><th>law predicts</th><th>error</th><th>whole-level tok/s</th>"
+                         "<th>TTFT p50 / p99 ms</th><th>TTFA p50 / p99 ms</th><th>ITL p50 / p99 ms</th></tr>\n"))
+        return LL_ENOMEM;
+    for (size_t i = 0; i < r->n_levels; i++) {
+        const fit_level *L = &r->levels[i];
+        fit_level_latency lat;
+        int rc = fit_level_latency_get(run, L->level, &lat, NULL, NULL, NULL, NULL, err, errlen);
+        if (rc)
+            return rc;
+        size_t by_class[N_CLASSES] = {0};
+        for (size_t k = 0; k < fit_run_n_requests(run); k++) {
+            const fit_request *q = fit_run_request(run, k);
+            if (q->level != L->level || q->ok)
+                continue;
+            size_t c = N_CLASSES - 1;
+            for (size_t j = 0; j < N_CLASSES; j++)
+                if (strcmp(q->error_class, error_classes[j]) == 0)
+                    c = j;
+            by_class[c]++;
+        }
+        char x[16][48];
+        ll_buf fail = {0};
+        int frc = ll_buf_printf(&fail, "%zu", L->n_failed);
+        const char *sep = " (";
+        for (size_t j = 0; j < N_CLASSES && frc == 0; j++)
+            if (by_class[j]) {
+                frc = ll_buf_printf(&fail, "%s%s %zu", sep, error_classes[j], by_class[j]);
+                sep = ", ";
+            }
+        if (frc == 0 && sep[0] == ',')
+            frc = ll_buf_printf(&fail, ")");
+        rc = frc ? LL_ENOMEM
+                 : ll_buf_printf(b,
+                                 "<tr><td>%d%s</td><td>%zu</td><td class=l>%s</td><td>%s</td><td>%s</td><td>%s</td>"
+                                 "<td>%s</td><td>%s</td><td>%s%%</td><td>%s</td><td>%s / %s</td><td>%s / %s</td>"
+                                 "<td>%s / %s</td></tr>\n",
+                                 L->concurrency, L->interrupted ? " (interrupted)" : "", L->n_ok, fail.p,
+                                 html_num(x[0], 48, L->ramp_s, 2), html_num(x[1], 48, L->ramp_tokens, 0),
+                                 html_num(x[2], 48, L->steady_s, 2), html_num(x[3], 48, L->steady_tok_per_s, 1),
+                                 html_num(x[4], 48, L->predicted_tok_per_s, 1),
+                                 html_num(x[5], 48, 100 * L->error_rel, 1), html_num(x[6], 48, L->whole_tok_per_s, 1),
+                                 html_num(x[7], 48, lat.ttft.p50_ms, 1), html_num(x[8], 48, lat.ttft.p99_ms, 1),
+                                 html_num(x[9], 48, lat.ttfa.p50_ms, 1), html_num(x[10], 48, lat.ttfa.p99_ms, 1),
+                                 html_num(x[11], 48, lat.itl.p50_ms, 2), html_num(x[12], 48, lat.itl.p99_ms, 2));
+        ll_buf_free(&fail);
+        if (rc)
+            return rc;
+    }
+    return ll_buf_printf(b, "</table></div><p class=muted>Steady: spans with no request prefilling and all C "
+                            "decoding. Ramp: from the level's start until D first reaches C. ITL: gap between "
+                            "chunks divided by the tokens in the later chunk.</p></section>\n");
+}
+
+static int kv(ll_buf *b, const char *k, const char *v)
+{
+    if (ll_buf_printf(b, "<tr><td class=l>%s</td><td class=l>", k) || html_esc(b, v && *v ? v : "\u2013"))
+        return LL_ENOMEM;
+    return ll_buf_printf(b, "</td></tr>\n");
+}
+
+static int config_section(ll_buf *b, const fit_run *run, const fit_result *r)
+{
+    const fit_run_info *in = fit_run_get_info(run);
+    char t[64] = "", ranks[32], lines[160];
+    time_t secs = (time_t)(in->epoch_wall_ns / 1000000000LL);
+    struct tm tm;
+    if (in->epoch_wall_ns > 0 && gmtime_r(&secs, &tm))
+        strftime(t, sizeof t, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    snprintf(ranks, sizeof ranks, "%d", in->ranks);
+    snprintf(lines, sizeof lines, "%zu read, %zu truncated last line, %zu of unknown type, %zu bad requests",
+             in->n_lines, in->n_truncated, in->n_unknown, in->n_bad_requests);
+    if (ll_buf_printf(b, "<section><h2>Run configuration</h2><table>\n") || kv(b, "target", in->target_url) ||
+        kv(b, "model", in->model) || kv(b, "endpoint", in->endpoint) ||
+        kv(b, "engine", in->bundled ? in->engine_spec : "remote server") || kv(b, "scenario", in->scenario) ||
+        kv(b, "host", in->host) || kv(b, "load ranks", ranks) || kv(b, "started", t) ||
+        kv(b, "written by", in->version) || kv(b, "report by", "loadlaw " LOADLAW_VERSION) ||
+        kv(b, "records", lines) || ll_buf_printf(b, "</table>\n"))
+        return LL_ENOMEM;
+    cJSON *rj = cJSON_ParseWithOpts(in->run_json ? in->run_json : "{}", NULL, 0);
+    cJSON *cfg = rj ? cJSON_GetObjectItemCaseSensitive(rj, "config") : NULL;
+    char *pretty = cfg ? cJSON_Print(cfg) : NULL;
+    int rc = 0;
+    if (pretty)
+        rc = ll_buf_printf(b, "<details><summary>effective scenario</summary><pre>") || html_esc(b, pretty) ||
+             ll_buf_printf(b, "</pre></details>\n");
+    free(pretty);
+    cJSON_Delete(rj);
+    if (rc)
+        return LL_ENOMEM;
+    if (r->n_notes) {
+        if (ll_buf_printf(b, "<h3>Notes from the analysis</h3><ul class=notes>"))
+            return LL_ENOMEM;
+        for (size_t i = 0; i < r->n_notes; i++)
+            if (ll_buf_printf(b, "<li>") || html_esc(b, r->notes[i]) || ll_buf_printf(b, "</li>"))
+                return LL_ENOMEM;
+        if (ll_buf_printf(b, "</ul>\n"))
+            return LL_ENOMEM;
+    }
+    return ll_buf_printf(b, "</section>\n");
+}
+
+static int charts_section(ll_buf *b, const fit_result *r)
+{
+    if (ll_buf_printf(b, "<section><h2>Throughput and step time</h2><div class=grid2>"
+                         "<div class=chart><canvas id=chart-throughput></canvas></div>"
+                         "<div class=chart><canvas id=chart-step></canvas></div></div></section>\n"
+                         "<section><h2>Each level</h2><p class=muted>Early tokens look slow because they share "
+                         "steps with prefill: the ramp is shaded orange, steady windows green.</p>\n"))
+        return LL_ENOMEM;
+    for (size_t i = 0; i < r->n_levels; i++) {
+        const fit_level *L = &r->levels[i];
+        char x[2][48];
+        if (ll_buf_printf(b, "<div class=level><h3>Level %d: C = %d, %zu requests, steady %s tok/s</h3>"
+                             "<div class=grid2><div class='chart small'><canvas id=tl-%zu></canvas></div>"
+                             "<div class='chart small'><canvas id=rate-%zu></canvas></div></div>"
+                             "<div class='chart small'><canvas id=dist-%zu></canvas></div>"
+                             "<p class=muted>duration %s s</p></div>\n",
+                          L->level, L->concurrency, L->n_requests, html_num(x[0], 48, L->steady_tok_per_s, 1), i,
+                          i, i, html_num(x[1], 48, L->duration_s, 2)))
+            return LL_ENOMEM;
+    }
+    return ll_buf_printf(b, "</section>\n");
+}
+
+int rpt_write_html_from(const char *run_dir, const fit_run *run, const fit_result *res,
+                        const char *out_path, char *path_out, size_t path_len, char *err,
+                        size_t errlen)
+{
+    ll_buf b = {0};
+    cJSON *data = NULL;
+    char *path = NULL;
+    int rc = LL_ENOMEM;
+    if (out_path) {
+        path = strdup(out_path);
+    } else {
+        /* run_dir may name records.jsonl itself: the report goes beside it */
+        struct stat st;
+        size_t n = strlen(run_dir) + 16;
+        path = malloc(n);
+        if (path) {
+            if (stat(run_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+                const char *slash = strrchr(run_dir, '/');
+                snprintf(path, n, "%.*sreport.html", slash ? (int)(slash - run_dir + 1) : 0, run_dir);
+            } else {
+                snprintf(path, n, "%s/report.html", run_dir);
+            }
+        }
+    }
+    if (!path)
+        goto oom;
+    const fit_run_info *in = fit_run_get_info(run);
+    char title[512];
+    snprintf(title, sizeof title, "loadlaw report \u2014 %s", run_dir);
+    if (html_page_begin(&b, title) || ll_buf_printf(&b, "<header><h1>") || html_esc(&b, title) ||
+        ll_buf_printf(&b, "</h1><div class=sub>") ||
+        html_escf(&b, "%s \u00b7 %s \u00b7 %s \u00b7 host %s", in->target_url, in->model,
+                  in->bundled ? in->engine_spec : "remote server", in->host) ||
+        ll_buf_printf(&b, "</div></header>\n<main>\n"))
+        goto oom;
+    if ((rc = law_section(&b, res)) || (rc = charts_section(&b, res)) ||
+        (rc = level_table(&b, run, res, err, errlen)) || (rc = config_section(&b, run, res)))
+        goto fail;
+    if (ll_buf_printf(&b, "</main>\n"))
+        goto oom;
+    data = rpt_run_chart_data(run, res, 1, err, errlen);
+    if (!data || !cJSON_AddStringToObject(data, "kind", "run"))
+        goto oom;
+    if ((rc = html_page_end(&b, data, err, errlen)) || (rc = html_write_file(&b, path, err, errlen)))
+        goto fail;
+    if (path_out && path_len)
+        snprintf(path_out, path_len, "%s", path);
+    rc = 0;
+    goto done;
+oom:
+    rc = LL_ENOMEM;
+fail:
+    if (rc == LL_ENOMEM)
+        ll_errf(err, errlen, "out of memory writing the report");
+done:
+    cJSON_Delete(data);
+    ll_buf_free(&b);
+    free(path);
+    return rc;
+}
+
+int rpt_write_html(const char *run_dir, const char *out_path, char *path_out, size_t path_len,
+                   char *err, size_t errlen)
+{
+    fit_run *run = NULL;
+    fit_result *res = NULL;
+    fit_options o;
+    fit_options_default(&o);
+    int rc = fit_load_run(run_dir, &run, err, errlen);
+    if (rc == 0)
+        rc = fit_analyze(run, &o, &res, err, errlen);
+    if (rc == 0)
+        rc = rpt_write_html_from(run_dir, run, res, out_path, path_out, path_len, err, errlen);
+    fit_result_free(res);
+    fit_run_free(run);
+    return rc;
+}

@@ -1,0 +1,404 @@
+/* trace_print.c: the tables (or JSON) of `loadlaw trace` for one or more
+ * reduced traces: top kernels, the category roll-up, GPU busy per stream.
+ *
+ * With several traces (one per tensor-parallel rank) every table gets one
+ * column per trace; shares are of the time summed over all traces. Without
+ * --wide, kernels whose short names coincide (template instantiations of one
+ * kernel) share a row and the row says how many variants it holds. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "common.h"
+#include "report.h"
+#include "trace_internal.h"
+
+#define NAME_CHARS 72
+
+typedef struct krow {
+    char *key;          /* short or full name */
+    const char *full;   /* one full name (for the category) */
+    int64_t *ns;        /* per trace */
+    uint64_t *cnt;
+    int64_t total_ns;
+    uint64_t count;
+    size_t variants;
+} krow;
+
+typedef struct kent {
+    char *key;
+    const char *full;
+    size_t file;
+    int64_t ns;
+    uint64_t cnt;
+} kent;
+
+static int kent_cmp(const void *pa, const void *pb)
+{
+    const kent *a = pa, *b = pb;
+    int c = strcmp(a->key, b->key);
+    return c ? c : (a->file > b->file) - (a->file < b->file);
+}
+
+static int krow_cmp(const void *pa, const void *pb)
+{
+    const krow *a = pa, *b = pb;
+    if (a->total_ns != b->total_ns)
+        return a->total_ns > b->total_ns ? -1 : 1;
+    return strcmp(a->key, b->key);
+}
+
+static void rows_free(krow *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(rows[i].ns);
+        free(rows[i].cnt);
+    }
+    free(rows);
+}
+
+/* Merge the kernels of all traces into rows keyed by display name. */
+static int build_rows(rpt_trace *const *tr, size_t nt, int wide, krow **rows_out, size_t *nrows,
+                      kent **ents_out, size_t *nents)
+{
+    size_t total = 0;
+    for (size_t f = 0; f < nt; f++)
+        total += rpt_trace_n_kernels(tr[f]);
+    kent *ents = calloc(total ? total : 1, sizeof *ents);
+    krow *rows = calloc(total ? total : 1, sizeof *rows);
+    if (!ents || !rows)
+        goto fail;
+    size_t k = 0;
+    char buf[1024];
+    for (size_t f = 0; f < nt; f++) {
+        for (size_t i = 0; i < rpt_trace_n_kernels(tr[f]); i++, k++) {
+            const rpt_trace_kernel *kk = rpt_trace_kernel_at(tr[f], i);
+            ents[k].key = strdup(wide ? kk->name : rpt_kernel_short_name(kk->name, 0, buf, sizeof buf));
+            if (!ents[k].key)
+                goto fail;
+            ents[k].full = kk->name;
+            ents[k].file = f;
+            ents[k].ns = kk->total_ns;
+            ents[k].cnt = kk->count;
+        }
+    }
+    qsort(ents, total, sizeof *ents, kent_cmp);
+    size_t nr = 0, run = 0;
+    krow *prev_row = NULL;
+    for (size_t i = 0; i < total; i++) {
+        krow *r;
+        if (nr > 0 && strcmp(rows[nr - 1].key, ents[i].key) == 0) {
+            r = &rows[nr - 1];
+        } else {
+            r = &rows[nr++];
+            r->key = ents[i].key;
+            r->full = ents[i].full;
+            r->ns = calloc(nt, sizeof *r->ns);
+            r->cnt = calloc(nt, sizeof *r->cnt);
+            if (!r->ns || !r->cnt) {
+                rows_free(rows, nr);
+                rows = NULL;
+                goto fail;
+            }
+        }
+        /* variants: the most full names one trace has under this key */
+        if (i == 0 || r != prev_row || ents[i - 1].file != ents[i].file)
+            run = 1;
+        else
+            run++;
+        if (run > r->variants)
+            r->variants = run;
+        prev_row = r;
+        r->ns[ents[i].file] += ents[i].ns;
+        r->cnt[ents[i].file] += ents[i].cnt;
+        r->total_ns += ents[i].ns;
+        r->count += ents[i].cnt;
+    }
+    qsort(rows, nr, sizeof *rows, krow_cmp);
+    *rows_out = rows;
+    *nrows = nr;
+    *ents_out = ents;
+    *nents = total;
+    return 0;
+fail:
+    if (ents)
+        for (size_t i = 0; i < total; i++)
+            free(ents[i].key);
+    free(ents);
+    free(rows);
+    return LL_ENOMEM;
+}
+
+static const char *label_of(const char *const *labels, size_t i, char *buf, size_t n)
+{
+    if (labels && labels[i])
+        return labels[i];
+    snprintf(buf, n, "#%zu", i);
+    return buf;
+}
+
+/* Per-category totals: out[f * ncat + c]. */
+static int64_t *category_totals(rpt_trace *const *tr, size_t nt, const rpt_categories *cats)
+{
+    size_t nc = rpt_categories_count(cats);
+    int64_t *v = calloc(nt * nc, sizeof *v);
+    if (!v)
+        return NULL;
+    for (size_t f = 0; f < nt; f++)
+        for (size_t i = 0; i < rpt_trace_n_kernels(tr[f]); i++) {
+            const rpt_trace_kernel *k = rpt_trace_kernel_at(tr[f], i);
+            const char *c = rpt_categories_classify(cats, k->name);
+            for (size_t j = 0; j < nc; j++)
+                if (strcmp(c, rpt_categories_name(cats, j)) == 0) {
+                    v[f * nc + j] += k->total_ns;
+                    break;
+                }
+        }
+    return v;
+}
+
+static int print_json(FILE *out, rpt_trace *const *tr, const char *const *labels, size_t nt,
+                      krow *rows, size_t nrows, const rpt_categories *cats, const int64_t *ct)
+{
+    cJSON *root = cJSON_CreateObject(), *files = cJSON_AddArrayToObject(root, "files");
+    cJSON *kern = cJSON_AddArrayToObject(root, "kernels");
+    cJSON *catj = cJSON_AddArrayToObject(root, "categories");
+    if (!root || !files || !kern || !catj)
+        goto fail;
+    char lb[32];
+    for (size_t f = 0; f < nt; f++) {
+        rpt_trace_info info;
+        rpt_trace_get_info(tr[f], &info);
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(files, o))
+            goto fail;
+        if (!cJSON_AddStringToObject(o, "file", label_of(labels, f, lb, sizeof lb)))
+            goto fail;
+        if (!cJSON_AddNumberToObject(o, "events", (double)info.events))
+            goto fail;
+        if (!cJSON_AddNumberToObject(o, "gpu_events", (double)info.gpu_events))
+            goto fail;
+        if (!cJSON_AddNumberToObject(o, "span_us", info.span_ns / 1e3))
+            goto fail;
+        if (!cJSON_AddNumberToObject(o, "gpu_total_us", info.gpu_total_ns / 1e3))
+            goto fail;
+        if (!cJSON_AddNumberToObject(o, "late_events", (double)info.late_events))
+            goto fail;
+        cJSON *st = cJSON_AddArrayToObject(o, "streams");
+        if (!st)
+            goto fail;
+        for (size_t i = 0; i < rpt_trace_n_streams(tr[f]); i++) {
+            const rpt_trace_stream *s = rpt_trace_stream_at(tr[f], i);
+            cJSON *so = cJSON_CreateObject();
+            if (!so || !cJSON_AddItemToArray(st, so))
+                goto fail;
+            if (!cJSON_AddStringToObject(so, "device", s->pid))
+                goto fail;
+            if (!cJSON_AddStringToObject(so, "stream", s->tid))
+                goto fail;
+            if (!cJSON_AddNumberToObject(so, "busy_us", s->busy_ns / 1e3))
+                goto fail;
+            if (!cJSON_AddNumberToObject(so, "busy_frac", info.span_ns > 0 ? (double)s->busy_ns / info.span_ns : 0))
+                goto fail;
+            if (!cJSON_AddNumberToObject(so, "events", (double)s->events))
+                goto fail;
+        }
+    }
+    char buf[1024];
+    for (size_t i = 0; i < nrows; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON *per = cJSON_CreateArray();
+        if (!o || !per || !cJSON_AddItemToArray(kern, o) || !cJSON_AddItemToObject(o, "per_file_us", per))
+            goto fail;
+        if (!cJSON_AddStringToObject(o, "name", rows[i].key))
+            goto fail;
+        if (!cJSON_AddStringToObject(o, "short", rpt_kernel_short_name(rows[i].key, NAME_CHARS, buf, sizeof buf)))
+            goto fail;
+        if (!cJSON_AddStringToObject(o, "category", rpt_categories_classify(cats, rows[i].full)))
+            goto fail;
+        if (!cJSON_AddNumberToObject(o, "total_us", rows[i].total_ns / 1e3))
+            goto fail;
+        if (!cJSON_AddNumberToObject(o, "count", (double)rows[i].count))
+            goto fail;
+        if (!cJSON_AddNumberToObject(o, "variants", (double)rows[i].variants))
+            goto fail;
+        for (size_t f = 0; f < nt; f++)
+            if (!cJSON_AddItemToArray(per, cJSON_CreateNumber(rows[i].ns[f] / 1e3)))
+                goto fail;
+    }
+    size_t nc = rpt_categories_count(cats);
+    for (size_t j = 0; j < nc; j++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON *per = cJSON_CreateArray();
+        if (!o || !per || !cJSON_AddItemToArray(catj, o) || !cJSON_AddItemToObject(o, "per_file_us", per))
+            goto fail;
+        if (!cJSON_AddStringToObject(o, "category", rpt_categories_name(cats, j)))
+            goto fail;
+        double tot = 0;
+        for (size_t f = 0; f < nt; f++) {
+            if (!cJSON_AddItemToArray(per, cJSON_CreateNumber(ct[f * nc + j] / 1e3)))
+                goto fail;
+            tot += ct[f * nc + j] / 1e3;
+        }
+        if (!cJSON_AddNumberToObject(o, "total_us", tot))
+            goto fail;
+    }
+    char *s = cJSON_Print(root);
+    if (!s)
+        goto fail;
+    fprintf(out, "%s\n", s);
+    free(s);
+    cJSON_Delete(root);
+    return 0;
+fail:
+    cJSON_Delete(root);
+    return LL_ENOMEM;
+}
+
+static void print_text(FILE *out, rpt_trace *const *tr, const char *const *labels, size_t nt,
+                       krow *rows, size_t nrows, const rpt_categories *cats, const int64_t *ct,
+                       int top, int wide)
+{
+    char lb[32], buf[1024];
+    int64_t grand = 0;
+    for (size_t f = 0; f < nt; f++) {
+        rpt_trace_info info;
+        rpt_trace_get_info(tr[f], &info);
+        grand += info.gpu_total_ns;
+        if (nt > 1)
+            fprintf(out, "[%zu] ", f + 1);
+        fprintf(out, "%s: %llu events, %llu on the GPU, span %.2f ms, GPU time %.2f ms\n",
+                label_of(labels, f, lb, sizeof lb), (unsigned long long)info.events,
+                (unsigned long long)info.gpu_events, info.span_ns / 1e6, info.gpu_total_ns / 1e6);
+        if (info.late_events)
+            fprintf(out, "  warning: %llu events came more than %d intervals out of order; "
+                         "busy fractions below are lower bounds\n",
+                    (unsigned long long)info.late_events, RPT_BUSY_WINDOW);
+    }
+    if (grand == 0) {
+        fprintf(out, "\nno GPU events (ph \"X\" with cat kernel/gpu_memcpy/gpu_memset, or args.stream)\n");
+        return;
+    }
+    fprintf(out, "\ntop kernels by total GPU time%s\n", nt > 1 ? " (all files)" : "");
+    fprintf(out, "  share   total ms     count    mean us");
+    for (size_t f = 0; nt > 1 && f < nt; f++)
+    {
+        char h[24];
+        snprintf(h, sizeof h, "[%zu] ms", f + 1);
+        fprintf(out, " %10s", h);
+    }
+    fprintf(out, "  kernel\n");
+    size_t shown = (size_t)top < nrows ? (size_t)top : nrows;
+    int64_t rest_ns = 0;
+    uint64_t rest_cnt = 0;
+    for (size_t i = 0; i < nrows; i++) {
+        const krow *r = &rows[i];
+        if (i >= shown) {
+            rest_ns += r->total_ns;
+            rest_cnt += r->count;
+            continue;
+        }
+        fprintf(out, " %5.1f%% %10.2f %9llu %10.1f", 100.0 * r->total_ns / grand, r->total_ns / 1e6,
+                (unsigned long long)r->count, r->count ? r->total_ns / 1e3 / r->count : 0.0);
+        for (size_t f = 0; nt > 1 && f < nt; f++)
+            fprintf(out, " %10.2f", r->ns[f] / 1e6);
+        fprintf(out, "  %s", wide ? r->key : rpt_kernel_short_name(r->key, NAME_CHARS, buf, sizeof buf));
+        if (r->variants > 1)
+            fprintf(out, " (%zu variants)", r->variants);
+        fputc('\n', out);
+    }
+    if (rest_cnt) {
+        fprintf(out, " %5.1f%% %10.2f %9llu %10s", 100.0 * rest_ns / grand, rest_ns / 1e6,
+                (unsigned long long)rest_cnt, "");
+        for (size_t f = 0; nt > 1 && f < nt; f++) {
+            int64_t ns = 0;
+            for (size_t i = shown; i < nrows; i++)
+                ns += rows[i].ns[f];
+            fprintf(out, " %10.2f", ns / 1e6);
+        }
+        fprintf(out, "  (%zu more)\n", nrows - shown);
+    }
+
+    size_t nc = rpt_categories_count(cats);
+    fprintf(out, "\nby category\n  %-22s %6s %10s", "category", "share", "total ms");
+    for (size_t f = 0; nt > 1 && f < nt; f++)
+    {
+        char h[24];
+        snprintf(h, sizeof h, "[%zu] ms", f + 1);
+        fprintf(out, " %10s", h);
+    }
+    fputc('\n', out);
+    for (size_t j = 0; j < nc; j++) {
+        int64_t tot = 0;
+        for (size_t f = 0; f < nt; f++)
+            tot += ct[f * nc + j];
+        if (tot == 0)
+            continue;
+        fprintf(out, "  %-22s %5.1f%% %10.2f", rpt_categories_name(cats, j), 100.0 * tot / grand, tot / 1e6);
+        for (size_t f = 0; nt > 1 && f < nt; f++)
+            fprintf(out, " %10.2f", ct[f * nc + j] / 1e6);
+        fputc('\n', out);
+    }
+
+    fprintf(out, "\nGPU busy (union of event intervals / the file's wall span)\n");
+    for (size_t f = 0; f < nt; f++) {
+        rpt_trace_info info;
+        rpt_trace_get_info(tr[f], &info);
+        for (size_t i = 0; i < rpt_trace_n_streams(tr[f]); i++) {
+            const rpt_trace_stream *s = rpt_trace_stream_at(tr[f], i);
+            int all = strcmp(s->tid, "*") == 0;
+            char where[160];
+            snprintf(where, sizeof where, "device %s %s%s", s->pid, all ? "all streams" : "stream ",
+                     all ? "" : s->tid);
+            char col[24] = "";
+            if (nt > 1)
+                snprintf(col, sizeof col, "[%zu] ", f + 1);
+            fprintf(out, "  %s%-30s %5.1f%%  %10.2f ms busy  %9llu events\n", col, where,
+                    info.span_ns > 0 ? 100.0 * s->busy_ns / info.span_ns : 0.0, s->busy_ns / 1e6,
+                    (unsigned long long)s->events);
+        }
+    }
+}
+
+int rpt_trace_print(FILE *f, rpt_trace *const *traces, const char *const *labels, size_t n,
+                    const rpt_trace_print_opts *opts, char *err, size_t errlen)
+{
+    rpt_trace_print_opts o = {0};
+    if (opts)
+        o = *opts;
+    if (o.top <= 0)
+        o.top = 15;
+    rpt_categories *own = NULL;
+    const rpt_categories *cats = o.cats;
+    krow *rows = NULL;
+    kent *ents = NULL;
+    size_t nrows = 0, nents = 0;
+    int64_t *ct = NULL;
+    int rc;
+    if (!cats) {
+        if ((rc = rpt_categories_new(&own, err, errlen)))
+            return rc;
+        cats = own;
+    }
+    rc = build_rows(traces, n, o.wide, &rows, &nrows, &ents, &nents);
+    if (rc == 0 && !(ct = category_totals(traces, n, cats)))
+        rc = LL_ENOMEM;
+    if (rc == 0) {
+        if (o.json)
+            rc = print_json(f, traces, labels, n, rows, nrows, cats, ct);
+        else
+            print_text(f, traces, labels, n, rows, nrows, cats, ct, o.top, o.wide);
+    }
+    if (rc)
+        ll_errf(err, errlen, "out of memory");
+    free(ct);
+    if (rows)
+        rows_free(rows, nrows);
+    if (ents)
+        for (size_t i = 0; i < nents; i++)
+            free(ents[i].key);
+    free(ents);
+    rpt_categories_free(own);
+    return rc;
+}

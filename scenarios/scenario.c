@@ -1,0 +1,581 @@
+/* scenario.c: the scenario struct, its strict JSON loader and validator.
+ *
+ * Strict on purpose: a typo in a key ("concurrancy") silently ignored would run
+ * a different experiment than the user meant, so every object lists the keys it
+ * accepts and anything else is an error naming the file and the JSON path. */
+#include "scenario.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+static int validate(scn_scenario *s, const char *origin, char *err, size_t errlen);
+
+/* Loader context: where messages point. */
+typedef struct ld {
+    const char *origin;
+    char *err;
+    size_t errlen;
+} ld;
+
+int scn_set_str(char **field, const char *value)
+{
+    char *n = NULL;
+    if (value) {
+        n = strdup(value);
+        if (!n)
+            return LL_ENOMEM;
+    }
+    free(*field);
+    *field = n;
+    return 0;
+}
+
+static void level_default(scn_level *l, int c)
+{
+    memset(l, 0, sizeof *l);
+    l->concurrency = c;
+    l->profile.num_steps = 12;
+}
+
+int scn_new(scn_scenario **out)
+{
+    scn_scenario *s = calloc(1, sizeof *s);
+    if (!s)
+        return LL_ENOMEM;
+    s->endpoint = SCN_ENDPOINT_CHAT;
+    s->max_tokens = 64;
+    s->think_tokens = -1;
+    s->ignore_eos = 1;
+    s->timeout_s = 300;
+    s->source = SCN_SOURCE_SYNTHETIC;
+    s->words.kind = SCN_DIST_FIXED;
+    s->words.value = 100;
+    s->prompt_count = 1024;
+    s->seed = 1;
+    s->drain_s = 10;
+    s->levels = calloc(1, sizeof *s->levels);
+    if (!s->levels || scn_set_str(&s->name, "unnamed") || scn_set_str(&s->api_key_env, "OPENAI_API_KEY")) {
+        scn_free(s);
+        return LL_ENOMEM;
+    }
+    level_default(&s->levels[0], 1);
+    s->n_levels = 1;
+    *out = s;
+    return 0;
+}
+
+void scn_free(scn_scenario *s)
+{
+    if (!s)
+        return;
+    free(s->path);
+    free(s->name);
+    free(s->url);
+    free(s->model);
+    free(s->api_key_env);
+    free(s->engine_spec);
+    free(s->prompts_path);
+    free(s->levels);
+    free(s->output);
+    free(s);
+}
+
+/* ---- typed field readers: each names file + path + expectation ----------- */
+
+static int bad(ld *c, const char *path, const char *what)
+{
+    ll_errf(c->err, c->errlen, "%s: %s: expected %s", c->origin, path, what);
+    return LL_EINVAL;
+}
+
+/* Every key of obj must be in allowed (NULL-terminated). */
+static int check_keys(ld *c, const cJSON *obj, const char *path, const char *const *allowed)
+{
+    for (const cJSON *it = obj->child; it; it = it->next) {
+        int ok = 0;
+        for (size_t i = 0; allowed[i]; i++)
+            if (strcmp(it->string, allowed[i]) == 0)
+                ok = 1;
+        if (!ok) {
+            ll_errf(c->err, c->errlen, "%s: %s%s%s: unknown key", c->origin, path,
+                    path[0] ? "." : "", it->string);
+            return LL_EINVAL;
+        }
+    }
+    return 0;
+}
+
+static void join(char *out, size_t n, const char *path, const char *key)
+{
+    snprintf(out, n, "%s%s%s", path, path[0] ? "." : "", key);
+}
+
+static int get_num(ld *c, const cJSON *obj, const char *path, const char *key, double lo,
+                   double hi, double *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    char p[160];
+    if (!v)
+        return 0;
+    join(p, sizeof p, path, key);
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < lo || v->valuedouble > hi) {
+        char what[96];
+        snprintf(what, sizeof what, "a number in [%g, %g]", lo, hi);
+        return bad(c, p, what);
+    }
+    *out = v->valuedouble;
+    return 0;
+}
+
+static int get_int(ld *c, const cJSON *obj, const char *path, const char *key, int lo, int hi, int *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    char p[160];
+    if (!v)
+        return 0;
+    join(p, sizeof p, path, key);
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < lo ||
+        v->valuedouble > hi) {
+        char what[96];
+        snprintf(what, sizeof what, "an integer in [%d, %d]", lo, hi);
+        return bad(c, p, what);
+    }
+    *out = (int)v->valuedouble;
+    return 0;
+}
+
+static int get_bool(ld *c, const cJSON *obj, const char *path, const char *key, int *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    char p[160];
+    if (!v)
+        return 0;
+    join(p, sizeof p, path, key);
+    if (!cJSON_IsBool(v))
+        return bad(c, p, "true or false");
+    *out = cJSON_IsTrue(v);
+    return 0;
+}
+
+/* String or null (null clears when nullable). */
+static int get_str(ld *c, const cJSON *obj, const char *path, const char *key, int nullable, char **out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    char p[160];
+    if (!v)
+        return 0;
+    join(p, sizeof p, path, key);
+    if (nullable && cJSON_IsNull(v))
+        return scn_set_str(out, NULL);
+    if (!cJSON_IsString(v) || !v->valuestring[0])
+        return bad(c, p, nullable ? "a non-empty string or null" : "a non-empty string");
+    return scn_set_str(out, v->valuestring);
+}
+
+/* One of names[] -> index. */
+static int get_enum(ld *c, const cJSON *obj, const char *path, const char *key,
+                    const char *const *names, const char *what, int *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    char p[160];
+    if (!v)
+        return 0;
+    join(p, sizeof p, path, key);
+    if (cJSON_IsString(v))
+        for (int i = 0; names[i]; i++)
+            if (strcmp(v->valuestring, names[i]) == 0) {
+                *out = i;
+                return 0;
+            }
+    return bad(c, p, what);
+}
+
+static int get_obj(ld *c, const cJSON *obj, const char *path, const char *key, const cJSON **out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    char p[160];
+    *out = NULL;
+    if (!v)
+        return 0;
+    join(p, sizeof p, path, key);
+    if (!cJSON_IsObject(v))
+        return bad(c, p, "an object");
+    *out = v;
+    return 0;
+}
+
+/* ---- sections ------------------------------------------------------------- */
+
+static const char *const k_arrival[] = {"poisson", "constant", NULL};
+
+static int load_profile(ld *c, const cJSON *o, const char *path, scn_profile *p)
+{
+    static const char *const keys[] = {"when", "num_steps", "style", NULL};
+    static const char *const when[] = {"steady", NULL};
+    static const char *const style[] = {"sglang", "vllm", NULL};
+    int w = 0, st = (int)p->style, rc;
+    if (cJSON_IsNull(o)) {
+        p->enabled = 0;
+        return 0;
+    }
+    if (!cJSON_IsObject(o))
+        return bad(c, path, "an object or null");
+    if ((rc = check_keys(c, o, path, keys)) || (rc = get_enum(c, o, path, "when", when, "\"steady\"", &w)) ||
+        (rc = get_int(c, o, path, "num_steps", 1, 100000, &p->num_steps)) ||
+        (rc = get_enum(c, o, path, "style", style, "\"sglang\" or \"vllm\"", &st)))
+        return rc;
+    p->style = (scn_profile_style)st;
+    p->enabled = 1;
+    return 0;
+}
+
+/* Fields shared by "load" (defaults for every level) and levels[i]. */
+static int load_level_fields(ld *c, const cJSON *o, const char *path, scn_level *l)
+{
+    int arr = (int)l->arrival, rc;
+    const cJSON *prof = cJSON_GetObjectItemCaseSensitive(o, "profile");
+    if ((rc = get_int(c, o, path, "requests", 0, 100000000, &l->n_requests)) ||
+        (rc = get_int(c, o, path, "warmup", 0, 100000000, &l->warmup)) ||
+        (rc = get_num(c, o, path, "duration_s", 0, 1e7, &l->duration_s)) ||
+        (rc = get_num(c, o, path, "rate_per_s", 0, 1e7, &l->rate_per_s)) ||
+        (rc = get_enum(c, o, path, "arrival", k_arrival, "\"poisson\" or \"constant\"", &arr)))
+        return rc;
+    l->arrival = (scn_arrival)arr;
+    if (prof) {
+        char p[160];
+        join(p, sizeof p, path, "profile");
+        if ((rc = load_profile(c, prof, p, &l->profile)))
+            return rc;
+    }
+    return 0;
+}
+
+static int load_levels(ld *c, const cJSON *root, scn_scenario *s)
+{
+    static const char *const load_keys[] = {"threads", "concurrency", "requests", "warmup", "duration_s",
+                                            "rate_per_s", "arrival", "drain_s", "profile", NULL};
+    static const char *const level_keys[] = {"concurrency", "requests", "warmup", "duration_s",
+                                             "rate_per_s", "arrival", "profile", NULL};
+    const cJSON *load, *levels = cJSON_GetObjectItemCaseSensitive(root, "levels");
+    scn_level proto = s->levels[0];
+    int rc;
+    proto.concurrency = 1;
+    if ((rc = get_obj(c, root, "", "load", &load)))
+        return rc;
+    if (load) {
+        if ((rc = check_keys(c, load, "load", load_keys)) ||
+            (rc = get_int(c, load, "load", "threads", 0, 4096, &s->threads)) ||
+            (rc = get_num(c, load, "load", "drain_s", 0, 86400, &s->drain_s)) ||
+            (rc = load_level_fields(c, load, "load", &proto)))
+            return rc;
+    }
+    const cJSON *conc = load ? cJSON_GetObjectItemCaseSensitive(load, "concurrency") : NULL;
+    if (conc && levels)
+        return bad(c, "load.concurrency", "no \"levels\" beside it (use one or the other)");
+    if (conc) {
+        if (!cJSON_IsArray(conc) || cJSON_GetArraySize(conc) < 1)
+            return bad(c, "load.concurrency", "a non-empty array of integers in [0, 1000000]");
+        size_t n = (size_t)cJSON_GetArraySize(conc), i = 0;
+        scn_level *lv = calloc(n, sizeof *lv);
+        if (!lv)
+            return LL_ENOMEM;
+        for (const cJSON *it = conc->child; it; it = it->next, i++) {
+            lv[i] = proto;
+            if (!cJSON_IsNumber(it) || it->valuedouble != floor(it->valuedouble) || it->valuedouble < 0 ||
+                it->valuedouble > 1e6) {
+                char p[64];
+                snprintf(p, sizeof p, "load.concurrency[%zu]", i);
+                free(lv);
+                return bad(c, p, "an integer in [0, 1000000]");
+            }
+            lv[i].concurrency = (int)it->valuedouble;
+        }
+        free(s->levels);
+        s->levels = lv;
+        s->n_levels = n;
+    } else if (levels) {
+        if (!cJSON_IsArray(levels) || cJSON_GetArraySize(levels) < 1)
+            return bad(c, "levels", "a non-empty array of level objects");
+        size_t n = (size_t)cJSON_GetArraySize(levels), i = 0;
+        scn_level *lv = calloc(n, sizeof *lv);
+        if (!lv)
+            return LL_ENOMEM;
+        for (const cJSON *it = levels->child; it; it = it->next, i++) {
+            char p[64];
+            snprintf(p, sizeof p, "levels[%zu]", i);
+            lv[i] = proto;
+            if (!cJSON_IsObject(it))
+                rc = bad(c, p, "an object");
+            else if (!(rc = check_keys(c, it, p, level_keys)) &&
+                     !(rc = get_int(c, it, p, "concurrency", 0, 1000000, &lv[i].concurrency)))
+                rc = load_level_fields(c, it, p, &lv[i]);
+            if (rc) {
+                free(lv);
+                return rc;
+            }
+        }
+        free(s->levels);
+        s->levels = lv;
+        s->n_levels = n;
+    } else {
+        s->levels[0] = proto;
+        s->levels[0].concurrency = s->levels[0].concurrency ? s->levels[0].concurrency : 1;
+    }
+    return 0;
+}
+
+static int load_prompts(ld *c, const cJSON *root, scn_scenario *s)
+{
+    static const char *const keys[] = {"source", "path", "words", "count", "seed", NULL};
+    static const char *const wkeys[] = {"dist", "value", "min", "max", "mean", "stddev", NULL};
+    static const char *const src[] = {"synthetic", "sharegpt", "jsonl", NULL};
+    static const char *const dist[] = {"fixed", "uniform", "normal", NULL};
+    const cJSON *o, *w;
+    int rc, si = (int)s->source, di = (int)s->words.kind;
+    double seed = (double)s->seed;
+    if ((rc = get_obj(c, root, "", "prompts", &o)) || !o)
+        return rc;
+    if ((rc = check_keys(c, o, "prompts", keys)) ||
+        (rc = get_enum(c, o, "prompts", "source", src, "\"synthetic\", \"sharegpt\" or \"jsonl\"", &si)) ||
+        (rc = get_str(c, o, "prompts", "path", 1, &s->prompts_path)) ||
+        (rc = get_int(c, o, "prompts", "count", 1, 10000000, &s->prompt_count)) ||
+        (rc = get_num(c, o, "prompts", "seed", 0, 9007199254740992.0, &seed)) ||
+        (rc = get_obj(c, o, "prompts", "words", &w)))
+        return rc;
+    s->source = (scn_source)si;
+    s->seed = (uint64_t)seed;
+    if (w) {
+        if ((rc = check_keys(c, w, "prompts.words", wkeys)) ||
+            (rc = get_enum(c, w, "prompts.words", "dist", dist, "\"fixed\", \"uniform\" or \"normal\"", &di)) ||
+            (rc = get_num(c, w, "prompts.words", "value", 0, 1e6, &s->words.value)) ||
+            (rc = get_num(c, w, "prompts.words", "min", 0, 1e6, &s->words.min)) ||
+            (rc = get_num(c, w, "prompts.words", "max", 0, 1e6, &s->words.max)) ||
+            (rc = get_num(c, w, "prompts.words", "mean", 0, 1e6, &s->words.mean)) ||
+            (rc = get_num(c, w, "prompts.words", "stddev", 0, 1e6, &s->words.stddev)))
+            return rc;
+        s->words.kind = (scn_dist_kind)di;
+    }
+    if (s->source != SCN_SOURCE_SYNTHETIC && !s->prompts_path)
+        return bad(c, "prompts.path", "a file name (source is not synthetic)");
+    return 0;
+}
+
+static int load_root(ld *c, const cJSON *root, scn_scenario *s)
+{
+    static const char *const keys[] = {"name", "target", "engine", "request", "prompts", "load",
+                                       "levels", "output", "$comment", NULL};
+    static const char *const tkeys[] = {"url", "model", "endpoint", "api_key_env", NULL};
+    static const char *const rkeys[] = {"max_tokens", "think_tokens", "ignore_eos", "timeout_s", NULL};
+    static const char *const ep[] = {"chat", "completions", NULL};
+    const cJSON *t, *r;
+    int rc, e = (int)s->endpoint;
+    if (!cJSON_IsObject(root))
+        return bad(c, "(top level)", "a JSON object");
+    if ((rc = check_keys(c, root, "", keys)) || (rc = get_str(c, root, "", "name", 0, &s->name)) ||
+        (rc = get_str(c, root, "", "engine", 1, &s->engine_spec)) ||
+        (rc = get_str(c, root, "", "output", 1, &s->output)) || (rc = get_obj(c, root, "", "target", &t)) ||
+        (rc = get_obj(c, root, "", "request", &r)))
+        return rc;
+    if (t && ((rc = check_keys(c, t, "target", tkeys)) || (rc = get_str(c, t, "target", "url", 1, &s->url)) ||
+              (rc = get_str(c, t, "target", "model", 1, &s->model)) ||
+              (rc = get_str(c, t, "target", "api_key_env", 0, &s->api_key_env)) ||
+              (rc = get_enum(c, t, "target", "endpoint", ep, "\"chat\" or \"completions\"", &e))))
+        return rc;
+    s->endpoint = (scn_endpoint)e;
+    if (s->url && strncmp(s->url, "http://", 7) != 0 && strncmp(s->url, "https://", 8) != 0)
+        return bad(c, "target.url", "an http:// or https:// URL");
+    if (r) {
+        const cJSON *tt = cJSON_GetObjectItemCaseSensitive(r, "think_tokens");
+        if ((rc = check_keys(c, r, "request", rkeys)) ||
+            (rc = get_int(c, r, "request", "max_tokens", 1, 10000000, &s->max_tokens)) ||
+            (rc = get_bool(c, r, "request", "ignore_eos", &s->ignore_eos)) ||
+            (rc = get_num(c, r, "request", "timeout_s", 0.001, 1e6, &s->timeout_s)))
+            return rc;
+        if (tt && cJSON_IsNull(tt))
+            s->think_tokens = -1;
+        else if ((rc = get_int(c, r, "request", "think_tokens", 0, 10000000, &s->think_tokens)))
+            return rc;
+    }
+    if ((rc = load_prompts(c, root, s)) || (rc = load_levels(c, root, s)))
+        return rc;
+    return validate(s, c->origin, c->err, c->errlen);
+}
+
+int scn_load_string(const char *json, const char *origin, scn_scenario **out, char *err, size_t errlen)
+{
+    ld c = {origin ? origin : "(scenario)", err, errlen};
+    scn_scenario *s = NULL;
+    cJSON *root = NULL;
+    const char *end = NULL;
+    int rc = scn_new(&s);
+    if (rc)
+        goto fail;
+    root = cJSON_ParseWithOpts(json, &end, 1);
+    if (!root) {
+        size_t off = end ? (size_t)(end - json) : 0;
+        int line = 1;
+        for (size_t i = 0; i < off && json[i]; i++)
+            line += json[i] == '\n';
+        ll_errf(err, errlen, "%s: line %d: malformed JSON", c.origin, line);
+        rc = LL_EPARSE;
+        goto fail;
+    }
+    if ((rc = load_root(&c, root, s)))
+        goto fail;
+    cJSON_Delete(root);
+    *out = s;
+    return 0;
+fail:
+    cJSON_Delete(root);
+    scn_free(s);
+    return rc;
+}
+
+int scn_load_file(const char *path, scn_scenario **out, char *err, size_t errlen)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int rc = ll_read_file(path, &text, &len, err, errlen);
+    if (rc)
+        return rc;
+    rc = scn_load_string(text, path, out, err, errlen);
+    free(text);
+    if (rc == 0 && (rc = scn_set_str(&(*out)->path, path))) {
+        scn_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+int scn_set_concurrency(scn_scenario *s, const int *c, size_t n)
+{
+    if (n == 0)
+        return LL_EINVAL;
+    scn_level *lv = calloc(n, sizeof *lv);
+    if (!lv)
+        return LL_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        lv[i] = s->levels[0];
+        lv[i].concurrency = c[i];
+    }
+    free(s->levels);
+    s->levels = lv;
+    s->n_levels = n;
+    return 0;
+}
+
+int scn_level_requests(const scn_level *l)
+{
+    if (l->n_requests > 0)
+        return l->n_requests;
+    if (l->rate_per_s > 0)
+        return l->duration_s > 0 ? 100000000 : 100; /* open loop: bounded by the duration */
+    int n = (l->concurrency * 3 + 1) / 2;
+    return n < 8 ? 8 : n;
+}
+
+static int validate(scn_scenario *s, const char *o, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < s->n_levels; i++) {
+        const scn_level *l = &s->levels[i];
+        if (l->rate_per_s <= 0 && l->concurrency < 1) {
+            ll_errf(err, errlen, "%s: levels[%zu].concurrency: expected an integer >= 1 for a closed-loop level",
+                    o, i);
+            return LL_EINVAL;
+        }
+    }
+    if (s->words.kind == SCN_DIST_UNIFORM && s->words.max < s->words.min) {
+        ll_errf(err, errlen, "%s: prompts.words.max: expected >= prompts.words.min", o);
+        return LL_EINVAL;
+    }
+    return 0;
+}
+
+int scn_validate(scn_scenario *s, char *err, size_t errlen)
+{
+    return validate(s, s->path ? s->path : "(scenario)", err, errlen);
+}
+
+static cJSON *level_json(const scn_level *l)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cJSON_AddNumberToObject(o, "concurrency", l->concurrency);
+    cJSON_AddNumberToObject(o, "requests", scn_level_requests(l));
+    cJSON_AddNumberToObject(o, "warmup", l->warmup);
+    cJSON_AddNumberToObject(o, "duration_s", l->duration_s);
+    cJSON_AddNumberToObject(o, "rate_per_s", l->rate_per_s);
+    cJSON_AddStringToObject(o, "arrival", k_arrival[l->arrival]);
+    if (l->profile.enabled) {
+        cJSON *p = cJSON_AddObjectToObject(o, "profile");
+        if (p) {
+            cJSON_AddStringToObject(p, "when", "steady");
+            cJSON_AddNumberToObject(p, "num_steps", l->profile.num_steps);
+            cJSON_AddStringToObject(p, "style", l->profile.style == SCN_PROFILE_VLLM ? "vllm" : "sglang");
+        }
+    }
+    return o;
+}
+
+static void add_str_or_null(cJSON *o, const char *k, const char *v)
+{
+    if (v)
+        cJSON_AddStringToObject(o, k, v);
+    else
+        cJSON_AddNullToObject(o, k);
+}
+
+cJSON *scn_to_json(const scn_scenario *s)
+{
+    static const char *const src[] = {"synthetic", "sharegpt", "jsonl"};
+    static const char *const dist[] = {"fixed", "uniform", "normal"};
+    cJSON *root = cJSON_CreateObject(), *t, *r, *p, *w, *ld_, *lv;
+    if (!root)
+        return NULL;
+    cJSON_AddStringToObject(root, "name", s->name ? s->name : "unnamed");
+    if (!(t = cJSON_AddObjectToObject(root, "target")) || !(r = cJSON_AddObjectToObject(root, "request")) ||
+        !(p = cJSON_AddObjectToObject(root, "prompts")) || !(ld_ = cJSON_AddObjectToObject(root, "load")) ||
+        !(lv = cJSON_AddArrayToObject(root, "levels")))
+        goto fail;
+    add_str_or_null(t, "url", s->url);
+    add_str_or_null(t, "model", s->model);
+    cJSON_AddStringToObject(t, "endpoint", s->endpoint == SCN_ENDPOINT_CHAT ? "chat" : "completions");
+    add_str_or_null(root, "engine", s->engine_spec);
+    cJSON_AddNumberToObject(r, "max_tokens", s->max_tokens);
+    if (s->think_tokens >= 0)
+        cJSON_AddNumberToObject(r, "think_tokens", s->think_tokens);
+    else
+        cJSON_AddNullToObject(r, "think_tokens");
+    cJSON_AddBoolToObject(r, "ignore_eos", s->ignore_eos);
+    cJSON_AddNumberToObject(r, "timeout_s", s->timeout_s);
+    cJSON_AddStringToObject(p, "source", src[s->source]);
+    add_str_or_null(p, "path", s->prompts_path);
+    cJSON_AddNumberToObject(p, "count", s->prompt_count);
+    cJSON_AddNumberToObject(p, "seed", (double)s->seed);
+    if (!(w = cJSON_AddObjectToObject(p, "words")))
+        goto fail;
+    cJSON_AddStringToObject(w, "dist", dist[s->words.kind]);
+    cJSON_AddNumberToObject(w, "value", s->words.value);
+    cJSON_AddNumberToObject(w, "min", s->words.min);
+    cJSON_AddNumberToObject(w, "max", s->words.max);
+    cJSON_AddNumberToObject(w, "mean", s->words.mean);
+    cJSON_AddNumberToObject(w, "stddev", s->words.stddev);
+    cJSON_AddNumberToObject(ld_, "threads", s->threads);
+    cJSON_AddNumberToObject(ld_, "drain_s", s->drain_s);
+    for (size_t i = 0; i < s->n_levels; i++) {
+        cJSON *l = level_json(&s->levels[i]);
+        if (!l)
+            goto fail;
+        cJSON_AddItemToArray(lv, l);
+    }
+    add_str_or_null(root, "output", s->output);
+    return root;
+fail:
+    cJSON_Delete(root);
+    return NULL;
+}

@@ -1,0 +1,139 @@
+/* scenario.h: what a sweep does, as one JSON file, and the prompts it sends.
+ *
+ * A scenario holds everything `loadlaw sweep`'s flags can say; the command line
+ * loads one (scn_load_file) and then overrides fields directly. The struct is a
+ * plain config: the caller reads and writes its fields; strings are owned by
+ * the scenario (replace them with scn_set_str) and freed by scn_free.
+ *
+ * JSON format (every key optional; unknown keys are an error):
+ *   {"name":"default",
+ *    "target":{"url":null|"http://host:port","model":"m","endpoint":"chat"|"completions",
+ *              "api_key_env":"OPENAI_API_KEY"},
+ *    "engine":"backend=synthetic,law=52+30n,time_scale=0.05,think=32",  (bundled only)
+ *    "request":{"max_tokens":64,"think_tokens":32,"ignore_eos":true,"timeout_s":300},
+ *    "prompts":{"source":"synthetic"|"sharegpt"|"jsonl","path":"file",
+ *               "words":{"dist":"fixed"|"uniform"|"normal","value":100,"min":..,"max":..,
+ *                        "mean":..,"stddev":..},
+ *               "count":1024,"seed":1},
+ *    "load":{"threads":0,"concurrency":[1,2,4],"requests":0,"warmup":0,"duration_s":0,
+ *            "rate_per_s":0,"arrival":"poisson"|"constant","drain_s":10,
+ *            "profile":{...}},                    (short form: one level per C)
+ *    "levels":[{"concurrency":32,"requests":220,"warmup":0,"duration_s":0,
+ *               "rate_per_s":0,"arrival":"poisson",
+ *               "profile":{"when":"steady","num_steps":12,"style":"sglang"|"vllm"}}],
+ *    "output":"runs/x"}
+ * "levels" and "load.concurrency" are exclusive. requests = 0 means
+ * max(ceil(1.5*C), 8) for closed-loop levels.
+ *
+ * Errors: 0 or a negative LL_E* code; the message names the file, the key as a
+ * JSON path (e.g. "levels[2].concurrency") and what was expected.
+ * Thread safety: a loaded scenario and prompt set are read-only and may be read
+ * from any number of threads.
+ */
+#ifndef LOADLAW_SCENARIO_H
+#define LOADLAW_SCENARIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+typedef enum scn_endpoint { SCN_ENDPOINT_CHAT = 0, SCN_ENDPOINT_COMPLETIONS = 1 } scn_endpoint;
+typedef enum scn_arrival { SCN_ARRIVAL_POISSON = 0, SCN_ARRIVAL_CONSTANT = 1 } scn_arrival;
+typedef enum scn_source {
+    SCN_SOURCE_SYNTHETIC = 0, /* seeded random words */
+    SCN_SOURCE_SHAREGPT = 1,  /* [{"conversations":[{"from":"human","value":...}]}] */
+    SCN_SOURCE_JSONL = 2,     /* one {"prompt":...} or {"text":...} object per line */
+} scn_source;
+typedef enum scn_dist_kind { SCN_DIST_FIXED = 0, SCN_DIST_UNIFORM = 1, SCN_DIST_NORMAL = 2 } scn_dist_kind;
+typedef enum scn_profile_style { SCN_PROFILE_SGLANG = 0, SCN_PROFILE_VLLM = 1 } scn_profile_style;
+
+/* A length distribution, in words. */
+typedef struct scn_dist {
+    scn_dist_kind kind;
+    double value;            /* fixed */
+    double min, max;         /* uniform (also clamps normal when max > 0) */
+    double mean, stddev;     /* normal */
+} scn_dist;
+
+/* Level option: ask the server for a profiler trace once decode is steady
+ * (every in-flight request of the level has its first token). */
+typedef struct scn_profile {
+    int enabled;
+    int num_steps;           /* SGLang body {"num_steps":N}; vLLM: no body */
+    scn_profile_style style;
+} scn_profile;
+
+typedef struct scn_level {
+    int concurrency;         /* closed loop: C in flight; open loop: cap (0 = none) */
+    double rate_per_s;       /* 0 = closed loop */
+    scn_arrival arrival;     /* open loop only */
+    int n_requests;          /* measured requests; 0 = default (see above) */
+    int warmup;              /* extra requests sent first, marked warmup */
+    double duration_s;       /* 0 = until n_requests are done */
+    scn_profile profile;
+} scn_level;
+
+typedef struct scn_scenario {
+    char *path;              /* file it came from, or NULL */
+    char *name;
+    /* target */
+    char *url;               /* NULL = start the bundled engine */
+    char *model;             /* NULL = ask nothing; the bundled engine's name is used */
+    scn_endpoint endpoint;
+    char *api_key_env;       /* env var holding the key, default "OPENAI_API_KEY" */
+    char *engine_spec;       /* eng_parse_spec form; NULL = engine defaults */
+    /* request */
+    int max_tokens;
+    int think_tokens;        /* -1 = do not send the think_tokens extension */
+    int ignore_eos;
+    double timeout_s;        /* whole-request bound */
+    /* prompts */
+    scn_source source;
+    char *prompts_path;      /* sharegpt / jsonl */
+    scn_dist words;          /* synthetic prompt length */
+    int prompt_count;        /* synthetic pool size */
+    uint64_t seed;
+    /* load */
+    int threads;             /* 0 = number of cores */
+    double drain_s;          /* after the first SIGINT, how long in-flight may finish */
+    scn_level *levels;
+    size_t n_levels;
+    char *output;            /* run dir; NULL = runs/<timestamp> */
+} scn_scenario;
+
+/* A scenario with the built-in defaults (one closed level at C=1, synthetic
+ * prompts of 100 words, max_tokens 64). */
+int scn_new(scn_scenario **out);
+int scn_load_file(const char *path, scn_scenario **out, char *err, size_t errlen);
+/* `origin` names the text in messages (e.g. a file name). */
+int scn_load_string(const char *json, const char *origin, scn_scenario **out,
+                    char *err, size_t errlen);
+void scn_free(scn_scenario *s);
+
+/* Replace an owned string field (NULL clears it). */
+int scn_set_str(char **field, const char *value);
+/* Replace the levels by closed-loop levels at these concurrencies, keeping
+ * per-level options of the first old level (requests, warmup, duration). */
+int scn_set_concurrency(scn_scenario *s, const int *c, size_t n);
+/* Fill defaults that depend on other fields (n_requests = 0 -> default) and
+ * check ranges; message as for the loader. */
+int scn_validate(scn_scenario *s, char *err, size_t errlen);
+/* Requests a level sends, warmup excluded, after defaults. */
+int scn_level_requests(const scn_level *l);
+/* The effective scenario as JSON (for the run record); caller frees with cJSON_Delete. */
+cJSON *scn_to_json(const scn_scenario *s);
+
+/* ---- prompts -------------------------------------------------------------- */
+
+typedef struct scn_prompts scn_prompts;
+/* Load or generate the prompt set the scenario names (relative paths are
+ * relative to the scenario file's folder, then the cwd). */
+int scn_prompts_load(const scn_scenario *s, scn_prompts **out, char *err, size_t errlen);
+size_t scn_prompts_count(const scn_prompts *p);
+/* Prompt i mod count; *words (may be NULL) gets its word count. The pointer
+ * lives as long as the set. */
+const char *scn_prompt(const scn_prompts *p, size_t i, int *words);
+void scn_prompts_free(scn_prompts *p);
+
+#endif

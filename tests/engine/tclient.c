@@ -1,0 +1,248 @@
+/* tclient.c: libcurl helpers for the engine tests (see tclient.h). */
+#include "tclient.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <curl/curl.h>
+
+static size_t on_body(char *p, size_t sz, size_t n, void *ud)
+{
+    return ll_buf_append(ud, p, sz * n) ? 0 : sz * n;
+}
+
+static size_t on_header(char *p, size_t sz, size_t n, void *ud)
+{
+    tc_resp *r = ud;
+    size_t len = sz * n;
+    if (len > 6 && strncasecmp(p, "Allow:", 6) == 0) {
+        size_t i = 6;
+        while (i < len && p[i] == ' ')
+            i++;
+        size_t k = 0;
+        while (i < len && p[i] != '\r' && p[i] != '\n' && k + 1 < sizeof r->allow)
+            r->allow[k++] = p[i++];
+        r->allow[k] = '\0';
+    }
+    return len;
+}
+
+int tc_request(const char *method, const char *url, const char *body, long body_len, tc_resp *out)
+{
+    memset(out, 0, sizeof *out);
+    CURL *h = curl_easy_init();
+    if (!h)
+        return -1;
+    struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &out->body);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, out);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+    if (strcmp(method, "POST") == 0) {
+        curl_easy_setopt(h, CURLOPT_POST, 1L);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body ? body : "");
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, body ? (body_len < 0 ? (long)strlen(body) : body_len) : 0L);
+    } else if (strcmp(method, "GET") != 0) {
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    }
+    out->curl_rc = (int)curl_easy_perform(h);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &out->status);
+    curl_slist_free_all(hdr);
+    curl_easy_cleanup(h);
+    if (!out->body.p)
+        ll_buf_append(&out->body, "", 0);
+    return out->curl_rc == CURLE_OK ? 0 : -1;
+}
+
+void tc_resp_free(tc_resp *r) { ll_buf_free(&r->body); }
+
+int tc_sse_split(const char *body, tc_events *ev)
+{
+    memset(ev, 0, sizeof *ev);
+    const char *p = body;
+    while (p && *p) {
+        const char *end = strstr(p, "\n\n");
+        if (!end)
+            return -1; /* an event without its terminating blank line */
+        if (strncmp(p, "data: ", 6) != 0)
+            return -1;
+        size_t len = (size_t)(end - p - 6);
+        char **nd = realloc(ev->data, (ev->n + 1) * sizeof *nd);
+        if (!nd)
+            return -1;
+        ev->data = nd;
+        ev->data[ev->n] = strndup(p + 6, len);
+        if (!ev->data[ev->n])
+            return -1;
+        ev->n++;
+        p = end + 2;
+    }
+    return 0;
+}
+
+void tc_events_free(tc_events *ev)
+{
+    for (size_t i = 0; i < ev->n; i++)
+        free(ev->data[i]);
+    free(ev->data);
+    memset(ev, 0, sizeof *ev);
+}
+
+int tc_count_words(const char *s)
+{
+    int n = 0, in = 0;
+    for (; s && *s; s++) {
+        int sp = isspace((unsigned char)*s);
+        if (!sp && !in)
+            n++;
+        in = !sp;
+    }
+    return n;
+}
+
+eng_engine *tc_start(const char *spec)
+{
+    eng_config cfg;
+    char err[256];
+    eng_engine *e = NULL;
+    eng_config_default(&cfg);
+    cfg.port = 0;
+    if (eng_parse_spec(spec, &cfg, err, sizeof err) != 0 || eng_start(&cfg, &e, err, sizeof err) != 0) {
+        fprintf(stderr, "cannot start engine \"%s\": %s\n", spec, err);
+        exit(1);
+    }
+    return e;
+}
+
+static size_t on_stream(char *p, size_t sz, size_t n, void *ud)
+{
+    tc_stream *s = ud;
+    if (ll_buf_append(&s->pending, p, sz * n))
+        return 0;
+    char *start = s->pending.p, *end;
+    while ((end = strstr(start, "\n\n")) != NULL) {
+        *end = '\0';
+        if (strcmp(start, "data: [DONE]") == 0)
+            s->done = 1;
+        else if (strstr(start, "\"content\":\" ") || strstr(start, "\"reasoning_content\":\" ") ||
+                 strstr(start, "\"text\":\" ") || strstr(start, "\"text\":\"<think> "))
+            s->tokens++;
+        start = end + 2;
+    }
+    size_t rest = s->pending.len - (size_t)(start - s->pending.p);
+    memmove(s->pending.p, start, rest);
+    s->pending.len = rest;
+    s->pending.p[rest] = '\0';
+    return sz * n;
+}
+
+int tc_streams(const char *url, const char *body, int n, tc_stream *out)
+{
+    CURLM *m = curl_multi_init();
+    CURL **h = calloc((size_t)n, sizeof *h);
+    struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
+    int rc = -1;
+    memset(out, 0, (size_t)n * sizeof *out);
+    if (!m || !h || !hdr)
+        goto out;
+    curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, (long)n);
+    curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, 0L);
+    for (int i = 0; i < n; i++) {
+        h[i] = curl_easy_init();
+        if (!h[i])
+            goto out;
+        curl_easy_setopt(h[i], CURLOPT_URL, url);
+        curl_easy_setopt(h[i], CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(h[i], CURLOPT_TIMEOUT, 120L);
+        curl_easy_setopt(h[i], CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(h[i], CURLOPT_HTTPHEADER, hdr);
+        curl_easy_setopt(h[i], CURLOPT_WRITEFUNCTION, on_stream);
+        curl_easy_setopt(h[i], CURLOPT_WRITEDATA, &out[i]);
+        curl_easy_setopt(h[i], CURLOPT_PRIVATE, &out[i]);
+        if (curl_multi_add_handle(m, h[i]) != CURLM_OK)
+            goto out;
+    }
+    int running = n;
+    while (running > 0) {
+        if (curl_multi_perform(m, &running) != CURLM_OK)
+            goto out;
+        if (running > 0 && curl_multi_poll(m, NULL, 0, 1000, NULL) != CURLM_OK)
+            goto out;
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(m, &left)) != NULL) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            tc_stream *s;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&s);
+            s->curl_rc = (int)msg->data.result;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &s->status);
+        }
+    }
+    rc = 0;
+out:
+    for (int i = 0; h && i < n; i++) {
+        if (h[i]) {
+            curl_multi_remove_handle(m, h[i]);
+            curl_easy_cleanup(h[i]);
+        }
+        ll_buf_free(&out[i].pending);
+    }
+    free(h);
+    curl_slist_free_all(hdr);
+    if (m)
+        curl_multi_cleanup(m);
+    return rc;
+}
+
+static void *bg_main(void *arg)
+{
+    tc_bg *b = arg;
+    tc_request("POST", b->url, b->body, -1, &b->resp);
+    return NULL;
+}
+
+void tc_bg_start(tc_bg *b, const char *url, const char *body)
+{
+    b->url = url;
+    b->body = body;
+    if (pthread_create(&b->th, NULL, bg_main, b) != 0) {
+        fprintf(stderr, "pthread_create failed\n");
+        exit(1);
+    }
+}
+
+void tc_bg_join(tc_bg *b) { pthread_join(b->th, NULL); }
+
+int tc_stream_tokens(const char *body)
+{
+    tc_events ev;
+    int n = 0, done = 0;
+    if (tc_sse_split(body, &ev) != 0) {
+        tc_events_free(&ev);
+        return -1;
+    }
+    for (size_t i = 0; i < ev.n; i++) {
+        if (strstr(ev.data[i], "\"content\":\" ") || strstr(ev.data[i], "\"text\":\" "))
+            n++;
+        if (strcmp(ev.data[i], "[DONE]") == 0)
+            done = 1;
+    }
+    tc_events_free(&ev);
+    return done ? n : -1;
+}
+
+double tc_metric(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (strncmp(p, name, n) == 0 && p[n] == ' ')
+            return strtod(p + n + 1, NULL);
+    return -1;
+}

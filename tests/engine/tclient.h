@@ -1,0 +1,67 @@
+/* tclient.h: the few libcurl helpers the engine tests share (a blocking
+ * request, SSE event splitting, starting an engine from a spec). */
+#ifndef LOADLAW_TESTS_ENGINE_TCLIENT_H
+#define LOADLAW_TESTS_ENGINE_TCLIENT_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+#include "common.h"
+#include "engine.h"
+
+typedef struct tc_resp {
+    long status;       /* HTTP status, 0 when the transfer failed */
+    int curl_rc;       /* CURLcode */
+    ll_buf body;
+    char allow[64];    /* Allow header, if any */
+} tc_resp;
+
+/* method: "GET" or "POST"; body may be NULL; body_len < 0 means strlen. */
+int tc_request(const char *method, const char *url, const char *body, long body_len, tc_resp *out);
+void tc_resp_free(tc_resp *r);
+
+/* The payloads of "data: ..." events, in order (caller frees with tc_events_free). */
+typedef struct tc_events {
+    char **data;
+    size_t n;
+} tc_events;
+int tc_sse_split(const char *body, tc_events *ev);
+void tc_events_free(tc_events *ev);
+
+/* Words (whitespace-separated) in s. */
+int tc_count_words(const char *s);
+
+/* Start an engine on an ephemeral loopback port from a spec; aborts the test
+ * program when it fails (nothing else can be tested then). */
+eng_engine *tc_start(const char *spec);
+
+
+
+/* Run n identical streaming requests at once on one curl multi handle and
+ * count, per transfer, its token chunks and whether [DONE] arrived. */
+typedef struct tc_stream {
+    long status;
+    int curl_rc;
+    int tokens;        /* chunks carrying a token (text beginning with a space) */
+    int done;          /* saw data: [DONE] */
+    ll_buf pending;    /* bytes of an event not yet complete */
+} tc_stream;
+int tc_streams(const char *url, const char *body, int n, tc_stream *out);
+
+/* A blocking request on its own thread (so a test can act while it runs). */
+typedef struct tc_bg {
+    const char *url;
+    const char *body;
+    tc_resp resp;
+    pthread_t th;
+} tc_bg;
+void tc_bg_start(tc_bg *b, const char *url, const char *body); /* exits on failure */
+void tc_bg_join(tc_bg *b);
+
+/* Tokens in a complete SSE body (content/text chunks); -1 without [DONE]. */
+int tc_stream_tokens(const char *body);
+
+/* Value of the Prometheus sample `name` (with its labels) in text; -1 if absent. */
+double tc_metric(const char *text, const char *name);
+
+#endif

@@ -1,0 +1,426 @@
+/* test_engine_api.c: the OpenAI-compatible protocol on a real socket, driven
+ * with libcurl: chunk format and order, exact thinking/answer counts and
+ * usage (chat and completions, streaming and not), continuous usage, finish
+ * reasons, every bad input answered while a stream is in flight, /metrics,
+ * /v1/models and /health. (Queue, disconnect, stop and profiler:
+ * test_engine_control.c.) */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "tclient.h"
+#include "testutil.h"
+
+static char base[128];
+static long g_gen_tokens; /* tokens the main engine must have generated */
+
+static void url_of(char *out, size_t n, const char *path) { snprintf(out, n, "%s%s", base, path); }
+
+static int post(const char *path, const char *body, tc_resp *r)
+{
+    char u[256];
+    url_of(u, sizeof u, path);
+    return tc_request("POST", u, body, -1, r);
+}
+
+static const cJSON *choice0(const cJSON *o)
+{
+    return cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(o, "choices"), 0);
+}
+
+static const cJSON *at(const cJSON *o, const char *a, const char *b)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, a);
+    return b ? cJSON_GetObjectItemCaseSensitive(x, b) : x;
+}
+
+/* ---- streaming chat: order, kinds, finish, usage --------------------------- */
+static void test_chat_stream(void)
+{
+    tc_resp r;
+    tc_events ev;
+    post("/v1/chat/completions",
+         "{\"model\":\"m-test\",\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},"
+         "{\"role\":\"user\",\"content\":\"hello  big\\nworld\"}],\"max_tokens\":7,\"think_tokens\":3,"
+         "\"stream\":true,\"stream_options\":{\"include_usage\":true},\"temperature\":0.7}",
+         &r);
+    CHECK(r.status == 200, "chat stream status %ld", r.status);
+    CHECK(tc_sse_split(r.body.p, &ev) == 0, "SSE framing: %s", r.body.p);
+    CHECK(ev.n == 10, "events: got %zu want role + 7 tokens + usage + [DONE]", ev.n);
+    if (ev.n == 10) {
+        char id[64] = "";
+        for (size_t i = 0; i < 9; i++) {
+            cJSON *o = cJSON_Parse(ev.data[i]);
+            CHECK(o != NULL, "event %zu is JSON: %s", i, ev.data[i]);
+            if (!o)
+                continue;
+            const char *oid = ll_json_str(o, "id", "");
+            if (i == 0)
+                snprintf(id, sizeof id, "%s", oid);
+            CHECK(strcmp(oid, id) == 0 && strncmp(id, "chatcmpl-", 9) == 0, "one id: %s vs %s", oid, id);
+            CHECK(strcmp(ll_json_str(o, "object", ""), "chat.completion.chunk") == 0, "object");
+            CHECK(strcmp(ll_json_str(o, "model", ""), "m-test") == 0, "model");
+            const cJSON *c = choice0(o), *d = at(c, "delta", NULL);
+            const cJSON *fr = at(c, "finish_reason", NULL);
+            if (i == 0) {
+                CHECK(strcmp(ll_json_str(d, "role", ""), "assistant") == 0, "first chunk has the role");
+            } else if (i <= 7) {
+                const char *rc = ll_json_str(d, "reasoning_content", NULL);
+                const char *ct = ll_json_str(d, "content", NULL);
+                if (i <= 3)
+                    CHECK(rc && !ct && rc[0] == ' ' && tc_count_words(rc) == 1,
+                          "chunk %zu is one thinking token", i);
+                else
+                    CHECK(ct && !rc && ct[0] == ' ' && tc_count_words(ct) == 1,
+                          "chunk %zu is one answer token", i);
+                if (i < 7)
+                    CHECK(cJSON_IsNull(fr), "no finish_reason before the last token (%zu)", i);
+                else
+                    CHECK(cJSON_IsString(fr) && strcmp(fr->valuestring, "length") == 0,
+                          "finish_reason length on the last token chunk");
+                CHECK(!at(o, "usage", NULL), "no usage without continuous_usage_stats");
+            } else {
+                const cJSON *ch = at(o, "choices", NULL);
+                CHECK(cJSON_IsArray(ch) && cJSON_GetArraySize(ch) == 0, "usage chunk has choices []");
+                const cJSON *u = at(o, "usage", NULL);
+                CHECK(ll_json_i64(u, "prompt_tokens", -1) == 5, "prompt_tokens %lld (5 words)",
+                      (long long)ll_json_i64(u, "prompt_tokens", -1));
+                CHECK(ll_json_i64(u, "completion_tokens", -1) == 7, "completion_tokens");
+                CHECK(ll_json_i64(u, "total_tokens", -1) == 12, "total_tokens");
+                CHECK(ll_json_i64(at(u, "completion_tokens_details", NULL), "reasoning_tokens", -1) == 3,
+                      "reasoning_tokens");
+            }
+            cJSON_Delete(o);
+        }
+        CHECK(strcmp(ev.data[9], "[DONE]") == 0, "ends with [DONE]: %s", ev.data[9]);
+    }
+    g_gen_tokens += 7;
+    tc_events_free(&ev);
+    tc_resp_free(&r);
+}
+
+static void test_continuous_usage(void)
+{
+    tc_resp r;
+    tc_events ev;
+    post("/v1/chat/completions",
+         "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a b c\"}]}],"
+         "\"max_completion_tokens\":4,\"think_tokens\":1,\"stream\":true,"
+         "\"stream_options\":{\"continuous_usage_stats\":true}}",
+         &r);
+    CHECK(r.status == 200, "status %ld", r.status);
+    tc_sse_split(r.body.p, &ev);
+    CHECK(ev.n == 6, "role + 4 tokens + [DONE], got %zu", ev.n);
+    for (size_t i = 0; i + 1 < ev.n && ev.n == 6; i++) {
+        cJSON *o = cJSON_Parse(ev.data[i]);
+        const cJSON *u = at(o, "usage", NULL);
+        CHECK(ll_json_i64(u, "completion_tokens", -1) == (int64_t)i && ll_json_i64(u, "prompt_tokens", -1) == 3 &&
+                  ll_json_i64(u, "total_tokens", -1) == 3 + (int64_t)i,
+              "chunk %zu carries running usage", i);
+        cJSON_Delete(o);
+    }
+    g_gen_tokens += 4;
+    tc_events_free(&ev);
+    tc_resp_free(&r);
+}
+
+static void test_chat_nonstream(void)
+{
+    tc_resp r;
+    post("/v1/chat/completions",
+         "{\"messages\":[{\"role\":\"user\",\"content\":\"one two three four five\"}],"
+         "\"max_tokens\":6,\"think_tokens\":2}",
+         &r);
+    CHECK(r.status == 200, "status %ld", r.status);
+    cJSON *o = cJSON_Parse(r.body.p);
+    const cJSON *m = at(choice0(o), "message", NULL);
+    CHECK(strcmp(ll_json_str(o, "object", ""), "chat.completion") == 0, "object chat.completion");
+    CHECK(tc_count_words(ll_json_str(m, "reasoning_content", "")) == 2, "2 thinking words");
+    CHECK(tc_count_words(ll_json_str(m, "content", "")) == 4, "4 answer words");
+    CHECK(strcmp(ll_json_str(choice0(o), "finish_reason", ""), "length") == 0, "finish length");
+    const cJSON *u = at(o, "usage", NULL);
+    CHECK(ll_json_i64(u, "prompt_tokens", -1) == 5 && ll_json_i64(u, "completion_tokens", -1) == 6 &&
+              ll_json_i64(u, "total_tokens", -1) == 11 &&
+              ll_json_i64(at(u, "completion_tokens_details", NULL), "reasoning_tokens", -1) == 2,
+          "usage: %s", r.body.p);
+    g_gen_tokens += 6;
+    cJSON_Delete(o);
+    tc_resp_free(&r);
+}
+
+static void test_completions(void)
+{
+    tc_resp r;
+    tc_events ev;
+    post("/v1/completions",
+         "{\"prompt\":\"one two three four\",\"max_tokens\":5,\"stream\":true,"
+         "\"stream_options\":{\"include_usage\":true}}",
+         &r);
+    CHECK(r.status == 200, "status %ld", r.status);
+    tc_sse_split(r.body.p, &ev);
+    CHECK(ev.n == 7, "5 tokens + usage + [DONE], got %zu", ev.n);
+    for (size_t i = 0; i < 5 && ev.n == 7; i++) {
+        cJSON *o = cJSON_Parse(ev.data[i]);
+        const char *t = ll_json_str(choice0(o), "text", "");
+        CHECK(strcmp(ll_json_str(o, "object", ""), "text_completion") == 0, "object");
+        CHECK(t[0] == ' ' && tc_count_words(t) == 1, "chunk %zu is one token", i);
+        const cJSON *fr = at(choice0(o), "finish_reason", NULL);
+        CHECK(i < 4 ? cJSON_IsNull(fr) : (cJSON_IsString(fr) && strcmp(fr->valuestring, "length") == 0),
+              "finish on the last token only (%zu)", i);
+        cJSON_Delete(o);
+    }
+    if (ev.n == 7) {
+        cJSON *o = cJSON_Parse(ev.data[5]);
+        const cJSON *u = at(o, "usage", NULL);
+        CHECK(ll_json_i64(u, "prompt_tokens", -1) == 4 && ll_json_i64(u, "completion_tokens", -1) == 5,
+              "completions usage: %s", ev.data[5]);
+        cJSON_Delete(o);
+        CHECK(strcmp(ev.data[6], "[DONE]") == 0, "[DONE]");
+    }
+    tc_events_free(&ev);
+    tc_resp_free(&r);
+
+    /* thinking inline between <think> tags, one token per chunk */
+    post("/v1/completions", "{\"prompt\":[\"a b\",\"c\"],\"max_tokens\":4,\"think_tokens\":2,\"stream\":true}", &r);
+    tc_sse_split(r.body.p, &ev);
+    CHECK(ev.n == 5, "4 tokens + [DONE], got %zu", ev.n);
+    if (ev.n == 5) {
+        cJSON *o0 = cJSON_Parse(ev.data[0]), *o1 = cJSON_Parse(ev.data[1]), *o2 = cJSON_Parse(ev.data[2]);
+        const char *t0 = ll_json_str(choice0(o0), "text", ""), *t1 = ll_json_str(choice0(o1), "text", "");
+        const char *t2 = ll_json_str(choice0(o2), "text", "");
+        CHECK(strncmp(t0, "<think> ", 8) == 0, "first thinking token opens <think>: %s", t0);
+        size_t l1 = strlen(t1);
+        CHECK(l1 > 8 && strcmp(t1 + l1 - 8, "</think>") == 0, "last thinking token closes: %s", t1);
+        CHECK(!strchr(t2, '<') && t2[0] == ' ', "answer token plain: %s", t2);
+        cJSON_Delete(o0);
+        cJSON_Delete(o1);
+        cJSON_Delete(o2);
+    }
+    tc_events_free(&ev);
+    tc_resp_free(&r);
+
+    post("/v1/completions", "{\"prompt\":\"x y\",\"max_tokens\":3}", &r);
+    cJSON *o = cJSON_Parse(r.body.p);
+    CHECK(tc_count_words(ll_json_str(choice0(o), "text", "")) == 3, "non-stream text: %s", r.body.p);
+    CHECK(ll_json_i64(at(o, "usage", NULL), "completion_tokens", -1) == 3 &&
+              ll_json_i64(at(o, "usage", NULL), "prompt_tokens", -1) == 2,
+          "non-stream completions usage");
+    cJSON_Delete(o);
+    tc_resp_free(&r);
+    g_gen_tokens += 5 + 4 + 3;
+}
+
+/* The engine runs with stop_after=50: without ignore_eos a request ends early
+ * with "stop" (not before min_tokens); with it, at max_tokens with "length". */
+static void test_finish_reasons(void)
+{
+    static const struct { const char *extra; int want; const char *fr; } cases[] = {
+        {"", 50, "stop"},
+        {",\"min_tokens\":60", 60, "stop"},
+        {",\"ignore_eos\":true", 80, "length"},
+    };
+    for (size_t i = 0; i < 3; i++) {
+        char body[256];
+        tc_resp r;
+        snprintf(body, sizeof body, "{\"prompt\":\"p\",\"max_tokens\":80%s}", cases[i].extra);
+        post("/v1/completions", body, &r);
+        cJSON *o = cJSON_Parse(r.body.p);
+        CHECK(tc_count_words(ll_json_str(choice0(o), "text", "")) == cases[i].want &&
+                  ll_json_i64(at(o, "usage", NULL), "completion_tokens", -1) == cases[i].want,
+              "case %zu: %d tokens", i, cases[i].want);
+        CHECK(strcmp(ll_json_str(choice0(o), "finish_reason", ""), cases[i].fr) == 0, "case %zu: %s", i,
+              cases[i].fr);
+        g_gen_tokens += cases[i].want;
+        cJSON_Delete(o);
+        tc_resp_free(&r);
+    }
+}
+
+/* ---- bad input while a stream is in flight ---------------------------------- */
+static void expect_error(const char *method, const char *path, const char *body, long body_len,
+                         long status, const char *param, const char *what)
+{
+    char u[256];
+    tc_resp r;
+    url_of(u, sizeof u, path);
+    tc_request(method, u, body, body_len, &r);
+    CHECK(r.status == status, "%s: status %ld want %ld (%s)", what, r.status, status, r.body.p);
+    cJSON *o = cJSON_Parse(r.body.p);
+    const cJSON *e = at(o, "error", NULL);
+    const char *msg = ll_json_str(e, "message", "");
+    const cJSON *p = at(e, "param", NULL);
+    CHECK(*msg && cJSON_IsString(at(e, "type", NULL)) && ll_json_i64(e, "code", 0) == status,
+          "%s: OpenAI-style error body: %s", what, r.body.p);
+    if (param)
+        CHECK(cJSON_IsString(p) && strcmp(p->valuestring, param) == 0, "%s: param %s: %s", what, param, r.body.p);
+    else
+        CHECK(cJSON_IsNull(p), "%s: param null: %s", what, r.body.p);
+    if (status == 405)
+        CHECK(r.allow[0] != '\0', "%s: Allow header", what);
+    cJSON_Delete(o);
+    tc_resp_free(&r);
+}
+
+static void test_bad_input(void)
+{
+    char u[256];
+    tc_bg bg;
+    url_of(u, sizeof u, "/v1/chat/completions");
+    tc_bg_start(&bg, u, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":300,"
+                     "\"ignore_eos\":true,\"stream\":true}");
+    usleep(20000); /* the stream is under way */
+    const char *chat = "/v1/chat/completions";
+    expect_error("POST", chat, "{\"messages\":[{\"role\":\"user\",", -1, 400, NULL, "malformed JSON");
+    expect_error("POST", chat, "[1,2]", -1, 400, NULL, "not an object");
+    expect_error("POST", chat, "", -1, 400, NULL, "empty body");
+    expect_error("POST", chat, "{\"max_tokens\":3}", -1, 400, "messages", "missing messages");
+    expect_error("POST", chat, "{\"messages\":\"hi\"}", -1, 400, "messages", "messages wrong type");
+    expect_error("POST", chat, "{\"messages\":[{\"role\":\"user\",\"content\":7}]}", -1, 400, "messages",
+                 "content wrong type");
+    expect_error("POST", "/v1/completions", "{\"max_tokens\":3}", -1, 400, "prompt", "missing prompt");
+    expect_error("POST", "/v1/completions", "{\"prompt\":5}", -1, 400, "prompt", "prompt wrong type");
+    expect_error("POST", chat, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":0}", -1,
+                 400, "max_tokens", "max_tokens 0");
+    expect_error("POST", chat, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":-3}", -1,
+                 400, "max_tokens", "max_tokens negative");
+    expect_error("POST", chat, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":1001}", -1,
+                 400, "max_tokens", "max_tokens over the limit");
+    expect_error("POST", chat, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":\"ten\"}",
+                 -1, 400, "max_tokens", "max_tokens wrong type");
+    expect_error("POST", chat, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":2.5}", -1,
+                 400, "max_tokens", "max_tokens not an integer");
+    expect_error("POST", chat, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream\":\"yes\"}", -1,
+                 400, "stream", "stream wrong type");
+    expect_error("POST", chat, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"temperature\":9}", -1,
+                 400, "temperature", "temperature out of range");
+    expect_error("POST", chat, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream_options\":3}",
+                 -1, 400, "stream_options", "stream_options wrong type");
+    expect_error("POST", chat, "{\"model\":\"gpt-9\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", -1,
+                 404, "model", "unknown model");
+    expect_error("POST", chat, "{\"model\":3,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", -1, 400,
+                 "model", "model wrong type");
+    char big[6000];
+    memset(big, 'w', sizeof big);
+    memcpy(big, "{\"prompt\":\"", 11);
+    memcpy(big + sizeof big - 3, "\"}", 3);
+    expect_error("POST", "/v1/completions", big, -1, 413, NULL, "body over the limit");
+    expect_error("GET", chat, NULL, 0, 405, NULL, "GET on a POST route");
+    expect_error("POST", "/v1/models", "{}", -1, 405, NULL, "POST on a GET route");
+    expect_error("GET", "/v2/nothing", NULL, 0, 404, NULL, "unknown path");
+
+    tc_bg_join(&bg);
+    CHECK(bg.resp.status == 200 && tc_stream_tokens(bg.resp.body.p) == 300,
+          "the stream in flight completed all 300 tokens (status %ld, %d tokens)", bg.resp.status,
+          tc_stream_tokens(bg.resp.body.p));
+    tc_resp_free(&bg.resp);
+    g_gen_tokens += 300;
+
+    tc_resp r;
+    post("/v1/completions", "{\"prompt\":\"still here\",\"max_tokens\":2}", &r);
+    CHECK(r.status == 200, "server keeps serving after bad input");
+    g_gen_tokens += 2;
+    tc_resp_free(&r);
+}
+
+static void test_models_health(const char *model)
+{
+    char u[256];
+    tc_resp r;
+    url_of(u, sizeof u, "/v1/models");
+    tc_request("GET", u, NULL, 0, &r);
+    cJSON *o = cJSON_Parse(r.body.p);
+    const cJSON *m = cJSON_GetArrayItem(at(o, "data", NULL), 0);
+    CHECK(r.status == 200 && strcmp(ll_json_str(o, "object", ""), "list") == 0 &&
+              strcmp(ll_json_str(m, "id", ""), model) == 0,
+          "models: %s", r.body.p);
+    cJSON_Delete(o);
+    tc_resp_free(&r);
+    url_of(u, sizeof u, "/health");
+    tc_request("GET", u, NULL, 0, &r);
+    CHECK(r.status == 200, "health %ld", r.status);
+    tc_resp_free(&r);
+}
+
+/* ---- /metrics: Prometheus text that parses and agrees with the step log ---- */
+static void test_metrics(eng_engine *e)
+{
+    char u[256];
+    tc_resp r;
+    usleep(20000); /* the last step's counters land right after its tokens */
+    url_of(u, sizeof u, "/metrics");
+    tc_request("GET", u, NULL, 0, &r);
+    CHECK(r.status == 200, "metrics status");
+    /* every sample line: name{labels} value, value a number */
+    int lines = 0, bad = 0;
+    double prev_bucket = -1;
+    int buckets_ok = 1;
+    char *copy = strdup(r.body.p);
+    for (char *line = strtok(copy, "\n"); line; line = strtok(NULL, "\n")) {
+        if (line[0] == '#')
+            continue;
+        lines++;
+        char *sp = strrchr(line, ' ');
+        char *end = NULL;
+        if (!sp || (strtod(sp + 1, &end), end == sp + 1 || *end))
+            bad++;
+        if (strncmp(line, "loadlaw_step_duration_seconds_bucket", 36) == 0 && sp) {
+            double v = strtod(sp + 1, NULL);
+            if (v < prev_bucket)
+                buckets_ok = 0;
+            prev_bucket = v;
+        }
+    }
+    free(copy);
+    CHECK(lines >= 20 && bad == 0, "%d sample lines, %d malformed", lines, bad);
+    CHECK(buckets_ok, "histogram buckets are cumulative");
+    size_t n = eng_step_count(e);
+    eng_step *log = calloc(n ? n : 1, sizeof *log);
+    size_t got = eng_steps(e, 0, log, n);
+    double prompt = 0;
+    for (size_t i = 0; i < got; i++)
+        prompt += log[i].prefill_tok;
+    const char *t = r.body.p;
+    CHECK(tc_metric(t, "loadlaw_steps_total") == (double)got && got > 0, "steps_total %g vs log %zu",
+          tc_metric(t, "loadlaw_steps_total"), got);
+    CHECK(tc_metric(t, "loadlaw_step_duration_seconds_count") == (double)got, "histogram count");
+    CHECK(tc_metric(t, "loadlaw_step_duration_seconds_bucket{le=\"+Inf\"}") == (double)got, "+Inf bucket");
+    CHECK(tc_metric(t, "loadlaw_prompt_tokens_total") == prompt, "prompt tokens %g vs log %g",
+          tc_metric(t, "loadlaw_prompt_tokens_total"), prompt);
+    CHECK(tc_metric(t, "loadlaw_generation_tokens_total") == (double)g_gen_tokens,
+          "generation tokens %g want %ld", tc_metric(t, "loadlaw_generation_tokens_total"), g_gen_tokens);
+    CHECK(tc_metric(t, "loadlaw_running_requests") == 0 && tc_metric(t, "loadlaw_waiting_requests") == 0,
+          "idle engine: nothing running or waiting");
+    CHECK(tc_metric(t, "loadlaw_phase_seconds_total{phase=\"decode\"}") > 0, "decode phase time");
+    free(log);
+    tc_resp_free(&r);
+}
+
+int main(void)
+{
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        return 1;
+    char dir[] = "/tmp/loadlaw-engtest-XXXXXX";
+    if (!mkdtemp(dir))
+        return 1;
+    char spec[256];
+    snprintf(spec, sizeof spec,
+             "law=1+0.05n,stop_after=50,max_tokens_limit=1000,max_body=4096,model=m-test,profile_dir=%s", dir);
+    eng_engine *e = tc_start(spec);
+    snprintf(base, sizeof base, "%s", eng_url(e));
+
+    test_chat_stream();
+    test_continuous_usage();
+    test_chat_nonstream();
+    test_completions();
+    test_finish_reasons();
+    test_bad_input();
+    test_models_health("m-test");
+    test_metrics(e);
+    eng_stop(e);
+    rmdir(dir);
+    curl_global_cleanup();
+    TEST_MAIN_END();
+}

@@ -1,0 +1,72 @@
+/* test_engine_config.c: the law parser, the spec parser and engine start-up
+ * errors: what `loadlaw serve` flags and `sweep --engine` specs rely on. */
+#include <string.h>
+
+#include "engine.h"
+#include "testutil.h"
+
+int main(void)
+{
+    eng_config c;
+    char err[256];
+
+    eng_config_default(&c);
+    CHECK(c.max_running == 256 && c.prefill_budget_tok == 2048 && c.time_scale == 1 &&
+          c.max_waiting == 8192 && c.max_body_bytes == (1u << 20), "defaults");
+    CHECK(eng_parse_law("52+30n", &c, err, sizeof err) == 0, "%s", err);
+    CHECK_NEAR(c.law_a_ms, 52, 0, "a");
+    CHECK_NEAR(c.law_b_ms, 30, 0, "b");
+    CHECK(eng_parse_law(" 30n + 1.5 + 0.25c+0.01p ", &c, err, sizeof err) == 0, "%s", err);
+    CHECK_NEAR(c.law_a_ms, 1.5, 0, "a reordered");
+    CHECK_NEAR(c.law_b_ms, 30, 0, "b reordered");
+    CHECK_NEAR(c.law_c_ms_per_ktok, 0.25, 0, "c");
+    CHECK_NEAR(c.law_p_ms_per_tok, 0.01, 0, "p");
+    CHECK(eng_parse_law("7", &c, err, sizeof err) == 0 && c.law_b_ms == 0 && c.law_c_ms_per_ktok == 0,
+          "constant-only law resets the other terms");
+    CHECK(eng_parse_law("52+30x", &c, err, sizeof err) != 0 && strstr(err, "30x"), "bad term: %s", err);
+    CHECK(eng_parse_law("52+30n+4n", &c, err, sizeof err) != 0 && strstr(err, "twice"), "dup: %s", err);
+    CHECK(eng_parse_law("", &c, err, sizeof err) != 0, "empty law");
+    CHECK(eng_parse_law("-1+3n", &c, err, sizeof err) != 0, "negative term");
+    CHECK(eng_parse_law("52+", &c, err, sizeof err) != 0, "dangling plus");
+
+    eng_config_default(&c);
+    CHECK(eng_parse_spec("backend=synthetic,law=52+30n,time_scale=0.05,jitter=0.02,think=64,"
+                         "max_running=128,prefill_budget=4k,seed=7,attn=naive,heads=16,topk=512,"
+                         "threads=2,stop_after=9,model=m1,max_body=2k",
+                         &c, err, sizeof err) == 0, "%s", err);
+    CHECK(c.backend == ENG_BACKEND_SYNTHETIC && c.law_a_ms == 52 && c.law_b_ms == 30, "spec law");
+    CHECK_NEAR(c.time_scale, 0.05, 0, "time_scale");
+    CHECK_NEAR(c.jitter_frac, 0.02, 0, "jitter");
+    CHECK(c.think_tokens == 64 && c.max_running == 128 && c.prefill_budget_tok == 4000 && c.seed == 7,
+          "ints: think %d running %d budget %d seed %llu", c.think_tokens, c.max_running,
+          c.prefill_budget_tok, (unsigned long long)c.seed);
+    CHECK(strcmp(c.attn, "naive") == 0 && c.heads == 16 && c.topk == 512 && c.threads == 2, "cpu keys");
+    CHECK(c.stop_after_tok == 9 && strcmp(c.model, "m1") == 0 && c.max_body_bytes == 2000, "added keys");
+    CHECK(eng_parse_spec("max_running=32", &c, err, sizeof err) == 0 && c.max_running == 32 &&
+          c.law_b_ms == 30, "unnamed fields keep their value");
+    CHECK(eng_parse_spec("law=1+1n,bogus=3", &c, err, sizeof err) != 0 && strstr(err, "bogus"),
+          "unknown key named: %s", err);
+    CHECK(eng_parse_spec("max_running", &c, err, sizeof err) != 0 && strstr(err, "key=value"), "%s", err);
+    CHECK(eng_parse_spec("max_running=0", &c, err, sizeof err) != 0 && strstr(err, "max_running"), "%s", err);
+    CHECK(eng_parse_spec("time_scale=0", &c, err, sizeof err) != 0, "time_scale 0");
+    CHECK(eng_parse_spec("backend=tpu", &c, err, sizeof err) != 0 && strstr(err, "tpu"), "%s", err);
+    CHECK(eng_config_set(&c, "jitter", "abc", err, sizeof err) != 0 && strstr(err, "jitter"), "%s", err);
+
+    /* start-up failures come back as errors, never a crash */
+    eng_engine *e = NULL;
+    eng_config_default(&c);
+    c.port = 0;
+    c.bind_addr = "not-an-address";
+    CHECK(eng_start(&c, &e, err, sizeof err) != 0 && e == NULL && strstr(err, "not-an-address"), "%s", err);
+    eng_config_default(&c);
+    c.backend = ENG_BACKEND_CUDA;
+    CHECK(eng_start(&c, &e, err, sizeof err) != 0 && strstr(err, "cuda"), "%s", err);
+    eng_config_default(&c);
+    c.port = 0;
+    CHECK(eng_start(&c, &e, err, sizeof err) == 0 && e && eng_port(e) > 0, "%s", err);
+    if (e) {
+        CHECK(strncmp(eng_url(e), "http://127.0.0.1:", 17) == 0, "url %s", eng_url(e));
+        eng_stop(e);
+    }
+    TEST_MAIN_END();
+}

@@ -1,0 +1,277 @@
+/* test_engine_control.c: the engine's control paths on a real socket: the
+ * profiler trace (/start_profile with num_steps, gzip, until /stop_profile),
+ * a full queue answering 503, a client that disconnects freeing its slot,
+ * and eng_stop with streams running, queued and a capture waiting. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <zlib.h>
+
+#include "tclient.h"
+#include "testutil.h"
+
+static char base[128];
+
+static int post(const char *path, const char *body, tc_resp *r)
+{
+    char u[256];
+    snprintf(u, sizeof u, "%s%s", base, path);
+    return tc_request("POST", u, body, -1, r);
+}
+
+static const cJSON *at(const cJSON *o, const char *a, const char *b)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, a);
+    return b ? cJSON_GetObjectItemCaseSensitive(x, b) : x;
+}
+
+/* ---- profiler trace ------------------------------------------------------- */
+static cJSON *read_trace(const char *path)
+{
+    ll_buf b = {0};
+    gzFile f = gzopen(path, "rb"); /* reads plain files too */
+    if (!f)
+        return NULL;
+    char chunk[65536];
+    int n;
+    while ((n = gzread(f, chunk, sizeof chunk)) > 0)
+        ll_buf_append(&b, chunk, (size_t)n);
+    gzclose(f);
+    cJSON *o = b.p ? cJSON_Parse(b.p) : NULL;
+    ll_buf_free(&b);
+    return o;
+}
+
+static void check_trace(const char *path, int want_steps, const char *what)
+{
+    cJSON *o = read_trace(path);
+    CHECK(o != NULL, "%s: trace %s parses", what, path);
+    int steps = 0, kernels = 0, good = 1;
+    const cJSON *ev;
+    cJSON_ArrayForEach(ev, at(o, "traceEvents", NULL)) {
+        const char *cat = ll_json_str(ev, "cat", "");
+        if (strcmp(cat, "user_annotation") == 0) {
+            steps++;
+            good &= ll_json_i64(at(ev, "args", NULL), "n_decode", -1) >= 0 && ll_json_num(ev, "dur", -1) > 0;
+        } else if (strcmp(cat, "kernel") == 0) {
+            kernels++;
+            good &= strcmp(ll_json_str(ev, "ph", ""), "X") == 0 && ll_json_i64(ev, "pid", -1) == 0 &&
+                    ll_json_i64(ev, "tid", -1) == 7 && ll_json_i64(at(ev, "args", NULL), "stream", -1) == 7 &&
+                    ll_json_num(ev, "dur", -1) >= 0 && ll_json_num(ev, "ts", -1) > 0 &&
+                    (!strcmp(ll_json_str(ev, "name", ""), "decode") ||
+                     !strcmp(ll_json_str(ev, "name", ""), "prefill"));
+        }
+    }
+    if (want_steps > 0)
+        CHECK(steps == want_steps, "%s: %d step events want %d", what, steps, want_steps);
+    else
+        CHECK(steps > 0, "%s: some step events", what);
+    CHECK(kernels >= steps && good, "%s: %d kernel events laid out like PyTorch's", what, kernels);
+    cJSON_Delete(o);
+}
+
+static void test_profile(const char *dir)
+{
+    char u[256], body[512];
+    tc_bg bg;
+    tc_resp r;
+    snprintf(u, sizeof u, "%s/v1/completions", base);
+    tc_bg_start(&bg, u, "{\"prompt\":\"p q r\",\"max_tokens\":120,\"ignore_eos\":true,\"stream\":true}");
+    usleep(10000);
+    snprintf(body, sizeof body, "{\"num_steps\":5,\"output_dir\":\"%s\"}", dir);
+    post("/start_profile", body, &r);
+    cJSON *o = cJSON_Parse(r.body.p);
+    const char *path = ll_json_str(o, "path", "");
+    CHECK(r.status == 200 && strstr(path, dir) == path && ll_json_i64(o, "num_steps", -1) == 5,
+          "start_profile num_steps answers with the file: %s", r.body.p);
+    check_trace(path, 5, "num_steps trace");
+    unlink(path);
+    cJSON_Delete(o);
+    tc_resp_free(&r);
+
+    snprintf(body, sizeof body, "{\"num_steps\":3,\"output_dir\":\"%s\",\"gzip\":true}", dir);
+    post("/start_profile", body, &r);
+    o = cJSON_Parse(r.body.p);
+    path = ll_json_str(o, "path", "");
+    size_t pl = strlen(path);
+    CHECK(r.status == 200 && pl > 3 && strcmp(path + pl - 3, ".gz") == 0, "gzip trace: %s", r.body.p);
+    check_trace(path, 3, "gzip trace");
+    unlink(path);
+    cJSON_Delete(o);
+    tc_resp_free(&r);
+
+    /* until /stop_profile (empty body; output_dir from --profile-dir) */
+    post("/start_profile", "", &r);
+    CHECK(r.status == 200 && strstr(r.body.p, "started"), "start_profile with empty body: %s", r.body.p);
+    tc_resp_free(&r);
+    post("/start_profile", "", &r);
+    CHECK(r.status == 400, "a second capture is refused: %ld", r.status);
+    tc_resp_free(&r);
+    usleep(30000);
+    post("/stop_profile", "", &r);
+    o = cJSON_Parse(r.body.p);
+    path = ll_json_str(o, "path", "");
+    CHECK(r.status == 200 && strstr(path, dir) == path && ll_json_i64(o, "num_steps", 0) > 0,
+          "stop_profile writes: %s", r.body.p);
+    check_trace(path, 0, "stop_profile trace");
+    unlink(path);
+    cJSON_Delete(o);
+    tc_resp_free(&r);
+    post("/stop_profile", "", &r);
+    CHECK(r.status == 400, "stop without a capture: %ld", r.status);
+    tc_resp_free(&r);
+    post("/start_profile", "{\"num_steps\":0}", &r);
+    CHECK(r.status == 400, "num_steps 0 refused: %ld", r.status);
+    tc_resp_free(&r);
+
+    tc_bg_join(&bg);
+    CHECK(tc_stream_tokens(bg.resp.body.p) == 120, "stream during profiling complete");
+
+    /* on an idle engine a num_steps capture answers at its timeout, empty */
+    snprintf(body, sizeof body, "{\"num_steps\":3,\"output_dir\":\"%s\",\"timeout_s\":0.2}", dir);
+    int64_t t0 = ll_now_ns();
+    post("/start_profile", body, &r);
+    double waited = (double)(ll_now_ns() - t0) * 1e-9;
+    o = cJSON_Parse(r.body.p);
+    path = ll_json_str(o, "path", "");
+    cJSON *t = read_trace(path);
+    CHECK(r.status == 200 && ll_json_i64(o, "num_steps", -1) == 0 && waited >= 0.15 && waited < 10 &&
+              cJSON_IsArray(at(t, "traceEvents", NULL)),
+          "idle capture ends at its timeout (%.3f s): %s", waited, r.body.p);
+    cJSON_Delete(t);
+    unlink(path);
+    cJSON_Delete(o);
+    tc_resp_free(&r);
+    post("/start_profile", "{\"num_steps\":3,\"timeout_s\":-1}", &r);
+    CHECK(r.status == 400 && strstr(r.body.p, "timeout_s"), "bad timeout_s: %s", r.body.p);
+    tc_resp_free(&r);
+    tc_resp_free(&bg.resp);
+}
+
+/* ---- a full queue answers 503; a client that leaves frees its slot --------- */
+typedef struct abort_ctx {
+    int events;
+    int after;
+} abort_ctx;
+
+static size_t abort_write(char *p, size_t sz, size_t n, void *ud)
+{
+    abort_ctx *a = ud;
+    for (size_t i = 0; i + 1 < sz * n; i++)
+        if (p[i] == '\n' && p[i + 1] == '\n')
+            a->events++;
+    return a->events >= a->after ? 0 : sz * n; /* 0 aborts the transfer */
+}
+
+static void test_queue_and_disconnect(void)
+{
+    eng_engine *e = tc_start("law=2,max_running=1,max_waiting=1");
+    char u[256];
+    snprintf(u, sizeof u, "%s/v1/completions", eng_url(e));
+    const char *body = "{\"prompt\":\"x\",\"max_tokens\":100,\"stream\":true}";
+    tc_bg a, b;
+    tc_bg_start(&a, u, body);
+    usleep(30000);
+    tc_bg_start(&b, u, body);
+    usleep(30000); /* a runs, b waits: the queue (1) is full */
+    tc_resp r;
+    tc_request("POST", u, body, -1, &r);
+    CHECK(r.status == 503, "full queue answers 503, got %ld: %s", r.status, r.body.p);
+    CHECK(strstr(r.body.p, "queue") != NULL, "503 says why: %s", r.body.p);
+    tc_resp_free(&r);
+    tc_bg_join(&a);
+    tc_bg_join(&b);
+    CHECK(tc_stream_tokens(a.resp.body.p) == 100 && tc_stream_tokens(b.resp.body.p) == 100,
+          "both admitted streams complete");
+    tc_resp_free(&a.resp);
+    tc_resp_free(&b.resp);
+
+    /* A 5000-token stream (10 s at 2 ms a step) holds the only slot; its client
+     * leaves after 3 events. The next request must get the slot at once. */
+    CURL *h = curl_easy_init();
+    abort_ctx ac = {0, 3};
+    curl_easy_setopt(h, CURLOPT_URL, u);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, "{\"prompt\":\"x\",\"max_tokens\":5000,\"stream\":true}");
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, abort_write);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &ac);
+    CURLcode rc = curl_easy_perform(h);
+    curl_easy_cleanup(h);
+    CHECK(rc == CURLE_WRITE_ERROR && ac.events >= 3, "client left mid-stream (rc %d)", (int)rc);
+    int64_t t0 = ll_now_ns();
+    tc_request("POST", u, "{\"prompt\":\"y\",\"max_tokens\":5}", -1, &r);
+    double s = (double)(ll_now_ns() - t0) * 1e-9;
+    CHECK(r.status == 200 && s < 5.0, "next request served after the disconnect in %.3f s", s);
+    tc_resp_free(&r);
+    snprintf(u, sizeof u, "%s/metrics", eng_url(e));
+    tc_request("GET", u, NULL, 0, &r);
+    CHECK(tc_metric(r.body.p, "loadlaw_requests_total{outcome=\"cancelled\"}") == 1 &&
+              tc_metric(r.body.p, "loadlaw_requests_total{outcome=\"rejected\"}") == 1,
+          "metrics count one cancelled, one rejected");
+    tc_resp_free(&r);
+    /* the cancelled stream stopped decoding: far fewer steps than its 5000 */
+    CHECK(eng_step_count(e) < 2000, "steps after cancel: %zu", eng_step_count(e));
+    eng_stop(e);
+}
+
+/* eng_stop with streams running, streams queued and a profile capture
+ * waiting: it returns promptly, every client sees its stream cut short. */
+static void test_stop_in_flight(const char *dir)
+{
+    char spec[300];
+    snprintf(spec, sizeof spec, "law=1,max_running=4,profile_dir=%s", dir);
+    eng_engine *e = tc_start(spec);
+    char u[256], up[256];
+    snprintf(u, sizeof u, "%s/v1/completions", eng_url(e));
+    snprintf(up, sizeof up, "%s/start_profile", eng_url(e));
+    enum { NB = 6 };
+    tc_bg bg[NB], prof;
+    for (int i = 0; i < NB; i++)
+        tc_bg_start(&bg[i], u, i % 2 ? "{\"prompt\":\"a\",\"max_tokens\":5000,\"stream\":true}"
+                                  : "{\"prompt\":\"a\",\"max_tokens\":5000}");
+    usleep(50000);
+    tc_bg_start(&prof, up, "{\"num_steps\":1000000}");
+    usleep(50000);
+    int64_t t0 = ll_now_ns();
+    eng_stop(e);
+    double s = (double)(ll_now_ns() - t0) * 1e-9;
+    CHECK(s < 3.0, "eng_stop with work in flight took %.3f s", s);
+    int cut = 0;
+    for (int i = 0; i < NB; i++) {
+        tc_bg_join(&bg[i]);
+        cut += bg[i].resp.curl_rc != 0 || bg[i].resp.status != 200 ||
+               !strstr(bg[i].resp.body.p, i % 2 ? "[DONE]" : "finish_reason");
+        tc_resp_free(&bg[i].resp);
+    }
+    CHECK(cut == NB, "all %d requests were cut short by the stop (%d)", NB, cut);
+    tc_bg_join(&prof);
+    cJSON *o = cJSON_Parse(prof.resp.body.p);
+    const char *path = ll_json_str(o, "path", NULL);
+    if (path)
+        unlink(path); /* the capture so far may be written; either way no hang */
+    cJSON_Delete(o);
+    tc_resp_free(&prof.resp);
+}
+
+int main(void)
+{
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        return 1;
+    char dir[] = "/tmp/loadlaw-engctl-XXXXXX";
+    if (!mkdtemp(dir))
+        return 1;
+    char spec[256];
+    snprintf(spec, sizeof spec, "law=1+0.05n,profile_dir=%s", dir);
+    eng_engine *e = tc_start(spec);
+    snprintf(base, sizeof base, "%s", eng_url(e));
+    test_profile(dir);
+    eng_stop(e);
+
+    test_queue_and_disconnect();
+    test_stop_in_flight(dir);
+    rmdir(dir);
+    curl_global_cleanup();
+    TEST_MAIN_END();
+}

@@ -1,0 +1,59 @@
+/* sim.h (tests/fit): a discrete-event continuous-batching engine that writes a
+ * records.jsonl with known phases, for testing fit/ without real time.
+ *
+ * Each step admits waiting requests (send <= step start) up to a prefill
+ * budget, lasts law(n_decode) + p*prefill_tok (times (1 + jitter*z)), and at
+ * its end gives one token to every decoding sequence and the first token to
+ * each request prefilled in it. Closed loop: a finished request is replaced
+ * at once. Because every event sits on a step boundary, the truth is known:
+ * a stream's gap is one step, N is that step's n_decode, and the sample is
+ * steady exactly when the step had no prefill. The simulator counts these. */
+#ifndef LOADLAW_TEST_FIT_SIM_H
+#define LOADLAW_TEST_FIT_SIM_H
+
+#include <stdint.h>
+
+#define SIM_MAX_LEVELS 8
+
+typedef struct sim_cfg {
+    double a_ms, b_ms;          /* step = a + b*N ... */
+    double knee_n, b2_ms;       /* ... + (b2 - b)*(N - knee) above the knee (knee 0: none) */
+    double p_ms_per_tok;        /* prefill cost per prompt token */
+    double jitter_frac;         /* relative sd of gaussian jitter per step */
+    uint64_t seed;
+    int prompt_tok, max_tokens, think_tok;
+    int prefill_per_step;       /* requests prefilled per step (0 = all waiting) */
+    int n_levels;
+    int conc[SIM_MAX_LEVELS], n_requests[SIM_MAX_LEVELS], warmup[SIM_MAX_LEVELS];
+    int fail_every;             /* every k-th request fails halfway (0 = none) */
+    double open_interval_ms;    /* > 0: open loop, one request every interval, no cap */
+    int stall_every;            /* every k-th step lasts stall_ms longer (0 = none) */
+    double stall_ms;
+    int64_t kill_ns;            /* stop the run at this time (0 = never) */
+    int write_steps;            /* write engine step records */
+    int write_truth;            /* write engine_law in the run line */
+    int truncate_tail;          /* append half a line without '\n' */
+    int schema;                 /* run line schema (0 -> 1) */
+} sim_cfg;
+
+typedef struct sim_level_stats {
+    int64_t start_ns, ramp_end_ns; /* ramp_end -1 if D never reached C */
+    double ramp_tokens;
+    long samples, steady;          /* of included (ok, non-warmup) requests */
+    long steady_at_c;
+    int failed;
+} sim_level_stats;
+
+typedef struct sim_stats {
+    sim_level_stats lv[SIM_MAX_LEVELS];
+    long steps, prefill_free_steps;
+    int levels_written;
+} sim_stats;
+
+void sim_default(sim_cfg *c);
+/* Writes path; returns 0 or -1 (errno set). */
+int sim_write(const char *path, const sim_cfg *c, sim_stats *st);
+/* Truth of the law at N (ms). */
+double sim_law(const sim_cfg *c, double n);
+
+#endif

@@ -1,0 +1,122 @@
+/* test_fit_cli.c: `loadlaw fit` as a user runs it: on a constructed run
+ * directory (sim.h), --json and the summary, and its exit codes.
+ * argv[1]: the loadlaw binary. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "sim.h"
+#include "testutil.h"
+
+static const char *bin;
+
+/* Run a shell command; capture stdout into out (NUL-terminated); return the
+ * exit status (-1 if it did not exit normally). */
+static int run_cmd(const char *cmd, ll_buf *out)
+{
+    ll_buf_reset(out);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0)
+        ll_buf_append(out, buf, n);
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_fit_cli LOADLAW\n");
+        return 2;
+    }
+    bin = argv[1];
+    char dir[] = "fit_cli_XXXXXX";
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    char rec[256], cmd[1024];
+    snprintf(rec, sizeof rec, "%s/records.jsonl", dir);
+    sim_cfg c;
+    sim_default(&c);
+    int cs[] = {1, 2, 4, 8, 16};
+    c.n_levels = 5;
+    for (int i = 0; i < 5; i++) {
+        c.conc[i] = cs[i];
+        c.n_requests[i] = 2 * cs[i];
+    }
+    c.a_ms = 52;
+    c.b_ms = 30;
+    c.prefill_per_step = 3;
+    c.p_ms_per_tok = 0.1;
+    c.fail_every = 7;
+    sim_stats st;
+    CHECK(sim_write(rec, &c, &st) == 0, "sim_write");
+
+    ll_buf out = {0};
+    snprintf(cmd, sizeof cmd, "'%s' fit '%s' --json", bin, dir);
+    int rc = run_cmd(cmd, &out);
+    CHECK(rc == 0, "fit --json exit %d", rc);
+    cJSON *j = out.p ? cJSON_ParseWithOpts(out.p, NULL, 1) : NULL;
+    CHECK(j != NULL, "--json prints one JSON object");
+    if (j) {
+        const cJSON *law = cJSON_GetObjectItemCaseSensitive(j, "law");
+        const char *keys[] = {"a_ms", "b_ms", "a_ci_ms", "b_ci_ms", "r2", "n_samples", "model"};
+        for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+            CHECK(cJSON_GetObjectItemCaseSensitive(law, keys[k]) != NULL, "law.%s", keys[k]);
+        CHECK_NEAR(ll_json_num(law, "a_ms", 0), 52, 1e-6, "a_ms");
+        CHECK_NEAR(ll_json_num(law, "b_ms", 0), 30, 1e-6, "b_ms");
+        CHECK_NEAR(ll_json_num(j, "asymptote_tok_per_s", 0), 1000.0 / 30, 1e-6, "asymptote");
+        CHECK_NEAR(ll_json_num(j, "n_half", 0), 52.0 / 30, 1e-6, "n_half");
+        const cJSON *lv = cJSON_GetObjectItemCaseSensitive(j, "levels");
+        CHECK(cJSON_GetArraySize(lv) == 5, "5 levels");
+        const cJSON *l;
+        int i = 0;
+        cJSON_ArrayForEach(l, lv) {
+            CHECK(ll_json_num(l, "concurrency", 0) == cs[i], "level %d concurrency", i);
+            CHECK(cJSON_GetObjectItemCaseSensitive(l, "steady_tok_per_s") &&
+                      cJSON_GetObjectItemCaseSensitive(l, "predicted_tok_per_s") &&
+                      cJSON_GetObjectItemCaseSensitive(l, "ramp_s"),
+                  "level %d keys", i);
+            CHECK_NEAR(ll_json_num(l, "ramp_s", -1),
+                       (double)(st.lv[i].ramp_end_ns - st.lv[i].start_ns) / 1e9, 1e-9,
+                       "ramp_s");
+            i++;
+        }
+        CHECK(ll_json_num(cJSON_GetObjectItemCaseSensitive(j, "excluded"), "failed", 0) > 0,
+              "failed requests reported");
+        cJSON_Delete(j);
+    }
+
+    snprintf(cmd, sizeof cmd, "'%s' fit '%s'", bin, dir);
+    rc = run_cmd(cmd, &out);
+    CHECK(rc == 0, "fit exit %d", rc);
+    CHECK(out.p && strstr(out.p, "step(N) = 52 + 30*N ms"), "summary law line: %s",
+          out.p ? out.p : "");
+    CHECK(out.p && strstr(out.p, "model check: linear"), "summary model check");
+    CHECK(out.p && strstr(out.p, "failed requests"), "summary says what was left out");
+
+    snprintf(cmd, sizeof cmd, "'%s' fit 2>/dev/null", bin);
+    CHECK(run_cmd(cmd, &out) == 2, "no RUN_DIR: usage error 2");
+    snprintf(cmd, sizeof cmd, "'%s' fit '%s' --bogus 2>/dev/null", bin, dir);
+    CHECK(run_cmd(cmd, &out) == 2, "unknown option: 2");
+    snprintf(cmd, sizeof cmd, "'%s' fit '%s/missing' 2>&1", bin, dir);
+    CHECK(run_cmd(cmd, &out) == 1, "missing run dir: 1");
+    CHECK(out.p && strstr(out.p, "No such file"), "missing run dir message: %s",
+          out.p ? out.p : "");
+    snprintf(cmd, sizeof cmd, "'%s' fit --help", bin);
+    CHECK(run_cmd(cmd, &out) == 0 && out.p && strstr(out.p, "usage: loadlaw fit"), "--help");
+
+    ll_buf_free(&out);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (tu_fail == 0 && system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+    TEST_MAIN_END();
+}

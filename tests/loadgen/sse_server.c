@@ -1,0 +1,344 @@
+/* sse_server.c: see sse_server.h. One accept thread polling a stop flag, one
+ * thread per connection (HTTP/1.1 keep-alive, chunked SSE responses), all
+ * joined by ts_stop. */
+#define _GNU_SOURCE /* strcasestr */
+#include "sse_server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+struct ts_server {
+    ts_config cfg;
+    int lfd;
+    char url[64];
+    pthread_t acceptor;
+    atomic_int stop, open_streams, peak, requests, profile_calls, profile_streams;
+    pthread_mutex_t mu;
+    pthread_t *threads;
+    size_t n_threads, cap_threads;
+    char profile_body[256];
+};
+
+typedef struct conn {
+    ts_server *s;
+    int fd;
+} conn;
+
+static int send_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        p += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+static int send_chunk(int fd, const char *data)
+{
+    char buf[1024];
+    int n = snprintf(buf, sizeof buf, "%zx\r\n%s\r\n", strlen(data), data);
+    return send_all(fd, buf, (size_t)n);
+}
+
+static int send_event(int fd, const char *json)
+{
+    char buf[900];
+    snprintf(buf, sizeof buf, "data: %s\n\n", json);
+    return send_chunk(fd, buf);
+}
+
+static void sleep_us(int us)
+{
+    struct timespec ts = {us / 1000000, (long)(us % 1000000) * 1000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* Read one request; returns body length or -1 when the peer closed. */
+static int read_request(int fd, char *buf, size_t cap, char *path, size_t pathcap, char **body, atomic_int *stop)
+{
+    size_t len = 0;
+    char *end = NULL;
+    while (!end) {
+        if (len + 1 >= cap)
+            return -1;
+        ssize_t k = recv(fd, buf + len, cap - 1 - len, 0);
+        /* A receive timeout lets an idle keep-alive connection notice ts_stop. */
+        if (k < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) && !atomic_load(stop))
+            continue;
+        if (k <= 0)
+            return -1;
+        len += (size_t)k;
+        buf[len] = '\0';
+        end = strstr(buf, "\r\n\r\n");
+    }
+    size_t cl = 0;
+    char *h = strcasestr(buf, "\r\ncontent-length:");
+    if (h && h < end)
+        cl = strtoul(h + 17, NULL, 10);
+    size_t have = len - (size_t)(end + 4 - buf);
+    while (have < cl) {
+        if (len + 1 >= cap)
+            return -1;
+        ssize_t k = recv(fd, buf + len, cap - 1 - len, 0);
+        if (k < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) && !atomic_load(stop))
+            continue;
+        if (k <= 0)
+            return -1;
+        len += (size_t)k;
+        have += (size_t)k;
+    }
+    buf[len] = '\0';
+    if (sscanf(buf, "%*s %255s", path) != 1 || pathcap < 256)
+        return -1;
+    *body = end + 4;
+    return (int)cl;
+}
+
+static const char k_sse_head[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                                 "Transfer-Encoding: chunked\r\nCache-Control: no-cache\r\n\r\n";
+
+static void stream_begin(ts_server *s)
+{
+    int n = atomic_fetch_add(&s->open_streams, 1) + 1, p = atomic_load(&s->peak);
+    while (n > p && !atomic_compare_exchange_weak(&s->peak, &p, n))
+        ;
+}
+
+/* Token chunks: `count` tokens of one kind, with continuous usage. */
+static int send_tokens(ts_server *s, int fd, const char *field, int count, int *ct)
+{
+    int per = s->cfg.tokens_per_chunk > 1 ? s->cfg.tokens_per_chunk : 1;
+    char ev[512];
+    for (int i = 0; i < count; i += per) {
+        int k = count - i < per ? count - i : per;
+        char text[128] = "";
+        for (int j = 0; j < k; j++)
+            snprintf(text + strlen(text), sizeof text - strlen(text), "%c%d ", field[0], i + j);
+        *ct += k;
+        snprintf(ev, sizeof ev,
+                 "{\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,"
+                 "\"delta\":{\"%s\":\"%s\"},\"finish_reason\":null}],\"usage\":{\"prompt_tokens\":7,"
+                 "\"completion_tokens\":%d}}",
+                 field, text, *ct);
+        if (s->cfg.gap_us > 0)
+            sleep_us(s->cfg.gap_us);
+        if (send_event(fd, ev))
+            return -1;
+    }
+    return 0;
+}
+
+/* Returns 1 to keep the connection, 0 to close it. */
+static int respond(ts_server *s, int fd, ts_mode mode)
+{
+    char ev[256];
+    int ct = 0;
+    if (mode == TS_HTTP500 || mode == TS_HTTP429) {
+        const char *body = mode == TS_HTTP500
+                               ? "{\"error\":{\"message\":\"internal failure\",\"type\":\"server_error\",\"code\":500}}"
+                               : "{\"object\":\"error\",\"message\":\"rate limited\",\"type\":\"RateLimitError\",\"code\":429}";
+        char head[256];
+        int n = snprintf(head, sizeof head, "HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+                         mode == TS_HTTP500 ? "500 Internal Server Error" : "429 Too Many Requests", strlen(body));
+        return send_all(fd, head, (size_t)n) == 0 && send_all(fd, body, strlen(body)) == 0;
+    }
+    if (send_all(fd, k_sse_head, sizeof k_sse_head - 1))
+        return 0;
+    stream_begin(s);
+    int keep = 0;
+    if (send_event(fd, "{\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}],"
+                       "\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":0}}"))
+        goto out;
+    switch (mode) {
+    case TS_OK:
+        if (send_tokens(s, fd, "reasoning_content", s->cfg.think_tok, &ct) ||
+            send_tokens(s, fd, "content", s->cfg.answer_tok, &ct))
+            goto out;
+        snprintf(ev, sizeof ev, "{\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":%d,"
+                                "\"completion_tokens_details\":{\"reasoning_tokens\":%d}}}", ct, s->cfg.think_tok);
+        if (send_event(fd, "{\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}]}") ||
+            send_event(fd, ev) || send_event(fd, "[DONE]") || send_all(fd, "0\r\n\r\n", 5))
+            goto out;
+        keep = 1;
+        break;
+    case TS_ERR_NESTED:
+    case TS_ERR_FLAT:
+        if (send_tokens(s, fd, "content", 2, &ct) ||
+            send_event(fd, mode == TS_ERR_NESTED
+                               ? "{\"error\":{\"message\":\"KV cache exhausted\",\"type\":\"server_error\"}}"
+                               : "{\"object\":\"error\",\"message\":\"worker died\",\"type\":\"InternalServerError\"}") ||
+            send_event(fd, "[DONE]") || send_all(fd, "0\r\n\r\n", 5))
+            goto out;
+        keep = 1;
+        break;
+    case TS_CUT:
+        send_tokens(s, fd, "content", 2, &ct);
+        break; /* close without the terminating chunk */
+    case TS_STALL:
+        send_tokens(s, fd, "content", 1, &ct);
+        for (int i = 0; i < 600 && !atomic_load(&s->stop); i++) {
+            struct pollfd p = {fd, POLLIN, 0};
+            if (poll(&p, 1, 50) > 0)
+                break; /* the client gave up and closed */
+        }
+        break;
+    case TS_RESET: {
+        send_tokens(s, fd, "content", 1, &ct);
+        struct linger lg = {1, 0}; /* close() now sends RST */
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+        break;
+    }
+    default:
+        break;
+    }
+out:
+    atomic_fetch_sub(&s->open_streams, 1);
+    return keep;
+}
+
+static void *conn_main(void *arg)
+{
+    conn *c = arg;
+    ts_server *s = c->s;
+    char *buf = malloc(65536), path[256], *body = NULL;
+    while (buf && !atomic_load(&s->stop)) {
+        int bl = read_request(c->fd, buf, 65536, path, sizeof path, &body, &s->stop);
+        if (bl < 0)
+            break;
+        if (strstr(path, "/start_profile")) {
+            snprintf(s->profile_body, sizeof s->profile_body, "%.*s", bl, body);
+            atomic_store(&s->profile_streams, atomic_load(&s->open_streams));
+            atomic_fetch_add(&s->profile_calls, 1);
+            const char *r = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\":true}";
+            if (send_all(c->fd, r, strlen(r)))
+                break;
+            continue;
+        }
+        int no = atomic_fetch_add(&s->requests, 1);
+        ts_mode m = s->cfg.mode == TS_MIX ? (ts_mode)(no % 8) : s->cfg.mode;
+        if (!respond(s, c->fd, m))
+            break;
+    }
+    free(buf);
+    close(c->fd);
+    free(c);
+    return NULL;
+}
+
+static void *accept_main(void *arg)
+{
+    ts_server *s = arg;
+    while (!atomic_load(&s->stop)) {
+        struct pollfd p = {s->lfd, POLLIN, 0};
+        if (poll(&p, 1, 50) <= 0)
+            continue;
+        int fd = accept(s->lfd, NULL, NULL);
+        if (fd < 0)
+            continue;
+        conn *c = malloc(sizeof *c);
+        pthread_attr_t at;
+        pthread_t t;
+        if (!c) {
+            close(fd);
+            continue;
+        }
+        c->s = s;
+        c->fd = fd;
+        struct timeval tv = {0, 200000};
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        /* Like real servers: without it Nagle + delayed ACK coalesce chunks. */
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        pthread_attr_init(&at);
+        pthread_attr_setstacksize(&at, 256 * 1024);
+        pthread_mutex_lock(&s->mu);
+        int ok = 0;
+        if (s->n_threads == s->cap_threads) {
+            size_t nc = s->cap_threads ? s->cap_threads * 2 : 256;
+            pthread_t *n = realloc(s->threads, nc * sizeof *n);
+            if (n) {
+                s->threads = n;
+                s->cap_threads = nc;
+            }
+        }
+        if (s->n_threads < s->cap_threads && pthread_create(&t, &at, conn_main, c) == 0) {
+            s->threads[s->n_threads++] = t;
+            ok = 1;
+        }
+        pthread_mutex_unlock(&s->mu);
+        pthread_attr_destroy(&at);
+        if (!ok) {
+            close(fd);
+            free(c);
+        }
+    }
+    return NULL;
+}
+
+int ts_start(const ts_config *cfg, ts_server **out)
+{
+    ts_server *s = calloc(1, sizeof *s);
+    struct sockaddr_in a = {0};
+    socklen_t al = sizeof a;
+    int one = 1;
+    if (!s)
+        return -1;
+    s->cfg = *cfg;
+    pthread_mutex_init(&s->mu, NULL);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if ((s->lfd = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
+        setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(s->lfd, (struct sockaddr *)&a, sizeof a) != 0 || listen(s->lfd, 4096) != 0 ||
+        getsockname(s->lfd, (struct sockaddr *)&a, &al) != 0)
+        goto fail;
+    snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d", ntohs(a.sin_port));
+    if (pthread_create(&s->acceptor, NULL, accept_main, s) != 0)
+        goto fail;
+    *out = s;
+    return 0;
+fail:
+    if (s->lfd >= 0)
+        close(s->lfd);
+    free(s);
+    return -1;
+}
+
+const char *ts_url(const ts_server *s) { return s->url; }
+int ts_peak_streams(const ts_server *s) { return atomic_load(&s->peak); }
+int ts_requests(const ts_server *s) { return atomic_load(&s->requests); }
+int ts_profile_calls(const ts_server *s) { return atomic_load(&s->profile_calls); }
+int ts_profile_streams(const ts_server *s) { return atomic_load(&s->profile_streams); }
+char *ts_profile_body(const ts_server *s) { return (char *)s->profile_body; }
+
+void ts_stop(ts_server *s)
+{
+    atomic_store(&s->stop, 1);
+    pthread_join(s->acceptor, NULL);
+    pthread_mutex_lock(&s->mu);
+    size_t n = s->n_threads;
+    pthread_mutex_unlock(&s->mu);
+    for (size_t i = 0; i < n; i++)
+        pthread_join(s->threads[i], NULL);
+    close(s->lfd);
+    free(s->threads);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}

@@ -1,0 +1,40 @@
+/* sse_server.h: a small OpenAI-style SSE server for loadgen tests, on raw
+ * loopback sockets (one thread per connection), that can also misbehave in
+ * every way the issue lists: the real libcurl client talks to it over TCP. */
+#ifndef LOADLAW_TESTS_SSE_SERVER_H
+#define LOADLAW_TESTS_SSE_SERVER_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+typedef enum ts_mode {
+    TS_OK = 0,        /* role chunk, think + answer chunks with continuous usage, usage, [DONE] */
+    TS_HTTP500,       /* 500 with an OpenAI error body */
+    TS_HTTP429,       /* 429 with a flat error body */
+    TS_ERR_NESTED,    /* 2 tokens, then {"error":{...}} */
+    TS_ERR_FLAT,      /* 2 tokens, then {"object":"error",...} */
+    TS_CUT,           /* 2 tokens, then close mid-body (chunked stream unterminated) */
+    TS_STALL,         /* 1 token, then silence until the client gives up */
+    TS_RESET,         /* 1 token, then a TCP reset */
+    TS_MIX,           /* request i gets mode (i % 8) */
+} ts_mode;
+
+typedef struct ts_server ts_server;
+
+typedef struct ts_config {
+    ts_mode mode;
+    int think_tok, answer_tok;  /* tokens per ok stream */
+    int gap_us;                 /* between token chunks */
+    int tokens_per_chunk;       /* > 1: several tokens per chunk (continuous usage says so) */
+} ts_config;
+
+int ts_start(const ts_config *cfg, ts_server **out);
+const char *ts_url(const ts_server *s);     /* "http://127.0.0.1:PORT" */
+int ts_peak_streams(const ts_server *s);     /* most streams open at once */
+int ts_requests(const ts_server *s);         /* completion requests received */
+int ts_profile_calls(const ts_server *s);    /* POST /start_profile received */
+int ts_profile_streams(const ts_server *s);  /* streams open when it was received */
+char *ts_profile_body(const ts_server *s);   /* last /start_profile body (static buffer) */
+void ts_stop(ts_server *s);
+
+#endif

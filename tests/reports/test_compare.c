@@ -1,0 +1,178 @@
+/* test_compare.c: fit_compare_runs on run directories written with known laws
+ * (runs_gen.h): run B's slope is a known factor smaller than A's, so the true
+ * throughput ratio at C is (a + bA*C)/(a + bB*C) and the true slope ratio is
+ * bB/bA; both must fall inside their intervals, and the intervals must be
+ * tight enough to tell them from 1. With argv[1] = the loadlaw binary, the
+ * --expect-speedup gate is checked for exit codes 3 and 0. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "common.h"
+#include "fit.h"
+#include "report.h"
+#include "runs_gen.h"
+#include "testutil.h"
+
+static const int levels[] = {1, 2, 4, 8, 16};
+#define A_MS 20.0
+#define BA_MS 12.0
+#define BB_MS 4.0
+
+static int analyse(const char *dir, fit_run **run, fit_result **res)
+{
+    char err[512];
+    fit_options o;
+    fit_options_default(&o);
+    if (fit_load_run(dir, run, err, sizeof err)) {
+        CHECK(0, "load %s: %s", dir, err);
+        return -1;
+    }
+    if (fit_analyze(*run, &o, res, err, sizeof err)) {
+        CHECK(0, "analyze %s: %s", dir, err);
+        return -1;
+    }
+    return 0;
+}
+
+static int run_cmd(const char *cmd)
+{
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int main(int argc, char **argv)
+{
+    gen_spec g = {.a_ms = A_MS, .b_ms = BA_MS, .jitter = 0.03, .prefill_ms = 30, .tokens = 24, .waves = 4,
+                  .think = 8, .levels = levels, .n_levels = 5, .seed = 11};
+    CHECK(gen_run("cmp_a", &g) == 0, "write run a");
+    g.b_ms = BB_MS;
+    g.seed = 12;
+    CHECK(gen_run("cmp_b", &g) == 0, "write run b");
+
+    fit_run *ra = NULL, *rb = NULL;
+    fit_result *fa = NULL, *fb = NULL;
+    fit_compare *c = NULL;
+    char err[512];
+    if (analyse("cmp_a", &ra, &fa) || analyse("cmp_b", &rb, &fb))
+        goto out;
+    CHECK(fa->law.ok && fabs(fa->law.b_ms - BA_MS) < 0.05 * BA_MS, "law a slope %g", fa->law.b_ms);
+
+    fit_compare_options o;
+    fit_compare_options_default(&o);
+    CHECK(fit_compare_runs(ra, fa, rb, fb, &o, &c, err, sizeof err) == 0, "compare: %s", err);
+    if (!c)
+        goto out;
+    CHECK(c->n_levels == 5, "common levels %zu", c->n_levels);
+    for (size_t i = 0; i < c->n_levels; i++) {
+        const fit_compare_level *L = &c->levels[i];
+        double want = (A_MS + BA_MS * L->concurrency) / (A_MS + BB_MS * L->concurrency);
+        CHECK(L->concurrency == levels[i], "level order");
+        CHECK(L->steady, "C=%d steady", L->concurrency);
+        CHECK(L->ratio_ci[0] <= want && want <= L->ratio_ci[1], "C=%d: true ratio %.3f outside [%.3f, %.3f] (est %.3f)",
+              L->concurrency, want, L->ratio_ci[0], L->ratio_ci[1], L->ratio);
+        CHECK_REL(L->ratio, want, 0.03, "ratio estimate");
+        /* the interval is informative: narrower than 10% of the ratio */
+        CHECK(L->ratio_ci[1] - L->ratio_ci[0] < 0.1 * want && L->ratio_ci[1] > L->ratio_ci[0],
+              "C=%d: interval width %.3f", L->concurrency, L->ratio_ci[1] - L->ratio_ci[0]);
+        CHECK_REL(L->tok_per_s_a, 1000.0 * L->concurrency / (A_MS + BA_MS * L->concurrency), 0.03, "X_A");
+        CHECK(L->n_req_a == (size_t)(4 * L->concurrency), "requests %zu", L->n_req_a);
+        /* latency: TTFT = prefill 30 ms + <= 20 µs; TTFA after 8 thinking tokens */
+        CHECK_NEAR(L->lat_a.ttft.p50_ms, 30.0, 0.03, "TTFT p50");
+        double step_a = A_MS + BA_MS * L->concurrency, step_b = A_MS + BB_MS * L->concurrency;
+        CHECK_REL(L->lat_a.ttfa.p50_ms, 30.0 + 8 * step_a, 0.05, "TTFA p50 A");
+        CHECK_REL(L->lat_b.ttfa.p50_ms, 30.0 + 8 * step_b, 0.05, "TTFA p50 B");
+        CHECK_REL(L->lat_a.itl.p50_ms, step_a, 0.05, "ITL p50 A");
+        CHECK_REL(L->lat_b.itl.p50_ms, step_b, 0.05, "ITL p50 B");
+    }
+    double want_slope = BB_MS / BA_MS;
+    CHECK(c->slope_ratio_ci[0] <= want_slope && want_slope <= c->slope_ratio_ci[1],
+          "slope ratio %.3f outside [%.3f, %.3f]", want_slope, c->slope_ratio_ci[0], c->slope_ratio_ci[1]);
+    CHECK(c->slope_ratio_ci[1] < 0.5, "slope interval excludes no-change: hi %.3f", c->slope_ratio_ci[1]);
+    CHECK(strstr(c->verdict, "at C=16 [") && strstr(c->verdict, "ms per request"), "verdict: %s", c->verdict);
+    printf("verdict: %s\n", c->verdict);
+
+    /* Same seed, same answer. */
+    fit_compare *c2 = NULL;
+    CHECK(fit_compare_runs(ra, fa, rb, fb, &o, &c2, err, sizeof err) == 0, "compare again");
+    if (c2) {
+        CHECK(c2->levels[4].ratio_ci[0] == c->levels[4].ratio_ci[0], "deterministic interval");
+        fit_compare_free(c2);
+    }
+    cJSON *j = rpt_compare_to_json(c);
+    CHECK(j && cJSON_GetArraySize(cJSON_GetObjectItem(j, "levels")) == 5, "json levels");
+    cJSON_Delete(j);
+
+    /* No common level: a clear error. */
+    static const int other[] = {3};
+    gen_spec g3 = g;
+    g3.levels = other;
+    g3.n_levels = 1;
+    gen_run("cmp_c", &g3);
+    fit_run *rc3 = NULL;
+    fit_result *fc3 = NULL;
+    if (analyse("cmp_c", &rc3, &fc3) == 0) {
+        fit_compare *c3 = NULL;
+        CHECK(fit_compare_runs(ra, fa, rc3, fc3, &o, &c3, err, sizeof err) == LL_EINVAL && strstr(err, "no closed-loop"),
+              "no common level: %s", err);
+        fit_compare_free(c3);
+    }
+    fit_result_free(fc3);
+    fit_run_free(rc3);
+
+    if (argc > 1) {
+        /* The gate. At C=16 the true speedup is 212/84 = 2.52. */
+        char cmd[2048];
+        const char *bin = argv[1];
+        struct { const char *args; int want; } gate[] = {
+            {"--expect-speedup 2.0", 0},        /* highest common level: 2.52 > 2.0 */
+            {"--expect-speedup 3.0", 3},
+            {"--expect-speedup 2.0@16", 0},
+            {"--expect-speedup 1.5@1", 3},      /* at C=1: 32/24 = 1.33 */
+            {"--expect-speedup 1.2@1", 0},
+            {"--expect-speedup 1.2@5", 2},      /* no such level: usage error */
+            {"--expect-speedup abc", 2},
+        };
+        for (size_t i = 0; i < sizeof gate / sizeof gate[0]; i++) {
+            snprintf(cmd, sizeof cmd, "%s compare cmp_a cmp_b %s >gate_%zu.out 2>&1", bin, gate[i].args, i);
+            int rc = run_cmd(cmd);
+            CHECK(rc == gate[i].want, "'%s' exited %d, want %d", gate[i].args, rc, gate[i].want);
+        }
+        snprintf(cmd, sizeof cmd, "%s compare cmp_a cmp_b --json > cmp.json", bin);
+        CHECK(run_cmd(cmd) == 0, "compare --json");
+        char *text = NULL;
+        size_t len;
+        if (ll_read_file("cmp.json", &text, &len, err, sizeof err) == 0) {
+            cJSON *jj = cJSON_ParseWithOpts(text, NULL, 1);
+            CHECK(jj && cJSON_GetObjectItem(jj, "slope_ratio"), "json output parses");
+            cJSON_Delete(jj);
+            free(text);
+        }
+        snprintf(cmd, sizeof cmd, "%s compare cmp_a cmp_b --json --expect-speedup 3@16 > gate.json 2>/dev/null", bin);
+        CHECK(run_cmd(cmd) == 3, "json gate exit");
+        if (ll_read_file("gate.json", &text, &len, err, sizeof err) == 0) {
+            cJSON *jj = cJSON_ParseWithOpts(text, NULL, 1);
+            const cJSON *gj = cJSON_GetObjectItem(jj, "gate");
+            CHECK(gj && cJSON_IsFalse(cJSON_GetObjectItem(gj, "met")) && ll_json_num(gj, "concurrency", 0) == 16,
+                  "gate in json");
+            cJSON_Delete(jj);
+            free(text);
+        }
+        snprintf(cmd, sizeof cmd, "%s compare cmp_a cmp_b > cmp.txt", bin);
+        CHECK(run_cmd(cmd) == 0, "compare text");
+        if (ll_read_file("cmp.txt", &text, &len, err, sizeof err) == 0) {
+            CHECK(strstr(text, "B is 2.5") != NULL, "verdict in text:\n%s", text);
+            free(text);
+        }
+        CHECK(run_cmd("false") == 1, "sanity");
+        snprintf(cmd, sizeof cmd, "%s compare cmp_a /nonexistent >/dev/null 2>&1", bin);
+        CHECK(run_cmd(cmd) == 1, "missing run dir -> 1");
+    }
+out:
+    fit_compare_free(c);
+    fit_result_free(fa);
+    fit_result_free(fb);
+    fit_run_free(ra);
+    fit_run_free(rb);
+    TEST_MAIN_END();
+}

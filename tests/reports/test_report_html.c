@@ -1,0 +1,208 @@
+/* test_report_html.c: `loadlaw report` and `loadlaw compare --html` pages,
+ * rendered in headless Chromium (Debian's chromium).
+ *
+ * The page's script records, after Chart.js has drawn, which charts exist,
+ * how many points each holds and whether each drew, plus any script error;
+ * the dumped DOM must show every expected chart drawn with data and no error.
+ * Screenshots stay in the build directory (report.png, compare.png) as
+ * artifacts. Also: the page is self-contained (no external script, style or
+ * link), tables carry the numbers, big runs are thinned. Skips (77) only when
+ * chromium is not installed.
+ *
+ * argv[1] = the loadlaw binary. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "runs_gen.h"
+#include "testutil.h"
+
+static const int levels[] = {1, 2, 4, 8, 16};
+
+static int sh(const char *cmd)
+{
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static const char *find_chromium(void)
+{
+    static const char *const c[] = {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"};
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        if (access(c[i], X_OK) == 0)
+            return c[i];
+    return NULL;
+}
+
+/* data-NAME="..." from the dumped DOM, entities decoded; caller frees. */
+static char *dom_attr(const char *dom, const char *name)
+{
+    char key[64];
+    snprintf(key, sizeof key, "data-%s=\"", name);
+    const char *p = strstr(dom, key);
+    if (!p)
+        return NULL;
+    p += strlen(key);
+    const char *e = strchr(p, '"');
+    if (!e)
+        return NULL;
+    char *out = malloc((size_t)(e - p) + 1);
+    size_t k = 0;
+    while (p < e) {
+        if (strncmp(p, "&quot;", 6) == 0) {
+            out[k++] = '"';
+            p += 6;
+        } else if (strncmp(p, "&amp;", 5) == 0) {
+            out[k++] = '&';
+            p += 5;
+        } else if (strncmp(p, "&lt;", 4) == 0) {
+            out[k++] = '<';
+            p += 4;
+        } else if (strncmp(p, "&gt;", 4) == 0) {
+            out[k++] = '>';
+            p += 4;
+        } else {
+            out[k++] = *p++;
+        }
+    }
+    out[k] = '\0';
+    return out;
+}
+
+/* Render page in Chromium; check every chart drew data and no script error. */
+static void render(const char *chromium, const char *page, const char *png, int want_charts, const char *what)
+{
+    char cwd[1024], cmd[4096], err[256];
+    if (!getcwd(cwd, sizeof cwd))
+        return;
+    const char *flags = "--headless --disable-gpu --no-sandbox --hide-scrollbars --enable-logging=stderr --v=0 "
+                        "--virtual-time-budget=5000 --user-data-dir=chromium-profile";
+    snprintf(cmd, sizeof cmd, "timeout 90 %s %s --dump-dom file://%s/%s > %s.dom 2> %s.chromium.log", chromium, flags,
+             cwd, page, page, page);
+    CHECK(sh(cmd) == 0, "%s: chromium --dump-dom failed (see %s.chromium.log)", what, page);
+    snprintf(cmd, sizeof cmd, "%s.dom", page);
+    char *dom = NULL;
+    size_t len = 0;
+    if (ll_read_file(cmd, &dom, &len, err, sizeof err)) {
+        CHECK(0, "%s: no DOM: %s", what, err);
+        return;
+    }
+    char *errors = dom_attr(dom, "errors");
+    CHECK(errors == NULL, "%s: script errors: %s", what, errors ? errors : "");
+    free(errors);
+    CHECK(strstr(dom, "<div id=\"ll-errors\"></div>") != NULL, "%s: error box not empty", what);
+    char *charts = dom_attr(dom, "charts");
+    CHECK(charts != NULL, "%s: page did not record its charts (script did not run?)", what);
+    cJSON *j = charts ? cJSON_ParseWithOpts(charts, NULL, 1) : NULL;
+    CHECK(!charts || j, "%s: charts state is not JSON: %s", what, charts);
+    if (j) {
+        int drawn = (int)ll_json_num(j, "drawn", -1), expected = (int)ll_json_num(j, "expected", -1);
+        CHECK(expected == want_charts, "%s: %d charts created, want %d", what, expected, want_charts);
+        CHECK(drawn == expected, "%s: %d of %d charts drew", what, drawn, expected);
+        const cJSON *c;
+        cJSON_ArrayForEach(c, cJSON_GetObjectItem(j, "charts")) {
+            CHECK(ll_json_num(c, "points", 0) > 0, "%s: chart %s has no data", what, ll_json_str(c, "id", "?"));
+            CHECK(cJSON_IsTrue(cJSON_GetObjectItem(c, "drawn")), "%s: chart %s did not draw", what,
+                  ll_json_str(c, "id", "?"));
+        }
+    }
+    cJSON_Delete(j);
+    free(charts);
+    free(dom);
+    snprintf(cmd, sizeof cmd, "timeout 90 %s %s --window-size=1300,2600 --screenshot=%s/%s file://%s/%s 2>/dev/null",
+             chromium, flags, cwd, png, cwd, page);
+    CHECK(sh(cmd) == 0, "%s: screenshot failed", what);
+    struct stat st;
+    CHECK(stat(png, &st) == 0 && st.st_size > 20000, "%s: screenshot %s missing or blank", what, png);
+}
+
+static char *slurp(const char *path)
+{
+    char err[256], *s = NULL;
+    size_t n;
+    if (ll_read_file(path, &s, &n, err, sizeof err))
+        return NULL;
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_report_html LOADLAW\n");
+        return 2;
+    }
+    const char *bin = argv[1];
+    char cmd[4096];
+    gen_spec g = {.a_ms = 20, .b_ms = 12, .jitter = 0.04, .prefill_ms = 30, .tokens = 40, .waves = 3, .think = 12,
+                  .levels = levels, .n_levels = 5, .seed = 5, .with_steps = 1};
+    CHECK(gen_run("rep_a", &g) == 0, "write run a");
+    /* two failures at C=4 (level 2): a timeout and a 503 */
+    FILE *f = fopen("rep_a/records.jsonl", "a");
+    if (f) {
+        fprintf(f, "{\"type\":\"request\",\"level\":2,\"rank\":0,\"id\":9001,\"warmup\":false,\"status\":\"error\","
+                   "\"error_class\":\"timeout\",\"http_status\":0,\"error\":\"timed out\",\"intended_ns\":null,"
+                   "\"send_ns\":%lld,\"header_ns\":null,\"first_token_ns\":null,\"first_think_ns\":null,"
+                   "\"first_answer_ns\":null,\"end_ns\":%lld,\"prompt_tok\":100,\"think_tok\":0,\"answer_tok\":0,"
+                   "\"usage\":null,\"chunks\":[]}\n",
+                10000000000LL, 10100000000LL);
+        fclose(f);
+    }
+    g.b_ms = 4;
+    g.seed = 6;
+    g.with_steps = 0;
+    CHECK(gen_run("rep_b", &g) == 0, "write run b");
+
+    snprintf(cmd, sizeof cmd, "%s report rep_a > report.out 2>&1", bin);
+    CHECK(sh(cmd) == 0, "loadlaw report exit");
+    char *out = slurp("report.out");
+    CHECK(out && strstr(out, "report: rep_a/report.html"), "report prints its path: %s", out ? out : "");
+    free(out);
+    char *page = slurp("rep_a/report.html");
+    CHECK(page != NULL, "report.html written");
+    if (page) {
+        CHECK(strstr(page, "Chart.js v") != NULL, "Chart.js inlined");
+        CHECK(strstr(page, "<script src") == NULL && strstr(page, "<link") == NULL && strstr(page, "@import") == NULL,
+              "nothing loaded from elsewhere");
+        CHECK(strstr(page, "timeout 1") != NULL, "failures by class in the level table");
+        CHECK(strstr(page, "step(N) = ") != NULL && strstr(page, "engine&#39;s own step log") != NULL,
+              "law table with the engine's fit");
+        CHECK(strstr(page, "backend=synthetic,law=20+12n") != NULL, "run configuration");
+        free(page);
+    }
+    snprintf(cmd, sizeof cmd, "%s compare rep_a rep_b --html compare.html > compare.out 2>&1", bin);
+    CHECK(sh(cmd) == 0, "loadlaw compare --html exit");
+    snprintf(cmd, sizeof cmd, "%s report /nonexistent/run > /dev/null 2>&1", bin);
+    CHECK(sh(cmd) == 1, "missing run dir: exit 1");
+    snprintf(cmd, sizeof cmd, "%s report > /dev/null 2>&1", bin);
+    CHECK(sh(cmd) == 2, "no run dir: exit 2");
+    snprintf(cmd, sizeof cmd, "LOADLAW_CHARTJS=/nonexistent.js %s report rep_a > nochart.out 2>&1", bin);
+    CHECK(sh(cmd) == 1, "missing Chart.js: exit 1");
+    out = slurp("nochart.out");
+    CHECK(out && strstr(out, "libjs-chart.js"), "missing Chart.js says how to fix it: %s", out ? out : "");
+    free(out);
+
+    /* A big run stays a small page: samples thinned to the bound. */
+    static const int big_levels[] = {32, 64};
+    gen_spec gb = {.a_ms = 20, .b_ms = 2, .jitter = 0.04, .prefill_ms = 30, .tokens = 200, .waves = 6,
+                   .levels = big_levels, .n_levels = 2, .seed = 9};
+    CHECK(gen_run("rep_big", &gb) == 0, "write big run");
+    snprintf(cmd, sizeof cmd, "%s report rep_big > /dev/null 2>&1", bin);
+    CHECK(sh(cmd) == 0, "big report");
+    struct stat st;
+    CHECK(stat("rep_big/report.html", &st) == 0 && st.st_size < 1500000, "big page %lld bytes",
+          (long long)st.st_size);
+
+    const char *chromium = find_chromium();
+    if (!chromium) {
+        fprintf(stderr, "chromium not installed: skipping the rendering checks\n");
+        return tu_fail ? 1 : TEST_SKIP;
+    }
+    /* run page: throughput + step + 3 per level (timeline, rate, distributions) */
+    render(chromium, "rep_a/report.html", "report.png", 2 + 3 * 5, "report");
+    render(chromium, "compare.html", "compare.png", 3, "compare");
+    render(chromium, "rep_big/report.html", "report_big.png", 2 + 3 * 2, "big report");
+    TEST_MAIN_END();
+}

@@ -1,0 +1,381 @@
+/* test_trace.c: `loadlaw trace`'s reader on traces written here in Kineto's
+ * layout — with and without cat, gzipped and plain, keys in any order, several
+ * devices and streams, overlapping events — against totals, counts and busy
+ * fractions worked out by hand; the interval union against brute force; bad
+ * input against clear errors. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <zlib.h>
+
+#include "common.h"
+#include "report.h"
+#include "testutil.h"
+#include "trace_internal.h"
+
+/* Device 0 streams 7 and 8 overlap; device 1 runs NCCL; a GPU annotation, a
+ * CPU op, a flow event and metadata must not count as kernels. Times in µs. */
+static const char *kineto_a =
+    "{\"schemaVersion\":1,\"deviceProperties\":[{\"id\":0,\"name\":\"H100\"}],\n"
+    "\"traceEvents\":[\n"
+    "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":0,\"tid\":0,\"args\":{\"name\":\"GPU 0\"}},\n"
+    "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"pid\":1234,\"tid\":1234,\"ts\":1000.0,\"dur\":500,"
+    "\"args\":{\"External id\":1,\"stream\":7}},\n"
+    "{\"ph\":\"s\",\"cat\":\"ac2g\",\"id\":1,\"pid\":1234,\"tid\":1234,\"ts\":1050,\"name\":\"ac2g\"},\n"
+    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64>>(Flash_fwd_params)\","
+    "\"pid\":0,\"tid\":7,\"ts\":1100,\"dur\":100,\"args\":{\"device\":0,\"stream\":7,\"grid\":[1,2,3]}},\n"
+    /* keys in another order, and out of time order within the stream */
+    "{\"args\":{\"device\":0,\"stream\":7,\"block\":{\"x\":128}},\"dur\":100.25,\"tid\":7,"
+    "\"name\":\"void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64>>(Flash_fwd_params)\",\"ts\":1300,\"pid\":0,"
+    "\"cat\":\"kernel\",\"ph\":\"X\"},\n"
+    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"void cutlass::Kernel2<cutlass_80_simt_sgemm_64x128_8x5_tn_align1>(Params)\","
+    "\"pid\":0,\"tid\":7,\"ts\":1250.5,\"dur\":49.5,\"args\":{\"stream\":7}},\n"
+    "{\"ph\":\"X\",\"cat\":\"gpu_memcpy\",\"name\":\"Memcpy DtoD (Device -> Device)\",\"pid\":0,\"tid\":8,"
+    "\"ts\":1150,\"dur\":200,\"args\":{\"stream\":8,\"bytes\":4096}},\n"
+    "{\"ph\":\"X\",\"cat\":\"gpu_memset\",\"name\":\"Memset (Device)\",\"pid\":0,\"tid\":8,\"ts\":1600,\"dur\":10},\n"
+    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)\","
+    "\"pid\":1,\"tid\":7,\"ts\":1200,\"dur\":300,\"args\":{\"device\":1,\"stream\":7}},\n"
+    "{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":\"decode_step\",\"pid\":0,\"tid\":7,\"ts\":1100,\"dur\":600,"
+    "\"args\":{\"stream\":7}},\n"
+    "{\"ph\":\"f\",\"cat\":\"ac2g\",\"id\":1,\"pid\":0,\"tid\":7,\"ts\":1100,\"name\":\"ac2g\",\"bp\":\"e\"}\n"
+    "],\"traceName\":\"a.pt.trace.json\",\"displayTimeUnit\":\"ms\"}\n";
+
+/* The bare-array form, no cat anywhere: GPU events are those with args.stream
+ * (a "stream" nested deeper does not count). */
+static const char *bare_b =
+    "[{\"name\":\"kernA\",\"ph\":\"X\",\"ts\":10,\"dur\":5,\"pid\":2,\"tid\":3,\"args\":{\"stream\":3}},"
+    "{\"ph\":\"X\",\"name\":\"cpu thing\",\"ts\":0,\"dur\":40,\"pid\":9,\"tid\":9},"
+    "{\"ph\":\"X\",\"name\":\"notgpu\",\"ts\":1,\"dur\":1,\"pid\":2,\"tid\":3,\"args\":{\"nested\":{\"stream\":1}}},"
+    "{\"ph\":\"X\",\"name\":\"kernA\",\"ts\":20,\"dur\":5,\"pid\":2,\"tid\":3,\"args\":{\"stream\":3,\"nested\":{\"stream\":99}}},"
+    "{\"ph\":\"X\",\"name\":\"nullstream\",\"ts\":1,\"dur\":1,\"pid\":2,\"tid\":3,\"args\":{\"stream\":null}},"
+    "{\"args\":{\"stream\":4},\"ph\":\"X\",\"name\":\"kernB\",\"ts\":12,\"dur\":10,\"pid\":2,\"tid\":4}]";
+
+/* What the bundled engine's /start_profile writes. */
+static const char *engine_c =
+    "{\"traceEvents\":[{\"name\":\"decode_step\",\"ph\":\"X\",\"cat\":\"kernel\",\"pid\":0,\"tid\":7,"
+    "\"ts\":0,\"dur\":2650.5,\"args\":{\"stream\":7,\"n_decode\":8}},"
+    "{\"name\":\"attn_decode_naive\",\"ph\":\"X\",\"cat\":\"kernel\",\"pid\":0,\"tid\":7,"
+    "\"ts\":3000,\"dur\":1500,\"args\":{\"stream\":7}}],\"displayTimeUnit\":\"ms\"}";
+
+static void write_file(const char *path, const char *text, int gz)
+{
+    if (gz) {
+        gzFile g = gzopen(path, "wb");
+        CHECK(g != NULL, "gzopen %s", path);
+        if (g) {
+            CHECK(gzwrite(g, text, (unsigned)strlen(text)) == (int)strlen(text), "gzwrite");
+            gzclose(g);
+        }
+    } else {
+        FILE *f = fopen(path, "w");
+        CHECK(f != NULL, "fopen %s", path);
+        if (f) {
+            fputs(text, f);
+            fclose(f);
+        }
+    }
+}
+
+static const rpt_trace_kernel *find_kernel(const rpt_trace *t, const char *prefix)
+{
+    for (size_t i = 0; i < rpt_trace_n_kernels(t); i++)
+        if (strncmp(rpt_trace_kernel_at(t, i)->name, prefix, strlen(prefix)) == 0)
+            return rpt_trace_kernel_at(t, i);
+    return NULL;
+}
+
+static const rpt_trace_stream *find_stream(const rpt_trace *t, const char *pid, const char *tid)
+{
+    for (size_t i = 0; i < rpt_trace_n_streams(t); i++) {
+        const rpt_trace_stream *s = rpt_trace_stream_at(t, i);
+        if (strcmp(s->pid, pid) == 0 && strcmp(s->tid, tid) == 0)
+            return s;
+    }
+    return NULL;
+}
+
+static void check_a(const rpt_trace *t, const char *what)
+{
+    rpt_trace_info info;
+    rpt_trace_get_info(t, &info);
+    CHECK(info.events == 11, "%s: events %llu", what, (unsigned long long)info.events);
+    CHECK(info.gpu_events == 6, "%s: gpu events %llu", what, (unsigned long long)info.gpu_events);
+    CHECK(info.span_ns == 700000, "%s: span %lld", what, (long long)info.span_ns);
+    CHECK(info.gpu_total_ns == 759750, "%s: gpu total %lld", what, (long long)info.gpu_total_ns);
+    CHECK(info.late_events == 0, "%s: late", what);
+    CHECK(rpt_trace_n_kernels(t) == 5, "%s: kernels %zu", what, rpt_trace_n_kernels(t));
+    /* sorted by total: nccl 300, flash 200.25, memcpy 200, cutlass 49.5, memset 10 */
+    const char *order[] = {"ncclDevKernel", "void flash_fwd", "Memcpy", "void cutlass", "Memset"};
+    for (size_t i = 0; i < 5 && i < rpt_trace_n_kernels(t); i++)
+        CHECK(strncmp(rpt_trace_kernel_at(t, i)->name, order[i], strlen(order[i])) == 0,
+              "%s: kernel %zu is %s", what, i, rpt_trace_kernel_at(t, i)->name);
+    const rpt_trace_kernel *k = find_kernel(t, "void flash_fwd");
+    CHECK(k && k->total_ns == 200250 && k->count == 2, "%s: flash total/count", what);
+    k = find_kernel(t, "void cutlass");
+    CHECK(k && k->total_ns == 49500 && k->count == 1, "%s: cutlass", what);
+    const rpt_trace_stream *s = find_stream(t, "0", "7");
+    CHECK(s && s->busy_ns == 249750 && s->events == 3, "%s: dev0 s7 busy %lld", what, s ? (long long)s->busy_ns : -1);
+    s = find_stream(t, "0", "8");
+    CHECK(s && s->busy_ns == 210000 && s->events == 2, "%s: dev0 s8 busy", what);
+    s = find_stream(t, "0", "*");
+    CHECK(s && s->busy_ns == 310250 && s->events == 5, "%s: dev0 all busy %lld", what, s ? (long long)s->busy_ns : -1);
+    s = find_stream(t, "1", "7");
+    CHECK(s && s->busy_ns == 300000, "%s: dev1 s7 busy", what);
+    CHECK(rpt_trace_n_streams(t) == 5, "%s: streams %zu", what, rpt_trace_n_streams(t));
+    /* sorted: device 0 "*" first */
+    CHECK(strcmp(rpt_trace_stream_at(t, 0)->tid, "*") == 0 && strcmp(rpt_trace_stream_at(t, 0)->pid, "0") == 0,
+          "%s: stream order", what);
+}
+
+static void test_fixtures(void)
+{
+    char err[512];
+    rpt_trace *t = NULL;
+    write_file("trace_a.json", kineto_a, 0);
+    write_file("trace_a.json.gz", kineto_a, 1);
+    CHECK(rpt_trace_load("trace_a.json", &t, err, sizeof err) == 0, "load a: %s", err);
+    if (t)
+        check_a(t, "plain");
+    rpt_trace_free(t);
+    t = NULL;
+    CHECK(rpt_trace_load("trace_a.json.gz", &t, err, sizeof err) == 0, "load a.gz: %s", err);
+    if (t)
+        check_a(t, "gzip");
+    rpt_trace_free(t);
+
+    t = NULL;
+    write_file("trace_b.json.gz", bare_b, 1);
+    CHECK(rpt_trace_load("trace_b.json.gz", &t, err, sizeof err) == 0, "load b: %s", err);
+    if (t) {
+        rpt_trace_info info;
+        rpt_trace_get_info(t, &info);
+        CHECK(info.gpu_events == 3, "b: gpu events %llu", (unsigned long long)info.gpu_events);
+        CHECK(info.span_ns == 40000, "b: span %lld", (long long)info.span_ns);
+        const rpt_trace_kernel *k = find_kernel(t, "kernA");
+        CHECK(k && k->total_ns == 10000 && k->count == 2, "b: kernA");
+        CHECK(find_kernel(t, "notgpu") == NULL, "b: nested stream does not make a GPU event");
+        CHECK(find_kernel(t, "nullstream") == NULL, "b: a null stream does not make a GPU event");
+        const rpt_trace_stream *s = find_stream(t, "2", "*");
+        CHECK(s && s->busy_ns == 15000, "b: dev2 union %lld", s ? (long long)s->busy_ns : -1);
+        s = find_stream(t, "2", "4");
+        CHECK(s && s->busy_ns == 10000, "b: dev2 s4");
+    }
+    rpt_trace_free(t);
+
+    t = NULL;
+    write_file("trace_engine.json", engine_c, 0);
+    CHECK(rpt_trace_load("trace_engine.json", &t, err, sizeof err) == 0, "load engine: %s", err);
+    if (t) {
+        const rpt_trace_kernel *k = rpt_trace_kernel_at(t, 0);
+        CHECK(k && strcmp(k->name, "decode_step") == 0 && k->total_ns == 2650500, "engine: step kernel");
+        const rpt_trace_stream *s = find_stream(t, "0", "7");
+        CHECK(s && s->busy_ns == 4150500, "engine: busy");
+        rpt_trace_info info;
+        rpt_trace_get_info(t, &info);
+        CHECK(info.span_ns == 4500000, "engine: span");
+    }
+    rpt_trace_free(t);
+}
+
+static void test_categories_and_names(void)
+{
+    char err[256], buf[512];
+    rpt_categories *c = NULL;
+    CHECK(rpt_categories_new(&c, err, sizeof err) == 0, "categories: %s", err);
+    if (!c)
+        return;
+    struct { const char *name, *cat; } cases[] = {
+        {"void flash_fwd_kernel<X>(P)", "attention"},
+        {"_tiled_sparse_decode_kernel", "attention"},
+        {"ncclDevKernel_AllReduce_Sum_f32_RING_LL", "communication"},
+        {"void cutlass::Kernel2<cutlass_80_simt_sgemm_64x128_8x5_tn_align1>(Params)", "GEMM"},
+        {"nvjet_tst_128x64_64x8", "GEMM"},
+        {"fused_moe_kernel", "MoE"},
+        {"void at::native::unrolled_elementwise_kernel<direct_copy_kernel_cuda>", "elementwise & copies"},
+        {"Memset (Device)", "elementwise & copies"},
+        {"rotary_embedding_kernel", "other"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CHECK(strcmp(rpt_categories_classify(c, cases[i].name), cases[i].cat) == 0, "%s -> %s (want %s)",
+              cases[i].name, rpt_categories_classify(c, cases[i].name), cases[i].cat);
+    CHECK(rpt_categories_set(c, "rope=rotary", err, sizeof err) == 0, "set rope: %s", err);
+    CHECK(strcmp(rpt_categories_classify(c, "rotary_embedding_kernel"), "rope") == 0, "user category");
+    CHECK(rpt_categories_set(c, "GEMM=xyzzy", err, sizeof err) == 0, "replace GEMM");
+    CHECK(strcmp(rpt_categories_classify(c, "nvjet_tst_128x64"), "other") == 0, "GEMM replaced");
+    CHECK(rpt_categories_set(c, "bad", err, sizeof err) == LL_EINVAL && strstr(err, "NAME=REGEX"), "no '='");
+    CHECK(rpt_categories_set(c, "x=(unclosed", err, sizeof err) == LL_EINVAL && strstr(err, "compile"), "bad regex");
+    CHECK(rpt_categories_count(c) == 7, "count %zu", rpt_categories_count(c));
+    rpt_categories_free(c);
+
+    CHECK(strcmp(rpt_kernel_short_name("void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64>>(Flash_fwd_params)",
+                                       0, buf, sizeof buf), "flash_fwd_kernel") == 0, "short 1: %s", buf);
+    CHECK(strcmp(rpt_kernel_short_name("void cutlass::Kernel2<cutlass_80_simt_sgemm_64x128_8x5_tn_align1>(Params)",
+                                       0, buf, sizeof buf),
+                 "cutlass::Kernel2<cutlass_80_simt_sgemm_64x128_8x5_tn_align1>") == 0, "short 2: %s", buf);
+    CHECK(strcmp(rpt_kernel_short_name("void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl<"
+                                       "at::native::CUDAFunctor_add<float>>(at::TensorIteratorBase&)::{lambda(int)#1}>"
+                                       "(int, at::native::(anonymous namespace)::F)", 0, buf, sizeof buf),
+                 "at::native::elementwise_kernel") == 0, "short 3: %s", buf);
+    CHECK(strcmp(rpt_kernel_short_name("Memcpy DtoD (Device -> Device)", 0, buf, sizeof buf), "Memcpy DtoD") == 0,
+          "short 4: %s", buf);
+    rpt_kernel_short_name("a_very_long_kernel_name_that_goes_on_and_on", 20, buf, sizeof buf);
+    CHECK(strlen(buf) == 20 && strcmp(buf + 17, "...") == 0, "ellipsis: %s", buf);
+}
+
+/* The union against a bitmap, with events out of order inside the window. */
+static void test_busy_union(void)
+{
+    enum { SPAN = 20000, N = 3000 };
+    static unsigned char bitmap[SPAN];
+    memset(bitmap, 0, sizeof bitmap);
+    rpt_busy b;
+    memset(&b, 0, sizeof b);
+    ll_rng r;
+    ll_rng_seed(&r, 7);
+    for (int i = 0; i < N; i++) {
+        int64_t s = (int64_t)(ll_rng_uniform(&r) * (SPAN - 50));
+        int64_t d = (int64_t)(ll_rng_uniform(&r) * 12);
+        for (int64_t k = s; k < s + d; k++)
+            bitmap[k] = 1;
+        if (rpt_busy_add(&b, s, s + d) != 0)
+            CHECK(0, "rpt_busy_add failed");
+    }
+    int64_t want = 0, got = -1;
+    for (int k = 0; k < SPAN; k++)
+        want += bitmap[k];
+    CHECK(rpt_busy_total_ns(&b, &got) == 0 && got == want, "random union: got %lld want %lld", (long long)got,
+          (long long)want);
+    CHECK(b.late == 0, "no late events");
+    rpt_busy_free(&b);
+
+    /* In order beyond the window: memory stays at the window, the sum stays exact. */
+    for (int64_t i = 0; i < 3 * RPT_BUSY_WINDOW; i++)
+        rpt_busy_add(&b, 10 * i, 10 * i + 4);
+    CHECK(b.n <= RPT_BUSY_WINDOW, "window bound: %zu", b.n);
+    CHECK(rpt_busy_total_ns(&b, &got) == 0 && got == 4 * 3 * RPT_BUSY_WINDOW, "folded sum");
+    rpt_busy_add(&b, 0, 100); /* far behind the frontier */
+    CHECK(b.late == 1, "late counted");
+    rpt_busy_free(&b);
+
+    /* A device row sees one stream's kernels, then another's (Kineto may
+     * group them): 30000 + 30000 events, the second set half-overlapping the
+     * first. Exact, and no late events. */
+    for (int64_t i = 0; i < 30000; i++)
+        rpt_busy_add(&b, 10 * i, 10 * i + 4);
+    for (int64_t i = 0; i < 30000; i++)
+        rpt_busy_add(&b, 10 * i + 2, 10 * i + 6);
+    CHECK(rpt_busy_total_ns(&b, &got) == 0 && got == 6 * 30000, "grouped streams: %lld", (long long)got);
+    CHECK(b.late == 0 && b.n == 30000, "grouped: late %llu n %zu", (unsigned long long)b.late, b.n);
+    rpt_busy_free(&b);
+}
+
+static void test_bad_input(void)
+{
+    char err[512];
+    rpt_trace *t = NULL;
+    CHECK(rpt_trace_load("/nonexistent/trace.json", &t, err, sizeof err) == LL_EIO && t == NULL, "missing file");
+    CHECK(strstr(err, "/nonexistent/trace.json") != NULL, "message names the file: %s", err);
+    write_file("bad_trunc.json", "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,", 0);
+    CHECK(rpt_trace_load("bad_trunc.json", &t, err, sizeof err) == LL_EPARSE, "truncated: %s", err);
+    write_file("bad_syntax.json", "{\"traceEvents\":[{\"ph\" \"X\"}]}", 0);
+    CHECK(rpt_trace_load("bad_syntax.json", &t, err, sizeof err) == LL_EPARSE && strstr(err, "byte"),
+          "syntax: %s", err);
+    write_file("not_trace.json", "{\"hello\":[1,2,3]}", 0);
+    CHECK(rpt_trace_load("not_trace.json", &t, err, sizeof err) == LL_EPARSE && strstr(err, "traceEvents"),
+          "not a trace: %s", err);
+    write_file("empty.json", "", 0);
+    CHECK(rpt_trace_load("empty.json", &t, err, sizeof err) == LL_EPARSE, "empty: %s", err);
+    CHECK(t == NULL, "no object on failure");
+}
+
+static void test_print(void)
+{
+    char err[256];
+    rpt_trace *t[2] = {NULL, NULL};
+    const char *labels[2] = {"rank0", "rank1"};
+    if (rpt_trace_load("trace_a.json", &t[0], err, sizeof err) || rpt_trace_load("trace_a.json.gz", &t[1], err, sizeof err)) {
+        CHECK(0, "load for print: %s", err);
+        goto out;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    rpt_trace_print_opts o = {.top = 3};
+    CHECK(rpt_trace_print(f, t, labels, 2, &o, err, sizeof err) == 0, "print: %s", err);
+    fclose(f);
+    /* nccl: 300 µs per rank -> 0.60 ms over both, share 300/759.75 = 39.5% */
+    CHECK(strstr(text, " 39.5%       0.60         2      300.0       0.30       0.30  ncclDevKernel_AllReduce_Sum_f32_RING_LL") != NULL,
+          "nccl row:\n%s", text);
+    CHECK(strstr(text, "(2 more)") != NULL, "rest row");
+    CHECK(strstr(text, "communication") && strstr(text, "attention") && strstr(text, "rank1"), "tables:\n%s", text);
+    /* device 0 all streams: 310.25 / 700 = 44.3% */
+    CHECK(strstr(text, "device 0 all streams") && strstr(text, " 44.3%"), "busy:\n%s", text);
+    free(text);
+
+    text = NULL;
+    f = open_memstream(&text, &len);
+    o.json = 1;
+    CHECK(rpt_trace_print(f, t, labels, 1, &o, err, sizeof err) == 0, "json: %s", err);
+    fclose(f);
+    cJSON *j = cJSON_ParseWithOpts(text, NULL, 1);
+    CHECK(j != NULL, "json parses");
+    cJSON *k0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "kernels"), 0);
+    CHECK(k0 && ll_json_num(k0, "total_us", 0) == 300 && strcmp(ll_json_str(k0, "category", ""), "communication") == 0,
+          "json kernel 0");
+    cJSON_Delete(j);
+    free(text);
+out:
+    rpt_trace_free(t[0]);
+    rpt_trace_free(t[1]);
+}
+
+static int sh(const char *cmd)
+{
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* `loadlaw trace` itself: exit codes, --category, --top, --wide. */
+static void test_cli(const char *bin)
+{
+    char cmd[2048], err[256], *out = NULL;
+    size_t len;
+    struct { const char *args; int want; } cases[] = {
+        {"", 2}, {"--top 0 trace_a.json", 2}, {"--category nope trace_a.json", 2},
+        {"--bogus trace_a.json", 2}, {"/nonexistent.json", 1}, {"bad_syntax.json", 1}, {"--help", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(cmd, sizeof cmd, "%s trace %s > /dev/null 2>&1", bin, cases[i].args);
+        CHECK(sh(cmd) == cases[i].want, "'trace %s' want exit %d", cases[i].args, cases[i].want);
+    }
+    snprintf(cmd, sizeof cmd, "%s trace trace_a.json trace_b.json.gz --top 2 --category 'copies=memcpy|memset' "
+                              "--category 'attention=xyzzy' > cli.out 2>&1", bin);
+    CHECK(sh(cmd) == 0, "trace two files");
+    if (ll_read_file("cli.out", &out, &len, err, sizeof err) == 0) {
+        CHECK(strstr(out, "[2] trace_b.json.gz") != NULL, "per-file legend:\n%s", out);
+        CHECK(strstr(out, "  copies ") != NULL && strstr(out, "  attention ") == NULL, "user categories:\n%s", out);
+        CHECK(strstr(out, "(5 more)") != NULL, "--top 2 leaves 5 of 7 rows:\n%s", out);
+        free(out);
+    }
+    snprintf(cmd, sizeof cmd, "%s trace trace_a.json --wide > cli_wide.out 2>&1", bin);
+    CHECK(sh(cmd) == 0, "trace --wide");
+    if (ll_read_file("cli_wide.out", &out, &len, err, sizeof err) == 0) {
+        CHECK(strstr(out, "void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64>>(Flash_fwd_params)") != NULL,
+              "full names with --wide:\n%s", out);
+        free(out);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    test_fixtures();
+    test_categories_and_names();
+    test_busy_union();
+    test_bad_input();
+    test_print();
+    if (argc > 1)
+        test_cli(argv[1]);
+    TEST_MAIN_END();
+}
