@@ -28,6 +28,10 @@ static void usage(FILE *f)
             "  --json                  machine-readable output instead of tables\n"
             "  --resamples N           bootstrap resamples (default 2000)\n"
             "  --seed S                bootstrap seed (default 1)\n\n"
+            "The bootstrap resamples engine steps (all requests' tokens in one step move\n"
+            "together), not requests: the C streams of a level share every step, and a\n"
+            "request-level bootstrap covered the true speedup of generated runs only 48%%\n"
+            "of the time at C=4 and 30%% at C=16 (steps: 93-95%%).\n\n"
             "exit: 0 ok (gate met), 1 failure, 2 usage error, 3 gate missed\n");
 }
 

@@ -1,14 +1,22 @@
 /* cmd_serve.c: `loadlaw serve`, a thin wrapper over engine.h: flags become
  * engine keys (--time-scale -> time_scale), the URL goes to stdout so scripts
- * can read it, and SIGINT/SIGTERM stop the engine cleanly. */
-#include <pthread.h>
+ * can read it, and SIGINT/SIGTERM stop the engine cleanly.
+ *
+ * DESIGN (signals): cli_signals (signals.c) turns the first SIGINT/SIGTERM
+ * into a post on a semaphore that main waits on; main then stops the engine
+ * and prints "stopped on SIG... after N steps" (exit 0). A second signal while
+ * the engine stops exits at once with 130. */
+#include <errno.h>
+#include <semaphore.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 #include "common.h"
 #include "engine.h"
+#include "signals.h"
 
 static void serve_usage(FILE *f)
 {
@@ -37,9 +45,36 @@ static void serve_usage(FILE *f)
         "  --max-body BYTES       request body limit (default 1Mi)\n"
         "  --idle-timeout DUR     idle connection timeout (default 120s)\n"
         "  --profile-dir DIR      default output_dir of /start_profile (default /tmp)\n"
-        "  --attn naive|tiled, --heads N, --topk N, --threads N   cpu backend settings\n"
+        "cpu backend (engine/cpu/README.md):\n"
+        "  --attn naive|tiled     decode attention kernel (default tiled)\n"
+        "  --heads N, --topk N    query heads (64), KV rows selected per decode (2048)\n"
+        "  --threads N            compute threads, 0 = all cores (default 1)\n"
+        "  --d-model N, --d-ff N, --vocab N   dense sizes (2048, 8192, 1024)\n"
+        "  --capacity N           KV rows per sequence slot (default 4096)\n"
+        "  --min-ctx N            rows attended at least (default: topk; 0 = real context)\n"
         "  -v, --verbose          log engine events to stderr\n"
-        "  -h, --help             this help\n");
+        "  -h, --help             this help\n"
+        "\n"
+        "The synthetic backend's scheduler thread asks for SCHED_FIFO priority 1 so it\n"
+        "wakes on its deadlines on a busy machine; where that is refused (the usual case\n"
+        "without CAP_SYS_NICE or an RLIMIT_RTPRIO), it runs at normal priority and -v\n"
+        "says so. Step times are then only as punctual as the machine is idle.\n"
+        "Exit: 0 after a clean stop on SIGINT/SIGTERM (a second one exits with 130),\n"
+        "1 if the engine cannot start, 2 for a usage error.\n");
+}
+
+typedef struct serve_wait {
+    sem_t posted;
+    atomic_int sig;
+} serve_wait;
+
+/* On the signal thread: wake main, which stops the engine. */
+static void serve_on_signal(int sig, void *ctx)
+{
+    serve_wait *w = ctx;
+    atomic_store(&w->sig, sig);
+    fprintf(stderr, "\nloadlaw serve: stopping (Ctrl-C again to quit now)\n");
+    sem_post(&w->posted);
 }
 
 int cmd_serve(int argc, char **argv)
@@ -97,19 +132,23 @@ int cmd_serve(int argc, char **argv)
         }
     }
 
-    /* Block the stop signals before any engine thread exists, so they all
-     * inherit the mask and only sigwait below receives them. */
-    sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGINT);
-    sigaddset(&stop, SIGTERM);
-    if (pthread_sigmask(SIG_BLOCK, &stop, NULL) != 0) {
-        fprintf(stderr, "loadlaw serve: could not block signals\n");
+    serve_wait w;
+    atomic_init(&w.sig, 0);
+    if (sem_init(&w.posted, 0, 0) != 0) {
+        fprintf(stderr, "loadlaw serve: sem_init: %s\n", strerror(errno));
         return CLI_FAIL;
     }
+    /* Before eng_start: a Ctrl-C during a slow start (cpu weights) still
+     * ends in a clean stop once the engine is up. */
+    if (cli_signals_start(serve_on_signal, NULL, &w, err, sizeof err) != 0) {
+        fprintf(stderr, "loadlaw serve: %s\n", err);
+        sem_destroy(&w.posted);
+        return CLI_FAIL;
+    }
+    int ret = CLI_FAIL;
     if (eng_start(&cfg, &eng, err, sizeof err) != 0) {
         fprintf(stderr, "loadlaw serve: %s\n", err);
-        return CLI_FAIL;
+        goto out;
     }
     printf("%s\n", eng_url(eng));
     fflush(stdout);
@@ -120,12 +159,15 @@ int cmd_serve(int argc, char **argv)
     else
         fprintf(stderr, "loadlaw serve: model %s, %s backend, Ctrl-C stops\n", cfg.model,
                 cfg.backend == ENG_BACKEND_CPU ? "cpu" : "cuda");
-    int sig = 0;
-    if (sigwait(&stop, &sig) != 0)
-        sig = SIGTERM;
+    while (sem_wait(&w.posted) != 0 && errno == EINTR)
+        ;
     size_t n = eng_step_count(eng);
     eng_stop(eng);
     fprintf(stderr, "loadlaw serve: stopped on %s after %zu steps\n",
-            sig == SIGINT ? "SIGINT" : "SIGTERM", n);
-    return CLI_OK;
+            atomic_load(&w.sig) == SIGINT ? "SIGINT" : "SIGTERM", n);
+    ret = CLI_OK;
+out:
+    cli_signals_stop();
+    sem_destroy(&w.posted);
+    return ret;
 }

@@ -1,16 +1,17 @@
 /* cmd_sweep.c: `loadlaw sweep [SCENARIO.json] [flags]`: load a scenario, let
  * flags override it, start the bundled engine in this process when no URL is
  * given, drive the levels (loadgen), copy the engine's step log into the
- * records, then fit the law and write the report.
+ * records, then fit the law and write the report. A scenario with "ab" runs
+ * that twice and compares (cmd_sweep_ab.c).
  *
- * DESIGN (signals): a SIGINT/SIGTERM handler only writes a byte into a
- * self-pipe; a signal thread reads it: the first asks loadgen to stop issuing
- * and drain until the scenario's drain_s, the second exits at once with 130. Records are flushed per line, so both leave
- * a valid records.jsonl. Exit: 0 ok, 1 failure, 2 usage, 130 interrupted. */
+ * DESIGN (signals, through cli/signals.h): the first SIGINT/SIGTERM asks
+ * loadgen to stop issuing and drain until the scenario's drain_s, the second
+ * exits at once with 130. Each first copies the engine's step log so far into
+ * the records (a killed level keeps its steps). Records are flushed per line,
+ * so both leave a valid records.jsonl. Exit: 0 ok, 1 failure, 2 usage, 3 ab
+ * gate missed, 130 interrupted. */
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,8 @@
 #include "loadgen.h"
 #include "report.h"
 #include "scenario.h"
+#include "signals.h"
+#include "sweep.h"
 
 #ifndef LOADLAW_SOURCE_DIR
 #define LOADLAW_SOURCE_DIR "."
@@ -39,6 +42,10 @@ static void sweep_usage(FILE *f)
             "Drives an OpenAI-compatible endpoint through concurrency levels and records every\n"
             "token's arrival in RUN_DIR/records.jsonl; ends with the fitted law and the report.\n"
             "With no SCENARIO, runs scenarios/default.json (bundled engine, 52+30n, C=1..64).\n"
+            "A scenario with \"ab\" (e.g. scenarios/kernel-ab.json) runs the sweep once per side,\n"
+            "each on its own bundled engine, into RUN_DIR/<side>, then compares them as\n"
+            "`loadlaw compare` does (RUN_DIR/compare.html; exit 3 when its expect_speedup is\n"
+            "missed); --engine and --url are usage errors there (edit the sides instead).\n"
             "\n"
             "target:\n"
             "  --url URL            remote server (default: start the bundled engine in-process)\n"
@@ -63,92 +70,94 @@ static void sweep_usage(FILE *f)
             "  --no-report          skip the fit and report at the end\n"
             "  -q, --quiet          no progress line\n"
             "\n"
-            "exit codes: 0 ok, 1 failure, 2 usage error, 130 interrupted (records kept)\n");
+            "exit codes: 0 ok, 1 failure, 2 usage error, 3 ab gate missed, 130 interrupted (records kept)\n");
 }
 
-/* ---- signals ---------------------------------------------------------------- */
+/* ---- engine step log -> records ------------------------------------------ */
 
-/* g_mu keeps the run alive while the signal thread uses it. */
+/* mu: the driver (at each level's end) and the signal thread (at an
+ * interrupt) both copy; `next` makes each step land in the records once. */
+typedef struct step_copy {
+    pthread_mutex_t mu;
+    eng_engine *eng;
+    size_t next;
+} step_copy;
+
+static void copy_steps_locked(lg_run *r, step_copy *sc)
+{
+    eng_step buf[1024];
+    int64_t epoch = lg_run_epoch_ns(r);
+    size_t got;
+    while ((got = eng_steps(sc->eng, sc->next, buf, 1024)) > 0) {
+        sc->next += got;
+        for (size_t i = 0; i < got; i++) {
+            if (buf[i].start_ns < epoch)
+                continue; /* before the run: not in the run's clock range */
+            cJSON *o = cJSON_CreateObject();
+            if (!o)
+                return;
+            cJSON_AddStringToObject(o, "type", "step");
+            cJSON_AddNumberToObject(o, "start_ns", (double)(buf[i].start_ns - epoch));
+            cJSON_AddNumberToObject(o, "dur_ns", (double)buf[i].dur_ns);
+            cJSON_AddNumberToObject(o, "n_decode", buf[i].n_decode);
+            cJSON_AddNumberToObject(o, "n_running", buf[i].n_running);
+            cJSON_AddNumberToObject(o, "prefill_tok", buf[i].prefill_tok);
+            cJSON_AddNumberToObject(o, "ctx_tok", (double)buf[i].ctx_tok);
+            if (lg_run_write_record(r, o))
+                ll_warn("writing step records failed");
+            cJSON_Delete(o);
+        }
+    }
+}
+
+/* lg_level_cb (level = -1: called at an interrupt). */
+static void copy_steps(lg_run *r, int level, void *ctx)
+{
+    step_copy *sc = ctx;
+    (void)level;
+    if (!sc || !sc->eng)
+        return;
+    pthread_mutex_lock(&sc->mu);
+    copy_steps_locked(r, sc);
+    pthread_mutex_unlock(&sc->mu);
+}
+
+/* ---- signals (cli/signals.h) ----------------------------------------------- */
+
+/* g_mu keeps the run and its engine alive while the signal thread uses them. */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static lg_run *g_run;
+static step_copy *g_steps;
 static double g_drain_s = 10;
-static int g_pipe[2] = {-1, -1};
 
-/* Async-signal-safe: one byte into the self-pipe. Any thread may run it
- * (libraries such as OpenBLAS start threads before main, with signals
- * unblocked, so masking cannot route signals to one thread). */
-static void on_signal(int sig)
+/* Second signal (or a first one with no run going): keep the steps, quit. */
+static _Noreturn void on_second(int sig, void *ctx)
 {
-    int saved = errno;
-    char c = (char)sig;
-    if (write(g_pipe[1], &c, 1) < 0) {
-        /* pipe full: a signal is already pending there */
+    static const char m[] = "\nloadlaw: interrupted; records written so far are kept\n";
+    (void)sig;
+    (void)ctx;
+    pthread_mutex_lock(&g_mu);
+    if (g_run)
+        copy_steps(g_run, -1, g_steps);
+    if (write(2, m, sizeof m - 1) < 0) {
+        /* nothing more to do */
     }
-    errno = saved;
+    _exit(CLI_INTERRUPTED);
 }
 
-static void *signal_main(void *arg)
+static void on_first(int sig, void *ctx)
 {
-    int n = 0;
-    for (;;) {
-        char c;
-        ssize_t k = read(g_pipe[0], &c, 1);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0 || c == 0)
-            return NULL; /* 0: the command is finishing */
-        n++;
-        pthread_mutex_lock(&g_mu);
-        lg_run *r = g_run;
-        if (n >= 2 || !r) {
-            static const char m[] = "\nloadlaw: interrupted; records written so far are kept\n";
-            if (write(2, m, sizeof m - 1) < 0) {
-                /* nothing more to do */
-            }
-            _exit(CLI_INTERRUPTED);
-        }
-        fprintf(stderr, "\nloadlaw: stopping: in-flight requests may finish within %.0f s "
-                        "(Ctrl-C again to quit now)\n", g_drain_s);
-        lg_run_interrupt(r, g_drain_s);
+    pthread_mutex_lock(&g_mu);
+    lg_run *r = g_run;
+    if (!r) {
         pthread_mutex_unlock(&g_mu);
+        on_second(sig, ctx);
     }
-}
-
-/* Catch SIGINT/SIGTERM unless they were ignored when we started (a job put
- * in the background by a shell keeps ignoring the terminal's Ctrl-C). */
-static int signals_start(pthread_t *th)
-{
-    int sigs[] = {SIGINT, SIGTERM};
-    if (pipe(g_pipe) != 0)
-        return -1;
-    if (pthread_create(th, NULL, signal_main, NULL) != 0) {
-        close(g_pipe[0]);
-        close(g_pipe[1]);
-        return -1;
-    }
-    for (size_t i = 0; i < 2; i++) {
-        struct sigaction old, sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_signal;
-        sa.sa_flags = SA_RESTART;
-        sigemptyset(&sa.sa_mask);
-        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
-            sigaction(sigs[i], &sa, NULL);
-    }
-    return 0;
-}
-
-static void signals_stop(pthread_t th)
-{
-    char zero = 0;
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    if (write(g_pipe[1], &zero, 1) == 1)
-        pthread_join(th, NULL);
-    else
-        pthread_detach(th);
-    close(g_pipe[0]);
-    close(g_pipe[1]);
+    fprintf(stderr, "\nloadlaw: stopping: in-flight requests may finish within %.0f s "
+                    "(Ctrl-C again to quit now)\n", g_drain_s);
+    lg_run_interrupt(r, g_drain_s);
+    copy_steps(r, -1, g_steps); /* kept even if the drain is killed */
+    pthread_mutex_unlock(&g_mu);
 }
 
 /* ---- options -------------------------------------------------------------- */
@@ -346,43 +355,6 @@ static int apply_flags(const opts *o, scn_scenario *s)
     return 0;
 }
 
-/* ---- engine step log → records ------------------------------------------- */
-
-typedef struct step_copy {
-    eng_engine *eng;
-    size_t next;
-} step_copy;
-
-static void copy_steps(lg_run *r, int level, void *ctx)
-{
-    step_copy *sc = ctx;
-    eng_step buf[1024];
-    int64_t epoch = lg_run_epoch_ns(r);
-    size_t got;
-    if (!sc->eng)
-        return;
-    while ((got = eng_steps(sc->eng, sc->next, buf, 1024)) > 0) {
-        sc->next += got;
-        for (size_t i = 0; i < got; i++) {
-            if (buf[i].start_ns < epoch)
-                continue; /* before the run: not in the run's clock range */
-            cJSON *o = cJSON_CreateObject();
-            if (!o)
-                return;
-            cJSON_AddStringToObject(o, "type", "step");
-            cJSON_AddNumberToObject(o, "start_ns", (double)(buf[i].start_ns - epoch));
-            cJSON_AddNumberToObject(o, "dur_ns", (double)buf[i].dur_ns);
-            cJSON_AddNumberToObject(o, "n_decode", buf[i].n_decode);
-            cJSON_AddNumberToObject(o, "n_running", buf[i].n_running);
-            cJSON_AddNumberToObject(o, "prefill_tok", buf[i].prefill_tok);
-            cJSON_AddNumberToObject(o, "ctx_tok", (double)buf[i].ctx_tok);
-            if (lg_run_write_record(r, o))
-                ll_warn("writing step records failed");
-            cJSON_Delete(o);
-        }
-    }
-}
-
 /* ---- the end: law and report ---------------------------------------------- */
 
 /* Fit the run's steady samples, print the law, write RUN_DIR/report.html.
@@ -433,17 +405,111 @@ static void default_run_dir(char *out, size_t n)
         snprintf(out, n, "%s-%d", base, i);
 }
 
+int sweep_one(const sweep_job *j)
+{
+    char err[1024] = "";
+    const scn_scenario *scn = j->scn;
+    eng_engine *eng = NULL;
+    lg_run *run = NULL;
+    cJSON *law = NULL;
+    int ret = CLI_FAIL, rc;
+    const char *url = scn->url, *model = scn->model;
+    step_copy sc = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    char spec_buf[1024] = "";
+    if (!url) {
+        eng_config ec;
+        eng_config_default(&ec);
+        if (eng_parse_spec(j->engine_spec, &ec, err, sizeof err)) {
+            fprintf(stderr, "loadlaw sweep: --engine/engine: %s\n", err);
+            ret = CLI_USAGE;
+            goto out;
+        }
+        if (ec.max_connections < 16384)
+            ec.max_connections = 16384;
+        if (j->profile_dir)
+            ec.profile_dir = j->profile_dir; /* eng_start copies it */
+        if ((rc = eng_start(&ec, &eng, err, sizeof err))) {
+            fprintf(stderr, "loadlaw sweep: starting the bundled engine: %s\n", err);
+            goto out;
+        }
+        url = eng_url(eng);
+        if (!model)
+            model = ec.model;
+        sc.eng = eng;
+        sc.next = eng_step_count(eng);
+        snprintf(spec_buf, sizeof spec_buf, "%s", j->engine_spec ? j->engine_spec : "backend=synthetic");
+        if (ec.backend == ENG_BACKEND_SYNTHETIC && (law = cJSON_CreateObject())) {
+            /* The law as played, in scaled milliseconds (records.md). */
+            cJSON_AddNumberToObject(law, "a_ms", ec.law_a_ms * ec.time_scale);
+            cJSON_AddNumberToObject(law, "b_ms", ec.law_b_ms * ec.time_scale);
+            cJSON_AddNumberToObject(law, "c_ms_per_ktok", ec.law_c_ms_per_ktok * ec.time_scale);
+            cJSON_AddNumberToObject(law, "p_ms_per_tok", ec.law_p_ms_per_tok * ec.time_scale);
+        }
+    } else if (!model) {
+        fprintf(stderr, "loadlaw sweep: --model is required with a remote --url\n");
+        ret = CLI_USAGE;
+        goto out;
+    }
+    lg_config lc = {.scn = scn, .prompts = j->prompts, .url = url, .model = model,
+                    .api_key = j->api_key, .run_dir = j->run_dir,
+                    .engine_spec = eng ? spec_buf : NULL, .engine_law = law,
+                    .scenario_name = scn->path, .progress = !j->quiet && isatty(2),
+                    .on_level_end = copy_steps, .cb_ctx = &sc};
+    if ((rc = lg_run_create(&lc, &run, err, sizeof err))) {
+        fprintf(stderr, "loadlaw sweep: %s\n", err);
+        goto out;
+    }
+    pthread_mutex_lock(&g_mu);
+    g_run = run;
+    g_steps = &sc;
+    pthread_mutex_unlock(&g_mu);
+    fprintf(stderr, "loadlaw sweep: %s -> %s (%zu levels), records in %s/records.jsonl\n",
+            scn->path ? scn->path : "scenario", url, scn->n_levels, j->run_dir);
+    rc = lg_run_sweep(run, err, sizeof err);
+    if (rc && rc != LL_EINTR)
+        fprintf(stderr, "loadlaw sweep: %s\n", err);
+    /* Steps after the last level's end (or all of them when the sweep
+     * failed before one ended) still belong to the run. */
+    copy_steps(run, -1, &sc);
+    int wrc = lg_run_write_summary(run, err, sizeof err);
+    if (wrc)
+        fprintf(stderr, "loadlaw sweep: %s\n", err);
+    lg_run_print_table(run, stdout);
+    printf("run: %s\n", j->run_dir);
+    fflush(stdout);
+    ret = rc == LL_EINTR ? CLI_INTERRUPTED : rc || wrc ? CLI_FAIL : CLI_OK;
+    size_t nl, n_ok = 0;
+    const lg_level_summary *ls = lg_run_levels(run, &nl);
+    for (size_t i = 0; i < nl; i++)
+        n_ok += (size_t)ls[i].ok;
+    if (ret == CLI_OK && n_ok == 0) {
+        /* Failures are data, but a run where nothing succeeded measured nothing. */
+        fprintf(stderr, "loadlaw sweep: no request succeeded (see the failed classes above)\n");
+        ret = CLI_FAIL;
+    }
+    if (ret == CLI_OK && !j->no_report)
+        sweep_finish(j->run_dir);
+out:
+    if (run) {
+        pthread_mutex_lock(&g_mu);
+        g_run = NULL;
+        g_steps = NULL;
+        pthread_mutex_unlock(&g_mu);
+        lg_run_free(run);
+    }
+    if (eng)
+        eng_stop(eng);
+    cJSON_Delete(law);
+    return ret;
+}
+
 int cmd_sweep(int argc, char **argv)
 {
     opts o;
     char err[1024] = "", spath[4096], run_dir[4096];
     scn_scenario *scn = NULL;
     scn_prompts *prompts = NULL;
-    eng_engine *eng = NULL;
-    lg_run *run = NULL;
-    cJSON *law = NULL;
-    pthread_t sig_thread;
-    int sig_started = 0, ret = CLI_FAIL, rc;
+    int ret = CLI_FAIL, rc;
     int pa = parse_args(argc, argv, &o);
     if (pa)
         return pa > 0 ? CLI_OK : CLI_USAGE;
@@ -451,6 +517,13 @@ int cmd_sweep(int argc, char **argv)
     if ((rc = scn_load_file(spath, &scn, err, sizeof err))) {
         fprintf(stderr, "loadlaw sweep: %s\n", err);
         return rc == LL_EIO ? CLI_FAIL : CLI_USAGE;
+    }
+    if (scn->ab.enabled && (o.engine || o.url)) {
+        /* Overriding both sides with one spec would compare a run with itself. */
+        fprintf(stderr, "loadlaw sweep: %s: an \"ab\" scenario takes no %s (edit ab.a/ab.b.engine)\n", spath,
+                o.engine ? "--engine" : "--url");
+        scn_free(scn);
+        return CLI_USAGE;
     }
     if (apply_flags(&o, scn) || scn_validate(scn, err, sizeof err)) {
         if (err[0])
@@ -464,45 +537,8 @@ int cmd_sweep(int argc, char **argv)
         goto out;
     }
     raise_nofile();
-    if (signals_start(&sig_thread)) {
-        fprintf(stderr, "loadlaw sweep: cannot set up signal handling\n");
-        goto out;
-    }
-    sig_started = 1;
-
-    const char *url = scn->url, *model = scn->model;
-    step_copy sc = {0};
-    char spec_buf[512] = "";
-    if (!url) {
-        eng_config ec;
-        eng_config_default(&ec);
-        if (eng_parse_spec(scn->engine_spec, &ec, err, sizeof err)) {
-            fprintf(stderr, "loadlaw sweep: --engine/engine: %s\n", err);
-            ret = CLI_USAGE;
-            goto out;
-        }
-        if (ec.max_connections < 16384)
-            ec.max_connections = 16384;
-        if ((rc = eng_start(&ec, &eng, err, sizeof err))) {
-            fprintf(stderr, "loadlaw sweep: starting the bundled engine: %s\n", err);
-            goto out;
-        }
-        url = eng_url(eng);
-        if (!model)
-            model = ec.model;
-        sc.eng = eng;
-        sc.next = eng_step_count(eng);
-        snprintf(spec_buf, sizeof spec_buf, "%s", scn->engine_spec ? scn->engine_spec : "backend=synthetic");
-        if (ec.backend == ENG_BACKEND_SYNTHETIC && (law = cJSON_CreateObject())) {
-            /* The law as played, in scaled milliseconds (records.md). */
-            cJSON_AddNumberToObject(law, "a_ms", ec.law_a_ms * ec.time_scale);
-            cJSON_AddNumberToObject(law, "b_ms", ec.law_b_ms * ec.time_scale);
-            cJSON_AddNumberToObject(law, "c_ms_per_ktok", ec.law_c_ms_per_ktok * ec.time_scale);
-            cJSON_AddNumberToObject(law, "p_ms_per_tok", ec.law_p_ms_per_tok * ec.time_scale);
-        }
-    } else if (!model) {
-        fprintf(stderr, "loadlaw sweep: --model is required with a remote --url\n");
-        ret = CLI_USAGE;
+    if (cli_signals_start(on_first, on_second, NULL, err, sizeof err)) {
+        fprintf(stderr, "loadlaw sweep: %s\n", err);
         goto out;
     }
     const char *key = o.api_key ? o.api_key : getenv(scn->api_key_env ? scn->api_key_env : "OPENAI_API_KEY");
@@ -510,53 +546,11 @@ int cmd_sweep(int argc, char **argv)
         snprintf(run_dir, sizeof run_dir, "%s", scn->output);
     else
         default_run_dir(run_dir, sizeof run_dir);
-    lg_config lc = {.scn = scn, .prompts = prompts, .url = url, .model = model,
-                    .api_key = key && key[0] ? key : NULL, .run_dir = run_dir,
-                    .engine_spec = eng ? spec_buf : NULL, .engine_law = law,
-                    .scenario_name = scn->path, .progress = !o.quiet && isatty(2),
-                    .on_level_end = copy_steps, .cb_ctx = &sc};
-    if ((rc = lg_run_create(&lc, &run, err, sizeof err))) {
-        fprintf(stderr, "loadlaw sweep: %s\n", err);
-        goto out;
-    }
-    pthread_mutex_lock(&g_mu);
-    g_run = run;
-    pthread_mutex_unlock(&g_mu);
-    fprintf(stderr, "loadlaw sweep: %s -> %s (%zu levels), records in %s/records.jsonl\n",
-            scn->path ? scn->path : "scenario", url, scn->n_levels, run_dir);
-    rc = lg_run_sweep(run, err, sizeof err);
-    if (rc && rc != LL_EINTR)
-        fprintf(stderr, "loadlaw sweep: %s\n", err);
-    int wrc = lg_run_write_summary(run, err, sizeof err);
-    if (wrc)
-        fprintf(stderr, "loadlaw sweep: %s\n", err);
-    lg_run_print_table(run, stdout);
-    printf("run: %s\n", run_dir);
-    fflush(stdout);
-    ret = rc == LL_EINTR ? CLI_INTERRUPTED : rc || wrc ? CLI_FAIL : CLI_OK;
-    size_t nl, n_ok = 0;
-    const lg_level_summary *ls = lg_run_levels(run, &nl);
-    for (size_t i = 0; i < nl; i++)
-        n_ok += (size_t)ls[i].ok;
-    if (ret == CLI_OK && n_ok == 0) {
-        /* Failures are data, but a run where nothing succeeded measured nothing. */
-        fprintf(stderr, "loadlaw sweep: no request succeeded (see the failed classes above)\n");
-        ret = CLI_FAIL;
-    }
-    if (ret == CLI_OK && !o.no_report)
-        sweep_finish(run_dir);
+    sweep_job job = {.scn = scn, .prompts = prompts, .engine_spec = scn->engine_spec, .run_dir = run_dir,
+                     .api_key = key && key[0] ? key : NULL, .quiet = o.quiet, .no_report = o.no_report};
+    ret = scn->ab.enabled ? sweep_ab(&job, run_dir) : sweep_one(&job);
+    cli_signals_stop();
 out:
-    if (run) {
-        pthread_mutex_lock(&g_mu);
-        g_run = NULL;
-        pthread_mutex_unlock(&g_mu);
-        lg_run_free(run);
-    }
-    if (eng)
-        eng_stop(eng);
-    if (sig_started)
-        signals_stop(sig_thread);
-    cJSON_Delete(law);
     scn_prompts_free(prompts);
     scn_free(scn);
     return ret;

@@ -31,6 +31,11 @@ void eng_config_default(eng_config *cfg)
     cfg->heads = 64;
     cfg->topk = 2048;
     cfg->threads = 1;
+    cfg->d_model = 2048;
+    cfg->d_ff = 8192;
+    cfg->vocab = 1024;
+    cfg->capacity_tok = 4096;
+    cfg->min_ctx_tok = -1; /* = topk */
     cfg->default_max_tokens = 256;
     cfg->profile_dir = "/tmp";
 }
@@ -257,8 +262,25 @@ int eng_config_set(eng_config *cfg, const char *key, const char *value, char *er
         return set_int(key, value, 1, 4096, &cfg->heads, err, errlen);
     if (strcmp(key, "topk") == 0)
         return set_int(key, value, 1, 1 << 24, &cfg->topk, err, errlen);
-    if (strcmp(key, "threads") == 0)
-        return set_int(key, value, 1, 1024, &cfg->threads, err, errlen);
+    if (strcmp(key, "threads") == 0) /* 0: the cpu backend uses every online core */
+        return set_int(key, value, 0, 1024, &cfg->threads, err, errlen);
+    /* cpu sizes: the bounds are the backend's (cpu_model.c, backend_cpu.c), checked
+     * here too so a bad spec fails at parse time, naming its key */
+    if (strcmp(key, "d_model") == 0)
+        return set_int(key, value, 1, 65536, &cfg->d_model, err, errlen);
+    if (strcmp(key, "d_ff") == 0) /* at least one 576-wide query/KV row */
+        return set_int(key, value, 576, 262144, &cfg->d_ff, err, errlen);
+    if (strcmp(key, "vocab") == 0)
+        return set_int(key, value, 2, 1 << 20, &cfg->vocab, err, errlen);
+    if (strcmp(key, "capacity") == 0)
+        return set_int(key, value, 1, 1 << 24, &cfg->capacity_tok, err, errlen);
+    if (strcmp(key, "min_ctx") == 0) {
+        if (strcmp(value, "topk") == 0) {
+            cfg->min_ctx_tok = -1;
+            return 0;
+        }
+        return set_int(key, value, 0, 1 << 24, &cfg->min_ctx_tok, err, errlen);
+    }
     if (strcmp(key, "attn") == 0) {
         if (strcmp(value, "naive") && strcmp(value, "tiled")) {
             ll_errf(err, errlen, "attn: expected naive or tiled, got \"%s\"", value);

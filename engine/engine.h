@@ -19,6 +19,12 @@
  *
  * Threads: eng_start creates the scheduler thread and the HTTP server threads;
  * all functions here may be called from any thread. eng_stop joins them.
+ * With the synthetic backend the scheduler thread, which only sleeps, asks
+ * for SCHED_FIFO priority 1 so it wakes on its deadlines on a busy machine.
+ * Without CAP_SYS_NICE or an RLIMIT_RTPRIO that is refused: the engine then
+ * runs at normal priority (an info log line says so; serve -v shows it), otherwise
+ * unchanged. Backends that compute on the scheduler thread never ask.
+ * The engine installs no signal handlers and changes no signal mask.
  * Errors: 0 or a negative LL_E* code (common.h) with a message in err.
  */
 #ifndef LOADLAW_ENGINE_H
@@ -57,9 +63,19 @@ typedef struct eng_config {
     double time_scale;         /* multiplies every step time; default 1 */
     double jitter_frac;        /* relative std-dev of seeded gaussian jitter, default 0 */
     uint64_t seed;             /* default 1 */
-    /* cpu/cuda backends (see engine/cpu/) */
-    const char *attn;          /* "naive" | "tiled" */
-    int heads, topk, threads;
+    /* cpu/cuda backends (engine/cpu/README.md); spec keys in brackets */
+    const char *attn;          /* [attn] "naive" | "tiled", default "tiled" */
+    int heads;                 /* [heads] query heads, default 64 (cpu: at most 1024) */
+    int topk;                  /* [topk] KV rows selected per decode, default 2048 */
+    int threads;               /* [threads] compute threads, 0 = all online cores, default 1 */
+    int d_model, d_ff, vocab;  /* [d_model] [d_ff] [vocab] dense sizes: 1..65536, 576..262144,
+                                * 2..1048576, default 2048, 8192, 1024 */
+    int capacity_tok;          /* [capacity] KV rows each sequence slot owns, 1..16777216,
+                                * default 4096 */
+    int min_ctx_tok;           /* [min_ctx] rows a decode attends over at least (clamped to
+                                * capacity), so short prompts still select topk rows;
+                                * -1 = topk (default; the spec value "topk"), 0 = the real
+                                * context only */
     /* added fields (spec keys in brackets) */
     int stop_after_tok;        /* [stop_after] a request without ignore_eos ends with
                                 * finish_reason "stop" after max(min_tokens, this) tokens
@@ -77,7 +93,8 @@ int eng_parse_law(const char *law, eng_config *cfg, char *err, size_t errlen);
 /* Parse an engine spec, the form `loadlaw sweep --engine` takes:
  * "backend=synthetic,law=52+30n,time_scale=0.05,jitter=0.02,think=64,max_running=256,
  *  prefill_budget=2048,seed=1,attn=tiled,heads=64,topk=2048,threads=2".
- * Also: a, b, c, p (law terms alone), max_waiting, max_tokens_limit, max_context,
+ * Also: d_model, d_ff, vocab, capacity, min_ctx (cpu sizes, see eng_config),
+ * a, b, c, p (law terms alone), max_waiting, max_tokens_limit, max_context,
  * stop_after, default_max_tokens, model, host, port, profile_dir, max_connections,
  * max_body (bytes, k/m suffixes), idle_timeout (duration), think_tokens (= think).
  * String values are interned for the life of the process.
@@ -98,10 +115,10 @@ int eng_port(const eng_engine *e);
 
 /* One engine step, CLOCK_MONOTONIC nanoseconds (ll_now_ns()). */
 typedef struct eng_step {
-    int64_t start_ns, dur_ns;  /* start: when the previous step's tokens were released
-                                * (or the wake-up after idling); dur: until this step's
-                                * tokens were released. Deadlines chain, so busy steps
-                                * average exactly the law. */
+    int64_t start_ns, dur_ns;  /* start: when the previous step ended (or the wake-up
+                                * after idling); dur: until this step's work ended, the
+                                * moment just before its tokens are released. Deadlines
+                                * chain, so busy steps average exactly the law. */
     int n_decode;              /* sequences that decoded a token this step (the law's N);
                                 * a sequence whose prefill completes in this step also
                                 * emits its first token at its end but is not counted */
@@ -111,7 +128,11 @@ typedef struct eng_step {
 } eng_step;
 
 /* Copy steps [from, from+max) of the step log into out; returns how many were
- * copied (0 at the end). The log keeps every step of the engine's life. */
+ * copied (0 at the end). The log keeps every step of the engine's life.
+ * A step is logged before its tokens are released, so once a client has
+ * received a token (or a whole response), the step that made it is already
+ * here: the log never trails the streams. (A step whose log entry could not
+ * be allocated is missing, never late.) */
 size_t eng_steps(eng_engine *e, size_t from, eng_step *out, size_t max);
 /* Steps logged so far. */
 size_t eng_step_count(eng_engine *e);

@@ -3,7 +3,8 @@
  * Each step: drop cancelled requests, admit waiting ones up to max_running,
  * give every decoding sequence one token and spend the prefill budget on the
  * oldest prefilling sequences (chunked prefill), let the backend play the
- * step, then log it and hand the tokens to their streams at once.
+ * step, then log it and hand the tokens to their streams at once (logged
+ * first, so the step log never trails what clients have received).
  *
  * DESIGN, timing: steps chain on absolute deadlines. Step k+1 is planned to
  * start at step k's deadline, not when the scheduler got round to it, so the
@@ -162,6 +163,22 @@ static int emit(eng_engine *e, eng_sched *s, int n_dec, int n_pre_done)
     return tokens;
 }
 
+/* Make room for one more step in the log, outside the step's timed span.
+ * Out of memory only drops that step from the log (the engine goes on). */
+static void log_reserve(eng_engine *e)
+{
+    pthread_mutex_lock(&e->log_mu);
+    if (e->log_n == e->log_cap) {
+        size_t cap = e->log_cap ? e->log_cap * 2 : 4096;
+        eng_step *nl = realloc(e->log, cap * sizeof *nl);
+        if (nl) {
+            e->log = nl;
+            e->log_cap = cap;
+        }
+    }
+    pthread_mutex_unlock(&e->log_mu);
+}
+
 static void *sched_main(void *arg)
 {
     eng_engine *e = arg;
@@ -181,7 +198,8 @@ static void *sched_main(void *arg)
         struct sched_param sp = {.sched_priority = 1};
         int prc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
         if (prc)
-            ll_debug("engine: no real-time priority for the scheduler (%s)", strerror(prc));
+            ll_info("engine: no real-time (SCHED_FIFO) priority for the scheduler (%s); "
+                    "running at normal priority", strerror(prc));
     }
     for (;;) {
         for (int i = 0; i < s->n_run;)
@@ -266,6 +284,7 @@ static void *sched_main(void *arg)
         /* pre_slot/pre_tok were filled in admission order; the swap above
          * only reorders pre_req, which the backend never sees. */
 
+        log_reserve(e);
         int64_t now = ll_now_ns();
         int64_t slack = last_dur > 200000 ? last_dur : 200000;
         if (!chained || now - plan > slack) {
@@ -292,20 +311,16 @@ static void *sched_main(void *arg)
         prev_end = end;
         chained = 1;
 
-        int tokens = emit(e, s, n_dec, n_pre_done);
-
+        /* Log the step before its tokens go out, so a client that has read
+         * its last token finds that step in eng_steps. The room was made
+         * before the step (log_reserve): only a store stands between `end`
+         * and the release, so dur_ns stays honest. */
         pthread_mutex_lock(&e->log_mu);
-        if (e->log_n == e->log_cap) {
-            size_t cap = e->log_cap ? e->log_cap * 2 : 4096;
-            eng_step *nl = realloc(e->log, cap * sizeof *nl);
-            if (nl) {
-                e->log = nl;
-                e->log_cap = cap;
-            }
-        }
         if (e->log_n < e->log_cap)
             e->log[e->log_n++] = st;
         pthread_mutex_unlock(&e->log_mu);
+
+        int tokens = emit(e, s, n_dec, n_pre_done);
 
         pthread_mutex_lock(&e->mu);
         eng_metrics_step(e, &st, ph, n_ph, tokens);

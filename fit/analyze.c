@@ -171,6 +171,29 @@ static int notes_for_levels(fit_result *res)
     return rc ? LL_ENOMEM : 0;
 }
 
+/* From the bundled engine's spec ("backend=synthetic,law=52+30n,time_scale=0.1"):
+ * the time scale (1 when absent or unreadable) and the law as written, so the
+ * fitted law can be shown in the units the user configured. */
+static void engine_spec_law(const char *spec, double *scale, char *law, size_t law_len)
+{
+    *scale = 1;
+    law[0] = '\0';
+    for (const char *p = spec; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len > 11 && strncmp(p, "time_scale=", 11) == 0) {
+            char num[64];
+            snprintf(num, sizeof num, "%.*s", (int)(len - 11), p + 11);
+            double v;
+            if (ll_parse_double(num, &v) == 0 && v > 0)
+                *scale = v;
+        } else if (len > 4 && strncmp(p, "law=", 4) == 0) {
+            snprintf(law, law_len, "%.*s", (int)(len - 4), p + 4);
+        }
+        p = end ? end + 1 : NULL;
+    }
+}
+
 int fit_analyze(const fit_run *run, const fit_options *opt_in, fit_result **out, char *err,
                 size_t errlen)
 {
@@ -202,6 +225,10 @@ int fit_analyze(const fit_run *run, const fit_options *opt_in, fit_result **out,
     res->has_truth = info->has_engine_law;
     res->truth_a_ms = info->has_engine_law ? info->law_a_ms : NAN;
     res->truth_b_ms = info->has_engine_law ? info->law_b_ms : NAN;
+    res->time_scale = NAN;
+    if (info->has_engine_law)
+        engine_spec_law(info->engine_spec, &res->time_scale, res->engine_law_spec,
+                        sizeof res->engine_law_spec);
 
     for (size_t l = 0; l < nl; l++) {
         const fit_level_info *li = fit_run_level(run, l);

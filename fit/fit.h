@@ -147,6 +147,10 @@ typedef struct fit_law {
     double a_ms, b_ms;
     double a_ci_ms[2], b_ci_ms[2]; /* 95% */
     double a_se_ms, b_se_ms;  /* sandwich standard errors */
+    double cov_ab_ms2;        /* covariance of a and b from the same sandwich
+                               * matrix (ms^2): the mean line's band needs it,
+                               * a and b being strongly anti-correlated */
+    double t_crit;            /* t quantile behind the 95% CIs (n - 2 dof) */
     double r2;
     double resid_sd_ms;       /* spread of residuals: OLS sd; robust 1.4826*MAD */
     size_t n_points;          /* points fitted */
@@ -161,6 +165,10 @@ typedef struct fit_law {
  * noise that grows with N does not make the intervals too narrow. */
 int fit_line(const double *x, const double *y, size_t n, int robust, fit_law *out,
              char *err, size_t errlen);
+
+/* The 95% confidence interval of the mean line a + b*n at n:
+ * a + b*n -/+ t_crit * sqrt(var_a + n^2 var_b + 2 n cov_ab). NAN when !ok. */
+void fit_law_mean_ci(const fit_law *L, double n, double *lo, double *hi);
 
 typedef enum fit_model_kind {
     FIT_MODEL_LINEAR = 0,
@@ -244,6 +252,9 @@ typedef struct fit_result {
                                    * (ok = 0 when the run has none) */
     int has_truth;                /* run line carried the synthetic law */
     double truth_a_ms, truth_b_ms;
+    double time_scale;            /* the engine spec's time_scale (1 when the
+                                   * spec names none); NAN without a truth */
+    char engine_law_spec[64];     /* the spec's law=... value, "" if none */
     double asymptote_tok_per_s;   /* 1000 / b_ms */
     double n_half;                /* a / b */
     fit_model_check model;
@@ -265,7 +276,8 @@ int fit_analyze(const fit_run *run, const fit_options *opt, fit_result **out,
 void fit_result_free(fit_result *r);
 
 /* The --json object: {"law":{"a_ms","b_ms","a_ci_ms":[lo,hi],"b_ci_ms":[lo,hi],
- * "r2","n_samples","model",...}, "asymptote_tok_per_s", "n_half",
+ * "r2","n_samples","model","a_se_ms","b_se_ms","cov_ab_ms2","t_crit",...},
+ * "asymptote_tok_per_s", "n_half", "truth":{"a_ms","b_ms","time_scale","engine_law"},
  * "levels":[{"concurrency","steady_tok_per_s","predicted_tok_per_s","ramp_s",...}],
  * ...}. NAN becomes null. Caller frees with cJSON_Delete; NULL on no memory. */
 cJSON *fit_result_to_json(const fit_result *r);
@@ -273,8 +285,12 @@ cJSON *fit_result_to_json(const fit_result *r);
 /* Readable summary: law with CIs, asymptote, N1/2, model check, per-level
  * table, what was excluded. */
 void fit_print(FILE *f, const fit_result *r);
-/* One line: "step(N) = 52.2 + 29.85*N ms  (a 95% [51.5, 53], b 95% [29.5, 30.2])
- * -> at most 33.5 tok/s, N1/2 = 1.75" (or why there is no law). */
+/* One line: "step(N) = 5.2003 + 2.99990*N ms  (a 95% [5.1986, 5.2019], b 95%
+ * [2.99967, 3.00014]) = 52.003 + 29.9990*N ms at time scale 1 (engine law
+ * 52+30n) -> at most 333.3 tok/s, N1/2 = 1.73" (or why there is no law). Each
+ * parameter gets the decimals that show its interval's width with two
+ * significant digits; the unscaled part appears when the run line carried
+ * the bundled engine's law and time scale. */
 void fit_print_law_line(FILE *f, const fit_result *r);
 
 /* ---- A/B comparison (compare.c) ---- */
@@ -323,6 +339,9 @@ typedef struct fit_compare_options {
     int n_resamples;          /* default 2000 */
     uint64_t seed;            /* default 1 */
     double ci;                /* default 0.95 */
+    int resample_requests;    /* 1: one unit per request (its steady tokens and
+                               * time) instead of per engine step; default 0,
+                               * kept for the coverage check in test_compare */
 } fit_compare_options;
 void fit_compare_options_default(fit_compare_options *o);
 

@@ -46,6 +46,8 @@ static cJSON *law_json(const fit_law *L, const char *model)
     bad |= !cJSON_AddBoolToObject(o, "ok", L->ok);
     bad |= add_num(o, "a_se_ms", L->a_se_ms);
     bad |= add_num(o, "b_se_ms", L->b_se_ms);
+    bad |= add_num(o, "cov_ab_ms2", L->cov_ab_ms2);
+    bad |= add_num(o, "t_crit", L->t_crit);
     bad |= add_num(o, "resid_sd_ms", L->resid_sd_ms);
     bad |= add_num(o, "n_points", (double)L->n_points);
     bad |= add_num(o, "n_distinct_n", (double)L->n_distinct);
@@ -126,6 +128,8 @@ cJSON *fit_result_to_json(const fit_result *r)
             goto fail;
         bad |= add_num(t, "a_ms", r->truth_a_ms);
         bad |= add_num(t, "b_ms", r->truth_b_ms);
+        bad |= add_num(t, "time_scale", r->time_scale);
+        bad |= !cJSON_AddStringToObject(t, "engine_law", r->engine_law_spec);
     }
     cJSON *m = cJSON_AddObjectToObject(o, "model_check");
     if (!m)
@@ -163,6 +167,29 @@ fail:
     return NULL;
 }
 
+/* Decimals that show an interval of this width with two significant digits,
+ * so "[5.199, 5.202]" never collapses to "[5.2, 5.2]"; -1 when the width is
+ * zero or not a number (a noise-free fit), meaning "%.6g". */
+static int ci_decimals(double lo, double hi)
+{
+    double w = hi - lo;
+    if (!(w > 0) || !isfinite(w))
+        return -1;
+    int d = 1 - (int)floor(log10(w));
+    if (d > 9)
+        return -1;
+    return d < 0 ? 0 : d;
+}
+
+static const char *fmt_dec(char buf[48], double v, int d)
+{
+    if (d < 0)
+        snprintf(buf, 48, "%.6g", v);
+    else
+        snprintf(buf, 48, "%.*f", d, v);
+    return buf;
+}
+
 void fit_print_law_line(FILE *f, const fit_result *r)
 {
     const fit_law *L = &r->law;
@@ -170,8 +197,24 @@ void fit_print_law_line(FILE *f, const fit_result *r)
         fprintf(f, "law: not enough steady samples to fit step(N) = a + b*N\n");
         return;
     }
-    fprintf(f, "step(N) = %.4g + %.4g*N ms  (a 95%% [%.4g, %.4g], b 95%% [%.4g, %.4g])",
-            L->a_ms, L->b_ms, L->a_ci_ms[0], L->a_ci_ms[1], L->b_ci_ms[0], L->b_ci_ms[1]);
+    char x[6][48];
+    int da = ci_decimals(L->a_ci_ms[0], L->a_ci_ms[1]), db = ci_decimals(L->b_ci_ms[0], L->b_ci_ms[1]);
+    fprintf(f, "step(N) = %s + %s*N ms  (a 95%% [%s, %s], b 95%% [%s, %s])", fmt_dec(x[0], L->a_ms, da),
+            fmt_dec(x[1], L->b_ms, db), fmt_dec(x[2], L->a_ci_ms[0], da), fmt_dec(x[3], L->a_ci_ms[1], da),
+            fmt_dec(x[4], L->b_ci_ms[0], db), fmt_dec(x[5], L->b_ci_ms[1], db));
+    if (r->has_truth && isfinite(r->time_scale) && r->time_scale > 0) {
+        /* The bundled engine plays its law time_scale times faster; undo that
+         * so the line reads in the law the user configured ("52+30n"), with
+         * the decimals the interval needs at that scale (at least one). */
+        double k = 1.0 / r->time_scale;
+        int ua = ci_decimals(k * L->a_ci_ms[0], k * L->a_ci_ms[1]);
+        int ub = ci_decimals(k * L->b_ci_ms[0], k * L->b_ci_ms[1]);
+        if (r->time_scale != 1)
+            fprintf(f, " = %s + %s*N ms at time scale 1", fmt_dec(x[0], k * L->a_ms, ua < 1 ? 1 : ua),
+                    fmt_dec(x[1], k * L->b_ms, ub < 1 ? 1 : ub));
+        if (r->engine_law_spec[0])
+            fprintf(f, " (engine law %s)", r->engine_law_spec);
+    }
     if (isfinite(r->asymptote_tok_per_s))
         fprintf(f, " -> at most %.4g tok/s, N1/2 = %.3g", r->asymptote_tok_per_s, r->n_half);
     fputc('\n', f);

@@ -24,6 +24,7 @@ static void law_nan(fit_law *L)
 {
     memset(L, 0, sizeof *L);
     L->a_ms = L->b_ms = L->a_se_ms = L->b_se_ms = L->r2 = L->resid_sd_ms = NAN;
+    L->cov_ab_ms2 = L->t_crit = NAN;
     L->a_ci_ms[0] = L->a_ci_ms[1] = L->b_ci_ms[0] = L->b_ci_ms[1] = NAN;
 }
 
@@ -47,6 +48,7 @@ int fit_distinct_x(const double *x, size_t n, double **out, size_t *nd)
 static void set_ci(fit_law *L, double dof)
 {
     double t = gsl_cdf_tdist_Pinv(0.975, dof);
+    L->t_crit = t;
     L->a_ci_ms[0] = L->a_ms - t * L->a_se_ms;
     L->a_ci_ms[1] = L->a_ms + t * L->a_se_ms;
     L->b_ci_ms[0] = L->b_ms - t * L->b_se_ms;
@@ -56,7 +58,7 @@ static void set_ci(fit_law *L, double dof)
 /* HC3 covariance of (a, b) for weighted least squares with weights w (NULL:
  * all 1) and residuals r: (X'WX)^-1 [sum w^2 r^2 x x' / (1-h)^2] (X'WX)^-1. */
 static void hc3_se(const double *x, const double *r, const double *w, size_t n, double *se_a,
-                   double *se_b)
+                   double *se_b, double *cov_ab)
 {
     double s0 = 0, s1 = 0, s2 = 0;
     for (size_t i = 0; i < n; i++) {
@@ -67,7 +69,7 @@ static void hc3_se(const double *x, const double *r, const double *w, size_t n, 
     }
     double det = s0 * s2 - s1 * s1;
     if (!(det > 0)) {
-        *se_a = *se_b = NAN;
+        *se_a = *se_b = *cov_ab = NAN;
         return;
     }
     /* inverse of [[s0, s1], [s1, s2]] */
@@ -90,6 +92,7 @@ static void hc3_se(const double *x, const double *r, const double *w, size_t n, 
     double v00 = t00 * i00 + t01 * i01, v11 = t10 * i01 + t11 * i11;
     *se_a = sqrt(v00 > 0 ? v00 : 0);
     *se_b = sqrt(v11 > 0 ? v11 : 0);
+    *cov_ab = t00 * i01 + t01 * i11;
 }
 
 /* Huber's sandwich for an M-estimate on rows z_i = (1, x_i)/s_i with scaled
@@ -98,7 +101,7 @@ static void hc3_se(const double *x, const double *r, const double *w, size_t n, 
  * a weighted-least-squares sandwich it accounts for the weights depending on
  * the residuals (psi' < w), which made the errors ~25% too small. */
 static void m_sandwich_se(const double *x, const double *s, const double *e, size_t n,
-                          double sigma, double *se_a, double *se_b)
+                          double sigma, double *se_a, double *se_b, double *cov_ab)
 {
     const double c = 4.685; /* GSL's bisquare default tuning */
     double a00 = 0, a01 = 0, a11 = 0, b00 = 0, b01 = 0, b11 = 0;
@@ -119,7 +122,7 @@ static void m_sandwich_se(const double *x, const double *s, const double *e, siz
     }
     double det = a00 * a11 - a01 * a01;
     if (!(det > 0) || n <= 2) {
-        *se_a = *se_b = NAN;
+        *se_a = *se_b = *cov_ab = NAN;
         return;
     }
     double i00 = a11 / det, i01 = -a01 / det, i11 = a00 / det;
@@ -129,6 +132,7 @@ static void m_sandwich_se(const double *x, const double *s, const double *e, siz
     double v00 = k * (t00 * i00 + t01 * i01), v11 = k * (t10 * i01 + t11 * i11);
     *se_a = sqrt(v00 > 0 ? v00 : 0);
     *se_b = sqrt(v11 > 0 ? v11 : 0);
+    *cov_ab = k * (t00 * i01 + t01 * i11);
 }
 
 static int fit_ols(const double *x, const double *y, size_t n, fit_law *L, char *err,
@@ -159,7 +163,7 @@ static int fit_ols(const double *x, const double *y, size_t n, fit_law *L, char 
     L->method = "ols";
     L->a_ms = c0;
     L->b_ms = c1;
-    hc3_se(x, r, NULL, n, &L->a_se_ms, &L->b_se_ms);
+    hc3_se(x, r, NULL, n, &L->a_se_ms, &L->b_se_ms, &L->cov_ab_ms2);
     free(r);
     L->r2 = tss > 0 ? 1.0 - sumsq / tss : 1.0;
     L->resid_sd_ms = sqrt(sumsq / (double)(n - 2));
@@ -286,7 +290,7 @@ static int fit_robust(const double *x, const double *y, size_t n, fit_law *L, ch
     }
     for (size_t i = 0; i < n; i++)
         e_scaled[i] = r[i] / sc[i];
-    m_sandwich_se(x, sc, e_scaled, n, s.sigma, &L->a_se_ms, &L->b_se_ms);
+    m_sandwich_se(x, sc, e_scaled, n, s.sigma, &L->a_se_ms, &L->b_se_ms, &L->cov_ab_ms2);
     if (!isfinite(L->a_se_ms) || !isfinite(L->b_se_ms))
         goto use_ols; /* weights left fewer than two distinct N */
     L->method = "robust-bisquare";
@@ -317,6 +321,18 @@ done:
     gsl_vector_free(yv);
     gsl_matrix_free(X);
     return rc;
+}
+
+void fit_law_mean_ci(const fit_law *L, double n, double *lo, double *hi)
+{
+    *lo = *hi = NAN;
+    if (!L->ok)
+        return;
+    double var = L->a_se_ms * L->a_se_ms + n * n * L->b_se_ms * L->b_se_ms + 2 * n * L->cov_ab_ms2;
+    /* the sandwich matrix is positive semi-definite; rounding may leave -0 */
+    double half = L->t_crit * sqrt(var > 0 ? var : 0);
+    *lo = L->a_ms + L->b_ms * n - half;
+    *hi = L->a_ms + L->b_ms * n + half;
 }
 
 int fit_line(const double *x, const double *y, size_t n, int robust, fit_law *out, char *err,

@@ -18,6 +18,17 @@ static const char *n2(char *b, size_t n, double x, int d)
     return b;
 }
 
+/* Decimals that keep an interval of this width from collapsing ("[1.00,
+ * 1.00]"): two significant digits of the width, at least min_d. */
+static int ci_decimals(const double ci[2], int min_d)
+{
+    double w = ci[1] - ci[0];
+    if (!(w > 0) || !isfinite(w))
+        return min_d;
+    int d = 1 - (int)floor(log10(w));
+    return d < min_d ? min_d : d > 9 ? 9 : d;
+}
+
 static void law_line(FILE *f, const char *tag, const char *label, const fit_law *l, double asym)
 {
     char x[7][32];
@@ -25,9 +36,10 @@ static void law_line(FILE *f, const char *tag, const char *label, const fit_law 
         fprintf(f, "  %s %-24s no law (too few steady points)\n", tag, label);
         return;
     }
+    int da = ci_decimals(l->a_ci_ms, 2), db = ci_decimals(l->b_ci_ms, 3);
     fprintf(f, "  %s %-24s step = %s + %s*N ms  a [%s, %s]  b [%s, %s]  -> %s tok/s max\n", tag, label,
-            n2(x[0], 32, l->a_ms, 2), n2(x[1], 32, l->b_ms, 3), n2(x[2], 32, l->a_ci_ms[0], 2),
-            n2(x[3], 32, l->a_ci_ms[1], 2), n2(x[4], 32, l->b_ci_ms[0], 3), n2(x[5], 32, l->b_ci_ms[1], 3),
+            n2(x[0], 32, l->a_ms, da), n2(x[1], 32, l->b_ms, db), n2(x[2], 32, l->a_ci_ms[0], da),
+            n2(x[3], 32, l->a_ci_ms[1], da), n2(x[4], 32, l->b_ci_ms[0], db), n2(x[5], 32, l->b_ci_ms[1], db),
             n2(x[6], 32, asym, 1));
 }
 

@@ -14,6 +14,8 @@
 #define RPT_MAX_POINTS 3000
 /* Points per CDF curve and per P/D timeline. */
 #define RPT_CDF_POINTS 200
+/* points of the step chart's confidence band */
+#define RPT_BAND_POINTS 60
 #define RPT_PHASE_POINTS 2000
 
 extern const char rpt_report_js[];

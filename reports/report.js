@@ -165,13 +165,13 @@
     d.levels.forEach(function (L) { xmax = Math.max(xmax, L.c); });
     xmax *= 1.05;
     if (law && law.ok) {
+      /* band computed in C (fit_law_mean_ci): t * sqrt(var a + N^2 var b + 2N cov ab) */
       var lo = [], hi = [];
-      for (var i = 0; i <= 60; i++) {
-        var n = xmax * i / 60;
-        lo.push({ x: n, y: law.a_ci[0] + law.b_ci[0] * n });
-        hi.push({ x: n, y: law.a_ci[1] + law.b_ci[1] * n });
-      }
-      ds.push({ type: 'line', label: '95% band (from the CIs of a and b)', data: lo, borderWidth: 0,
+      (law.band || []).forEach(function (p) {
+        lo.push({ x: p[0], y: p[1] });
+        hi.push({ x: p[0], y: p[2] });
+      });
+      ds.push({ type: 'line', label: '95% confidence band of the mean line', data: lo, borderWidth: 0,
                 pointRadius: 0, fill: false, llGuide: true, backgroundColor: COL.band });
       ds.push({ type: 'line', label: '', data: hi, borderWidth: 0, pointRadius: 0, fill: '-1',
                 backgroundColor: COL.band, llGuide: true });

@@ -51,19 +51,45 @@ static cJSON *xy(double x, double y)
     return p;
 }
 
-static cJSON *law_json(const fit_law *l)
+/* The law, and the 95% confidence band of its mean line as [[n, lo, hi]] at
+ * RPT_BAND_POINTS + 1 evenly spaced n in [0, n_max]: fit_law_mean_ci, which
+ * carries the a-b covariance. The corners of the a and b intervals would give
+ * a band several times too wide (a and b are strongly anti-correlated). */
+static cJSON *law_json(const fit_law *l, double n_max)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
-    cJSON *aci = cJSON_CreateArray(), *bci = cJSON_CreateArray();
-    if (add(o, "ok", cJSON_CreateBool(l->ok)) || add(o, "a", num(l->a_ms)) || add(o, "b", num(l->b_ms)) ||
-        add(o, "a_ci", aci) || add(o, "b_ci", bci) || push(aci, num(l->a_ci_ms[0])) ||
-        push(aci, num(l->a_ci_ms[1])) || push(bci, num(l->b_ci_ms[0])) || push(bci, num(l->b_ci_ms[1]))) {
+    cJSON *aci = cJSON_AddArrayToObject(o, "a_ci"), *bci = cJSON_AddArrayToObject(o, "b_ci");
+    cJSON *band = cJSON_AddArrayToObject(o, "band");
+    if (!aci || !bci || !band || add(o, "ok", cJSON_CreateBool(l->ok)) || add(o, "a", num(l->a_ms)) ||
+        add(o, "b", num(l->b_ms)) || push(aci, num(l->a_ci_ms[0])) || push(aci, num(l->a_ci_ms[1])) ||
+        push(bci, num(l->b_ci_ms[0])) || push(bci, num(l->b_ci_ms[1])) || add(o, "cov_ab", num(l->cov_ab_ms2)) ||
+        add(o, "t_crit", num(l->t_crit))) {
         cJSON_Delete(o);
         return NULL;
     }
+    for (int i = 0; l->ok && i <= RPT_BAND_POINTS; i++) {
+        double n = n_max * i / RPT_BAND_POINTS, lo, hi;
+        fit_law_mean_ci(l, n, &lo, &hi);
+        cJSON *p = cJSON_CreateArray();
+        if (push(band, p) || push(p, num(n)) || push(p, num(lo)) || push(p, num(hi))) {
+            cJSON_Delete(o);
+            return NULL;
+        }
+    }
     return o;
+}
+
+/* The step chart's x range: the largest N seen (samples, levels), plus 5%. */
+static double chart_n_max(const fit_result *res)
+{
+    double m = 1;
+    for (size_t i = 0; i < res->n_samples; i++)
+        m = res->samples[i].n > m ? res->samples[i].n : m;
+    for (size_t i = 0; i < res->n_levels; i++)
+        m = res->levels[i].concurrency > m ? res->levels[i].concurrency : m;
+    return m * 1.05;
 }
 
 /* CDF of sorted values as [[x, F(x)]], at most RPT_CDF_POINTS points. */
@@ -235,7 +261,7 @@ cJSON *rpt_run_chart_data(const fit_run *run, const fit_result *res, int full, c
     cJSON *o = cJSON_CreateObject();
     cJSON *levels = o ? cJSON_AddArrayToObject(o, "levels") : NULL;
     cJSON *samples = o ? cJSON_AddObjectToObject(o, "samples") : NULL;
-    if (!levels || !samples || add(o, "law", law_json(&res->law)))
+    if (!levels || !samples || add(o, "law", law_json(&res->law, chart_n_max(res))))
         goto fail;
     for (size_t i = 0; i < res->n_levels; i++)
         if (push(levels, level_json(run, &res->levels[i], full, err, errlen)))

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "scn_internal.h"
 
 static int validate(scn_scenario *s, const char *origin, char *err, size_t errlen);
 
@@ -81,6 +82,7 @@ void scn_free(scn_scenario *s)
     free(s->prompts_path);
     free(s->levels);
     free(s->output);
+    scn_ab_free(&s->ab);
     free(s);
 }
 
@@ -367,7 +369,7 @@ static int load_prompts(ld *c, const cJSON *root, scn_scenario *s)
 static int load_root(ld *c, const cJSON *root, scn_scenario *s)
 {
     static const char *const keys[] = {"name", "target", "engine", "request", "prompts", "load",
-                                       "levels", "output", "$comment", NULL};
+                                       "levels", "output", "ab", "$comment", NULL};
     static const char *const tkeys[] = {"url", "model", "endpoint", "api_key_env", NULL};
     static const char *const rkeys[] = {"max_tokens", "think_tokens", "ignore_eos", "timeout_s", NULL};
     static const char *const ep[] = {"chat", "completions", NULL};
@@ -400,7 +402,9 @@ static int load_root(ld *c, const cJSON *root, scn_scenario *s)
         else if ((rc = get_int(c, r, "request", "think_tokens", 0, 10000000, &s->think_tokens)))
             return rc;
     }
-    if ((rc = load_prompts(c, root, s)) || (rc = load_levels(c, root, s)))
+    const cJSON *ab = cJSON_GetObjectItemCaseSensitive(root, "ab");
+    if ((rc = load_prompts(c, root, s)) || (rc = load_levels(c, root, s)) ||
+        (ab && (rc = scn_ab_load(ab, c->origin, &s->ab, c->err, c->errlen))))
         return rc;
     return validate(s, c->origin, c->err, c->errlen);
 }
@@ -492,7 +496,7 @@ static int validate(scn_scenario *s, const char *o, char *err, size_t errlen)
         ll_errf(err, errlen, "%s: prompts.words.max: expected >= prompts.words.min", o);
         return LL_EINVAL;
     }
-    return 0;
+    return scn_ab_validate(s, o, err, errlen);
 }
 
 int scn_validate(scn_scenario *s, char *err, size_t errlen)
@@ -574,6 +578,12 @@ cJSON *scn_to_json(const scn_scenario *s)
         cJSON_AddItemToArray(lv, l);
     }
     add_str_or_null(root, "output", s->output);
+    if (s->ab.enabled) {
+        cJSON *ab = scn_ab_to_json(&s->ab);
+        if (!ab)
+            goto fail;
+        cJSON_AddItemToObject(root, "ab", ab);
+    }
     return root;
 fail:
     cJSON_Delete(root);

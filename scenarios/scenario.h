@@ -21,6 +21,9 @@
  *    "levels":[{"concurrency":32,"requests":220,"warmup":0,"duration_s":0,
  *               "rate_per_s":0,"arrival":"poisson",
  *               "profile":{"when":"steady","num_steps":12,"style":"sglang"|"vllm"}}],
+ *    "ab":{"a":{"name":"naive","engine":"attn=naive"},
+ *          "b":{"name":"tiled","engine":"attn=tiled"},
+ *          "expect_speedup":"2@16"|2},             (A/B: see scn_ab below)
  *    "output":"runs/x"}
  * "levels" and "load.concurrency" are exclusive. requests = 0 means
  * max(ceil(1.5*C), 8) for closed-loop levels.
@@ -74,6 +77,29 @@ typedef struct scn_level {
     scn_profile profile;
 } scn_level;
 
+/* "ab": run the whole sweep twice, once per side, each against its own bundled
+ * engine, then compare B against the baseline A (`loadlaw compare A B`). A
+ * side's engine spec is appended to the scenario's "engine" (so the side's keys
+ * win and the shared ones are written once). Side names are distinct
+ * directory names ([A-Za-z0-9._-], not "." or ".."): the runs go to
+ * OUTPUT/<name>. "ab" needs the bundled engine, so no target.url beside it.
+ * expect_speedup "X" or "X@C" (or a number X): the gate of compare's
+ * --expect-speedup; C must be the concurrency of a closed-loop level.
+ * `loadlaw sweep` refuses --engine and --url with an "ab" scenario (usage
+ * error: one spec for both sides would compare a run with itself); every
+ * other flag applies to both sides. */
+typedef struct scn_ab_side {
+    char *name;
+    char *engine;
+} scn_ab_side;
+
+typedef struct scn_ab {
+    int enabled;
+    scn_ab_side side[2];     /* [0] = a (the baseline), [1] = b */
+    double expect_x;         /* 0 = no gate */
+    int expect_c;            /* 0 = the highest level both runs share */
+} scn_ab;
+
 typedef struct scn_scenario {
     char *path;              /* file it came from, or NULL */
     char *name;
@@ -100,6 +126,7 @@ typedef struct scn_scenario {
     scn_level *levels;
     size_t n_levels;
     char *output;            /* run dir; NULL = runs/<timestamp> */
+    scn_ab ab;               /* ab.enabled = 0: one ordinary sweep */
 } scn_scenario;
 
 /* A scenario with the built-in defaults (one closed level at C=1, synthetic

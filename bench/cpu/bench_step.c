@@ -5,8 +5,10 @@
  * own overhead: HTTP, streaming, the scheduler).
  *
  * Usage: bench_step [--attn naive|tiled] [--threads T] [--heads H] [--topk K]
+ *                   [--d-model D] [--d-ff F] [--vocab V] [--capacity C] [--min-ctx M]
  *                   [--n 1,2,4,...] [--steps S]
- * Sizes beyond these come from LOADLAW_CPU_OPTS, as in the engine.
+ * The sizes are the engine's cpu keys (engine.h), with the engine's defaults
+ * except threads (2 here, 1 in the engine; 0 = all cores).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +20,9 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: bench_step [--attn naive|tiled] [--threads T] [--heads H] [--topk K] "
-               "[--n 1,2,4,...] [--steps S]\n");
+    fprintf(f, "usage: bench_step [--attn naive|tiled] [--threads T] [--heads H] [--topk K]\n"
+               "                  [--d-model D] [--d-ff F] [--vocab V] [--capacity C] [--min-ctx M]\n"
+               "                  [--n 1,2,4,...] [--steps S]\n");
 }
 
 int main(int argc, char **argv)
@@ -32,6 +35,12 @@ int main(int argc, char **argv)
     cfg.threads = 2;
     cfg.max_running = 64;
     cfg.seed = 1;
+    /* the engine's defaults (config.c); this bench links the backend alone */
+    cfg.d_model = 2048;
+    cfg.d_ff = 8192;
+    cfg.vocab = 1024;
+    cfg.capacity_tok = 4096;
+    cfg.min_ctx_tok = -1; /* = topk */
     int steps = 20;
     int *ns = NULL;
     size_t n_ns = 0;
@@ -60,7 +69,9 @@ int main(int argc, char **argv)
             }
             continue;
         }
-        if (ll_parse_int64(v, &x) != 0 || x < 1 || x > (1 << 24)) {
+        /* 0 is meaningful for --threads (all cores) and --min-ctx (real context) */
+        int zero_ok = strcmp(a, "--threads") == 0 || strcmp(a, "--min-ctx") == 0;
+        if (ll_parse_int64(v, &x) != 0 || x < (zero_ok ? 0 : 1) || x > (1 << 24)) {
             fprintf(stderr, "bench_step: bad value '%s' for %s\n", v, a);
             free(ns);
             return 2;
@@ -68,6 +79,11 @@ int main(int argc, char **argv)
         if (strcmp(a, "--threads") == 0) cfg.threads = (int)x;
         else if (strcmp(a, "--heads") == 0) cfg.heads = (int)x;
         else if (strcmp(a, "--topk") == 0) cfg.topk = (int)x;
+        else if (strcmp(a, "--d-model") == 0) cfg.d_model = (int)x;
+        else if (strcmp(a, "--d-ff") == 0) cfg.d_ff = (int)x;
+        else if (strcmp(a, "--vocab") == 0) cfg.vocab = (int)x;
+        else if (strcmp(a, "--capacity") == 0) cfg.capacity_tok = (int)x;
+        else if (strcmp(a, "--min-ctx") == 0) cfg.min_ctx_tok = (int)x;
         else if (strcmp(a, "--steps") == 0) steps = (int)x;
         else {
             fprintf(stderr, "bench_step: unknown option %s\n", a);
@@ -100,9 +116,10 @@ int main(int argc, char **argv)
     printf("command:");
     for (int i = 0; i < argc; i++)
         printf(" %s", argv[i]);
-    const char *opts = getenv("LOADLAW_CPU_OPTS");
-    printf("\nattn %s  heads %d  topk %d  threads %d  LOADLAW_CPU_OPTS=%s  (median of %d steps)\n\n",
-           cfg.attn, cfg.heads, cfg.topk, cfg.threads, opts ? opts : "(defaults)", steps);
+    printf("\nattn %s  heads %d  topk %d  threads %d  d_model %d  d_ff %d  vocab %d  capacity %d  "
+           "min_ctx %d%s  (median of %d steps)\n\n",
+           cfg.attn, cfg.heads, cfg.topk, cfg.threads, cfg.d_model, cfg.d_ff, cfg.vocab, cfg.capacity_tok,
+           cfg.min_ctx_tok < 0 ? cfg.topk : cfg.min_ctx_tok, cfg.min_ctx_tok < 0 ? " (= topk)" : "", steps);
     printf("%4s | %9s %9s | %10s %10s %10s | %9s\n", "N", "step ms", "min ms", "dense ms", "attn ms",
            "sample ms", "tok/s");
 

@@ -19,8 +19,9 @@
  * linear in N even with short benchmark prompts (set min_ctx=0 to attend over
  * the real context only). Positions past capacity wrap around the slot.
  *
- * Sizes not in eng_config come from LOADLAW_CPU_OPTS, e.g.
- *   LOADLAW_CPU_OPTS="d_model=2048,d_ff=8192,vocab=1024,capacity=4096,min_ctx=2048"
+ * Every size comes from eng_config (spec keys d_model, d_ff, vocab, capacity,
+ * min_ctx, heads, topk, threads; defaults in engine.h), so a run's engine spec
+ * in its records says everything the step law depends on.
  *
  * DESIGN (threads): only the scheduler thread calls in (backend.h); inside a
  * step every phase runs on this backend's pool of cfg->threads threads (the
@@ -62,49 +63,14 @@ typedef struct cpu_state {
     attn_seq *seqs;
 } cpu_state;
 
-static int parse_opts_env(cpu_opts *o, char *err, size_t errlen)
-{
-    const char *env = getenv("LOADLAW_CPU_OPTS");
-    if (!env || !*env)
-        return 0;
-    char *dup = strdup(env), *save = NULL;
-    if (!dup) {
-        ll_errf(err, errlen, "cpu backend: out of memory");
-        return LL_ENOMEM;
-    }
-    int rc = 0;
-    for (char *kv = strtok_r(dup, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(kv, '=');
-        uint64_t v = 0;
-        if (!eq || ll_parse_count(eq + 1, &v) != 0 || v > 1u << 30) {
-            ll_errf(err, errlen, "LOADLAW_CPU_OPTS: bad item '%s' (want key=count)", kv);
-            rc = LL_EINVAL;
-            break;
-        }
-        *eq = '\0';
-        if (strcmp(kv, "d_model") == 0) o->d_model = (int)v;
-        else if (strcmp(kv, "d_ff") == 0) o->d_ff = (int)v;
-        else if (strcmp(kv, "vocab") == 0) o->vocab = (int)v;
-        else if (strcmp(kv, "capacity") == 0) o->capacity = (int)v;
-        else if (strcmp(kv, "min_ctx") == 0) o->min_ctx = (int)v;
-        else {
-            ll_errf(err, errlen, "LOADLAW_CPU_OPTS: unknown key '%s' "
-                    "(known: d_model, d_ff, vocab, capacity, min_ctx)", kv);
-            rc = LL_EINVAL;
-            break;
-        }
-    }
-    free(dup);
-    return rc;
-}
-
 static int opts_from_config(const eng_config *cfg, cpu_opts *o, char *err, size_t errlen)
 {
     memset(o, 0, sizeof *o);
     o->heads = cfg->heads > 0 ? cfg->heads : 64;
     o->topk = cfg->topk > 0 ? cfg->topk : 2048;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    o->threads = cfg->threads > 0 ? cfg->threads : (ncpu > 0 ? (int)ncpu : 1);
+    /* threads=0: every online core (capped at the pool's 1024) */
+    o->threads = cfg->threads > 0 ? cfg->threads : ncpu > 1024 ? 1024 : ncpu > 0 ? (int)ncpu : 1;
     const char *attn = cfg->attn ? cfg->attn : "tiled";
     if (strcmp(attn, "tiled") == 0)
         o->tiled = 1;
@@ -114,18 +80,15 @@ static int opts_from_config(const eng_config *cfg, cpu_opts *o, char *err, size_
         ll_errf(err, errlen, "cpu backend: attn must be naive or tiled, got '%s'", attn);
         return LL_EINVAL;
     }
-    o->d_model = 2048;
-    o->d_ff = 8192;
-    o->vocab = 1024;
-    o->capacity = 4096;
-    o->min_ctx = -1; /* = topk */
+    /* Sizes are taken as given (no zero-means-default): eng_config_default
+     * sets them, and a zeroed config is an error below, not a silent 2048. */
+    o->d_model = cfg->d_model;
+    o->d_ff = cfg->d_ff;
+    o->vocab = cfg->vocab;
+    o->capacity = cfg->capacity_tok;
+    o->min_ctx = cfg->min_ctx_tok < 0 ? o->topk : cfg->min_ctx_tok;
     o->max_slots = cfg->max_running > 0 ? cfg->max_running : 256;
     o->seed = cfg->seed;
-    int rc = parse_opts_env(o, err, errlen);
-    if (rc != 0)
-        return rc;
-    if (o->min_ctx < 0)
-        o->min_ctx = o->topk;
     if (o->heads > 1024 || o->topk > 1 << 20 || o->threads > 1024) {
         ll_errf(err, errlen, "cpu backend: heads <= 1024, topk <= 1048576, threads <= 1024");
         return LL_EINVAL;
@@ -133,6 +96,11 @@ static int opts_from_config(const eng_config *cfg, cpu_opts *o, char *err, size_
     if (o->capacity < 1 || o->capacity > 1 << 24) {
         ll_errf(err, errlen, "cpu backend: capacity must be in [1, 16777216] rows, got %d",
                 o->capacity);
+        return LL_EINVAL;
+    }
+    if (cfg->min_ctx_tok < -1 || cfg->min_ctx_tok > 1 << 24) {
+        ll_errf(err, errlen, "cpu backend: min_ctx must be -1 (= topk) or in [0, 16777216], got %d",
+                cfg->min_ctx_tok);
         return LL_EINVAL;
     }
     return 0;

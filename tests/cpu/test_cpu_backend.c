@@ -10,8 +10,8 @@
 #include "cpu_model.h"
 #include "testutil.h"
 
-#define SMALL_OPTS "d_model=256,d_ff=1024,vocab=64,capacity=512"
-
+/* This test links the backend alone (not config.c), so it fills every field
+ * the backend reads by hand. min_ctx -1 = topk, the engine's default. */
 static void small_config(eng_config *cfg, const char *attn)
 {
     memset(cfg, 0, sizeof *cfg);
@@ -21,6 +21,11 @@ static void small_config(eng_config *cfg, const char *attn)
     cfg->threads = 2;
     cfg->max_running = 8;
     cfg->seed = 5;
+    cfg->d_model = 256;
+    cfg->d_ff = 1024;
+    cfg->vocab = 64;
+    cfg->capacity_tok = 512;
+    cfg->min_ctx_tok = -1;
 }
 
 /* Runs a fixed script of steps; writes the token of each slot after each
@@ -99,6 +104,30 @@ static int run_script(const char *attn, int tokens[STEPS][SLOTS], int check_phas
     return 0;
 }
 
+/* One prefill step then one decode step on slot 0; the sampled token, or -1. */
+static int prefill_decode_token(int threads)
+{
+    eng_config cfg;
+    small_config(&cfg, "tiled");
+    cfg.threads = threads;
+    void *st = NULL;
+    char err[256] = "";
+    if (eng_backend_cpu.create(&cfg, &st, err, sizeof err) != 0) {
+        CHECK(0, "create threads=%d: %s", threads, err);
+        return -1;
+    }
+    int slot = 0, tok = 10, nph = 0, out = -1;
+    int64_t ctx = 11;
+    eng_phase ph[ENG_MAX_PHASES];
+    eng_batch b = {.n_prefill = 1, .prefill_slot = &slot, .prefill_tok = &tok, .prefill_tok_total = 10};
+    eng_batch d = {.n_decode = 1, .decode_slot = &slot, .decode_ctx = &ctx, .ctx_tok_total = 11};
+    if (eng_backend_cpu.step(st, &b, ll_now_ns(), ph, &nph) == 0 &&
+        eng_backend_cpu.step(st, &d, ll_now_ns(), ph, &nph) == 0 && nph == 3)
+        out = cpu_backend_token(st, 0);
+    eng_backend_cpu.destroy(st);
+    return out;
+}
+
 static void test_errors(void)
 {
     eng_config cfg;
@@ -110,20 +139,32 @@ static void test_errors(void)
     CHECK(strstr(err, "naive or tiled") != NULL, "message names the choices: %s", err);
 
     small_config(&cfg, "tiled");
-    setenv("LOADLAW_CPU_OPTS", "d_model=256,bogus=3", 1);
+    cfg.d_ff = 100;
     err[0] = '\0';
-    CHECK(eng_backend_cpu.create(&cfg, &st, err, sizeof err) == LL_EINVAL, "unknown opt rejected");
-    CHECK(strstr(err, "bogus") != NULL, "message names the key: %s", err);
-    setenv("LOADLAW_CPU_OPTS", "d_model=256,d_ff=100", 1);
-    CHECK(eng_backend_cpu.create(&cfg, &st, err, sizeof err) == LL_EINVAL, "d_ff < 576 rejected: %s", err);
-    setenv("LOADLAW_CPU_OPTS", "capacity=abc", 1);
-    CHECK(eng_backend_cpu.create(&cfg, &st, err, sizeof err) == LL_EINVAL, "non-number rejected: %s", err);
-    setenv("LOADLAW_CPU_OPTS", SMALL_OPTS, 1);
+    CHECK(eng_backend_cpu.create(&cfg, &st, err, sizeof err) == LL_EINVAL && st == NULL,
+          "d_ff < 576 rejected: %s", err);
+    CHECK(strstr(err, "d_ff") != NULL, "message names d_ff: %s", err);
+    small_config(&cfg, "tiled");
+    cfg.capacity_tok = 0; /* a zeroed field is an error, not a silent default */
+    CHECK(eng_backend_cpu.create(&cfg, &st, err, sizeof err) == LL_EINVAL && strstr(err, "capacity"),
+          "capacity 0 rejected: %s", err);
+    small_config(&cfg, "tiled");
+    cfg.min_ctx_tok = -2;
+    CHECK(eng_backend_cpu.create(&cfg, &st, err, sizeof err) == LL_EINVAL && strstr(err, "min_ctx"),
+          "min_ctx -2 rejected: %s", err);
+    small_config(&cfg, "tiled");
+    cfg.d_model = 65536;
+    cfg.d_ff = 65536; /* each in range, together 17 GB of weights */
+    CHECK(eng_backend_cpu.create(&cfg, &st, err, sizeof err) == LL_EINVAL, "huge dense rejected: %s", err);
+
+    /* threads = 0 means every online core; the pool size never changes the result */
+    int t0 = prefill_decode_token(0), t2 = prefill_decode_token(2);
+    CHECK(t0 >= 0 && t0 < 64, "threads=0 runs a step (token %d)", t0);
+    CHECK(t0 == t2, "threads=0 and threads=2 sample the same token (%d, %d)", t0, t2);
 }
 
 int main(void)
 {
-    setenv("LOADLAW_CPU_OPTS", SMALL_OPTS, 1);
     int tn[STEPS][SLOTS], tt[STEPS][SLOTS], tt2[STEPS][SLOTS];
     run_script("naive", tn, 1);
     run_script("tiled", tt, 1);

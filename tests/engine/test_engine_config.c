@@ -2,6 +2,7 @@
  * errors: what `loadlaw serve` flags and `sweep --engine` specs rely on. */
 #include <string.h>
 
+#include "common.h"
 #include "engine.h"
 #include "testutil.h"
 
@@ -51,6 +52,32 @@ int main(void)
     CHECK(eng_parse_spec("time_scale=0", &c, err, sizeof err) != 0, "time_scale 0");
     CHECK(eng_parse_spec("backend=tpu", &c, err, sizeof err) != 0 && strstr(err, "tpu"), "%s", err);
     CHECK(eng_config_set(&c, "jitter", "abc", err, sizeof err) != 0 && strstr(err, "jitter"), "%s", err);
+
+    /* cpu sizes: defaults as the backend always had them, keys with range checks */
+    eng_config_default(&c);
+    CHECK(c.d_model == 2048 && c.d_ff == 8192 && c.vocab == 1024 && c.capacity_tok == 4096 &&
+          c.min_ctx_tok == -1 && c.threads == 1 && c.heads == 64 && c.topk == 2048,
+          "cpu defaults: %d %d %d %d %d", c.d_model, c.d_ff, c.vocab, c.capacity_tok, c.min_ctx_tok);
+    CHECK(eng_parse_spec("d_model=512,d_ff=2k,vocab=64,capacity=4ki,min_ctx=0,threads=0", &c, err,
+                         sizeof err) == 0, "%s", err);
+    CHECK(c.d_model == 512 && c.d_ff == 2000 && c.vocab == 64 && c.capacity_tok == 4096 &&
+          c.min_ctx_tok == 0 && c.threads == 0, "cpu keys: %d %d %d %d %d %d", c.d_model, c.d_ff,
+          c.vocab, c.capacity_tok, c.min_ctx_tok, c.threads);
+    CHECK(eng_parse_spec("min_ctx=topk", &c, err, sizeof err) == 0 && c.min_ctx_tok == -1, "%s", err);
+    CHECK(eng_parse_spec("min_ctx=300", &c, err, sizeof err) == 0 && c.min_ctx_tok == 300, "%s", err);
+    static const char *bad[][2] = {
+        {"d_model=0", "d_model"}, {"d_model=65537", "d_model"}, {"d_ff=575", "d_ff"},
+        {"d_ff=262145", "d_ff"}, {"vocab=1", "vocab"}, {"vocab=2m", "vocab"},
+        {"capacity=0", "capacity"}, {"capacity=17m", "capacity"}, {"min_ctx=-1", "min_ctx"},
+        {"min_ctx=x", "min_ctx"}, {"threads=-1", "threads"}, {"threads=1025", "threads"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = '\0';
+        CHECK(eng_parse_spec(bad[i][0], &c, err, sizeof err) == LL_EINVAL && strstr(err, bad[i][1]),
+              "%s refused naming %s: %s", bad[i][0], bad[i][1], err);
+        CHECK(c.d_model == 512 && c.d_ff == 2000 && c.vocab == 64 && c.capacity_tok == 4096 &&
+              c.min_ctx_tok == 300 && c.threads == 0, "%s left the config as it was", bad[i][0]);
+    }
 
     /* start-up failures come back as errors, never a crash */
     eng_engine *e = NULL;

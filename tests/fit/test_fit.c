@@ -149,7 +149,7 @@ static void test_exact_staggered(void)
 /* Seeded jitter: estimates near the truth, 95% CIs cover it most of the time. */
 static void test_noise_coverage(void)
 {
-    int n = 40, cover_a = 0, cover_b = 0, lin = 0;
+    int n = 40, cover_a = 0, cover_b = 0, cover_m = 0, lin = 0;
     double worst_b = 0;
     for (int s = 0; s < n; s++) {
         sim_cfg c;
@@ -165,6 +165,12 @@ static void test_noise_coverage(void)
             return;
         cover_a += r->law.a_ci_ms[0] <= c.a_ms && c.a_ms <= r->law.a_ci_ms[1];
         cover_b += r->law.b_ci_ms[0] <= c.b_ms && c.b_ms <= r->law.b_ci_ms[1];
+        double mlo, mhi, mtrue = c.a_ms + 8 * c.b_ms;
+        fit_law_mean_ci(&r->law, 8, &mlo, &mhi);
+        cover_m += mlo <= mtrue && mtrue <= mhi;
+        /* with the covariance the band is narrower than the corner band */
+        CHECK(mhi - mlo < (r->law.a_ci_ms[1] + 8 * r->law.b_ci_ms[1]) - (r->law.a_ci_ms[0] + 8 * r->law.b_ci_ms[0]),
+              "mean band at N=8 narrower than the corners");
         lin += r->model.best == FIT_MODEL_LINEAR;
         if (fabs(r->law.b_ms / c.b_ms - 1) > worst_b)
             worst_b = fabs(r->law.b_ms / c.b_ms - 1);
@@ -173,8 +179,10 @@ static void test_noise_coverage(void)
         CHECK(r->law.resid_sd_ms > 0, "residual sd > 0 with jitter");
         fit_result_free(r);
     }
-    printf("noise: a covered %d/%d, b covered %d/%d, worst b error %.3f%%, linear %d/%d\n",
-           cover_a, n, cover_b, n, 100 * worst_b, lin, n);
+    printf("noise: a covered %d/%d, b covered %d/%d, mean line at N=8 covered %d/%d, worst b error %.3f%%, "
+           "linear %d/%d\n",
+           cover_a, n, cover_b, n, cover_m, n, 100 * worst_b, lin, n);
+    CHECK(cover_m >= 0.8 * n, "mean-line band coverage %d/%d", cover_m, n);
     CHECK(cover_a >= 0.8 * n && cover_a <= n, "a coverage %d/%d", cover_a, n);
     CHECK(cover_b >= 0.8 * n, "b coverage %d/%d", cover_b, n);
     CHECK(cover_b < n || cover_a < n, "CIs not absurdly wide (some miss at 95%%)");
@@ -499,6 +507,16 @@ static void test_fit_line(void)
     CHECK_NEAR(L.resid_sd_ms, sqrt(2.0), 1e-12, "ols sd");
     CHECK_NEAR(L.b_se_ms, 10.0 / 7.0, 1e-12, "ols HC3 se(b)");
     CHECK_NEAR(L.b_ci_ms[1] - L.b_ms, 4.302652729911275 * 10.0 / 7.0, 1e-9, "t(2) CI");
+    /* The rest of the same HC3 matrix (I M I, exact fractions): var(a) =
+     * 6350/441, cov(a, b) = -250/49. The mean line's band at x = 2 is then
+     * t * sqrt(6350/441 + 4*100/49 - 4*250/49) = t * sqrt(950/441). */
+    CHECK_NEAR(L.a_se_ms, sqrt(6350.0 / 441.0), 1e-12, "ols HC3 se(a)");
+    CHECK_NEAR(L.cov_ab_ms2, -250.0 / 49.0, 1e-12, "ols HC3 cov(a, b)");
+    CHECK_NEAR(L.t_crit, 4.302652729911275, 1e-9, "t(2) quantile kept");
+    double lo, hi;
+    fit_law_mean_ci(&L, 2, &lo, &hi);
+    CHECK_NEAR(hi - lo, 2 * 4.302652729911275 * sqrt(950.0 / 441.0), 1e-9, "mean-line band at x = 2");
+    CHECK_NEAR((hi + lo) / 2, 5.0, 1e-12, "band centred on the line");
     /* One wild point: bisquare ignores it, OLS does not. */
     double xr[20], yr[20];
     for (int i = 0; i < 20; i++) {

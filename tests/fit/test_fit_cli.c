@@ -1,6 +1,7 @@
 /* test_fit_cli.c: `loadlaw fit` as a user runs it: on a constructed run
  * directory (sim.h), --json and the summary, and its exit codes.
  * argv[1]: the loadlaw binary. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,44 @@ int main(int argc, char **argv)
           out.p ? out.p : "");
     CHECK(out.p && strstr(out.p, "model check: linear"), "summary model check");
     CHECK(out.p && strstr(out.p, "failed requests"), "summary says what was left out");
+
+    /* The law line on a quiet run: steps jitter 0.02%, so the intervals are
+     * about 0.01 ms wide and "%.4g" printed "[52, 52]". The line must show
+     * distinct bounds, and, with the run line naming the engine's time scale,
+     * the law in the configured units: the sim plays 52+30n, which at
+     * time_scale 0.1 is the user's 520+300n. */
+    char dir2[300], rec2[400];
+    snprintf(dir2, sizeof dir2, "%s/quiet", dir);
+    snprintf(rec2, sizeof rec2, "%s/records.jsonl", dir2);
+    CHECK(mkdir(dir2, 0755) == 0, "mkdir quiet");
+    c.jitter_frac = 0.0002;
+    c.fail_every = 0;
+    c.seed = 7;
+    CHECK(sim_write(rec2, &c, &st) == 0, "sim_write quiet");
+    snprintf(cmd, sizeof cmd,
+             "sed -i 's/\"engine\":\"backend=sim\"/\"engine\":\"backend=synthetic,law=520+300n,time_scale=0.1\"/' '%s'",
+             rec2);
+    CHECK(system(cmd) == 0, "rewrite engine spec");
+    snprintf(cmd, sizeof cmd, "'%s' fit '%s'", bin, dir2);
+    CHECK(run_cmd(cmd, &out) == 0 && out.p, "fit quiet");
+    if (out.p) {
+        char *nl = strchr(out.p, '\n');
+        if (nl)
+            *nl = '\0';
+        printf("quiet law line: %s\n", out.p);
+        double alo = NAN, ahi = NAN, blo = NAN, bhi = NAN;
+        const char *pa = strstr(out.p, "a 95% ["), *pb = strstr(out.p, "b 95% [");
+        CHECK(pa && pb && sscanf(pa, "a 95%% [%lf, %lf]", &alo, &ahi) == 2 &&
+                  sscanf(pb, "b 95%% [%lf, %lf]", &blo, &bhi) == 2,
+              "CIs in the law line: %s", out.p);
+        CHECK(alo < 52 && 52 < ahi && ahi - alo < 0.5, "a interval [%g, %g] printed distinct, covers 52", alo, ahi);
+        CHECK(blo < 30 && 30 < bhi && bhi - blo < 0.5, "b interval [%g, %g] printed distinct, covers 30", blo, bhi);
+        const char *u = strstr(out.p, "]) = ");
+        double ua = NAN, ub = NAN;
+        CHECK(u && sscanf(u, "]) = %lf + %lf*N ms at time scale 1", &ua, &ub) == 2, "unscaled law: %s", out.p);
+        CHECK(fabs(ua - 520) < 2 && fabs(ub - 300) < 2, "unscaled law %g + %g*N", ua, ub);
+        CHECK(strstr(out.p, "(engine law 520+300n)") != NULL, "engine law quoted: %s", out.p);
+    }
 
     snprintf(cmd, sizeof cmd, "'%s' fit 2>/dev/null", bin);
     CHECK(run_cmd(cmd, &out) == 2, "no RUN_DIR: usage error 2");

@@ -73,9 +73,9 @@ static fit_result *sweep_and_fit(int k, const e2e_case *c, fit_run **run_out)
     if (c->prefill_budget_tok > 0)
         snprintf(extra, sizeof extra, ",prefill_budget=%d", c->prefill_budget_tok);
     snprintf(cmd, sizeof cmd,
-             "'%s' sweep --engine 'backend=synthetic,law=%s,time_scale=%.6g,jitter=%.3g,seed=%d%s' "
+             "'%s' sweep '%s/e2e.json' --engine 'backend=synthetic,law=%s,time_scale=%.6g,jitter=%.3g,seed=%d%s' "
              "-c 1,2,4,8,16 --max-tokens %d --think-tokens 4 --seed %d --no-report -q -o '%s' >'%s' 2>&1",
-             bin, law, c->scale, c->jitter, 11 + k, extra, MAX_TOKENS, 5 + k, out, log);
+             bin, dir, law, c->scale, c->jitter, 11 + k, extra, MAX_TOKENS, 5 + k, out, log);
     int st = system(cmd);
     int rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
     CHECK(rc == 0, "case %d: sweep exit %d: %s", k, rc, cmd);
@@ -112,6 +112,19 @@ int main(int argc, char **argv)
         perror("mkdtemp");
         return 1;
     }
+    /* The cases are sized for 40-120-word prompts: the test's own scenario, so
+     * a change to scenarios/default.json cannot move them. */
+    char spath[128];
+    snprintf(spath, sizeof spath, "%s/e2e.json", dir);
+    FILE *sf = fopen(spath, "w");
+    if (!sf) {
+        perror(spath);
+        return 1;
+    }
+    fputs("{\"name\": \"fit-e2e\", \"request\": {\"ignore_eos\": true},\n"
+          " \"prompts\": {\"source\": \"synthetic\", \"words\": {\"dist\": \"uniform\", "
+          "\"min\": 40, \"max\": 120}, \"count\": 256, \"seed\": 1}}\n", sf);
+    fclose(sf);
     ll_rng rng;
     ll_rng_seed(&rng, 20261129);
     e2e_case cases[N_RANDOM + 1];

@@ -2,7 +2,8 @@
  * binary, bundled engine in-process): SIGINT once drains and keeps the
  * records with an interrupted summary (exit 130); SIGINT twice exits at once
  * with the records still readable; bad scenarios and flags are usage errors
- * whose messages name the file and the key. */
+ * whose messages name the file and the key; an "ab" scenario runs both sides
+ * and gates on their comparison (exit 0 or 3). */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +130,75 @@ static void test_sigint_twice(void)
     snprintf(path, sizeof path, "%s/records.jsonl", dir);
     CHECK(ll_jsonl_foreach(path, on_line, &t, &skipped, err, sizeof err) == 0 && skipped <= 1,
           "records still readable: %s", err);
+    /* The killed level never reached its end: its steps were copied at the
+     * signals (~8 steps of 10 ms had run by the first). */
+    CHECK(t.steps >= 5, "engine steps of the killed level kept (%d)", t.steps);
+}
+
+/* An "ab" scenario: two synthetic sides whose slopes differ 2x (5+2n vs
+ * 5+1n): B/A at C=8 is at most (5+16)/(5+8) = 1.6, so a 1.2x gate is met
+ * (exit 0) and a 2.5x gate is missed (exit 3); both run dirs, their traces
+ * and compare.html are written. */
+static void ab_run(const char *gate, const char *name, int want_rc)
+{
+    char scn[300], dir[300], errf[300], path[400];
+    snprintf(scn, sizeof scn, "%s/%s.json", g_tmp, name);
+    snprintf(dir, sizeof dir, "%s/%s", g_tmp, name);
+    snprintf(errf, sizeof errf, "%s/%s.err", g_tmp, name);
+    FILE *f = fopen(scn, "w");
+    if (!f) {
+        CHECK(0, "cannot write %s", scn);
+        return;
+    }
+    fprintf(f,
+            "{\"name\":\"ab\",\"engine\":\"backend=synthetic,time_scale=0.1,seed=1\",\n"
+            " \"request\":{\"max_tokens\":24,\"think_tokens\":0,\"ignore_eos\":true,\"timeout_s\":60},\n"
+            " \"prompts\":{\"source\":\"synthetic\",\"words\":{\"dist\":\"fixed\",\"value\":20},\"count\":64},\n"
+            " \"load\":{\"drain_s\":2},\"levels\":[{\"concurrency\":1},{\"concurrency\":4},\n"
+            " {\"concurrency\":8,\"profile\":{\"when\":\"steady\",\"num_steps\":4}}],\n"
+            " \"ab\":{\"a\":{\"name\":\"slow\",\"engine\":\"law=5+2n\"},"
+            "\"b\":{\"name\":\"fast\",\"engine\":\"law=5+1n\"},\"expect_speedup\":\"%s\"}}\n",
+            gate);
+    fclose(f);
+    char *args[] = {"loadlaw", "sweep", scn, "-o", dir, "-q", NULL};
+    int rc = wait_exit(spawn(args, errf), 50);
+    CHECK(rc == want_rc, "ab with gate %s: exit %d, got %d", gate, want_rc, rc);
+    const char *side[] = {"slow", "fast"}, *law[] = {"law=5+2n", "law=5+1n"};
+    for (int k = 0; k < 2; k++) {
+        tally t = {0};
+        size_t skipped = 0;
+        char err[256] = "";
+        snprintf(path, sizeof path, "%s/%s/records.jsonl", dir, side[k]);
+        CHECK(ll_jsonl_foreach(path, on_line, &t, &skipped, err, sizeof err) == 0 && t.ok == 8 + 8 + 12 &&
+                  t.level_ends == 3 && t.steps > 0,
+              "%s: a full run (ok %d, levels %d, steps %d) %s", side[k], t.ok, t.level_ends, t.steps, err);
+        CHECK(file_has(path, law[k]), "%s ran its own engine spec (%s)", side[k], law[k]);
+        /* One process, two engines: each side's trace lands in its own run
+         * dir (in /tmp both would take the same pid-and-sequence name). */
+        char tr[400];
+        snprintf(tr, sizeof tr, "%s/%s/loadlaw-", name, side[k]);
+        CHECK(file_has(path, tr), "%s: profiler trace written into its run dir", side[k]);
+        snprintf(path, sizeof path, "%s/%s/summary.json", dir, side[k]);
+        CHECK(file_has(path, "\"interrupted\""), "%s/summary.json", side[k]);
+        snprintf(path, sizeof path, "%s/%s/report.html", dir, side[k]);
+        CHECK(file_has(path, "<html") || file_has(path, "<!DOCTYPE"), "%s/report.html", side[k]);
+    }
+    snprintf(path, sizeof path, "%s/compare.html", dir);
+    CHECK(file_has(path, "slow") && file_has(path, "fast"), "compare.html names both runs");
+    CHECK(file_has(errf, want_rc ? "MISSED" : ": met"), "gate line says %s", want_rc ? "MISSED" : "met");
+}
+
+static void test_ab(void)
+{
+    ab_run("1.2@8", "ab_met", 0);
+    ab_run("2.5", "ab_missed", 3);
+    char errf[300];
+    snprintf(errf, sizeof errf, "%s/ab_engine.err", g_tmp);
+    char scn[300];
+    snprintf(scn, sizeof scn, "%s/ab_met.json", g_tmp);
+    char *args[] = {"loadlaw", "sweep", scn, "--engine", "backend=synthetic", NULL};
+    int rc = wait_exit(spawn(args, errf), 10);
+    CHECK(rc == 2 && file_has(errf, "--engine"), "--engine with an ab scenario: exit 2, got %d", rc);
 }
 
 static void test_usage_errors(void)
@@ -165,6 +235,7 @@ int main(void)
     test_usage_errors();
     test_sigint_once();
     test_sigint_twice();
+    test_ab();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
     if (system(cmd) != 0)

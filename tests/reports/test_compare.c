@@ -8,8 +8,11 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include <gsl/gsl_cdf.h>
+
 #include "common.h"
 #include "fit.h"
+#include "html_internal.h"
 #include "report.h"
 #include "runs_gen.h"
 #include "testutil.h"
@@ -33,6 +36,116 @@ static int analyse(const char *dir, fit_run **run, fit_result **res)
         return -1;
     }
     return 0;
+}
+
+/* The laws lines of the terminal output: "-> X tok/s max" must be 1000/b of
+ * the b printed on the same line (a once stood there: 5.44 for a = 5.44). */
+static void check_printed_asymptotes(const fit_compare *c)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    CHECK(f != NULL, "memstream");
+    if (!f)
+        return;
+    rpt_compare_print(f, c, "a", "b");
+    fclose(f);
+    const fit_law *law[2] = {&c->law_a, &c->law_b};
+    const char *tag[2] = {"  A a ", "  B b "};
+    for (int k = 0; k < 2; k++) {
+        const char *line = strstr(text, tag[k]);
+        const char *bp = line ? strstr(line, "*N ms") : NULL;
+        const char *ap = line ? strstr(line, "-> ") : NULL;
+        double b_printed = NAN, asym = NAN;
+        if (bp) {
+            const char *p = bp;
+            while (p > line && p[-1] != ' ')
+                p--;
+            b_printed = strtod(p, NULL);
+        }
+        if (ap)
+            asym = strtod(ap + 3, NULL);
+        CHECK(line && bp && ap, "laws line %c:\n%s", "AB"[k], text);
+        CHECK(fabs(b_printed - law[k]->b_ms) <= 1e-3 * law[k]->b_ms, "printed b %c: %g", "AB"[k], b_printed);
+        /* printed with one decimal */
+        CHECK(fabs(asym - 1000.0 / law[k]->b_ms) <= 0.051, "printed asymptote %c: %g vs 1000/b = %g", "AB"[k], asym,
+                   1000.0 / law[k]->b_ms);
+        CHECK(fabs(asym - law[k]->a_ms) > 1, "asymptote %c is not a", "AB"[k]);
+    }
+    free(text);
+}
+
+/* The report's step-chart band: at every point, half-width
+ * t(0.975, n-2) * sqrt(var_a + N^2 var_b + 2N cov_ab) around a + b*N, from the
+ * law's own sandwich matrix; narrower than the band through the corners of
+ * the a and b intervals wherever N > 0 (a and b are anti-correlated). */
+static void check_band(const fit_run *run, const fit_result *res)
+{
+    char err[256];
+    const fit_law *L = &res->law;
+    CHECK(L->ok && isfinite(L->cov_ab_ms2) && L->cov_ab_ms2 < 0, "cov_ab %g (a, b anti-correlated)", L->cov_ab_ms2);
+    double t = gsl_cdf_tdist_Pinv(0.975, (double)L->n_points - 2);
+    CHECK_NEAR(L->t_crit, t, 1e-12, "t quantile");
+    CHECK_NEAR(L->a_ci_ms[1] - L->a_ci_ms[0], 2 * t * L->a_se_ms, 1e-9, "a CI from the same se");
+    cJSON *d = rpt_run_chart_data(run, res, 0, err, sizeof err);
+    const cJSON *band = cJSON_GetObjectItem(cJSON_GetObjectItem(d, "law"), "band");
+    CHECK(cJSON_GetArraySize(band) == RPT_BAND_POINTS + 1, "band points %d", cJSON_GetArraySize(band));
+    int checked = 0;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, band) {
+        double n = cJSON_GetArrayItem(p, 0)->valuedouble, lo = cJSON_GetArrayItem(p, 1)->valuedouble,
+               hi = cJSON_GetArrayItem(p, 2)->valuedouble;
+        double half = t * sqrt(L->a_se_ms * L->a_se_ms + n * n * L->b_se_ms * L->b_se_ms + 2 * n * L->cov_ab_ms2);
+        CHECK(fabs((hi - lo) - 2 * half) <= 1e-9 * (1 + half), "band width at N=%g: %g vs %g", n, hi - lo, 2 * half);
+        CHECK_NEAR((hi + lo) / 2, L->a_ms + L->b_ms * n, 1e-9 * (1 + hi), "band centre");
+        double corners = (L->a_ci_ms[1] + L->b_ci_ms[1] * n) - (L->a_ci_ms[0] + L->b_ci_ms[0] * n);
+        if (n > 0)
+            CHECK(hi - lo < corners, "band at N=%g narrower than the corner band (%g vs %g)", n, hi - lo, corners);
+        checked++;
+    }
+    CHECK(checked > 0, "band checked");
+    cJSON_Delete(d);
+}
+
+/* Coverage of the true speedup by the 95% interval over fixed-seed repeats,
+ * resampling engine steps (the default) and requests. Steps must cover near
+ * 95%; requests, sharing every step at C = 16, fall far short (see the
+ * comment at the top of fit/compare.c). */
+static void check_coverage(void)
+{
+    static const int lv[] = {16};
+    enum { REPS = 30 };
+    int hit[2] = {0, 0}, n = 0;
+    for (int rep = 0; rep < REPS; rep++) {
+        gen_spec g = {.a_ms = A_MS, .b_ms = BA_MS, .jitter = 0.03, .prefill_ms = 30, .tokens = 24, .waves = 4,
+                      .think = 8, .levels = lv, .n_levels = 1, .seed = 500 + 2 * (uint64_t)rep};
+        fit_run *ra = NULL, *rb = NULL;
+        fit_result *fa = NULL, *fb = NULL;
+        if (gen_run("cov_a", &g) == 0 && (g.b_ms = BB_MS, g.seed++, gen_run("cov_b", &g) == 0) &&
+            analyse("cov_a", &ra, &fa) == 0 && analyse("cov_b", &rb, &fb) == 0) {
+            double want = (A_MS + BA_MS * 16) / (A_MS + BB_MS * 16);
+            for (int m = 0; m < 2; m++) {
+                fit_compare_options o;
+                fit_compare_options_default(&o);
+                o.n_resamples = 500;
+                o.resample_requests = m;
+                fit_compare *c = NULL;
+                char err[256];
+                if (fit_compare_runs(ra, fa, rb, fb, &o, &c, err, sizeof err) == 0 && c->n_levels == 1)
+                    hit[m] += c->levels[0].ratio_ci[0] <= want && want <= c->levels[0].ratio_ci[1];
+                fit_compare_free(c);
+            }
+            n++;
+        }
+        fit_result_free(fa);
+        fit_result_free(fb);
+        fit_run_free(ra);
+        fit_run_free(rb);
+    }
+    printf("coverage at C=16 over %d repeats: steps %d, requests %d\n", n, hit[0], hit[1]);
+    CHECK(n == REPS, "repeats analysed %d", n);
+    CHECK(hit[0] >= 25, "step bootstrap covers %d/%d", hit[0], n);
+    CHECK(hit[1] <= 18, "request bootstrap covers %d/%d (expected too narrow)", hit[1], n);
 }
 
 static int run_cmd(const char *cmd)
@@ -101,7 +214,12 @@ int main(int argc, char **argv)
     }
     cJSON *j = rpt_compare_to_json(c);
     CHECK(j && cJSON_GetArraySize(cJSON_GetObjectItem(j, "levels")) == 5, "json levels");
+    CHECK_REL(ll_json_num(cJSON_GetObjectItem(j, "law_a"), "asymptote_tok_per_s", 0), 1000.0 / c->law_a.b_ms, 1e-12,
+              "json asymptote A = 1000/b");
     cJSON_Delete(j);
+    check_printed_asymptotes(c);
+    check_band(ra, fa);
+    check_coverage();
 
     /* No common level: a clear error. */
     static const int other[] = {3};

@@ -13,18 +13,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: trace_rss_helper TRACE\n");
         return 2;
     }
-    int64_t t0 = ll_now_ns();
     if (rpt_trace_load(argv[1], &t, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
-    int64_t t1 = ll_now_ns();
     rpt_trace_info info;
     rpt_trace_get_info(t, &info);
     const rpt_trace_stream *s = rpt_trace_stream_at(t, 0);
-    printf("%llu %llu %lld %zu %lld %lld %lld\n", (unsigned long long)info.events,
+    printf("%llu %llu %lld %zu %lld %lld\n", (unsigned long long)info.events,
            (unsigned long long)info.gpu_events, (long long)info.gpu_total_ns, rpt_trace_n_kernels(t),
-           (long long)(s ? s->busy_ns : -1), (long long)info.span_ns, (long long)(t1 - t0));
+           (long long)(s ? s->busy_ns : -1), (long long)info.span_ns);
     rpt_trace_free(t);
     return 0;
 }

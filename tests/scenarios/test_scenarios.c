@@ -79,8 +79,8 @@ static void test_load_and_override(void)
 
 static void test_shipped(void)
 {
-    const char *files[] = {"default.json", "remote-template.json", "profile-c32.json"};
-    for (size_t i = 0; i < 3; i++) {
+    const char *files[] = {"default.json", "remote-template.json", "profile-c32.json", "kernel-ab.json"};
+    for (size_t i = 0; i < 4; i++) {
         char path[1024], err[512] = "";
         scn_scenario *s = NULL;
         snprintf(path, sizeof path, "%s/scenarios/%s", LOADLAW_SOURCE_DIR, files[i]);
@@ -92,12 +92,22 @@ static void test_shipped(void)
             CHECK(s->url == NULL && s->engine_spec && strstr(s->engine_spec, "law=52+30n") && s->n_levels == 7 &&
                       s->levels[6].concurrency == 64 && s->think_tokens > 0,
                   "default.json: bundled 52+30n, C=1..64, thinking on");
+            CHECK(strstr(s->engine_spec, "p=") && strstr(s->engine_spec, "prefill_budget=") && s->words.min >= 200,
+                  "default.json: long prompts with a prefill cost (the C=64 TTFT ramp)");
         }
         if (i == 2) {
             CHECK(s->n_levels == 1 && s->levels[0].concurrency == 32 && s->levels[0].n_requests == 220 &&
                       s->levels[0].profile.enabled && s->levels[0].profile.num_steps == 12 &&
                       s->levels[0].profile.style == SCN_PROFILE_SGLANG,
                   "profile-c32.json: 220 prompts at C=32, 12-step SGLang profile");
+        }
+        if (i == 3) {
+            CHECK(s->ab.enabled && !strcmp(s->ab.side[0].name, "naive") &&
+                      !strcmp(s->ab.side[0].engine, "attn=naive") && !strcmp(s->ab.side[1].name, "tiled") &&
+                      !strcmp(s->ab.side[1].engine, "attn=tiled") && s->engine_spec &&
+                      strstr(s->engine_spec, "backend=cpu") && !strstr(s->engine_spec, "attn=") &&
+                      s->ab.expect_c == 16 && s->levels[s->n_levels - 1].profile.enabled,
+                  "kernel-ab.json: naive vs tiled on the cpu backend, gated at C=16, profiled");
         }
         scn_free(s);
     }
@@ -215,11 +225,65 @@ static void test_prompts(void)
         fprintf(stderr, "cleanup failed\n");
 }
 
+/* The "ab" section: strict like the rest, and what it loads. */
+#define AB_SIDES "\"a\":{\"name\":\"naive\",\"engine\":\"attn=naive\"},\"b\":{\"name\":\"tiled\",\"engine\":\"attn=tiled\"}"
+static void test_ab(void)
+{
+    expect_error("{\"ab\":[1]}", "ab", "object");
+    expect_error("{\"ab\":{" AB_SIDES ",\"c\":{}}}", "ab.c", "unknown key");
+    expect_error("{\"ab\":{\"a\":{\"name\":\"x\",\"engine\":\"attn=naive\"}}}", "ab.b", "object");
+    expect_error("{\"ab\":{\"a\":{\"name\":\"x\",\"engine\":\"a\",\"law\":1},\"b\":{\"name\":\"y\",\"engine\":\"b\"}}}",
+                 "ab.a.law", "unknown key");
+    expect_error("{\"ab\":{\"a\":{\"name\":\"../x\",\"engine\":\"a\"},\"b\":{\"name\":\"y\",\"engine\":\"b\"}}}",
+                 "ab.a.name", "directory name");
+    expect_error("{\"ab\":{\"a\":{\"name\":\"x\",\"engine\":7},\"b\":{\"name\":\"y\",\"engine\":\"b\"}}}",
+                 "ab.a.engine", "engine spec");
+    expect_error("{\"ab\":{\"a\":{\"name\":\"x\",\"engine\":\"a\"},\"b\":{\"name\":\"x\",\"engine\":\"b\"}}}",
+                 "ab.b.name", "different");
+    expect_error("{\"ab\":{" AB_SIDES ",\"expect_speedup\":\"fast\"}}", "ab.expect_speedup", "X@C");
+    expect_error("{\"ab\":{" AB_SIDES ",\"expect_speedup\":-2}}", "ab.expect_speedup", "X > 0");
+    expect_error("{\"ab\":{" AB_SIDES ",\"expect_speedup\":\"2@0\"}}", "ab.expect_speedup", NULL);
+    expect_error("{\"load\":{\"concurrency\":[1,8]},\"ab\":{" AB_SIDES ",\"expect_speedup\":\"2@16\"}}",
+                 "ab.expect_speedup", "C=16");
+    expect_error("{\"target\":{\"url\":\"http://127.0.0.1:9\"},\"ab\":{" AB_SIDES "}}", "ab", "target.url");
+
+    scn_scenario *s = NULL;
+    char err[512] = "";
+    int rc = scn_load_string("{\"load\":{\"concurrency\":[1,16]},\"ab\":{" AB_SIDES ",\"expect_speedup\":\"2.5x@16\"}}",
+                             "ab.json", &s, err, sizeof err);
+    CHECK(rc == 0, "ab loads: %s", err);
+    if (rc)
+        return;
+    CHECK(s->ab.enabled && !strcmp(s->ab.side[0].name, "naive") && !strcmp(s->ab.side[1].engine, "attn=tiled") &&
+              s->ab.expect_x == 2.5 && s->ab.expect_c == 16,
+          "ab sides and gate 2.5@16");
+    cJSON *j = scn_to_json(s);
+    cJSON *ab = j ? cJSON_GetObjectItem(j, "ab") : NULL;
+    CHECK(ab && !strcmp(ll_json_str(cJSON_GetObjectItem(ab, "b"), "name", ""), "tiled") &&
+              !strcmp(ll_json_str(ab, "expect_speedup", ""), "2.5@16"),
+          "ab in the run record's config");
+    cJSON_Delete(j);
+    /* -c can drop the gate's level: scn_validate says so. */
+    int c[] = {1, 8};
+    CHECK(scn_set_concurrency(s, c, 2) == 0 && scn_validate(s, err, sizeof err) != 0 && strstr(err, "C=16"),
+          "gate level gone after -c: '%s'", err);
+    scn_free(s);
+    s = NULL;
+    rc = scn_load_string("{\"ab\":{" AB_SIDES ",\"expect_speedup\":3}}", "ab.json", &s, err, sizeof err);
+    CHECK(rc == 0 && s->ab.expect_x == 3 && s->ab.expect_c == 0, "numeric gate, highest shared level: %s", err);
+    scn_free(s);
+    s = NULL;
+    rc = scn_load_string("{\"ab\":null}", "ab.json", &s, err, sizeof err);
+    CHECK(rc == 0 && !s->ab.enabled, "ab null: one sweep");
+    scn_free(s);
+}
+
 int main(void)
 {
     test_errors();
     test_load_and_override();
     test_shipped();
     test_prompts();
+    test_ab();
     TEST_MAIN_END();
 }
