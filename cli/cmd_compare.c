@@ -168,6 +168,15 @@ int cmd_compare(int argc, char **argv)
     }
     rc = CLI_OK;
     if (have_expect) {
+        /* The gate line is a diagnostic for a CI log (stderr; `sweep` of an
+         * ab scenario and its tests read it there). Flush the tables first:
+         * stdout is block-buffered in a pipe, so without this the gate line
+         * came before the verdict it judges in `compare ... 2>&1 | tee`. */
+        if (fflush(stdout) != 0) {
+            fprintf(stderr, "loadlaw compare: cannot write the tables to stdout\n");
+            rc = CLI_FAIL;
+            goto done;
+        }
         fprintf(stderr, "gate: expected >= %.3g\u00d7 at C=%d; interval [%.3f, %.3f]: %s\n", expect_x,
                 G->concurrency, G->ratio_ci[0], G->ratio_ci[1], met ? "met" : "MISSED");
         if (!met)

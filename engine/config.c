@@ -99,6 +99,10 @@ int eng_parse_law(const char *law, eng_config *cfg, char *err, size_t errlen)
             k = 3;
         if (k)
             s++;
+        if (!k && *s != '\0' && *s != '+') { /* "5x": an unknown term, not a second constant */
+            ll_errf(err, errlen, "law \"%s\": unexpected \"%s\" (terms: A + Bn + Cc + Pp, ms)", law, s);
+            return LL_EINVAL;
+        }
         if (seen[k]) {
             ll_errf(err, errlen, "law \"%s\": term '%s' given twice", law,
                     k == 0 ? "constant" : k == 1 ? "n" : k == 2 ? "c" : "p");

@@ -9,15 +9,26 @@
 
 /* Every stream is a socket (two when the client is in the same process), so
  * thousands of streams need more than the usual soft limit of 1024. */
-static void raise_nofile(void)
+static void raise_nofile(unsigned max_connections)
 {
     struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlim_t want = rl.rlim_max;
+        rl.rlim_cur = want;
         if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
             ll_warn("engine: could not raise the open-file limit to %llu",
-                    (unsigned long long)rl.rlim_max);
+                    (unsigned long long)want);
+        if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+            return;
     }
+    /* Say so when the limit, not max_connections, will be what refuses
+     * connections (each stream is one descriptor here, plus a few of our own). */
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)max_connections + 64)
+        ll_warn("engine: the open-file limit (%llu) is below max_connections (%u): connections "
+                "beyond it will be refused (raise it with ulimit -n)",
+                (unsigned long long)rl.rlim_cur, max_connections);
 }
 
 static int check_config(const eng_config *c, char *err, size_t errlen)
@@ -61,7 +72,7 @@ int eng_start(const eng_config *cfg, eng_engine **out, char *err, size_t errlen)
     if (rc)
         return rc;
     *out = NULL;
-    raise_nofile();
+    raise_nofile(cfg->max_connections);
     eng_engine *e = calloc(1, sizeof *e);
     if (!e) {
         ll_errf(err, errlen, "engine: out of memory");

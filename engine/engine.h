@@ -13,7 +13,8 @@
  * "gzip","timeout_s"} (with num_steps it answers once the trace is written,
  * with its "path": after num_steps steps, when the engine goes idle, or after
  * timeout_s (default 30) on an idle engine; with an empty body it captures until POST /stop_profile, which
- * answers with the path). Prompt tokens are whitespace-separated words of all
+ * answers with the path; a step is in /metrics and in a running capture
+ * before its tokens are released). Prompt tokens are whitespace-separated words of all
  * message contents (or the prompt); usage is exact. Errors are OpenAI-style
  * {"error":{"message","type","param","code"}} with a 4xx (503: queue full).
  *

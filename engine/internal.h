@@ -38,6 +38,7 @@ typedef struct eng_req {
     atomic_int cancelled;          /* client went away: drop at the next step */
     struct eng_engine *eng;
     struct MHD_Connection *conn;
+    int fd;                        /* conn's socket, -1 if unknown; read only while suspended */
     uint64_t id;
     uint64_t seed;                 /* token words derive from (seed, position) */
     int64_t created_s;             /* wall clock seconds, for "created" */

@@ -201,6 +201,7 @@ eng_req *eng_req_parse(eng_engine *e, int kind, const char *body, size_t len,
     atomic_init(&r->refs, 1);
     atomic_init(&r->cancelled, 0);
     r->eng = e;
+    r->fd = -1;
     r->id = atomic_fetch_add(&e->next_id, 1);
     /* splitmix-style mix so neighbouring ids give unrelated word sequences */
     uint64_t z = cfg->seed * 0x9e3779b97f4a7c15ULL + r->id;

@@ -14,10 +14,12 @@
  * "now" rather than shortening later steps to catch up. With nothing to do the
  * thread sleeps on a condition variable: no empty steps, no busy loop.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 
 #include "internal.h"
 
@@ -117,6 +119,36 @@ static void wake(eng_req *r)
     }
 }
 
+/* A non-streaming response sends nothing until its last token, so a client
+ * that leaves is never noticed by a failing write (as a stream's is): look at
+ * its socket instead. Only while the connection is suspended, when MHD neither
+ * touches nor closes that socket. EOF or an error means the client has gone;
+ * bytes waiting (a pipelined request) do not. Caller holds io_mu. */
+static int client_left(const eng_req *r)
+{
+    if (r->stream || !r->suspended || r->fd < 0)
+        return 0;
+    char c;
+    ssize_t k = recv(r->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+/* Mark running non-streaming requests whose client left as cancelled and end
+ * their responses (so MHD closes and frees the connection). */
+static void check_clients(eng_engine *e, eng_sched *s)
+{
+    pthread_mutex_lock(&e->io_mu);
+    for (int i = 0; i < s->n_run; i++) {
+        eng_req *r = s->run[i];
+        if (client_left(r)) {
+            atomic_store(&r->cancelled, 1);
+            r->aborted = 1;
+            wake(r);
+        }
+    }
+    pthread_mutex_unlock(&e->io_mu);
+}
+
 /* Under mu: unlink cancelled waiting requests (their clients are gone). */
 static void drop_cancelled_waiting(eng_engine *e)
 {
@@ -137,16 +169,14 @@ static void drop_cancelled_waiting(eng_engine *e)
     }
 }
 
-/* Hand this step's tokens to their streams; returns tokens emitted. */
-static int emit(eng_engine *e, eng_sched *s, int n_dec, int n_pre_done)
+/* Hand this step's tokens (one per sequence) to their streams. */
+static void emit(eng_engine *e, eng_sched *s, int n_dec, int n_pre_done)
 {
-    int tokens = 0;
     pthread_mutex_lock(&e->io_mu);
     for (int k = 0; k < n_dec + n_pre_done; k++) {
         eng_req *r = k < n_dec ? s->dec_req[k] : s->pre_req[k - n_dec];
         int pos = r->gen++;
         r->started = 1;
-        tokens++;
         int rc = 0;
         if (r->stream)
             rc = eng_sse_tokens(r, pos, 1);
@@ -157,10 +187,12 @@ static int emit(eng_engine *e, eng_sched *s, int n_dec, int n_pre_done)
         }
         if (rc)
             r->aborted = 1; /* out of memory: end this stream with an error */
-        wake(r);
+        /* A non-streaming response has nothing to send before it ends:
+         * resuming it each step would only make MHD suspend it again. */
+        if (r->stream || r->finished || r->aborted)
+            wake(r);
     }
     pthread_mutex_unlock(&e->io_mu);
-    return tokens;
 }
 
 /* Make room for one more step in the log, outside the step's timed span.
@@ -202,6 +234,7 @@ static void *sched_main(void *arg)
                     "running at normal priority", strerror(prc));
     }
     for (;;) {
+        check_clients(e, s);
         for (int i = 0; i < s->n_run;)
             if (atomic_load(&s->run[i]->cancelled)) {
                 drop_running(e, s, i);
@@ -320,12 +353,16 @@ static void *sched_main(void *arg)
             e->log[e->log_n++] = st;
         pthread_mutex_unlock(&e->log_mu);
 
-        int tokens = emit(e, s, n_dec, n_pre_done);
-
+        /* Account for it (metrics, a profile capture) before the release
+         * too: a client that has its last token and then asks for /metrics
+         * or POST /stop_profile finds this step there. Every decoding and
+         * every just-prefilled sequence gets one token. */
         pthread_mutex_lock(&e->mu);
-        eng_metrics_step(e, &st, ph, n_ph, tokens);
+        eng_metrics_step(e, &st, ph, n_ph, n_dec + n_pre_done);
         eng_prof_record(e, &st, ph, n_ph);
         pthread_mutex_unlock(&e->mu);
+
+        emit(e, s, n_dec, n_pre_done);
 
         for (int i = 0; i < s->n_run;)
             if (s->run[i]->gen >= s->run[i]->target_tok) {

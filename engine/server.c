@@ -8,7 +8,9 @@
  * connection costs no CPU, so thousands of streams wait for free.
  * A client that leaves mid-stream is noticed by MHD when a write fails; the
  * "request completed" notice marks the request cancelled and the scheduler
- * drops it at its next step.
+ * drops it at its next step. A non-streaming response writes nothing until it
+ * ends, so there the scheduler looks at the suspended connection's socket
+ * each step instead (sched.c, client_left) and ends the response itself.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -135,6 +137,9 @@ static enum MHD_Result start_generation(eng_engine *e, struct MHD_Connection *co
     if (!r)
         return respond_error(conn, (unsigned)status, param, msg, NULL);
     r->conn = conn;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    r->fd = ci ? (int)ci->connect_fd : -1; /* -1: a non-streaming client's exit goes unseen */
     c->req = r;
     struct MHD_Response *resp =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 8192, read_cb, r, free_cb);

@@ -328,12 +328,13 @@ int fit_level_latency_get(const fit_run *run, int level, fit_level_latency *out,
  * falls back to one unit per request (its decode span, first token -> end)
  * and says so (steady = 0).
  *
- * The slope ratio: each run's steady step time per level (1000 * time / tok,
- * ms) against C, OLS over the common levels, ratio B/A; its interval is the
- * percentile bootstrap of the same statistic, resampling every level's steps
- * as above (slope_method "bootstrap"). With a single common level it is the
- * ratio of the laws' b with a delta-method interval on the log scale,
- * se(log r)^2 = (se_bA/b_A)^2 + (se_bB/b_B)^2 (slope_method "delta"). The
+ * The slope ratio: the ratio B/A of the two laws' b (fit_analyze's robust
+ * fit, the slopes printed beside it), with a delta-method interval on the log
+ * scale, se(log r)^2 = (se_bA/b_A)^2 + (se_bB/b_B)^2 (slope_method "delta").
+ * When a run has no law, it falls back to each run's steady step time per
+ * level (1000 * time / tok, ms) against C, OLS over the common levels, with a
+ * percentile bootstrap resampling every level's steps as above
+ * (slope_method "bootstrap"; needs two common levels). The
  * verdict quotes the laws' b (fit_analyze's robust fit). */
 typedef struct fit_compare_options {
     int n_resamples;          /* default 2000 */

@@ -58,6 +58,34 @@ static cJSON *law_json(const fit_law *L, const char *model)
     return o;
 }
 
+/* "token_rate": the level's token rate over time, thinking and answer apart
+ * (t0_s: first bin's start, seconds after the level's start). */
+static int add_rate_series(cJSON *o, const fit_level *L)
+{
+    cJSON *rate = cJSON_AddObjectToObject(o, "token_rate");
+    if (!rate)
+        return -1;
+    int bad = add_num(rate, "t0_s", L->n_rate_bins ? (L->rate_t0_ns - L->start_ns) / 1e9 : NAN);
+    bad |= add_num(rate, "bin_s", L->n_rate_bins ? L->rate_bin_ns / 1e9 : NAN);
+    cJSON *th = cJSON_AddArrayToObject(rate, "think_tok_per_s");
+    cJSON *an = cJSON_AddArrayToObject(rate, "answer_tok_per_s");
+    if (!th || !an)
+        return -1;
+    for (size_t i = 0; i < L->n_rate_bins; i++) {
+        cJSON *x = num(L->think_tok_per_s[i]), *y = num(L->answer_tok_per_s[i]);
+        if (!x || !cJSON_AddItemToArray(th, x)) {
+            cJSON_Delete(x);
+            cJSON_Delete(y);
+            return -1;
+        }
+        if (!y || !cJSON_AddItemToArray(an, y)) {
+            cJSON_Delete(y);
+            return -1;
+        }
+    }
+    return bad;
+}
+
 static cJSON *level_json(const fit_level *L)
 {
     cJSON *o = cJSON_CreateObject();
@@ -88,6 +116,7 @@ static cJSON *level_json(const fit_level *L)
     bad |= add_num(o, "n_samples_after_cut", (double)L->n_samples_after_cut);
     bad |= !cJSON_AddBoolToObject(o, "closed_loop", L->closed_loop);
     bad |= !cJSON_AddBoolToObject(o, "interrupted", L->interrupted);
+    bad |= add_rate_series(o, L);
     if (bad) {
         cJSON_Delete(o);
         return NULL;
@@ -255,7 +284,10 @@ void fit_print(FILE *f, const fit_result *r)
                 r->truth_b_ms);
     fprintf(f, "  steady samples %zu, in %zu step points; %zu samples in all\n",
             r->law.n_samples, r->law.n_points, r->n_samples);
-    fprintf(f, "\nmodel check: %s: %s\n", fit_model_name(r->model.best), r->model.verdict);
+    if (r->model.done)
+        fprintf(f, "\nmodel check: %s: %s\n", fit_model_name(r->model.best), r->model.verdict);
+    else /* no model was compared: naming "linear" would claim the data chose it */
+        fprintf(f, "\nmodel check: %s\n", r->model.verdict);
     fprintf(f, "\n%5s %6s %12s %12s %8s %12s %9s %10s %8s %8s\n", "level", "C", "steady t/s",
             "law t/s", "err %", "whole t/s", "ramp s", "ramp tok", "steady", "failed");
     for (size_t i = 0; i < r->n_levels; i++) {

@@ -133,11 +133,15 @@ static const char k_open[] = "<think>", k_close[] = "</think>";
 
 /* Split content into thinking and answer bytes, tracking tags across chunks.
  * Tag bytes count as thinking (they are tokens the model spent thinking). A
- * possible tag prefix at the end is held until the next chunk decides it. */
+ * possible tag prefix at the end is held until the next chunk decides it; its
+ * bytes are counted now, in the current mode, unless they already read
+ * "<thi" or "</thi": a lone "<" or "</" ending an answer chunk is far more
+ * often text ("a < b", "</p>") than half a tag, and counting it as thinking
+ * would add a thinking token to an answer chunk. */
 static void split_content(lg_delta *d, const char *s, size_t n, size_t *tb, size_t *ab, int *reclass)
 {
     char stack[512], *buf = stack;
-    size_t pend = d->tag_len, len = pend + n, i = 0;
+    size_t pend = d->tag_len, len = pend + n, i = 0, ab0 = *ab;
     if (len > sizeof stack && !(buf = malloc(len))) {
         *ab += n; /* out of memory: count the text, lose only tag tracking */
         return;
@@ -155,16 +159,23 @@ static void split_content(lg_delta *d, const char *s, size_t n, size_t *tb, size
             /* Bytes of buf before pend were counted with the previous chunk. */
             size_t from = i > pend ? i : pend;
             if (pre) {
+                int tagish = d->in_think || (rem >= 4 && memcmp(buf + i, "<thi", 4) == 0) ||
+                             (rem >= 5 && memcmp(buf + i, "</thi", 5) == 0);
                 memcpy(d->tag, buf + i, rem);
                 d->tag_len = rem;
-                *tb += len > from ? len - from : 0;
+                *(tagish ? tb : ab) += len > from ? len - from : 0;
                 break;
             }
             if (full_o || full_c) {
                 size_t tl = full_o ? 7 : 8;
                 *tb += i + tl > from ? i + tl - from : 0;
-                if (full_c && !d->in_think && !d->saw_tag)
+                if (full_c && !d->in_think && !d->saw_tag) {
+                    /* A bare </think>: everything before it was thinking,
+                     * this chunk's text before the tag included. */
                     *reclass = 1;
+                    *tb += *ab - ab0;
+                    *ab = ab0;
+                }
                 d->in_think = full_o;
                 d->saw_tag = 1;
                 i += tl;
@@ -212,7 +223,7 @@ int lg_error_message(const char *body, size_t len, char *out, size_t outlen)
     return found;
 }
 
-void lg_delta_event(lg_delta *d, const char *data, size_t len, lg_delta_out *out)
+void lg_delta_event(lg_delta *d, const char *event, const char *data, size_t len, lg_delta_out *out)
 {
     memset(out, 0, sizeof *out);
     if (len == 6 && memcmp(data, "[DONE]", 6) == 0) {
@@ -220,6 +231,13 @@ void lg_delta_event(lg_delta *d, const char *data, size_t len, lg_delta_out *out
         return;
     }
     cJSON *root = cJSON_ParseWithLengthOpts(data, len, NULL, 0);
+    if (event && strcmp(event, "error") == 0) {
+        /* "event: error" with a JSON error object, or plain text */
+        if (!root || !err_from_json(root, d->errmsg, sizeof d->errmsg))
+            snprintf(d->errmsg, sizeof d->errmsg, "%.*s", (int)(len < 200 ? len : 200), data);
+        d->error = 1;
+        goto out;
+    }
     if (!root) {
         d->bad_events++;
         return;

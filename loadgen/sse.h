@@ -64,8 +64,9 @@ typedef struct lg_delta {
 } lg_delta;
 
 void lg_delta_init(lg_delta *d);
-/* Interpret one event's data. */
-void lg_delta_event(lg_delta *d, const char *data, size_t len, lg_delta_out *out);
+/* Interpret one event: its "event:" name (NULL or "" for none) and data. An
+ * event named "error" is an error event whatever its data holds. */
+void lg_delta_event(lg_delta *d, const char *event, const char *data, size_t len, lg_delta_out *out);
 
 /* Error message from an OpenAI-style error body ({"error":{"message":..}},
  * {"object":"error","message":..}, {"error":"text"}); NULL when none. */

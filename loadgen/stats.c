@@ -244,16 +244,42 @@ out:
     return rc;
 }
 
+/* "%9.2f", or "-" where there were no samples. */
+static void put_ms(FILE *f, double v)
+{
+    if (isfinite(v))
+        fprintf(f, " %9.2f", v);
+    else
+        fprintf(f, " %9s", "-");
+}
+
+static void put_stat_row(FILE *f, const char *name, const lg_stat *st)
+{
+    fprintf(f, "%12s %-10s", "", name);
+    put_ms(f, st->p50);
+    put_ms(f, st->p90);
+    put_ms(f, st->p99);
+    put_ms(f, st->mean);
+    fprintf(f, " %8zu\n", st->n);
+}
+
+/* Two tables: counts and rates, one row per level; then latencies, one row
+ * per level and metric (p50/p90/p99/mean), so the lines stay under ~100
+ * columns whatever the metric. */
 void lg_run_print_table(const lg_run *r, FILE *f)
 {
-    fprintf(f, "%5s %6s %6s %8s %8s %8s %8s %8s %8s %8s %8s %9s %7s %7s\n", "level", "C", "ok", "failed",
-            "ttft50", "ttft99", "ttfa50", "tpot50", "itl50", "itl99", "e2e50", "out_tok/s", "req/s", "ramp_s");
+    fprintf(f, "%5s %6s %6s %6s %9s %7s %9s %10s %8s %9s %7s\n", "level", "C", "ok", "failed", "out_tok/s",
+            "req/s", "think_tok", "answer_tok", "think/s", "answer/s", "ramp_s");
     for (size_t i = 0; i < r->n_levels; i++) {
         const lg_level_summary *s = &r->levels[i];
-        fprintf(f, "%5d %6d %6d %8d %8.1f %8.1f %8.1f %8.2f %8.2f %8.2f %8.1f %9.1f %7.2f %7.3f%s\n", s->level,
-                s->concurrency, s->ok, s->failed, s->ttft_ms.p50, s->ttft_ms.p99, s->ttfa_ms.p50, s->tpot_ms.p50,
-                s->itl_ms.p50, s->itl_ms.p99, s->e2e_ms.p50, s->output_tok_per_s, s->req_per_s, s->ramp_s,
-                s->interrupted ? "  (interrupted)" : "");
+        fprintf(f, "%5d %6d %6d %6d %9.1f %7.2f %9lld %10lld %8.1f %9.1f", s->level, s->concurrency, s->ok,
+                s->failed, s->output_tok_per_s, s->req_per_s, (long long)s->think_tok, (long long)s->answer_tok,
+                s->think_tok_per_s, s->answer_tok_per_s);
+        if (isfinite(s->ramp_s))
+            fprintf(f, " %7.3f", s->ramp_s);
+        else
+            fprintf(f, " %7s", "-");
+        fprintf(f, "%s\n", s->interrupted ? "  (interrupted)" : "");
         if (s->failed) {
             fprintf(f, "      failed:");
             for (int c = 1; c < LG_ERR__COUNT; c++)
@@ -261,15 +287,28 @@ void lg_run_print_table(const lg_run *r, FILE *f)
                     fprintf(f, " %s=%d", lg_err_class_name((lg_err_class)c), s->failed_by_class[c]);
             fputc('\n', f);
         }
-        if (s->rate_per_s > 0)
-            fprintf(f, "      open loop %.2f/s: client lag p50 %.2f ms p99 %.2f ms; e2e from intended p50 %.1f ms\n",
-                    s->rate_per_s, s->lag_ms.p50, s->lag_ms.p99, s->e2e_intended_ms.p50);
     }
-    fprintf(f, "(latencies in ms; think/answer tokens: ");
-    int64_t t = 0, a = 0;
+    fprintf(f, "\n%5s %6s %-10s %9s %9s %9s %9s %8s\n", "level", "C", "latency ms", "p50", "p90", "p99", "mean",
+            "n");
     for (size_t i = 0; i < r->n_levels; i++) {
-        t += r->levels[i].think_tok;
-        a += r->levels[i].answer_tok;
+        const lg_level_summary *s = &r->levels[i];
+        fprintf(f, "%5d %6d", s->level, s->concurrency);
+        if (s->rate_per_s > 0)
+            fprintf(f, " open loop at %.2f requests/s; latencies below from the actual send\n", s->rate_per_s);
+        else
+            fputc('\n', f);
+        put_stat_row(f, "TTFT", &s->ttft_ms);
+        put_stat_row(f, "TTFA", &s->ttfa_ms);
+        put_stat_row(f, "TPOT", &s->tpot_ms);
+        put_stat_row(f, "ITL", &s->itl_ms);
+        put_stat_row(f, "E2E", &s->e2e_ms);
+        if (s->rate_per_s > 0) {
+            /* From the intended send: what a user arriving on schedule saw. */
+            put_stat_row(f, "client lag", &s->lag_ms);
+            put_stat_row(f, "TTFT sched", &s->ttft_intended_ms);
+            put_stat_row(f, "E2E sched", &s->e2e_intended_ms);
+        }
     }
-    fprintf(f, "%lld/%lld)\n", (long long)t, (long long)a);
+    fprintf(f, "(TTFT: first token of any kind; TTFA: first answer token; rates over each level's wall time%s)\n",
+            r->n_levels && r->levels[0].rate_per_s > 0 ? "; sched: from the intended send time" : "");
 }

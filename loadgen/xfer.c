@@ -87,7 +87,7 @@ static int on_event(void *ctx, const char *event, const char *data, size_t len)
 {
     lg_xfer *x = ctx;
     lg_delta_out o;
-    lg_delta_event(&x->delta, data, len, &o);
+    lg_delta_event(&x->delta, event, data, len, &o);
     if (o.reclassify) {
         /* DeepSeek-R1 templates open <think> in the prompt: what came before a
          * bare </think> was thinking, not answer. */

@@ -67,7 +67,7 @@ void rpt_compare_print(FILE *f, const fit_compare *c, const char *label_a, const
     if (isfinite(c->slope_ratio))
         fprintf(f, "  slope B/A %s [%s, %s] (%s%s)\n", n2(x[0], 64, c->slope_ratio, 3),
                 n2(x[1], 64, c->slope_ratio_ci[0], 3), n2(x[2], 64, c->slope_ratio_ci[1], 3), c->slope_method,
-                c->slope_method[0] == 'b' ? ", steady step time per level against C" : " method from the laws' CIs");
+                c->slope_method[0] == 'b' ? ", steady step time per level against C" : " method, from the laws' standard errors");
 
     fprintf(f, "\nper level: steady throughput B/A with a %.0f%% bootstrap interval (%d resamples of engine "
                "steps)\n",

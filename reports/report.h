@@ -73,6 +73,8 @@ typedef struct rpt_trace_info {
     int64_t span_ns;        /* wall span: first start to last end of any "X" event */
     int64_t gpu_total_ns;   /* sum of GPU event durations (overlaps counted twice) */
     uint64_t late_events;   /* events too far out of order for an exact union (0 normally) */
+    uint64_t bad_events;    /* GPU "X" events (by cat or args.stream) left out for lack of a
+                             * numeric ts or a numeric dur >= 0 */
 } rpt_trace_info;
 void rpt_trace_get_info(const rpt_trace *t, rpt_trace_info *out);
 

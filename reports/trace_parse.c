@@ -122,8 +122,13 @@ static int event_end(parse_ctx *c)
 {
     rpt_trace *t = c->t;
     t->info.events++;
-    if (!c->has_ph || strcmp(c->ph, "X") != 0 || !c->has_ts)
+    if (!c->has_ph || strcmp(c->ph, "X") != 0)
         return 0;
+    int gpu = c->has_cat ? is_gpu_cat(c->cat) : c->has_stream;
+    if (!c->has_ts || (gpu && (!c->has_dur || c->dur_ns < 0))) {
+        t->info.bad_events += gpu; /* bad input is counted, not dropped silently */
+        return 0;
+    }
     int64_t end = c->ts_ns + (c->has_dur && c->dur_ns > 0 ? c->dur_ns : 0);
     if (!t->have_span) {
         t->first_ns = c->ts_ns;
@@ -135,8 +140,7 @@ static int event_end(parse_ctx *c)
         if (end > t->last_ns)
             t->last_ns = end;
     }
-    int gpu = c->has_cat ? is_gpu_cat(c->cat) : c->has_stream;
-    if (!gpu || !c->has_dur || c->dur_ns < 0)
+    if (!gpu)
         return 0;
     const char *name = c->name.len ? c->name.p : "(unnamed)";
     size_t name_len = c->name.len ? c->name.len : strlen(name);

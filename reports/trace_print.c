@@ -185,6 +185,8 @@ static int print_json(FILE *out, rpt_trace *const *tr, const char *const *labels
             goto fail;
         if (!cJSON_AddNumberToObject(o, "late_events", (double)info.late_events))
             goto fail;
+        if (!cJSON_AddNumberToObject(o, "bad_events", (double)info.bad_events))
+            goto fail;
         cJSON *st = cJSON_AddArrayToObject(o, "streams");
         if (!st)
             goto fail;
@@ -271,6 +273,9 @@ static void print_text(FILE *out, rpt_trace *const *tr, const char *const *label
         fprintf(out, "%s: %llu events, %llu on the GPU, span %.2f ms, GPU time %.2f ms\n",
                 label_of(labels, f, lb, sizeof lb), (unsigned long long)info.events,
                 (unsigned long long)info.gpu_events, info.span_ns / 1e6, info.gpu_total_ns / 1e6);
+        if (info.bad_events)
+            fprintf(out, "  warning: %llu GPU events left out: no numeric ts, or no numeric dur >= 0\n",
+                    (unsigned long long)info.bad_events);
         if (info.late_events)
             fprintf(out, "  warning: %llu events came more than %d intervals out of order; "
                          "busy fractions below are lower bounds\n",

@@ -295,6 +295,13 @@ static int load_levels(ld *c, const cJSON *root, scn_scenario *s)
                 return bad(c, p, "an integer in [0, 1000000]");
             }
             lv[i].concurrency = (int)it->valuedouble;
+            if (lv[i].concurrency < 1 && !(lv[i].rate_per_s > 0)) {
+                /* validate() would say levels[i], a key this file does not have */
+                char p[64];
+                snprintf(p, sizeof p, "load.concurrency[%zu]", i);
+                free(lv);
+                return bad(c, p, "an integer >= 1 (0, no cap, only with load.rate_per_s)");
+            }
         }
         free(s->levels);
         s->levels = lv;

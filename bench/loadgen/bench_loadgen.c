@@ -36,7 +36,7 @@ static int on_event(void *ctx, const char *event, const char *data, size_t len)
 {
     sink *s = ctx;
     lg_delta_out o;
-    lg_delta_event(&s->d, data, len, &o);
+    lg_delta_event(&s->d, event, data, len, &o);
     int tok = o.think_tok + o.answer_tok;
     if (tok) {
         if (s->n == s->cap) {

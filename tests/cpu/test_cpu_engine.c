@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "engine.h"
@@ -66,6 +67,64 @@ static void *one_request(void *p)
     }
     ll_buf_free(&b);
     return NULL;
+}
+
+/* The /start_profile trace shows the backend's phases as separate kernel
+ * events (what `loadlaw trace` breaks down), each inside its step. */
+static void check_trace(eng_engine *e)
+{
+    char dir[] = "/tmp/loadlaw-cputrace-XXXXXX", url[256], body[320];
+    if (!mkdtemp(dir)) {
+        CHECK(0, "mkdtemp");
+        return;
+    }
+    ll_buf b = {0};
+    snprintf(url, sizeof url, "%s/start_profile", eng_url(e));
+    snprintf(body, sizeof body, "{\"output_dir\":\"%s\"}", dir);
+    CHECK(http("POST", url, body, &b) == 200, "start_profile: %s", b.p ? b.p : "");
+    ll_buf_free(&b);
+    req_arg ra = {.url = eng_url(e), .max_tokens = 6};
+    one_request(&ra);
+    CHECK(ra.status == 200 && ra.completion_tokens == 6, "request while profiling");
+    snprintf(url, sizeof url, "%s/stop_profile", eng_url(e));
+    CHECK(http("POST", url, "", &b) == 200, "stop_profile: %s", b.p ? b.p : "");
+    cJSON *ans = b.p ? cJSON_Parse(b.p) : NULL;
+    const char *path = ll_json_str(ans, "path", "");
+    char *text = NULL;
+    size_t len = 0;
+    char err[256] = "";
+    CHECK(ll_read_file(path, &text, &len, err, sizeof err) == 0, "trace %s: %s", path, err);
+    cJSON *t = text ? cJSON_Parse(text) : NULL;
+    int steps = 0, dense = 0, attn = 0, sampling = 0, inside = 1;
+    double s0 = 0, s1 = 0;
+    const cJSON *ev;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(t, "traceEvents")) {
+        const char *cat = ll_json_str(ev, "cat", ""), *name = ll_json_str(ev, "name", "");
+        double ts = ll_json_num(ev, "ts", -1), dur = ll_json_num(ev, "dur", -1);
+        if (strcmp(cat, "user_annotation") == 0) {
+            steps++;
+            s0 = ts;
+            s1 = ts + dur;
+        } else if (strcmp(cat, "kernel") == 0) {
+            dense += strcmp(name, "dense_gemm") == 0;
+            attn += strcmp(name, "attention") == 0;
+            sampling += strcmp(name, "sampling") == 0;
+            /* kernels follow their step's annotation; 1 us of rounding slack */
+            inside &= steps > 0 && ts >= s0 - 1 && ts + dur <= s1 + 1;
+        }
+    }
+    /* 6 tokens: one from the prefill step, 5 decode steps with all three phases */
+    CHECK(steps >= 6 && dense >= 5 && dense == attn && attn == sampling,
+          "trace: %d steps, %d dense_gemm, %d attention, %d sampling kernel events", steps, dense, attn,
+          sampling);
+    CHECK(inside, "each kernel event lies inside its step");
+    cJSON_Delete(t);
+    free(text);
+    if (*path)
+        unlink(path);
+    cJSON_Delete(ans); /* owns path */
+    ll_buf_free(&b);
+    rmdir(dir);
 }
 
 int main(void)
@@ -145,6 +204,7 @@ int main(void)
     CHECK(bad_dur == 0, "%d decode steps without a duration", bad_dur);
     CHECK(tokens == want_tokens, "decode tokens in the step log %d, want %d", tokens, want_tokens);
     CHECK(batched > 0, "some steps batched several sequences (%d of %d)", batched, decode_steps);
+    check_trace(e);
     eng_stop(e);
 
     /* a bad cpu size is a clear error naming its key: at parse time from a

@@ -4,6 +4,7 @@
  * reasons, every bad input answered while a stream is in flight, /metrics,
  * /v1/models and /health. (Queue, disconnect, stop and profiler:
  * test_engine_control.c.) */
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,14 +265,71 @@ static void expect_error(const char *method, const char *path, const char *body,
     tc_resp_free(&r);
 }
 
-static void test_bad_input(void)
+/* A chunked upload declares no length: the limit holds as the body arrives. */
+typedef struct up_src {
+    size_t left;
+} up_src;
+
+static size_t up_read(char *buf, size_t sz, size_t n, void *ud)
+{
+    up_src *u = ud;
+    size_t k = sz * n < u->left ? sz * n : u->left;
+    memset(buf, 'w', k);
+    u->left -= k;
+    return k;
+}
+
+static size_t up_sink(char *p, size_t sz, size_t n, void *ud)
+{
+    return ll_buf_append(ud, p, sz * n) == 0 ? sz * n : 0;
+}
+
+static void test_chunked_too_big(void)
 {
     char u[256];
+    url_of(u, sizeof u, "/v1/completions");
+    CURL *h = curl_easy_init();
+    struct curl_slist *hd = curl_slist_append(NULL, "Transfer-Encoding: chunked");
+    up_src src = {20000}; /* the engine's limit is 4096 bytes */
+    ll_buf body = {0};
+    long status = 0;
+    curl_easy_setopt(h, CURLOPT_URL, u);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_POST, 1L);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+    curl_easy_setopt(h, CURLOPT_READFUNCTION, up_read);
+    curl_easy_setopt(h, CURLOPT_READDATA, &src);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, up_sink);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+    CURLcode rc = curl_easy_perform(h);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(h);
+    curl_slist_free_all(hd);
+    cJSON *o = body.p ? cJSON_Parse(body.p) : NULL;
+    CHECK(rc == CURLE_OK && status == 413 && ll_json_i64(at(o, "error", NULL), "code", 0) == 413,
+          "chunked body over the limit: rc %d status %ld: %s", (int)rc, status, body.p ? body.p : "");
+    cJSON_Delete(o);
+    ll_buf_free(&body);
+}
+
+static void test_bad_input(void)
+{
+    char u[256], mu[256]; /* bg keeps u */
     tc_bg bg;
     url_of(u, sizeof u, "/v1/chat/completions");
-    tc_bg_start(&bg, u, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":300,"
+    url_of(mu, sizeof mu, "/metrics");
+    tc_bg_start(&bg, u, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":1000,"
                      "\"ignore_eos\":true,\"stream\":true}");
-    usleep(20000); /* the stream is under way */
+    /* wait until the stream is decoding (1000 steps of about 1 ms follow) */
+    tc_resp m;
+    for (int i = 0; i < 500; i++) {
+        tc_request("GET", mu, NULL, 0, &m);
+        double running = tc_metric(m.body.p, "loadlaw_running_requests");
+        tc_resp_free(&m);
+        if (running == 1)
+            break;
+        usleep(10000);
+    }
     const char *chat = "/v1/chat/completions";
     expect_error("POST", chat, "{\"messages\":[{\"role\":\"user\",", -1, 400, NULL, "malformed JSON");
     expect_error("POST", chat, "[1,2]", -1, 400, NULL, "not an object");
@@ -307,16 +365,24 @@ static void test_bad_input(void)
     memcpy(big, "{\"prompt\":\"", 11);
     memcpy(big + sizeof big - 3, "\"}", 3);
     expect_error("POST", "/v1/completions", big, -1, 413, NULL, "body over the limit");
+    test_chunked_too_big();
     expect_error("GET", chat, NULL, 0, 405, NULL, "GET on a POST route");
     expect_error("POST", "/v1/models", "{}", -1, 405, NULL, "POST on a GET route");
     expect_error("GET", "/v2/nothing", NULL, 0, 404, NULL, "unknown path");
+    /* The errors above were answered while the stream was decoding: it is
+     * still running now (a server that queued them behind it would not be). */
+    tc_request("GET", mu, NULL, 0, &m);
+    CHECK(tc_metric(m.body.p, "loadlaw_running_requests") == 1,
+          "the stream was still in flight while bad input was answered (running %g)",
+          tc_metric(m.body.p, "loadlaw_running_requests"));
+    tc_resp_free(&m);
 
     tc_bg_join(&bg);
-    CHECK(bg.resp.status == 200 && tc_stream_tokens(bg.resp.body.p) == 300,
-          "the stream in flight completed all 300 tokens (status %ld, %d tokens)", bg.resp.status,
+    CHECK(bg.resp.status == 200 && tc_stream_tokens(bg.resp.body.p) == 1000,
+          "the stream in flight completed all 1000 tokens (status %ld, %d tokens)", bg.resp.status,
           tc_stream_tokens(bg.resp.body.p));
     tc_resp_free(&bg.resp);
-    g_gen_tokens += 300;
+    g_gen_tokens += 1000;
 
     tc_resp r;
     post("/v1/completions", "{\"prompt\":\"still here\",\"max_tokens\":2}", &r);
@@ -349,33 +415,66 @@ static void test_metrics(eng_engine *e)
 {
     char u[256];
     tc_resp r;
-    usleep(20000); /* the last step's counters land right after its tokens */
+    usleep(20000); /* finished requests leave the running gauge just after their last tokens */
     url_of(u, sizeof u, "/metrics");
     tc_request("GET", u, NULL, 0, &r);
     CHECK(r.status == 200, "metrics status");
-    /* every sample line: name{labels} value, value a number */
-    int lines = 0, bad = 0;
-    double prev_bucket = -1;
-    int buckets_ok = 1;
+    /* Prometheus text format 0.0.4: every sample line is name{labels} value
+     * with a numeric value, and its family was announced by a # HELP and a
+     * # TYPE line before its first sample (a histogram's family owns its
+     * _bucket, _sum and _count samples); buckets are cumulative, their le
+     * bounds increase and the last is +Inf. */
+    int lines = 0, bad = 0, untyped = 0;
+    double prev_bucket = -1, prev_le = -1;
+    int buckets_ok = 1, n_buckets = 0, inf_last = 0;
+    char family[128] = "", first_untyped[128] = "";
+    int family_help = 0;
     char *copy = strdup(r.body.p);
     for (char *line = strtok(copy, "\n"); line; line = strtok(NULL, "\n")) {
+        char nm[128];
+        if (sscanf(line, "# HELP %127s", nm) == 1) {
+            snprintf(family, sizeof family, "%s", nm);
+            family_help = 1;
+            continue;
+        }
+        if (sscanf(line, "# TYPE %127s", nm) == 1) {
+            if (strcmp(nm, family) != 0 || !family_help)
+                untyped++; /* TYPE without its HELP just before */
+            family_help = 2;
+            continue;
+        }
         if (line[0] == '#')
             continue;
         lines++;
+        size_t nl = strcspn(line, "{ ");
+        size_t fl = strlen(family);
+        int in_family = family_help == 2 && nl >= fl && strncmp(line, family, fl) == 0 &&
+                        (nl == fl || strncmp(line + fl, "_bucket{", 8) == 0 ||
+                         strncmp(line + fl, "_sum ", 5) == 0 || strncmp(line + fl, "_count ", 7) == 0);
+        if (!in_family && !untyped++)
+            snprintf(first_untyped, sizeof first_untyped, "%.100s", line);
         char *sp = strrchr(line, ' ');
         char *end = NULL;
         if (!sp || (strtod(sp + 1, &end), end == sp + 1 || *end))
             bad++;
-        if (strncmp(line, "loadlaw_step_duration_seconds_bucket", 36) == 0 && sp) {
+        if (strncmp(line, "loadlaw_step_duration_seconds_bucket{le=\"", 41) == 0 && sp) {
             double v = strtod(sp + 1, NULL);
-            if (v < prev_bucket)
+            const char *le = line + 41;
+            double lv = strncmp(le, "+Inf\"", 5) == 0 ? INFINITY : strtod(le, NULL);
+            if (v < prev_bucket || !(lv > prev_le))
                 buckets_ok = 0;
             prev_bucket = v;
+            prev_le = lv;
+            inf_last = isinf(lv);
+            n_buckets++;
         }
     }
     free(copy);
     CHECK(lines >= 20 && bad == 0, "%d sample lines, %d malformed", lines, bad);
-    CHECK(buckets_ok, "histogram buckets are cumulative");
+    CHECK(untyped == 0, "%d samples or TYPE lines without their # HELP/# TYPE family (first: %s)", untyped,
+          first_untyped);
+    CHECK(buckets_ok && n_buckets >= 2 && inf_last,
+          "histogram buckets are cumulative with rising le, ending at +Inf (%d buckets)", n_buckets);
     size_t n = eng_step_count(e);
     eng_step *log = calloc(n ? n : 1, sizeof *log);
     size_t got = eng_steps(e, 0, log, n);

@@ -24,7 +24,9 @@ int main(void)
     CHECK_NEAR(c.law_p_ms_per_tok, 0.01, 0, "p");
     CHECK(eng_parse_law("7", &c, err, sizeof err) == 0 && c.law_b_ms == 0 && c.law_c_ms_per_ktok == 0,
           "constant-only law resets the other terms");
-    CHECK(eng_parse_law("52+30x", &c, err, sizeof err) != 0 && strstr(err, "30x"), "bad term: %s", err);
+    CHECK(eng_parse_law("52+30x", &c, err, sizeof err) != 0 && strstr(err, "unexpected \"x\""),
+          "bad term named as such: %s", err);
+    CHECK(eng_parse_law("52+30", &c, err, sizeof err) != 0 && strstr(err, "twice"), "two constants: %s", err);
     CHECK(eng_parse_law("52+30n+4n", &c, err, sizeof err) != 0 && strstr(err, "twice"), "dup: %s", err);
     CHECK(eng_parse_law("", &c, err, sizeof err) != 0, "empty law");
     CHECK(eng_parse_law("-1+3n", &c, err, sizeof err) != 0, "negative term");

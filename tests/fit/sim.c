@@ -37,7 +37,7 @@ double sim_law(const sim_cfg *c, double n)
     double s = c->a_ms + c->b_ms * n;
     if (c->knee_n > 0 && n > c->knee_n)
         s += (c->b2_ms - c->b_ms) * (n - c->knee_n);
-    return s;
+    return s + c->c2_ms * n * n;
 }
 
 static void write_request(FILE *f, int level, const sreq *q, const sim_cfg *c)

@@ -18,6 +18,7 @@
 typedef struct sim_cfg {
     double a_ms, b_ms;          /* step = a + b*N ... */
     double knee_n, b2_ms;       /* ... + (b2 - b)*(N - knee) above the knee (knee 0: none) */
+    double c2_ms;               /* ... + c2*N^2 (curvature; 0: none) */
     double p_ms_per_tok;        /* prefill cost per prompt token */
     double jitter_frac;         /* relative sd of gaussian jitter per step */
     uint64_t seed;

@@ -219,6 +219,42 @@ static void test_knee(void)
     fit_result_free(r);
 }
 
+/* Curvature without a knee: step = 2.5 + 0.5*N + 0.03*N^2 (at N = 32 the
+ * square term is 31 of 49 ms). The model check must say "quadratic", and a
+ * straight law with the same jitter must stay "linear" (control). */
+static void test_curved(void)
+{
+    for (int curved = 1; curved >= 0; curved--) {
+        sim_cfg c;
+        sim_default(&c);
+        int cs[] = {1, 2, 4, 8, 16, 32};
+        c.n_levels = 6;
+        for (int i = 0; i < 6; i++) {
+            c.conc[i] = cs[i];
+            c.n_requests[i] = 2 * cs[i];
+        }
+        c.prefill_per_step = 4;
+        c.b_ms = 0.5;
+        c.c2_ms = curved ? 0.03 : 0;
+        c.jitter_frac = 0.02;
+        c.seed = 3;
+        sim_stats st;
+        fit_result *r = run_sim(curved ? "curved" : "straight", &c, &st, NULL);
+        if (!r)
+            return;
+        CHECK(r->model.done, "model checked");
+        if (curved) {
+            CHECK(r->model.best == FIT_MODEL_QUADRATIC, "curvature found: %s", r->model.verdict);
+            CHECK_REL(r->model.quad_c_ms, 0.03, 0.2, "square term");
+            CHECK(strstr(r->model.verdict, "curved") != NULL, "verdict says curved: %s", r->model.verdict);
+        } else {
+            CHECK(r->model.best == FIT_MODEL_LINEAR, "straight law stays linear: %s", r->model.verdict);
+            CHECK(strstr(r->model.verdict, "a straight line fits") != NULL, "verdict: %s", r->model.verdict);
+        }
+        fit_result_free(r);
+    }
+}
+
 /* Stalls (every 23rd step 40 ms late, a paused server or client): the robust
  * law and the model check shrug them off; OLS does not. */
 static void test_stalls(void)
@@ -553,6 +589,7 @@ int main(void)
     test_failed_and_warmup();
     test_interrupted();
     test_knee();
+    test_curved();
     test_open_loop();
     test_stalls();
     test_noise_coverage();

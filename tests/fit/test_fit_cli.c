@@ -89,6 +89,19 @@ int main(int argc, char **argv)
             CHECK_NEAR(ll_json_num(l, "ramp_s", -1),
                        (double)(st.lv[i].ramp_end_ns - st.lv[i].start_ns) / 1e9, 1e-9,
                        "ramp_s");
+            /* The token-rate series, thinking and answer apart: its bins hold
+             * every token of the level (5 thinking, then answer, per request). */
+            const cJSON *tr = cJSON_GetObjectItemCaseSensitive(l, "token_rate");
+            const cJSON *th = cJSON_GetObjectItemCaseSensitive(tr, "think_tok_per_s");
+            const cJSON *an = cJSON_GetObjectItemCaseSensitive(tr, "answer_tok_per_s");
+            double bin_s = ll_json_num(tr, "bin_s", NAN), sum_t = 0, sum_a = 0;
+            CHECK(cJSON_GetArraySize(th) > 0 && cJSON_GetArraySize(th) == cJSON_GetArraySize(an) && bin_s > 0,
+                  "level %d token_rate series", i);
+            const cJSON *x;
+            cJSON_ArrayForEach(x, th) sum_t += x->valuedouble * bin_s;
+            cJSON_ArrayForEach(x, an) sum_a += x->valuedouble * bin_s;
+            CHECK_REL(sum_t + sum_a, ll_json_num(l, "tokens", -1), 1e-9, "token_rate holds all tokens");
+            CHECK(sum_t > 0 && sum_a > sum_t, "level %d: thinking %g, answer %g tokens", i, sum_t, sum_a);
             i++;
         }
         CHECK(ll_json_num(cJSON_GetObjectItemCaseSensitive(j, "excluded"), "failed", 0) > 0,

@@ -23,11 +23,15 @@ struct ts_server {
     int lfd;
     char url[64];
     pthread_t acceptor;
-    atomic_int stop, open_streams, peak, requests, profile_calls, profile_streams;
+    atomic_int stop, open_streams, peak, requests, profile_calls, profile_streams, barrier;
+    atomic_int began;              /* streams begun since the barrier was set */
     pthread_mutex_t mu;
     pthread_t *threads;
     size_t n_threads, cap_threads;
     char profile_body[256];
+    char auth[256];                /* under mu */
+    pthread_mutex_t bmu;           /* with bcv: the first-token barrier */
+    pthread_cond_t bcv;
 };
 
 typedef struct conn {
@@ -117,8 +121,14 @@ static const char k_sse_head[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-st
 static void stream_begin(ts_server *s)
 {
     int n = atomic_fetch_add(&s->open_streams, 1) + 1, p = atomic_load(&s->peak);
+    atomic_fetch_add(&s->began, 1);
     while (n > p && !atomic_compare_exchange_weak(&s->peak, &p, n))
         ;
+    if (atomic_load(&s->barrier) > 0) {
+        pthread_mutex_lock(&s->bmu);
+        pthread_cond_broadcast(&s->bcv);
+        pthread_mutex_unlock(&s->bmu);
+    }
 }
 
 /* Token chunks: `count` tokens of one kind, with continuous usage. */
@@ -166,6 +176,16 @@ static int respond(ts_server *s, int fd, ts_mode mode)
     if (send_event(fd, "{\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}],"
                        "\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":0}}"))
         goto out;
+    if (atomic_load(&s->barrier) > 0) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 30;
+        pthread_mutex_lock(&s->bmu);
+        while (atomic_load(&s->began) < atomic_load(&s->barrier) && !atomic_load(&s->stop))
+            if (pthread_cond_timedwait(&s->bcv, &s->bmu, &until) != 0)
+                break; /* timed out: go on rather than hang the test */
+        pthread_mutex_unlock(&s->bmu);
+    }
     switch (mode) {
     case TS_OK:
         if (send_tokens(s, fd, "reasoning_content", s->cfg.think_tok, &ct) ||
@@ -230,6 +250,16 @@ static void *conn_main(void *arg)
             if (send_all(c->fd, r, strlen(r)))
                 break;
             continue;
+        }
+        const char *h = strcasestr(buf, "\r\nauthorization:");
+        if (h && h < body) {
+            h += 16;
+            while (*h == ' ')
+                h++;
+            size_t n = strcspn(h, "\r\n");
+            pthread_mutex_lock(&s->mu);
+            snprintf(s->auth, sizeof s->auth, "%.*s", (int)(n < sizeof s->auth ? n : sizeof s->auth - 1), h);
+            pthread_mutex_unlock(&s->mu);
         }
         int no = atomic_fetch_add(&s->requests, 1);
         ts_mode m = s->cfg.mode == TS_MIX ? (ts_mode)(no % 8) : s->cfg.mode;
@@ -301,6 +331,9 @@ int ts_start(const ts_config *cfg, ts_server **out)
     if (!s)
         return -1;
     s->cfg = *cfg;
+    atomic_init(&s->barrier, cfg->barrier);
+    pthread_mutex_init(&s->bmu, NULL);
+    pthread_cond_init(&s->bcv, NULL);
     pthread_mutex_init(&s->mu, NULL);
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -327,10 +360,20 @@ int ts_requests(const ts_server *s) { return atomic_load(&s->requests); }
 int ts_profile_calls(const ts_server *s) { return atomic_load(&s->profile_calls); }
 int ts_profile_streams(const ts_server *s) { return atomic_load(&s->profile_streams); }
 char *ts_profile_body(const ts_server *s) { return (char *)s->profile_body; }
+const char *ts_last_auth(const ts_server *s) { return s->auth; }
+void ts_set_barrier(ts_server *s, int n)
+{
+    pthread_mutex_lock(&s->bmu);
+    atomic_store(&s->began, 0);
+    atomic_store(&s->barrier, n);
+    pthread_cond_broadcast(&s->bcv);
+    pthread_mutex_unlock(&s->bmu);
+}
 
 void ts_stop(ts_server *s)
 {
     atomic_store(&s->stop, 1);
+    ts_set_barrier(s, 0); /* wakes streams held at the barrier */
     pthread_join(s->acceptor, NULL);
     pthread_mutex_lock(&s->mu);
     size_t n = s->n_threads;
@@ -340,5 +383,7 @@ void ts_stop(ts_server *s)
     close(s->lfd);
     free(s->threads);
     pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->bmu);
+    pthread_cond_destroy(&s->bcv);
     free(s);
 }

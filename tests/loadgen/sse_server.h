@@ -26,6 +26,10 @@ typedef struct ts_config {
     int think_tok, answer_tok;  /* tokens per ok stream */
     int gap_us;                 /* between token chunks */
     int tokens_per_chunk;       /* > 1: several tokens per chunk (continuous usage says so) */
+    int barrier;                /* > 0: hold the first token of the first `barrier` streams
+                                   (since start or ts_set_barrier) until all of them have
+                                   begun (at most 30 s), so that a level's C streams decode
+                                   together however slow the machine; later streams pass */
 } ts_config;
 
 int ts_start(const ts_config *cfg, ts_server **out);
@@ -35,6 +39,10 @@ int ts_requests(const ts_server *s);         /* completion requests received */
 int ts_profile_calls(const ts_server *s);    /* POST /start_profile received */
 int ts_profile_streams(const ts_server *s);  /* streams open when it was received */
 char *ts_profile_body(const ts_server *s);   /* last /start_profile body (static buffer) */
+/* Change the barrier (e.g. between levels, from an lg_level_cb). */
+void ts_set_barrier(ts_server *s, int n);
+/* Authorization header value of the last completion request ("" when none). */
+const char *ts_last_auth(const ts_server *s);
 void ts_stop(ts_server *s);
 
 #endif

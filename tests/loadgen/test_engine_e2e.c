@@ -13,6 +13,12 @@
  *    builds, where a descheduled process delays whole bursts of chunks;
  *  - measured ITL p50 at each level equals the law's step time a + b*C
  *    (scaled) within 10%; TTFT >= one step; TTFA - TTFT >= think steps;
+ *  - timing checks are the only ones a loaded machine can break (a client
+ *    thread not scheduled for 10 ms stamps its chunks 10 ms late), so a case
+ *    whose counts all hold but whose timing misses is run again, up to 3
+ *    times; a real timing defect (a stamp taken after parsing, a gap not
+ *    divided by the chunk's tokens) misses every time. Counts must hold on
+ *    every attempt;
  *  - 1024 concurrent streams against the engine complete with exact counts
  *    (their timing error is a figure printed by bench/loadgen, not a pass/fail
  *    bound: at 1024 streams it depends on how loaded the machine is). */
@@ -68,13 +74,27 @@ static int on_line(const cJSON *o, size_t line_no, void *ctx)
     return 0;
 }
 
+/* Timing checks: failures are notes until the last attempt (see above). */
+static int g_timing_last, g_timing_missed;
+#define TCHECK(cond, ...)                                                      \
+    do {                                                                       \
+        if (g_timing_last) {                                                   \
+            CHECK(cond, __VA_ARGS__);                                          \
+        } else if (!(cond)) {                                                  \
+            g_timing_missed = 1;                                               \
+            fprintf(stderr, "  timing missed (will retry): ");                \
+            fprintf(stderr, __VA_ARGS__);                                      \
+            fputc('\n', stderr);                                              \
+        }                                                                      \
+    } while (0)
+
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return x < y ? -1 : x > y;
 }
 
-static void run_case(const char *spec, const char *scenario, double a_ms, double b_ms, int think, int timing)
+static void run_case_once(const char *spec, const char *scenario, double a_ms, double b_ms, int think, int timing)
 {
     eng_config ec;
     eng_engine *eng = NULL;
@@ -117,9 +137,11 @@ static void run_case(const char *spec, const char *scenario, double a_ms, double
               L[i].concurrency, (long long)L[i].usage_completion_tok, (long long)(L[i].think_tok + L[i].answer_tok));
         if (timing) {
             double law = a_ms + b_ms * L[i].concurrency;
-            CHECK(fabs(L[i].itl_ms.p50 / law - 1) < 0.10, "level C=%d ITL p50 %.3f ms vs law %.3f ms",
+            TCHECK(fabs(L[i].itl_ms.p50 / law - 1) < 0.10, "level C=%d ITL p50 %.3f ms vs law %.3f ms",
                   L[i].concurrency, L[i].itl_ms.p50, law);
-            CHECK(L[i].ttfa_ms.p50 - L[i].ttft_ms.p50 >= (think - 1) * law * 0.9, "level C=%d TTFA-TTFT %.2f ms",
+            TCHECK(L[i].ttft_ms.p50 >= a_ms * 0.9, "level C=%d TTFT p50 %.3f ms under one step (a = %.3f ms)",
+                   L[i].concurrency, L[i].ttft_ms.p50, a_ms);
+            TCHECK(L[i].ttfa_ms.p50 - L[i].ttft_ms.p50 >= (think - 1) * law * 0.9, "level C=%d TTFA-TTFT %.2f ms",
                   L[i].concurrency, L[i].ttfa_ms.p50 - L[i].ttft_ms.p50);
         }
     }
@@ -167,8 +189,8 @@ static void run_case(const char *spec, const char *scenario, double a_ms, double
             printf("  %s: %zu chunks, arrival after step end p50 %.3f ms p99 %.3f ms, outside 2ms+5%%: %zu\n", spec,
                    c.n, p50, p99, late_bad);
             if (timing) {
-                CHECK(late_bad <= c.n / 10, "%zu of %zu chunks outside 2 ms + 5%% of their step", late_bad, c.n);
-                CHECK(p50 < 1.0, "median lateness %.3f ms", p50);
+                TCHECK(late_bad <= c.n / 10, "%zu of %zu chunks outside 2 ms + 5%% of their step", late_bad, c.n);
+                TCHECK(p50 < 1.0, "median lateness %.3f ms", p50);
             }
         }
         free(ends);
@@ -184,6 +206,17 @@ out:
     snprintf(path, sizeof path, "rm -rf '%s'", dir);
     if (system(path) != 0)
         fprintf(stderr, "cleanup failed\n");
+}
+
+static void run_case(const char *spec, const char *scenario, double a_ms, double b_ms, int think, int timing)
+{
+    for (int attempt = 1; attempt <= 3; attempt++) {
+        g_timing_last = attempt == 3 || !timing;
+        g_timing_missed = 0;
+        run_case_once(spec, scenario, a_ms, b_ms, think, timing);
+        if (!g_timing_missed)
+            return;
+    }
 }
 
 int main(void)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -20,6 +21,8 @@
 typedef struct tally {
     int runs, levels, level_ends, requests, ok, profiles, interrupted_ends, bad_lines;
     int cls[LG_ERR__COUNT];
+    long cls_tok[LG_ERR__COUNT]; /* chunk tokens recorded for failed requests, by class */
+    int failed_no_msg;           /* failed records without an "error" message */
     long think, answer, chunk_tok, usage_completion;
     int order_bad;          /* send <= first token <= end violated */
     int kinds_bad;          /* a thinking chunk after the first answer chunk */
@@ -61,6 +64,8 @@ static int on_line(const cJSON *o, size_t line_no, void *ctx)
                 }
             if (!found)
                 t->bad_lines++;
+            if (!cJSON_IsString(cJSON_GetObjectItem(o, "error")))
+                t->failed_no_msg++;
         }
         t->think += ll_json_i64(o, "think_tok", 0);
         t->answer += ll_json_i64(o, "answer_tok", 0);
@@ -81,6 +86,9 @@ static int on_line(const cJSON *o, size_t line_no, void *ctx)
             long long at = (long long)cJSON_GetArrayItem(c, 0)->valuedouble;
             const char *k = cJSON_GetArrayItem(c, 2)->valuestring;
             t->chunk_tok += (long)cJSON_GetArrayItem(c, 1)->valuedouble;
+            for (int k2 = 1; k2 < LG_ERR__COUNT; k2++)
+                if (cJSON_IsString(ec) && strcmp(ec->valuestring, lg_err_class_name((lg_err_class)k2)) == 0)
+                    t->cls_tok[k2] += (long)cJSON_GetArrayItem(c, 1)->valuedouble;
             if (at < prev)
                 t->order_bad++;
             prev = at;
@@ -110,7 +118,8 @@ typedef struct sweep {
     char dir[256];
 } sweep;
 
-static int sweep_open(sweep *s, const char *url, const char *scenario_json, const char *tag)
+static int sweep_open_cb(sweep *s, const char *url, const char *scenario_json, const char *tag, lg_level_cb cb,
+                         void *cb_ctx)
 {
     char err[512];
     memset(s, 0, sizeof *s);
@@ -119,11 +128,32 @@ static int sweep_open(sweep *s, const char *url, const char *scenario_json, cons
     if (rc == 0)
         rc = scn_prompts_load(s->scn, &s->prompts, err, sizeof err);
     lg_config c = {.scn = s->scn, .prompts = s->prompts, .url = url, .model = "test-model",
-                   .api_key = "sk-secret-never-written", .run_dir = s->dir, .scenario_name = tag};
+                   .api_key = "sk-secret-never-written", .run_dir = s->dir, .scenario_name = tag,
+                   .on_level_end = cb, .cb_ctx = cb_ctx};
     if (rc == 0)
         rc = lg_run_create(&c, &s->run, err, sizeof err);
     CHECK(rc == 0, "%s: setup: %s", tag, err);
     return rc;
+}
+
+static int sweep_open(sweep *s, const char *url, const char *scenario_json, const char *tag)
+{
+    return sweep_open_cb(s, url, scenario_json, tag, NULL, NULL);
+}
+
+/* lg_level_cb: hold the next level's first tokens until its C streams are open. */
+typedef struct barriers {
+    ts_server *srv;
+    const int *c;
+    int n;
+} barriers;
+
+static void next_barrier(lg_run *r, int level, void *ctx)
+{
+    barriers *b = ctx;
+    (void)r;
+    if (level + 1 < b->n)
+        ts_set_barrier(b->srv, b->c[level + 1]);
 }
 
 static void sweep_close(sweep *s)
@@ -148,16 +178,30 @@ static int file_contains(const char *path, const char *needle)
     return found;
 }
 
+/* 1 when some file in dir contains needle, 0 when none does, -1 when the
+ * folder cannot be read. */
+static int dir_contains(const char *dir, const char *needle)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "grep -rqF -- '%s' '%s'", needle, dir);
+    int st = system(cmd);
+    return st == 0 ? 1 : (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 1) ? 0 : -1;
+}
+
 static void test_counts(int per_chunk)
 {
-    ts_config c = {TS_OK, 4, 6, 2000, per_chunk};
+    /* The barrier makes each level's C streams decode together, so D reaches
+     * C (a finite ramp) even where connecting them is slower than a stream. */
+    static const int levels[] = {1, 4, 16};
+    ts_config c = {TS_OK, 4, 6, 2000, per_chunk, levels[0]};
     ts_server *srv;
     sweep s;
     char err[512], path[400];
     CHECK(ts_start(&c, &srv) == 0, "server start");
-    if (sweep_open(&s, ts_url(srv),
-                   "{\"load\":{\"threads\":2,\"concurrency\":[1,4,16]},\"request\":{\"max_tokens\":10,\"think_tokens\":4}}",
-                   per_chunk > 1 ? "counts_multi" : "counts") == 0) {
+    barriers bar = {srv, levels, 3};
+    if (sweep_open_cb(&s, ts_url(srv),
+                      "{\"load\":{\"threads\":2,\"concurrency\":[1,4,16]},\"request\":{\"max_tokens\":10,\"think_tokens\":4}}",
+                      per_chunk > 1 ? "counts_multi" : "counts", next_barrier, &bar) == 0) {
         int rc = lg_run_sweep(s.run, err, sizeof err);
         CHECK(rc == 0, "sweep: %s", err);
         size_t n;
@@ -188,8 +232,10 @@ static void test_counts(int per_chunk)
               t.usage_completion);
         CHECK(t.order_bad == 0 && t.kinds_bad == 0 && t.bad_lines == 0, "order %d kinds %d bad %d", t.order_bad,
               t.kinds_bad, t.bad_lines);
-        snprintf(path, sizeof path, "%s/records.jsonl", s.dir);
-        CHECK(file_contains(path, "sk-secret") == 0, "the API key is not in the records");
+        /* The key was sent (so the check below can fail) and is nowhere in the run dir. */
+        CHECK(strcmp(ts_last_auth(srv), "Bearer sk-secret-never-written") == 0, "Authorization header '%s'",
+              ts_last_auth(srv));
+        CHECK(dir_contains(s.dir, "sk-secret") == 0, "the API key is in no file of the run dir");
         snprintf(path, sizeof path, "%s/summary.json", s.dir);
         CHECK(file_contains(path, "\"itl_ms\"") == 1, "summary.json written");
         sweep_close(&s);
@@ -199,14 +245,14 @@ static void test_counts(int per_chunk)
 
 static void test_classes(void)
 {
-    ts_config c = {TS_MIX, 2, 3, 1000, 1};
+    ts_config c = {TS_MIX, 2, 3, 1000, 1, 0};
     ts_server *srv;
     sweep s;
     char err[512];
     CHECK(ts_start(&c, &srv) == 0, "server start");
     /* 32 requests: the server cycles 8 behaviours, so 4 of each. */
     if (sweep_open(&s, ts_url(srv),
-                   "{\"load\":{\"threads\":2,\"concurrency\":[4],\"requests\":32},\"request\":{\"timeout_s\":0.4}}",
+                   "{\"load\":{\"threads\":2,\"concurrency\":[4],\"requests\":32},\"request\":{\"timeout_s\":1}}",
                    "classes") == 0) {
         int rc = lg_run_sweep(s.run, err, sizeof err);
         CHECK(rc == 0, "sweep with failures still completes: %s", err);
@@ -229,6 +275,16 @@ static void test_classes(void)
         CHECK(file_contains(path, "\"error\":\"rate limited\"") == 1, "flat 4xx message recorded");
         CHECK(file_contains(path, "\"error\":\"KV cache exhausted\"") == 1, "nested stream error recorded");
         CHECK(file_contains(path, "\"error\":\"worker died\"") == 1, "flat stream error recorded");
+        CHECK(file_contains(path, "\"http_status\":429") == 1 && file_contains(path, "\"http_status\":500") == 1,
+              "HTTP statuses recorded");
+        /* What was received before the failure is kept: 2 tokens before each
+         * error event and each cut, 1 before each stall; a reset may race
+         * its one token. Every failed record says why. */
+        CHECK(t.cls_tok[LG_ERR_STREAM] == 16 && t.cls_tok[LG_ERR_TRUNCATED] == 8 && t.cls_tok[LG_ERR_TIMEOUT] == 4 &&
+                  t.cls_tok[LG_ERR_RESET] <= 4 && t.cls_tok[LG_ERR_HTTP_5XX] == 0,
+              "tokens kept: stream %ld truncated %ld timeout %ld reset %ld", t.cls_tok[LG_ERR_STREAM],
+              t.cls_tok[LG_ERR_TRUNCATED], t.cls_tok[LG_ERR_TIMEOUT], t.cls_tok[LG_ERR_RESET]);
+        CHECK(t.failed_no_msg == 0, "%d failed records without a message", t.failed_no_msg);
         sweep_close(&s);
     }
     ts_stop(srv);
@@ -252,7 +308,8 @@ static void test_refused(void)
 
 static void test_1024(void)
 {
-    ts_config c = {TS_OK, 8, 8, 40000, 1};
+    /* barrier: all 1024 decode together however long connecting them takes */
+    ts_config c = {TS_OK, 8, 8, 40000, 1, 1024};
     ts_server *srv;
     sweep s;
     char err[512];
@@ -294,7 +351,7 @@ static void *interrupter(void *arg)
 
 static void test_interrupt(void)
 {
-    ts_config c = {TS_OK, 0, 40, 50000, 1}; /* 2 s streams */
+    ts_config c = {TS_OK, 0, 40, 50000, 1, 0}; /* 2 s streams */
     ts_server *srv;
     sweep s;
     char err[512];
@@ -327,7 +384,7 @@ static void test_interrupt(void)
 
 static void test_open_loop(void)
 {
-    ts_config c = {TS_OK, 1, 2, 1000, 1};
+    ts_config c = {TS_OK, 1, 2, 1000, 1, 0};
     ts_server *srv;
     sweep s;
     char err[512];

@@ -21,7 +21,7 @@ static int on_event(void *ctx, const char *event, const char *data, size_t len)
     harness *h = ctx;
     lg_delta_out o;
     h->events++;
-    lg_delta_event(&h->d, data, len, &o);
+    lg_delta_event(&h->d, event, data, len, &o);
     if (o.reclassify) {
         for (int i = 0; i < h->chunks; i++)
             h->kinds[i] = 't';
@@ -102,6 +102,26 @@ static const expect k_cases[] = {
      "data: {\"choices\":[{\"delta\":{\"content\":\"!\"}}]}\r\r"
      "data: [DONE]\r\r",
      3, 2, 1, 0, "tttaa", -1, -1},
+    {"'<' ending an answer chunk is text, not a thinking token",
+     "data: {\"choices\":[{\"delta\":{\"content\":\"if a <\"}}]}\n\n"
+     "data: {\"choices\":[{\"delta\":{\"content\":\" b\"}}]}\n\n"
+     "data: {\"choices\":[{\"delta\":{\"content\":\"<\"}}]}\n\n"
+     "data: {\"choices\":[{\"delta\":{\"content\":\"/\"}}]}\n\n"
+     "data: {\"choices\":[{\"delta\":{\"content\":\"p>\"}}]}\n\n"
+     "data: [DONE]\n\n",
+     0, 5, 1, 0, "aaaaa", -1, -1},
+    {"'</' after a think block, continuous usage: answer, not thinking",
+     "data: {\"choices\":[{\"delta\":{\"content\":\"<think>hm</think>\"}}],\"usage\":{\"completion_tokens\":3}}\n\n"
+     "data: {\"choices\":[{\"delta\":{\"content\":\"a </\"}}],\"usage\":{\"completion_tokens\":5}}\n\n"
+     "data: {\"choices\":[{\"delta\":{\"content\":\"b>\"}}],\"usage\":{\"completion_tokens\":6}}\n\n"
+     "data: [DONE]\n\n",
+     3, 3, 1, 0, "taa", -1, -1},
+    {"R1 template: text before a bare </think> in its chunk is thinking",
+     "data: {\"choices\":[{\"delta\":{\"content\":\"step1\"}}]}\n\n"
+     "data: {\"choices\":[{\"delta\":{\"content\":\" step2</think>\"}}]}\n\n"
+     "data: {\"choices\":[{\"delta\":{\"content\":\"\\n\\nDone\"}}]}\n\n"
+     "data: [DONE]\n\n",
+     2, 1, 1, 0, "tta", -1, -1},
     {"multi-token chunks, multi-line data, completions text",
      "data: {\"choices\":[{\"text\":\"one two three\"}],\n"
      "data: \"usage\":{\"completion_tokens\":3}}\n\n"
@@ -119,6 +139,10 @@ static const expect k_cases[] = {
      "data: {\"object\":\"error\",\"message\":\"engine died\",\"type\":\"InternalServerError\",\"code\":500}\n\n"
      "data: [DONE]\n\n",
      1, 0, 1, 1, "t", -1, -1},
+    {"SSE error event with a text body",
+     "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n"
+     "event: error\ndata: upstream timed out\n\n",
+     0, 1, 0, 1, "a", -1, -1},
     {"cut mid-event: partial line is dropped",
      "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n"
      "data: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\n"
@@ -154,13 +178,23 @@ static void check_case(const expect *e)
     CHECK(!bad_split, "%s: every split point", e->name);
 }
 
+static const char *case_stream(const char *name)
+{
+    for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++)
+        if (strcmp(k_cases[i].name, name) == 0)
+            return k_cases[i].stream;
+    return "";
+}
+
 static void test_error_messages(void)
 {
     harness h;
-    run(&h, k_cases[5].stream, 3, 0);
+    run(&h, case_stream("nested error event mid-stream"), 3, 0);
     CHECK(strcmp(h.d.errmsg, "out of KV cache") == 0, "nested error message '%s'", h.d.errmsg);
-    run(&h, k_cases[6].stream, 7, 0);
+    run(&h, case_stream("flat error event"), 7, 0);
     CHECK(strcmp(h.d.errmsg, "engine died") == 0, "flat error message '%s'", h.d.errmsg);
+    run(&h, case_stream("SSE error event with a text body"), 5, 0);
+    CHECK(strcmp(h.d.errmsg, "upstream timed out") == 0, "event: error message '%s'", h.d.errmsg);
     char m[64];
     const char *b = "{\"error\":{\"message\":\"model not found\",\"code\":404}}";
     CHECK(lg_error_message(b, strlen(b), m, sizeof m) && strcmp(m, "model not found") == 0, "http body: %s", m);

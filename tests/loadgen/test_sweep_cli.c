@@ -15,8 +15,9 @@
 
 static char g_tmp[256];
 
-/* Run loadlaw with args; stderr to errfile; returns the child's pid. */
-static pid_t spawn(char *const args[], const char *errfile)
+/* Run loadlaw with args; stderr to errfile, stdout to outfile (NULL:
+ * /dev/null); returns the child's pid. */
+static pid_t spawn_out(char *const args[], const char *errfile, const char *outfile)
 {
     pid_t p = fork();
     if (p == 0) {
@@ -24,7 +25,7 @@ static pid_t spawn(char *const args[], const char *errfile)
          * terminal would deliver it, so restore the default for the child. */
         signal(SIGINT, SIG_DFL);
         FILE *e = freopen(errfile, "w", stderr);
-        FILE *o = freopen("/dev/null", "w", stdout);
+        FILE *o = freopen(outfile ? outfile : "/dev/null", "w", stdout);
         (void)e;
         (void)o;
         execv(LOADLAW_BIN, args);
@@ -32,6 +33,8 @@ static pid_t spawn(char *const args[], const char *errfile)
     }
     return p;
 }
+
+static pid_t spawn(char *const args[], const char *errfile) { return spawn_out(args, errfile, NULL); }
 
 static int wait_exit(pid_t p, double timeout_s)
 {
@@ -79,6 +82,17 @@ static int file_has(const char *path, const char *needle)
     return f;
 }
 
+/* Wait (up to 20 s) until the run's first level has started, so a signal
+ * lands in the sweep, not in a start-up slowed by a loaded machine (a
+ * signal before the run exists just exits). */
+static void wait_level_started(const char *dir)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/records.jsonl", dir);
+    for (int i = 0; i < 2000 && !file_has(path, "\"type\":\"level\""); i++)
+        usleep(10000);
+}
+
 /* Each request takes ~40 steps of 10 ms: 0.4 s; 4 in flight, 40 to do. */
 #define SLOW_ENGINE "backend=synthetic,law=10+0n,time_scale=1,think=4"
 
@@ -90,7 +104,8 @@ static void test_sigint_once(void)
     char *args[] = {"loadlaw", "sweep", "-c", "4,8", "-n", "40", "--max-tokens", "40", "--think-tokens", "4",
                     "--engine", SLOW_ENGINE, "-o", dir, "--no-report", NULL};
     pid_t p = spawn(args, errf);
-    usleep(900000);
+    wait_level_started(dir);
+    usleep(800000);
     kill(p, SIGINT);
     int64_t t0 = ll_now_ns();
     int rc = wait_exit(p, 20);
@@ -118,7 +133,8 @@ static void test_sigint_twice(void)
     char *args[] = {"loadlaw", "sweep", "-c", "4", "-n", "40", "--max-tokens", "200", "--engine", SLOW_ENGINE,
                     "-o", dir, "--no-report", NULL};
     pid_t p = spawn(args, errf);
-    usleep(700000);
+    wait_level_started(dir);
+    usleep(600000);
     kill(p, SIGINT);
     usleep(100000);
     kill(p, SIGINT);
@@ -135,10 +151,10 @@ static void test_sigint_twice(void)
     CHECK(t.steps >= 5, "engine steps of the killed level kept (%d)", t.steps);
 }
 
-/* An "ab" scenario: two synthetic sides whose slopes differ 2x (5+2n vs
- * 5+1n): B/A at C=8 is at most (5+16)/(5+8) = 1.6, so a 1.2x gate is met
- * (exit 0) and a 2.5x gate is missed (exit 3); both run dirs, their traces
- * and compare.html are written. */
+/* An "ab" scenario: two synthetic sides whose slopes differ 4x (5+4n vs
+ * 5+1n): B/A at C=8 is (5+32)/(5+8) = 2.8, so a 1.5x gate is met (exit 0)
+ * with room for a loaded machine's noise, and a 4x gate is missed (exit 3);
+ * both run dirs, their traces and compare.html are written. */
 static void ab_run(const char *gate, const char *name, int want_rc)
 {
     char scn[300], dir[300], errf[300], path[400];
@@ -156,14 +172,14 @@ static void ab_run(const char *gate, const char *name, int want_rc)
             " \"prompts\":{\"source\":\"synthetic\",\"words\":{\"dist\":\"fixed\",\"value\":20},\"count\":64},\n"
             " \"load\":{\"drain_s\":2},\"levels\":[{\"concurrency\":1},{\"concurrency\":4},\n"
             " {\"concurrency\":8,\"profile\":{\"when\":\"steady\",\"num_steps\":4}}],\n"
-            " \"ab\":{\"a\":{\"name\":\"slow\",\"engine\":\"law=5+2n\"},"
+            " \"ab\":{\"a\":{\"name\":\"slow\",\"engine\":\"law=5+4n\"},"
             "\"b\":{\"name\":\"fast\",\"engine\":\"law=5+1n\"},\"expect_speedup\":\"%s\"}}\n",
             gate);
     fclose(f);
     char *args[] = {"loadlaw", "sweep", scn, "-o", dir, "-q", NULL};
     int rc = wait_exit(spawn(args, errf), 50);
     CHECK(rc == want_rc, "ab with gate %s: exit %d, got %d", gate, want_rc, rc);
-    const char *side[] = {"slow", "fast"}, *law[] = {"law=5+2n", "law=5+1n"};
+    const char *side[] = {"slow", "fast"}, *law[] = {"law=5+4n", "law=5+1n"};
     for (int k = 0; k < 2; k++) {
         tally t = {0};
         size_t skipped = 0;
@@ -190,8 +206,8 @@ static void ab_run(const char *gate, const char *name, int want_rc)
 
 static void test_ab(void)
 {
-    ab_run("1.2@8", "ab_met", 0);
-    ab_run("2.5", "ab_missed", 3);
+    ab_run("1.5@8", "ab_met", 0);
+    ab_run("4", "ab_missed", 3);
     char errf[300];
     snprintf(errf, sizeof errf, "%s/ab_engine.err", g_tmp);
     char scn[300];
@@ -226,6 +242,41 @@ static void test_usage_errors(void)
     CHECK(rc == 0, "--help exits 0, got %d", rc);
 }
 
+/* 1 when some file under dir contains needle, 0 when none does, -1 on error. */
+static int dir_has(const char *dir, const char *needle)
+{
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "grep -rqF -- '%s' '%s'", needle, dir);
+    int st = system(cmd);
+    return st == 0 ? 1 : (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 1) ? 0 : -1;
+}
+
+/* The API key, from --api-key or from $OPENAI_API_KEY, is written nowhere:
+ * not in the run dir (records, summary, report), not on stdout or stderr. */
+static void test_api_key_hidden(void)
+{
+    char dir[300], errf[300], outf[300];
+    snprintf(dir, sizeof dir, "%s/key", g_tmp);
+    snprintf(errf, sizeof errf, "%s/key.err", g_tmp);
+    snprintf(outf, sizeof outf, "%s/key.out", g_tmp);
+    setenv("OPENAI_API_KEY", "sk-env-KEY-must-not-appear", 1);
+    char *a1[] = {"loadlaw", "sweep", "-c", "1,2,4", "-n", "8", "--max-tokens", "16", "--think-tokens", "4",
+                  "--engine", "backend=synthetic,law=52+30n,time_scale=0.02,think=4", "-o", dir, NULL};
+    int rc = wait_exit(spawn_out(a1, errf, outf), 30);
+    CHECK(rc == 0, "sweep with the key from the environment: exit %d", rc);
+    CHECK(file_has(outf, "run: ") && dir_has(dir, "\"type\":\"request\"") == 1, "the run wrote its records");
+    CHECK(dir_has(dir, "KEY-must-not") == 0 && !file_has(errf, "KEY-must-not") && !file_has(outf, "KEY-must-not"),
+          "the $OPENAI_API_KEY key appears nowhere");
+    unsetenv("OPENAI_API_KEY");
+    snprintf(dir, sizeof dir, "%s/key2", g_tmp);
+    char *a2[] = {"loadlaw", "sweep", "-c", "2", "-n", "4", "--max-tokens", "8", "--api-key", "sk-flag-KEY-hidden",
+                  "--engine", "backend=synthetic,law=52+30n,time_scale=0.02", "-o", dir, "--no-report", NULL};
+    rc = wait_exit(spawn_out(a2, errf, outf), 30);
+    CHECK(rc == 0, "sweep with --api-key: exit %d", rc);
+    CHECK(dir_has(dir, "KEY-hidden") == 0 && !file_has(errf, "KEY-hidden") && !file_has(outf, "KEY-hidden"),
+          "the --api-key key appears nowhere");
+}
+
 int main(void)
 {
     char err[128];
@@ -233,6 +284,7 @@ int main(void)
     if (ll_mkdir_p(g_tmp, err, sizeof err))
         return 1;
     test_usage_errors();
+    test_api_key_hidden();
     test_sigint_once();
     test_sigint_twice();
     test_ab();

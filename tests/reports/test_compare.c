@@ -204,6 +204,20 @@ int main(int argc, char **argv)
     CHECK(c->slope_ratio_ci[1] < 0.5, "slope interval excludes no-change: hi %.3f", c->slope_ratio_ci[1]);
     CHECK(strstr(c->verdict, "at C=16 [") && strstr(c->verdict, "ms per request"), "verdict: %s", c->verdict);
     printf("verdict: %s\n", c->verdict);
+    {
+        /* The pasteable form: "B is 2.52× A at C=16 [2.49, 2.55]; slope 12.0 → 4.00 ms per request" */
+        double r = 0, lo = 0, hi = 0, sa = 0, sb = 0;
+        int cc = 0;
+        int n = sscanf(c->verdict, "B is %lf\u00d7 A at C=%d [%lf, %lf]; slope %lf \u2192 %lf ms per request", &r, &cc,
+                       &lo, &hi, &sa, &sb);
+        const fit_compare_level *G = &c->levels[c->n_levels - 1];
+        CHECK(n == 6, "verdict format (%d fields): %s", n, c->verdict);
+        CHECK(cc == 16 && fabs(r - G->ratio) < 0.006 && fabs(lo - G->ratio_ci[0]) < 0.006 &&
+                  fabs(hi - G->ratio_ci[1]) < 0.006,
+              "verdict numbers are the C=16 ratio and interval: %s", c->verdict);
+        CHECK_REL(sa, c->law_a.b_ms, 0.005, "verdict slope A");
+        CHECK_REL(sb, c->law_b.b_ms, 0.005, "verdict slope B");
+    }
 
     /* Same seed, same answer. */
     fit_compare *c2 = NULL;
@@ -280,6 +294,15 @@ int main(int argc, char **argv)
         CHECK(run_cmd(cmd) == 0, "compare text");
         if (ll_read_file("cmp.txt", &text, &len, err, sizeof err) == 0) {
             CHECK(strstr(text, "B is 2.5") != NULL, "verdict in text:\n%s", text);
+            free(text);
+        }
+        /* The gate line (stderr) follows the verdict (stdout) through a
+         * shared pipe: stdout is flushed before it. */
+        snprintf(cmd, sizeof cmd, "%s compare cmp_a cmp_b --expect-speedup 2.0@16 2>&1 | cat > gate_order.out", bin);
+        CHECK(run_cmd(cmd) == 0, "compare | cat");
+        if (ll_read_file("gate_order.out", &text, &len, err, sizeof err) == 0) {
+            const char *v = strstr(text, "B is "), *gl = strstr(text, "gate: expected >= 2");
+            CHECK(v && gl && gl > v && strstr(gl, ": met\n"), "gate line after the verdict:\n%s", text);
             free(text);
         }
         CHECK(run_cmd("false") == 1, "sanity");

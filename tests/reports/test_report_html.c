@@ -12,6 +12,7 @@
  * argv[1] = the loadlaw binary. */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -119,6 +120,16 @@ static void render(const char *chromium, const char *page, const char *png, int 
     CHECK(stat(png, &st) == 0 && st.st_size > 20000, "%s: screenshot %s missing or blank", what, png);
 }
 
+/* Any "http://" or "https://", any case: a self-contained page holds none, not
+ * even in Chart.js's licence banner or the run's target (shown escaped). */
+static const char *find_url(const char *page)
+{
+    for (const char *p = page; *p; p++)
+        if ((strncasecmp(p, "http://", 7) == 0 || strncasecmp(p, "https://", 8) == 0))
+            return p;
+    return NULL;
+}
+
 static char *slurp(const char *path)
 {
     char err[256], *s = NULL;
@@ -166,14 +177,33 @@ int main(int argc, char **argv)
         CHECK(strstr(page, "Chart.js v") != NULL, "Chart.js inlined");
         CHECK(strstr(page, "<script src") == NULL && strstr(page, "<link") == NULL && strstr(page, "@import") == NULL,
               "nothing loaded from elsewhere");
+        const char *url = find_url(page);
+        CHECK(url == NULL, "no http(s) URL in the page: %.60s", url ? url : "");
+        CHECK(strstr(page, "http&#58;//127.0.0.1:1") != NULL, "the run's target still shown");
         CHECK(strstr(page, "timeout 1") != NULL, "failures by class in the level table");
         CHECK(strstr(page, "step(N) = ") != NULL && strstr(page, "engine&#39;s own step log") != NULL,
               "law table with the engine's fit");
         CHECK(strstr(page, "backend=synthetic,law=20+12n") != NULL, "run configuration");
+        CHECK(strstr(page, "<td class=l>host</td><td class=l>testbox</td>") != NULL &&
+                  strstr(page, "<td class=l>written by</td><td class=l>0.1.0</td>") != NULL &&
+                  strstr(page, "loadlaw " LOADLAW_VERSION) != NULL,
+              "run configuration: host and tool versions");
+        CHECK(strstr(page, "<b>Model check:</b> a straight line fits") != NULL, "model check in the law section");
+        CHECK(strstr(page, "a in [") != NULL && strstr(page, "(95%)") != NULL, "law intervals");
+        CHECK(strstr(page, "TTFT p50 / p99 ms") && strstr(page, "TTFA p50 / p99 ms") && strstr(page, "ITL p50 / p99 ms") &&
+                  strstr(page, "ramp s") && strstr(page, "steady tok/s") && strstr(page, "whole-level tok/s"),
+              "per-level table: percentiles, ramp, throughputs");
         free(page);
     }
     snprintf(cmd, sizeof cmd, "%s compare rep_a rep_b --html compare.html > compare.out 2>&1", bin);
     CHECK(sh(cmd) == 0, "loadlaw compare --html exit");
+    page = slurp("compare.html");
+    CHECK(page != NULL, "compare.html written");
+    if (page) {
+        const char *url = find_url(page);
+        CHECK(url == NULL, "no http(s) URL in the comparison page: %.60s", url ? url : "");
+        free(page);
+    }
     snprintf(cmd, sizeof cmd, "%s report /nonexistent/run > /dev/null 2>&1", bin);
     CHECK(sh(cmd) == 1, "missing run dir: exit 1");
     snprintf(cmd, sizeof cmd, "%s report > /dev/null 2>&1", bin);

@@ -285,6 +285,27 @@ static void test_bad_input(void)
     write_file("not_trace.json", "{\"hello\":[1,2,3]}", 0);
     CHECK(rpt_trace_load("not_trace.json", &t, err, sizeof err) == LL_EPARSE && strstr(err, "traceEvents"),
           "not a trace: %s", err);
+    /* GPU events without a numeric ts or dur are counted and left out; a CPU
+     * op without dur still spans, a CPU op without ts is not GPU input. */
+    write_file("bad_fields.json",
+               "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":10,\"dur\":5},"
+               "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":\"20\",\"dur\":5},"
+               "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":30},"
+               "{\"ph\":\"X\",\"name\":\"m\",\"ts\":40,\"dur\":-1,\"args\":{\"stream\":7}},"
+               "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"c\",\"ts\":50},"
+               "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"c\",\"dur\":9}]}", 0);
+    CHECK(rpt_trace_load("bad_fields.json", &t, err, sizeof err) == 0, "bad fields load: %s", err);
+    if (t) {
+        rpt_trace_info in;
+        rpt_trace_get_info(t, &in);
+        CHECK(in.events == 6 && in.gpu_events == 1 && in.bad_events == 3,
+              "bad fields: %llu events, %llu GPU, %llu bad", (unsigned long long)in.events,
+              (unsigned long long)in.gpu_events, (unsigned long long)in.bad_events);
+        CHECK(in.gpu_total_ns == 5000 && in.span_ns == 40000, "bad fields: GPU %lld ns, span %lld ns",
+              (long long)in.gpu_total_ns, (long long)in.span_ns);
+        rpt_trace_free(t);
+        t = NULL;
+    }
     write_file("empty.json", "", 0);
     CHECK(rpt_trace_load("empty.json", &t, err, sizeof err) == LL_EPARSE, "empty: %s", err);
     CHECK(t == NULL, "no object on failure");

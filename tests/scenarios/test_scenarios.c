@@ -27,6 +27,7 @@ static void test_errors(void)
     expect_error("{\"levels\":[{\"concurrency\":4},{\"concurency\":8}]}", "levels[1].concurency", "unknown key");
     expect_error("{\"levels\":[{\"concurrency\":-1}]}", "levels[0].concurrency", "[0, 1000000]");
     expect_error("{\"levels\":[{\"concurrency\":0}]}", "levels[0].concurrency", ">= 1");
+    expect_error("{\"load\":{\"concurrency\":[2,0]}}", "load.concurrency[1]", ">= 1");
     expect_error("{\"request\":{\"max_tokens\":\"64\"}}", "request.max_tokens", "integer");
     expect_error("{\"request\":{\"ignore_eos\":1}}", "request.ignore_eos", "true or false");
     expect_error("{\"target\":{\"endpoint\":\"chatt\"}}", "target.endpoint", "\"chat\" or \"completions\"");
