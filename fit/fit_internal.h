@@ -46,6 +46,10 @@ typedef struct fit_xi_pair {
 } fit_xi_pair;
 int fit_cmp_xi_pair(const void *a, const void *b);
 
+/* Median of v[0..n) and the normal-consistent MAD (1.4826 * median absolute
+ * deviation) around it; v is reordered and overwritten. */
+void fit_median_mad(double *v, size_t n, double *med, double *sd);
+
 /* model.c: the model check on step points (x = N, y = ms per token). */
 int fit_model_check_run(const double *x, const double *y, size_t n, const fit_options *opt,
                         fit_model_check *out, char *err, size_t errlen);

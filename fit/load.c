@@ -119,17 +119,29 @@ static int on_run(load_ctx *c, const cJSON *o)
     return 0;
 }
 
-static int on_level(load_ctx *c, const cJSON *o)
+/* The level a level/level_end line names; *out NULL (counted as unknown)
+ * when it names none. */
+static int level_of(load_ctx *c, const cJSON *o, fit_level_info **out)
 {
     size_t pos;
     int lv = (int)ll_json_i64(o, "level", -1);
+    *out = NULL;
     if (lv < 0) {
         c->r->info.n_unknown++;
         return 0;
     }
     if (level_slot(c->r, lv, &pos))
         return LL_ENOMEM;
-    fit_level_info *L = &c->r->levels[pos];
+    *out = &c->r->levels[pos];
+    return 0;
+}
+
+static int on_level(load_ctx *c, const cJSON *o)
+{
+    fit_level_info *L;
+    int rc = level_of(c, o, &L);
+    if (rc || !L)
+        return rc;
     L->concurrency = (int)ll_json_i64(o, "concurrency", 0);
     if (L->concurrency < 0)
         L->concurrency = 0;
@@ -146,15 +158,10 @@ static int on_level(load_ctx *c, const cJSON *o)
 
 static int on_level_end(load_ctx *c, const cJSON *o)
 {
-    size_t pos;
-    int lv = (int)ll_json_i64(o, "level", -1);
-    if (lv < 0) {
-        c->r->info.n_unknown++;
-        return 0;
-    }
-    if (level_slot(c->r, lv, &pos))
-        return LL_ENOMEM;
-    fit_level_info *L = &c->r->levels[pos];
+    fit_level_info *L;
+    int rc = level_of(c, o, &L);
+    if (rc || !L)
+        return rc;
     int64_t e = ll_json_i64(o, "end_ns", -1);
     if (e > L->end_ns)
         L->end_ns = e;

@@ -200,12 +200,8 @@ int fit_model_check_run(const double *x, const double *y, size_t n, const fit_op
         if (j - i >= 5) {
             for (size_t k = i; k < j; k++)
                 buf[k - i] = y[pr[k].i];
-            ll_sort_doubles(buf, j - i);
-            double med = ll_quantile_sorted(buf, j - i, 0.5);
-            for (size_t k = i; k < j; k++)
-                buf[k - i] = fabs(y[pr[k].i] - med);
-            ll_sort_doubles(buf, j - i);
-            double sd = 1.4826 * ll_quantile_sorted(buf, j - i, 0.5);
+            double med, sd;
+            fit_median_mad(buf, j - i, &med, &sd);
             for (size_t k = i; sd > 0 && k < j; k++)
                 drop[pr[k].i] = fabs(y[pr[k].i] - med) > 6 * sd;
         }

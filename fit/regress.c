@@ -172,6 +172,17 @@ static int fit_ols(const double *x, const double *y, size_t n, fit_law *L, char 
     return 0;
 }
 
+void fit_median_mad(double *v, size_t n, double *med, double *sd)
+{
+    ll_sort_doubles(v, n);
+    *med = ll_quantile_sorted(v, n, 0.5);
+    for (size_t k = 0; k < n; k++)
+        v[k] = fabs(v[k] - *med);
+    ll_sort_doubles(v, n);
+    /* 1.4826 * MAD estimates a normal distribution's standard deviation. */
+    *sd = 1.4826 * ll_quantile_sorted(v, n, 0.5);
+}
+
 int fit_cmp_xi_pair(const void *a, const void *b)
 {
     double u = ((const fit_xi_pair *)a)->x, v = ((const fit_xi_pair *)b)->x;
@@ -206,12 +217,8 @@ static int group_scales(const double *x, const double *r, size_t n, double *s)
         if (j - i >= SCALE_MIN_GROUP) {
             for (size_t k = i; k < j; k++)
                 buf[k - i] = r[ord[k].i];
-            ll_sort_doubles(buf, j - i);
-            double med = ll_quantile_sorted(buf, j - i, 0.5);
-            for (size_t k = i; k < j; k++)
-                buf[k - i] = fabs(r[ord[k].i] - med);
-            ll_sort_doubles(buf, j - i);
-            double mad = 1.4826 * ll_quantile_sorted(buf, j - i, 0.5);
+            double med, mad;
+            fit_median_mad(buf, j - i, &med, &mad);
             if (mad > 0) {
                 gx[ng] = ord[i].x;
                 gs[ng++] = mad;
