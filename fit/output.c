@@ -176,6 +176,9 @@ cJSON *fit_result_to_json(const fit_result *r)
     cJSON *ex = cJSON_AddObjectToObject(o, "excluded");
     if (!ex)
         goto fail;
+    /* "requests" is the number of request records read (kept for readers of
+     * schema 1 output); the excluded ones are the failed, warmup and
+     * token-less counts beside it. */
     bad |= add_num(ex, "requests", (double)r->n_requests);
     bad |= add_num(ex, "failed", (double)r->n_failed);
     bad |= add_num(ex, "warmup", (double)r->n_warmup);
@@ -264,9 +267,12 @@ static void print_law_row(FILE *f, const char *name, const fit_law *L)
         fprintf(f, "  %-22s (not fitted)\n", name);
         return;
     }
-    fprintf(f, "  %-22s a = %9.4g ms [%.4g, %.4g]   b = %9.4g ms [%.4g, %.4g]   R2 %.4f  "
-               "sd %.3g ms  n %zu\n",
-            name, L->a_ms, L->a_ci_ms[0], L->a_ci_ms[1], L->b_ms, L->b_ci_ms[0], L->b_ci_ms[1],
+    /* The decimals each interval needs, so a tight one never prints as [3, 3]. */
+    char x[6][48];
+    int da = ci_decimals(L->a_ci_ms[0], L->a_ci_ms[1]), db = ci_decimals(L->b_ci_ms[0], L->b_ci_ms[1]);
+    fprintf(f, "  %-22s a = %9s ms [%s, %s]   b = %9s ms [%s, %s]   R2 %.4f  sd %.3g ms  n %zu\n", name,
+            fmt_dec(x[0], L->a_ms, da), fmt_dec(x[1], L->a_ci_ms[0], da), fmt_dec(x[2], L->a_ci_ms[1], da),
+            fmt_dec(x[3], L->b_ms, db), fmt_dec(x[4], L->b_ci_ms[0], db), fmt_dec(x[5], L->b_ci_ms[1], db),
             L->r2, L->resid_sd_ms, L->n_points);
 }
 
