@@ -32,6 +32,15 @@ void sim_default(sim_cfg *c)
     c->write_truth = 1;
 }
 
+void sim_set_levels(sim_cfg *c, const int *conc, int n, int per_c)
+{
+    c->n_levels = n;
+    for (int i = 0; i < n; i++) {
+        c->conc[i] = conc[i];
+        c->n_requests[i] = per_c * conc[i];
+    }
+}
+
 double sim_law(const sim_cfg *c, double n)
 {
     double s = c->a_ms + c->b_ms * n;

@@ -52,6 +52,8 @@ typedef struct sim_stats {
 } sim_stats;
 
 void sim_default(sim_cfg *c);
+/* n closed-loop levels at concurrencies conc[], per_c * C requests each. */
+void sim_set_levels(sim_cfg *c, const int *conc, int n, int per_c);
 /* Writes path; returns 0 or -1 (errno set). */
 int sim_write(const char *path, const sim_cfg *c, sim_stats *st);
 /* Truth of the law at N (ms). */

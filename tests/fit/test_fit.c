@@ -48,11 +48,7 @@ static fit_result *run_sim(const char *name, const sim_cfg *c, sim_stats *st, fi
 static void levels_1_to_16(sim_cfg *c, int per_c)
 {
     int cs[] = {1, 2, 4, 8, 16};
-    c->n_levels = 5;
-    for (int i = 0; i < 5; i++) {
-        c->conc[i] = cs[i];
-        c->n_requests[i] = per_c * cs[i];
-    }
+    sim_set_levels(c, cs, 5, per_c);
 }
 
 /* Every steady sample must sit exactly on the law, at an integer N. */
@@ -196,11 +192,7 @@ static void test_knee(void)
     sim_cfg c;
     sim_default(&c);
     int cs[] = {1, 2, 4, 8, 16, 32};
-    c.n_levels = 6;
-    for (int i = 0; i < 6; i++) {
-        c.conc[i] = cs[i];
-        c.n_requests[i] = 2 * cs[i];
-    }
+    sim_set_levels(&c, cs, 6, 2);
     c.prefill_per_step = 4;
     c.b_ms = 0.5;
     c.knee_n = 8;
@@ -228,11 +220,7 @@ static void test_curved(void)
         sim_cfg c;
         sim_default(&c);
         int cs[] = {1, 2, 4, 8, 16, 32};
-        c.n_levels = 6;
-        for (int i = 0; i < 6; i++) {
-            c.conc[i] = cs[i];
-            c.n_requests[i] = 2 * cs[i];
-        }
+        sim_set_levels(&c, cs, 6, 2);
         c.prefill_per_step = 4;
         c.b_ms = 0.5;
         c.c2_ms = curved ? 0.03 : 0;
@@ -262,11 +250,7 @@ static void test_stalls(void)
     sim_cfg c;
     sim_default(&c);
     int cs[] = {1, 2, 4, 8, 16, 32};
-    c.n_levels = 6;
-    for (int i = 0; i < 6; i++) {
-        c.conc[i] = cs[i];
-        c.n_requests[i] = 2 * cs[i];
-    }
+    sim_set_levels(&c, cs, 6, 2);
     c.prefill_per_step = 4;
     c.jitter_frac = 0.02;
     c.stall_every = 23;

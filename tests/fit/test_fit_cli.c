@@ -48,11 +48,7 @@ int main(int argc, char **argv)
     sim_cfg c;
     sim_default(&c);
     int cs[] = {1, 2, 4, 8, 16};
-    c.n_levels = 5;
-    for (int i = 0; i < 5; i++) {
-        c.conc[i] = cs[i];
-        c.n_requests[i] = 2 * cs[i];
-    }
+    sim_set_levels(&c, cs, 5, 2);
     c.a_ms = 52;
     c.b_ms = 30;
     c.prefill_per_step = 3;
