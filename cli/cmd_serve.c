@@ -5,7 +5,9 @@
  * DESIGN (signals): cli_signals (signals.c) turns the first SIGINT/SIGTERM
  * into a post on a semaphore that main waits on; main then stops the engine
  * and prints "stopped on SIG... after N steps" (exit 0). A second signal while
- * the engine stops exits at once with 130. */
+ * the engine stops exits at once with 130. A failed backend step (the engine
+ * is then dead: every request would get 503) posts the same semaphore through
+ * eng_config.on_failure; main logs the reason and exits 1. */
 #include <errno.h>
 #include <semaphore.h>
 #include <signal.h>
@@ -60,7 +62,7 @@ static void serve_usage(FILE *f)
         "without CAP_SYS_NICE or an RLIMIT_RTPRIO), it runs at normal priority and -v\n"
         "says so. Step times are then only as punctual as the machine is idle.\n"
         "Exit: 0 after a clean stop on SIGINT/SIGTERM (a second one exits with 130),\n"
-        "1 if the engine cannot start, 2 for a usage error.\n");
+        "1 if the engine cannot start or a backend step fails, 2 for a usage error.\n");
 }
 
 typedef struct serve_wait {
@@ -74,6 +76,15 @@ static void serve_on_signal(int sig, void *ctx)
     serve_wait *w = ctx;
     atomic_store(&w->sig, sig);
     fprintf(stderr, "\nloadlaw serve: stopping (Ctrl-C again to quit now)\n");
+    sem_post(&w->posted);
+}
+
+/* On the scheduler thread, after a backend step failed: wake main, which
+ * stops the engine and exits 1 (eng_stop joins this thread, so not here). */
+static void serve_on_failure(void *ctx, const char *msg)
+{
+    (void)msg; /* main reads it with eng_failed */
+    serve_wait *w = ctx;
     sem_post(&w->posted);
 }
 
@@ -146,6 +157,8 @@ int cmd_serve(int argc, char **argv)
         return CLI_FAIL;
     }
     int ret = CLI_FAIL;
+    cfg.on_failure = serve_on_failure;
+    cfg.on_failure_arg = &w;
     if (eng_start(&cfg, &eng, err, sizeof err) != 0) {
         fprintf(stderr, "loadlaw serve: %s\n", err);
         goto out;
@@ -162,7 +175,13 @@ int cmd_serve(int argc, char **argv)
     while (sem_wait(&w.posted) != 0 && errno == EINTR)
         ;
     size_t n = eng_step_count(eng);
+    char why[256];
+    int failed = eng_failed(eng, why, sizeof why);
     eng_stop(eng);
+    if (failed) {
+        fprintf(stderr, "loadlaw serve: engine failed after %zu steps: %s\n", n, why);
+        goto out;
+    }
     fprintf(stderr, "loadlaw serve: stopped on %s after %zu steps\n",
             atomic_load(&w.sig) == SIGINT ? "SIGINT" : "SIGTERM", n);
     ret = CLI_OK;

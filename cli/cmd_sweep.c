@@ -160,6 +160,20 @@ static void on_first(int sig, void *ctx)
     pthread_mutex_unlock(&g_mu);
 }
 
+/* The bundled engine's scheduler stopped on a failed step (scheduler thread).
+ * From now on every request would get a 503: stop issuing instead of
+ * recording levels of failures; what was measured is kept, and the sweep
+ * exits 1 with the engine's reason. */
+static void on_engine_failure(void *arg, const char *msg)
+{
+    (void)arg;
+    (void)msg; /* read back with eng_failed once the sweep returns */
+    pthread_mutex_lock(&g_mu);
+    if (g_run)
+        lg_run_interrupt(g_run, 0);
+    pthread_mutex_unlock(&g_mu);
+}
+
 /* ---- options -------------------------------------------------------------- */
 
 typedef struct opts {
@@ -315,8 +329,9 @@ static int apply_flags(const opts *o, scn_scenario *s)
         if (o->warmup >= 0)
             l->warmup = (int)o->warmup;
         if (o->rate) {
-            if (ll_parse_double(o->rate, &v) || !(v > 0 && v <= 1e7)) {
-                fprintf(stderr, "loadlaw sweep: --rate: expected requests/s in (0, 1e7], got '%s'\n", o->rate);
+            /* The floor keeps one arrival gap (1/rate s) within int64 ns. */
+            if (ll_parse_double(o->rate, &v) || !(v >= 1e-6 && v <= 1e7)) {
+                fprintf(stderr, "loadlaw sweep: --rate: expected requests/s in [1e-6, 1e7], got '%s'\n", o->rate);
                 return -1;
             }
             l->rate_per_s = v;
@@ -329,8 +344,10 @@ static int apply_flags(const opts *o, scn_scenario *s)
             l->arrival = o->arrival[0] == 'p' ? SCN_ARRIVAL_POISSON : SCN_ARRIVAL_CONSTANT;
         }
         if (o->duration) {
-            if (ll_parse_duration_s(o->duration, &v) || !(v > 0)) {
-                fprintf(stderr, "loadlaw sweep: --duration: expected a duration like 30s, got '%s'\n", o->duration);
+            /* The scenario file's bound: the loadgen turns it into int64 ns. */
+            if (ll_parse_duration_s(o->duration, &v) || !(v > 0) || v > 1e7) {
+                fprintf(stderr, "loadlaw sweep: --duration: expected a duration like 30s (at most 1e7 s), got '%s'\n",
+                        o->duration);
                 return -1;
             }
             l->duration_s = v;
@@ -338,8 +355,8 @@ static int apply_flags(const opts *o, scn_scenario *s)
     }
     if (o->timeout) {
         double v;
-        if (ll_parse_duration_s(o->timeout, &v) || !(v > 0)) {
-            fprintf(stderr, "loadlaw sweep: --timeout: expected a duration, got '%s'\n", o->timeout);
+        if (ll_parse_duration_s(o->timeout, &v) || !(v > 0) || v > 1e6) {
+            fprintf(stderr, "loadlaw sweep: --timeout: expected a duration (at most 1e6 s), got '%s'\n", o->timeout);
             return -1;
         }
         s->timeout_s = v;
@@ -428,6 +445,7 @@ int sweep_one(const sweep_job *j)
             ec.max_connections = 16384;
         if (j->profile_dir)
             ec.profile_dir = j->profile_dir; /* eng_start copies it */
+        ec.on_failure = on_engine_failure;
         if ((rc = eng_start(&ec, &eng, err, sizeof err))) {
             fprintf(stderr, "loadlaw sweep: starting the bundled engine: %s\n", err);
             goto out;
@@ -478,6 +496,11 @@ int sweep_one(const sweep_job *j)
     printf("run: %s\n", j->run_dir);
     fflush(stdout);
     ret = rc == LL_EINTR ? CLI_INTERRUPTED : rc || wrc ? CLI_FAIL : CLI_OK;
+    char ferr[512];
+    if (eng && eng_failed(eng, ferr, sizeof ferr)) {
+        fprintf(stderr, "loadlaw sweep: the bundled engine failed: %s (records so far are kept)\n", ferr);
+        ret = CLI_FAIL;
+    }
     size_t nl, n_ok = 0;
     const lg_level_summary *ls = lg_run_levels(run, &nl);
     for (size_t i = 0; i < nl; i++)

@@ -119,8 +119,11 @@ double ll_json_num(const cJSON *obj, const char *key, double dflt)
 int64_t ll_json_i64(const cJSON *obj, const char *key, int64_t dflt)
 {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
-    /* cJSON keeps numbers as double: exact for integers below 2^53 ns (104 days). */
-    return cJSON_IsNumber(it) ? (int64_t)it->valuedouble : dflt;
+    /* cJSON keeps numbers as double: exact for integers below 2^53 ns (104 days).
+     * Outside +-2^63 the cast is undefined: a corrupt file gets the default. */
+    if (!cJSON_IsNumber(it) || !(it->valuedouble > -9.2e18 && it->valuedouble < 9.2e18))
+        return dflt;
+    return (int64_t)it->valuedouble;
 }
 
 const char *ll_json_str(const cJSON *obj, const char *key, const char *dflt)

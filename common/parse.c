@@ -84,6 +84,9 @@ int ll_parse_duration_s(const char *s, double *out_s)
         mul = 3600;
     else
         return LL_EINVAL;
+    /* "1e308h" is finite before the unit and infinite after it. */
+    if (!isfinite(v * mul))
+        return LL_ERANGE;
     *out_s = v * mul;
     return 0;
 }

@@ -14,6 +14,7 @@
 typedef struct syn_state {
     double a_ns, b_ns, c_ns_per_ktok, p_ns_per_tok, jitter;
     ll_rng rng;
+    long steps, fail_step;     /* fault_fail_step: a testing aid (engine.h) */
 } syn_state;
 
 static int syn_create(const eng_config *cfg, void **state, char *err, size_t errlen)
@@ -29,6 +30,7 @@ static int syn_create(const eng_config *cfg, void **state, char *err, size_t err
     s->c_ns_per_ktok = cfg->law_c_ms_per_ktok * k;
     s->p_ns_per_tok = cfg->law_p_ms_per_tok * k;
     s->jitter = cfg->jitter_frac;
+    s->fail_step = cfg->fault_fail_step;
     ll_rng_seed(&s->rng, cfg->seed ^ 0x5eed5eedULL);
     *state = s;
     return 0;
@@ -37,6 +39,8 @@ static int syn_create(const eng_config *cfg, void **state, char *err, size_t err
 static int syn_step(void *state, const eng_batch *b, int64_t start_ns, eng_phase *ph, int *n_ph)
 {
     syn_state *s = state;
+    if (++s->steps == s->fail_step)
+        return LL_EIO;
     double prefill_ns = s->p_ns_per_tok * b->prefill_tok_total;
     double total_ns = s->a_ns + s->b_ns * b->n_decode +
                       s->c_ns_per_ktok * (double)b->ctx_tok_total / 1000.0 + prefill_ns;

@@ -232,6 +232,8 @@ int eng_config_set(eng_config *cfg, const char *key, const char *value, char *er
         return set_int(key, value, 1, 1 << 24, &cfg->max_tokens_limit, err, errlen);
     if (strcmp(key, "max_context") == 0)
         return set_int(key, value, 1, 1 << 30, &cfg->max_context_tok, err, errlen);
+    if (strcmp(key, "fault_fail_step") == 0) /* testing aid (engine.h) */
+        return set_int(key, value, 0, 1 << 30, &cfg->fault_fail_step, err, errlen);
     if (strcmp(key, "stop_after") == 0)
         return set_int(key, value, 0, 1 << 24, &cfg->stop_after_tok, err, errlen);
     if (strcmp(key, "default_max_tokens") == 0)

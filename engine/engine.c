@@ -92,6 +92,7 @@ int eng_start(const eng_config *cfg, eng_engine **out, char *err, size_t errlen)
     }
     atomic_init(&e->n_running, 0);
     atomic_init(&e->next_id, 1);
+    atomic_init(&e->failed_rc, 0);
     switch (cfg->backend) {
     case ENG_BACKEND_SYNTHETIC:
         e->be = &eng_backend_synthetic;
@@ -140,6 +141,14 @@ fail_strings:
 const char *eng_url(const eng_engine *e) { return e->url; }
 
 int eng_port(const eng_engine *e) { return e->port; }
+
+int eng_failed(const eng_engine *e, char *err, size_t errlen)
+{
+    int rc = atomic_load(&((eng_engine *)e)->failed_rc);
+    if (rc)
+        ll_errf(err, errlen, "%s", e->fail_msg);
+    return rc;
+}
 
 size_t eng_steps(eng_engine *e, size_t from, eng_step *out, size_t max)
 {

@@ -83,6 +83,15 @@ typedef struct eng_config {
                                 * when that is below its max_tokens; 0 = never (default) */
     int default_max_tokens;    /* [default_max_tokens] when a request names none, default 256 */
     const char *profile_dir;   /* [profile_dir] /start_profile's default output_dir, default "/tmp" */
+    /* A failed backend step stops the scheduler for good (eng_failed). When
+     * set, on_failure(on_failure_arg, message) is called once, from the
+     * scheduler thread, after every request has been ended; it must not call
+     * eng_stop (which joins that thread): post a semaphore instead. */
+    void (*on_failure)(void *arg, const char *msg);
+    void *on_failure_arg;
+    int fault_fail_step;       /* [fault_fail_step] TESTING AID, synthetic backend only:
+                                * the k-th step (1-based) fails with LL_EIO, so tests can
+                                * reach the failed-engine path; 0 = never (default) */
 } eng_config;
 
 void eng_config_default(eng_config *cfg);
@@ -97,7 +106,8 @@ int eng_parse_law(const char *law, eng_config *cfg, char *err, size_t errlen);
  * Also: d_model, d_ff, vocab, capacity, min_ctx (cpu sizes, see eng_config),
  * a, b, c, p (law terms alone), max_waiting, max_tokens_limit, max_context,
  * stop_after, default_max_tokens, model, host, port, profile_dir, max_connections,
- * max_body (bytes, k/m suffixes), idle_timeout (duration), think_tokens (= think).
+ * max_body (bytes, k/m suffixes), idle_timeout (duration), think_tokens (= think),
+ * fault_fail_step (a testing aid, see eng_config).
  * String values are interned for the life of the process.
  * Unknown keys are an error naming the key. Fields not named keep their value. */
 int eng_parse_spec(const char *spec, eng_config *cfg, char *err, size_t errlen);
@@ -137,6 +147,12 @@ typedef struct eng_step {
 size_t eng_steps(eng_engine *e, size_t from, eng_step *out, size_t max);
 /* Steps logged so far. */
 size_t eng_step_count(eng_engine *e);
+
+/* 0 while the scheduler runs. Once a backend step has failed (the scheduler
+ * then ends every request and stops; new requests get 503, /health answers
+ * 503 with the reason): the step's negative LL_E* code, with the reason in
+ * err. Any thread, lock-free. */
+int eng_failed(const eng_engine *e, char *err, size_t errlen);
 
 /* Stop accepting, cancel in-flight requests, join threads, free everything. */
 void eng_stop(eng_engine *e);

@@ -90,6 +90,10 @@ typedef struct eng_engine {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int stopping;
+    /* A failed backend step: fail_msg is written once, before failed_rc is
+     * stored (release), so a reader that sees failed_rc != 0 sees the text. */
+    atomic_int failed_rc;
+    char fail_msg[256];
     eng_req *wait_head, *wait_tail;
     int n_waiting;
     atomic_int n_running;

@@ -328,8 +328,10 @@ static void *sched_main(void *arg)
         int rc = e->be->step(e->be_state, &batch, plan, ph, &n_ph);
         int64_t end = ll_now_ns();
         if (rc) {
-            ll_error("engine: backend %s step failed (%s); stopping the scheduler",
+            snprintf(e->fail_msg, sizeof e->fail_msg, "backend %s step failed (%s)",
                      e->be->name, ll_strerror(rc));
+            atomic_store(&e->failed_rc, rc < 0 ? rc : LL_EIO);
+            ll_error("engine: %s; stopping the scheduler", e->fail_msg);
             break;
         }
         if (n_ph < 0 || n_ph > ENG_MAX_PHASES)
@@ -399,6 +401,8 @@ static void *sched_main(void *arg)
     }
     while (s->n_run > 0)
         drop_running(e, s, s->n_run - 1);
+    if (atomic_load(&e->failed_rc) && e->cfg.on_failure)
+        e->cfg.on_failure(e->cfg.on_failure_arg, e->fail_msg);
     return NULL;
 }
 

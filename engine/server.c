@@ -321,8 +321,12 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         return start_generation(e, conn, c);
     case R_MODELS:
         return models(e, conn);
-    case R_HEALTH:
+    case R_HEALTH: {
+        char why[256];
+        if (eng_failed(e, why, sizeof why))
+            return respond_error(conn, 503, NULL, why, NULL);
         return respond(conn, 200, "application/json", "{\"status\":\"ok\"}", 15, NULL);
+    }
     case R_METRICS: {
         ll_buf b = {0};
         if (eng_metrics_text(e, &b)) {

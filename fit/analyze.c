@@ -140,6 +140,38 @@ static void compare_levels(fit_result *res)
     }
 }
 
+/* fit.h, FIT_BURST_*: the share of each level's samples too short to be a
+ * step. Real steps of one stream are never shorter than the step itself;
+ * only the client's reading (several steps' chunks collected in one read,
+ * each stamped as it is parsed) makes gaps of microseconds. Chunks stamped
+ * at one instant are merged into one sample by timeline.c and stay honest
+ * (the gap over their tokens), so only distinct stamps show up here. */
+static int burst_check(fit_result *res)
+{
+    double *g = malloc((res->n_samples + 1) * sizeof *g);
+    if (!g)
+        return LL_ENOMEM;
+    for (size_t l = 0; l < res->n_levels; l++) {
+        fit_level *L = &res->levels[l];
+        size_t n = 0;
+        L->burst_gap_frac = L->burst_gap_ms = NAN;
+        for (size_t i = 0; i < res->n_samples; i++)
+            if (res->samples[i].level_idx == (int32_t)l)
+                g[n++] = res->samples[i].gap_ms;
+        if (n < FIT_BURST_MIN_SAMPLES)
+            continue;
+        ll_sort_doubles(g, n);
+        double bound = 0.1 * ll_quantile_sorted(g, n, 0.9);
+        size_t k = 0;
+        while (k < n && g[k] < bound)
+            k++;
+        L->burst_gap_ms = bound;
+        L->burst_gap_frac = (double)k / (double)n;
+    }
+    free(g);
+    return 0;
+}
+
 static int notes_for_levels(fit_result *res)
 {
     int rc = 0;
@@ -161,6 +193,11 @@ static int notes_for_levels(fit_result *res)
                                 "decode; the robust law ignores them, the throughput keeps them",
                            L->level, L->concurrency, L->steady_tok_per_s,
                            100 * (L->steady_tok_per_s / typical - 1), typical);
+        if (L->burst_gap_frac > FIT_BURST_NOTE_FRAC)
+            rc |= fit_note(res, "level %d (C=%d): %.0f%% of gaps under %.3g ms (a tenth of the "
+                                "level's 90th-percentile gap): the client read in bursts; "
+                                "timing at this level is unreliable",
+                           L->level, L->concurrency, 100 * L->burst_gap_frac, L->burst_gap_ms);
         if (L->n_steady_samples == 0 && L->n_samples)
             rc |= fit_note(res, "level %d (C=%d): no steady sample (prefill in every gap)",
                            L->level, L->concurrency);
@@ -293,7 +330,7 @@ int fit_analyze(const fit_run *run, const fit_options *opt_in, fit_result **out,
     compare_levels(res);
     if ((rc = fit_engine_steps(run, res, err, errlen)))
         goto fail;
-    if (notes_for_levels(res))
+    if (burst_check(res) || notes_for_levels(res))
         goto oom;
     if (res->n_warmup && !opt.include_warmup &&
         fit_note(res, "%zu warmup requests: no samples from them", res->n_warmup))

@@ -211,6 +211,16 @@ typedef struct fit_window {
     int64_t t0_ns, t1_ns;
 } fit_window;
 
+/* Burst reading (fit_level.burst_gap_frac): a level is noted as unreliable
+ * when more than FIT_BURST_NOTE_FRAC of its samples are shorter than a tenth
+ * of its 90th-percentile gap. The 75th percentile stays a real step until
+ * three quarters of the gaps are bursts, where a median or a law fitted on
+ * the same gaps would already be dragged down. Only reported: the law keeps
+ * its samples (a burst gap is not steady-state timing, but dropping it would
+ * hide the tokens its neighbour's long gap carried). */
+#define FIT_BURST_MIN_SAMPLES 20
+#define FIT_BURST_NOTE_FRAC 0.05
+
 typedef struct fit_level {
     int level, concurrency, closed_loop, interrupted;
     int64_t start_ns, end_ns;
@@ -233,6 +243,14 @@ typedef struct fit_level {
     double ramp_s;                /* NAN if not reached or open loop */
     double ramp_tokens;           /* tokens that arrived during the ramp */
     double ttft_p50_ms, ttft_p99_ms; /* over ok, non-warmup requests */
+    double burst_gap_frac;        /* share of this level's step samples (ok,
+                                   * non-warmup requests, during decode) whose
+                                   * gap is under burst_gap_ms: a client that
+                                   * fell behind reads several steps' chunks in
+                                   * one burst, stamped microseconds apart. NAN
+                                   * with fewer than FIT_BURST_MIN_SAMPLES. */
+    double burst_gap_ms;          /* the bound: a tenth of the level's 90th-
+                                   * percentile ms per token (NAN likewise) */
     /* time series for plots */
     size_t n_phase;
     fit_phase_point *phase;       /* P(t), D(t) change points */
@@ -278,7 +296,8 @@ void fit_result_free(fit_result *r);
 /* The --json object: {"law":{"a_ms","b_ms","a_ci_ms":[lo,hi],"b_ci_ms":[lo,hi],
  * "r2","n_samples","model","a_se_ms","b_se_ms","cov_ab_ms2","t_crit",...},
  * "asymptote_tok_per_s", "n_half", "truth":{"a_ms","b_ms","time_scale","engine_law"},
- * "levels":[{"concurrency","steady_tok_per_s","predicted_tok_per_s","ramp_s",...}],
+ * "levels":[{"concurrency","steady_tok_per_s","predicted_tok_per_s","ramp_s",
+ * "burst_gap_frac","burst_gap_ms",...}],
  * ...}. NAN becomes null. Caller frees with cJSON_Delete; NULL on no memory. */
 cJSON *fit_result_to_json(const fit_result *r);
 

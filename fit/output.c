@@ -100,6 +100,8 @@ static cJSON *level_json(const fit_level *L)
     bad |= add_num(o, "error_rel", L->error_rel);
     bad |= add_num(o, "whole_tok_per_s", L->whole_tok_per_s);
     bad |= add_num(o, "steady_step_ms", L->steady_step_ms);
+    bad |= add_num(o, "burst_gap_frac", L->burst_gap_frac);
+    bad |= add_num(o, "burst_gap_ms", L->burst_gap_ms);
     bad |= add_num(o, "steady_s", L->steady_s);
     bad |= add_num(o, "ramp_tokens", L->ramp_tokens);
     bad |= add_num(o, "duration_s", L->duration_s);
@@ -294,17 +296,18 @@ void fit_print(FILE *f, const fit_result *r)
         fprintf(f, "\nmodel check: %s: %s\n", fit_model_name(r->model.best), r->model.verdict);
     else /* no model was compared: naming "linear" would claim the data chose it */
         fprintf(f, "\nmodel check: %s\n", r->model.verdict);
-    fprintf(f, "\n%5s %6s %12s %12s %8s %12s %9s %10s %8s %8s\n", "level", "C", "steady t/s",
-            "law t/s", "err %", "whole t/s", "ramp s", "ramp tok", "steady", "failed");
+    fprintf(f, "\n%5s %6s %12s %12s %8s %12s %9s %10s %8s %8s %7s\n", "level", "C", "steady t/s",
+            "law t/s", "err %", "whole t/s", "ramp s", "ramp tok", "steady", "failed", "burst%");
     for (size_t i = 0; i < r->n_levels; i++) {
         const fit_level *L = &r->levels[i];
-        char c1[32], c2[32], c3[32], c4[32], c5[32], c6[32];
-        fprintf(f, "%5d %6d %12s %12s %8s %12s %9s %10s %8zu %8zu%s%s\n", L->level,
+        char c1[32], c2[32], c3[32], c4[32], c5[32], c6[32], c7[32];
+        fprintf(f, "%5d %6d %12s %12s %8s %12s %9s %10s %8zu %8zu %7s%s%s\n", L->level,
                 L->concurrency, fmt_num(c1, L->steady_tok_per_s, "%.5g"),
                 fmt_num(c2, L->predicted_tok_per_s, "%.5g"),
                 fmt_num(c3, 100 * L->error_rel, "%+.2f"), fmt_num(c4, L->whole_tok_per_s, "%.5g"),
                 fmt_num(c5, L->ramp_s, "%.4g"), fmt_num(c6, L->ramp_tokens, "%.6g"),
-                L->n_steady_samples, L->n_failed, L->closed_loop ? "" : "  (open loop)",
+                L->n_steady_samples, L->n_failed, fmt_num(c7, 100 * L->burst_gap_frac, "%.1f"),
+                L->closed_loop ? "" : "  (open loop)",
                 L->interrupted ? "  (interrupted)" : "");
     }
     if (r->n_notes) {

@@ -58,6 +58,8 @@ static int process_line(lg_sse *s, const char *l, size_t n)
         vl--;
     }
     if (fl == 4 && memcmp(l, "data", 4) == 0) {
+        if (s->data.len + vl + 1 > LG_SSE_MAX_BYTES)
+            return LL_ERANGE;
         s->has_data = 1;
         if (ll_buf_append(&s->data, v, vl) || ll_buf_append(&s->data, "\n", 1))
             return LL_ENOMEM;
@@ -84,6 +86,8 @@ int lg_sse_feed(lg_sse *s, const char *p, size_t n)
         while (j < n && p[j] != '\n' && p[j] != '\r')
             j++;
         if (j == n) {
+            if (s->line.len + (n - i) > LG_SSE_MAX_BYTES)
+                return LL_ERANGE;
             if (ll_buf_append(&s->line, p + i, n - i))
                 return LL_ENOMEM;
             break;
@@ -190,10 +194,15 @@ static void split_content(lg_delta *d, const char *s, size_t n, size_t *tb, size
         free(buf);
 }
 
+/* A token count from the server, or -1 when absent or not a sane count: the
+ * value is untrusted, and a cast of 1e300 (or NaN) is undefined while 3e9
+ * wraps the int per-chunk counts negative. No request has 1e9 tokens. */
 static int64_t jnum(const cJSON *o, const char *k)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : -1;
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 1e9))
+        return -1;
+    return (int64_t)v->valuedouble;
 }
 
 static int err_from_json(const cJSON *root, char *out, size_t outlen)

@@ -30,8 +30,13 @@ typedef struct lg_sse {
     void *ctx;
 } lg_sse;
 
+/* The most bytes one line, or one event's data, may hold: a server that never
+ * ends a line must not take the client's memory (a real chunk is < 1 KiB). */
+#define LG_SSE_MAX_BYTES (16u << 20)
+
 void lg_sse_init(lg_sse *s, lg_sse_cb cb, void *ctx);
-/* Returns 0, the callback's non-zero value, or LL_ENOMEM. */
+/* Returns 0, the callback's non-zero value, LL_ENOMEM, or LL_ERANGE when a
+ * line or an event passes LG_SSE_MAX_BYTES (the stream cannot go on). */
 int lg_sse_feed(lg_sse *s, const char *p, size_t n);
 /* End of stream: a complete data line not yet followed by a blank line is
  * dispatched (servers that close right after "data: [DONE]\n" exist). */

@@ -12,6 +12,42 @@
 
 #define ERRBODY_MAX 65536
 
+/* Bytes in a well-formed UTF-8 sequence starting at s (1..4), or 0 when the
+ * byte at s does not start one (RFC 3629: no overlongs, no surrogates). The
+ * NUL terminator fails every continuation test, so s is never read past it. */
+static int utf8_len(const unsigned char *s)
+{
+    unsigned char c = s[0], lo = 0x80, hi = 0xBF;
+    int n;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        n = 2;
+    else if (c >= 0xE0 && c <= 0xEF)
+        n = 3;
+    else if (c >= 0xF0 && c <= 0xF4)
+        n = 4;
+    else
+        return 0;
+    if (c == 0xE0)
+        lo = 0xA0;
+    else if (c == 0xED)
+        hi = 0x9F;
+    else if (c == 0xF0)
+        lo = 0x90;
+    else if (c == 0xF4)
+        hi = 0x8F;
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (int i = 2; i < n; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF)
+            return 0;
+    return n;
+}
+
+/* Records are read by any JSON tool, so the output is valid UTF-8 whatever
+ * the input: a server's stray bytes, or a message cut inside a character,
+ * become U+FFFD, one per bad byte. */
 int lg_json_escape(ll_buf *b, const char *s)
 {
     static const char hex[] = "0123456789abcdef";
@@ -19,11 +55,18 @@ int lg_json_escape(ll_buf *b, const char *s)
     const char *run = s;
     for (; rc == 0 && *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c >= 0x20 && c != '"' && c != '\\')
+        int ul = c >= 0x80 ? utf8_len((const unsigned char *)s) : 1;
+        if (ul > 1) {
+            s += ul - 1;
+            continue;
+        }
+        if (ul == 1 && c >= 0x20 && c != '"' && c != '\\')
             continue;
         rc = ll_buf_append(b, run, (size_t)(s - run));
         char e[7] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15], 0};
-        if (c == '"' || c == '\\') {
+        if (ul == 0)
+            memcpy(e, "\\ufffd", 7);
+        else if (c == '"' || c == '\\') {
             e[1] = (char)c;
             e[2] = 0;
         } else if (c == '\n') {
@@ -139,7 +182,13 @@ static size_t on_data(char *p, size_t sz, size_t nm, void *ud)
             return 0;
         return n;
     }
-    return lg_sse_feed(&x->sse, p, n) ? 0 : n; /* 0 aborts: out of memory */
+    int rc = lg_sse_feed(&x->sse, p, n);
+    if (rc == LL_ERANGE && !x->delta.error) {
+        /* Say why curl's "write error" happened: classified as a stream error. */
+        x->delta.error = 1;
+        snprintf(x->delta.errmsg, sizeof x->delta.errmsg, "SSE line or event over %u bytes", LG_SSE_MAX_BYTES);
+    }
+    return rc ? 0 : n; /* 0 aborts: out of memory or an endless line */
 }
 
 int lg_xfer_start(lg_worker *w, int req_index, int64_t intended_ns)

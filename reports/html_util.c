@@ -109,15 +109,18 @@ int html_page_begin(ll_buf *b, const char *title)
     return ll_buf_printf(b, "<div id=\"ll-errors\"></div>\n");
 }
 
-/* JSON inside <script> must not contain "</": escape every '/' after '<'.
- * "://" is written ":\/\/" (the same string to JSON.parse), so that no URL
- * appears in the page's text (see append_script). */
+/* JSON inside <script> must hold no '<' at all: "</script" would close the
+ * block, and "<!--" followed by "<script" switches the tokenizer into the
+ * script-data escaped states, where the block's own "</script>" no longer
+ * ends it. '<' occurs only inside JSON strings, where "\u003c" is the same
+ * character to JSON.parse. "://" is written ":\/\/" (also the same string),
+ * so that no URL appears in the page's text (see append_script). */
 static int append_json_safe(ll_buf *b, const char *s)
 {
     const char *run = s;
     for (; *s; s++) {
-        if (s[0] == '<' && s[1] == '/') {
-            if (ll_buf_append(b, run, (size_t)(s - run + 1)) || ll_buf_append(b, "\\", 1))
+        if (s[0] == '<') {
+            if (ll_buf_append(b, run, (size_t)(s - run)) || ll_buf_append(b, "\\u003c", 6))
                 return LL_ENOMEM;
             run = s + 1;
         } else if (s[0] == ':' && s[1] == '/' && s[2] == '/') {

@@ -74,7 +74,8 @@ typedef struct rpt_trace_info {
     int64_t gpu_total_ns;   /* sum of GPU event durations (overlaps counted twice) */
     uint64_t late_events;   /* events too far out of order for an exact union (0 normally) */
     uint64_t bad_events;    /* GPU "X" events (by cat or args.stream) left out for lack of a
-                             * numeric ts or a numeric dur >= 0 */
+                             * numeric ts or a numeric dur >= 0, or for a time out of
+                             * range (ts > 2^62 ns, a GPU dur > 2^40 ns) */
 } rpt_trace_info;
 void rpt_trace_get_info(const rpt_trace *t, rpt_trace_info *out);
 

@@ -125,6 +125,13 @@ static int event_end(parse_ctx *c)
     if (!c->has_ph || strcmp(c->ph, "X") != 0)
         return 0;
     int gpu = c->has_cat ? is_gpu_cat(c->cat) : c->has_stream;
+    /* Corrupt times are left out so that ts + dur, the span and the sums stay
+     * inside int64: ts up to 2^62 ns (Unix-epoch traces are ~1.8e18 ns), any
+     * dur up to 2^60, and a GPU op's up to 2^40 ns (18 minutes; a longer kernel
+     * or copy is not real, and 2^23 of them still sum inside int64). */
+    if (c->has_ts && (c->ts_ns > ((int64_t)1 << 62) || c->ts_ns < -((int64_t)1 << 60) ||
+                      (c->has_dur && c->dur_ns > ((int64_t)1 << (gpu ? 40 : 60)))))
+        c->has_ts = 0;
     if (!c->has_ts || (gpu && (!c->has_dur || c->dur_ns < 0))) {
         t->info.bad_events += gpu; /* bad input is counted, not dropped silently */
         return 0;

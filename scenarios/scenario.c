@@ -246,6 +246,12 @@ static int load_level_fields(ld *c, const cJSON *o, const char *path, scn_level 
         (rc = get_num(c, o, path, "rate_per_s", 0, 1e7, &l->rate_per_s)) ||
         (rc = get_enum(c, o, path, "arrival", k_arrival, "\"poisson\" or \"constant\"", &arr)))
         return rc;
+    if (l->rate_per_s > 0 && l->rate_per_s < 1e-6 && cJSON_GetObjectItemCaseSensitive(o, "rate_per_s")) {
+        /* One arrival gap, 1/rate s, becomes int64 ns: 1e-300/s would overflow it. */
+        char p[160];
+        join(p, sizeof p, path, "rate_per_s");
+        return bad(c, p, "0 (closed loop) or a number in [1e-06, 1e+07]");
+    }
     l->arrival = (scn_arrival)arr;
     if (prof) {
         char p[160];

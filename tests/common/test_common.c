@@ -17,6 +17,8 @@ static void test_parse(void)
     CHECK(ll_parse_duration_s("1.5", &d) == 0 && d == 1.5, "bare seconds");
     CHECK(ll_parse_duration_s("3x", &d) != 0, "bad suffix rejected");
     CHECK(ll_parse_duration_s("-1s", &d) != 0, "negative rejected");
+    /* Finite before the unit, infinite after it: would reach an int64 ns cast. */
+    CHECK(ll_parse_duration_s("1e308h", &d) != 0, "overflow by unit rejected");
     CHECK(ll_parse_count("4k", &u) == 0 && u == 4000, "4k");
     CHECK(ll_parse_count("4ki", &u) == 0 && u == 4096, "4ki");
     CHECK(ll_parse_count("12", &u) == 0 && u == 12, "12");
@@ -103,6 +105,11 @@ static void test_jsonl(void)
     int rc = ll_jsonl_foreach(path, count_cb, &sum, &skipped, err, sizeof err);
     CHECK(rc == LL_EPARSE && strstr(err, ":2:") != NULL, "malformed line named: %s", err);
     unlink(path);
+    /* A hostile or corrupt file's 1e300 "ns" must not reach an int64 cast (UB). */
+    cJSON *o = cJSON_Parse("{\"big\":1e300,\"neg\":-1e300,\"ok\":123456789012}");
+    CHECK(ll_json_i64(o, "big", -7) == -7 && ll_json_i64(o, "neg", -7) == -7, "out-of-range i64 -> default");
+    CHECK(ll_json_i64(o, "ok", -7) == 123456789012LL, "in-range i64 kept");
+    cJSON_Delete(o);
 }
 
 int main(void)

@@ -1,7 +1,8 @@
 /* test_engine_serve.c: the real `loadlaw serve` binary (argv[1]) stops cleanly
  * on a signal. It is started with fork/exec, its URL read from its stdout,
  * one request served, then SIGINT or SIGTERM sent: it must exit 0 and print
- * "stopped on SIG... after N steps" with N the steps that request took.
+ * "stopped on SIG... after N steps" with N the steps that request took. A
+ * failed backend step must end it on its own with exit 1.
  *
  * The cpu case is the one that matters: OpenBLAS starts threads before main
  * with signals unblocked, so a serve that masked SIGINT and sigwait-ed in
@@ -194,6 +195,37 @@ static void ignored_sigint(void)
     expect_clean_stop("ignored SIGINT", status, errtext, "SIGTERM", 4);
 }
 
+/* A backend step that fails (fault_fail_step, a testing aid) ends serve on
+ * its own: no signal, the reason on stderr, exit 1. */
+static void failed_step(void)
+{
+    char *args[] = {"--time-scale", "0.01", "--fault-fail-step", "2", NULL};
+    served s;
+    char errtext[8192];
+    if (serve_start(&s, args, 0) != 0) {
+        if (s.pid > 0) {
+            kill(s.pid, SIGKILL);
+            waitpid(s.pid, NULL, 0);
+        }
+        return;
+    }
+    char url[192];
+    snprintf(url, sizeof url, "%s/v1/chat/completions", s.url);
+    tc_resp r;
+    tc_request("POST", url, "{\"max_tokens\":5,\"ignore_eos\":true,"
+                            "\"messages\":[{\"role\":\"user\",\"content\":\"a\"}]}", -1, &r);
+    CHECK(r.status != 200 || !r.body.p || !strstr(r.body.p, "\"completion_tokens\":5"),
+          "failed step: request cut (%ld)", r.status);
+    tc_resp_free(&r);
+    /* signal 0 checks nothing and sends nothing: serve must exit by itself */
+    int status = serve_signal(&s, 0, errtext, sizeof errtext);
+    CHECK(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 1,
+          "failed step: exit status 1 (%d)", status == -1 ? -1 : WEXITSTATUS(status));
+    CHECK(strstr(errtext, "loadlaw serve: engine failed after 1 steps: backend synthetic step "
+                          "failed") != NULL,
+          "failed step: stderr names it:\n%s", errtext);
+}
+
 /* Usage errors name the key and exit 2 before anything starts. */
 static void usage_errors(void)
 {
@@ -243,6 +275,7 @@ int main(int argc, char **argv)
                    "--max-running", "4", NULL};
     run_case("cpu SIGINT", cpu, 5, SIGINT);
     ignored_sigint();
+    failed_step();
     usage_errors();
 
     curl_global_cleanup();

@@ -72,6 +72,21 @@ static void write_request(FILE *f, int level, const sreq *q, const sim_cfg *c)
     fprintf(f, "]}\n");
 }
 
+/* sim.h, burst_every: group the chunks after the first token into reads of
+ * k; each read happens when its last chunk arrives and stamps the chunks it
+ * collected microseconds apart, as a client's write callback would. */
+static void burst_stamps(sreq *q, int k)
+{
+    for (int g0 = 1; g0 < q->n_chunks; g0 += k) {
+        int g1 = g0 + k < q->n_chunks ? g0 + k : q->n_chunks;
+        int64_t read_t = q->chunk_t[g1 - 1];
+        for (int j = g0; j < g1; j++)
+            q->chunk_t[j] = read_t + (int64_t)(j - g0) * 20000;
+    }
+    if (q->n_chunks > 0 && q->end < q->chunk_t[q->n_chunks - 1])
+        q->end = q->chunk_t[q->n_chunks - 1];
+}
+
 static int add_chunk(sreq *q, int64_t t, int cap)
 {
     if (q->n_chunks >= cap)
@@ -226,8 +241,11 @@ int sim_write(const char *path, const sim_cfg *c, sim_stats *st)
             }
             t = te;
         }
-        for (int k = 0; k < n_done; k++)
+        for (int k = 0; k < n_done; k++) {
+            if (c->burst_every > 0 && l == c->burst_level)
+                burst_stamps(&rq[order[k]], c->burst_every);
             write_request(f, l, &rq[order[k]], c);
+        }
         if (!killed)
             fprintf(f, "{\"type\":\"level_end\",\"level\":%d,\"end_ns\":%lld,"
                        "\"interrupted\":false,\"ok\":%d,\"failed\":%d}\n",

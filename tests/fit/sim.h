@@ -35,6 +35,11 @@ typedef struct sim_cfg {
     int write_truth;            /* write engine_law in the run line */
     int truncate_tail;          /* append half a line without '\n' */
     int schema;                 /* run line schema (0 -> 1) */
+    int burst_every;            /* > 0: in level burst_level a CPU-starved client reads
+                                 * every burst_every-th chunk's time only, and stamps
+                                 * the chunks collected since its last read 20 us apart
+                                 * from then (0 = none) */
+    int burst_level;
 } sim_cfg;
 
 typedef struct sim_level_stats {

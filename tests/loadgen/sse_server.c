@@ -219,6 +219,23 @@ static int respond(ts_server *s, int fd, ts_mode mode)
                 break; /* the client gave up and closed */
         }
         break;
+    case TS_ENDLESS: {
+        /* HTTP chunks of one unterminated SSE line, until the client hangs up. */
+        static char junk[65536 + 16];
+        if (send_tokens(s, fd, "content", 1, &ct))
+            break;
+        int n = snprintf(junk, sizeof junk, "%x\r\n", 65536);
+        memset(junk + n, 'x', 65536);
+        memcpy(junk + n, "data: ", 6);
+        memcpy(junk + n + 65536, "\r\n", 2);
+        for (int i = 0; i < 1024; i++) {
+            if (send_all(fd, junk, (size_t)n + 65536 + 2))
+                break;
+            if (i == 0)
+                memset(junk + n, 'x', 6); /* later chunks continue the same line */
+        }
+        break;
+    }
     case TS_RESET: {
         send_tokens(s, fd, "content", 1, &ct);
         struct linger lg = {1, 0}; /* close() now sends RST */

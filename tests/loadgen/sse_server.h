@@ -17,6 +17,7 @@ typedef enum ts_mode {
     TS_STALL,         /* 1 token, then silence until the client gives up */
     TS_RESET,         /* 1 token, then a TCP reset */
     TS_MIX,           /* request i gets mode (i % 8) */
+    TS_ENDLESS,       /* 1 token, then one "data:" line that never ends (at most 64 MiB) */
 } ts_mode;
 
 typedef struct ts_server ts_server;

@@ -290,6 +290,32 @@ static void test_classes(void)
     ts_stop(srv);
 }
 
+/* A server whose SSE line never ends: the client stops at LG_SSE_MAX_BYTES
+ * and records a stream error that says why, instead of growing without bound. */
+static void test_endless_line(void)
+{
+    ts_config c = {TS_ENDLESS, 0, 0, 0, 1, 0};
+    ts_server *srv;
+    sweep s;
+    char err[512];
+    CHECK(ts_start(&c, &srv) == 0, "server start");
+    if (sweep_open(&s, ts_url(srv),
+                   "{\"load\":{\"threads\":1,\"concurrency\":[1],\"requests\":1},\"request\":{\"timeout_s\":20}}",
+                   "endless") == 0) {
+        int rc = lg_run_sweep(s.run, err, sizeof err);
+        CHECK(rc == 0, "sweep completes: %s", err);
+        size_t n;
+        const lg_level_summary *L = lg_run_levels(s.run, &n);
+        CHECK(n == 1 && L[0].failed == 1 && L[0].failed_by_class[LG_ERR_STREAM] == 1,
+              "endless line: failed %d stream %d", n ? L[0].failed : -1, n ? L[0].failed_by_class[LG_ERR_STREAM] : -1);
+        char path[400];
+        snprintf(path, sizeof path, "%s/records.jsonl", s.dir);
+        CHECK(file_contains(path, "SSE line or event over") == 1, "endless line: reason recorded");
+        sweep_close(&s);
+    }
+    ts_stop(srv);
+}
+
 static void test_refused(void)
 {
     sweep s;
@@ -435,6 +461,7 @@ int main(void)
     test_counts(3);
     test_classes();
     test_refused();
+    test_endless_line();
     test_open_loop();
     test_interrupt();
     test_1024();

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lg_internal.h"
 #include "sse.h"
 #include "testutil.h"
 
@@ -214,11 +215,95 @@ static void test_sse_framing(void)
     CHECK(h.d.done == 1, "[DONE] without the blank line is dispatched at the end");
 }
 
+/* A server's usage numbers are data, not trusted sizes: 1e300 or 3e9 tokens
+ * cast to int64/int is undefined or wraps negative. Out-of-range values count
+ * as absent, so the chunk is counted from its text (one answer token each). */
+static void test_hostile_usage(void)
+{
+    harness h;
+    const char *s = "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}],\"usage\":{\"completion_tokens\":1e300}}\n\n"
+                    "data: {\"choices\":[{\"delta\":{\"content\":\"yo\"}}],\"usage\":{\"completion_tokens\":3e9}}\n\n"
+                    "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":-5e300,\"completion_tokens\":1e19}}\n\n"
+                    "data: [DONE]\n\n";
+    run(&h, s, 1000, 0);
+    CHECK(h.answer == 2 && h.think == 0 && h.chunks == 2, "hostile usage: answer %d think %d chunks %d", h.answer,
+          h.think, h.chunks);
+    CHECK(h.d.usage_completion == -1 && h.d.usage_prompt == -1, "out-of-range usage is absent: %lld %lld",
+          (long long)h.d.usage_completion, (long long)h.d.usage_prompt);
+}
+
+/* A server that never ends a line (or an event) must not grow the buffers
+ * without bound: at C=4096 that is the client's memory. Past the cap the
+ * feed fails with LL_ERANGE; a normal stream after it is unaffected. */
+static void test_unbounded_line(void)
+{
+    harness h;
+    size_t n = 1 << 20;
+    char *junk = malloc(n);
+    CHECK(junk != NULL, "malloc");
+    if (!junk)
+        return;
+    memset(junk, 'x', n);
+    memcpy(junk, "data: ", 6);
+    memset(&h, 0, sizeof h);
+    lg_sse_init(&h.sse, on_event, &h);
+    lg_delta_init(&h.d);
+    int rc = 0;
+    size_t fed = 0;
+    while (rc == 0 && fed < 2 * (size_t)LG_SSE_MAX_BYTES) {
+        rc = lg_sse_feed(&h.sse, fed ? junk + 6 : junk, fed ? n - 6 : n);
+        fed += n;
+    }
+    CHECK(rc == LL_ERANGE && fed <= (size_t)LG_SSE_MAX_BYTES + 2 * n, "endless line: rc %d after %zu bytes", rc,
+          fed);
+    lg_sse_free(&h.sse);
+    /* many data lines, no blank line: the event buffer is capped too */
+    memset(&h, 0, sizeof h);
+    lg_sse_init(&h.sse, on_event, &h);
+    lg_delta_init(&h.d);
+    junk[n - 1] = '\n';
+    rc = 0;
+    fed = 0;
+    while (rc == 0 && fed < 2 * (size_t)LG_SSE_MAX_BYTES) {
+        rc = lg_sse_feed(&h.sse, junk, n);
+        fed += n;
+    }
+    CHECK(rc == LL_ERANGE && h.events == 0, "endless event: rc %d events %d", rc, h.events);
+    lg_sse_free(&h.sse);
+    free(junk);
+}
+
+/* Records must be valid UTF-8 JSON for any reader (Python's json, jq): a
+ * server's message may hold stray bytes, and a message cut at a buffer's end
+ * may split a character. Bad bytes become U+FFFD; good UTF-8 passes as is. */
+static void test_json_escape_utf8(void)
+{
+    static const struct {
+        const char *in, *want;
+    } k[] = {
+        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\""},
+        {"a\"b\\c\n\x01</script>", "\"a\\\"b\\\\c\\n\\u0001</script>\""},
+        {"bad \xff end", "\"bad \\ufffd end\""},
+        {"cut \xe2\x82", "\"cut \\ufffd\\ufffd\""},            /* a character split at the end */
+        {"over \xc0\xaf", "\"over \\ufffd\\ufffd\""},           /* overlong '/' */
+        {"sur \xed\xa0\x80", "\"sur \\ufffd\\ufffd\\ufffd\""}, /* UTF-16 surrogate */
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        ll_buf b = {0};
+        CHECK(lg_json_escape(&b, k[i].in) == 0, "escape %zu", i);
+        CHECK(b.p && strcmp(b.p, k[i].want) == 0, "escape %zu: got %s want %s", i, b.p ? b.p : "", k[i].want);
+        ll_buf_free(&b);
+    }
+}
+
 int main(void)
 {
     for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++)
         check_case(&k_cases[i]);
     test_error_messages();
     test_sse_framing();
+    test_hostile_usage();
+    test_unbounded_line();
+    test_json_escape_utf8();
     TEST_MAIN_END();
 }

@@ -237,6 +237,16 @@ static void test_usage_errors(void)
     char *a3[] = {"loadlaw", "sweep", "--url", "http://127.0.0.1:9", NULL};
     rc = wait_exit(spawn(a3, errf), 10);
     CHECK(rc == 2 && file_has(errf, "--model"), "remote URL without a model: exit 2, got %d", rc);
+    /* Finite but past the scenario's bounds: (int64_t)(v * 1e9) would be UB. */
+    char *a5[] = {"loadlaw", "sweep", "--duration", "1e300", NULL};
+    rc = wait_exit(spawn(a5, errf), 10);
+    CHECK(rc == 2 && file_has(errf, "--duration"), "huge --duration: exit 2, got %d", rc);
+    char *a6[] = {"loadlaw", "sweep", "--timeout", "1e300", NULL};
+    rc = wait_exit(spawn(a6, errf), 10);
+    CHECK(rc == 2 && file_has(errf, "--timeout"), "huge --timeout: exit 2, got %d", rc);
+    char *a7[] = {"loadlaw", "sweep", "--rate", "1e-300", NULL};
+    rc = wait_exit(spawn(a7, errf), 10);
+    CHECK(rc == 2 && file_has(errf, "--rate"), "tiny --rate: exit 2, got %d", rc);
     char *a4[] = {"loadlaw", "sweep", "--help", NULL};
     rc = wait_exit(spawn(a4, errf), 10);
     CHECK(rc == 0, "--help exits 0, got %d", rc);
@@ -277,6 +287,30 @@ static void test_api_key_hidden(void)
           "the --api-key key appears nowhere");
 }
 
+/* The bundled engine fails at its 40th step: the sweep stops issuing, keeps
+ * the requests that finished, says why and exits 1 (not a level of 503s). */
+static void test_engine_failure(void)
+{
+    char dir[300], errf[300], path[400];
+    snprintf(dir, sizeof dir, "%s/fail", g_tmp);
+    snprintf(errf, sizeof errf, "%s/fail.err", g_tmp);
+    char *args[] = {"loadlaw", "sweep", "-c", "2,4", "-n", "20", "--max-tokens", "8", "--think-tokens", "0",
+                    "--engine", "backend=synthetic,law=1+0n,time_scale=1,fault_fail_step=40", "-o", dir, NULL};
+    int rc = wait_exit(spawn(args, errf), 30);
+    CHECK(rc == 1, "engine failure: exit 1, got %d", rc);
+    CHECK(file_has(errf, "the bundled engine failed") && file_has(errf, "step failed"),
+          "stderr names the failure");
+    tally t = {0};
+    size_t skipped = 0;
+    char err[256];
+    snprintf(path, sizeof path, "%s/records.jsonl", dir);
+    CHECK(ll_jsonl_foreach(path, on_line, &t, &skipped, err, sizeof err) == 0, "records: %s", err);
+    /* 39 good steps of 2 streams x 9 steps per request: a few requests
+     * finished before the failure, and far fewer than the 40 planned ran. */
+    CHECK(t.ok >= 2 && t.requests < 40, "requests %d ok %d", t.requests, t.ok);
+    CHECK(t.steps > 0, "engine steps kept (%d)", t.steps);
+}
+
 int main(void)
 {
     char err[128];
@@ -288,6 +322,7 @@ int main(void)
     test_sigint_once();
     test_sigint_twice();
     test_ab();
+    test_engine_failure();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
     if (system(cmd) != 0)

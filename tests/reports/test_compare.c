@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <gsl/gsl_cdf.h>
 
@@ -36,6 +37,46 @@ static int analyse(const char *dir, fit_run **run, fit_result **res)
         return -1;
     }
     return 0;
+}
+
+/* Data embedded in <script type="application/json"> from a hostile model name
+ * or error message: "</script>" must not close the block, and "<!--<script>"
+ * must not push the HTML tokenizer into the script-data escaped states, where
+ * the block's own "</script>" no longer ends it and the page is swallowed. So
+ * no '<' at all may appear in the embedded JSON, and JSON.parse must still get
+ * the same strings back (checked here with cJSON). */
+static void check_json_embed(void)
+{
+    static const char *const hostile = "m<!--<script>x</script><img src=x onerror=alert(1)>\"\u00e9\x01";
+    char fake[] = "/tmp/ll_test_chartjs_XXXXXX", err[512];
+    int fd = mkstemp(fake);
+    CHECK(fd >= 0, "mkstemp");
+    if (fd < 0)
+        return;
+    CHECK(write(fd, "var Chart=1;", 12) == 12, "write fake chart.js");
+    close(fd);
+    setenv("LOADLAW_CHARTJS", fake, 1);
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddStringToObject(d, "model", hostile);
+    ll_buf b = {0};
+    CHECK(html_page_begin(&b, hostile) == 0 && html_page_end(&b, d, err, sizeof err) == 0, "page: %s", err);
+    const char *open_tag = "<script id=\"ll-data\" type=\"application/json\">";
+    const char *start = b.p ? strstr(b.p, open_tag) : NULL;
+    const char *end = start ? strstr(start, "</script>") : NULL;
+    CHECK(start && end, "data block present");
+    if (start && end) {
+        start += strlen(open_tag);
+        CHECK(memchr(start, '<', (size_t)(end - start)) == NULL, "no '<' inside the data block: %.*s",
+              (int)(end - start), start);
+        cJSON *back = cJSON_ParseWithLengthOpts(start, (size_t)(end - start), NULL, 0);
+        const char *m = ll_json_str(back, "model", "");
+        CHECK(strcmp(m, hostile) == 0, "round trip: got '%s'", m);
+        cJSON_Delete(back);
+    }
+    ll_buf_free(&b);
+    cJSON_Delete(d);
+    unsetenv("LOADLAW_CHARTJS");
+    unlink(fake);
 }
 
 /* The laws lines of the terminal output: "-> X tok/s max" must be 1000/b of
@@ -156,6 +197,7 @@ static int run_cmd(const char *cmd)
 
 int main(int argc, char **argv)
 {
+    check_json_embed();
     gen_spec g = {.a_ms = A_MS, .b_ms = BA_MS, .jitter = 0.03, .prefill_ms = 30, .tokens = 24, .waves = 4,
                   .think = 8, .levels = levels, .n_levels = 5, .seed = 11};
     CHECK(gen_run("cmp_a", &g) == 0, "write run a");

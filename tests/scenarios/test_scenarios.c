@@ -40,6 +40,9 @@ static void test_errors(void)
                  "sglang");
     expect_error("{\"load\":{\"concurrency\":[1]},\"levels\":[{\"concurrency\":2}]}", "load.concurrency", "levels");
     expect_error("{\"load\":{\"rate_per_s\":-1}}", "load.rate_per_s", NULL);
+    /* One arrival gap of 1/rate seconds becomes int64 ns: 1e-300/s overflows it. */
+    expect_error("{\"load\":{\"rate_per_s\":1e-300}}", "load.rate_per_s", "1e-06");
+    expect_error("{\"levels\":[{\"concurrency\":2,\"rate_per_s\":1e-9}]}", "levels[0].rate_per_s", NULL);
     expect_error("[1,2]", "top level", "object");
     expect_error("{\"name\":\"x\",\n\"load\":{", "line 2", "malformed");
 }
