@@ -94,6 +94,11 @@ static int serve_start(served *s, char *const *args, int ignore_int)
         return -1;
     int rc = read_line(s->out_fd, s->url, sizeof s->url, ll_now_ns() + BOUND_NS);
     CHECK(rc == 0 && strncmp(s->url, "http://127.0.0.1:", 17) == 0, "URL on stdout: '%s'", s->url);
+    if (rc != 0) {
+        /* Started but never said where it listens: do not leave it running. */
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, NULL, 0);
+    }
     return rc;
 }
 
@@ -157,13 +162,8 @@ static void run_case(const char *what, char *const *args, int max_tokens, int si
 {
     served s;
     char errtext[8192];
-    if (serve_start(&s, args, 0) != 0) {
-        if (s.pid > 0) {
-            kill(s.pid, SIGKILL);
-            waitpid(s.pid, NULL, 0);
-        }
+    if (serve_start(&s, args, 0) != 0)
         return;
-    }
     int got = one_request(&s, max_tokens);
     CHECK(got == max_tokens, "%s: %d completion tokens, want %d", what, got, max_tokens);
     /* one request alone: its first token ends the prefill step, then one
@@ -179,13 +179,8 @@ static void ignored_sigint(void)
     char *args[] = {"--time-scale", "0.01", NULL};
     served s;
     char errtext[8192];
-    if (serve_start(&s, args, 1) != 0) {
-        if (s.pid > 0) {
-            kill(s.pid, SIGKILL);
-            waitpid(s.pid, NULL, 0);
-        }
+    if (serve_start(&s, args, 1) != 0)
         return;
-    }
     kill(s.pid, SIGINT);
     /* A request after the SIGINT was sent: served, so the SIGINT did nothing
      * (kill() makes the signal pending before it returns). */
@@ -202,13 +197,8 @@ static void failed_step(void)
     char *args[] = {"--time-scale", "0.01", "--fault-fail-step", "2", NULL};
     served s;
     char errtext[8192];
-    if (serve_start(&s, args, 0) != 0) {
-        if (s.pid > 0) {
-            kill(s.pid, SIGKILL);
-            waitpid(s.pid, NULL, 0);
-        }
+    if (serve_start(&s, args, 0) != 0)
         return;
-    }
     char url[192];
     snprintf(url, sizeof url, "%s/v1/chat/completions", s.url);
     tc_resp r;
