@@ -121,3 +121,21 @@ int ll_mkdir_p(const char *path, char *err, size_t errlen)
     }
     return 0;
 }
+
+int ll_vec_reserve_(void **v, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 16;
+    while (c < need) {
+        if (c > SIZE_MAX / 2 / elem)
+            return LL_ENOMEM;
+        c *= 2;
+    }
+    void *p = realloc(*v, c * elem);
+    if (!p)
+        return LL_ENOMEM;
+    *v = p;
+    *cap = c;
+    return 0;
+}

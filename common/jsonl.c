@@ -4,6 +4,8 @@
  * request: a mutex per line is off the per-token hot path. */
 #include "common.h"
 
+#include <math.h>
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -130,4 +132,10 @@ const char *ll_json_str(const cJSON *obj, const char *key, const char *dflt)
 {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
     return cJSON_IsString(it) ? it->valuestring : dflt;
+}
+
+int ll_json_add_num(cJSON *obj, const char *key, double v)
+{
+    cJSON *x = isfinite(v) ? cJSON_AddNumberToObject(obj, key, v) : cJSON_AddNullToObject(obj, key);
+    return x ? 0 : LL_ENOMEM;
 }

@@ -106,8 +106,8 @@ static cJSON *level_json(const fit_level *L)
     bad |= add_num(o, "ramp_tokens", L->ramp_tokens);
     bad |= add_num(o, "duration_s", L->duration_s);
     bad |= add_num(o, "tokens", L->tokens);
-    bad |= add_num(o, "ttft_p50_ms", L->ttft_p50_ms);
-    bad |= add_num(o, "ttft_p99_ms", L->ttft_p99_ms);
+    bad |= add_num(o, "ttft_p50_ms", L->ttft.p50_ms);
+    bad |= add_num(o, "ttft_p99_ms", L->ttft.p99_ms);
     bad |= add_num(o, "n_requests", (double)L->n_requests);
     bad |= add_num(o, "n_ok", (double)L->n_ok);
     bad |= add_num(o, "n_failed", (double)L->n_failed);

@@ -277,8 +277,8 @@ static int ttft(const fit_run *run, const size_t *req_idx, size_t n_req, fit_lev
             v[n++] = (double)(q->first_token_ns - q->send_ns) / 1e6;
     }
     ll_sort_doubles(v, n);
-    L->ttft_p50_ms = ll_quantile_sorted(v, n, 0.5);
-    L->ttft_p99_ms = ll_quantile_sorted(v, n, 0.99);
+    L->ttft.p50_ms = ll_quantile_sorted(v, n, 0.5);
+    L->ttft.p99_ms = ll_quantile_sorted(v, n, 0.99);
     free(v);
     return 0;
 }

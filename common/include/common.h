@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include <cjson/cJSON.h>
 
@@ -23,9 +24,8 @@
 #define LOADLAW_VERSION "0.0.0"
 #endif
 
-/* Version of the records.jsonl schema (docs/records.md). Bump on any change
- * that a reader must know about; readers refuse a newer major. */
-#define LL_RECORDS_SCHEMA 1
+/* The records schema, its types and the writer/reader: records.h. */
+#include "records.h"
 
 /* Error codes shared by all modules (module-specific ones start at -100). */
 enum {
@@ -39,6 +39,15 @@ enum {
     LL_EINTR = -7,    /* interrupted by a signal or a stop request */
 };
 const char *ll_strerror(int code);
+
+/* The one error-chaining idiom: inside a function with `int rc` and a
+ * `fail:` label (one cleanup path), run a call that returns 0 or a negative
+ * LL_E* code and jump to fail with that code kept in rc. */
+#define LL_TRY(expr)                                                                    \
+    do {                                                                                \
+        if ((rc = (expr)) != 0)                                                         \
+            goto fail;                                                                  \
+    } while (0)
 
 /* printf into a caller-owned message buffer; never overflows, always terminates. */
 void ll_errf(char *err, size_t errlen, const char *fmt, ...)
@@ -77,6 +86,23 @@ int ll_buf_append(ll_buf *b, const void *data, size_t n);
 int ll_buf_printf(ll_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ll_buf_reset(ll_buf *b);  /* len = 0, keeps memory */
 void ll_buf_free(ll_buf *b);
+
+/* ---- typed growable array ---------------------------------------------------- */
+
+/* A typed vector: `LL_VEC(fit_sample) samples = {0};` then
+ * `if ((rc = ll_vec_push(&samples, s))) ...`. Elements move on growth: keep
+ * indices, not pointers, while pushing. Not thread-safe. */
+#define LL_VEC(T)      \
+    struct {           \
+        T *v;          \
+        size_t n, cap; \
+    }
+/* Make room for `need` elements (doubling); 0 or LL_ENOMEM (vector untouched). */
+int ll_vec_reserve_(void **v, size_t *cap, size_t need, size_t elem);
+#define ll_vec_reserve(vec, need) ll_vec_reserve_((void **)&(vec)->v, &(vec)->cap, (need), sizeof *(vec)->v)
+#define ll_vec_push(vec, x) \
+    (ll_vec_reserve((vec), (vec)->n + 1) ? LL_ENOMEM : ((vec)->v[(vec)->n++] = (x), 0))
+#define ll_vec_free(vec) (free((vec)->v), (vec)->v = NULL, (vec)->n = (vec)->cap = 0)
 
 /* ---- files ---------------------------------------------------------------- */
 
@@ -150,5 +176,8 @@ int ll_jsonl_foreach(const char *path, ll_jsonl_cb cb, void *ctx, size_t *skippe
 double ll_json_num(const cJSON *obj, const char *key, double dflt);
 int64_t ll_json_i64(const cJSON *obj, const char *key, int64_t dflt);
 const char *ll_json_str(const cJSON *obj, const char *key, const char *dflt);
+/* The one NaN -> null rule: add key = v, or null when v is NaN or infinite
+ * (JSON has no NaN). 0, or LL_ENOMEM when cJSON could not allocate. */
+int ll_json_add_num(cJSON *obj, const char *key, double v);
 
 #endif

@@ -46,6 +46,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "records.h"
+
 /* ---- loaded records ------------------------------------------------------- */
 
 typedef struct fit_run fit_run;
@@ -211,6 +213,26 @@ typedef struct fit_window {
     int64_t t0_ns, t1_ns;
 } fit_window;
 
+/* Per-level figures: each is defined here once, computed once (analyze.c),
+ * and printed by every table, file and page (the sweep's table, summary.json,
+ * `loadlaw fit`, the report, compare).
+ *  TTFT  send -> first token of any kind (thinking included).
+ *  TTFA  send -> first answer token (requests without one give no sample).
+ *  ITL   one sample per gap between consecutive chunk arrivals of a stream
+ *        after its first token, divided by the tokens of the later arrival;
+ *        the entries of one arrival (a chunk split into thinking and answer)
+ *        are one arrival. ms per token. The same gaps are the step samples.
+ *  TPOT  per request: (last token - first token) / (tokens - 1).
+ *  E2E   send -> end of the response.
+ *  Open loop, from the intended send time (no coordinated omission):
+ *  client lag = send - intended; TTFT/E2E sched = first token / end - intended.
+ * Over ok, measured (non-warmup) requests. Exact percentiles of the sorted
+ * samples (linear interpolation between ranks). */
+typedef struct fit_dist {
+    size_t n;
+    double mean_ms, p50_ms, p90_ms, p99_ms, max_ms; /* NAN when n == 0 */
+} fit_dist;
+
 /* Burst reading (fit_level.burst_gap_frac): a level is noted as unreliable
  * when more than FIT_BURST_NOTE_FRAC of its samples are shorter than a tenth
  * of its 90th-percentile gap. The 75th percentile stays a real step until
@@ -242,7 +264,15 @@ typedef struct fit_level {
     int ramp_reached;             /* D reached C */
     double ramp_s;                /* NAN if not reached or open loop */
     double ramp_tokens;           /* tokens that arrived during the ramp */
-    double ttft_p50_ms, ttft_p99_ms; /* over ok, non-warmup requests */
+    /* Requests and latencies (definitions: "Per-level figures" below). */
+    size_t n_sent;                /* measured (non-warmup) requests that finished */
+    size_t failed_by_class[LL_ERRC__COUNT]; /* measured requests, by class */
+    fit_dist ttft, ttfa, tpot, itl, e2e;    /* ok, measured requests */
+    fit_dist client_lag, ttft_sched, e2e_sched; /* open loop only (n = 0 else) */
+    int64_t think_tok, answer_tok;           /* ok, measured requests, from the streams */
+    int64_t usage_completion_tok;            /* the servers' usage, ok measured requests */
+    double mean_think_tok_per_s, mean_answer_tok_per_s; /* measured requests over duration_s */
+    double output_tok_per_s, req_per_s;      /* every ok request (warmup too) over duration_s */
     double burst_gap_frac;        /* share of this level's step samples (ok,
                                    * non-warmup requests, during decode) whose
                                    * gap is under burst_gap_ms: a client that
@@ -313,15 +343,7 @@ void fit_print(FILE *f, const fit_result *r);
 void fit_print_law_line(FILE *f, const fit_result *r);
 
 /* ---- A/B comparison (compare.c) ---- */
-/* Latency distributions of one level, over ok, non-warmup requests.
- *  TTFT: send -> first token of any kind.  TTFA: send -> first answer token
- *  (requests without an answer token give none).  ITL: one sample per gap
- *  between consecutive chunks of a stream after its first token, divided by
- *  the later chunk's tokens (ms per token). Exact percentiles (sorted). */
-typedef struct fit_dist {
-    size_t n;
-    double mean_ms, p50_ms, p90_ms, p99_ms, max_ms; /* NAN when n == 0 */
-} fit_dist;
+/* The latencies of one level as fit_level holds them (ttft, ttfa, itl). */
 typedef struct fit_level_latency {
     fit_dist ttft, ttfa, itl;
 } fit_level_latency;

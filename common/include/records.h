@@ -1,0 +1,218 @@
+/* records.h: the records.jsonl schema in one place (docs/records.md): record
+ * types, their keys, error classes and chunk kinds, the writer and the reader.
+ *
+ * DESIGN: producers (loadgen's worker threads, the bundled engine's scheduler,
+ * the sweep driver) hand typed records to ll_rec_put_*, which only moves them
+ * into a bounded queue; one writer thread formats each record as a JSON line,
+ * writes it and flushes it (a killed run keeps every line the writer reached).
+ * So the threads that stamp tokens never format JSON nor touch the file. When
+ * the queue is full, a producer waits: a slow disk slows the client, it never
+ * drops a record. ll_rec_drain waits until everything queued so far is on
+ * disk (a second Ctrl-C calls it with a bound before _exit); ll_rec_close
+ * drains and joins.
+ *
+ * Every time in a record struct is integer nanoseconds on the run clock:
+ * CLOCK_MONOTONIC minus the epoch taken by ll_rec_open (ll_rec_epoch_ns), -1
+ * for "never reached" (written as null). The reader gives back the same
+ * structs; it rejects and counts values it cannot represent (a time of 1e300,
+ * a negative count) instead of casting them.
+ *
+ * Prefix ll_rec_. Errors: 0 or a negative LL_E* code with a message in err.
+ * Thread safety: ll_rec_put_* and ll_rec_drain may be called from any thread;
+ * open/close from one. The reader is single-threaded.
+ */
+#ifndef LOADLAW_RECORDS_H
+#define LOADLAW_RECORDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+/* Version of the schema (docs/records.md). Bump on a change a reader must
+ * know about; readers refuse a newer one and keep reading older ones. */
+#define LL_RECORDS_SCHEMA 1
+
+/* ---- vocabulary ------------------------------------------------------------ */
+
+/* Record types: the "type" key. */
+#define LL_REC_RUN "run"
+#define LL_REC_LEVEL "level"
+#define LL_REC_LEVEL_END "level_end"
+#define LL_REC_REQUEST "request"
+#define LL_REC_STEP "step"
+#define LL_REC_PROFILE "profile"
+
+/* Error class of a failed request (records.md "error_class"). */
+typedef enum ll_err_class {
+    LL_ERRC_OK = 0,
+    LL_ERRC_HTTP_4XX,
+    LL_ERRC_HTTP_5XX,
+    LL_ERRC_STREAM,     /* an error event inside a 200 stream */
+    LL_ERRC_TRUNCATED,  /* stream ended before [DONE] */
+    LL_ERRC_TIMEOUT,
+    LL_ERRC_CONNECT,    /* refused / unreachable */
+    LL_ERRC_RESET,      /* connection reset or closed with nothing received */
+    LL_ERRC_OTHER,      /* anything else, including aborts at the interrupt deadline */
+    LL_ERRC__COUNT
+} ll_err_class;
+/* "ok", "http_4xx", "http_5xx", "stream_error", "truncated", "timeout",
+ * "connect", "reset", "other". */
+const char *ll_err_class_name(ll_err_class c);
+/* Inverse of ll_err_class_name; LL_EINVAL (and *out = OTHER) when unknown. */
+int ll_err_class_parse(const char *name, ll_err_class *out);
+
+/* Chunk kinds, written as one-letter strings. */
+enum { LL_CHUNK_THINK = 't', LL_CHUNK_ANSWER = 'a' };
+
+/* ---- records ---------------------------------------------------------------- */
+
+/* The engine's law as played (bundled synthetic engine only). a_ms.. are in
+ * played (scaled) milliseconds; time_scale is the factor they were scaled by,
+ * so a_ms / time_scale is the law as written ("52+30n"). */
+typedef struct ll_rec_engine_law {
+    int present;
+    double a_ms, b_ms, c_ms_per_ktok, p_ms_per_tok;
+    double time_scale;        /* 1 when the engine ran in real time */
+} ll_rec_engine_law;
+
+typedef struct ll_rec_run {
+    int schema;               /* reader: as read; writer: ignored (LL_RECORDS_SCHEMA) */
+    const char *version;      /* tool version; writer: ignored (LOADLAW_VERSION) */
+    const char *host;         /* writer: NULL = gethostname() */
+    int ranks, threads;
+    int64_t epoch_wall_ns;    /* writer: ignored (taken at ll_rec_open) */
+    const char *url, *model, *endpoint; /* target */
+    int bundled;              /* target is the in-process engine */
+    const char *engine;       /* the bundled engine's spec, NULL for a remote server */
+    const char *backend;      /* "synthetic" | "cpu" | "cuda"; NULL when remote */
+    ll_rec_engine_law law;
+    const char *scenario;     /* path or NULL */
+    const cJSON *config;      /* the effective scenario as JSON (borrowed; may be NULL) */
+} ll_rec_run;
+
+typedef struct ll_rec_level {
+    int level;                /* index in the sweep */
+    int concurrency;          /* C; open loop: cap on in-flight (0 = none) */
+    int open_loop;
+    double rate_per_s;        /* open loop only */
+    int poisson;              /* open loop: 1 poisson, 0 constant arrivals */
+    int n_requests, warmup;   /* planned; n_requests excludes warmup */
+    int64_t start_ns;
+} ll_rec_level;
+
+typedef struct ll_rec_level_end {
+    int level;
+    int64_t end_ns;
+    int interrupted;
+    int ok, failed;           /* measured (non-warmup) requests that finished */
+} ll_rec_level_end;
+
+typedef struct ll_rec_chunk {
+    int64_t t_ns;             /* arrival on the run clock */
+    int32_t tokens;
+    char kind;                /* LL_CHUNK_THINK / LL_CHUNK_ANSWER */
+} ll_rec_chunk;
+
+typedef struct ll_rec_request {
+    int level, rank;
+    uint64_t id;
+    int warmup;
+    ll_err_class cls;         /* LL_ERRC_OK: "status":"ok" */
+    int http_status;          /* 0 = none */
+    char *error;              /* server's or curl's message; NULL = none */
+    int64_t intended_ns;      /* open loop: scheduled send; -1 closed loop */
+    int64_t send_ns, header_ns, first_token_ns, first_think_ns, first_answer_ns, end_ns;
+    int64_t prompt_tok, think_tok, answer_tok;   /* counted from the stream */
+    int64_t usage_prompt, usage_completion, usage_reasoning; /* -1 = not sent;
+                               * "usage" is null when usage_completion < 0 */
+    size_t n_chunks;
+    ll_rec_chunk *chunks;     /* in arrival order */
+} ll_rec_request;
+
+typedef struct ll_rec_step {
+    int64_t start_ns, dur_ns;
+    int n_decode, n_running, prefill_tok;
+    int64_t ctx_tok;
+} ll_rec_step;
+
+typedef struct ll_rec_profile {
+    int level;
+    int64_t t_ns;
+    int num_steps;
+    const char *style;        /* "sglang" | "vllm" */
+    int http_status;          /* 0 = no answer */
+    int ok;
+    const char *detail;       /* server's answer (first 1 KiB) or curl's error */
+} ll_rec_profile;
+
+/* ---- the writer ------------------------------------------------------------- */
+
+typedef struct ll_rec_writer ll_rec_writer;
+
+/* Create (truncate) path, take the run epoch (ll_now_ns()) and start the
+ * writer thread. queue_cap: records that may wait (0: default 65536). */
+int ll_rec_open(const char *path, size_t queue_cap, ll_rec_writer **out, char *err, size_t errlen);
+/* CLOCK_MONOTONIC ns of run time 0. */
+int64_t ll_rec_epoch_ns(const ll_rec_writer *w);
+
+/* Queue one record. The struct is copied; strings and cJSON are copied or
+ * formatted before return except where "takes" is said. They return
+ * LL_ENOMEM, or LL_EIO once the writer has failed (the first write error is
+ * kept; ll_rec_close reports it). */
+int ll_rec_put_run(ll_rec_writer *w, const ll_rec_run *run);
+int ll_rec_put_level(ll_rec_writer *w, const ll_rec_level *lv);
+int ll_rec_put_level_end(ll_rec_writer *w, const ll_rec_level_end *le);
+/* Takes rq->chunks and rq->error (malloc'ed; freed by the writer, also on
+ * error); the caller must not touch them afterwards. */
+int ll_rec_put_request(ll_rec_writer *w, ll_rec_request *rq);
+int ll_rec_put_step(ll_rec_writer *w, const ll_rec_step *st);
+int ll_rec_put_profile(ll_rec_writer *w, const ll_rec_profile *pr);
+/* Any other record type (telemetry samples, ...): takes obj, which must have
+ * a string "type". */
+int ll_rec_put_json(ll_rec_writer *w, cJSON *obj);
+
+/* Wait until every record queued before the call is written and flushed, or
+ * until timeout_ns passes (<= 0: no bound). 0, LL_EINTR on timeout, LL_EIO if
+ * the writer failed. */
+int ll_rec_drain(ll_rec_writer *w, int64_t timeout_ns);
+/* Records written so far (lines on disk). */
+uint64_t ll_rec_written(const ll_rec_writer *w);
+/* Drain, stop the thread, close the file, free. Returns the first write
+ * error (LL_EIO) if any. NULL is a no-op. */
+int ll_rec_close(ll_rec_writer *w);
+
+/* ---- the reader ------------------------------------------------------------- */
+
+/* Called for each record, in file order; each returns 0 to go on or a
+ * negative code to stop (returned by ll_rec_read). A NULL handler skips that
+ * type. Pointers inside the struct are valid during the call only. */
+typedef struct ll_rec_handlers {
+    int (*on_run)(const ll_rec_run *run, void *ctx);
+    int (*on_level)(const ll_rec_level *lv, void *ctx);
+    int (*on_level_end)(const ll_rec_level_end *le, void *ctx);
+    int (*on_request)(const ll_rec_request *rq, void *ctx);
+    int (*on_step)(const ll_rec_step *st, void *ctx);
+    int (*on_profile)(const ll_rec_profile *pr, void *ctx);
+    /* Types this reader does not know (counted in n_unknown as well). */
+    int (*on_other)(const cJSON *obj, const char *type, void *ctx);
+} ll_rec_handlers;
+
+typedef struct ll_rec_read_stats {
+    size_t n_lines;           /* lines read */
+    size_t n_truncated;       /* a truncated last line, skipped (0 or 1) */
+    size_t n_unknown;         /* records of a type this reader does not know */
+    size_t n_rejected;        /* records dropped: a required key missing, or a
+                               * value out of range (see n_out_of_range) */
+    size_t n_out_of_range;    /* values outside what the field can hold
+                               * (times beyond +/- 2^62 ns, negative counts,
+                               * tokens per chunk above 2^31), each counted */
+} ll_rec_read_stats;
+
+/* Read path (a records.jsonl). The run line must come first. LL_EIO: cannot
+ * read; LL_EPARSE: malformed line (not the last); LL_EINVAL: no run line, or
+ * a schema newer than LL_RECORDS_SCHEMA. */
+int ll_rec_read(const char *path, const ll_rec_handlers *h, void *ctx, ll_rec_read_stats *st,
+                char *err, size_t errlen);
+
+#endif
