@@ -1,7 +1,7 @@
 /* cmd_compare.c: `loadlaw compare RUN_A RUN_B` — per-level speedups of B over
  * A with bootstrap intervals, both laws and the slope ratio, a verdict line,
- * and a gate for CI jobs (--expect-speedup, exit 3 when missed). */
-#include <errno.h>
+ * and a gate for CI jobs (--expect-speedup, exit 3 when missed). The work is
+ * compare_runs (cli.h), which the "ab" form of `loadlaw sweep` calls too. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,31 +9,40 @@
 #include "cli.h"
 #include "common.h"
 #include "fit.h"
+#include "opts.h"
 #include "report.h"
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: loadlaw compare RUN_A RUN_B [--expect-speedup X[@C]] [--html OUT.html] [--json]\n"
-            "                       [--resamples N] [--seed S]\n\n"
-            "Compares run B against the baseline A at every closed-loop concurrency level\n"
-            "present in both: steady throughput B/A with a 95%% bootstrap interval\n"
-            "(engine steps resampled, fixed seed), TTFT/TTFA/ITL percentile changes, both\n"
-            "laws and the ratio of their slopes, and a verdict line for a pull request.\n\n"
-            "  --expect-speedup X[@C]  gate: exit 3 unless the interval's lower end is >= X\n"
-            "                          at level C, or, without @C, at the highest level the\n"
-            "                          runs share (where the per-request cost dominates).\n"
-            "                          A C the runs do not share is a usage error (2).\n"
-            "  --html FILE             also write a comparison page overlaying both runs\n"
-            "  --json                  machine-readable output instead of tables\n"
-            "  --resamples N           bootstrap resamples (default 2000)\n"
-            "  --seed S                bootstrap seed (default 1)\n\n"
-            "The bootstrap resamples engine steps (all requests' tokens in one step move\n"
-            "together), not requests: the C streams of a level share every step, and a\n"
-            "request-level bootstrap covered the true speedup of generated runs only 48%%\n"
-            "of the time at C=4 and 30%% at C=16 (steps: 93-95%%).\n\n"
-            "exit: 0 ok (gate met), 1 failure, 2 usage error, 3 gate missed\n");
-}
+enum { K_EXPECT = 256, K_HTML, K_JSON, K_RESAMPLES, K_SEED };
+
+static const cli_opt compare_table[] = {
+    {"expect-speedup", K_EXPECT, "X[@C]", "gate: exit 3 unless the interval's lower end is >= X "
+                "at level C, or, without @C, at the highest level the "
+                "runs share (where the per-request cost dominates). "
+                "A C the runs do not share is a usage error (2)."},
+    {"html", K_HTML, "FILE", "also write a comparison page overlaying both runs"},
+    {"json", K_JSON, NULL, "machine-readable output instead of tables"},
+    {"resamples", K_RESAMPLES, "N", "bootstrap resamples (default 2000)"},
+    {"seed", K_SEED, "S", "bootstrap seed (default 1)"},
+    {0},
+};
+
+static const cli_cmd compare_cmd = {
+    "compare",
+    "usage: loadlaw compare RUN_A RUN_B [--expect-speedup X[@C]] [--html OUT.html] [--json]\n"
+    "                       [--resamples N] [--seed S]",
+    "Compares run B against the baseline A at every closed-loop concurrency level\n"
+    "present in both: steady throughput B/A with a 95% bootstrap interval\n"
+    "(engine steps resampled, fixed seed), TTFT/TTFA/ITL percentile changes, both\n"
+    "laws and the ratio of their slopes, and a verdict line for a pull request.\n",
+    compare_table,
+    "The bootstrap resamples engine steps (all requests' tokens in one step move\n"
+    "together), not requests: the C streams of a level share every step, and a\n"
+    "request-level bootstrap covered the true speedup of generated runs only 48%\n"
+    "of the time at C=4 and 30% at C=16 (steps: 93-95%).\n\n"
+    "exit: 0 ok (gate met), 1 failure, 2 usage error, 3 gate missed\n",
+};
+
+/* ---- options ----------------------------------------------------------------- */
 
 static int parse_expect(const char *s, double *x, int *c)
 {
@@ -54,139 +63,176 @@ static int parse_expect(const char *s, double *x, int *c)
     return ll_parse_double(buf, x) || !(*x > 0) ? -1 : 0;
 }
 
-int cmd_compare(int argc, char **argv)
-{
-    const char *run_dir[2] = {NULL, NULL}, *html = NULL;
-    int json = 0, have_expect = 0, expect_c = 0;
-    double expect_x = 0;
-    fit_compare_options co;
-    fit_compare_options_default(&co);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            return CLI_OK;
-        } else if (strcmp(a, "--json") == 0) {
-            json = 1;
-        } else if (!strcmp(a, "--expect-speedup") || !strcmp(a, "--html") || !strcmp(a, "--resamples") ||
-                   !strcmp(a, "--seed")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "loadlaw compare: %s needs a value\n", a);
-                return CLI_USAGE;
-            }
-            const char *v = argv[++i];
-            int64_t n;
-            if (!strcmp(a, "--html")) {
-                html = v;
-            } else if (!strcmp(a, "--expect-speedup")) {
-                if (parse_expect(v, &expect_x, &expect_c)) {
-                    fprintf(stderr, "loadlaw compare: --expect-speedup wants X or X@C (X > 0), got '%s'\n", v);
-                    return CLI_USAGE;
-                }
-                have_expect = 1;
-            } else if (ll_parse_int64(v, &n) || n < (strcmp(a, "--seed") ? 1 : 0) || n > 1000000000) {
-                fprintf(stderr, "loadlaw compare: %s wants a whole number, got '%s'\n", a, v);
-                return CLI_USAGE;
-            } else if (!strcmp(a, "--seed")) {
-                co.seed = (uint64_t)n;
-            } else {
-                co.n_resamples = (int)n;
-            }
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "loadlaw compare: unknown option '%s' (try --help)\n", a);
-            return CLI_USAGE;
-        } else if (!run_dir[0]) {
-            run_dir[0] = a;
-        } else if (!run_dir[1]) {
-            run_dir[1] = a;
-        } else {
-            fprintf(stderr, "loadlaw compare: two runs, please (A, the baseline, then B)\n");
-            return CLI_USAGE;
-        }
-    }
-    if (!run_dir[1]) {
-        fprintf(stderr, "loadlaw compare: needs RUN_A and RUN_B (try --help)\n");
-        return CLI_USAGE;
-    }
+typedef struct compare_args {
+    const char *run_dir[2];
+    compare_opts o;
+} compare_args;
 
-    int rc = CLI_FAIL;
+static int on_opt(const cli_opt *opt, const char *v, void *ctx)
+{
+    compare_args *a = ctx;
+    int64_t n;
+    if (!opt) {
+        if (a->run_dir[1])
+            return cli_usage_error(&compare_cmd, "two runs, please (A, the baseline, then B)");
+        a->run_dir[a->run_dir[0] ? 1 : 0] = v;
+        return 0;
+    }
+    switch (opt->key) {
+    case K_HTML: a->o.html = v; return 0;
+    case K_JSON: a->o.json = 1; return 0;
+    case K_EXPECT:
+        if (parse_expect(v, &a->o.expect_x, &a->o.expect_c))
+            return cli_usage_error(&compare_cmd, "--expect-speedup wants X or X@C (X > 0), got '%s'", v);
+        a->o.have_expect = 1;
+        return 0;
+    }
+    if (ll_parse_int64(v, &n) || n < (opt->key == K_SEED ? 0 : 1) || n > 1000000000)
+        return cli_usage_error(&compare_cmd, "--%s wants a whole number, got '%s'", opt->name, v);
+    if (opt->key == K_SEED)
+        a->o.co.seed = (uint64_t)n;
+    else
+        a->o.co.n_resamples = (int)n;
+    return 0;
+}
+
+void compare_opts_default(compare_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    fit_compare_options_default(&o->co);
+}
+
+/* ---- the comparison, step by step ------------------------------------------ */
+
+typedef struct compared {
+    const char *dir[2];
+    fit_run *run[2];
+    fit_result *res[2];
+    fit_compare *c;
+    const fit_compare_level *gate; /* the level the verdict (and gate) judge */
+} compared;
+
+/* Load and fit both runs, then compare them. */
+static int load_and_compare(compared *k, const fit_compare_options *co)
+{
     char err[1024];
-    fit_run *run[2] = {NULL, NULL};
-    fit_result *res[2] = {NULL, NULL};
-    fit_compare *c = NULL;
     fit_options fo;
     fit_options_default(&fo);
-    for (int k = 0; k < 2; k++) {
-        if (fit_load_run(run_dir[k], &run[k], err, sizeof err) ||
-            fit_analyze(run[k], &fo, &res[k], err, sizeof err)) {
+    for (int i = 0; i < 2; i++)
+        if (fit_load_run(k->dir[i], &k->run[i], err, sizeof err) ||
+            fit_analyze(k->run[i], &fo, &k->res[i], err, sizeof err)) {
             fprintf(stderr, "loadlaw compare: %s\n", err);
-            goto done;
+            return CLI_FAIL;
         }
-    }
-    if (fit_compare_runs(run[0], res[0], run[1], res[1], &co, &c, err, sizeof err)) {
+    if (fit_compare_runs(k->run[0], k->res[0], k->run[1], k->res[1], co, &k->c, err, sizeof err)) {
         fprintf(stderr, "loadlaw compare: %s\n", err);
-        goto done;
+        return CLI_FAIL;
     }
-    int gate_idx = (int)c->n_levels - 1;
-    if (have_expect && expect_c) {
-        gate_idx = fit_compare_find(c, expect_c);
-        if (gate_idx < 0) {
-            fprintf(stderr, "loadlaw compare: --expect-speedup @%d: the runs share no level with C=%d\n", expect_c,
-                    expect_c);
-            rc = CLI_USAGE;
-            goto done;
+    return CLI_OK;
+}
+
+/* The level the verdict judges: expect_c's, else the highest shared one. */
+static int pick_gate_level(compared *k, const compare_opts *o)
+{
+    int idx = (int)k->c->n_levels - 1;
+    if (o->have_expect && o->expect_c) {
+        idx = fit_compare_find(k->c, o->expect_c);
+        if (idx < 0) {
+            fprintf(stderr, "loadlaw compare: --expect-speedup @%d: the runs share no level with C=%d\n",
+                    o->expect_c, o->expect_c);
+            return CLI_USAGE;
         }
     }
-    fit_compare_set_verdict(c, (size_t)gate_idx);
-    const fit_compare_level *G = &c->levels[gate_idx];
-    int met = G->ratio_ci[0] >= expect_x; /* NAN compares false: no interval, no pass */
-    if (json) {
-        cJSON *j = rpt_compare_to_json(c), *g = NULL;
-        if (j && have_expect && (g = cJSON_AddObjectToObject(j, "gate")) != NULL) {
-            cJSON_AddNumberToObject(g, "expect_speedup", expect_x);
-            cJSON_AddNumberToObject(g, "concurrency", G->concurrency);
-            cJSON_AddBoolToObject(g, "met", met);
-        }
-        char *s = j && (!have_expect || g) ? cJSON_Print(j) : NULL;
-        if (!s) {
-            cJSON_Delete(j);
-            fprintf(stderr, "loadlaw compare: out of memory\n");
-            goto done;
-        }
-        printf("%s\n", s);
-        free(s);
-        cJSON_Delete(j);
-    } else {
-        rpt_compare_print(stdout, c, run_dir[0], run_dir[1]);
+    fit_compare_set_verdict(k->c, (size_t)idx);
+    k->gate = &k->c->levels[idx];
+    return CLI_OK;
+}
+
+static int gate_met(const compared *k, const compare_opts *o)
+{
+    return k->gate->ratio_ci[0] >= o->expect_x; /* NAN compares false: no interval, no pass */
+}
+
+/* The comparison as JSON ({"gate":{...}} added when there is one). */
+static int print_json(const compared *k, const compare_opts *o)
+{
+    cJSON *j = rpt_compare_to_json(k->c), *g = NULL;
+    int ok = j != NULL;
+    if (ok && o->have_expect)
+        ok = (g = cJSON_AddObjectToObject(j, "gate")) && !ll_json_add_num(g, "expect_speedup", o->expect_x) &&
+             !ll_json_add_num(g, "concurrency", k->gate->concurrency) &&
+             cJSON_AddBoolToObject(g, "met", gate_met(k, o));
+    char *s = ok ? cJSON_Print(j) : NULL;
+    cJSON_Delete(j);
+    if (!s) {
+        fprintf(stderr, "loadlaw compare: out of memory\n");
+        return CLI_FAIL;
     }
-    if (html) {
-        if (rpt_compare_write_html(html, run_dir[0], run[0], res[0], run_dir[1], run[1], res[1], c, err, sizeof err)) {
-            fprintf(stderr, "loadlaw compare: %s\n", err);
-            goto done;
-        }
-        fprintf(json ? stderr : stdout, "comparison page: %s\n", html);
+    printf("%s\n", s);
+    free(s);
+    return CLI_OK;
+}
+
+static int write_page(const compared *k, const compare_opts *o)
+{
+    char err[1024];
+    if (rpt_compare_write_html(o->html, k->dir[0], k->run[0], k->res[0], k->dir[1], k->run[1], k->res[1], k->c,
+                               err, sizeof err)) {
+        fprintf(stderr, "loadlaw compare: %s\n", err);
+        return CLI_FAIL;
     }
-    rc = CLI_OK;
-    if (have_expect) {
-        /* The gate line is a diagnostic for a CI log (stderr; `sweep` of an
-         * ab scenario and its tests read it there). Flush the tables first:
-         * stdout is block-buffered in a pipe, so without this the gate line
-         * came before the verdict it judges in `compare ... 2>&1 | tee`. */
-        if (fflush(stdout) != 0) {
-            fprintf(stderr, "loadlaw compare: cannot write the tables to stdout\n");
-            rc = CLI_FAIL;
-            goto done;
-        }
-        fprintf(stderr, "gate: expected >= %.3g\u00d7 at C=%d; interval [%.3f, %.3f]: %s\n", expect_x,
-                G->concurrency, G->ratio_ci[0], G->ratio_ci[1], met ? "met" : "MISSED");
-        if (!met)
-            rc = CLI_GATE;
+    fprintf(o->json ? stderr : stdout, "comparison page: %s\n", o->html);
+    return CLI_OK;
+}
+
+/* The gate line is a diagnostic for a CI log (stderr; `sweep` of an ab
+ * scenario and its tests read it there). The tables are flushed first:
+ * stdout is block-buffered in a pipe, so without this the gate line came
+ * before the verdict it judges in `compare ... 2>&1 | tee`. */
+static int check_gate(const compared *k, const compare_opts *o)
+{
+    if (fflush(stdout) != 0) {
+        fprintf(stderr, "loadlaw compare: cannot write the tables to stdout\n");
+        return CLI_FAIL;
     }
-done:
-    fit_compare_free(c);
-    for (int k = 0; k < 2; k++) {
-        fit_result_free(res[k]);
-        fit_run_free(run[k]);
+    int met = gate_met(k, o);
+    fprintf(stderr, "gate: expected >= %.3g\u00d7 at C=%d; interval [%.3f, %.3f]: %s\n", o->expect_x,
+            k->gate->concurrency, k->gate->ratio_ci[0], k->gate->ratio_ci[1], met ? "met" : "MISSED");
+    return met ? CLI_OK : CLI_GATE;
+}
+
+int compare_runs(const char *run_a, const char *run_b, const compare_opts *o)
+{
+    compared k = {.dir = {run_a, run_b}};
+    int rc = load_and_compare(&k, &o->co);
+    if (rc == CLI_OK)
+        rc = pick_gate_level(&k, o);
+    if (rc == CLI_OK) {
+        if (o->json)
+            rc = print_json(&k, o);
+        else
+            rpt_compare_print(stdout, k.c, run_a, run_b);
+    }
+    if (rc == CLI_OK && o->html)
+        rc = write_page(&k, o);
+    if (rc == CLI_OK && o->have_expect)
+        rc = check_gate(&k, o);
+    fit_compare_free(k.c);
+    for (int i = 0; i < 2; i++) {
+        fit_result_free(k.res[i]);
+        fit_run_free(k.run[i]);
     }
     return rc;
+}
+
+int cmd_compare(int argc, char **argv)
+{
+    compare_args a = {0};
+    compare_opts_default(&a.o);
+    int rc = cli_parse(&compare_cmd, argc, argv, on_opt, &a);
+    if (rc != CLI_GO_ON)
+        return rc;
+    if (!a.run_dir[1])
+        return cli_usage_error(&compare_cmd, "needs RUN_A and RUN_B (try loadlaw compare --help)");
+    return compare_runs(a.run_dir[0], a.run_dir[1], &a.o);
 }

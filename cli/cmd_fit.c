@@ -7,60 +7,67 @@
 #include "cli.h"
 #include "common.h"
 #include "fit.h"
+#include "opts.h"
 
-static void fit_usage(FILE *f)
+enum { K_JSON = 256, K_INCLUDE_WARMUP, K_EDGE_TOL };
+
+static const cli_opt fit_table[] = {
+    {"json", K_JSON, NULL, "print one JSON object instead of the summary"},
+    {"include-warmup", K_INCLUDE_WARMUP, NULL, "take step samples from warmup requests too"},
+    {"edge-tol", K_EDGE_TOL, "F", "events this fraction of a gap from its ends count as at "
+                "the ends (default 0.05, in [0, 0.5))"},
+    {0},
+};
+
+static const cli_cmd fit_cmd = {
+    "fit",
+    "usage: loadlaw fit RUN_DIR [--json] [--include-warmup] [--edge-tol F]",
+    "Fits step(N) = a + b*N ms on the steady decode samples of RUN_DIR/records.jsonl\n"
+    "(the mean step: outlier-trimmed weighted least squares, OLS beside it, 95% CIs),\n"
+    "checks for curvature or a knee, and compares each level's steady throughput\n"
+    "with N/(a + b*N).\n",
+    fit_table,
+    "exit codes: 0 ok, 1 unreadable or unusable run, 2 usage error\n",
+};
+
+typedef struct fit_args {
+    const char *dir;
+    int json;
+    fit_options opt;
+} fit_args;
+
+static int on_opt(const cli_opt *o, const char *v, void *ctx)
 {
-    fprintf(f,
-            "usage: loadlaw fit RUN_DIR [--json] [--include-warmup] [--edge-tol F]\n"
-            "\n"
-            "Fits step(N) = a + b*N ms on the steady decode samples of RUN_DIR/records.jsonl\n"
-            "(robust bisquare regression, OLS beside it, 95%% CIs), checks for curvature or a\n"
-            "knee, and compares each level's steady throughput with N/(a + b*N).\n"
-            "\n"
-            "  --json            print one JSON object instead of the summary\n"
-            "  --include-warmup  take step samples from warmup requests too\n"
-            "  --edge-tol F      events this fraction of a gap from its ends count as at\n"
-            "                    the ends (default 0.05, in [0, 0.5))\n"
-            "\n"
-            "exit codes: 0 ok, 1 unreadable or unusable run, 2 usage error\n");
+    fit_args *a = ctx;
+    if (!o) {
+        if (a->dir)
+            return cli_usage_error(&fit_cmd, "one RUN_DIR only ('%s' and '%s')", a->dir, v);
+        a->dir = v;
+        return 0;
+    }
+    switch (o->key) {
+    case K_JSON: a->json = 1; break;
+    case K_INCLUDE_WARMUP: a->opt.include_warmup = 1; break;
+    case K_EDGE_TOL:
+        if (ll_parse_double(v, &a->opt.edge_tol_frac) || !(a->opt.edge_tol_frac >= 0 && a->opt.edge_tol_frac < 0.5))
+            return cli_usage_error(&fit_cmd, "--edge-tol needs a number in [0, 0.5)");
+        break;
+    }
+    return 0;
 }
 
 int cmd_fit(int argc, char **argv)
 {
-    const char *dir = NULL;
-    int json = 0;
-    fit_options opt;
-    fit_options_default(&opt);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            fit_usage(stdout);
-            return CLI_OK;
-        } else if (strcmp(a, "--json") == 0) {
-            json = 1;
-        } else if (strcmp(a, "--include-warmup") == 0) {
-            opt.include_warmup = 1;
-        } else if (strcmp(a, "--edge-tol") == 0) {
-            if (i + 1 >= argc || ll_parse_double(argv[i + 1], &opt.edge_tol_frac) ||
-                !(opt.edge_tol_frac >= 0 && opt.edge_tol_frac < 0.5)) {
-                fprintf(stderr, "loadlaw fit: --edge-tol needs a number in [0, 0.5)\n");
-                return CLI_USAGE;
-            }
-            i++;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "loadlaw fit: unknown option '%s' (try loadlaw fit --help)\n", a);
-            return CLI_USAGE;
-        } else if (dir) {
-            fprintf(stderr, "loadlaw fit: one RUN_DIR only ('%s' and '%s')\n", dir, a);
-            return CLI_USAGE;
-        } else {
-            dir = a;
-        }
-    }
-    if (!dir) {
-        fprintf(stderr, "loadlaw fit: missing RUN_DIR (try loadlaw fit --help)\n");
-        return CLI_USAGE;
-    }
+    fit_args a = {0};
+    fit_options_default(&a.opt);
+    int pr = cli_parse(&fit_cmd, argc, argv, on_opt, &a);
+    if (pr != CLI_GO_ON)
+        return pr;
+    if (!a.dir)
+        return cli_usage_error(&fit_cmd, "missing RUN_DIR (try loadlaw fit --help)");
+    const char *dir = a.dir;
+    int json = a.json;
+    fit_options opt = a.opt;
 
     char err[512] = "";
     fit_run *run = NULL;

@@ -6,49 +6,54 @@
 #include "cli.h"
 #include "common.h"
 #include "fit.h"
+#include "opts.h"
 #include "report.h"
 
-static void usage(FILE *f)
+static const cli_opt report_table[] = {
+    {"output", 'o', "FILE", "write there instead of RUN_DIR/report.html"},
+    {0},
+};
+
+static const cli_cmd report_cmd = {
+    "report",
+    "usage: loadlaw report RUN_DIR [-o OUT.html]",
+    "Writes RUN_DIR/report.html: one self-contained file (Chart.js inlined from\n"
+    "Debian's libjs-chart.js, data embedded) that opens offline in any browser:\n"
+    "throughput against concurrency with the fitted curve N/(a+bN) and its\n"
+    "asymptote, step time against N with the fit and the 95% confidence band of\n"
+    "its mean line (from the fit's covariance of a and b), per level the\n"
+    "prefill/decode timeline, token rate (thinking vs answer, ramp shaded) and\n"
+    "TTFT/TTFA/ITL distributions; tables of the law, the levels and the run.\n",
+    report_table,
+    "environment: LOADLAW_CHARTJS, another Chart.js file to inline\n",
+};
+
+typedef struct report_args {
+    const char *dir, *out;
+} report_args;
+
+static int on_opt(const cli_opt *o, const char *v, void *ctx)
 {
-    fprintf(f, "usage: loadlaw report RUN_DIR [-o OUT.html]\n\n"
-               "Writes RUN_DIR/report.html: one self-contained file (Chart.js inlined from\n"
-               "Debian's libjs-chart.js, data embedded) that opens offline in any browser:\n"
-               "throughput against concurrency with the fitted curve N/(a+bN) and its\n"
-               "asymptote, step time against N with the fit and the 95%% confidence band of\n"
-               "its mean line (from the fit's covariance of a and b), per level the\n"
-               "prefill/decode timeline, token rate (thinking vs answer, ramp shaded) and\n"
-               "TTFT/TTFA/ITL distributions; tables of the law, the levels and the run.\n\n"
-               "  -o, --output FILE   write there instead of RUN_DIR/report.html\n"
-               "  LOADLAW_CHARTJS     environment: another Chart.js file to inline\n");
+    report_args *a = ctx;
+    if (o) {
+        a->out = v; /* -o, the only option */
+        return 0;
+    }
+    if (a->dir)
+        return cli_usage_error(&report_cmd, "one run directory, please ('%s' and '%s')", a->dir, v);
+    a->dir = v;
+    return 0;
 }
 
 int cmd_report(int argc, char **argv)
 {
-    const char *dir = NULL, *out = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return CLI_OK;
-        } else if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
-            if (++i >= argc) {
-                fprintf(stderr, "loadlaw report: %s needs a file name\n", argv[i - 1]);
-                return CLI_USAGE;
-            }
-            out = argv[i];
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "loadlaw report: unknown option '%s' (try --help)\n", argv[i]);
-            return CLI_USAGE;
-        } else if (dir) {
-            fprintf(stderr, "loadlaw report: one run directory, please ('%s' and '%s')\n", dir, argv[i]);
-            return CLI_USAGE;
-        } else {
-            dir = argv[i];
-        }
-    }
-    if (!dir) {
-        fprintf(stderr, "loadlaw report: no run directory given (try --help)\n");
-        return CLI_USAGE;
-    }
+    report_args a = {0};
+    int pr = cli_parse(&report_cmd, argc, argv, on_opt, &a);
+    if (pr != CLI_GO_ON)
+        return pr;
+    if (!a.dir)
+        return cli_usage_error(&report_cmd, "no run directory given (try loadlaw report --help)");
+    const char *dir = a.dir, *out = a.out;
     char err[1024], path[4096];
     fit_run *run = NULL;
     fit_result *res = NULL;

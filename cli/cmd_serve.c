@@ -18,51 +18,84 @@
 #include "cli.h"
 #include "common.h"
 #include "engine.h"
+#include "opts.h"
 #include "signals.h"
 
-static void serve_usage(FILE *f)
+/* Every option but -v is an engine key, and the engine's key table
+ * (eng_config_key: name, value form, help) is this command's option table:
+ * --time-scale sets time_scale through eng_config_set, which checks the
+ * value. A key added to the engine is a serve option without a change here. */
+enum { K_ENGINE = 256 };
+
+#define SERVE_INTRO                                                                  \
+    "Run the bundled decode engine behind an OpenAI-compatible server until\n"       \
+    "SIGINT/SIGTERM. Prints the URL on stdout. Port 8000 unless --port says\n"      \
+    "otherwise. Each option is a key of `loadlaw sweep --engine` (dashes for _).\n"
+
+#define SERVE_OUTRO                                                                  \
+    "The synthetic backend's scheduler thread asks for SCHED_FIFO priority 1 so it\n" \
+    "wakes on its deadlines on a busy machine; where that is refused (the usual case\n" \
+    "without CAP_SYS_NICE or an RLIMIT_RTPRIO), it runs at normal priority and -v\n" \
+    "says so. Step times are then only as punctual as the machine is idle.\n"         \
+    "Exit: 0 after a clean stop on SIGINT/SIGTERM (a second one exits with 130),\n"  \
+    "1 if the engine cannot start or a backend step fails, 2 for a usage error.\n"
+
+/* The option table: one row per engine key ("time_scale" -> --time-scale),
+ * then -v. Caller frees with serve_table_free. NULL on no memory. */
+static cli_opt *serve_table_new(void)
 {
-    fprintf(f,
-        "usage: loadlaw serve [options]\n"
-        "Run the bundled decode engine behind an OpenAI-compatible server until\n"
-        "SIGINT/SIGTERM. Prints the URL on stdout.\n\n"
-        "  --host ADDR            IPv4 address to bind (default 127.0.0.1)\n"
-        "  --port P               port (default 8000; 0 = ephemeral)\n"
-        "  --model NAME           served model name (default loadlaw-synthetic)\n"
-        "  --backend B            synthetic | cpu | cuda (default synthetic)\n"
-        "  --law LAW              step time in ms before scaling: \"52+30n\", with optional\n"
-        "                         terms \"+0.5c\" (per 1000 context tokens) \"+0.01p\" (per prefill token)\n"
-        "  --c MS, --p MS         the c and p law terms on their own\n"
-        "  --time-scale X         multiply every step time by X (default 1)\n"
-        "  --jitter F             relative std-dev of seeded gaussian step jitter (default 0)\n"
-        "  --seed S               seed for jitter and token words (default 1)\n"
-        "  --think-tokens N       default thinking tokens per request (default 0)\n"
-        "  --stop-after N         requests without ignore_eos stop after N tokens (default 0 = never)\n"
-        "  --max-running N        sequences in the batch (default 256)\n"
-        "  --max-waiting N        queue bound; a full queue answers 503 (default 8192)\n"
-        "  --prefill-budget N     prompt tokens prefilled per step (default 2048)\n"
-        "  --max-tokens-limit N   largest max_tokens accepted (default 32768)\n"
-        "  --max-context N        prompt + output bound (default 131072)\n"
-        "  --max-connections N    connection limit (default 8192)\n"
-        "  --max-body BYTES       request body limit (default 1Mi)\n"
-        "  --idle-timeout DUR     idle connection timeout (default 120s)\n"
-        "  --profile-dir DIR      default output_dir of /start_profile (default /tmp)\n"
-        "cpu backend (engine/cpu/README.md):\n"
-        "  --attn naive|tiled     decode attention kernel (default tiled)\n"
-        "  --heads N, --topk N    query heads (64), KV rows selected per decode (2048)\n"
-        "  --threads N            compute threads, 0 = all cores (default 1)\n"
-        "  --d-model N, --d-ff N, --vocab N   dense sizes (2048, 8192, 1024)\n"
-        "  --capacity N           KV rows per sequence slot (default 4096)\n"
-        "  --min-ctx N            rows attended at least (default: topk; 0 = real context)\n"
-        "  -v, --verbose          log engine events to stderr\n"
-        "  -h, --help             this help\n"
-        "\n"
-        "The synthetic backend's scheduler thread asks for SCHED_FIFO priority 1 so it\n"
-        "wakes on its deadlines on a busy machine; where that is refused (the usual case\n"
-        "without CAP_SYS_NICE or an RLIMIT_RTPRIO), it runs at normal priority and -v\n"
-        "says so. Step times are then only as punctual as the machine is idle.\n"
-        "Exit: 0 after a clean stop on SIGINT/SIGTERM (a second one exits with 130),\n"
-        "1 if the engine cannot start or a backend step fails, 2 for a usage error.\n");
+    size_t n = 0;
+    while (eng_config_key(n, NULL, NULL))
+        n++;
+    cli_opt *t = calloc(n + 2, sizeof *t);
+    if (!t)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        const char *form, *help;
+        char *name = strdup(eng_config_key(i, &form, &help));
+        if (!name) {
+            for (size_t k = 0; k < i; k++)
+                free((char *)t[k].name);
+            free(t);
+            return NULL;
+        }
+        for (char *c = name; *c; c++)
+            if (*c == '_')
+                *c = '-';
+        t[i] = (cli_opt){name, K_ENGINE + (int)i, form, help}; /* distinct keys: getopt_long tells them apart */
+    }
+    t[n] = (cli_opt){"verbose", 'v', NULL, "log engine events to stderr"};
+    return t;
+}
+
+static void serve_table_free(cli_opt *t)
+{
+    for (size_t i = 0; t && t[i].name; i++)
+        if (t[i].key >= K_ENGINE)
+            free((char *)t[i].name);
+    free(t);
+}
+
+static const cli_cmd *g_serve_cmd; /* for messages from on_opt */
+
+/* --time-scale X -> eng_config_set(cfg, "time_scale", X). */
+static int on_opt(const cli_opt *o, const char *v, void *ctx)
+{
+    eng_config *cfg = ctx;
+    char key[64], err[512];
+    if (!o)
+        return cli_usage_error(g_serve_cmd, "unexpected argument '%s' (try loadlaw serve --help)", v);
+    if (o->key == 'v') {
+        ll_log_level = LL_LOG_INFO;
+        return 0;
+    }
+    snprintf(key, sizeof key, "%s", o->name);
+    for (char *k = key; *k; k++)
+        if (*k == '-')
+            *k = '_';
+    if (eng_config_set(cfg, key, v, err, sizeof err))
+        return cli_usage_error(g_serve_cmd, "--%s: %s", o->name, err);
+    return 0;
 }
 
 typedef struct serve_wait {
@@ -95,58 +128,26 @@ int cmd_serve(int argc, char **argv)
     eng_engine *eng = NULL;
     eng_config_default(&cfg);
     cfg.port = 8000;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            serve_usage(stdout);
-            return CLI_OK;
-        }
-        if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
-            ll_log_level = LL_LOG_INFO;
-            continue;
-        }
-        if (strncmp(a, "--", 2) != 0 || !a[2]) {
-            fprintf(stderr, "loadlaw serve: unexpected argument '%s' (try --help)\n", a);
-            return CLI_USAGE;
-        }
-        char key[64];
-        const char *val;
-        const char *eq = strchr(a, '=');
-        size_t klen = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-        if (klen == 0 || klen >= sizeof key) {
-            fprintf(stderr, "loadlaw serve: unknown option '%s' (try --help)\n", a);
-            return CLI_USAGE;
-        }
-        memcpy(key, a + 2, klen);
-        key[klen] = '\0';
-        for (char *k = key; *k; k++)
-            if (*k == '-')
-                *k = '_';
-        if (eq) {
-            val = eq + 1;
-        } else if (i + 1 < argc) {
-            val = argv[++i];
-        } else {
-            eng_config probe = cfg;
-            int unknown = eng_config_set(&probe, key, "", err, sizeof err) != 0 &&
-                          strncmp(err, "unknown engine key", 18) == 0;
-            fprintf(stderr, unknown ? "loadlaw serve: unknown option '%s' (try --help)\n"
-                                    : "loadlaw serve: option '%s' needs a value\n", a);
-            return CLI_USAGE;
-        }
-        if (eng_config_set(&cfg, key, val, err, sizeof err) != 0) {
-            if (strncmp(err, "unknown engine key", 18) == 0)
-                fprintf(stderr, "loadlaw serve: unknown option '--%.*s' (try --help)\n", (int)klen, a + 2);
-            else
-                fprintf(stderr, "loadlaw serve: --%.*s: %s\n", (int)klen, a + 2, err);
-            return CLI_USAGE;
-        }
+    cli_opt *table = serve_table_new();
+    if (!table) {
+        fprintf(stderr, "loadlaw serve: out of memory\n");
+        return CLI_FAIL;
+    }
+    cli_cmd cmd = {"serve", "usage: loadlaw serve [options]", SERVE_INTRO, table, SERVE_OUTRO};
+    g_serve_cmd = &cmd;
+    int pr = cli_parse(&cmd, argc, argv, on_opt, &cfg);
+    g_serve_cmd = NULL;
+    serve_table_free(table);
+    if (pr != CLI_GO_ON) {
+        eng_config_free(&cfg);
+        return pr;
     }
 
     serve_wait w;
     atomic_init(&w.sig, 0);
     if (sem_init(&w.posted, 0, 0) != 0) {
         fprintf(stderr, "loadlaw serve: sem_init: %s\n", strerror(errno));
+        eng_config_free(&cfg);
         return CLI_FAIL;
     }
     /* Before eng_start: a Ctrl-C during a slow start (cpu weights) still
@@ -154,6 +155,7 @@ int cmd_serve(int argc, char **argv)
     if (cli_signals_start(serve_on_signal, NULL, &w, err, sizeof err) != 0) {
         fprintf(stderr, "loadlaw serve: %s\n", err);
         sem_destroy(&w.posted);
+        eng_config_free(&cfg);
         return CLI_FAIL;
     }
     int ret = CLI_FAIL;
@@ -167,11 +169,11 @@ int cmd_serve(int argc, char **argv)
     fflush(stdout);
     if (cfg.backend == ENG_BACKEND_SYNTHETIC)
         fprintf(stderr, "loadlaw serve: model %s, synthetic law %g+%gn+%gc+%gp ms (x%g), Ctrl-C stops\n",
-                cfg.model, cfg.law_a_ms, cfg.law_b_ms, cfg.law_c_ms_per_ktok, cfg.law_p_ms_per_tok,
+                eng_model(eng), cfg.law_a_ms, cfg.law_b_ms, cfg.law_c_ms_per_ktok, cfg.law_p_ms_per_tok,
                 cfg.time_scale);
     else
-        fprintf(stderr, "loadlaw serve: model %s, %s backend, Ctrl-C stops\n", cfg.model,
-                cfg.backend == ENG_BACKEND_CPU ? "cpu" : "cuda");
+        fprintf(stderr, "loadlaw serve: model %s, %s backend, Ctrl-C stops\n", eng_model(eng),
+                eng_backend_name(eng));
     while (sem_wait(&w.posted) != 0 && errno == EINTR)
         ;
     size_t n = eng_step_count(eng);
@@ -188,5 +190,6 @@ int cmd_serve(int argc, char **argv)
 out:
     cli_signals_stop();
     sem_destroy(&w.posted);
+    eng_config_free(&cfg);
     return ret;
 }

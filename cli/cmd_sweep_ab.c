@@ -2,8 +2,8 @@
  * two bundled-engine specs (e.g. attn=naive vs attn=tiled), each side a
  * normal run directory OUT/<name> with its own in-process engine, then the
  * two compared exactly as `loadlaw compare OUT/<a> OUT/<b> --html
- * OUT/compare.html [--expect-speedup G]` does: this file calls cmd_compare
- * itself rather than repeating its fit, gate and printing.
+ * OUT/compare.html [--expect-speedup G]` does: this file calls compare_runs
+ * (cli.h), the function behind that command.
  *
  * Each side's engine writes its profiler traces into its run directory: both
  * engines live in one process, and the default name (pid and a per-engine
@@ -23,14 +23,14 @@ typedef struct trace_find {
     char path[4096];
 } trace_find;
 
-static int on_record(const cJSON *o, size_t n, void *ctx)
+/* The records module's reader hands over each profile record. */
+static int on_profile(const ll_rec_profile *pr, void *ctx)
 {
     trace_find *tf = ctx;
-    (void)n;
-    if (strcmp(ll_json_str(o, "type", ""), "profile") || !cJSON_IsTrue(cJSON_GetObjectItem(o, "ok")))
+    if (!pr->ok || !pr->detail)
         return 0;
     /* detail is the server's answer: {"status":"written","path":...} */
-    cJSON *d = cJSON_ParseWithOpts(ll_json_str(o, "detail", ""), NULL, 0);
+    cJSON *d = cJSON_ParseWithOpts(pr->detail, NULL, 0);
     const char *p = d ? ll_json_str(d, "path", NULL) : NULL;
     if (p)
         snprintf(tf->path, sizeof tf->path, "%s", p);
@@ -59,11 +59,11 @@ static double print_trace(const char *name, const char *run_dir, const rpt_categ
 {
     char path[4300], err[512] = "";
     trace_find tf = {""};
-    size_t skipped = 0;
+    ll_rec_handlers h = {.on_profile = on_profile};
     rpt_trace *t = NULL;
     double share = NAN;
     if (snprintf(path, sizeof path, "%s/records.jsonl", run_dir) >= (int)sizeof path ||
-        ll_jsonl_foreach(path, on_record, &tf, &skipped, err, sizeof err) || !tf.path[0])
+        ll_rec_read(path, &h, &tf, NULL, err, sizeof err) || !tf.path[0])
         return NAN;
     rpt_trace_print_opts po = {.top = 5, .cats = cats};
     const char *label = name;
@@ -97,7 +97,7 @@ int sweep_ab(const sweep_job *base, const char *out_dir)
 {
     const scn_ab *ab = &base->scn->ab;
     const char *base_spec = base->engine_spec;
-    char dirs[2][4096], spec[2][2048], html[4200], gate[64], err[512];
+    char dirs[2][4096], spec[2][2048], html[4200], err[512];
     int ret = CLI_OK;
     if (ll_mkdir_p(out_dir, err, sizeof err)) {
         fprintf(stderr, "loadlaw sweep: %s\n", err);
@@ -125,17 +125,13 @@ int sweep_ab(const sweep_job *base, const char *out_dir)
     }
     print_traces(ab, dirs);
     snprintf(html, sizeof html, "%s/compare.html", out_dir);
-    char *argv[8] = {"compare", dirs[0], dirs[1], "--html", html, NULL, NULL, NULL};
-    int argc = 5;
-    if (ab->expect_x > 0) {
-        if (ab->expect_c)
-            snprintf(gate, sizeof gate, "%.17g@%d", ab->expect_x, ab->expect_c);
-        else
-            snprintf(gate, sizeof gate, "%.17g", ab->expect_x);
-        argv[argc++] = "--expect-speedup";
-        argv[argc++] = gate;
-    }
+    compare_opts co;
+    compare_opts_default(&co);
+    co.html = html;
+    co.have_expect = ab->expect_x > 0;
+    co.expect_x = ab->expect_x;
+    co.expect_c = ab->expect_c;
     printf("\n== compare %s (A) vs %s (B)\n", ab->side[0].name, ab->side[1].name);
     fflush(stdout);
-    return cmd_compare(argc, argv);
+    return compare_runs(dirs[0], dirs[1], &co);
 }

@@ -7,99 +7,101 @@
 
 #include "cli.h"
 #include "common.h"
+#include "opts.h"
 #include "report.h"
 
-static void usage(FILE *f)
+enum { K_TOP = 256, K_WIDE, K_JSON, K_CATEGORY };
+
+static const cli_opt trace_table[] = {
+    {"top", K_TOP, "N", "kernel rows (default 15)"},
+    {"wide", K_WIDE, NULL, "full kernel names, one row per distinct name"},
+    {"json", K_JSON, NULL, "machine-readable output"},
+    {"category", K_CATEGORY, "NAME=REGEX", "put kernels matching REGEX (POSIX extended, case- "
+                "insensitive) in NAME; replaces a built-in category of "
+                "that name, otherwise is tried before the built-ins. "
+                "Built-in, in order: communication, attention, MoE, GEMM, "
+                "elementwise & copies; the rest is other."},
+    {0},
+};
+
+static const cli_cmd trace_cmd = {
+    "trace",
+    "usage: loadlaw trace FILE [FILE...] [--top N] [--wide] [--json]\n"
+    "                     [--category NAME=REGEX ...]",
+    "Reads PyTorch profiler / Kineto Chrome traces (.json or .json.gz) as a stream and\n"
+    "prints the top GPU kernels by total time, a roll-up by category, and the GPU-busy\n"
+    "fraction (union of event intervals / the trace's wall span) per device and stream.\n"
+    "GPU events: ph \"X\" with cat kernel, gpu_memcpy or gpu_memset, or with args.stream\n"
+    "when cat is missing; dur in microseconds.\n",
+    trace_table,
+    NULL,
+};
+
+typedef struct trace_args {
+    rpt_trace_print_opts o;
+    rpt_categories *cats;
+    const char **files;
+    size_t nfiles;
+} trace_args;
+
+static int on_opt(const cli_opt *opt, const char *v, void *ctx)
 {
-    fprintf(f,
-            "usage: loadlaw trace FILE [FILE...] [--top N] [--wide] [--json]\n"
-            "                     [--category NAME=REGEX ...]\n\n"
-            "Reads PyTorch profiler / Kineto Chrome traces (.json or .json.gz) as a stream and\n"
-            "prints the top GPU kernels by total time, a roll-up by category, and the GPU-busy\n"
-            "fraction (union of event intervals / the trace's wall span) per device and stream.\n"
-            "GPU events: ph \"X\" with cat kernel, gpu_memcpy or gpu_memset, or with args.stream\n"
-            "when cat is missing; dur in microseconds.\n\n"
-            "  --top N               kernel rows (default 15)\n"
-            "  --wide                full kernel names, one row per distinct name\n"
-            "  --json                machine-readable output\n"
-            "  --category NAME=REGEX put kernels matching REGEX (POSIX extended, case-\n"
-            "                        insensitive) in NAME; replaces a built-in category of\n"
-            "                        that name, otherwise is tried before the built-ins.\n"
-            "                        Built-in, in order: communication, attention, MoE, GEMM,\n"
-            "                        elementwise & copies; the rest is other.\n");
+    trace_args *a = ctx;
+    char err[512];
+    int64_t top;
+    if (!opt) {
+        a->files[a->nfiles++] = v;
+        return 0;
+    }
+    switch (opt->key) {
+    case K_WIDE: a->o.wide = 1; break;
+    case K_JSON: a->o.json = 1; break;
+    case K_TOP:
+        if (ll_parse_int64(v, &top) || top < 1 || top > 1000000)
+            return cli_usage_error(&trace_cmd, "--top wants a count >= 1, got '%s'", v);
+        a->o.top = (int)top;
+        break;
+    case K_CATEGORY:
+        if (rpt_categories_set(a->cats, v, err, sizeof err))
+            return cli_usage_error(&trace_cmd, "%s", err);
+        break;
+    }
+    return 0;
 }
 
 int cmd_trace(int argc, char **argv)
 {
     int rc = CLI_FAIL;
     char err[512];
-    rpt_categories *cats = NULL;
+    trace_args a = {0};
     rpt_trace **traces = NULL;
-    const char **files = NULL;
-    size_t nfiles = 0, nloaded = 0;
-    rpt_trace_print_opts o = {0};
+    size_t nloaded = 0;
 
-    if (rpt_categories_new(&cats, err, sizeof err)) {
+    if (rpt_categories_new(&a.cats, err, sizeof err)) {
         fprintf(stderr, "loadlaw trace: %s\n", err);
         return CLI_FAIL;
     }
-    files = calloc((size_t)argc, sizeof *files);
+    a.files = calloc((size_t)argc, sizeof *a.files);
     traces = calloc((size_t)argc, sizeof *traces);
-    if (!files || !traces) {
+    if (!a.files || !traces) {
         fprintf(stderr, "loadlaw trace: out of memory\n");
         goto done;
     }
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            rc = CLI_OK;
-            goto done;
-        } else if (strcmp(a, "--wide") == 0) {
-            o.wide = 1;
-        } else if (strcmp(a, "--json") == 0) {
-            o.json = 1;
-        } else if (strcmp(a, "--top") == 0 || strcmp(a, "--category") == 0) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "loadlaw trace: %s needs a value\n", a);
-                rc = CLI_USAGE;
-                goto done;
-            }
-            const char *v = argv[++i];
-            int64_t top;
-            if (a[2] == 't') {
-                if (ll_parse_int64(v, &top) || top < 1 || top > 1000000) {
-                    fprintf(stderr, "loadlaw trace: --top wants a count >= 1, got '%s'\n", v);
-                    rc = CLI_USAGE;
-                    goto done;
-                }
-                o.top = (int)top;
-            } else if (rpt_categories_set(cats, v, err, sizeof err)) {
-                fprintf(stderr, "loadlaw trace: %s\n", err);
-                rc = CLI_USAGE;
-                goto done;
-            }
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "loadlaw trace: unknown option '%s' (try --help)\n", a);
-            rc = CLI_USAGE;
-            goto done;
-        } else {
-            files[nfiles++] = a;
-        }
-    }
-    if (nfiles == 0) {
-        fprintf(stderr, "loadlaw trace: no trace file given (try --help)\n");
-        rc = CLI_USAGE;
+    if ((rc = cli_parse(&trace_cmd, argc, argv, on_opt, &a)) != CLI_GO_ON)
+        goto done;
+    rc = CLI_FAIL;
+    if (a.nfiles == 0) {
+        rc = cli_usage_error(&trace_cmd, "no trace file given (try loadlaw trace --help)");
         goto done;
     }
-    for (size_t i = 0; i < nfiles; i++, nloaded++) {
-        if (rpt_trace_load(files[i], &traces[i], err, sizeof err)) {
+    for (size_t i = 0; i < a.nfiles; i++, nloaded++) {
+        if (rpt_trace_load(a.files[i], &traces[i], err, sizeof err)) {
             fprintf(stderr, "loadlaw trace: %s\n", err);
             goto done;
         }
     }
-    o.cats = cats;
-    if (rpt_trace_print(stdout, traces, files, nfiles, &o, err, sizeof err)) {
+    a.o.cats = a.cats;
+    if (rpt_trace_print(stdout, traces, a.files, a.nfiles, &a.o, err, sizeof err)) {
         fprintf(stderr, "loadlaw trace: %s\n", err);
         goto done;
     }
@@ -108,7 +110,7 @@ done:
     for (size_t i = 0; i < nloaded; i++)
         rpt_trace_free(traces[i]);
     free(traces);
-    free(files);
-    rpt_categories_free(cats);
+    free(a.files);
+    rpt_categories_free(a.cats);
     return rc;
 }

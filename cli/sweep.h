@@ -1,9 +1,27 @@
 /* sweep.h (internal to cli/): one sweep against one target, shared by
- * `loadlaw sweep` (cmd_sweep.c) and its A/B form (cmd_sweep_ab.c). */
+ * `loadlaw sweep` (cmd_sweep.c) and its A/B form (cmd_sweep_ab.c); the
+ * command's options (sweep_opts.c). */
 #ifndef LOADLAW_SWEEP_H
 #define LOADLAW_SWEEP_H
 
 #include "scenario.h"
+
+/* The command line as given; NULL / -1 = not given (the scenario decides). */
+typedef struct sweep_opts {
+    const char *scenario, *url, *engine, *model, *endpoint, *api_key, *output, *prompts, *arrival;
+    const char *conc, *rate, *duration, *timeout;
+    long requests, warmup, threads, max_tokens, think_tokens, seed;
+    int no_report, quiet;
+} sweep_opts;
+
+/* Parse argv (argv[0] = "sweep"). CLI_GO_ON (opts.h) to go on, CLI_OK after
+ * --help, CLI_USAGE after a one-line message. */
+int sweep_parse_args(int argc, char **argv, sweep_opts *o);
+/* Scenario files: as given (relative to the cwd), else in the source tree.
+ * 0 when found; out always holds a path to try. */
+int sweep_find_scenario(const char *name, char *out, size_t n);
+/* Lay the flags over the scenario: 0, or CLI_USAGE after a one-line message. */
+int sweep_apply_flags(const sweep_opts *o, scn_scenario *s);
 
 typedef struct sweep_job {
     const scn_scenario *scn;     /* levels, request shape; scn->url or the bundled engine */
@@ -15,14 +33,15 @@ typedef struct sweep_job {
     int quiet, no_report;
 } sweep_job;
 
-/* Start the bundled engine when scn->url is NULL, run every level into
- * run_dir, copy the engine's step log, write summary, fit and report.
+/* Open run_dir/records.jsonl, start the bundled engine when scn->url is
+ * NULL (its steps go to the records), run every level, then fit the records
+ * once: the per-level tables, summary.json, the law and the report.
  * Needs the signal thread (cmd_sweep.c) running. Returns a CLI_* exit code
  * (CLI_INTERRUPTED after a SIGINT). */
 int sweep_one(const sweep_job *j);
 
 /* The scenario's "ab" form: sweep_one per side into out_dir/<name>, the
- * sides' trace breakdowns, then `loadlaw compare` of the two runs with
+ * sides' trace breakdowns, then compare_runs (cli.h) of the two runs with
  * out_dir/compare.html and the scenario's gate. CLI_* exit code (CLI_GATE
  * when the gate is missed). */
 int sweep_ab(const sweep_job *base, const char *out_dir);

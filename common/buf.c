@@ -35,17 +35,28 @@ int ll_buf_append(ll_buf *b, const void *data, size_t n)
 
 int ll_buf_printf(ll_buf *b, const char *fmt, ...)
 {
+    /* One vsnprintf into the room already there; a second only when it did
+     * not fit (the records writer formats every line through here). */
+    size_t room = b->cap > b->len ? b->cap - b->len : 0;
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    int n = vsnprintf(room ? b->p + b->len : NULL, room, fmt, ap);
     va_end(ap);
-    if (n < 0)
+    if (n < 0) {
+        if (b->p)
+            b->p[b->len] = '\0';
         return LL_EINVAL;
-    if (buf_reserve(b, (size_t)n))
-        return LL_ENOMEM;
-    va_start(ap, fmt);
-    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
+    }
+    if ((size_t)n >= room) {
+        if (buf_reserve(b, (size_t)n)) {
+            if (b->p)
+                b->p[b->len] = '\0';
+            return LL_ENOMEM;
+        }
+        va_start(ap, fmt);
+        vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
     b->len += (size_t)n;
     return 0;
 }

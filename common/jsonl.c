@@ -1,69 +1,13 @@
-/* jsonl.c: line-per-object JSON files, flushed per line, read back tolerantly.
- *
- * The writer is shared by loadgen workers, which write one line per finished
- * request: a mutex per line is off the per-token hot path. */
+/* jsonl.c: line-per-object JSON files read back tolerantly, the UTF-8-safe
+ * string escaper and typed cJSON lookups. Records are written by the records
+ * module's writer thread (records.c), the only JSONL writer. */
 #include "common.h"
 
 #include <math.h>
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct ll_jsonl_writer {
-    FILE *f;
-    pthread_mutex_t mu;
-    int failed;
-};
-
-int ll_jsonl_open(const char *path, int append, ll_jsonl_writer **out, char *err, size_t errlen)
-{
-    ll_jsonl_writer *w = calloc(1, sizeof *w);
-    if (!w)
-        return LL_ENOMEM;
-    w->f = fopen(path, append ? "a" : "w");
-    if (!w->f) {
-        ll_errf(err, errlen, "%s: %s", path, strerror(errno));
-        free(w);
-        return LL_EIO;
-    }
-    pthread_mutex_init(&w->mu, NULL);
-    *out = w;
-    return 0;
-}
-
-int ll_jsonl_write_raw(ll_jsonl_writer *w, const char *line)
-{
-    pthread_mutex_lock(&w->mu);
-    int rc = 0;
-    if (fputs(line, w->f) < 0 || fputc('\n', w->f) < 0 || fflush(w->f) != 0) {
-        w->failed = 1;
-        rc = LL_EIO;
-    }
-    pthread_mutex_unlock(&w->mu);
-    return rc;
-}
-
-int ll_jsonl_write(ll_jsonl_writer *w, const cJSON *obj)
-{
-    char *s = cJSON_PrintUnformatted(obj);
-    if (!s)
-        return LL_ENOMEM;
-    int rc = ll_jsonl_write_raw(w, s);
-    cJSON_free(s);
-    return rc;
-}
-
-int ll_jsonl_close(ll_jsonl_writer *w)
-{
-    if (!w)
-        return 0;
-    int rc = fclose(w->f) != 0 || w->failed ? LL_EIO : 0;
-    pthread_mutex_destroy(&w->mu);
-    free(w);
-    return rc;
-}
 
 int ll_jsonl_foreach(const char *path, ll_jsonl_cb cb, void *ctx, size_t *skipped,
                      char *err, size_t errlen)
@@ -110,6 +54,87 @@ int ll_jsonl_foreach(const char *path, ll_jsonl_cb cb, void *ctx, size_t *skippe
     free(line);
     fclose(f);
     return rc;
+}
+
+/* Bytes in a well-formed UTF-8 sequence starting at s (1..4), or 0 when the
+ * byte at s does not start one (RFC 3629: no overlongs, no surrogates). The
+ * NUL terminator fails every continuation test, so s is never read past it. */
+static int utf8_len(const unsigned char *s)
+{
+    unsigned char c = s[0], lo = 0x80, hi = 0xBF;
+    int n;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        n = 2;
+    else if (c >= 0xE0 && c <= 0xEF)
+        n = 3;
+    else if (c >= 0xF0 && c <= 0xF4)
+        n = 4;
+    else
+        return 0;
+    if (c == 0xE0)
+        lo = 0xA0;
+    else if (c == 0xED)
+        hi = 0x9F;
+    else if (c == 0xF0)
+        lo = 0x90;
+    else if (c == 0xF4)
+        hi = 0x8F;
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (int i = 2; i < n; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF)
+            return 0;
+    return n;
+}
+
+/* Records are read by any JSON tool, so the output is valid UTF-8 whatever
+ * the input: a server's stray bytes, or a message cut inside a character,
+ * become U+FFFD, one per bad byte. */
+int ll_json_escape(ll_buf *b, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    int rc = ll_buf_append(b, "\"", 1);
+    const char *run = s;
+    for (; rc == 0 && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        int ul = c >= 0x80 ? utf8_len((const unsigned char *)s) : 1;
+        if (ul > 1) {
+            s += ul - 1;
+            continue;
+        }
+        if (ul == 1 && c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        rc = ll_buf_append(b, run, (size_t)(s - run));
+        char e[7] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15], 0};
+        if (ul == 0)
+            memcpy(e, "\\ufffd", 7);
+        else if (c == '"' || c == '\\') {
+            e[1] = (char)c;
+            e[2] = 0;
+        } else if (c == '\n') {
+            e[1] = 'n';
+            e[2] = 0;
+        }
+        if (rc == 0)
+            rc = ll_buf_append(b, e, strlen(e));
+        run = s + 1;
+    }
+    if (rc == 0)
+        rc = ll_buf_append(b, run, (size_t)(s - run));
+    return rc ? rc : ll_buf_append(b, "\"", 1);
+}
+
+void ll_utf8_scrub(char *s)
+{
+    while (*s) {
+        int ul = (unsigned char)*s < 0x80 ? 1 : utf8_len((const unsigned char *)s);
+        if (ul == 0)
+            *s++ = '?';
+        else
+            s += ul;
+    }
 }
 
 double ll_json_num(const cJSON *obj, const char *key, double dflt)

@@ -13,8 +13,8 @@
 #define HIST_MAX 1e15
 
 struct ll_pct {
-    size_t bound, n, cap;
-    double *v;       /* exact samples while hist == NULL */
+    size_t bound, n;       /* n: samples added, in either mode */
+    LL_VEC(double) exact;  /* every sample while hist == NULL */
     int sorted;
     uint64_t *hist;  /* bucket counts once past the bound */
     uint64_t zeros;  /* samples <= HIST_MIN in histogram mode */
@@ -40,7 +40,7 @@ void ll_pct_free(ll_pct *p)
 {
     if (!p)
         return;
-    free(p->v);
+    ll_vec_free(&p->exact);
     free(p->hist);
     free(p);
 }
@@ -75,11 +75,9 @@ static int to_histogram(ll_pct *p)
     p->hist = calloc(p->nbuckets, sizeof *p->hist);
     if (!p->hist)
         return LL_ENOMEM;
-    for (size_t i = 0; i < p->n; i++)
-        hist_put(p, p->v[i]);
-    free(p->v);
-    p->v = NULL;
-    p->cap = 0;
+    for (size_t i = 0; i < p->exact.n; i++)
+        hist_put(p, p->exact.v[i]);
+    ll_vec_free(&p->exact);
     return 0;
 }
 
@@ -92,15 +90,8 @@ int ll_pct_add(ll_pct *p, double x)
     if (p->hist) {
         hist_put(p, x);
     } else {
-        if (p->n == p->cap) {
-            size_t cap = p->cap ? p->cap * 2 : 64;
-            double *v = realloc(p->v, cap * sizeof *v);
-            if (!v)
-                return LL_ENOMEM;
-            p->v = v;
-            p->cap = cap;
-        }
-        p->v[p->n] = x;
+        if (ll_vec_push(&p->exact, x))
+            return LL_ENOMEM;
         p->sorted = 0;
     }
     p->n++;
@@ -128,8 +119,8 @@ int ll_pct_merge(ll_pct *dst, const ll_pct *src)
             dst->max = src->max;
         return 0;
     }
-    for (size_t i = 0; i < src->n; i++)
-        if (ll_pct_add(dst, src->v[i]))
+    for (size_t i = 0; i < src->exact.n; i++)
+        if (ll_pct_add(dst, src->exact.v[i]))
             return LL_ENOMEM;
     return 0;
 }
@@ -146,7 +137,11 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-void ll_sort_doubles(double *v, size_t n) { qsort(v, n, sizeof *v, cmp_double); }
+void ll_sort_doubles(double *v, size_t n)
+{
+    if (n > 1) /* qsort(NULL, 0) is undefined */
+        qsort(v, n, sizeof *v, cmp_double);
+}
 
 double ll_quantile_sorted(const double *v, size_t n, double q)
 {
@@ -168,10 +163,10 @@ double ll_pct_quantile(ll_pct *p, double q)
         return NAN;
     if (!p->hist) {
         if (!p->sorted) {
-            ll_sort_doubles(p->v, p->n);
+            ll_sort_doubles(p->exact.v, p->exact.n);
             p->sorted = 1;
         }
-        return ll_quantile_sorted(p->v, p->n, q);
+        return ll_quantile_sorted(p->exact.v, p->exact.n, q);
     }
     if (q <= 0)
         return p->min;

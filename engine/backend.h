@@ -33,8 +33,22 @@ typedef struct eng_phase {
     int64_t start_ns, dur_ns;
 } eng_phase;
 
+/* What a backend is like, for the scheduler and eng_law (eng_backend_ops.caps).
+ * The scheduler asks these instead of knowing backends by name. */
+enum {
+    /* step() spends its time asleep until a deadline (it computes nothing):
+     * the scheduler thread may take a real-time priority so it wakes on time
+     * on a busy machine. Never set by a backend that computes on the
+     * scheduler thread (a real-time thread would starve the rest). */
+    ENG_CAP_SLEEPS = 1u << 0,
+    /* Step times are played from cfg's law and time_scale, so eng_law can
+     * report the law as data. */
+    ENG_CAP_PLAYS_LAW = 1u << 1,
+};
+
 typedef struct eng_backend_ops {
-    const char *name;
+    const char *name;          /* "synthetic" | "cpu" | "cuda" (eng_backend_name) */
+    unsigned caps;             /* ENG_CAP_* flags above */
     int (*create)(const eng_config *cfg, void **state, char *err, size_t errlen);
     /* Run one step that started at step_start_ns; return when it is done.
      * Fill phases[0..*n_phases) in time order. */

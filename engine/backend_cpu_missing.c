@@ -24,6 +24,7 @@ static void cpu_missing_destroy(void *state) { (void)state; }
 
 const eng_backend_ops eng_backend_cpu = {
     .name = "cpu",
+    .caps = 0, /* a stand-in: it never steps */
     .create = cpu_missing_create,
     .step = cpu_missing_step,
     .release = cpu_missing_release,

@@ -1,19 +1,71 @@
 /* config.c: engine defaults, the law parser and the key=value spec parser that
- * both `loadlaw serve` flags and `loadlaw sweep --engine` go through. */
+ * both `loadlaw serve` flags and `loadlaw sweep --engine` go through.
+ *
+ * Every spec key is one row of `keys` below: its name, the kind of value it
+ * takes, its bounds, the eng_config field it lands in (or a setter for the
+ * few that need one) and its help text. eng_config_set, its error messages
+ * and eng_config_key's list all read that table, so a key is added in one
+ * place.
+ *
+ * Strings: the config owns the strings stored through a key (a copy in
+ * owned_str_, one slot per string field); eng_config_free releases them.
+ * There is no process-wide pool: a config's strings live as long as it does.
+ */
 #include <ctype.h>
 #include <math.h>
-#include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common.h"
 #include "engine.h"
+#include "internal.h"
+
+/* ---- string fields ------------------------------------------------------- */
+
+/* The string fields and their slot in owned_str_. */
+enum { STR_BIND_ADDR, STR_MODEL, STR_ATTN, STR_PROFILE_DIR, STR__COUNT };
+
+static const size_t str_field_off[STR__COUNT] = {
+    [STR_BIND_ADDR] = offsetof(eng_config, bind_addr),
+    [STR_MODEL] = offsetof(eng_config, model),
+    [STR_ATTN] = offsetof(eng_config, attn),
+    [STR_PROFILE_DIR] = offsetof(eng_config, profile_dir),
+};
+
+static const char *const str_default[STR__COUNT] = {
+    [STR_BIND_ADDR] = "127.0.0.1",
+    [STR_MODEL] = "loadlaw-synthetic",
+    [STR_ATTN] = "tiled",
+    [STR_PROFILE_DIR] = "/tmp",
+};
+
+_Static_assert(STR__COUNT == sizeof ((eng_config *)0)->owned_str_ / sizeof(char *),
+               "one owned_str_ slot per string field");
+
+static const char **str_field(eng_config *cfg, int slot)
+{
+    return (const char **)((char *)cfg + str_field_off[slot]);
+}
+
+/* Store a copy of value in the slot's field; the previous copy (if the
+ * config owned one) is released. */
+static int own_str(eng_config *cfg, int slot, const char *value)
+{
+    char *d = strdup(value);
+    if (!d)
+        return LL_ENOMEM;
+    free(cfg->owned_str_[slot]);
+    cfg->owned_str_[slot] = d;
+    *str_field(cfg, slot) = d;
+    return 0;
+}
 
 void eng_config_default(eng_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
-    cfg->bind_addr = "127.0.0.1";
-    cfg->model = "loadlaw-synthetic";
+    for (int k = 0; k < STR__COUNT; k++)
+        *str_field(cfg, k) = str_default[k];
     cfg->max_connections = 8192;
     cfg->max_body_bytes = 1u << 20;
     cfg->idle_timeout_s = 120;
@@ -27,7 +79,6 @@ void eng_config_default(eng_config *cfg)
     cfg->law_b_ms = 30;
     cfg->time_scale = 1;
     cfg->seed = 1;
-    cfg->attn = "tiled";
     cfg->heads = 64;
     cfg->topk = 2048;
     cfg->threads = 1;
@@ -37,40 +88,74 @@ void eng_config_default(eng_config *cfg)
     cfg->capacity_tok = 4096;
     cfg->min_ctx_tok = -1; /* = topk */
     cfg->default_max_tokens = 256;
-    cfg->profile_dir = "/tmp";
 }
 
-/* Spec strings are short-lived (argv, a scenario file), while eng_config holds
- * plain pointers: values are interned for the life of the process. The pool is
- * bounded by the distinct values a process ever sets, which is a handful. */
-static const char *intern(const char *s)
+void eng_config_free(eng_config *cfg)
 {
-    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-    static char **pool;
-    static size_t n;
-    const char *out = NULL;
-    pthread_mutex_lock(&mu);
-    for (size_t i = 0; i < n && !out; i++)
-        if (strcmp(pool[i], s) == 0)
-            out = pool[i];
-    if (!out) {
-        char **np = realloc(pool, (n + 1) * sizeof *np);
-        char *d = strdup(s);
-        if (np)
-            pool = np;
-        if (np && d) {
-            pool[n++] = d;
-            out = d;
-        } else {
-            free(d);
-        }
+    for (int k = 0; k < STR__COUNT; k++) {
+        if (!cfg->owned_str_[k])
+            continue;
+        const char **f = str_field(cfg, k);
+        if (*f == cfg->owned_str_[k])
+            *f = NULL;
+        free(cfg->owned_str_[k]);
+        cfg->owned_str_[k] = NULL;
     }
-    pthread_mutex_unlock(&mu);
-    return out;
+}
+
+int eng_config_copy(eng_config *dst, const eng_config *src)
+{
+    eng_config c = *src;
+    int rc = 0;
+    memset(c.owned_str_, 0, sizeof c.owned_str_);
+    for (int k = 0; k < STR__COUNT; k++) {
+        const char *s = *str_field(&c, k);
+        if (s)
+            LL_TRY(own_str(&c, k, s));
+    }
+    *dst = c;
+    return 0;
+fail:
+    eng_config_free(&c);
+    *dst = c;
+    return rc;
+}
+
+void eng_config_fill_strings(eng_config *cfg)
+{
+    for (int k = 0; k < STR__COUNT; k++)
+        if (!*str_field(cfg, k))
+            *str_field(cfg, k) = str_default[k];
+}
+
+/* ---- the law ------------------------------------------------------------- */
+
+static void skip_space(const char **s)
+{
+    while (isspace((unsigned char)**s))
+        (*s)++;
+}
+
+/* The term a suffix letter names: 0 constant, 1 n, 2 c, 3 p. */
+static int law_term(char c)
+{
+    switch (c) {
+    case 'n': case 'N': return 1;
+    case 'c': case 'C': return 2;
+    case 'p': case 'P': return 3;
+    default: return 0;
+    }
+}
+
+static int law_unexpected(const char *law, const char *at, char *err, size_t errlen)
+{
+    ll_errf(err, errlen, "law \"%s\": unexpected \"%s\" (terms: A + Bn + Cc + Pp, ms)", law, at);
+    return LL_EINVAL;
 }
 
 int eng_parse_law(const char *law, eng_config *cfg, char *err, size_t errlen)
 {
+    static const char *const term_name[4] = {"constant", "n", "c", "p"};
     double v[4] = {0, 0, 0, 0}; /* a, n, c, p */
     int seen[4] = {0, 0, 0, 0};
     const char *s = law;
@@ -79,8 +164,7 @@ int eng_parse_law(const char *law, eng_config *cfg, char *err, size_t errlen)
         return LL_EINVAL;
     }
     for (;;) {
-        while (isspace((unsigned char)*s))
-            s++;
+        skip_space(&s);
         char *end;
         double x = strtod(s, &end);
         if (end == s || !isfinite(x) || x < 0) {
@@ -88,36 +172,23 @@ int eng_parse_law(const char *law, eng_config *cfg, char *err, size_t errlen)
             return LL_EINVAL;
         }
         s = end;
-        while (isspace((unsigned char)*s))
-            s++;
-        int k = 0;
-        if (*s == 'n' || *s == 'N')
-            k = 1;
-        else if (*s == 'c' || *s == 'C')
-            k = 2;
-        else if (*s == 'p' || *s == 'P')
-            k = 3;
+        skip_space(&s);
+        int k = law_term(*s);
         if (k)
             s++;
-        if (!k && *s != '\0' && *s != '+') { /* "5x": an unknown term, not a second constant */
-            ll_errf(err, errlen, "law \"%s\": unexpected \"%s\" (terms: A + Bn + Cc + Pp, ms)", law, s);
-            return LL_EINVAL;
-        }
+        if (!k && *s != '\0' && *s != '+') /* "5x": an unknown term, not a second constant */
+            return law_unexpected(law, s, err, errlen);
         if (seen[k]) {
-            ll_errf(err, errlen, "law \"%s\": term '%s' given twice", law,
-                    k == 0 ? "constant" : k == 1 ? "n" : k == 2 ? "c" : "p");
+            ll_errf(err, errlen, "law \"%s\": term '%s' given twice", law, term_name[k]);
             return LL_EINVAL;
         }
         seen[k] = 1;
         v[k] = x;
-        while (isspace((unsigned char)*s))
-            s++;
+        skip_space(&s);
         if (*s == '\0')
             break;
-        if (*s != '+') {
-            ll_errf(err, errlen, "law \"%s\": unexpected \"%s\" (terms: A + Bn + Cc + Pp, ms)", law, s);
-            return LL_EINVAL;
-        }
+        if (*s != '+')
+            return law_unexpected(law, s, err, errlen);
         s++;
     }
     cfg->law_a_ms = v[0];
@@ -127,219 +198,349 @@ int eng_parse_law(const char *law, eng_config *cfg, char *err, size_t errlen)
     return 0;
 }
 
-static int set_int(const char *key, const char *value, int lo, int hi, int *out,
-                   char *err, size_t errlen)
+/* ---- the key table ------------------------------------------------------- */
+
+typedef enum key_type {
+    KEY_INT,        /* int in [lo, hi]; counts take k/m suffixes ("4k") */
+    KEY_UINT,       /* unsigned, same syntax as KEY_INT */
+    KEY_U64,        /* uint64_t, any non-negative count */
+    KEY_DOUBLE,     /* double in [lo, hi] (lo excluded with lo_open) */
+    KEY_BYTES,      /* size_t bytes in [lo, hi], k/m/g suffixes */
+    KEY_DURATION_S, /* unsigned seconds in [lo, hi], "30s", "2m" */
+    KEY_STR,        /* owned string of lo..hi characters */
+    KEY_CHOICE,     /* owned string, one of choices ("a|b") */
+    KEY_CUSTOM,     /* set() does it */
+} key_type;
+
+typedef struct eng_key eng_key;
+struct eng_key {
+    const char *name;
+    key_type type;
+    size_t off;         /* offsetof(eng_config, field) of a number */
+    int slot;           /* KEY_STR, KEY_CHOICE: the string's STR_* slot */
+    double lo, hi;
+    int lo_open;        /* KEY_DOUBLE: lo itself is refused */
+    const char *choices;
+    int (*set)(eng_config *cfg, const eng_key *k, const char *value, char *err, size_t errlen);
+    const char *form;   /* the value's form, for help */
+    const char *help;
+};
+
+static int set_backend(eng_config *cfg, const eng_key *k, const char *value, char *err, size_t errlen);
+static int set_law(eng_config *cfg, const eng_key *k, const char *value, char *err, size_t errlen);
+static int set_min_ctx(eng_config *cfg, const eng_key *k, const char *value, char *err, size_t errlen);
+
+#define OFF(field) offsetof(eng_config, field)
+#define INT(n, field, l, h, f, hl) \
+    {.name = n, .type = KEY_INT, .off = OFF(field), .lo = l, .hi = h, .form = f, .help = hl}
+#define DBL(n, field, l, h, f, hl) \
+    {.name = n, .type = KEY_DOUBLE, .off = OFF(field), .lo = l, .hi = h, .form = f, .help = hl}
+#define STR(n, s, f, hl) {.name = n, .type = KEY_STR, .slot = s, .lo = 1, .hi = 120, .form = f, .help = hl}
+#define CUSTOM(n, fn, f, hl) {.name = n, .type = KEY_CUSTOM, .set = fn, .form = f, .help = hl}
+
+/* One row per key, in the order help lists them. The cpu sizes' bounds are
+ * the backend's (cpu_model.c, backend_cpu.c), checked here too so a bad spec
+ * fails at parse time, naming its key. */
+static const eng_key keys[] = {
+    STR("host", STR_BIND_ADDR, "ADDR", "IPv4 address to bind (default 127.0.0.1)"),
+    INT("port", port, 0, 65535, "P", "port (0 = ephemeral)"),
+    STR("model", STR_MODEL, "NAME", "served model name (default loadlaw-synthetic)"),
+    CUSTOM("backend", set_backend, "synthetic|cpu|cuda", "step backend (default synthetic)"),
+    CUSTOM("law", set_law, "LAW",
+           "step time in ms before scaling: \"52+30n\", with optional terms \"+0.5c\" "
+           "(per 1000 context tokens) \"+0.01p\" (per prefill token)"),
+    DBL("a", law_a_ms, 0, 1e7, "MS", "the law's constant term alone"),
+    DBL("b", law_b_ms, 0, 1e7, "MS", "the law's per-sequence term alone"),
+    DBL("c", law_c_ms_per_ktok, 0, 1e7, "MS", "the law's per-1000-context-tokens term alone"),
+    DBL("p", law_p_ms_per_tok, 0, 1e7, "MS", "the law's per-prefill-token term alone"),
+    {.name = "time_scale", .type = KEY_DOUBLE, .off = OFF(time_scale), .lo = 0, .lo_open = 1,
+     .hi = 1e6, .form = "X", .help = "multiply every step time by X (default 1)"},
+    DBL("jitter", jitter_frac, 0, 1, "F", "relative std-dev of seeded gaussian step jitter (default 0)"),
+    {.name = "seed", .type = KEY_U64, .off = OFF(seed), .form = "S",
+     .help = "seed for jitter and token words (default 1)"},
+    INT("think", think_tokens, 0, 1 << 24, "N", "default thinking tokens per request (default 0)"),
+    INT("think_tokens", think_tokens, 0, 1 << 24, "N", "the same as think"),
+    INT("stop_after", stop_after_tok, 0, 1 << 24, "N",
+        "requests without ignore_eos stop after N tokens (default 0 = never)"),
+    INT("default_max_tokens", default_max_tokens, 1, 1 << 24, "N",
+        "max_tokens of a request that names none (default 256)"),
+    INT("max_running", max_running, 1, 1 << 20, "N", "sequences in the batch (default 256)"),
+    INT("max_waiting", max_waiting, 0, 1 << 24, "N", "queue bound; a full queue answers 503 (default 8192)"),
+    INT("prefill_budget", prefill_budget_tok, 1, 1 << 24, "N", "prompt tokens prefilled per step (default 2048)"),
+    INT("max_tokens_limit", max_tokens_limit, 1, 1 << 24, "N", "largest max_tokens accepted (default 32768)"),
+    INT("max_context", max_context_tok, 1, 1 << 30, "N", "prompt + output bound (default 131072)"),
+    {.name = "max_connections", .type = KEY_UINT, .off = OFF(max_connections), .lo = 16,
+     .hi = 1 << 20, .form = "N", .help = "connection limit (default 8192)"},
+    {.name = "max_body", .type = KEY_BYTES, .off = OFF(max_body_bytes), .lo = 64, .hi = 1 << 30,
+     .form = "BYTES", .help = "request body limit (default 1Mi)"},
+    {.name = "idle_timeout", .type = KEY_DURATION_S, .off = OFF(idle_timeout_s), .lo = 1,
+     .hi = 86400, .form = "DUR", .help = "idle connection timeout (default 120s)"},
+    STR("profile_dir", STR_PROFILE_DIR, "DIR", "default output_dir of /start_profile (default /tmp)"),
+    {.name = "attn", .type = KEY_CHOICE, .slot = STR_ATTN, .choices = "naive|tiled",
+     .form = "naive|tiled", .help = "cpu: decode attention kernel (default tiled)"},
+    INT("heads", heads, 1, 4096, "N", "cpu: query heads (default 64)"),
+    INT("topk", topk, 1, 1 << 24, "N", "cpu: KV rows selected per decode (default 2048)"),
+    INT("threads", threads, 0, 1024, "N", "cpu: compute threads, 0 = all cores (default 1)"),
+    INT("d_model", d_model, 1, 65536, "N", "cpu: model width (default 2048)"),
+    INT("d_ff", d_ff, 576, 262144, "N", "cpu: MLP width, at least one 576-wide row (default 8192)"),
+    INT("vocab", vocab, 2, 1 << 20, "N", "cpu: vocabulary (default 1024)"),
+    INT("capacity", capacity_tok, 1, 1 << 24, "N", "cpu: KV rows per sequence slot (default 4096)"),
+    CUSTOM("min_ctx", set_min_ctx, "N|topk", "cpu: rows attended at least (default topk; 0 = real context)"),
+    INT("fault_fail_step", fault_fail_step, 0, 1 << 30, "K",
+        "testing aid: the K-th step fails (synthetic only; default 0 = never)"),
+};
+#define N_KEYS (sizeof keys / sizeof keys[0])
+#undef OFF
+#undef INT
+#undef DBL
+#undef STR
+#undef CUSTOM
+
+static const eng_key *find_key(const char *name)
+{
+    for (size_t i = 0; i < N_KEYS; i++)
+        if (strcmp(keys[i].name, name) == 0)
+            return &keys[i];
+    return NULL;
+}
+
+const char *eng_config_key(size_t i, const char **value_form, const char **help)
+{
+    if (i >= N_KEYS)
+        return NULL;
+    if (value_form)
+        *value_form = keys[i].form;
+    if (help)
+        *help = keys[i].help;
+    return keys[i].name;
+}
+
+int eng_config_has_key(const char *key) { return key && find_key(key) != NULL; }
+
+/* ---- parsing one value, by type ------------------------------------------ */
+
+/* An integer in [lo, hi]: counts accept k/m suffixes ("4k"); negatives go
+ * through the plain parser. */
+static int parse_int_in(const char *value, int64_t lo, int64_t hi, int64_t *out)
 {
     uint64_t u;
     int64_t i;
-    /* counts accept k/m suffixes ("4k"); negatives go through the plain parser */
     if (ll_parse_count(value, &u) == 0 && u <= (uint64_t)hi && (int64_t)u >= lo) {
-        *out = (int)u;
+        *out = (int64_t)u;
         return 0;
     }
     if (ll_parse_int64(value, &i) == 0 && i >= lo && i <= hi) {
-        *out = (int)i;
+        *out = i;
         return 0;
     }
-    ll_errf(err, errlen, "%s: expected an integer in [%d, %d], got \"%s\"", key, lo, hi, value);
     return LL_EINVAL;
 }
 
-static int set_double(const char *key, const char *value, double lo, double hi, double *out,
-                      char *err, size_t errlen)
+/* 1 when value is one of the '|'-separated choices. */
+static int is_choice(const char *choices, const char *value)
 {
-    double d;
-    if (ll_parse_double(value, &d) != 0 || !(d >= lo && d <= hi)) {
-        ll_errf(err, errlen, "%s: expected a number in [%g, %g], got \"%s\"", key, lo, hi, value);
-        return LL_EINVAL;
+    size_t n = strlen(value);
+    for (const char *c = choices; c && *c;) {
+        const char *bar = strchr(c, '|');
+        size_t len = bar ? (size_t)(bar - c) : strlen(c);
+        if (len == n && strncmp(c, value, n) == 0)
+            return 1;
+        c = bar ? bar + 1 : NULL;
     }
-    *out = d;
     return 0;
 }
 
-static int set_str(const char *value, const char **out, char *err, size_t errlen)
+/* The message for a value the key refuses: it names the key, what it takes,
+ * and what it got. */
+static int refuse(const eng_key *k, const char *value, char *err, size_t errlen)
 {
-    const char *s = intern(value);
-    if (!s) {
-        ll_errf(err, errlen, "out of memory");
+    switch (k->type) {
+    case KEY_INT:
+    case KEY_UINT:
+        ll_errf(err, errlen, "%s: expected an integer in [%.0f, %.0f], got \"%s\"", k->name, k->lo,
+                k->hi, value);
+        break;
+    case KEY_U64:
+        ll_errf(err, errlen, "%s: expected a non-negative integer, got \"%s\"", k->name, value);
+        break;
+    case KEY_DOUBLE:
+        ll_errf(err, errlen, "%s: expected a number in %c%g, %g], got \"%s\"", k->name,
+                k->lo_open ? '(' : '[', k->lo, k->hi, value);
+        break;
+    case KEY_BYTES:
+        ll_errf(err, errlen, "%s: expected bytes in [%.0f, %.0f], got \"%s\"", k->name, k->lo, k->hi,
+                value);
+        break;
+    case KEY_DURATION_S:
+        ll_errf(err, errlen, "%s: expected a duration in [%.0fs, %.0fs], got \"%s\"", k->name, k->lo,
+                k->hi, value);
+        break;
+    case KEY_STR:
+        ll_errf(err, errlen, "%s: expected %.0f..%.0f characters", k->name, k->lo, k->hi);
+        break;
+    case KEY_CHOICE:
+        ll_errf(err, errlen, "%s: expected one of %s, got \"%s\"", k->name, k->choices, value);
+        break;
+    case KEY_CUSTOM:
+        ll_errf(err, errlen, "%s: expected %s, got \"%s\"", k->name, k->form, value);
+        break;
+    }
+    return LL_EINVAL;
+}
+
+/* Parse value as k says and store it in cfg; the field is untouched when
+ * the value is refused. */
+static int set_by_type(eng_config *cfg, const eng_key *k, const char *value, char *err, size_t errlen)
+{
+    void *field = (char *)cfg + k->off; /* a number's field */
+    int64_t i;
+    uint64_t u;
+    double d;
+    size_t len;
+    switch (k->type) {
+    case KEY_INT:
+        if (parse_int_in(value, (int64_t)k->lo, (int64_t)k->hi, &i))
+            return refuse(k, value, err, errlen);
+        *(int *)field = (int)i;
+        return 0;
+    case KEY_UINT:
+        if (parse_int_in(value, (int64_t)k->lo, (int64_t)k->hi, &i))
+            return refuse(k, value, err, errlen);
+        *(unsigned *)field = (unsigned)i;
+        return 0;
+    case KEY_U64:
+        if (ll_parse_count(value, &u))
+            return refuse(k, value, err, errlen);
+        *(uint64_t *)field = u;
+        return 0;
+    case KEY_DOUBLE:
+        if (ll_parse_double(value, &d) || !(d >= k->lo && d <= k->hi) || (k->lo_open && d == k->lo))
+            return refuse(k, value, err, errlen);
+        *(double *)field = d;
+        return 0;
+    case KEY_BYTES:
+        if (ll_parse_count(value, &u) || u < (uint64_t)k->lo || u > (uint64_t)k->hi)
+            return refuse(k, value, err, errlen);
+        *(size_t *)field = (size_t)u;
+        return 0;
+    case KEY_DURATION_S:
+        if (ll_parse_duration_s(value, &d) || !(d >= k->lo && d <= k->hi))
+            return refuse(k, value, err, errlen);
+        *(unsigned *)field = (unsigned)d;
+        return 0;
+    case KEY_STR:
+        len = strlen(value);
+        if (len < (size_t)k->lo || len > (size_t)k->hi)
+            return refuse(k, value, err, errlen);
+        break;
+    case KEY_CHOICE:
+        if (!is_choice(k->choices, value))
+            return refuse(k, value, err, errlen);
+        break;
+    case KEY_CUSTOM:
+        return k->set(cfg, k, value, err, errlen);
+    }
+    if (own_str(cfg, k->slot, value)) { /* KEY_STR, KEY_CHOICE */
+        ll_errf(err, errlen, "%s: out of memory", k->name);
         return LL_ENOMEM;
     }
-    *out = s;
+    return 0;
+}
+
+static int set_backend(eng_config *cfg, const eng_key *k, const char *value, char *err, size_t errlen)
+{
+    static const char *const names[] = {
+        [ENG_BACKEND_SYNTHETIC] = "synthetic", [ENG_BACKEND_CPU] = "cpu", [ENG_BACKEND_CUDA] = "cuda"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(value, names[i]) == 0) {
+            cfg->backend = (eng_backend_kind)i;
+            return 0;
+        }
+    ll_errf(err, errlen, "%s: expected synthetic, cpu or cuda, got \"%s\"", k->name, value);
+    return LL_EINVAL;
+}
+
+static int set_law(eng_config *cfg, const eng_key *k, const char *value, char *err, size_t errlen)
+{
+    (void)k;
+    return eng_parse_law(value, cfg, err, errlen);
+}
+
+/* "topk" (-1) or an integer in [0, 2^24]. */
+static int set_min_ctx(eng_config *cfg, const eng_key *k, const char *value, char *err, size_t errlen)
+{
+    int64_t i;
+    if (strcmp(value, "topk") == 0) {
+        cfg->min_ctx_tok = -1;
+        return 0;
+    }
+    if (parse_int_in(value, 0, 1 << 24, &i)) {
+        ll_errf(err, errlen, "%s: expected \"topk\" or an integer in [0, %d], got \"%s\"", k->name,
+                1 << 24, value);
+        return LL_EINVAL;
+    }
+    cfg->min_ctx_tok = (int)i;
     return 0;
 }
 
 int eng_config_set(eng_config *cfg, const char *key, const char *value, char *err, size_t errlen)
 {
-    int iv;
     if (!key || !value) {
         ll_errf(err, errlen, "missing key or value");
         return LL_EINVAL;
     }
-    if (strcmp(key, "backend") == 0) {
-        if (strcmp(value, "synthetic") == 0)
-            cfg->backend = ENG_BACKEND_SYNTHETIC;
-        else if (strcmp(value, "cpu") == 0)
-            cfg->backend = ENG_BACKEND_CPU;
-        else if (strcmp(value, "cuda") == 0)
-            cfg->backend = ENG_BACKEND_CUDA;
-        else {
-            ll_errf(err, errlen, "backend: expected synthetic, cpu or cuda, got \"%s\"", value);
-            return LL_EINVAL;
-        }
-        return 0;
+    const eng_key *k = find_key(key);
+    if (!k) {
+        ll_errf(err, errlen, "unknown engine key \"%s\"", key);
+        return LL_EINVAL;
     }
-    if (strcmp(key, "law") == 0)
-        return eng_parse_law(value, cfg, err, errlen);
-    if (strcmp(key, "a") == 0)
-        return set_double(key, value, 0, 1e7, &cfg->law_a_ms, err, errlen);
-    if (strcmp(key, "b") == 0)
-        return set_double(key, value, 0, 1e7, &cfg->law_b_ms, err, errlen);
-    if (strcmp(key, "c") == 0)
-        return set_double(key, value, 0, 1e7, &cfg->law_c_ms_per_ktok, err, errlen);
-    if (strcmp(key, "p") == 0)
-        return set_double(key, value, 0, 1e7, &cfg->law_p_ms_per_tok, err, errlen);
-    if (strcmp(key, "time_scale") == 0) {
-        double d;
-        if (set_double(key, value, 0, 1e6, &d, err, errlen))
-            return LL_EINVAL;
-        if (d <= 0) {
-            ll_errf(err, errlen, "time_scale: must be > 0, got \"%s\"", value);
-            return LL_EINVAL;
-        }
-        cfg->time_scale = d;
-        return 0;
-    }
-    if (strcmp(key, "jitter") == 0)
-        return set_double(key, value, 0, 1, &cfg->jitter_frac, err, errlen);
-    if (strcmp(key, "seed") == 0) {
-        uint64_t u;
-        if (ll_parse_count(value, &u)) {
-            ll_errf(err, errlen, "seed: expected a non-negative integer, got \"%s\"", value);
-            return LL_EINVAL;
-        }
-        cfg->seed = u;
-        return 0;
-    }
-    if (strcmp(key, "think") == 0 || strcmp(key, "think_tokens") == 0)
-        return set_int(key, value, 0, 1 << 24, &cfg->think_tokens, err, errlen);
-    if (strcmp(key, "max_running") == 0)
-        return set_int(key, value, 1, 1 << 20, &cfg->max_running, err, errlen);
-    if (strcmp(key, "max_waiting") == 0)
-        return set_int(key, value, 0, 1 << 24, &cfg->max_waiting, err, errlen);
-    if (strcmp(key, "prefill_budget") == 0)
-        return set_int(key, value, 1, 1 << 24, &cfg->prefill_budget_tok, err, errlen);
-    if (strcmp(key, "max_tokens_limit") == 0)
-        return set_int(key, value, 1, 1 << 24, &cfg->max_tokens_limit, err, errlen);
-    if (strcmp(key, "max_context") == 0)
-        return set_int(key, value, 1, 1 << 30, &cfg->max_context_tok, err, errlen);
-    if (strcmp(key, "fault_fail_step") == 0) /* testing aid (engine.h) */
-        return set_int(key, value, 0, 1 << 30, &cfg->fault_fail_step, err, errlen);
-    if (strcmp(key, "stop_after") == 0)
-        return set_int(key, value, 0, 1 << 24, &cfg->stop_after_tok, err, errlen);
-    if (strcmp(key, "default_max_tokens") == 0)
-        return set_int(key, value, 1, 1 << 24, &cfg->default_max_tokens, err, errlen);
-    if (strcmp(key, "port") == 0)
-        return set_int(key, value, 0, 65535, &cfg->port, err, errlen);
-    if (strcmp(key, "max_connections") == 0) {
-        if (set_int(key, value, 16, 1 << 20, &iv, err, errlen))
-            return LL_EINVAL;
-        cfg->max_connections = (unsigned)iv;
-        return 0;
-    }
-    if (strcmp(key, "idle_timeout") == 0) {
-        double s;
-        if (ll_parse_duration_s(value, &s) || s < 1 || s > 86400) {
-            ll_errf(err, errlen, "idle_timeout: expected a duration in [1s, 24h], got \"%s\"", value);
-            return LL_EINVAL;
-        }
-        cfg->idle_timeout_s = (unsigned)s;
-        return 0;
-    }
-    if (strcmp(key, "max_body") == 0) {
-        uint64_t u;
-        if (ll_parse_count(value, &u) || u < 64 || u > (1ull << 30)) {
-            ll_errf(err, errlen, "max_body: expected bytes in [64, 1G], got \"%s\"", value);
-            return LL_EINVAL;
-        }
-        cfg->max_body_bytes = (size_t)u;
-        return 0;
-    }
-    if (strcmp(key, "heads") == 0)
-        return set_int(key, value, 1, 4096, &cfg->heads, err, errlen);
-    if (strcmp(key, "topk") == 0)
-        return set_int(key, value, 1, 1 << 24, &cfg->topk, err, errlen);
-    if (strcmp(key, "threads") == 0) /* 0: the cpu backend uses every online core */
-        return set_int(key, value, 0, 1024, &cfg->threads, err, errlen);
-    /* cpu sizes: the bounds are the backend's (cpu_model.c, backend_cpu.c), checked
-     * here too so a bad spec fails at parse time, naming its key */
-    if (strcmp(key, "d_model") == 0)
-        return set_int(key, value, 1, 65536, &cfg->d_model, err, errlen);
-    if (strcmp(key, "d_ff") == 0) /* at least one 576-wide query/KV row */
-        return set_int(key, value, 576, 262144, &cfg->d_ff, err, errlen);
-    if (strcmp(key, "vocab") == 0)
-        return set_int(key, value, 2, 1 << 20, &cfg->vocab, err, errlen);
-    if (strcmp(key, "capacity") == 0)
-        return set_int(key, value, 1, 1 << 24, &cfg->capacity_tok, err, errlen);
-    if (strcmp(key, "min_ctx") == 0) {
-        if (strcmp(value, "topk") == 0) {
-            cfg->min_ctx_tok = -1;
-            return 0;
-        }
-        return set_int(key, value, 0, 1 << 24, &cfg->min_ctx_tok, err, errlen);
-    }
-    if (strcmp(key, "attn") == 0) {
-        if (strcmp(value, "naive") && strcmp(value, "tiled")) {
-            ll_errf(err, errlen, "attn: expected naive or tiled, got \"%s\"", value);
-            return LL_EINVAL;
-        }
-        return set_str(value, &cfg->attn, err, errlen);
-    }
-    if (strcmp(key, "model") == 0 || strcmp(key, "host") == 0 || strcmp(key, "profile_dir") == 0) {
-        if (!*value || strlen(value) > 120) {
-            ll_errf(err, errlen, "%s: expected 1..120 characters", key);
-            return LL_EINVAL;
-        }
-        const char **dst = key[0] == 'm' ? &cfg->model : key[0] == 'h' ? &cfg->bind_addr
-                                                                       : &cfg->profile_dir;
-        return set_str(value, dst, err, errlen);
-    }
-    ll_errf(err, errlen, "unknown engine key \"%s\"", key);
-    return LL_EINVAL;
+    return set_by_type(cfg, k, value, err, errlen);
+}
+
+/* ---- the spec ------------------------------------------------------------ */
+
+/* Split one "key = value" item in place (spaces around both trimmed).
+ * LL_EINVAL without '='. */
+static int split_item(char *item, char **key, char **value)
+{
+    char *eq = strchr(item, '=');
+    if (!eq)
+        return LL_EINVAL;
+    *eq = '\0';
+    for (char *e = eq - 1; e >= item && isspace((unsigned char)*e); e--)
+        *e = '\0';
+    char *v = eq + 1;
+    while (isspace((unsigned char)*v))
+        v++;
+    *key = item;
+    *value = v;
+    return 0;
 }
 
 int eng_parse_spec(const char *spec, eng_config *cfg, char *err, size_t errlen)
 {
     if (!spec)
         return 0;
-    char *copy = strdup(spec);
+    int rc = 0;
+    char *copy = strdup(spec), *save = NULL;
     if (!copy) {
         ll_errf(err, errlen, "out of memory");
         return LL_ENOMEM;
     }
-    int rc = 0;
-    char *save = NULL;
     for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        char *key, *val;
         while (isspace((unsigned char)*item))
             item++;
         if (!*item)
             continue;
-        char *eq = strchr(item, '=');
-        if (!eq) {
+        if (split_item(item, &key, &val)) {
             ll_errf(err, errlen, "engine spec: \"%s\" is not key=value", item);
             rc = LL_EINVAL;
-            goto done;
+            goto fail;
         }
-        *eq = '\0';
-        char *key = item, *val = eq + 1;
-        for (char *e = eq - 1; e >= key && isspace((unsigned char)*e); e--)
-            *e = '\0';
-        while (isspace((unsigned char)*val))
-            val++;
-        rc = eng_config_set(cfg, key, val, err, errlen);
-        if (rc)
-            goto done;
+        LL_TRY(eng_config_set(cfg, key, val, err, errlen));
     }
-done:
+fail:
     free(copy);
     return rc;
 }

@@ -1,5 +1,6 @@
-/* engine.c: eng_start / eng_stop and the step log reader; the glue between
- * the backend, the scheduler thread and the HTTP server. */
+/* engine.c: eng_start / eng_stop, the step log reader and the engine's
+ * facts for the records (eng_law, eng_set_records); the glue between the
+ * backend, the scheduler thread and the HTTP server. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -53,87 +54,103 @@ static int check_config(const eng_config *c, char *err, size_t errlen)
     return 0;
 }
 
-static char *dup_or(const char *s, const char *dflt)
+/* The backend for a kind; NULL when it is not built in. */
+static const eng_backend_ops *backend_for(eng_backend_kind kind)
 {
-    return strdup(s ? s : dflt);
+    switch (kind) {
+    case ENG_BACKEND_SYNTHETIC:
+        return &eng_backend_synthetic;
+    case ENG_BACKEND_CPU:
+        return &eng_backend_cpu;
+    default:
+        return NULL;
+    }
 }
 
-static void free_strings(eng_config *c)
+/* The engine's own copy of the configuration: callers' strings may not
+ * outlive it. NULL strings become their defaults. */
+static int take_config(eng_engine *e, const eng_config *cfg, char *err, size_t errlen)
 {
-    free((char *)c->bind_addr);
-    free((char *)c->model);
-    free((char *)c->attn);
-    free((char *)c->profile_dir);
-}
-
-int eng_start(const eng_config *cfg, eng_engine **out, char *err, size_t errlen)
-{
-    int rc = check_config(cfg, err, errlen);
-    if (rc)
-        return rc;
-    *out = NULL;
-    raise_nofile(cfg->max_connections);
-    eng_engine *e = calloc(1, sizeof *e);
-    if (!e) {
+    if (eng_config_copy(&e->cfg, cfg)) {
         ll_errf(err, errlen, "engine: out of memory");
         return LL_ENOMEM;
     }
-    e->cfg = *cfg;
-    /* The engine keeps its own copies: callers' strings may not outlive it. */
-    e->cfg.bind_addr = dup_or(cfg->bind_addr, "127.0.0.1");
-    e->cfg.model = dup_or(cfg->model, "loadlaw-synthetic");
-    e->cfg.attn = dup_or(cfg->attn, "tiled");
-    e->cfg.profile_dir = dup_or(cfg->profile_dir, "/tmp");
-    if (!e->cfg.bind_addr || !e->cfg.model || !e->cfg.attn || !e->cfg.profile_dir ||
-        strlen(e->cfg.model) > 120) {
-        ll_errf(err, errlen, "engine: out of memory or model name over 120 characters");
-        rc = LL_EINVAL;
-        goto fail_strings;
+    eng_config_fill_strings(&e->cfg);
+    if (strlen(e->cfg.model) > 120) {
+        ll_errf(err, errlen, "engine: model name over 120 characters");
+        return LL_EINVAL;
     }
-    atomic_init(&e->n_running, 0);
-    atomic_init(&e->next_id, 1);
-    atomic_init(&e->failed_rc, 0);
-    switch (cfg->backend) {
-    case ENG_BACKEND_SYNTHETIC:
-        e->be = &eng_backend_synthetic;
-        break;
-    case ENG_BACKEND_CPU:
-        e->be = &eng_backend_cpu;
-        break;
-    default:
-        ll_errf(err, errlen, "cuda backend not built in this version");
-        rc = LL_EINVAL;
-        goto fail_strings;
-    }
-    rc = e->be->create(&e->cfg, &e->be_state, err, errlen);
-    if (rc)
-        goto fail_strings;
-    /* The condition variable times out on CLOCK_MONOTONIC (ll_now_ns). */
+    return 0;
+}
+
+/* Locks and the condition variable; the condition variable times out on
+ * CLOCK_MONOTONIC (ll_now_ns). */
+static int init_sync(eng_engine *e, char *err, size_t errlen)
+{
     pthread_condattr_t ca;
     int bad = pthread_condattr_init(&ca) || pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) ||
               pthread_cond_init(&e->cv, &ca);
     pthread_condattr_destroy(&ca);
     if (bad || pthread_mutex_init(&e->mu, NULL) || pthread_mutex_init(&e->io_mu, NULL) ||
-        pthread_mutex_init(&e->log_mu, NULL)) {
+        pthread_mutex_init(&e->log_mu, NULL) || pthread_mutex_init(&e->rec_mu, NULL)) {
         ll_errf(err, errlen, "engine: pthread init failed");
-        rc = LL_ESYS;
-        goto fail_backend;
+        return LL_ESYS;
     }
-    rc = eng_sched_start(e, err, errlen);
-    if (rc)
-        goto fail_backend;
-    rc = eng_server_start(e, err, errlen);
-    if (rc)
-        goto fail_sched;
+    return 0;
+}
+
+static void destroy_sync(eng_engine *e)
+{
+    pthread_mutex_destroy(&e->mu);
+    pthread_mutex_destroy(&e->io_mu);
+    pthread_mutex_destroy(&e->log_mu);
+    pthread_mutex_destroy(&e->rec_mu);
+    pthread_cond_destroy(&e->cv);
+}
+
+int eng_start(const eng_config *cfg, eng_engine **out, char *err, size_t errlen)
+{
+    int rc;
+    int have_backend = 0, have_sync = 0, have_sched = 0;
+    eng_engine *e = NULL;
+    *out = NULL;
+    LL_TRY(check_config(cfg, err, errlen));
+    raise_nofile(cfg->max_connections);
+    e = calloc(1, sizeof *e);
+    if (!e) {
+        ll_errf(err, errlen, "engine: out of memory");
+        rc = LL_ENOMEM;
+        goto fail;
+    }
+    LL_TRY(take_config(e, cfg, err, errlen));
+    atomic_init(&e->n_running, 0);
+    atomic_init(&e->next_id, 1);
+    atomic_init(&e->failed_rc, 0);
+    e->be = backend_for(cfg->backend);
+    if (!e->be) {
+        ll_errf(err, errlen, "cuda backend not built in this version");
+        rc = LL_EINVAL;
+        goto fail;
+    }
+    LL_TRY(e->be->create(&e->cfg, &e->be_state, err, errlen));
+    have_backend = 1;
+    LL_TRY(init_sync(e, err, errlen));
+    have_sync = 1;
+    LL_TRY(eng_sched_start(e, err, errlen));
+    have_sched = 1;
+    LL_TRY(eng_server_start(e, err, errlen));
     ll_info("engine: %s backend on %s", e->be->name, e->url);
     *out = e;
     return 0;
-fail_sched:
-    eng_sched_stop(e);
-fail_backend:
-    e->be->destroy(e->be_state);
-fail_strings:
-    free_strings(&e->cfg);
+fail:
+    if (have_sched)
+        eng_sched_stop(e);
+    if (have_sync)
+        destroy_sync(e);
+    if (have_backend)
+        e->be->destroy(e->be_state);
+    if (e)
+        eng_config_free(&e->cfg);
     free(e);
     return rc;
 }
@@ -150,15 +167,43 @@ int eng_failed(const eng_engine *e, char *err, size_t errlen)
     return rc;
 }
 
+const char *eng_model(const eng_engine *e) { return e->cfg.model; }
+
+const char *eng_backend_name(const eng_engine *e) { return e->be->name; }
+
+int eng_law(const eng_engine *e, ll_rec_engine_law *out)
+{
+    const eng_config *c = &e->cfg;
+    memset(out, 0, sizeof *out);
+    if (!(e->be->caps & ENG_CAP_PLAYS_LAW))
+        return 0;
+    out->present = 1;
+    out->a_ms = c->law_a_ms * c->time_scale;
+    out->b_ms = c->law_b_ms * c->time_scale;
+    out->c_ms_per_ktok = c->law_c_ms_per_ktok * c->time_scale;
+    out->p_ms_per_tok = c->law_p_ms_per_tok * c->time_scale;
+    out->time_scale = c->time_scale;
+    return 1;
+}
+
+void eng_set_records(eng_engine *e, ll_rec_writer *w)
+{
+    pthread_mutex_lock(&e->rec_mu);
+    e->rec = w;
+    e->rec_epoch_ns = w ? ll_rec_epoch_ns(w) : 0;
+    e->rec_warned = 0;
+    pthread_mutex_unlock(&e->rec_mu);
+}
+
 size_t eng_steps(eng_engine *e, size_t from, eng_step *out, size_t max)
 {
     size_t n = 0;
     pthread_mutex_lock(&e->log_mu);
-    if (from < e->log_n) {
-        n = e->log_n - from;
+    if (from < e->log.n) {
+        n = e->log.n - from;
         if (n > max)
             n = max;
-        memcpy(out, e->log + from, n * sizeof *out);
+        memcpy(out, e->log.v + from, n * sizeof *out);
     }
     pthread_mutex_unlock(&e->log_mu);
     return n;
@@ -167,7 +212,7 @@ size_t eng_steps(eng_engine *e, size_t from, eng_step *out, size_t max)
 size_t eng_step_count(eng_engine *e)
 {
     pthread_mutex_lock(&e->log_mu);
-    size_t n = e->log_n;
+    size_t n = e->log.n;
     pthread_mutex_unlock(&e->log_mu);
     return n;
 }
@@ -181,12 +226,9 @@ void eng_stop(eng_engine *e)
     eng_sched_stop(e);
     eng_server_stop(e);
     e->be->destroy(e->be_state);
-    free(e->prof.steps);
-    free(e->log);
-    pthread_mutex_destroy(&e->mu);
-    pthread_mutex_destroy(&e->io_mu);
-    pthread_mutex_destroy(&e->log_mu);
-    pthread_cond_destroy(&e->cv);
-    free_strings(&e->cfg);
+    ll_vec_free(&e->prof.steps);
+    ll_vec_free(&e->log);
+    destroy_sync(e);
+    eng_config_free(&e->cfg);
     free(e);
 }

@@ -17,6 +17,9 @@
  *    so a resume can never precede its suspend (MHD forbids that).
  *  - Scheduler-only fields (slot, progress) are touched by the scheduler thread
  *    alone after submission.
+ *  - eng->log_mu guards the step log; eng->rec_mu guards the records writer
+ *    the scheduler puts steps into (eng_set_records), held across each put so
+ *    that a detach waits for a put in progress.
  */
 #ifndef LOADLAW_ENGINE_INTERNAL_H
 #define LOADLAW_ENGINE_INTERNAL_H
@@ -103,8 +106,13 @@ typedef struct eng_engine {
 
     /* step log (log_mu) */
     pthread_mutex_t log_mu;
-    eng_step *log;
-    size_t log_n, log_cap;
+    LL_VEC(eng_step) log;
+
+    /* records (rec_mu): NULL when detached */
+    pthread_mutex_t rec_mu;
+    ll_rec_writer *rec;
+    int64_t rec_epoch_ns;
+    int rec_warned;                /* a failed put was logged (once per attachment) */
 
     /* metrics (under mu) */
     uint64_t steps_total, prompt_tok_total, gen_tok_total;
@@ -123,8 +131,7 @@ typedef struct eng_engine {
         int64_t deadline_ns;       /* a num_steps capture ends by then even if idle */
         int gzip;
         char dir[512];
-        eng_prof_step *steps;
-        size_t n, cap;
+        LL_VEC(eng_prof_step) steps;
         struct MHD_Connection *waiter;  /* suspended /start_profile with num_steps */
         int waiter_suspended;
         unsigned seq;              /* captures written so far */
@@ -134,6 +141,9 @@ typedef struct eng_engine {
 } eng_engine;
 
 extern const double eng_hist_bounds_s[ENG_HIST_BUCKETS]; /* last is +Inf */
+
+/* config.c: point every NULL string field at its default (static). */
+void eng_config_fill_strings(eng_config *cfg);
 
 /* server.c */
 int eng_server_start(eng_engine *e, char *err, size_t errlen);

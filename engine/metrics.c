@@ -42,55 +42,63 @@ void eng_metrics_step(eng_engine *e, const eng_step *s, const eng_phase *ph, int
 #define COUNTER(b, name, help, fmt, v)                                         \
     ll_buf_printf(b, "# HELP " name " " help "\n# TYPE " name " counter\n" name " " fmt "\n", v)
 
-int eng_metrics_text(eng_engine *e, ll_buf *b)
+/* The exposition text; the caller holds e->mu. 0 or the first ll_buf_printf error. */
+static int metrics_write(eng_engine *e, ll_buf *b)
 {
-    int rc = 0;
-    pthread_mutex_lock(&e->mu);
-    rc |= GAUGE(b, "loadlaw_running_requests", "Sequences admitted to the batch (prefilling or decoding).",
-                "%d", atomic_load(&e->n_running));
-    rc |= GAUGE(b, "loadlaw_waiting_requests", "Requests queued for admission.", "%d", e->n_waiting);
+    int rc;
+    LL_TRY(GAUGE(b, "loadlaw_running_requests", "Sequences admitted to the batch (prefilling or decoding).",
+                 "%d", atomic_load(&e->n_running)));
+    LL_TRY(GAUGE(b, "loadlaw_waiting_requests", "Requests queued for admission.", "%d", e->n_waiting));
     /* vLLM's names for the same two gauges, so tools that scrape vLLM read us too */
-    rc |= GAUGE(b, "vllm:num_requests_running", "Same as loadlaw_running_requests.", "%d",
-                atomic_load(&e->n_running));
-    rc |= GAUGE(b, "vllm:num_requests_waiting", "Same as loadlaw_waiting_requests.", "%d", e->n_waiting);
-    rc |= COUNTER(b, "loadlaw_steps_total", "Engine steps run.", "%llu",
-                  (unsigned long long)e->steps_total);
-    rc |= COUNTER(b, "loadlaw_prompt_tokens_total", "Prompt tokens prefilled.", "%llu",
-                  (unsigned long long)e->prompt_tok_total);
-    rc |= COUNTER(b, "loadlaw_generation_tokens_total", "Tokens generated.", "%llu",
-                  (unsigned long long)e->gen_tok_total);
-    rc |= ll_buf_printf(b, "# HELP loadlaw_requests_total Requests that left the engine, by outcome.\n"
-                           "# TYPE loadlaw_requests_total counter\n"
-                           "loadlaw_requests_total{outcome=\"finished\"} %llu\n"
-                           "loadlaw_requests_total{outcome=\"cancelled\"} %llu\n"
-                           "loadlaw_requests_total{outcome=\"rejected\"} %llu\n",
-                        (unsigned long long)e->req_finished, (unsigned long long)e->req_cancelled,
-                        (unsigned long long)e->req_rejected);
-    rc |= ll_buf_printf(b, "# HELP loadlaw_step_duration_seconds Wall time of each engine step.\n"
-                           "# TYPE loadlaw_step_duration_seconds histogram\n");
+    LL_TRY(GAUGE(b, "vllm:num_requests_running", "Same as loadlaw_running_requests.", "%d",
+                 atomic_load(&e->n_running)));
+    LL_TRY(GAUGE(b, "vllm:num_requests_waiting", "Same as loadlaw_waiting_requests.", "%d", e->n_waiting));
+    LL_TRY(COUNTER(b, "loadlaw_steps_total", "Engine steps run.", "%llu",
+                   (unsigned long long)e->steps_total));
+    LL_TRY(COUNTER(b, "loadlaw_prompt_tokens_total", "Prompt tokens prefilled.", "%llu",
+                   (unsigned long long)e->prompt_tok_total));
+    LL_TRY(COUNTER(b, "loadlaw_generation_tokens_total", "Tokens generated.", "%llu",
+                   (unsigned long long)e->gen_tok_total));
+    LL_TRY(ll_buf_printf(b, "# HELP loadlaw_requests_total Requests that left the engine, by outcome.\n"
+                            "# TYPE loadlaw_requests_total counter\n"
+                            "loadlaw_requests_total{outcome=\"finished\"} %llu\n"
+                            "loadlaw_requests_total{outcome=\"cancelled\"} %llu\n"
+                            "loadlaw_requests_total{outcome=\"rejected\"} %llu\n",
+                         (unsigned long long)e->req_finished, (unsigned long long)e->req_cancelled,
+                         (unsigned long long)e->req_rejected));
+    LL_TRY(ll_buf_printf(b, "# HELP loadlaw_step_duration_seconds Wall time of each engine step.\n"
+                            "# TYPE loadlaw_step_duration_seconds histogram\n"));
     uint64_t cum = 0;
     for (int i = 0; i < ENG_HIST_BUCKETS; i++) {
         cum += e->hist[i];
         if (i == ENG_HIST_BUCKETS - 1)
-            rc |= ll_buf_printf(b, "loadlaw_step_duration_seconds_bucket{le=\"+Inf\"} %llu\n",
-                                (unsigned long long)cum);
+            LL_TRY(ll_buf_printf(b, "loadlaw_step_duration_seconds_bucket{le=\"+Inf\"} %llu\n",
+                                 (unsigned long long)cum));
         else
-            rc |= ll_buf_printf(b, "loadlaw_step_duration_seconds_bucket{le=\"%g\"} %llu\n",
-                                eng_hist_bounds_s[i], (unsigned long long)cum);
+            LL_TRY(ll_buf_printf(b, "loadlaw_step_duration_seconds_bucket{le=\"%g\"} %llu\n",
+                                 eng_hist_bounds_s[i], (unsigned long long)cum));
     }
-    rc |= ll_buf_printf(b, "loadlaw_step_duration_seconds_sum %.9f\n"
-                           "loadlaw_step_duration_seconds_count %llu\n",
-                        e->step_sum_s, (unsigned long long)e->steps_total);
-    rc |= ll_buf_printf(b, "# HELP loadlaw_phase_seconds_total Time spent in each backend phase.\n"
-                           "# TYPE loadlaw_phase_seconds_total counter\n");
+    LL_TRY(ll_buf_printf(b, "loadlaw_step_duration_seconds_sum %.9f\n"
+                            "loadlaw_step_duration_seconds_count %llu\n",
+                         e->step_sum_s, (unsigned long long)e->steps_total));
+    LL_TRY(ll_buf_printf(b, "# HELP loadlaw_phase_seconds_total Time spent in each backend phase.\n"
+                            "# TYPE loadlaw_phase_seconds_total counter\n"));
     for (int k = 0; k < e->n_phase_names; k++)
-        rc |= ll_buf_printf(b, "loadlaw_phase_seconds_total{phase=\"%s\"} %.9f\n",
-                            e->phase_name[k], e->phase_sum_s[k]);
-    rc |= ll_buf_printf(b, "# HELP loadlaw_phase_total Steps that ran each backend phase.\n"
-                           "# TYPE loadlaw_phase_total counter\n");
+        LL_TRY(ll_buf_printf(b, "loadlaw_phase_seconds_total{phase=\"%s\"} %.9f\n",
+                             e->phase_name[k], e->phase_sum_s[k]));
+    LL_TRY(ll_buf_printf(b, "# HELP loadlaw_phase_total Steps that ran each backend phase.\n"
+                            "# TYPE loadlaw_phase_total counter\n"));
     for (int k = 0; k < e->n_phase_names; k++)
-        rc |= ll_buf_printf(b, "loadlaw_phase_total{phase=\"%s\"} %llu\n", e->phase_name[k],
-                            (unsigned long long)e->phase_count[k]);
+        LL_TRY(ll_buf_printf(b, "loadlaw_phase_total{phase=\"%s\"} %llu\n", e->phase_name[k],
+                             (unsigned long long)e->phase_count[k]));
+fail:
+    return rc;
+}
+
+int eng_metrics_text(eng_engine *e, ll_buf *b)
+{
+    pthread_mutex_lock(&e->mu);
+    int rc = metrics_write(e, b);
     pthread_mutex_unlock(&e->mu);
-    return rc ? LL_ENOMEM : 0;
+    return rc;
 }

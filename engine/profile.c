@@ -38,14 +38,14 @@ int eng_prof_begin(eng_engine *e, const char *body, size_t len, char *msg, size_
         root = memchr(body, '\0', len) ? NULL : cJSON_ParseWithOpts(body, &end, 1);
         if (!cJSON_IsObject(root)) {
             ll_errf(msg, msglen, "profile request body must be a JSON object");
-            goto out;
+            goto fail;
         }
         const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "num_steps");
         if (n && !cJSON_IsNull(n)) {
             if (!cJSON_IsNumber(n) || n->valuedouble < 1 || n->valuedouble > 1e7 ||
                 n->valuedouble != (double)(int)n->valuedouble) {
                 ll_errf(msg, msglen, "'num_steps' must be an integer in [1, 10000000]");
-                goto out;
+                goto fail;
             }
             want = (int)n->valuedouble;
         }
@@ -54,7 +54,7 @@ int eng_prof_begin(eng_engine *e, const char *body, size_t len, char *msg, size_
             if (!cJSON_IsString(d) || !*d->valuestring ||
                 strlen(d->valuestring) >= sizeof e->prof.dir - 64) {
                 ll_errf(msg, msglen, "'output_dir' must be a non-empty path string");
-                goto out;
+                goto fail;
             }
             dir = d->valuestring;
         }
@@ -62,7 +62,7 @@ int eng_prof_begin(eng_engine *e, const char *body, size_t len, char *msg, size_
         if (t && !cJSON_IsNull(t)) {
             if (!cJSON_IsNumber(t) || !(t->valuedouble > 0 && t->valuedouble <= 86400)) {
                 ll_errf(msg, msglen, "'timeout_s' must be a number of seconds in (0, 86400]");
-                goto out;
+                goto fail;
             }
             timeout_s = t->valuedouble;
         }
@@ -70,7 +70,7 @@ int eng_prof_begin(eng_engine *e, const char *body, size_t len, char *msg, size_
         if (g && !cJSON_IsNull(g)) {
             if (!cJSON_IsBool(g)) {
                 ll_errf(msg, msglen, "'gzip' must be a boolean");
-                goto out;
+                goto fail;
             }
             gz = cJSON_IsTrue(g);
         }
@@ -81,10 +81,10 @@ int eng_prof_begin(eng_engine *e, const char *body, size_t len, char *msg, size_
     e->prof.want_steps = want;
     e->prof.deadline_ns = ll_now_ns() + (int64_t)(timeout_s * 1e9);
     e->prof.gzip = gz;
-    e->prof.n = 0;
+    e->prof.steps.n = 0;
     pthread_cond_signal(&e->cv); /* an idle scheduler starts watching the deadline */
     rc = 0;
-out:
+fail:
     cJSON_Delete(root);
     return rc;
 }
@@ -102,21 +102,15 @@ int eng_prof_record(eng_engine *e, const eng_step *s, const eng_phase *ph, int n
 {
     if (!e->prof.active || e->prof.done)
         return 0;
-    if (e->prof.n == e->prof.cap) {
-        size_t cap = e->prof.cap ? e->prof.cap * 2 : 256;
-        eng_prof_step *ns = realloc(e->prof.steps, cap * sizeof *ns);
-        if (!ns) {
-            prof_complete(e); /* keep what we have rather than lose the capture */
-            return 1;
-        }
-        e->prof.steps = ns;
-        e->prof.cap = cap;
+    if (ll_vec_reserve(&e->prof.steps, e->prof.steps.n + 1)) {
+        prof_complete(e); /* keep what we have rather than lose the capture */
+        return 1;
     }
-    eng_prof_step *p = &e->prof.steps[e->prof.n++];
+    eng_prof_step *p = &e->prof.steps.v[e->prof.steps.n++];
     p->step = *s;
     p->n_phases = n_ph;
     memcpy(p->phases, ph, (size_t)n_ph * sizeof *ph);
-    if (e->prof.want_steps > 0 && e->prof.n >= (size_t)e->prof.want_steps) {
+    if (e->prof.want_steps > 0 && e->prof.steps.n >= (size_t)e->prof.want_steps) {
         prof_complete(e);
         return 1;
     }
@@ -127,7 +121,7 @@ int64_t eng_prof_idle(eng_engine *e)
 {
     if (!e->prof.active || e->prof.done || e->prof.want_steps == 0)
         return 0;
-    if (e->prof.n > 0 || ll_now_ns() >= e->prof.deadline_ns) {
+    if (e->prof.steps.n > 0 || ll_now_ns() >= e->prof.deadline_ns) {
         prof_complete(e);
         return 0;
     }
@@ -175,14 +169,15 @@ int eng_prof_write(eng_engine *e, char *path, size_t pathlen, size_t *n_steps,
         ll_errf(msg, msglen, "no profile is being captured (POST /start_profile first)");
         return LL_EINVAL;
     }
-    eng_prof_step *steps = e->prof.steps;
-    size_t n = e->prof.n;
+    /* The capture leaves the engine: the file is written without mu. */
+    eng_prof_step *steps = e->prof.steps.v;
+    size_t n = e->prof.steps.n;
     int gz = e->prof.gzip;
     unsigned seq = ++e->prof.seq;
     char dir[sizeof e->prof.dir];
     memcpy(dir, e->prof.dir, sizeof dir);
-    e->prof.steps = NULL;
-    e->prof.n = e->prof.cap = 0;
+    e->prof.steps.v = NULL;
+    e->prof.steps.n = e->prof.steps.cap = 0;
     e->prof.active = e->prof.done = 0;
     /* A /start_profile still waiting on this capture (a /stop_profile came
      * first) is woken once the file exists and answers with its path. */

@@ -4,6 +4,8 @@
  * so usage is exact and reproducible without a tokenizer. */
 #include <ctype.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -80,128 +82,201 @@ static int opt_bool(const cJSON *o, const char *key, int *out)
     return 1;
 }
 
-#define BAD(st, p, ...)                                                        \
-    do {                                                                       \
-        *status = (st);                                                        \
-        *param = (p);                                                          \
-        ll_errf(msg, msglen, __VA_ARGS__);                                     \
-        goto fail;                                                             \
-    } while (0)
+/* Where a refused request's answer goes: the HTTP status, the offending
+ * parameter (NULL: none) and the message (eng_req_parse's out-parameters). */
+typedef struct req_error {
+    int *status;
+    const char **param;
+    char *msg;
+    size_t msglen;
+} req_error;
 
-eng_req *eng_req_parse(eng_engine *e, int kind, const char *body, size_t len,
-                       int *status, const char **param, char *msg, size_t msglen)
+/* Fill the answer for a refused request; returns LL_EINVAL for LL_TRY. */
+__attribute__((format(printf, 4, 5)))
+static int refuse(const req_error *er, int status, const char *param, const char *fmt, ...)
 {
-    const eng_config *cfg = &e->cfg;
-    eng_req *r = NULL;
+    va_list ap;
+    *er->status = status;
+    *er->param = param;
+    va_start(ap, fmt);
+    if (er->msglen > 0)
+        vsnprintf(er->msg, er->msglen, fmt, ap);
+    va_end(ap);
+    return LL_EINVAL;
+}
+
+/* What a request asked for besides its prompt (defaults from the config). */
+typedef struct req_opts {
+    int max_tok, min_tok, think_tok;
+    int stream, ignore_eos, include_usage, continuous_usage;
+} req_opts;
+
+/* The body as a JSON object in *root (caller deletes). */
+static int parse_body(const char *body, size_t len, cJSON **root, const req_error *er)
+{
     const char *end = NULL;
-    cJSON *root = NULL;
-    int prompt = 0;
-
-    *param = NULL;
     if (len == 0 || memchr(body, '\0', len))
-        BAD(400, NULL, "request body must be a JSON object");
-    root = cJSON_ParseWithOpts(body, &end, 1);
-    if (!root)
-        BAD(400, NULL, "malformed JSON in request body (near byte %zu)",
-            end && end >= body ? (size_t)(end - body) : (size_t)0);
-    if (!cJSON_IsObject(root))
-        BAD(400, NULL, "request body must be a JSON object");
+        return refuse(er, 400, NULL, "request body must be a JSON object");
+    *root = cJSON_ParseWithOpts(body, &end, 1);
+    if (!*root)
+        return refuse(er, 400, NULL, "malformed JSON in request body (near byte %zu)",
+                      end && end >= body ? (size_t)(end - body) : (size_t)0);
+    if (!cJSON_IsObject(*root))
+        return refuse(er, 400, NULL, "request body must be a JSON object");
+    return 0;
+}
 
+/* "model", when named, must be the one this server serves. */
+static int check_model(const cJSON *root, const eng_config *cfg, const req_error *er)
+{
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
-    if (model && !cJSON_IsNull(model)) {
-        if (!cJSON_IsString(model))
-            BAD(400, "model", "'model' must be a string");
-        if (strcmp(model->valuestring, cfg->model) != 0)
-            BAD(404, "model", "The model `%.100s` does not exist (this server serves `%s`).",
-                model->valuestring, cfg->model);
-    }
+    if (!model || cJSON_IsNull(model))
+        return 0;
+    if (!cJSON_IsString(model))
+        return refuse(er, 400, "model", "'model' must be a string");
+    if (strcmp(model->valuestring, cfg->model) != 0)
+        return refuse(er, 404, "model", "The model `%.100s` does not exist (this server serves `%s`).",
+                      model->valuestring, cfg->model);
+    return 0;
+}
 
-    if (kind == ENG_REQ_CHAT) {
-        const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");
-        if (!msgs)
-            BAD(400, "messages", "'messages' is required");
-        if (!cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0)
-            BAD(400, "messages", "'messages' must be a non-empty array");
-        const cJSON *m;
-        int i = 0;
-        cJSON_ArrayForEach(m, msgs) {
-            const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
-            if (!cJSON_IsObject(m) || !cJSON_IsString(role))
-                BAD(400, "messages", "messages[%d] must be an object with a string 'role'", i);
-            int w = content_words(cJSON_GetObjectItemCaseSensitive(m, "content"));
-            if (w < 0)
-                BAD(400, "messages", "messages[%d].content must be a string or an array of text parts", i);
-            prompt += w;
-            i++;
-        }
-    } else {
-        const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "prompt");
-        if (!p)
-            BAD(400, "prompt", "'prompt' is required");
-        if (cJSON_IsString(p)) {
-            prompt = count_words(p->valuestring);
-        } else if (cJSON_IsArray(p) && cJSON_GetArraySize(p) > 0) {
-            const cJSON *s;
-            cJSON_ArrayForEach(s, p) {
-                if (!cJSON_IsString(s))
-                    BAD(400, "prompt", "'prompt' must be a string or an array of strings");
-                prompt += count_words(s->valuestring);
-            }
-        } else {
-            BAD(400, "prompt", "'prompt' must be a string or an array of strings");
-        }
+/* Chat: the words of every message's content. */
+static int chat_prompt_tok(const cJSON *root, int *prompt, const req_error *er)
+{
+    const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages"), *m;
+    int i = 0;
+    if (!msgs)
+        return refuse(er, 400, "messages", "'messages' is required");
+    if (!cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0)
+        return refuse(er, 400, "messages", "'messages' must be a non-empty array");
+    cJSON_ArrayForEach(m, msgs) {
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+        if (!cJSON_IsObject(m) || !cJSON_IsString(role))
+            return refuse(er, 400, "messages", "messages[%d] must be an object with a string 'role'", i);
+        int w = content_words(cJSON_GetObjectItemCaseSensitive(m, "content"));
+        if (w < 0)
+            return refuse(er, 400, "messages",
+                          "messages[%d].content must be a string or an array of text parts", i);
+        *prompt += w;
+        i++;
     }
+    return 0;
+}
 
-    int max_tok = cfg->default_max_tokens, min_tok = 0, think = cfg->think_tokens;
-    int stream = 0, ignore_eos = 0, inc_usage = 0, cont_usage = 0, got;
+/* Completions: the words of the prompt string or strings. */
+static int completion_prompt_tok(const cJSON *root, int *prompt, const req_error *er)
+{
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "prompt"), *s;
+    if (!p)
+        return refuse(er, 400, "prompt", "'prompt' is required");
+    if (cJSON_IsString(p)) {
+        *prompt = count_words(p->valuestring);
+        return 0;
+    }
+    if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) == 0)
+        return refuse(er, 400, "prompt", "'prompt' must be a string or an array of strings");
+    cJSON_ArrayForEach(s, p) {
+        if (!cJSON_IsString(s))
+            return refuse(er, 400, "prompt", "'prompt' must be a string or an array of strings");
+        *prompt += count_words(s->valuestring);
+    }
+    return 0;
+}
+
+/* max_completion_tokens (or max_tokens), min_tokens and think_tokens. */
+static int read_token_counts(const cJSON *root, const eng_config *cfg, req_opts *o,
+                             const req_error *er)
+{
     const char *mt_key = "max_completion_tokens";
-    got = opt_int(root, mt_key, &max_tok);
+    int got = opt_int(root, mt_key, &o->max_tok);
     if (got == 0) {
         mt_key = "max_tokens";
-        got = opt_int(root, mt_key, &max_tok);
+        got = opt_int(root, mt_key, &o->max_tok);
     }
     if (got < 0)
-        BAD(400, mt_key, "'%s' must be an integer", mt_key);
-    if (max_tok <= 0)
-        BAD(400, mt_key, "'%s' must be at least 1, got %d", mt_key, max_tok);
-    if (max_tok > cfg->max_tokens_limit)
-        BAD(400, mt_key, "'%s' is %d, over this server's limit of %d", mt_key, max_tok,
-            cfg->max_tokens_limit);
-    if (opt_int(root, "min_tokens", &min_tok) < 0 || min_tok < 0)
-        BAD(400, "min_tokens", "'min_tokens' must be a non-negative integer");
-    if (min_tok > max_tok)
-        BAD(400, "min_tokens", "'min_tokens' (%d) must not exceed max_tokens (%d)", min_tok, max_tok);
-    if (opt_int(root, "think_tokens", &think) < 0 || think < 0)
-        BAD(400, "think_tokens", "'think_tokens' must be a non-negative integer");
-    if (opt_bool(root, "stream", &stream) < 0)
-        BAD(400, "stream", "'stream' must be a boolean");
-    if (opt_bool(root, "ignore_eos", &ignore_eos) < 0)
-        BAD(400, "ignore_eos", "'ignore_eos' must be a boolean");
+        return refuse(er, 400, mt_key, "'%s' must be an integer", mt_key);
+    if (o->max_tok <= 0)
+        return refuse(er, 400, mt_key, "'%s' must be at least 1, got %d", mt_key, o->max_tok);
+    if (o->max_tok > cfg->max_tokens_limit)
+        return refuse(er, 400, mt_key, "'%s' is %d, over this server's limit of %d", mt_key,
+                      o->max_tok, cfg->max_tokens_limit);
+    if (opt_int(root, "min_tokens", &o->min_tok) < 0 || o->min_tok < 0)
+        return refuse(er, 400, "min_tokens", "'min_tokens' must be a non-negative integer");
+    if (o->min_tok > o->max_tok)
+        return refuse(er, 400, "min_tokens", "'min_tokens' (%d) must not exceed max_tokens (%d)",
+                      o->min_tok, o->max_tok);
+    if (opt_int(root, "think_tokens", &o->think_tok) < 0 || o->think_tok < 0)
+        return refuse(er, 400, "think_tokens", "'think_tokens' must be a non-negative integer");
+    return 0;
+}
+
+/* stream, ignore_eos, temperature (checked, not used) and stream_options. */
+static int read_stream_opts(const cJSON *root, req_opts *o, const req_error *er)
+{
+    if (opt_bool(root, "stream", &o->stream) < 0)
+        return refuse(er, 400, "stream", "'stream' must be a boolean");
+    if (opt_bool(root, "ignore_eos", &o->ignore_eos) < 0)
+        return refuse(er, 400, "ignore_eos", "'ignore_eos' must be a boolean");
     const cJSON *temp = cJSON_GetObjectItemCaseSensitive(root, "temperature");
     if (temp && !cJSON_IsNull(temp) &&
         (!cJSON_IsNumber(temp) || temp->valuedouble < 0 || temp->valuedouble > 2))
-        BAD(400, "temperature", "'temperature' must be a number in [0, 2]");
+        return refuse(er, 400, "temperature", "'temperature' must be a number in [0, 2]");
     const cJSON *so = cJSON_GetObjectItemCaseSensitive(root, "stream_options");
-    if (so && !cJSON_IsNull(so)) {
-        if (!cJSON_IsObject(so))
-            BAD(400, "stream_options", "'stream_options' must be an object");
-        if (opt_bool(so, "include_usage", &inc_usage) < 0)
-            BAD(400, "stream_options.include_usage", "'stream_options.include_usage' must be a boolean");
-        if (opt_bool(so, "continuous_usage_stats", &cont_usage) < 0)
-            BAD(400, "stream_options.continuous_usage_stats",
-                "'stream_options.continuous_usage_stats' must be a boolean");
-    }
-    if ((int64_t)prompt + max_tok > cfg->max_context_tok)
-        BAD(400, "max_tokens", "prompt (%d tokens) plus max_tokens (%d) exceeds the context limit of %d",
-            prompt, max_tok, cfg->max_context_tok);
+    if (!so || cJSON_IsNull(so))
+        return 0;
+    if (!cJSON_IsObject(so))
+        return refuse(er, 400, "stream_options", "'stream_options' must be an object");
+    if (opt_bool(so, "include_usage", &o->include_usage) < 0)
+        return refuse(er, 400, "stream_options.include_usage",
+                      "'stream_options.include_usage' must be a boolean");
+    if (opt_bool(so, "continuous_usage_stats", &o->continuous_usage) < 0)
+        return refuse(er, 400, "stream_options.continuous_usage_stats",
+                      "'stream_options.continuous_usage_stats' must be a boolean");
+    return 0;
+}
 
-    r = calloc(1, sizeof *r);
+/* How many tokens the request will produce: max_tokens, or with the
+ * engine's stop_after (and no ignore_eos) fewer, ending with "stop". */
+static void plan_output(eng_req *r, const eng_config *cfg, const req_opts *o)
+{
+    r->think_tok = o->think_tok < o->max_tok ? o->think_tok : o->max_tok;
+    r->target_tok = o->max_tok;
+    if (o->ignore_eos || cfg->stop_after_tok <= 0)
+        return;
+    int natural = cfg->stop_after_tok > o->min_tok ? cfg->stop_after_tok : o->min_tok;
+    if (natural < o->max_tok) {
+        r->target_tok = natural;
+        r->stop_early = 1;
+        if (r->think_tok > natural)
+            r->think_tok = natural;
+    }
+}
+
+/* The served model name as a JSON string literal, built once per request. */
+static int set_model_json(eng_req *r, const char *model)
+{
+    cJSON *mj = cJSON_CreateString(model);
+    char *ms = mj ? cJSON_PrintUnformatted(mj) : NULL;
+    cJSON_Delete(mj);
+    int rc = ms && strlen(ms) < sizeof r->model_json ? 0 : LL_ENOMEM;
+    if (!rc)
+        strcpy(r->model_json, ms);
+    free(ms);
+    return rc;
+}
+
+/* A new request (one reference, the caller's) for a checked body. */
+static eng_req *new_req(eng_engine *e, int kind, int prompt, const req_opts *o)
+{
+    const eng_config *cfg = &e->cfg;
+    eng_req *r = calloc(1, sizeof *r);
     if (!r)
-        BAD(500, NULL, "out of memory");
+        return NULL;
     atomic_init(&r->refs, 1);
     atomic_init(&r->cancelled, 0);
     r->eng = e;
     r->fd = -1;
+    r->slot = -1;
     r->id = atomic_fetch_add(&e->next_id, 1);
     /* splitmix-style mix so neighbouring ids give unrelated word sequences */
     uint64_t z = cfg->seed * 0x9e3779b97f4a7c15ULL + r->id;
@@ -209,37 +284,47 @@ eng_req *eng_req_parse(eng_engine *e, int kind, const char *body, size_t len,
     r->seed = z ^ (z >> 27);
     r->created_s = ll_wall_ns() / 1000000000LL;
     r->kind = kind;
-    r->stream = stream;
-    r->include_usage = stream && inc_usage;
-    r->continuous_usage = stream && cont_usage;
+    r->stream = o->stream;
+    r->include_usage = o->stream && o->include_usage;
+    r->continuous_usage = o->stream && o->continuous_usage;
     r->prompt_tok = prompt;
-    r->max_tok = max_tok;
-    r->min_tok = min_tok;
-    r->think_tok = think < max_tok ? think : max_tok;
-    r->target_tok = max_tok;
-    if (!ignore_eos && cfg->stop_after_tok > 0) {
-        int natural = cfg->stop_after_tok > min_tok ? cfg->stop_after_tok : min_tok;
-        if (natural < max_tok) {
-            r->target_tok = natural;
-            r->stop_early = 1;
-            if (r->think_tok > natural)
-                r->think_tok = natural;
-        }
+    r->max_tok = o->max_tok;
+    r->min_tok = o->min_tok;
+    plan_output(r, cfg, o);
+    if (set_model_json(r, cfg->model)) {
+        free(r);
+        return NULL;
     }
-    r->slot = -1;
-    cJSON *mj = cJSON_CreateString(cfg->model);
-    char *ms = mj ? cJSON_PrintUnformatted(mj) : NULL;
-    cJSON_Delete(mj);
-    if (!ms || strlen(ms) >= sizeof r->model_json) {
-        free(ms);
-        BAD(500, NULL, "out of memory");
-    }
-    strcpy(r->model_json, ms);
-    free(ms);
+    return r;
+}
+
+eng_req *eng_req_parse(eng_engine *e, int kind, const char *body, size_t len,
+                       int *status, const char **param, char *msg, size_t msglen)
+{
+    const eng_config *cfg = &e->cfg;
+    const req_error er = {status, param, msg, msglen};
+    req_opts o = {.max_tok = cfg->default_max_tokens, .think_tok = cfg->think_tokens};
+    cJSON *root = NULL;
+    eng_req *r = NULL;
+    int prompt = 0, rc;
+
+    *param = NULL;
+    LL_TRY(parse_body(body, len, &root, &er));
+    LL_TRY(check_model(root, cfg, &er));
+    LL_TRY(kind == ENG_REQ_CHAT ? chat_prompt_tok(root, &prompt, &er)
+                                : completion_prompt_tok(root, &prompt, &er));
+    LL_TRY(read_token_counts(root, cfg, &o, &er));
+    LL_TRY(read_stream_opts(root, &o, &er));
+    if ((int64_t)prompt + o.max_tok > cfg->max_context_tok)
+        LL_TRY(refuse(&er, 400, "max_tokens",
+                      "prompt (%d tokens) plus max_tokens (%d) exceeds the context limit of %d",
+                      prompt, o.max_tok, cfg->max_context_tok));
+    r = new_req(e, kind, prompt, &o);
+    if (!r)
+        LL_TRY(refuse(&er, 500, NULL, "out of memory"));
     cJSON_Delete(root);
     return r;
 fail:
-    free(r);
     cJSON_Delete(root);
     return NULL;
 }

@@ -3,8 +3,11 @@
  * Each step: drop cancelled requests, admit waiting ones up to max_running,
  * give every decoding sequence one token and spend the prefill budget on the
  * oldest prefilling sequences (chunked prefill), let the backend play the
- * step, then log it and hand the tokens to their streams at once (logged
- * first, so the step log never trails what clients have received).
+ * step, then publish it (step log, attached records writer, metrics, profile
+ * capture) and hand the tokens to their streams at once (published first, so
+ * neither the step log nor the records ever trail what clients have
+ * received). sched_main reads as that list: drop_cancelled_running,
+ * next_work, build_batch, play_step, publish_step, emit, drop_finished.
  *
  * DESIGN, timing: steps chain on absolute deadlines. Step k+1 is planned to
  * start at step k's deadline, not when the scheduler got round to it, so the
@@ -34,6 +37,15 @@ typedef struct eng_sched {
     eng_req **dec_req, **pre_req;
 } eng_sched;
 
+static void sched_free(eng_sched *s)
+{
+    if (!s)
+        return;
+    free(s->run); free(s->free_slot); free(s->dec_slot); free(s->pre_slot);
+    free(s->pre_tok); free(s->dec_ctx); free(s->dec_req); free(s->pre_req);
+    free(s);
+}
+
 static eng_sched *sched_new(int cap)
 {
     eng_sched *s = calloc(1, sizeof *s);
@@ -42,32 +54,21 @@ static eng_sched *sched_new(int cap)
     s->cap = cap;
     s->run = calloc((size_t)cap, sizeof *s->run);
     s->free_slot = calloc((size_t)cap, sizeof *s->free_slot);
-    s->dec_slot = calloc((size_t)cap, sizeof(int));
-    s->pre_slot = calloc((size_t)cap, sizeof(int));
-    s->pre_tok = calloc((size_t)cap, sizeof(int));
-    s->dec_ctx = calloc((size_t)cap, sizeof(int64_t));
-    s->dec_req = calloc((size_t)cap, sizeof(eng_req *));
-    s->pre_req = calloc((size_t)cap, sizeof(eng_req *));
+    s->dec_slot = calloc((size_t)cap, sizeof *s->dec_slot);
+    s->pre_slot = calloc((size_t)cap, sizeof *s->pre_slot);
+    s->pre_tok = calloc((size_t)cap, sizeof *s->pre_tok);
+    s->dec_ctx = calloc((size_t)cap, sizeof *s->dec_ctx);
+    s->dec_req = calloc((size_t)cap, sizeof *s->dec_req);
+    s->pre_req = calloc((size_t)cap, sizeof *s->pre_req);
     if (!s->run || !s->free_slot || !s->dec_slot || !s->pre_slot || !s->pre_tok ||
         !s->dec_ctx || !s->dec_req || !s->pre_req) {
-        free(s->run); free(s->free_slot); free(s->dec_slot); free(s->pre_slot);
-        free(s->pre_tok); free(s->dec_ctx); free(s->dec_req); free(s->pre_req);
-        free(s);
+        sched_free(s);
         return NULL;
     }
     for (int i = 0; i < cap; i++)
         s->free_slot[i] = cap - 1 - i;
     s->n_free = cap;
     return s;
-}
-
-static void sched_free(eng_sched *s)
-{
-    if (!s)
-        return;
-    free(s->run); free(s->free_slot); free(s->dec_slot); free(s->pre_slot);
-    free(s->pre_tok); free(s->dec_ctx); free(s->dec_req); free(s->pre_req);
-    free(s);
 }
 
 int eng_sched_submit(eng_engine *e, eng_req *r)
@@ -200,184 +201,251 @@ static void emit(eng_engine *e, eng_sched *s, int n_dec, int n_pre_done)
 static void log_reserve(eng_engine *e)
 {
     pthread_mutex_lock(&e->log_mu);
-    if (e->log_n == e->log_cap) {
-        size_t cap = e->log_cap ? e->log_cap * 2 : 4096;
-        eng_step *nl = realloc(e->log, cap * sizeof *nl);
-        if (nl) {
-            e->log = nl;
-            e->log_cap = cap;
-        }
-    }
+    (void)ll_vec_reserve(&e->log, e->log.n + 1);
     pthread_mutex_unlock(&e->log_mu);
 }
 
-static void *sched_main(void *arg)
-{
-    eng_engine *e = arg;
-    eng_sched *s = e->sched;
-    eng_phase ph[ENG_MAX_PHASES];
-    int64_t plan = 0, prev_end = 0, last_dur = 0;
-    int chained = 0;
+/* ---- the steps of sched_main, in the order it runs them ------------------ */
 
+/* The chain of deadlines across steps (DESIGN above). */
+typedef struct step_clock {
+    int64_t plan;            /* when the next step is planned to start */
+    int64_t prev_end;        /* when the last step ended (the next one's start_ns) */
+    int64_t last_dur;        /* the last step's planned length */
+    int chained;             /* 0 after idling: the next step starts the chain anew */
+} step_clock;
+
+/* Once, on the scheduler thread: tighter timers, and a real-time priority
+ * for a backend that only sleeps (ENG_CAP_SLEEPS). Where the system grants
+ * it, the thread wakes on its deadline even when the HTTP and client threads
+ * keep every core busy. Never for backends that compute on this thread (they
+ * would starve the rest). Refusal is normal. */
+static void setup_thread(eng_engine *e)
+{
     /* Default timer slack (50 us) would add itself to every deadline. */
     if (prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0) != 0)
         ll_debug("engine: could not lower the scheduler's timer slack");
-    /* The synthetic backend only sleeps: a real-time priority, where the
-     * system grants it, lets it wake on its deadline even when the HTTP and
-     * client threads keep every core busy. Never for backends that compute
-     * on this thread (they would starve the rest). Refusal is normal. */
-    if (e->be == &eng_backend_synthetic) {
-        struct sched_param sp = {.sched_priority = 1};
-        int prc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
-        if (prc)
-            ll_info("engine: no real-time (SCHED_FIFO) priority for the scheduler (%s); "
-                    "running at normal priority", strerror(prc));
-    }
-    for (;;) {
-        check_clients(e, s);
-        for (int i = 0; i < s->n_run;)
-            if (atomic_load(&s->run[i]->cancelled)) {
-                drop_running(e, s, i);
-                pthread_mutex_lock(&e->mu);
-                e->req_cancelled++;
-                pthread_mutex_unlock(&e->mu);
-            } else {
-                i++;
-            }
-        pthread_mutex_lock(&e->mu);
-        drop_cancelled_waiting(e);
-        while (!e->stopping && s->n_run == 0 && !e->wait_head) {
-            chained = 0;
-            int64_t wake_ns = eng_prof_idle(e);
-            if (wake_ns > 0) {
-                struct timespec ts = {.tv_sec = wake_ns / 1000000000LL, .tv_nsec = wake_ns % 1000000000LL};
-                pthread_cond_timedwait(&e->cv, &e->mu, &ts); /* ETIMEDOUT: re-checked above */
-            } else {
-                pthread_cond_wait(&e->cv, &e->mu);
-            }
-            drop_cancelled_waiting(e);
-        }
-        if (e->stopping) {
+    if (!(e->be->caps & ENG_CAP_SLEEPS))
+        return;
+    struct sched_param sp = {.sched_priority = 1};
+    int prc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+    if (prc)
+        ll_info("engine: no real-time (SCHED_FIFO) priority for the scheduler (%s); "
+                "running at normal priority", strerror(prc));
+}
+
+/* Drop running requests whose client has gone. */
+static void drop_cancelled_running(eng_engine *e, eng_sched *s)
+{
+    check_clients(e, s);
+    for (int i = 0; i < s->n_run;)
+        if (atomic_load(&s->run[i]->cancelled)) {
+            drop_running(e, s, i);
+            pthread_mutex_lock(&e->mu);
+            e->req_cancelled++;
             pthread_mutex_unlock(&e->mu);
-            break;
+        } else {
+            i++;
         }
-        while (s->n_run < s->cap && e->wait_head) {
-            eng_req *r = e->wait_head;
-            e->wait_head = r->next;
-            if (!e->wait_head)
-                e->wait_tail = NULL;
-            e->n_waiting--;
-            r->next = NULL;
-            r->slot = s->free_slot[--s->n_free];
-            s->run[s->n_run++] = r;
+}
+
+/* Sleep until there is work (or a profile capture's deadline to check).
+ * Caller holds mu. Idling breaks the deadline chain. */
+static void wait_for_work(eng_engine *e, eng_sched *s, step_clock *clk)
+{
+    drop_cancelled_waiting(e);
+    while (!e->stopping && s->n_run == 0 && !e->wait_head) {
+        clk->chained = 0;
+        int64_t wake_ns = eng_prof_idle(e);
+        if (wake_ns > 0) {
+            struct timespec ts = {.tv_sec = wake_ns / 1000000000LL, .tv_nsec = wake_ns % 1000000000LL};
+            pthread_cond_timedwait(&e->cv, &e->mu, &ts); /* ETIMEDOUT: re-checked above */
+        } else {
+            pthread_cond_wait(&e->cv, &e->mu);
         }
-        atomic_store(&e->n_running, s->n_run);
-        pthread_mutex_unlock(&e->mu);
-
-        /* The batch: every started sequence decodes one token; prefill chunks
-         * go to the oldest unstarted ones until the budget is spent. */
-        int n_dec = 0, n_pre = 0, n_pre_done = 0, budget = e->cfg.prefill_budget_tok;
-        int64_t ctx = 0;
-        int pre_total = 0;
-        for (int i = 0; i < s->n_run; i++) {
-            eng_req *r = s->run[i];
-            if (r->started) {
-                s->dec_req[n_dec] = r;
-                s->dec_slot[n_dec] = r->slot;
-                s->dec_ctx[n_dec] = (int64_t)r->prompt_tok + r->gen;
-                ctx += s->dec_ctx[n_dec];
-                n_dec++;
-            } else {
-                int left = r->prompt_tok - r->prefilled;
-                if (left > 0 && budget == 0)
-                    continue;
-                int chunk = left < budget ? left : budget;
-                budget -= chunk;
-                s->pre_slot[n_pre] = r->slot;
-                s->pre_tok[n_pre] = chunk;
-                s->pre_req[n_pre] = r;
-                pre_total += chunk;
-                r->prefilled += chunk;
-                n_pre++;
-            }
-        }
-        /* Sequences whose prefill completes now emit their first token at the
-         * step's end: move them to the front of pre_req for emit(). */
-        for (int i = 0; i < n_pre; i++)
-            if (s->pre_req[i]->prefilled == s->pre_req[i]->prompt_tok) {
-                eng_req *t = s->pre_req[i];
-                s->pre_req[i] = s->pre_req[n_pre_done];
-                s->pre_req[n_pre_done++] = t;
-            }
-        eng_batch batch = {
-            .n_decode = n_dec, .decode_slot = s->dec_slot, .decode_ctx = s->dec_ctx,
-            .n_prefill = n_pre, .prefill_slot = s->pre_slot, .prefill_tok = s->pre_tok,
-            .prefill_tok_total = pre_total, .ctx_tok_total = ctx,
-        };
-        /* pre_slot/pre_tok were filled in admission order; the swap above
-         * only reorders pre_req, which the backend never sees. */
-
-        log_reserve(e);
-        int64_t now = ll_now_ns();
-        int64_t slack = last_dur > 200000 ? last_dur : 200000;
-        if (!chained || now - plan > slack) {
-            plan = now;
-            prev_end = now;
-        }
-        int n_ph = 0;
-        int rc = e->be->step(e->be_state, &batch, plan, ph, &n_ph);
-        int64_t end = ll_now_ns();
-        if (rc) {
-            snprintf(e->fail_msg, sizeof e->fail_msg, "backend %s step failed (%s)",
-                     e->be->name, ll_strerror(rc));
-            atomic_store(&e->failed_rc, rc < 0 ? rc : LL_EIO);
-            ll_error("engine: %s; stopping the scheduler", e->fail_msg);
-            break;
-        }
-        if (n_ph < 0 || n_ph > ENG_MAX_PHASES)
-            n_ph = 0;
-        int64_t deadline = end;
-        if (n_ph > 0 && ph[n_ph - 1].start_ns + ph[n_ph - 1].dur_ns > plan)
-            deadline = ph[n_ph - 1].start_ns + ph[n_ph - 1].dur_ns;
-        last_dur = deadline - plan;
-        eng_step st = {.start_ns = prev_end, .dur_ns = end - prev_end, .n_decode = n_dec,
-                       .n_running = s->n_run, .prefill_tok = pre_total, .ctx_tok = ctx};
-        plan = deadline;
-        prev_end = end;
-        chained = 1;
-
-        /* Log the step before its tokens go out, so a client that has read
-         * its last token finds that step in eng_steps. The room was made
-         * before the step (log_reserve): only a store stands between `end`
-         * and the release, so dur_ns stays honest. */
-        pthread_mutex_lock(&e->log_mu);
-        if (e->log_n < e->log_cap)
-            e->log[e->log_n++] = st;
-        pthread_mutex_unlock(&e->log_mu);
-
-        /* Account for it (metrics, a profile capture) before the release
-         * too: a client that has its last token and then asks for /metrics
-         * or POST /stop_profile finds this step there. Every decoding and
-         * every just-prefilled sequence gets one token. */
-        pthread_mutex_lock(&e->mu);
-        eng_metrics_step(e, &st, ph, n_ph, n_dec + n_pre_done);
-        eng_prof_record(e, &st, ph, n_ph);
-        pthread_mutex_unlock(&e->mu);
-
-        emit(e, s, n_dec, n_pre_done);
-
-        for (int i = 0; i < s->n_run;)
-            if (s->run[i]->gen >= s->run[i]->target_tok) {
-                drop_running(e, s, i);
-                pthread_mutex_lock(&e->mu);
-                e->req_finished++;
-                pthread_mutex_unlock(&e->mu);
-            } else {
-                i++;
-            }
+        drop_cancelled_waiting(e);
     }
+}
 
-    /* Stopping (or a failed backend): end every request still here. */
+/* Move waiting requests into free slots, oldest first. Caller holds mu. */
+static void admit_waiting(eng_engine *e, eng_sched *s)
+{
+    while (s->n_run < s->cap && e->wait_head) {
+        eng_req *r = e->wait_head;
+        e->wait_head = r->next;
+        if (!e->wait_head)
+            e->wait_tail = NULL;
+        e->n_waiting--;
+        r->next = NULL;
+        r->slot = s->free_slot[--s->n_free];
+        s->run[s->n_run++] = r;
+    }
+    atomic_store(&e->n_running, s->n_run);
+}
+
+/* Wait for work and admit it. 1 when the engine is stopping. */
+static int next_work(eng_engine *e, eng_sched *s, step_clock *clk)
+{
+    pthread_mutex_lock(&e->mu);
+    wait_for_work(e, s, clk);
+    int stopping = e->stopping;
+    if (!stopping)
+        admit_waiting(e, s);
+    pthread_mutex_unlock(&e->mu);
+    return stopping;
+}
+
+/* The batch: every started sequence decodes one token; prefill chunks go to
+ * the oldest unstarted ones until the budget is spent. Sequences whose
+ * prefill completes in this step emit their first token at its end: they
+ * come first in pre_req (*n_pre_done of them) for emit(). */
+static eng_batch build_batch(eng_engine *e, eng_sched *s, int *n_pre_done)
+{
+    int n_dec = 0, n_pre = 0, budget = e->cfg.prefill_budget_tok, pre_total = 0;
+    int64_t ctx = 0;
+    for (int i = 0; i < s->n_run; i++) {
+        eng_req *r = s->run[i];
+        if (r->started) {
+            s->dec_req[n_dec] = r;
+            s->dec_slot[n_dec] = r->slot;
+            s->dec_ctx[n_dec] = (int64_t)r->prompt_tok + r->gen;
+            ctx += s->dec_ctx[n_dec];
+            n_dec++;
+            continue;
+        }
+        int left = r->prompt_tok - r->prefilled;
+        if (left > 0 && budget == 0)
+            continue;
+        int chunk = left < budget ? left : budget;
+        budget -= chunk;
+        s->pre_slot[n_pre] = r->slot;
+        s->pre_tok[n_pre] = chunk;
+        s->pre_req[n_pre] = r;
+        pre_total += chunk;
+        r->prefilled += chunk;
+        n_pre++;
+    }
+    /* pre_slot/pre_tok stay in admission order; this only reorders pre_req,
+     * which the backend never sees. */
+    *n_pre_done = 0;
+    for (int i = 0; i < n_pre; i++)
+        if (s->pre_req[i]->prefilled == s->pre_req[i]->prompt_tok) {
+            eng_req *t = s->pre_req[i];
+            s->pre_req[i] = s->pre_req[*n_pre_done];
+            s->pre_req[(*n_pre_done)++] = t;
+        }
+    return (eng_batch){
+        .n_decode = n_dec, .decode_slot = s->dec_slot, .decode_ctx = s->dec_ctx,
+        .n_prefill = n_pre, .prefill_slot = s->pre_slot, .prefill_tok = s->pre_tok,
+        .prefill_tok_total = pre_total, .ctx_tok_total = ctx,
+    };
+}
+
+/* A failed backend step stops the scheduler for good (eng_failed). */
+static void record_failure(eng_engine *e, int rc)
+{
+    snprintf(e->fail_msg, sizeof e->fail_msg, "backend %s step failed (%s)", e->be->name,
+             ll_strerror(rc));
+    atomic_store(&e->failed_rc, rc < 0 ? rc : LL_EIO);
+    ll_error("engine: %s; stopping the scheduler", e->fail_msg);
+}
+
+/* Let the backend play the batch on the deadline chain and describe the
+ * step in *st. When the scheduler is late by more than a step (overload) or
+ * comes back from idling, the chain restarts at "now" rather than shortening
+ * later steps to catch up. The backend's error code on failure. */
+static int play_step(eng_engine *e, eng_sched *s, const eng_batch *b, step_clock *clk,
+                     eng_step *st, eng_phase *ph, int *n_ph)
+{
+    int64_t now = ll_now_ns();
+    int64_t slack = clk->last_dur > 200000 ? clk->last_dur : 200000;
+    if (!clk->chained || now - clk->plan > slack) {
+        clk->plan = now;
+        clk->prev_end = now;
+    }
+    *n_ph = 0;
+    int rc = e->be->step(e->be_state, b, clk->plan, ph, n_ph);
+    int64_t end = ll_now_ns();
+    if (rc) {
+        record_failure(e, rc);
+        return rc;
+    }
+    if (*n_ph < 0 || *n_ph > ENG_MAX_PHASES)
+        *n_ph = 0;
+    /* The deadline is where the backend's last phase ends, if it planned one
+     * beyond the start (the synthetic backend's law), else the step's end. */
+    int64_t deadline = end;
+    if (*n_ph > 0 && ph[*n_ph - 1].start_ns + ph[*n_ph - 1].dur_ns > clk->plan)
+        deadline = ph[*n_ph - 1].start_ns + ph[*n_ph - 1].dur_ns;
+    *st = (eng_step){.start_ns = clk->prev_end, .dur_ns = end - clk->prev_end,
+                     .n_decode = b->n_decode, .n_running = s->n_run,
+                     .prefill_tok = b->prefill_tok_total, .ctx_tok = b->ctx_tok_total};
+    clk->last_dur = deadline - clk->plan;
+    clk->plan = deadline;
+    clk->prev_end = end;
+    clk->chained = 1;
+    return 0;
+}
+
+/* Put the step into the attached records writer (eng_set_records), on the
+ * run clock. Steps that started before the run's epoch are not the run's. */
+static void put_step_record(eng_engine *e, const eng_step *st)
+{
+    pthread_mutex_lock(&e->rec_mu);
+    if (e->rec && st->start_ns >= e->rec_epoch_ns) {
+        ll_rec_step r = {.start_ns = st->start_ns - e->rec_epoch_ns, .dur_ns = st->dur_ns,
+                         .n_decode = st->n_decode, .n_running = st->n_running,
+                         .prefill_tok = st->prefill_tok, .ctx_tok = st->ctx_tok};
+        int rc = ll_rec_put_step(e->rec, &r);
+        if (rc && !e->rec_warned) {
+            ll_warn("engine: writing step records failed (%s); later failures are not logged",
+                    ll_strerror(rc));
+            e->rec_warned = 1;
+        }
+    }
+    pthread_mutex_unlock(&e->rec_mu);
+}
+
+/* Make the step visible everywhere before its tokens go out, so a client
+ * that has read its last token finds that step in eng_steps, in the records,
+ * in /metrics and in a running profile capture. The log's room was made
+ * before the step (log_reserve): only a store stands between the step's end
+ * and its entry, so dur_ns stays honest. gen_tok: tokens the step made
+ * (every decoding and every just-prefilled sequence gets one). */
+static void publish_step(eng_engine *e, const eng_step *st, const eng_phase *ph, int n_ph,
+                         int gen_tok)
+{
+    pthread_mutex_lock(&e->log_mu);
+    if (e->log.n < e->log.cap)
+        e->log.v[e->log.n++] = *st;
+    pthread_mutex_unlock(&e->log_mu);
+
+    put_step_record(e, st);
+
+    pthread_mutex_lock(&e->mu);
+    eng_metrics_step(e, st, ph, n_ph, gen_tok);
+    eng_prof_record(e, st, ph, n_ph);
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* Drop the requests that have all their tokens. */
+static void drop_finished(eng_engine *e, eng_sched *s)
+{
+    for (int i = 0; i < s->n_run;)
+        if (s->run[i]->gen >= s->run[i]->target_tok) {
+            drop_running(e, s, i);
+            pthread_mutex_lock(&e->mu);
+            e->req_finished++;
+            pthread_mutex_unlock(&e->mu);
+        } else {
+            i++;
+        }
+}
+
+/* Stopping (or a failed backend): end every request still here, waiting or
+ * running, and refuse new ones. */
+static void end_all_requests(eng_engine *e, eng_sched *s)
+{
     pthread_mutex_lock(&e->mu);
     eng_req *w = e->wait_head;
     e->wait_head = e->wait_tail = NULL;
@@ -401,6 +469,31 @@ static void *sched_main(void *arg)
     }
     while (s->n_run > 0)
         drop_running(e, s, s->n_run - 1);
+}
+
+static void *sched_main(void *arg)
+{
+    eng_engine *e = arg;
+    eng_sched *s = e->sched;
+    step_clock clk = {0};
+    setup_thread(e);
+    for (;;) {
+        drop_cancelled_running(e, s);
+        if (next_work(e, s, &clk))
+            break;
+        int n_pre_done;
+        eng_batch b = build_batch(e, s, &n_pre_done);
+        eng_step st;
+        eng_phase ph[ENG_MAX_PHASES];
+        int n_ph;
+        log_reserve(e);
+        if (play_step(e, s, &b, &clk, &st, ph, &n_ph))
+            break;
+        publish_step(e, &st, ph, n_ph, b.n_decode + n_pre_done);
+        emit(e, s, b.n_decode, n_pre_done);
+        drop_finished(e, s);
+    }
+    end_all_requests(e, s);
     if (atomic_load(&e->failed_rc) && e->cfg.on_failure)
         e->cfg.on_failure(e->cfg.on_failure_arg, e->fail_msg);
     return NULL;

@@ -1,15 +1,24 @@
-/* analyze.c: fit_analyze, from a loaded run to a fit_result.
- *
- * Per level: timeline and samples (timeline.c). Then the steady samples are
- * grouped into client-observed engine steps, the law is fitted on one point per
- * step (regress.c), the model is checked, each level is compared with the law,
- * the engine's own steps are fitted, and everything left out is noted. */
+/* analyze.c: fit_analyze, from a loaded run to a fit_result, in named steps
+ * (read fit_analyze at the bottom first):
+ *   rebuild_levels   per level: timeline and step samples (timeline.c), the
+ *                    request, latency and rate figures (figures.c)
+ *   count_left_out   what the samples leave out, run-wide
+ *   fit_laws         steady samples grouped into engine steps (fit_level_steps),
+ *                    the law on one point per step, OLS beside it, the naive
+ *                    fit on every gap (regress.c); the model check (model.c)
+ *   compare_levels   each level's steady throughput against the law, with
+ *                    intervals
+ *   fit_engine_steps the engine's own step records, when the run has them
+ *   burst_check, notes_for_levels, notes_left_out: what a reader must know.
+ * Definitions: fit.h. */
 #include "fit_internal.h"
 
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <gsl/gsl_cdf.h>
 
 void fit_options_default(fit_options *o)
 {
@@ -52,41 +61,261 @@ void fit_result_free(fit_result *r)
     free(r);
 }
 
-static int cmp_sample_time(const void *a, const void *b)
+/* By N, then by arrival: each block of equal N is one run of steps. */
+static int cmp_sample_n_time(const void *a, const void *b)
 {
     const fit_sample *x = *(const fit_sample *const *)a, *y = *(const fit_sample *const *)b;
-    if (x->t_ns != y->t_ns)
-        return (x->t_ns > y->t_ns) - (x->t_ns < y->t_ns);
-    return (x->n > y->n) - (x->n < y->n);
+    if (x->n != y->n)
+        return (x->n > y->n) - (x->n < y->n);
+    return (x->t_ns > y->t_ns) - (x->t_ns < y->t_ns);
 }
 
-/* Steady samples of one level whose later chunks arrive within half a gap of
- * each other came from the same engine step (a step's tokens reach the C
- * streams microseconds apart, consecutive steps a whole step apart). Each
- * group becomes one point: x = N, y = median ms per token. */
-static int step_points(fit_result *res, size_t lv, const fit_sample **tmp, double *gbuf,
-                       double *px, double *py, size_t *np)
+/* Median raw gap (ms between the two arrivals) of v[0..n). */
+static int median_raw_gap_ms(const fit_sample *const *v, size_t n, double *out)
 {
-    size_t m = 0;
-    for (size_t i = 0; i < res->n_samples; i++)
-        if (res->samples[i].level_idx == (int32_t)lv && res->samples[i].steady)
-            tmp[m++] = &res->samples[i];
-    qsort(tmp, m, sizeof *tmp, cmp_sample_time);
-    size_t before = *np;
-    for (size_t i = 0; i < m;) {
-        const fit_sample *first = tmp[i];
-        double gap_ns = first->gap_ms * 1e6 * first->tokens;
-        size_t g = 0;
-        for (; i < m && tmp[i]->n == first->n &&
-               (double)(tmp[i]->t_ns - first->t_ns) <= 0.5 * gap_ns;
-             i++)
-            gbuf[g++] = tmp[i]->gap_ms;
-        ll_sort_doubles(gbuf, g);
-        px[*np] = first->n;
-        py[*np] = ll_quantile_sorted(gbuf, g, 0.5);
-        (*np)++;
+    double *g = malloc((n ? n : 1) * sizeof *g);
+    if (!g)
+        return LL_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        g[i] = v[i]->gap_ms * v[i]->tokens;
+    ll_sort_doubles(g, n);
+    *out = ll_quantile_sorted(g, n, 0.5);
+    free(g);
+    return 0;
+}
+
+/* Group one block of equal N (sorted by arrival) into steps. */
+static int group_block(const fit_sample *const *v, size_t n, void *steps_vec)
+{
+    LL_VEC(fit_step) *steps = steps_vec;
+    double typical_ms;
+    int rc;
+    LL_TRY(median_raw_gap_ms(v, n, &typical_ms));
+    for (size_t i = 0; i < n;) {
+        const fit_sample *first = v[i];
+        fit_step st = {first->t_ns, first->n, 0, 0, 0, NAN};
+        for (; i < n; i++) {
+            double window_ms = v[i]->gap_ms * v[i]->tokens;
+            if (window_ms < typical_ms)
+                window_ms = typical_ms;
+            if ((double)(v[i]->t_ns - first->t_ns) > FIT_STEP_GROUP_FRAC * window_ms * 1e6)
+                break;
+            st.n_samples++;
+            st.tokens += v[i]->tokens;
+            st.gap_ms += v[i]->gap_ms * v[i]->tokens;
+        }
+        st.ms_per_tok = st.gap_ms / st.tokens;
+        LL_TRY(ll_vec_push(steps, st));
     }
-    res->levels[lv].n_steady_points = *np - before;
+fail:
+    return rc;
+}
+
+/* fit.h, "One engine step": the one grouping rule, used by the law, the
+ * steady throughput's interval and compare. */
+int fit_level_steps(const fit_result *r, size_t level_idx, double at_n, fit_step **out,
+                    size_t *n_out)
+{
+    int rc = 0;
+    LL_VEC(const fit_sample *) sel = {0};
+    LL_VEC(fit_step) steps = {0};
+    *out = NULL;
+    *n_out = 0;
+    for (size_t i = 0; i < r->n_samples; i++) {
+        const fit_sample *s = &r->samples[i];
+        if (s->level_idx == (int32_t)level_idx && s->steady && (!(at_n > 0) || s->n == at_n))
+            LL_TRY(ll_vec_push(&sel, s));
+    }
+    if (sel.n > 1) /* qsort(NULL, 0) is undefined */
+        qsort(sel.v, sel.n, sizeof *sel.v, cmp_sample_n_time);
+    for (size_t i = 0, j; i < sel.n; i = j) {
+        for (j = i + 1; j < sel.n && sel.v[j]->n == sel.v[i]->n; j++)
+            ;
+        LL_TRY(group_block(sel.v + i, j - i, &steps));
+    }
+    ll_vec_free(&sel);
+    *out = steps.v;
+    *n_out = steps.n;
+    return 0;
+fail:
+    ll_vec_free(&sel);
+    ll_vec_free(&steps);
+    return rc;
+}
+
+/* The run line's law as data: truth in played ms, the time scale, and the
+ * law as written ("52+30n"), so the fitted law can be shown in the units the
+ * user configured. */
+static void read_truth(const fit_run_info *info, fit_result *res)
+{
+    res->has_truth = info->has_engine_law;
+    res->truth_a_ms = info->has_engine_law ? info->law_a_ms : NAN;
+    res->truth_b_ms = info->has_engine_law ? info->law_b_ms : NAN;
+    res->time_scale = info->has_engine_law ? info->time_scale : NAN;
+    res->engine_law_spec[0] = '\0';
+    if (info->has_engine_law && res->time_scale > 0)
+        snprintf(res->engine_law_spec, sizeof res->engine_law_spec, "%.6g+%.6gn",
+                 info->law_a_ms / res->time_scale, info->law_b_ms / res->time_scale);
+}
+
+/* Per level: timeline, step samples and every per-level figure. */
+static int rebuild_levels(const fit_run *run, const fit_options *opt, fit_result *res,
+                          fit_sample_vec *sv, char *err, size_t errlen)
+{
+    int rc;
+    size_t nreq = fit_run_n_requests(run);
+    LL_VEC(size_t) idx = {0};
+    LL_TRY(ll_vec_reserve(&idx, nreq + 1));
+    for (size_t l = 0; l < fit_run_n_levels(run); l++) {
+        const fit_level_info *li = fit_run_level(run, l);
+        idx.n = 0;
+        for (size_t i = 0; i < nreq; i++)
+            if (fit_run_request(run, i)->level == li->level)
+                idx.v[idx.n++] = i;
+        LL_TRY(fit_timeline_level(run, li, idx.v, idx.n, (int32_t)l, opt, &res->levels[l], sv,
+                                  &res->n_empty_chunks, err, errlen));
+        res->n_levels = l + 1;
+        LL_TRY(fit_level_figures(run, idx.v, idx.n, &res->levels[l]));
+    }
+    ll_vec_free(&idx);
+    return 0;
+fail:
+    if (rc == LL_ENOMEM)
+        ll_errf(err, errlen, "out of memory rebuilding levels");
+    ll_vec_free(&idx);
+    return rc;
+}
+
+static void count_left_out(const fit_run *run, fit_result *res)
+{
+    const fit_run_info *info = fit_run_get_info(run);
+    for (size_t i = 0; i < fit_run_n_requests(run); i++) {
+        const fit_request *q = fit_run_request(run, i);
+        res->n_requests++;
+        res->n_failed += !q->ok;
+        res->n_warmup += q->warmup != 0;
+        res->n_no_tokens += q->ok && q->n_chunks == 0;
+    }
+    res->n_truncated_lines = info->n_truncated;
+    res->n_bad_requests = info->n_bad_requests;
+    res->n_rejected_records = info->n_rejected;
+    res->n_out_of_range = info->n_out_of_range;
+    res->n_clamped = info->n_clamped;
+}
+
+/* The law on one point per client-observed step (fit.h "The law"); OLS on
+ * the same points; the naive OLS on every raw gap beside them; then the
+ * model check on the same points. */
+static int fit_laws(fit_result *res, const fit_options *opt, char *err, size_t errlen)
+{
+    int rc;
+    fit_double_vec px = {0}, py = {0}, pw = {0}, ax = {0}, ay = {0};
+    fit_step *st = NULL;
+    size_t n_law_samples = 0;
+    for (size_t l = 0; l < res->n_levels; l++) {
+        size_t ns;
+        const fit_level *L = &res->levels[l];
+        /* fit.h "The law": a closed-loop level gives its steady windows
+         * (N = C); an open-loop level every steady step. */
+        LL_TRY(fit_level_steps(res, l, L->closed_loop && L->concurrency > 0 ? L->concurrency : 0, &st, &ns));
+        for (size_t k = 0; k < ns; k++) {
+            LL_TRY(ll_vec_push(&px, st[k].n));
+            LL_TRY(ll_vec_push(&py, st[k].ms_per_tok));
+            LL_TRY(ll_vec_push(&pw, (double)st[k].tokens));
+            n_law_samples += st[k].n_samples;
+        }
+        res->levels[l].n_steady_points = ns;
+        free(st);
+        st = NULL;
+    }
+    for (size_t i = 0; i < res->n_samples; i++) {
+        LL_TRY(ll_vec_push(&ax, res->samples[i].n));
+        LL_TRY(ll_vec_push(&ay, res->samples[i].gap_ms));
+    }
+    LL_TRY(fit_line_sized(px.v, py.v, pw.v, px.n, 1, &res->law, err, errlen));
+    LL_TRY(fit_line(px.v, py.v, px.n, 0, &res->ols, err, errlen));
+    LL_TRY(fit_line(ax.v, ay.v, ax.n, 0, &res->naive, err, errlen));
+    res->law.n_samples = res->ols.n_samples = n_law_samples;
+    res->n_trimmed = res->law.n_trimmed;
+    res->asymptote_tok_per_s = res->law.ok && res->law.b_ms > 0 ? 1000.0 / res->law.b_ms : NAN;
+    res->n_half = res->law.ok && res->law.b_ms > 0 ? res->law.a_ms / res->law.b_ms : NAN;
+    LL_TRY(fit_model_check_run(px.v, py.v, px.n, opt, &res->model, err, errlen));
+fail:
+    if (rc == LL_ENOMEM)
+        ll_errf(err, errlen, "out of memory fitting the law");
+    free(st);
+    ll_vec_free(&px);
+    ll_vec_free(&py);
+    ll_vec_free(&pw);
+    ll_vec_free(&ax);
+    ll_vec_free(&ay);
+    return rc;
+}
+
+/* The steady throughput's 95% interval: the ratio R = sum gap / sum tokens
+ * (ms per token) over the level's steps at N = C, delta method, t with
+ * steps - 1 dof; the throughput is 1000 C / R. */
+static int steady_interval(const fit_result *res, size_t l, double *r_ms, double *r_se_ms,
+                           double *t_crit)
+{
+    const fit_level *L = &res->levels[l];
+    fit_step *st = NULL;
+    size_t n = 0;
+    *r_ms = *r_se_ms = *t_crit = NAN;
+    if (fit_level_steps(res, l, L->concurrency, &st, &n))
+        return LL_ENOMEM;
+    double g = 0, t = 0, ss = 0;
+    for (size_t k = 0; k < n; k++) {
+        g += st[k].gap_ms;
+        t += st[k].tokens;
+    }
+    if (n >= 2 && t > 0) {
+        double r = g / t, tbar = t / (double)n;
+        for (size_t k = 0; k < n; k++)
+            ss += (st[k].gap_ms - r * st[k].tokens) * (st[k].gap_ms - r * st[k].tokens);
+        *r_ms = r;
+        *r_se_ms = sqrt(ss / ((double)n * (double)(n - 1))) / tbar;
+        *t_crit = gsl_cdf_tdist_Pinv(0.975, (double)(n - 1));
+    }
+    free(st);
+    return 0;
+}
+
+/* Each closed-loop level against the law (fit.h "steady_tok_per_s"). */
+static int compare_levels(fit_result *res)
+{
+    for (size_t i = 0; i < res->n_levels; i++) {
+        fit_level *L = &res->levels[i];
+        /* Open loop: C is only a cap on in-flight requests, not the batch. */
+        if (L->concurrency <= 0 || !L->closed_loop)
+            continue;
+        double r, r_se, t_r;
+        if (steady_interval(res, i, &r, &r_se, &t_r))
+            return LL_ENOMEM;
+        if (isfinite(r_se) && r - t_r * r_se > 0) {
+            L->steady_tok_per_s_ci[0] = 1000.0 * L->concurrency / (r + t_r * r_se);
+            L->steady_tok_per_s_ci[1] = 1000.0 * L->concurrency / (r - t_r * r_se);
+        }
+        if (!res->law.ok)
+            continue;
+        double step = res->law.a_ms + res->law.b_ms * L->concurrency;
+        if (step > 0)
+            L->predicted_tok_per_s = 1000.0 * L->concurrency / step;
+        if (!isfinite(L->steady_tok_per_s) || !isfinite(L->predicted_tok_per_s))
+            continue;
+        L->error_rel = L->steady_tok_per_s / L->predicted_tok_per_s - 1.0;
+        /* steady / predicted = step / R: on the log scale the two relative
+         * half-widths add in quadrature (the level's steps are also in the
+         * law, which only makes this wider than the exact interval) */
+        double lo, hi;
+        fit_law_mean_ci(&res->law, L->concurrency, &lo, &hi);
+        double hw_law = (hi - lo) / 2 / step, hw_r = t_r * r_se / r;
+        if (isfinite(hw_law) && isfinite(hw_r)) {
+            double hw = sqrt(hw_law * hw_law + hw_r * hw_r);
+            L->error_rel_ci[0] = (1 + L->error_rel) * exp(-hw) - 1;
+            L->error_rel_ci[1] = (1 + L->error_rel) * exp(hw) - 1;
+        }
+    }
     return 0;
 }
 
@@ -125,21 +354,6 @@ done:
     return rc;
 }
 
-static void compare_levels(fit_result *res)
-{
-    for (size_t i = 0; i < res->n_levels; i++) {
-        fit_level *L = &res->levels[i];
-        /* Open loop: C is only a cap on in-flight requests, not the batch. */
-        if (!res->law.ok || L->concurrency <= 0 || !L->closed_loop)
-            continue;
-        double step = res->law.a_ms + res->law.b_ms * L->concurrency;
-        if (step > 0)
-            L->predicted_tok_per_s = 1000.0 * L->concurrency / step;
-        if (isfinite(L->steady_tok_per_s) && isfinite(L->predicted_tok_per_s))
-            L->error_rel = L->steady_tok_per_s / L->predicted_tok_per_s - 1.0;
-    }
-}
-
 /* fit.h, FIT_BURST_*: the share of each level's samples too short to be a
  * step. Real steps of one stream are never shorter than the step itself;
  * only the client's reading (several steps' chunks collected in one read,
@@ -175,60 +389,90 @@ static int burst_check(fit_result *res)
 static int notes_for_levels(fit_result *res)
 {
     int rc = 0;
-    for (size_t i = 0; i < res->n_levels && !rc; i++) {
+    for (size_t i = 0; i < res->n_levels; i++) {
         const fit_level *L = &res->levels[i];
         if (L->n_failed)
-            rc |= fit_note(res, "level %d (C=%d): %zu failed requests left out of the samples "
-                                "(their time still counts as occupancy)",
-                           L->level, L->concurrency, L->n_failed);
+            LL_TRY(fit_note(res, "level %d (C=%d): %zu failed requests left out of the samples "
+                                 "(their time still counts as occupancy)",
+                            L->level, L->concurrency, L->n_failed));
         if (L->interrupted)
-            rc |= fit_note(res, "level %d (C=%d): interrupted; %zu samples after the last full "
-                                "occupancy left out (requests in flight were never recorded)",
-                           L->level, L->concurrency, L->n_samples_after_cut);
+            LL_TRY(fit_note(res, "level %d (C=%d): interrupted; %zu samples after the last full "
+                                 "occupancy left out (requests in flight were never recorded)",
+                            L->level, L->concurrency, L->n_samples_after_cut));
         double typical = 1000.0 * L->concurrency / L->steady_step_ms;
         if (isfinite(L->steady_tok_per_s) && isfinite(typical) &&
             fabs(L->steady_tok_per_s / typical - 1) > 0.05)
-            rc |= fit_note(res, "level %d (C=%d): steady throughput %.4g tok/s is %.0f%% off the "
-                                "typical step's %.4g: pauses (server or client) inside steady "
-                                "decode; the robust law ignores them, the throughput keeps them",
-                           L->level, L->concurrency, L->steady_tok_per_s,
-                           100 * (L->steady_tok_per_s / typical - 1), typical);
+            LL_TRY(fit_note(res, "level %d (C=%d): steady throughput %.4g tok/s is %.0f%% off the "
+                                 "typical step's %.4g: pauses (server or client) inside steady "
+                                 "decode; the law leaves steps beyond %g robust sd out, the throughput "
+                                 "keeps them",
+                            L->level, L->concurrency, L->steady_tok_per_s,
+                            100 * (L->steady_tok_per_s / typical - 1), typical, FIT_TRIM_SD));
         if (L->burst_gap_frac > FIT_BURST_NOTE_FRAC)
-            rc |= fit_note(res, "level %d (C=%d): %.0f%% of gaps under %.3g ms (a tenth of the "
-                                "level's 90th-percentile gap): the client read in bursts; "
-                                "timing at this level is unreliable",
-                           L->level, L->concurrency, 100 * L->burst_gap_frac, L->burst_gap_ms);
+            LL_TRY(fit_note(res, "level %d (C=%d): %.0f%% of gaps under %.3g ms (a tenth of the "
+                                 "level's 90th-percentile gap): the client read in bursts; "
+                                 "timing at this level is unreliable",
+                            L->level, L->concurrency, 100 * L->burst_gap_frac, L->burst_gap_ms));
         if (L->n_steady_samples == 0 && L->n_samples)
-            rc |= fit_note(res, "level %d (C=%d): no steady sample (prefill in every gap)",
-                           L->level, L->concurrency);
+            LL_TRY(fit_note(res, "level %d (C=%d): no steady sample (prefill in every gap)",
+                            L->level, L->concurrency));
         if (L->closed_loop && L->concurrency > 0 && !L->ramp_reached && L->n_requests)
-            rc |= fit_note(res, "level %d (C=%d): D never reached C; no ramp end, no steady window",
-                           L->level, L->concurrency);
+            LL_TRY(fit_note(res, "level %d (C=%d): D never reached C; no ramp end, no steady window",
+                            L->level, L->concurrency));
     }
-    return rc ? LL_ENOMEM : 0;
+fail:
+    return rc;
 }
 
-/* From the bundled engine's spec ("backend=synthetic,law=52+30n,time_scale=0.1"):
- * the time scale (1 when absent or unreadable) and the law as written, so the
- * fitted law can be shown in the units the user configured. */
-static void engine_spec_law(const char *spec, double *scale, char *law, size_t law_len)
+
+/* Run-wide notes: how the law was fitted and what it or the reader left out. */
+static int notes_left_out(const fit_run *run, const fit_options *opt, fit_result *res)
 {
-    *scale = 1;
-    law[0] = '\0';
-    for (const char *p = spec; p && *p;) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len > 11 && strncmp(p, "time_scale=", 11) == 0) {
-            char num[64];
-            snprintf(num, sizeof num, "%.*s", (int)(len - 11), p + 11);
-            double v;
-            if (ll_parse_double(num, &v) == 0 && v > 0)
-                *scale = v;
-        } else if (len > 4 && strncmp(p, "law=", 4) == 0) {
-            snprintf(law, law_len, "%.*s", (int)(len - 4), p + 4);
-        }
-        p = end ? end + 1 : NULL;
-    }
+    const fit_law *law = &res->law;
+    const fit_run_info *info = fit_run_get_info(run);
+    size_t ns = res->n_samples, n_steady = 0, n_used = law->n_samples;
+    int rc = 0;
+    for (size_t l = 0; l < res->n_levels; l++)
+        n_steady += res->levels[l].n_steady_samples;
+    if (!law->ok)
+        LL_TRY(fit_note(res, "no law: %zu steady step points over %zu distinct N (needs 3 points "
+                             "and 2 distinct N)", law->n_points, law->n_distinct));
+    if (law->ok && law->note[0])
+        LL_TRY(fit_note(res, "law fitted by %s: %s", law->method, law->note));
+    if (law->ok && !law->converged && strcmp(law->method, "trimmed-wls") == 0)
+        LL_TRY(fit_note(res, "robust pass: iteration limit reached; outliers were marked from its "
+                             "last iterate"));
+    if (law->n_trimmed)
+        LL_TRY(fit_note(res, "%zu of %zu step points more than %g robust sd from the line (stalls, "
+                             "burst reads) left out of the law", law->n_trimmed, law->n_points,
+                        FIT_TRIM_SD));
+    if (law->ok && !(law->b_ms > 0))
+        LL_TRY(fit_note(res, "slope b <= 0: step time does not grow with N here; no asymptote"));
+    if (res->n_warmup && !opt->include_warmup)
+        LL_TRY(fit_note(res, "%zu warmup requests: no samples from them", res->n_warmup));
+    if (res->n_truncated_lines)
+        LL_TRY(fit_note(res, "truncated last line of records.jsonl skipped (interrupted writer)"));
+    if (res->n_rejected_records)
+        LL_TRY(fit_note(res, "%zu records rejected by the reader (%zu values out of range)",
+                        res->n_rejected_records, res->n_out_of_range));
+    if (info->n_bad_requests)
+        LL_TRY(fit_note(res, "%zu request lines without usable times or chunks dropped",
+                        info->n_bad_requests));
+    if (res->n_clamped)
+        LL_TRY(fit_note(res, "%zu request times clamped to keep send <= first token <= end "
+                             "(a first token before the send, or an end before a token)",
+                        res->n_clamped));
+    if (ns > n_steady)
+        LL_TRY(fit_note(res, "%zu of %zu step samples not steady (prefill in the gap or D "
+                             "changed): left out of the law, kept in the naive fit",
+                        ns - n_steady, ns));
+    if (n_steady > n_used)
+        LL_TRY(fit_note(res, "%zu steady step samples of closed-loop levels at N below C (the "
+                             "ramp-down, where N falls every step and the client's read lag "
+                             "with it) left out of the law",
+                        n_steady - n_used));
+fail:
+    return rc;
 }
 
 int fit_analyze(const fit_run *run, const fit_options *opt_in, fit_result **out, char *err,
@@ -239,135 +483,35 @@ int fit_analyze(const fit_run *run, const fit_options *opt_in, fit_result **out,
         opt = *opt_in;
     else
         fit_options_default(&opt);
+    *out = NULL;
     if (!(opt.edge_tol_frac >= 0 && opt.edge_tol_frac < 0.5)) {
         ll_errf(err, errlen, "edge_tol_frac must be in [0, 0.5)");
         return LL_EINVAL;
     }
-    *out = NULL;
-    int rc = 0;
-    fit_sample_vec sv = {NULL, 0, 0};
-    size_t *idx = NULL, nreq = fit_run_n_requests(run);
-    const fit_sample **tmp = NULL;
-    double *gbuf = NULL, *px = NULL, *py = NULL, *ax = NULL, *ay = NULL;
-    fit_result *res = calloc(1, sizeof *res);
-    if (!res)
-        goto oom;
+    int rc = LL_ENOMEM;
+    fit_sample_vec sv = {0};
     size_t nl = fit_run_n_levels(run);
-    res->levels = calloc(nl ? nl : 1, sizeof *res->levels);
-    idx = malloc((nreq + 1) * sizeof *idx);
-    if (!res->levels || !idx)
-        goto oom;
-    const fit_run_info *info = fit_run_get_info(run);
-    res->n_truncated_lines = info->n_truncated;
-    res->has_truth = info->has_engine_law;
-    res->truth_a_ms = info->has_engine_law ? info->law_a_ms : NAN;
-    res->truth_b_ms = info->has_engine_law ? info->law_b_ms : NAN;
-    res->time_scale = NAN;
-    if (info->has_engine_law)
-        engine_spec_law(info->engine_spec, &res->time_scale, res->engine_law_spec,
-                        sizeof res->engine_law_spec);
-
-    for (size_t l = 0; l < nl; l++) {
-        const fit_level_info *li = fit_run_level(run, l);
-        size_t n = 0;
-        for (size_t i = 0; i < nreq; i++)
-            if (fit_run_request(run, i)->level == li->level)
-                idx[n++] = i;
-        rc = fit_timeline_level(run, li, idx, n, (int32_t)l, &opt, &res->levels[l], &sv,
-                                &res->n_empty_chunks, err, errlen);
-        if (rc)
-            goto fail;
-        res->n_levels = l + 1;
-    }
+    fit_result *res = calloc(1, sizeof *res);
+    if (!res || !(res->levels = calloc(nl ? nl : 1, sizeof *res->levels)))
+        goto fail;
+    read_truth(fit_run_get_info(run), res);
+    LL_TRY(rebuild_levels(run, &opt, res, &sv, err, errlen));
     res->samples = sv.v;
     res->n_samples = sv.n;
     sv.v = NULL;
-    for (size_t i = 0; i < nreq; i++) {
-        const fit_request *q = fit_run_request(run, i);
-        res->n_requests++;
-        res->n_failed += !q->ok;
-        res->n_warmup += q->warmup != 0;
-        res->n_no_tokens += q->ok && q->n_chunks == 0;
-    }
-
-    /* The law on one point per client-observed step; OLS on the same points;
-     * the naive OLS on every raw gap beside them. */
-    size_t ns = res->n_samples, np = 0, n_steady = 0;
-    tmp = malloc((ns + 1) * sizeof *tmp);
-    gbuf = malloc((ns + 1) * sizeof *gbuf);
-    px = malloc((ns + 1) * sizeof *px);
-    py = malloc((ns + 1) * sizeof *py);
-    ax = malloc((ns + 1) * sizeof *ax);
-    ay = malloc((ns + 1) * sizeof *ay);
-    if (!tmp || !gbuf || !px || !py || !ax || !ay)
-        goto oom;
-    for (size_t l = 0; l < res->n_levels; l++)
-        step_points(res, l, tmp, gbuf, px, py, &np);
-    for (size_t i = 0; i < ns; i++) {
-        ax[i] = res->samples[i].n;
-        ay[i] = res->samples[i].gap_ms;
-        n_steady += res->samples[i].steady;
-    }
-    if ((rc = fit_line(px, py, np, 1, &res->law, err, errlen)) ||
-        (rc = fit_line(px, py, np, 0, &res->ols, err, errlen)) ||
-        (rc = fit_line(ax, ay, ns, 0, &res->naive, err, errlen)))
-        goto fail;
-    res->law.n_samples = res->ols.n_samples = n_steady;
-    res->asymptote_tok_per_s = res->law.ok && res->law.b_ms > 0 ? 1000.0 / res->law.b_ms : NAN;
-    res->n_half = res->law.ok && res->law.b_ms > 0 ? res->law.a_ms / res->law.b_ms : NAN;
-    if (!res->law.ok && fit_note(res, "no law: %zu steady step points over %zu distinct N "
-                                      "(needs 3 points and 2 distinct N)",
-                                 np, res->law.n_distinct))
-        goto oom;
-    if (res->law.ok && !res->law.converged &&
-        fit_note(res, "robust fit: iteration limit reached; the law is the last iterate"))
-        goto oom;
-    if (res->law.ok && !(res->law.b_ms > 0) &&
-        fit_note(res, "slope b <= 0: step time does not grow with N here; no asymptote"))
-        goto oom;
-    if ((rc = fit_model_check_run(px, py, np, &opt, &res->model, err, errlen)))
-        goto fail;
-    compare_levels(res);
-    if ((rc = fit_engine_steps(run, res, err, errlen)))
-        goto fail;
-    if (burst_check(res) || notes_for_levels(res))
-        goto oom;
-    if (res->n_warmup && !opt.include_warmup &&
-        fit_note(res, "%zu warmup requests: no samples from them", res->n_warmup))
-        goto oom;
-    if (res->n_truncated_lines &&
-        fit_note(res, "truncated last line of records.jsonl skipped (interrupted writer)"))
-        goto oom;
-    if (info->n_bad_requests &&
-        fit_note(res, "%zu request lines without usable times or chunks dropped",
-                 info->n_bad_requests))
-        goto oom;
-    if (ns > n_steady &&
-        fit_note(res, "%zu of %zu step samples not steady (prefill in the gap or D changed): "
-                      "left out of the law, kept in the naive fit",
-                 ns - n_steady, ns))
-        goto oom;
-    free(tmp);
-    free(gbuf);
-    free(px);
-    free(py);
-    free(ax);
-    free(ay);
-    free(idx);
+    count_left_out(run, res);
+    LL_TRY(fit_laws(res, &opt, err, errlen));
+    LL_TRY(compare_levels(res));
+    LL_TRY(fit_engine_steps(run, res, err, errlen));
+    LL_TRY(burst_check(res));
+    LL_TRY(notes_for_levels(res));
+    LL_TRY(notes_left_out(run, &opt, res));
     *out = res;
     return 0;
-oom:
-    rc = LL_ENOMEM;
-    ll_errf(err, errlen, "out of memory in fit");
 fail:
-    free(tmp);
-    free(gbuf);
-    free(px);
-    free(py);
-    free(ax);
-    free(ay);
-    free(idx);
-    free(sv.v);
+    if (rc == LL_ENOMEM)
+        ll_errf(err, errlen, "out of memory in fit");
+    ll_vec_free(&sv);
     fit_result_free(res);
     return rc;
 }

@@ -16,6 +16,7 @@
  * GSL's mt19937 with a fixed seed so the same runs always give the same
  * interval. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,204 +33,98 @@ void fit_compare_options_default(fit_compare_options *o)
     o->resample_requests = 0;
 }
 
-/* ---- latency distributions ------------------------------------------------- */
-
-typedef struct dvec {
-    double *v;
-    size_t n, cap;
-} dvec;
-
-static int dvec_push(dvec *d, double x)
-{
-    if (d->n == d->cap) {
-        size_t cap = d->cap ? d->cap * 2 : 64;
-        double *p = realloc(d->v, cap * sizeof *p);
-        if (!p)
-            return LL_ENOMEM;
-        d->v = p;
-        d->cap = cap;
-    }
-    d->v[d->n++] = x;
-    return 0;
-}
-
-static void dist_of(dvec *d, fit_dist *out)
-{
-    out->n = d->n;
-    if (d->n == 0) {
-        out->mean_ms = out->p50_ms = out->p90_ms = out->p99_ms = out->max_ms = NAN;
-        return;
-    }
-    ll_sort_doubles(d->v, d->n);
-    double sum = 0;
-    for (size_t i = 0; i < d->n; i++)
-        sum += d->v[i];
-    out->mean_ms = sum / (double)d->n;
-    out->p50_ms = ll_quantile_sorted(d->v, d->n, 0.50);
-    out->p90_ms = ll_quantile_sorted(d->v, d->n, 0.90);
-    out->p99_ms = ll_quantile_sorted(d->v, d->n, 0.99);
-    out->max_ms = d->v[d->n - 1];
-}
-
-int fit_level_latency_get(const fit_run *run, int level, fit_level_latency *out,
-                          double **ttft_out, double **ttfa_out, double **itl_out,
-                          size_t *n_itl_out, char *err, size_t errlen)
-{
-    dvec ttft = {0}, ttfa = {0}, itl = {0};
-    for (size_t i = 0; i < fit_run_n_requests(run); i++) {
-        const fit_request *q = fit_run_request(run, i);
-        if (q->level != level || !q->ok || q->warmup || q->send_ns < 0)
-            continue;
-        if (q->first_token_ns >= 0 && dvec_push(&ttft, (q->first_token_ns - q->send_ns) / 1e6))
-            goto oom;
-        if (q->first_answer_ns >= 0 && dvec_push(&ttfa, (q->first_answer_ns - q->send_ns) / 1e6))
-            goto oom;
-        for (size_t k = 1; k < q->n_chunks; k++) {
-            int64_t gap = q->chunks[k].t_ns - q->chunks[k - 1].t_ns;
-            /* the two halves of one chunk split at </think> share a time */
-            if (gap <= 0 && k > 0 && q->chunks[k].kind != q->chunks[k - 1].kind)
-                continue;
-            if (q->chunks[k].tokens > 0 && dvec_push(&itl, gap / 1e6 / q->chunks[k].tokens))
-                goto oom;
-        }
-    }
-    dist_of(&ttft, &out->ttft);
-    dist_of(&ttfa, &out->ttfa);
-    dist_of(&itl, &out->itl);
-    if (n_itl_out)
-        *n_itl_out = itl.n;
-    if (ttft_out)
-        *ttft_out = ttft.v;
-    else
-        free(ttft.v);
-    if (ttfa_out)
-        *ttfa_out = ttfa.v;
-    else
-        free(ttfa.v);
-    if (itl_out)
-        *itl_out = itl.v;
-    else
-        free(itl.v);
-    return 0;
-oom:
-    free(ttft.v);
-    free(ttfa.v);
-    free(itl.v);
-    ll_errf(err, errlen, "out of memory");
-    return LL_ENOMEM;
-}
-
 /* ---- per-request steady throughput ---------------------------------------- */
 
 typedef struct pair {
     double tok, time_s;
 } pair;
 
-/* Is [t0, t1] inside one steady window? Windows are sorted and disjoint. */
-static int in_window(const fit_level *L, int64_t t0, int64_t t1)
-{
-    size_t lo = 0, hi = L->n_windows;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (L->windows[mid].t1_ns < t1)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < L->n_windows && L->windows[lo].t0_ns <= t0 && t1 <= L->windows[lo].t1_ns;
-}
+typedef LL_VEC(pair) pair_vec;
 
-typedef struct gap {
-    int64_t t_ns;   /* arrival of the later chunk */
-    double tok, time_s;
-} gap;
-
-static int gap_cmp(const void *pa, const void *pb)
+/* One unit per request: its whole decode span (first arrival -> last), for a
+ * level without steady windows. */
+static int decode_span_units(const fit_run *run, const fit_level *L, pair_vec *out, size_t *n_req)
 {
-    const gap *a = pa, *b = pb;
-    return (a->t_ns > b->t_ns) - (a->t_ns < b->t_ns);
-}
-
-/* The resampling units of one level, as (tokens, seconds) pairs.
- * steady = 1: one pair per client-observed engine step — the steady gaps of all
- * streams whose later chunks arrive together (within a tenth of the gap),
- * summed. steady = 0: one pair per request, its whole decode span.
- * *n_req counts the requests that contributed. */
-static int level_pairs(const fit_run *run, const fit_level *L, int steady, int per_request,
-                       pair **out, size_t *n_out, size_t *n_req)
-{
-    size_t n = 0, cap = 64;
-    gap *v = malloc(cap * sizeof *v);
-    if (!v)
-        return LL_ENOMEM;
-    *n_req = 0;
     for (size_t i = 0; i < fit_run_n_requests(run); i++) {
         const fit_request *q = fit_run_request(run, i);
         if (q->level != L->level || !q->ok || q->warmup || q->n_chunks < 2)
             continue;
-        gap whole = {0, 0, 0};
-        int used = 0;
-        for (size_t k = 1; k < q->n_chunks; k++) {
-            int64_t t0 = q->chunks[k - 1].t_ns, t1 = q->chunks[k].t_ns;
-            if (steady && (t1 <= t0 || !in_window(L, t0, t1)))
-                continue;
-            if (!steady || per_request) {
-                whole.tok += q->chunks[k].tokens;
-                whole.time_s += (t1 - t0) / 1e9;
-                continue;
-            }
-            if (n == cap) {
-                gap *nv = realloc(v, (cap *= 2) * sizeof *v);
-                if (!nv) {
-                    free(v);
-                    return LL_ENOMEM;
-                }
-                v = nv;
-            }
-            v[n++] = (gap){t1, q->chunks[k].tokens, (t1 - t0) / 1e9};
-            used = 1;
-        }
-        if ((!steady || per_request) && whole.time_s > 0) {
-            if (n == cap) {
-                gap *nv = realloc(v, (cap *= 2) * sizeof *v);
-                if (!nv) {
-                    free(v);
-                    return LL_ENOMEM;
-                }
-                v = nv;
-            }
-            v[n++] = whole;
-            used = 1;
-        }
-        *n_req += used;
+        pair u = {0, (q->chunks[q->n_chunks - 1].t_ns - q->chunks[0].t_ns) / 1e9};
+        for (size_t k = 1; k < q->n_chunks; k++)
+            u.tok += q->chunks[k].tokens;
+        if (!(u.time_s > 0))
+            continue;
+        if (ll_vec_push(out, u))
+            return LL_ENOMEM;
+        (*n_req)++;
     }
-    pair *p = malloc((n ? n : 1) * sizeof *p);
-    if (!p) {
-        free(v);
-        return LL_ENOMEM;
-    }
-    size_t np = 0;
-    if (steady && !per_request) {
-        qsort(v, n, sizeof *v, gap_cmp);
-        for (size_t i = 0; i < n;) {
-            size_t j = i;
-            pair s = {0, 0};
-            int64_t tol = (int64_t)(v[i].time_s * 1e9 * 0.1);
-            while (j < n && v[j].t_ns - v[i].t_ns <= tol) {
-                s.tok += v[j].tok;
-                s.time_s += v[j].time_s;
-                j++;
-            }
-            p[np++] = s;
-            i = j;
+    return 0;
+}
+
+/* One unit per request: its steady gaps at N = C (tokens, seconds), the
+ * resample_requests mode kept for test_compare's coverage check. */
+static int steady_request_units(const fit_result *res, size_t li, pair_vec *out, size_t *n_req)
+{
+    const fit_level *L = &res->levels[li];
+    LL_VEC(pair) per = {0};
+    LL_VEC(uint32_t) ids = {0};
+    int rc = 0;
+    for (size_t i = 0; i < res->n_samples && !rc; i++) {
+        const fit_sample *s = &res->samples[i];
+        if (s->level_idx != (int32_t)li || !s->steady || s->n != L->concurrency)
+            continue;
+        /* samples are stream by stream: a new request starts a new unit */
+        if (!ids.n || ids.v[ids.n - 1] != s->req_idx) {
+            rc = ll_vec_push(&ids, s->req_idx);
+            if (!rc)
+                rc = ll_vec_push(&per, ((pair){0, 0}));
         }
-    } else {
-        for (size_t i = 0; i < n; i++)
-            p[np++] = (pair){v[i].tok, v[i].time_s};
+        if (!rc) {
+            per.v[per.n - 1].tok += s->tokens;
+            per.v[per.n - 1].time_s += s->gap_ms * s->tokens / 1e3;
+        }
     }
-    free(v);
-    *out = p;
-    *n_out = np;
+    for (size_t k = 0; k < per.n && !rc; k++)
+        rc = ll_vec_push(out, per.v[k]);
+    *n_req = per.n;
+    ll_vec_free(&per);
+    ll_vec_free(&ids);
+    return rc;
+}
+
+/* The resampling units of one level, as (tokens, seconds) pairs.
+ * steady = 1: one pair per engine step at N = C (fit_level_steps, fit.h "One
+ * engine step"), or per request with per_request; their ratio is exactly
+ * fit_level.steady_tok_per_s. steady = 0: one pair per request, its whole
+ * decode span. *n_req counts the requests that contributed. */
+static int level_pairs(const fit_run *run, const fit_result *res, size_t li, int steady,
+                       int per_request, pair **out, size_t *n_out, size_t *n_req)
+{
+    const fit_level *L = &res->levels[li];
+    pair_vec v = {0};
+    fit_step *st = NULL;
+    size_t ns = 0;
+    int rc = 0;
+    *n_req = 0;
+    if (!steady) {
+        rc = decode_span_units(run, L, &v, n_req);
+    } else if (per_request) {
+        rc = steady_request_units(res, li, &v, n_req);
+    } else if (!(rc = fit_level_steps(res, li, L->concurrency, &st, &ns))) {
+        for (size_t k = 0; k < ns && !rc; k++)
+            rc = ll_vec_push(&v, ((pair){st[k].tokens, st[k].gap_ms / 1e3}));
+        pair_vec per_req = {0}; /* only to count the requests behind the steps */
+        if (!rc)
+            rc = steady_request_units(res, li, &per_req, n_req);
+        ll_vec_free(&per_req);
+    }
+    free(st);
+    if (rc) {
+        ll_vec_free(&v);
+        return rc;
+    }
+    *out = v.v;
+    *n_out = v.n;
     return 0;
 }
 
@@ -255,10 +150,18 @@ static double resample_estimate(const gsl_rng *rng, const pair *v, size_t n, int
 }
 
 /* Units hand back through *ua / *ub (caller frees) for the slope bootstrap. */
-static int compare_level(const fit_run *a, const fit_level *La, const fit_run *b,
-                         const fit_level *Lb, const fit_compare_options *o, gsl_rng *rng,
+static void level_latency(const fit_level *L, fit_level_latency *out)
+{
+    out->ttft = L->ttft;
+    out->ttfa = L->ttfa;
+    out->itl = L->itl;
+}
+
+static int compare_level(const fit_run *a, const fit_result *ra, size_t ia, const fit_run *b,
+                         const fit_result *rb, size_t ib, const fit_compare_options *o, gsl_rng *rng,
                          fit_compare_level *out, pair **ua, pair **ub, char *err, size_t errlen)
 {
+    const fit_level *La = &ra->levels[ia], *Lb = &rb->levels[ib];
     int rc = LL_ENOMEM;
     pair *pa = NULL, *pb = NULL;
     double *boot = NULL;
@@ -269,8 +172,8 @@ static int compare_level(const fit_run *a, const fit_level *La, const fit_run *b
     out->level_b = Lb->level;
     out->steady = La->n_windows > 0 && Lb->n_windows > 0;
     int rq = o->resample_requests;
-    if (level_pairs(a, La, out->steady, rq, &pa, &na, &out->n_req_a) ||
-        level_pairs(b, Lb, out->steady, rq, &pb, &nb, &out->n_req_b))
+    if (level_pairs(a, ra, ia, out->steady, rq, &pa, &na, &out->n_req_a) ||
+        level_pairs(b, rb, ib, out->steady, rq, &pb, &nb, &out->n_req_b))
         goto fail;
     if (out->steady && (na == 0 || nb == 0)) {
         /* windows exist but no gap lies inside one: use decode spans */
@@ -278,8 +181,8 @@ static int compare_level(const fit_run *a, const fit_level *La, const fit_run *b
         free(pb);
         pa = pb = NULL;
         out->steady = 0;
-        if (level_pairs(a, La, 0, 0, &pa, &na, &out->n_req_a) ||
-            level_pairs(b, Lb, 0, 0, &pb, &nb, &out->n_req_b))
+        if (level_pairs(a, ra, ia, 0, 0, &pa, &na, &out->n_req_a) ||
+            level_pairs(b, rb, ib, 0, 0, &pb, &nb, &out->n_req_b))
             goto fail;
     }
     out->n_units_a = na;
@@ -306,9 +209,8 @@ static int compare_level(const fit_run *a, const fit_level *La, const fit_run *b
             out->ratio_ci[1] = ll_quantile_sorted(boot, nbt, 1 - alpha);
         }
     }
-    if ((rc = fit_level_latency_get(a, La->level, &out->lat_a, NULL, NULL, NULL, NULL, err, errlen)) ||
-        (rc = fit_level_latency_get(b, Lb->level, &out->lat_b, NULL, NULL, NULL, NULL, err, errlen)))
-        goto fail;
+    level_latency(La, &out->lat_a);
+    level_latency(Lb, &out->lat_b);
     *ua = pa;
     *ub = pb;
     pa = pb = NULL;
@@ -482,16 +384,16 @@ int fit_compare_runs(const fit_run *a, const fit_result *ra, const fit_run *b,
         if (next < 0)
             break;
         pass_c = next;
-        const fit_level *La = NULL, *Lb = NULL;
-        for (size_t i = 0; i < ra->n_levels && !La; i++)
+        size_t ia = SIZE_MAX, ib = SIZE_MAX;
+        for (size_t i = 0; i < ra->n_levels && ia == SIZE_MAX; i++)
             if (ra->levels[i].closed_loop && ra->levels[i].concurrency == next)
-                La = &ra->levels[i];
-        for (size_t i = 0; i < rb->n_levels && !Lb; i++)
+                ia = i;
+        for (size_t i = 0; i < rb->n_levels && ib == SIZE_MAX; i++)
             if (rb->levels[i].closed_loop && rb->levels[i].concurrency == next)
-                Lb = &rb->levels[i];
-        if (!Lb)
+                ib = i;
+        if (ib == SIZE_MAX)
             continue;
-        rc = compare_level(a, La, b, Lb, &o, rng, &c->levels[c->n_levels], &ua[c->n_levels],
+        rc = compare_level(a, ra, ia, b, rb, ib, &o, rng, &c->levels[c->n_levels], &ua[c->n_levels],
                            &ub[c->n_levels], err, errlen);
         if (rc)
             goto fail;

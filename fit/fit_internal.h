@@ -1,31 +1,48 @@
 /* fit_internal.h (internal to fit/): the run's storage and the steps of the
- * analysis, shared by load.c, timeline.c, regress.c, model.c, analyze.c and
- * output.c. */
+ * analysis, shared by load.c, timeline.c, figures.c, regress.c, model.c,
+ * analyze.c, compare.c and output.c. */
 #ifndef LOADLAW_FIT_INTERNAL_H
 #define LOADLAW_FIT_INTERNAL_H
 
 #include "common.h"
 #include "fit.h"
 
+typedef LL_VEC(fit_level_info) fit_level_info_vec;
+typedef LL_VEC(fit_request) fit_request_vec;
+typedef LL_VEC(fit_chunk) fit_chunk_vec;
+typedef LL_VEC(fit_engine_step) fit_engine_step_vec;
+typedef LL_VEC(fit_sample) fit_sample_vec;  /* timeline.c appends, analyze.c owns */
+typedef LL_VEC(double) fit_double_vec;
+
 struct fit_run {
     fit_run_info info;
-    fit_level_info *levels;
-    size_t n_levels, levels_cap;
-    fit_request *requests;
-    size_t n_requests, requests_cap;
-    fit_chunk *chunks;
-    size_t n_chunks, chunks_cap;
-    fit_engine_step *steps;
-    size_t n_steps, steps_cap;
-    char *s_version, *s_host, *s_url, *s_model, *s_endpoint, *s_engine, *s_scenario,
-        *s_run_json;
+    fit_level_info_vec levels;
+    fit_request_vec requests;
+    fit_chunk_vec chunks;
+    fit_engine_step_vec steps;
+    char *s_version, *s_host, *s_url, *s_model, *s_endpoint, *s_engine, *s_backend,
+        *s_scenario, *s_run_json;
 };
 
-/* Growable array of samples (timeline.c appends, analyze.c owns). */
-typedef struct fit_sample_vec {
-    fit_sample *v;
-    size_t n, cap;
-} fit_sample_vec;
+/* timeline.c: the arrivals of one stream (fit.h, "Arrival"). From chunk *i,
+ * the next arrival: its time, tokens and kind (of its last chunk); *i moves
+ * past it. 0 when no arrival is left. The step samples and the ITL both walk
+ * a stream with this, so they are the same gaps. */
+int fit_next_arrival(const fit_request *q, size_t *i, int64_t *t_ns, int32_t *tokens, char *kind);
+
+/* figures.c: a level's latency samples, each sorted (fit.h "Per-level
+ * figures"), from the requests at req_idx. */
+typedef struct fit_latency_samples {
+    fit_double_vec ttft, ttfa, tpot, itl, e2e, client_lag, ttft_sched, e2e_sched;
+} fit_latency_samples;
+int fit_latency_collect(const fit_run *run, const size_t *req_idx, size_t n_req,
+                        fit_latency_samples *out);
+void fit_latency_free(fit_latency_samples *s);
+/* Mean, percentiles and max of sorted samples (fit.h fit_dist). */
+void fit_dist_of(const double *sorted, size_t n, fit_dist *out);
+/* Every request, latency and rate figure of the level (fit.h "Per-level
+ * figures") into L, whose duration_s must be set. */
+int fit_level_figures(const fit_run *run, const size_t *req_idx, size_t n_req, fit_level *L);
 
 /* timeline.c: rebuild one level's P(t)/D(t) from the requests at req_idx,
  * append its step samples to sv (level_idx set), and fill the level's

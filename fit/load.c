@@ -1,6 +1,10 @@
 /* load.c: read records.jsonl into a fit_run (levels, requests, chunks, engine
- * steps), tolerating what an interrupted or partly failed run leaves behind.
+ * steps) through the records module's reader (records.h), tolerating what an
+ * interrupted or partly failed run leaves behind.
  *
+ * The reader parses and range-checks every record (and counts what it
+ * rejects); this file only stores them and makes each request's times
+ * consistent for the timeline, counting every time it has to move.
  * Chunks of all requests live in one array; requests keep offsets while the
  * file is read (the array moves as it grows) and get pointers at the end. */
 #include "fit_internal.h"
@@ -13,12 +17,7 @@
 
 typedef struct load_ctx {
     fit_run *r;
-    int saw_run;
-    int fail;                 /* LL_E* code set by the callback */
-    char *err;
-    size_t errlen;
-    size_t *chunk_off;        /* per request, while loading */
-    size_t chunk_off_cap;
+    LL_VEC(size_t) chunk_off;  /* per request, while loading */
 } load_ctx;
 
 static char *dup_or_empty(const char *s)
@@ -26,75 +25,115 @@ static char *dup_or_empty(const char *s)
     return strdup(s ? s : "");
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 16;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, c * elem);
-    if (!q)
-        return LL_ENOMEM;
-    *p = q;
-    *cap = c;
-    return 0;
-}
-
 /* Level index -> position in r->levels, creating a placeholder level for
  * requests whose level line is missing (an odd file, still usable). */
 static int level_slot(fit_run *r, int level, size_t *pos)
 {
-    for (size_t i = 0; i < r->n_levels; i++)
-        if (r->levels[i].level == level) {
+    for (size_t i = 0; i < r->levels.n; i++)
+        if (r->levels.v[i].level == level) {
             *pos = i;
             return 0;
         }
-    if (grow((void **)&r->levels, &r->levels_cap, r->n_levels + 1, sizeof *r->levels))
+    fit_level_info L;
+    memset(&L, 0, sizeof L);
+    L.level = level;
+    L.rate_per_s = NAN;
+    L.start_ns = -1;
+    L.end_ns = -1;
+    L.n_requests_planned = -1;
+    L.n_ok_reported = -1;
+    L.n_failed_reported = -1;
+    L.closed_loop = 1;
+    if (ll_vec_push(&r->levels, L))
         return LL_ENOMEM;
-    fit_level_info *L = &r->levels[r->n_levels];
-    memset(L, 0, sizeof *L);
-    L->level = level;
-    L->rate_per_s = NAN;
-    L->start_ns = -1;
-    L->end_ns = -1;
-    L->n_ok_reported = -1;
-    L->n_failed_reported = -1;
-    L->closed_loop = 1;
-    *pos = r->n_levels++;
+    *pos = r->levels.n - 1;
     return 0;
 }
 
-static int on_run(load_ctx *c, const cJSON *o)
+static int add_str(cJSON *o, const char *k, const char *v)
 {
+    return cJSON_AddStringToObject(o, k, v) ? 0 : LL_ENOMEM;
+}
+
+static int add_str_or_null(cJSON *o, const char *k, const char *v)
+{
+    return (v ? cJSON_AddStringToObject(o, k, v) : cJSON_AddNullToObject(o, k)) ? 0 : LL_ENOMEM;
+}
+
+/* Attach a built item (NULL: it could not be built); on failure it is freed. */
+static int add_item(cJSON *o, const char *k, cJSON *item)
+{
+    if (item && cJSON_AddItemToObject(o, k, item))
+        return 0;
+    cJSON_Delete(item);
+    return LL_ENOMEM;
+}
+
+static int run_line_fields(cJSON *o, const ll_rec_run *run)
+{
+    cJSON *tg, *law;
+    int rc;
+    LL_TRY(add_str(o, "type", LL_REC_RUN));
+    LL_TRY(ll_json_add_num(o, "schema", run->schema));
+    LL_TRY(add_str(o, "version", run->version ? run->version : ""));
+    LL_TRY(add_str(o, "host", run->host ? run->host : ""));
+    LL_TRY(ll_json_add_num(o, "ranks", run->ranks));
+    LL_TRY(ll_json_add_num(o, "threads", run->threads));
+    LL_TRY(ll_json_add_num(o, "epoch_wall_ns", (double)run->epoch_wall_ns));
+    LL_TRY((tg = cJSON_AddObjectToObject(o, "target")) ? 0 : LL_ENOMEM);
+    LL_TRY(add_str(tg, "url", run->url ? run->url : ""));
+    LL_TRY(add_str(tg, "model", run->model ? run->model : ""));
+    LL_TRY(add_str(tg, "endpoint", run->endpoint ? run->endpoint : ""));
+    LL_TRY(cJSON_AddBoolToObject(tg, "bundled", run->bundled) ? 0 : LL_ENOMEM);
+    LL_TRY(add_str_or_null(o, "engine", run->engine));
+    LL_TRY(add_str_or_null(o, "backend", run->backend));
+    if (run->law.present) {
+        LL_TRY((law = cJSON_AddObjectToObject(o, "engine_law")) ? 0 : LL_ENOMEM);
+        LL_TRY(ll_json_add_num(law, "a_ms", run->law.a_ms));
+        LL_TRY(ll_json_add_num(law, "b_ms", run->law.b_ms));
+        LL_TRY(ll_json_add_num(law, "c_ms_per_ktok", run->law.c_ms_per_ktok));
+        LL_TRY(ll_json_add_num(law, "p_ms_per_tok", run->law.p_ms_per_tok));
+        LL_TRY(ll_json_add_num(law, "time_scale", run->law.time_scale));
+    }
+    LL_TRY(add_str_or_null(o, "scenario", run->scenario));
+    if (run->config)
+        LL_TRY(add_item(o, "config", cJSON_Duplicate(run->config, 1)));
+    return 0;
+fail:
+    return rc;
+}
+
+/* The run line as JSON again (fit_run_info.run_json), from what the reader
+ * gave: the keys of records.h's ll_rec_run. */
+static char *run_line_json(const ll_rec_run *run)
+{
+    cJSON *o = cJSON_CreateObject();
+    char *text = NULL;
+    if (o && run_line_fields(o, run) == 0)
+        text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return text;
+}
+
+static int on_run(const ll_rec_run *run, void *vctx)
+{
+    load_ctx *c = vctx;
     fit_run *r = c->r;
     fit_run_info *in = &r->info;
-    int64_t schema = ll_json_i64(o, "schema", -1);
-    if (schema < 1) {
-        ll_errf(c->err, c->errlen, "run line has no valid \"schema\"");
-        return LL_EINVAL;
-    }
-    if (schema > LL_RECORDS_SCHEMA) {
-        ll_errf(c->err, c->errlen,
-                "records schema %lld is newer than this reader knows (%d); upgrade loadlaw",
-                (long long)schema, LL_RECORDS_SCHEMA);
-        return LL_EINVAL;
-    }
-    in->schema = (int)schema;
-    const cJSON *tg = cJSON_GetObjectItemCaseSensitive(o, "target");
-    const cJSON *law = cJSON_GetObjectItemCaseSensitive(o, "engine_law");
-    char *run_json = cJSON_PrintUnformatted(o);
-    r->s_version = dup_or_empty(ll_json_str(o, "version", ""));
-    r->s_host = dup_or_empty(ll_json_str(o, "host", ""));
-    r->s_url = dup_or_empty(ll_json_str(tg, "url", ""));
-    r->s_model = dup_or_empty(ll_json_str(tg, "model", ""));
-    r->s_endpoint = dup_or_empty(ll_json_str(tg, "endpoint", ""));
-    r->s_engine = dup_or_empty(ll_json_str(o, "engine", ""));
-    r->s_scenario = dup_or_empty(ll_json_str(o, "scenario", ""));
-    r->s_run_json = run_json ? strdup(run_json) : strdup("{}");
-    cJSON_free(run_json);
+    in->schema = run->schema;
+    char *rj = run_line_json(run);
+    r->s_version = dup_or_empty(run->version);
+    r->s_host = dup_or_empty(run->host);
+    r->s_url = dup_or_empty(run->url);
+    r->s_model = dup_or_empty(run->model);
+    r->s_endpoint = dup_or_empty(run->endpoint);
+    r->s_engine = dup_or_empty(run->engine);
+    r->s_backend = dup_or_empty(run->backend);
+    r->s_scenario = dup_or_empty(run->scenario);
+    r->s_run_json = rj ? strdup(rj) : NULL;
+    cJSON_free(rj);
     if (!r->s_version || !r->s_host || !r->s_url || !r->s_model || !r->s_endpoint ||
-        !r->s_engine || !r->s_scenario || !r->s_run_json)
+        !r->s_engine || !r->s_backend || !r->s_scenario || !r->s_run_json)
         return LL_ENOMEM;
     in->version = r->s_version;
     in->host = r->s_host;
@@ -102,74 +141,54 @@ static int on_run(load_ctx *c, const cJSON *o)
     in->model = r->s_model;
     in->endpoint = r->s_endpoint;
     in->engine_spec = r->s_engine;
+    in->backend = r->s_backend;
     in->scenario = r->s_scenario;
     in->run_json = r->s_run_json;
-    in->ranks = (int)ll_json_i64(o, "ranks", 1);
-    in->epoch_wall_ns = ll_json_i64(o, "epoch_wall_ns", 0);
-    in->bundled = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(tg, "bundled"));
-    if (cJSON_IsObject(law) && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(law, "a_ms")) &&
-        cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(law, "b_ms"))) {
+    in->ranks = run->ranks;
+    in->epoch_wall_ns = run->epoch_wall_ns;
+    in->bundled = run->bundled;
+    if (run->law.present && isfinite(run->law.a_ms) && isfinite(run->law.b_ms)) {
         in->has_engine_law = 1;
-        in->law_a_ms = ll_json_num(law, "a_ms", NAN);
-        in->law_b_ms = ll_json_num(law, "b_ms", NAN);
-        in->law_c_ms_per_ktok = ll_json_num(law, "c_ms_per_ktok", 0);
-        in->law_p_ms_per_tok = ll_json_num(law, "p_ms_per_tok", 0);
+        in->law_a_ms = run->law.a_ms;
+        in->law_b_ms = run->law.b_ms;
+        in->law_c_ms_per_ktok = run->law.c_ms_per_ktok;
+        in->law_p_ms_per_tok = run->law.p_ms_per_tok;
+        /* a run line older than the time scale played its law as written */
+        in->time_scale = run->law.time_scale > 0 ? run->law.time_scale : 1.0;
     }
-    c->saw_run = 1;
     return 0;
 }
 
-/* The level a level/level_end line names; *out NULL (counted as unknown)
- * when it names none. */
-static int level_of(load_ctx *c, const cJSON *o, fit_level_info **out)
+static int on_level(const ll_rec_level *lv, void *vctx)
 {
+    load_ctx *c = vctx;
     size_t pos;
-    int lv = (int)ll_json_i64(o, "level", -1);
-    *out = NULL;
-    if (lv < 0) {
-        c->r->info.n_unknown++;
-        return 0;
-    }
-    if (level_slot(c->r, lv, &pos))
+    if (level_slot(c->r, lv->level, &pos))
         return LL_ENOMEM;
-    *out = &c->r->levels[pos];
+    fit_level_info *L = &c->r->levels.v[pos];
+    L->concurrency = lv->concurrency;
+    L->closed_loop = !lv->open_loop;
+    L->rate_per_s = lv->open_loop && lv->rate_per_s > 0 ? lv->rate_per_s : NAN;
+    L->n_requests_planned = lv->n_requests;
+    L->n_warmup_planned = lv->warmup;
+    if (lv->start_ns >= 0 && (L->start_ns < 0 || lv->start_ns < L->start_ns))
+        L->start_ns = lv->start_ns;
     return 0;
 }
 
-static int on_level(load_ctx *c, const cJSON *o)
+static int on_level_end(const ll_rec_level_end *le, void *vctx)
 {
-    fit_level_info *L;
-    int rc = level_of(c, o, &L);
-    if (rc || !L)
-        return rc;
-    L->concurrency = (int)ll_json_i64(o, "concurrency", 0);
-    if (L->concurrency < 0)
-        L->concurrency = 0;
-    const char *mode = ll_json_str(o, "mode", "closed");
-    L->closed_loop = strcmp(mode, "open") != 0;
-    L->rate_per_s = ll_json_num(o, "rate_per_s", NAN);
-    L->n_requests_planned = (int)ll_json_i64(o, "n_requests", -1);
-    L->n_warmup_planned = (int)ll_json_i64(o, "warmup", 0);
-    int64_t s = ll_json_i64(o, "start_ns", -1);
-    if (s >= 0 && (L->start_ns < 0 || s < L->start_ns))
-        L->start_ns = s;
-    return 0;
-}
-
-static int on_level_end(load_ctx *c, const cJSON *o)
-{
-    fit_level_info *L;
-    int rc = level_of(c, o, &L);
-    if (rc || !L)
-        return rc;
-    int64_t e = ll_json_i64(o, "end_ns", -1);
-    if (e > L->end_ns)
-        L->end_ns = e;
+    load_ctx *c = vctx;
+    size_t pos;
+    if (level_slot(c->r, le->level, &pos))
+        return LL_ENOMEM;
+    fit_level_info *L = &c->r->levels.v[pos];
+    if (le->end_ns > L->end_ns)
+        L->end_ns = le->end_ns;
     L->has_end = 1;
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "interrupted")))
-        L->interrupted = 1;
-    L->n_ok_reported = (int)ll_json_i64(o, "ok", -1);
-    L->n_failed_reported = (int)ll_json_i64(o, "failed", -1);
+    L->interrupted |= le->interrupted;
+    L->n_ok_reported = le->ok;
+    L->n_failed_reported = le->failed;
     return 0;
 }
 
@@ -179,152 +198,102 @@ static int cmp_chunk(const void *a, const void *b)
     return (x->t_ns > y->t_ns) - (x->t_ns < y->t_ns);
 }
 
-static int on_request(load_ctx *c, const cJSON *o)
+/* Keep send <= first token <= end and the last chunk <= end, so the timeline
+ * never sees a negative span; each move is counted (fit_run_info.n_clamped). */
+static void clamp_times(fit_request *q, const fit_chunk *ch, size_t k, size_t *n_clamped)
 {
+    /* first_token_ns may be null in a record that still has chunks (a writer
+     * that lost it); the first chunk is the first token by definition. */
+    if (q->first_token_ns < 0 && k)
+        q->first_token_ns = ch[0].t_ns;
+    if (q->first_token_ns >= 0 && q->first_token_ns < q->send_ns) {
+        q->first_token_ns = q->send_ns;
+        (*n_clamped)++;
+    }
+    if (q->first_token_ns > q->end_ns) {
+        q->end_ns = q->first_token_ns;
+        (*n_clamped)++;
+    }
+    if (k && ch[k - 1].t_ns > q->end_ns) {
+        q->end_ns = ch[k - 1].t_ns;
+        (*n_clamped)++;
+    }
+}
+
+static int on_request(const ll_rec_request *rq, void *vctx)
+{
+    load_ctx *c = vctx;
     fit_run *r = c->r;
-    fit_request q;
-    memset(&q, 0, sizeof q);
-    q.level = (int)ll_json_i64(o, "level", -1);
-    q.rank = (int)ll_json_i64(o, "rank", 0);
-    q.id = ll_json_i64(o, "id", -1);
-    q.warmup = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "warmup"));
-    q.ok = strcmp(ll_json_str(o, "status", "error"), "ok") == 0;
-    q.http_status = (int)ll_json_i64(o, "http_status", 0);
-    q.intended_ns = ll_json_i64(o, "intended_ns", -1);
-    q.send_ns = ll_json_i64(o, "send_ns", -1);
-    q.header_ns = ll_json_i64(o, "header_ns", -1);
-    q.first_token_ns = ll_json_i64(o, "first_token_ns", -1);
-    q.first_think_ns = ll_json_i64(o, "first_think_ns", -1);
-    q.first_answer_ns = ll_json_i64(o, "first_answer_ns", -1);
-    q.end_ns = ll_json_i64(o, "end_ns", -1);
-    q.prompt_tok = ll_json_i64(o, "prompt_tok", 0);
-    q.think_tok = ll_json_i64(o, "think_tok", 0);
-    q.answer_tok = ll_json_i64(o, "answer_tok", 0);
-    const cJSON *u = cJSON_GetObjectItemCaseSensitive(o, "usage");
-    q.usage_prompt_tok = ll_json_i64(u, "prompt_tokens", -1);
-    q.usage_completion_tok = ll_json_i64(u, "completion_tokens", -1);
-    q.usage_reasoning_tok = ll_json_i64(u, "reasoning_tokens", -1);
-    if (q.level < 0 || q.send_ns < 0 || q.end_ns < q.send_ns) {
-        /* Without a level, a send time and an end, the request cannot be
+    int rc;
+    if (rq->send_ns < 0 || rq->end_ns < rq->send_ns) {
+        /* Without a send time and an end after it, the request cannot be
          * placed on a timeline. */
         r->info.n_bad_requests++;
         return 0;
     }
-    const cJSON *chunks = cJSON_GetObjectItemCaseSensitive(o, "chunks");
-    size_t n = cJSON_IsArray(chunks) ? (size_t)cJSON_GetArraySize(chunks) : 0;
-    if (grow((void **)&r->chunks, &r->chunks_cap, r->n_chunks + n, sizeof *r->chunks))
-        return LL_ENOMEM;
-    size_t base = r->n_chunks, k = 0;
+    fit_request q;
+    memset(&q, 0, sizeof q);
+    q.level = rq->level;
+    q.rank = rq->rank;
+    q.id = (int64_t)rq->id;
+    q.warmup = rq->warmup;
+    q.ok = rq->cls == LL_ERRC_OK;
+    q.error_class = q.ok ? "" : ll_err_class_name(rq->cls);
+    q.http_status = rq->http_status;
+    q.intended_ns = rq->intended_ns;
+    q.send_ns = rq->send_ns;
+    q.header_ns = rq->header_ns;
+    q.first_token_ns = rq->first_token_ns;
+    q.first_think_ns = rq->first_think_ns;
+    q.first_answer_ns = rq->first_answer_ns;
+    q.end_ns = rq->end_ns;
+    q.prompt_tok = rq->prompt_tok;
+    q.think_tok = rq->think_tok;
+    q.answer_tok = rq->answer_tok;
+    q.usage_prompt_tok = rq->usage_prompt;
+    q.usage_completion_tok = rq->usage_completion;
+    q.usage_reasoning_tok = rq->usage_reasoning;
+    size_t base = r->chunks.n, k = rq->n_chunks;
+    LL_TRY(ll_vec_reserve(&r->chunks, base + k + 1));
     int sorted = 1;
-    const cJSON *ch;
-    cJSON_ArrayForEach(ch, chunks) {
-        const cJSON *t = cJSON_GetArrayItem(ch, 0), *tk = cJSON_GetArrayItem(ch, 1),
-                    *kd = cJSON_GetArrayItem(ch, 2);
-        if (!cJSON_IsNumber(t) || !cJSON_IsNumber(tk) || tk->valuedouble < 0 ||
-            tk->valuedouble > 1e9) {
-            r->info.n_bad_requests++;
-            return 0; /* chunks written so far are overwritten by the next request */
-        }
-        fit_chunk *d = &r->chunks[base + k];
-        d->t_ns = (int64_t)t->valuedouble;
-        d->tokens = (int32_t)tk->valuedouble;
-        d->kind = cJSON_IsString(kd) && strcmp(kd->valuestring, "t") == 0 ? FIT_CHUNK_THINK
-                                                                          : FIT_CHUNK_ANSWER;
-        if (k && d->t_ns < d[-1].t_ns)
+    for (size_t i = 0; i < k; i++) {
+        fit_chunk *d = &r->chunks.v[base + i];
+        d->t_ns = rq->chunks[i].t_ns;
+        d->tokens = rq->chunks[i].tokens;
+        d->kind = rq->chunks[i].kind == LL_CHUNK_THINK ? FIT_CHUNK_THINK : FIT_CHUNK_ANSWER;
+        if (i && d->t_ns < d[-1].t_ns)
             sorted = 0;
-        k++;
     }
     if (!sorted)
-        qsort(r->chunks + base, k, sizeof *r->chunks, cmp_chunk);
-    /* first_token_ns may be null in a record that still has chunks (a writer
-     * that lost it); the first chunk is the first token by definition. */
-    if (q.first_token_ns < 0 && k)
-        q.first_token_ns = r->chunks[base].t_ns;
-    if (q.first_token_ns >= 0 && q.first_token_ns < q.send_ns)
-        q.first_token_ns = q.send_ns;
-    if (q.first_token_ns > q.end_ns)
-        q.end_ns = q.first_token_ns;
-    if (k && r->chunks[base + k - 1].t_ns > q.end_ns)
-        q.end_ns = r->chunks[base + k - 1].t_ns;
+        qsort(r->chunks.v + base, k, sizeof *r->chunks.v, cmp_chunk);
+    clamp_times(&q, r->chunks.v + base, k, &r->info.n_clamped);
     q.n_chunks = k;
-    if (!q.ok) {
-        q.error_class = strdup(ll_json_str(o, "error_class", "other"));
-        q.error = strdup(ll_json_str(o, "error", ""));
-        if (!q.error_class || !q.error) {
-            free((char *)q.error_class);
-            free((char *)q.error);
-            return LL_ENOMEM;
-        }
-    } else {
-        q.error_class = "";
-        q.error = "";
-    }
-    if (grow((void **)&r->requests, &r->requests_cap, r->n_requests + 1, sizeof *r->requests) ||
-        grow((void **)&c->chunk_off, &c->chunk_off_cap, r->n_requests + 1, sizeof *c->chunk_off)) {
-        if (!q.ok) {
-            free((char *)q.error_class);
-            free((char *)q.error);
-        }
+    q.error = strdup(rq->error ? rq->error : "");
+    if (!q.error)
         return LL_ENOMEM;
-    }
-    c->chunk_off[r->n_requests] = base;
-    r->requests[r->n_requests++] = q;
-    r->n_chunks += k;
     size_t pos;
-    return level_slot(r, q.level, &pos);
-}
-
-static int on_step(load_ctx *c, const cJSON *o)
-{
-    fit_run *r = c->r;
-    fit_engine_step s;
-    s.start_ns = ll_json_i64(o, "start_ns", -1);
-    s.dur_ns = ll_json_i64(o, "dur_ns", -1);
-    s.n_decode = (int)ll_json_i64(o, "n_decode", -1);
-    s.n_running = (int)ll_json_i64(o, "n_running", -1);
-    s.prefill_tok = (int)ll_json_i64(o, "prefill_tok", -1);
-    s.ctx_tok = ll_json_i64(o, "ctx_tok", 0);
-    if (s.start_ns < 0 || s.dur_ns < 0 || s.n_decode < 0 || s.prefill_tok < 0) {
-        r->info.n_unknown++;
-        return 0;
+    if ((rc = ll_vec_push(&c->chunk_off, base)) || (rc = ll_vec_push(&r->requests, q))) {
+        if (c->chunk_off.n > r->requests.n)
+            c->chunk_off.n--;
+        free((char *)q.error);
+        return rc;
     }
-    if (grow((void **)&r->steps, &r->steps_cap, r->n_steps + 1, sizeof *r->steps))
-        return LL_ENOMEM;
-    r->steps[r->n_steps++] = s;
-    return 0;
+    r->chunks.n += k;
+    return level_slot(r, q.level, &pos);
+fail:
+    return rc;
 }
 
-static int on_line(const cJSON *o, size_t line_no, void *vctx)
+static int on_step(const ll_rec_step *st, void *vctx)
 {
     load_ctx *c = vctx;
-    const char *type = ll_json_str(o, "type", "");
-    int rc = 0;
-    c->r->info.n_lines++;
-    if (!c->saw_run && strcmp(type, "run") != 0) {
-        ll_errf(c->err, c->errlen, "line %zu: expected the \"run\" line first, got type \"%s\"",
-                line_no, type);
-        rc = LL_EINVAL;
-    } else if (strcmp(type, "run") == 0) {
-        if (c->saw_run)
-            c->r->info.n_unknown++; /* a second run line (appended run): keep the first */
-        else
-            rc = on_run(c, o);
-    } else if (strcmp(type, "level") == 0) {
-        rc = on_level(c, o);
-    } else if (strcmp(type, "level_end") == 0) {
-        rc = on_level_end(c, o);
-    } else if (strcmp(type, "request") == 0) {
-        rc = on_request(c, o);
-    } else if (strcmp(type, "step") == 0) {
-        rc = on_step(c, o);
-    } else {
-        c->r->info.n_unknown++; /* profile, telemetry, newer types: not ours */
+    fit_engine_step s = {st->start_ns, st->dur_ns, st->n_decode, st->n_running, st->prefill_tok,
+                         st->ctx_tok};
+    if (s.start_ns < 0) {
+        c->r->info.n_unknown++;
+        return 0;
     }
-    if (rc == LL_ENOMEM)
-        ll_errf(c->err, c->errlen, "out of memory reading line %zu", line_no);
-    if (rc)
-        c->fail = rc;
-    return rc ? 1 : 0;
+    return ll_vec_push(&c->r->steps, s);
 }
 
 static int cmp_level(const void *a, const void *b)
@@ -339,11 +308,11 @@ static int cmp_level(const void *a, const void *b)
  * level line) or end (interrupted: no level_end). */
 static void finish_levels(fit_run *r)
 {
-    for (size_t i = 0; i < r->n_levels; i++) {
-        fit_level_info *L = &r->levels[i];
+    for (size_t i = 0; i < r->levels.n; i++) {
+        fit_level_info *L = &r->levels.v[i];
         int64_t lo = -1, hi = -1;
-        for (size_t j = 0; j < r->n_requests; j++) {
-            const fit_request *q = &r->requests[j];
+        for (size_t j = 0; j < r->requests.n; j++) {
+            const fit_request *q = &r->requests.v[j];
             if (q->level != L->level)
                 continue;
             if (lo < 0 || q->send_ns < lo)
@@ -362,70 +331,72 @@ static void finish_levels(fit_run *r)
         if (L->end_ns < L->start_ns)
             L->end_ns = L->start_ns;
     }
-    qsort(r->levels, r->n_levels, sizeof *r->levels, cmp_level);
+    if (r->levels.n > 1) /* a run line alone leaves no levels: qsort(NULL, 0) is undefined */
+        qsort(r->levels.v, r->levels.n, sizeof *r->levels.v, cmp_level);
 }
 
-int fit_load_run(const char *path, fit_run **out, char *err, size_t errlen)
+/* RUN_DIR/records.jsonl, or path itself when it names a file. */
+static int records_path(const char *path, char **out, char *err, size_t errlen)
 {
-    *out = NULL;
+    struct stat st;
     if (!path || !*path) {
         ll_errf(err, errlen, "no run directory given");
         return LL_EINVAL;
     }
-    struct stat st;
     if (stat(path, &st) != 0) {
         ll_errf(err, errlen, "%s: %s", path, strerror(errno));
         return LL_EIO;
     }
-    char *file = NULL;
-    size_t plen = strlen(path);
-    file = malloc(plen + sizeof "/records.jsonl");
-    if (!file)
+    size_t n = strlen(path) + sizeof "/records.jsonl";
+    if (!(*out = malloc(n)))
         return LL_ENOMEM;
-    if (S_ISDIR(st.st_mode))
-        snprintf(file, plen + sizeof "/records.jsonl", "%s/records.jsonl", path);
-    else
-        memcpy(file, path, plen + 1);
+    snprintf(*out, n, S_ISDIR(st.st_mode) ? "%s/records.jsonl" : "%s", path);
+    return 0;
+}
 
-    int rc;
+int fit_load_run(const char *path, fit_run **out, char *err, size_t errlen)
+{
+    static const ll_rec_handlers h = {.on_run = on_run,
+                                      .on_level = on_level,
+                                      .on_level_end = on_level_end,
+                                      .on_request = on_request,
+                                      .on_step = on_step};
+    char *file = NULL;
+    ll_rec_read_stats st;
     load_ctx c;
+    int rc;
+    *out = NULL;
     memset(&c, 0, sizeof c);
-    c.err = err;
-    c.errlen = errlen;
-    c.r = calloc(1, sizeof *c.r);
-    if (!c.r) {
+    LL_TRY(records_path(path, &file, err, errlen));
+    if (!(c.r = calloc(1, sizeof *c.r))) {
         rc = LL_ENOMEM;
         goto fail;
     }
-    c.r->info.run_json = "{}";
-    c.r->info.version = c.r->info.host = c.r->info.target_url = c.r->info.model = "";
-    c.r->info.endpoint = c.r->info.engine_spec = c.r->info.scenario = "";
-    rc = ll_jsonl_foreach(file, on_line, &c, &c.r->info.n_truncated, err, errlen);
-    if (c.fail) {
-        rc = c.fail;
-        goto fail;
-    }
+    fit_run_info *in = &c.r->info;
+    in->run_json = "{}";
+    in->version = in->host = in->target_url = in->model = "";
+    in->endpoint = in->engine_spec = in->backend = in->scenario = "";
+    in->time_scale = NAN;
+    rc = ll_rec_read(file, &h, &c, &st, err, errlen);
+    if (rc == LL_ENOMEM)
+        ll_errf(err, errlen, "out of memory reading %s", file);
     if (rc)
         goto fail;
-    if (!c.saw_run) {
-        ll_errf(err, errlen, "%s: no \"run\" line (empty or not a loadlaw records file)", file);
-        rc = LL_EINVAL;
-        goto fail;
-    }
-    for (size_t i = 0; i < c.r->n_requests; i++)
-        c.r->requests[i].chunks = c.r->chunks + c.chunk_off[i];
+    in->n_lines = st.n_lines;
+    in->n_truncated = st.n_truncated;
+    in->n_unknown += st.n_unknown;
+    in->n_rejected = st.n_rejected;
+    in->n_out_of_range = st.n_out_of_range;
+    for (size_t i = 0; i < c.r->requests.n; i++)
+        c.r->requests.v[i].chunks = c.r->chunks.v + c.chunk_off.v[i];
     finish_levels(c.r);
-    free(c.chunk_off);
+    ll_vec_free(&c.chunk_off);
     free(file);
     *out = c.r;
     return 0;
 fail:
-    if (c.r) {
-        for (size_t i = 0; i < c.r->n_requests; i++)
-            c.r->requests[i].chunks = NULL;
-        fit_run_free(c.r);
-    }
-    free(c.chunk_off);
+    fit_run_free(c.r);
+    ll_vec_free(&c.chunk_off);
     free(file);
     return rc;
 }
@@ -434,39 +405,37 @@ void fit_run_free(fit_run *r)
 {
     if (!r)
         return;
-    for (size_t i = 0; i < r->n_requests; i++)
-        if (!r->requests[i].ok) {
-            free((char *)r->requests[i].error_class);
-            free((char *)r->requests[i].error);
-        }
-    free(r->requests);
-    free(r->chunks);
-    free(r->levels);
-    free(r->steps);
+    for (size_t i = 0; i < r->requests.n; i++)
+        free((char *)r->requests.v[i].error);
+    ll_vec_free(&r->requests);
+    ll_vec_free(&r->chunks);
+    ll_vec_free(&r->levels);
+    ll_vec_free(&r->steps);
     free(r->s_version);
     free(r->s_host);
     free(r->s_url);
     free(r->s_model);
     free(r->s_endpoint);
     free(r->s_engine);
+    free(r->s_backend);
     free(r->s_scenario);
     free(r->s_run_json);
     free(r);
 }
 
 const fit_run_info *fit_run_get_info(const fit_run *r) { return &r->info; }
-size_t fit_run_n_levels(const fit_run *r) { return r->n_levels; }
+size_t fit_run_n_levels(const fit_run *r) { return r->levels.n; }
 const fit_level_info *fit_run_level(const fit_run *r, size_t i)
 {
-    return i < r->n_levels ? &r->levels[i] : NULL;
+    return i < r->levels.n ? &r->levels.v[i] : NULL;
 }
-size_t fit_run_n_requests(const fit_run *r) { return r->n_requests; }
+size_t fit_run_n_requests(const fit_run *r) { return r->requests.n; }
 const fit_request *fit_run_request(const fit_run *r, size_t i)
 {
-    return i < r->n_requests ? &r->requests[i] : NULL;
+    return i < r->requests.n ? &r->requests.v[i] : NULL;
 }
-size_t fit_run_n_steps(const fit_run *r) { return r->n_steps; }
+size_t fit_run_n_steps(const fit_run *r) { return r->steps.n; }
 const fit_engine_step *fit_run_step(const fit_run *r, size_t i)
 {
-    return i < r->n_steps ? &r->steps[i] : NULL;
+    return i < r->steps.n ? &r->steps.v[i] : NULL;
 }

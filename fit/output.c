@@ -1,200 +1,282 @@
-/* output.c: a fit_result as the --json object and as a terminal summary. */
+/* output.c: a fit_result as the --json object and as a terminal summary.
+ * Every number goes through ll_json_add_num (the one NaN -> null rule) and
+ * every cJSON_Add* is checked; a failure gives NULL (out of memory). */
 #include "fit_internal.h"
 
 #include <math.h>
+#include <string.h>
 
-/* cJSON writes NAN as null only by accident of its printer; say it on purpose. */
-static cJSON *num(double v)
-{
-    return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
-}
-
-static int add_num(cJSON *o, const char *k, double v)
-{
-    cJSON *n = num(v);
-    return n && cJSON_AddItemToObject(o, k, n) ? 0 : -1;
-}
+#define ADD_OK(x) ((x) != NULL)
 
 static int add_pair(cJSON *o, const char *k, const double v[2])
 {
-    cJSON *a = cJSON_CreateArray();
-    if (!a || !cJSON_AddItemToObject(o, k, a))
-        return cJSON_Delete(a), -1;
-    cJSON *x = num(v[0]), *y = num(v[1]);
-    if (!x || !cJSON_AddItemToArray(a, x))
-        return cJSON_Delete(x), cJSON_Delete(y), -1;
-    if (!y || !cJSON_AddItemToArray(a, y))
-        return cJSON_Delete(y), -1;
+    cJSON *a = cJSON_AddArrayToObject(o, k), *x = NULL;
+    if (!a)
+        return LL_ENOMEM;
+    for (int i = 0; i < 2; i++) {
+        x = isfinite(v[i]) ? cJSON_CreateNumber(v[i]) : cJSON_CreateNull();
+        if (!x || !cJSON_AddItemToArray(a, x)) {
+            cJSON_Delete(x);
+            return LL_ENOMEM;
+        }
+    }
     return 0;
 }
 
-static cJSON *law_json(const fit_law *L, const char *model)
+/* The one shape of a law in JSON (fit --json, summary.json, compare). */
+static int add_law(cJSON *parent, const char *key, const fit_law *L, const char *model)
 {
-    cJSON *o = cJSON_CreateObject();
+    int rc;
+    cJSON *o = cJSON_AddObjectToObject(parent, key);
     if (!o)
-        return NULL;
-    int bad = 0;
-    bad |= add_num(o, "a_ms", L->a_ms);
-    bad |= add_num(o, "b_ms", L->b_ms);
-    bad |= add_pair(o, "a_ci_ms", L->a_ci_ms);
-    bad |= add_pair(o, "b_ci_ms", L->b_ci_ms);
-    bad |= add_num(o, "r2", L->r2);
-    bad |= add_num(o, "n_samples", (double)L->n_samples);
-    if (model)
-        bad |= !cJSON_AddStringToObject(o, "model", model);
-    bad |= !cJSON_AddStringToObject(o, "method", L->method ? L->method : "none");
-    bad |= !cJSON_AddBoolToObject(o, "ok", L->ok);
-    bad |= add_num(o, "a_se_ms", L->a_se_ms);
-    bad |= add_num(o, "b_se_ms", L->b_se_ms);
-    bad |= add_num(o, "cov_ab_ms2", L->cov_ab_ms2);
-    bad |= add_num(o, "t_crit", L->t_crit);
-    bad |= add_num(o, "resid_sd_ms", L->resid_sd_ms);
-    bad |= add_num(o, "n_points", (double)L->n_points);
-    bad |= add_num(o, "n_distinct_n", (double)L->n_distinct);
-    if (bad) {
-        cJSON_Delete(o);
-        return NULL;
-    }
-    return o;
+        return LL_ENOMEM;
+    LL_TRY(ll_json_add_num(o, "a_ms", L->a_ms));
+    LL_TRY(ll_json_add_num(o, "b_ms", L->b_ms));
+    LL_TRY(add_pair(o, "a_ci_ms", L->a_ci_ms));
+    LL_TRY(add_pair(o, "b_ci_ms", L->b_ci_ms));
+    LL_TRY(ll_json_add_num(o, "r2", L->r2));
+    LL_TRY(ll_json_add_num(o, "n_samples", (double)L->n_samples));
+    if (model && !ADD_OK(cJSON_AddStringToObject(o, "model", model)))
+        return LL_ENOMEM;
+    if (!ADD_OK(cJSON_AddStringToObject(o, "method", L->method ? L->method : "none")) ||
+        !ADD_OK(cJSON_AddBoolToObject(o, "ok", L->ok)) ||
+        !ADD_OK(cJSON_AddStringToObject(o, "note", L->note)))
+        return LL_ENOMEM;
+    LL_TRY(ll_json_add_num(o, "a_se_ms", L->a_se_ms));
+    LL_TRY(ll_json_add_num(o, "b_se_ms", L->b_se_ms));
+    LL_TRY(ll_json_add_num(o, "cov_ab_ms2", L->cov_ab_ms2));
+    LL_TRY(ll_json_add_num(o, "t_crit", L->t_crit));
+    LL_TRY(ll_json_add_num(o, "resid_sd_ms", L->resid_sd_ms));
+    LL_TRY(ll_json_add_num(o, "n_points", (double)L->n_points));
+    LL_TRY(ll_json_add_num(o, "n_trimmed", (double)L->n_trimmed));
+    LL_TRY(ll_json_add_num(o, "n_distinct_n", (double)L->n_distinct));
+    return 0;
+fail:
+    return rc;
+}
+
+/* {n, p50, p90, p99, mean, max}: summary.json's shape of a latency. */
+static int add_dist(cJSON *parent, const char *key, const fit_dist *d)
+{
+    int rc;
+    cJSON *o = cJSON_AddObjectToObject(parent, key);
+    if (!o)
+        return LL_ENOMEM;
+    LL_TRY(ll_json_add_num(o, "n", (double)d->n));
+    LL_TRY(ll_json_add_num(o, "p50", d->p50_ms));
+    LL_TRY(ll_json_add_num(o, "p90", d->p90_ms));
+    LL_TRY(ll_json_add_num(o, "p99", d->p99_ms));
+    LL_TRY(ll_json_add_num(o, "mean", d->mean_ms));
+    LL_TRY(ll_json_add_num(o, "max", d->max_ms));
+    return 0;
+fail:
+    return rc;
 }
 
 /* "token_rate": the level's token rate over time, thinking and answer apart
  * (t0_s: first bin's start, seconds after the level's start). */
 static int add_rate_series(cJSON *o, const fit_level *L)
 {
+    int rc;
     cJSON *rate = cJSON_AddObjectToObject(o, "token_rate");
     if (!rate)
-        return -1;
-    int bad = add_num(rate, "t0_s", L->n_rate_bins ? (L->rate_t0_ns - L->start_ns) / 1e9 : NAN);
-    bad |= add_num(rate, "bin_s", L->n_rate_bins ? L->rate_bin_ns / 1e9 : NAN);
+        return LL_ENOMEM;
+    LL_TRY(ll_json_add_num(rate, "t0_s", L->n_rate_bins ? (L->rate_t0_ns - L->start_ns) / 1e9 : NAN));
+    LL_TRY(ll_json_add_num(rate, "bin_s", L->n_rate_bins ? L->rate_bin_ns / 1e9 : NAN));
     cJSON *th = cJSON_AddArrayToObject(rate, "think_tok_per_s");
     cJSON *an = cJSON_AddArrayToObject(rate, "answer_tok_per_s");
     if (!th || !an)
-        return -1;
+        return LL_ENOMEM;
     for (size_t i = 0; i < L->n_rate_bins; i++) {
-        cJSON *x = num(L->think_tok_per_s[i]), *y = num(L->answer_tok_per_s[i]);
-        if (!x || !cJSON_AddItemToArray(th, x)) {
-            cJSON_Delete(x);
-            cJSON_Delete(y);
-            return -1;
-        }
-        if (!y || !cJSON_AddItemToArray(an, y)) {
-            cJSON_Delete(y);
-            return -1;
-        }
+        cJSON *x = cJSON_CreateNumber(L->think_tok_per_s[i]);
+        if (!x || !cJSON_AddItemToArray(th, x))
+            return cJSON_Delete(x), LL_ENOMEM;
+        x = cJSON_CreateNumber(L->answer_tok_per_s[i]);
+        if (!x || !cJSON_AddItemToArray(an, x))
+            return cJSON_Delete(x), LL_ENOMEM;
     }
-    return bad;
+    return 0;
+fail:
+    return rc;
+}
+
+/* Requests, latencies and rates under summary.json's key names (fit.h
+ * "Per-level figures"). */
+static int add_level_figures(cJSON *o, const fit_level *L)
+{
+    int rc;
+    size_t failed = 0;
+    for (int c = 0; c < LL_ERRC__COUNT; c++)
+        failed += L->failed_by_class[c];
+    LL_TRY(ll_json_add_num(o, "sent", (double)L->n_sent));
+    LL_TRY(ll_json_add_num(o, "ok", (double)(L->n_sent - failed)));
+    LL_TRY(ll_json_add_num(o, "failed", (double)failed));
+    cJSON *fc = cJSON_AddObjectToObject(o, "failed_by_class");
+    if (!fc)
+        return LL_ENOMEM;
+    for (int c = 1; c < LL_ERRC__COUNT; c++)
+        LL_TRY(ll_json_add_num(fc, ll_err_class_name((ll_err_class)c), (double)L->failed_by_class[c]));
+    LL_TRY(add_dist(o, "ttft_ms", &L->ttft));
+    LL_TRY(add_dist(o, "ttfa_ms", &L->ttfa));
+    LL_TRY(add_dist(o, "tpot_ms", &L->tpot));
+    LL_TRY(add_dist(o, "itl_ms", &L->itl));
+    LL_TRY(add_dist(o, "e2e_ms", &L->e2e));
+    if (!L->closed_loop) {
+        LL_TRY(add_dist(o, "client_lag_ms", &L->client_lag));
+        LL_TRY(add_dist(o, "ttft_from_intended_ms", &L->ttft_sched));
+        LL_TRY(add_dist(o, "e2e_from_intended_ms", &L->e2e_sched));
+    }
+    LL_TRY(ll_json_add_num(o, "think_tok", (double)L->think_tok));
+    LL_TRY(ll_json_add_num(o, "answer_tok", (double)L->answer_tok));
+    LL_TRY(ll_json_add_num(o, "usage_completion_tok", (double)L->usage_completion_tok));
+    LL_TRY(ll_json_add_num(o, "think_tok_per_s", L->mean_think_tok_per_s));
+    LL_TRY(ll_json_add_num(o, "answer_tok_per_s", L->mean_answer_tok_per_s));
+    LL_TRY(ll_json_add_num(o, "output_tok_per_s", L->output_tok_per_s));
+    LL_TRY(ll_json_add_num(o, "req_per_s", L->req_per_s));
+    return 0;
+fail:
+    return rc;
 }
 
 static cJSON *level_json(const fit_level *L)
 {
+    int rc;
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
-    int bad = 0;
-    bad |= add_num(o, "level", L->level);
-    bad |= add_num(o, "concurrency", L->concurrency);
-    bad |= add_num(o, "steady_tok_per_s", L->steady_tok_per_s);
-    bad |= add_num(o, "predicted_tok_per_s", L->predicted_tok_per_s);
-    bad |= add_num(o, "ramp_s", L->ramp_s);
-    bad |= add_num(o, "error_rel", L->error_rel);
-    bad |= add_num(o, "whole_tok_per_s", L->whole_tok_per_s);
-    bad |= add_num(o, "steady_step_ms", L->steady_step_ms);
-    bad |= add_num(o, "burst_gap_frac", L->burst_gap_frac);
-    bad |= add_num(o, "burst_gap_ms", L->burst_gap_ms);
-    bad |= add_num(o, "steady_s", L->steady_s);
-    bad |= add_num(o, "ramp_tokens", L->ramp_tokens);
-    bad |= add_num(o, "duration_s", L->duration_s);
-    bad |= add_num(o, "tokens", L->tokens);
-    bad |= add_num(o, "ttft_p50_ms", L->ttft.p50_ms);
-    bad |= add_num(o, "ttft_p99_ms", L->ttft.p99_ms);
-    bad |= add_num(o, "n_requests", (double)L->n_requests);
-    bad |= add_num(o, "n_ok", (double)L->n_ok);
-    bad |= add_num(o, "n_failed", (double)L->n_failed);
-    bad |= add_num(o, "n_warmup", (double)L->n_warmup);
-    bad |= add_num(o, "n_samples", (double)L->n_samples);
-    bad |= add_num(o, "n_steady_samples", (double)L->n_steady_samples);
-    bad |= add_num(o, "n_steady_points", (double)L->n_steady_points);
-    bad |= add_num(o, "n_samples_after_cut", (double)L->n_samples_after_cut);
-    bad |= !cJSON_AddBoolToObject(o, "closed_loop", L->closed_loop);
-    bad |= !cJSON_AddBoolToObject(o, "interrupted", L->interrupted);
-    bad |= add_rate_series(o, L);
-    if (bad) {
-        cJSON_Delete(o);
-        return NULL;
+    LL_TRY(ll_json_add_num(o, "level", L->level));
+    LL_TRY(ll_json_add_num(o, "concurrency", L->concurrency));
+    if (!ADD_OK(cJSON_AddStringToObject(o, "mode", L->closed_loop ? "closed" : "open"))) {
+        rc = LL_ENOMEM;
+        goto fail;
     }
+    LL_TRY(ll_json_add_num(o, "steady_tok_per_s", L->steady_tok_per_s));
+    LL_TRY(add_pair(o, "steady_tok_per_s_ci", L->steady_tok_per_s_ci));
+    LL_TRY(ll_json_add_num(o, "predicted_tok_per_s", L->predicted_tok_per_s));
+    LL_TRY(ll_json_add_num(o, "ramp_s", L->ramp_s));
+    LL_TRY(ll_json_add_num(o, "error_rel", L->error_rel));
+    LL_TRY(add_pair(o, "error_rel_ci", L->error_rel_ci));
+    LL_TRY(ll_json_add_num(o, "whole_tok_per_s", L->whole_tok_per_s));
+    LL_TRY(ll_json_add_num(o, "steady_step_ms", L->steady_step_ms));
+    LL_TRY(ll_json_add_num(o, "burst_gap_frac", L->burst_gap_frac));
+    LL_TRY(ll_json_add_num(o, "burst_gap_ms", L->burst_gap_ms));
+    LL_TRY(ll_json_add_num(o, "steady_s", L->steady_s));
+    LL_TRY(ll_json_add_num(o, "ramp_tokens", L->ramp_tokens));
+    LL_TRY(ll_json_add_num(o, "duration_s", L->duration_s));
+    LL_TRY(ll_json_add_num(o, "tokens", L->tokens));
+    LL_TRY(ll_json_add_num(o, "ttft_p50_ms", L->ttft.p50_ms));
+    LL_TRY(ll_json_add_num(o, "ttft_p99_ms", L->ttft.p99_ms));
+    LL_TRY(ll_json_add_num(o, "n_requests", (double)L->n_requests));
+    LL_TRY(ll_json_add_num(o, "n_ok", (double)L->n_ok));
+    LL_TRY(ll_json_add_num(o, "n_failed", (double)L->n_failed));
+    LL_TRY(ll_json_add_num(o, "n_warmup", (double)L->n_warmup));
+    LL_TRY(ll_json_add_num(o, "n_samples", (double)L->n_samples));
+    LL_TRY(ll_json_add_num(o, "n_steady_samples", (double)L->n_steady_samples));
+    LL_TRY(ll_json_add_num(o, "n_steady_points", (double)L->n_steady_points));
+    LL_TRY(ll_json_add_num(o, "n_samples_after_cut", (double)L->n_samples_after_cut));
+    if (!ADD_OK(cJSON_AddBoolToObject(o, "closed_loop", L->closed_loop)) ||
+        !ADD_OK(cJSON_AddBoolToObject(o, "interrupted", L->interrupted))) {
+        rc = LL_ENOMEM;
+        goto fail;
+    }
+    LL_TRY(add_level_figures(o, L));
+    LL_TRY(add_rate_series(o, L));
     return o;
+fail:
+    cJSON_Delete(o);
+    return NULL;
+}
+
+static int add_model_check(cJSON *parent, const fit_model_check *m)
+{
+    int rc;
+    cJSON *o = cJSON_AddObjectToObject(parent, "model_check");
+    if (!o || !ADD_OK(cJSON_AddBoolToObject(o, "done", m->done)) ||
+        !ADD_OK(cJSON_AddStringToObject(o, "best", fit_model_name(m->best))))
+        return LL_ENOMEM;
+    LL_TRY(ll_json_add_num(o, "bic_linear", m->bic_linear));
+    LL_TRY(ll_json_add_num(o, "bic_quadratic", m->bic_quadratic));
+    LL_TRY(ll_json_add_num(o, "bic_piecewise", m->bic_piecewise));
+    LL_TRY(ll_json_add_num(o, "quad_c_ms", m->quad_c_ms));
+    LL_TRY(ll_json_add_num(o, "knee_n", m->knee_n));
+    LL_TRY(ll_json_add_num(o, "slope_before_ms", m->slope_before_ms));
+    LL_TRY(ll_json_add_num(o, "slope_after_ms", m->slope_after_ms));
+    LL_TRY(ll_json_add_num(o, "n_trimmed", (double)m->n_trimmed));
+    if (!ADD_OK(cJSON_AddStringToObject(o, "verdict", m->verdict)))
+        return LL_ENOMEM;
+    return 0;
+fail:
+    return rc;
+}
+
+/* "excluded": what was left out, and why (the counts behind the notes).
+ * "requests" is the number of request records read (kept for readers of
+ * schema 1 output); the excluded ones are the counts beside it. */
+static int add_excluded(cJSON *parent, const fit_result *r)
+{
+    int rc;
+    cJSON *ex = cJSON_AddObjectToObject(parent, "excluded");
+    if (!ex)
+        return LL_ENOMEM;
+    LL_TRY(ll_json_add_num(ex, "requests", (double)r->n_requests));
+    LL_TRY(ll_json_add_num(ex, "failed", (double)r->n_failed));
+    LL_TRY(ll_json_add_num(ex, "warmup", (double)r->n_warmup));
+    LL_TRY(ll_json_add_num(ex, "ok_without_tokens", (double)r->n_no_tokens));
+    LL_TRY(ll_json_add_num(ex, "empty_chunks", (double)r->n_empty_chunks));
+    LL_TRY(ll_json_add_num(ex, "truncated_lines", (double)r->n_truncated_lines));
+    LL_TRY(ll_json_add_num(ex, "bad_requests", (double)r->n_bad_requests));
+    LL_TRY(ll_json_add_num(ex, "rejected_records", (double)r->n_rejected_records));
+    LL_TRY(ll_json_add_num(ex, "out_of_range_values", (double)r->n_out_of_range));
+    LL_TRY(ll_json_add_num(ex, "clamped_times", (double)r->n_clamped));
+    LL_TRY(ll_json_add_num(ex, "law_outliers", (double)r->n_trimmed));
+    return 0;
+fail:
+    return rc;
 }
 
 cJSON *fit_result_to_json(const fit_result *r)
 {
+    int rc;
     cJSON *o = cJSON_CreateObject(), *it;
     if (!o)
         return NULL;
-    int bad = 0;
-    const char *model = fit_model_name(r->model.best);
-    if (!(it = law_json(&r->law, model)) || !cJSON_AddItemToObject(o, "law", it))
-        goto fail;
-    bad |= add_num(o, "asymptote_tok_per_s", r->asymptote_tok_per_s);
-    bad |= add_num(o, "n_half", r->n_half);
+    LL_TRY(add_law(o, "law", &r->law, fit_model_name(r->model.best)));
+    LL_TRY(ll_json_add_num(o, "asymptote_tok_per_s", r->asymptote_tok_per_s));
+    LL_TRY(ll_json_add_num(o, "n_half", r->n_half));
     cJSON *lv = cJSON_AddArrayToObject(o, "levels");
     if (!lv)
         goto fail;
     for (size_t i = 0; i < r->n_levels; i++)
-        if (!(it = level_json(&r->levels[i])) || !cJSON_AddItemToArray(lv, it))
+        if (!(it = level_json(&r->levels[i])) || !cJSON_AddItemToArray(lv, it)) {
+            cJSON_Delete(it);
             goto fail;
-    if (!(it = law_json(&r->ols, NULL)) || !cJSON_AddItemToObject(o, "ols", it))
+        }
+    LL_TRY(add_law(o, "ols", &r->ols, NULL));
+    LL_TRY(add_law(o, "naive", &r->naive, NULL));
+    if (r->engine.ok)
+        LL_TRY(add_law(o, "engine_law", &r->engine, NULL));
+    else if (!ADD_OK(cJSON_AddNullToObject(o, "engine_law")))
         goto fail;
-    if (!(it = law_json(&r->naive, NULL)) || !cJSON_AddItemToObject(o, "naive", it))
-        goto fail;
-    if (r->engine.ok) {
-        if (!(it = law_json(&r->engine, NULL)) || !cJSON_AddItemToObject(o, "engine_law", it))
-            goto fail;
-    } else {
-        bad |= !cJSON_AddNullToObject(o, "engine_law");
-    }
     if (r->has_truth) {
         cJSON *t = cJSON_AddObjectToObject(o, "truth");
         if (!t)
             goto fail;
-        bad |= add_num(t, "a_ms", r->truth_a_ms);
-        bad |= add_num(t, "b_ms", r->truth_b_ms);
-        bad |= add_num(t, "time_scale", r->time_scale);
-        bad |= !cJSON_AddStringToObject(t, "engine_law", r->engine_law_spec);
+        LL_TRY(ll_json_add_num(t, "a_ms", r->truth_a_ms));
+        LL_TRY(ll_json_add_num(t, "b_ms", r->truth_b_ms));
+        LL_TRY(ll_json_add_num(t, "time_scale", r->time_scale));
+        if (!ADD_OK(cJSON_AddStringToObject(t, "engine_law", r->engine_law_spec)))
+            goto fail;
     }
-    cJSON *m = cJSON_AddObjectToObject(o, "model_check");
-    if (!m)
-        goto fail;
-    bad |= !cJSON_AddBoolToObject(m, "done", r->model.done);
-    bad |= !cJSON_AddStringToObject(m, "best", model);
-    bad |= add_num(m, "bic_linear", r->model.bic_linear);
-    bad |= add_num(m, "bic_quadratic", r->model.bic_quadratic);
-    bad |= add_num(m, "bic_piecewise", r->model.bic_piecewise);
-    bad |= add_num(m, "quad_c_ms", r->model.quad_c_ms);
-    bad |= add_num(m, "knee_n", r->model.knee_n);
-    bad |= add_num(m, "slope_before_ms", r->model.slope_before_ms);
-    bad |= add_num(m, "slope_after_ms", r->model.slope_after_ms);
-    bad |= !cJSON_AddStringToObject(m, "verdict", r->model.verdict);
-    cJSON *ex = cJSON_AddObjectToObject(o, "excluded");
-    if (!ex)
-        goto fail;
-    /* "requests" is the number of request records read (kept for readers of
-     * schema 1 output); the excluded ones are the failed, warmup and
-     * token-less counts beside it. */
-    bad |= add_num(ex, "requests", (double)r->n_requests);
-    bad |= add_num(ex, "failed", (double)r->n_failed);
-    bad |= add_num(ex, "warmup", (double)r->n_warmup);
-    bad |= add_num(ex, "ok_without_tokens", (double)r->n_no_tokens);
-    bad |= add_num(ex, "empty_chunks", (double)r->n_empty_chunks);
-    bad |= add_num(ex, "truncated_lines", (double)r->n_truncated_lines);
+    LL_TRY(add_model_check(o, &r->model));
+    LL_TRY(add_excluded(o, r));
     cJSON *notes = cJSON_AddArrayToObject(o, "notes");
     if (!notes)
         goto fail;
     for (size_t i = 0; i < r->n_notes; i++)
-        if (!(it = cJSON_CreateString(r->notes[i])) || !cJSON_AddItemToArray(notes, it))
+        if (!(it = cJSON_CreateString(r->notes[i])) || !cJSON_AddItemToArray(notes, it)) {
+            cJSON_Delete(it);
             goto fail;
-    if (bad)
-        goto fail;
+        }
     return o;
 fail:
     cJSON_Delete(o);
@@ -282,7 +364,7 @@ void fit_print(FILE *f, const fit_result *r)
 {
     fit_print_law_line(f, r);
     fprintf(f, "\nfits (step ms = a + b*N):\n");
-    print_law_row(f, "robust, steady steps", &r->law);
+    print_law_row(f, r->law.method && strcmp(r->law.method, "ols-fallback") == 0 ? "OLS FALLBACK, steady" : "law (mean step)", &r->law);
     print_law_row(f, "OLS, steady steps", &r->ols);
     print_law_row(f, "naive OLS, all gaps", &r->naive);
     if (r->engine.ok)

@@ -50,7 +50,8 @@ static int build_line(const fit_run *run, const size_t *req_idx, size_t n_req, t
             ev[ne++] = (tl_event){q->end_ns, -1, 0};
         }
     }
-    qsort(ev, ne, sizeof *ev, cmp_event);
+    if (ne > 1)
+        qsort(ev, ne, sizeof *ev, cmp_event);
     ln->pt = malloc((ne + 1) * sizeof *ln->pt);
     ln->integ = malloc((ne + 1) * sizeof *ln->integ);
     if (!ln->pt || !ln->integ) {
@@ -122,43 +123,40 @@ static int excluded(const fit_request *q, const fit_options *opt)
     return !q->ok || (q->warmup && !opt->include_warmup);
 }
 
-static int push_sample(fit_sample_vec *sv, const fit_sample *s)
+int fit_next_arrival(const fit_request *q, size_t *i, int64_t *t_ns, int32_t *tokens, char *kind)
 {
-    if (sv->n == sv->cap) {
-        size_t c = sv->cap ? sv->cap * 2 : 1024;
-        fit_sample *v = realloc(sv->v, c * sizeof *v);
-        if (!v)
-            return LL_ENOMEM;
-        sv->v = v;
-        sv->cap = c;
+    while (*i < q->n_chunks) {
+        int64_t t = q->chunks[*i].t_ns;
+        int32_t tok = 0;
+        char k = q->chunks[*i].kind;
+        for (; *i < q->n_chunks && q->chunks[*i].t_ns == t; (*i)++) {
+            tok += q->chunks[*i].tokens;
+            k = q->chunks[*i].kind;
+        }
+        if (tok > 0) {
+            *t_ns = t;
+            *tokens = tok;
+            *kind = k;
+            return 1;
+        }
     }
-    sv->v[sv->n++] = *s;
     return 0;
 }
 
 typedef struct tl_acc {
     double steady_tok_at_c, steady_gap_ns_at_c;
-    double *gaps_at_c;
-    size_t n_at_c, cap_at_c;
+    fit_double_vec gaps_at_c;
 } tl_acc;
 
-/* The step samples of one stream. Chunks that share an arrival time are one
- * chunk (a think/answer split); a chunk without tokens is no sample. */
-static int stream_samples(const fit_request *q, const tl_line *ln, int64_t cut,
+/* The step samples of one stream: the gaps between its arrivals. */
+static int stream_samples(const fit_request *q, uint32_t req_idx, const tl_line *ln, int64_t cut,
                           int32_t level_idx, int conc, const fit_options *opt,
                           fit_level *L, fit_sample_vec *sv, tl_acc *acc)
 {
-    int64_t prev_t = -1;
-    for (size_t i = 0; i < q->n_chunks;) {
-        int64_t t = q->chunks[i].t_ns;
-        int32_t tok = 0;
-        char kind = q->chunks[i].kind;
-        for (; i < q->n_chunks && q->chunks[i].t_ns == t; i++) {
-            tok += q->chunks[i].tokens;
-            kind = q->chunks[i].kind;
-        }
-        if (tok <= 0)
-            continue;
+    int64_t prev_t = -1, t;
+    int32_t tok;
+    char kind;
+    for (size_t i = 0; fit_next_arrival(q, &i, &t, &tok, &kind);) {
         if (prev_t < 0) {
             prev_t = t;
             continue;
@@ -176,11 +174,12 @@ static int stream_samples(const fit_request *q, const tl_line *ln, int64_t cut,
         s.t_ns = t;
         s.gap_ms = (double)gap / 1e6 / tok;
         s.level_idx = level_idx;
+        s.req_idx = req_idx;
         s.tokens = tok;
         s.kind = kind;
         s.steady = i0 >= 0 && i0 == i1 && ln->pt[i0].prefill == 0;
         s.n = s.steady ? ln->pt[i0].decode : (integ_at(ln, t) - integ_at(ln, t0)) / (double)gap;
-        if (push_sample(sv, &s))
+        if (ll_vec_push(sv, s))
             return LL_ENOMEM;
         L->n_samples++;
         if (!s.steady)
@@ -189,15 +188,8 @@ static int stream_samples(const fit_request *q, const tl_line *ln, int64_t cut,
         if (conc > 0 && (int)s.n == conc) {
             acc->steady_tok_at_c += tok;
             acc->steady_gap_ns_at_c += (double)gap;
-            if (acc->n_at_c == acc->cap_at_c) {
-                size_t c = acc->cap_at_c ? acc->cap_at_c * 2 : 256;
-                double *v = realloc(acc->gaps_at_c, c * sizeof *v);
-                if (!v)
-                    return LL_ENOMEM;
-                acc->gaps_at_c = v;
-                acc->cap_at_c = c;
-            }
-            acc->gaps_at_c[acc->n_at_c++] = s.gap_ms;
+            if (ll_vec_push(&acc->gaps_at_c, s.gap_ms))
+                return LL_ENOMEM;
         }
     }
     return 0;
@@ -265,24 +257,6 @@ static int rate_series(const fit_run *run, const size_t *req_idx, size_t n_req,
     return 0;
 }
 
-static int ttft(const fit_run *run, const size_t *req_idx, size_t n_req, fit_level *L)
-{
-    double *v = malloc((n_req + 1) * sizeof *v);
-    if (!v)
-        return LL_ENOMEM;
-    size_t n = 0;
-    for (size_t i = 0; i < n_req; i++) {
-        const fit_request *q = fit_run_request(run, req_idx[i]);
-        if (q->ok && !q->warmup && q->first_token_ns >= 0)
-            v[n++] = (double)(q->first_token_ns - q->send_ns) / 1e6;
-    }
-    ll_sort_doubles(v, n);
-    L->ttft.p50_ms = ll_quantile_sorted(v, n, 0.5);
-    L->ttft.p99_ms = ll_quantile_sorted(v, n, 0.99);
-    free(v);
-    return 0;
-}
-
 int fit_timeline_level(const fit_run *run, const fit_level_info *info, const size_t *req_idx,
                        size_t n_req, int32_t level_idx, const fit_options *opt,
                        fit_level *L, fit_sample_vec *sv, size_t *n_empty_chunks,
@@ -301,6 +275,8 @@ int fit_timeline_level(const fit_run *run, const fit_level_info *info, const siz
     L->end_ns = info->end_ns;
     L->duration_s = (double)(info->end_ns - info->start_ns) / 1e9;
     L->steady_tok_per_s = L->steady_step_ms = L->predicted_tok_per_s = L->error_rel = NAN;
+    L->steady_tok_per_s_ci[0] = L->steady_tok_per_s_ci[1] = NAN;
+    L->error_rel_ci[0] = L->error_rel_ci[1] = NAN;
     L->ramp_s = NAN;
     L->ramp_tokens = NAN;
 
@@ -328,16 +304,16 @@ int fit_timeline_level(const fit_run *run, const fit_level_info *info, const siz
             L->n_excluded_requests++;
             continue;
         }
-        rc = stream_samples(q, &ln, cut, level_idx, conc, opt, L, sv, &acc);
+        rc = stream_samples(q, (uint32_t)req_idx[i], &ln, cut, level_idx, conc, opt, L, sv, &acc);
         if (rc)
             goto fail;
     }
     if (L->duration_s > 0)
         L->whole_tok_per_s = L->tokens / L->duration_s;
-    if (acc.n_at_c && acc.steady_gap_ns_at_c > 0) {
+    if (acc.gaps_at_c.n && acc.steady_gap_ns_at_c > 0) {
         L->steady_tok_per_s = conc * acc.steady_tok_at_c / (acc.steady_gap_ns_at_c / 1e9);
-        ll_sort_doubles(acc.gaps_at_c, acc.n_at_c);
-        L->steady_step_ms = ll_quantile_sorted(acc.gaps_at_c, acc.n_at_c, 0.5);
+        ll_sort_doubles(acc.gaps_at_c.v, acc.gaps_at_c.n);
+        L->steady_step_ms = ll_quantile_sorted(acc.gaps_at_c.v, acc.gaps_at_c.n, 0.5);
     }
 
     rc = steady_windows(&ln, conc, cut, L);
@@ -364,23 +340,20 @@ int fit_timeline_level(const fit_run *run, const fit_level_info *info, const siz
     rc = rate_series(run, req_idx, n_req, opt, L);
     if (rc)
         goto fail;
-    rc = ttft(run, req_idx, n_req, L);
-    if (rc)
-        goto fail;
 
     /* The phase line becomes the level's P(t)/D(t) series. */
     L->phase = ln.pt;
     L->n_phase = ln.n;
     ln.pt = NULL;
     free(ln.integ);
-    free(acc.gaps_at_c);
+    ll_vec_free(&acc.gaps_at_c);
     return 0;
 fail:
     if (rc == LL_ENOMEM)
         ll_errf(err, errlen, "out of memory rebuilding level %d", info->level);
     free(ln.pt);
     free(ln.integ);
-    free(acc.gaps_at_c);
+    ll_vec_free(&acc.gaps_at_c);
     fit_level_release(L);
     return rc;
 }

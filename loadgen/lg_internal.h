@@ -2,8 +2,12 @@
  *
  * Ownership: lg_run owns the workers (one CURLM each, kept across levels so
  * connections are reused); a worker owns its in-flight transfers (a list) and
- * the results of the current level; a transfer owns its easy handle, request
- * body, parser state and chunk list until xfer_done frees it. */
+ * its counters for the current level; a transfer owns its easy handle,
+ * request body, parser state and chunk array until lg_xfer_done hands the
+ * chunks to the records writer and frees the rest.
+ *
+ * Threads: the driver (run.c) and the workers (worker.c, xfer.c) share only
+ * the atomics of lg_run and, to wake the driver, mu/cv/events (lg_run_notify). */
 #ifndef LOADLAW_LOADGEN_INTERNAL_H
 #define LOADLAW_LOADGEN_INTERNAL_H
 
@@ -15,28 +19,13 @@
 #include "loadgen.h"
 #include "sse.h"
 
-typedef struct lg_chunk {
-    int64_t t_ns;      /* CLOCK_MONOTONIC arrival */
-    int32_t tok;
-    char kind;         /* LG_KIND_THINK / LG_KIND_ANSWER */
-} lg_chunk;
-
-/* What statistics need from one finished request (absolute monotonic ns; -1 = none). */
-typedef struct lg_result {
-    int warmup;
-    lg_err_class cls;
-    int64_t intended_ns, send_ns, first_tok_ns, first_answer_ns, last_tok_ns, end_ns;
-    int think_tok, answer_tok;
-    int64_t usage_completion;
-} lg_result;
-
 /* One level as the workers see it: read-only except the atomics. */
 typedef struct lg_level_ctx {
     int index;
     const scn_level *lv;
     int total;                 /* warmup + measured */
     int warmup;
-    int64_t start_ns, deadline_ns;  /* deadline 0 = none */
+    int64_t start_ns, deadline_ns;  /* CLOCK_MONOTONIC; deadline 0 = none */
     uint64_t seed;
     atomic_int next;           /* closed loop: next request index to issue */
 } lg_level_ctx;
@@ -49,6 +38,7 @@ typedef struct lg_xfer {
     struct lg_xfer *prev, *next;   /* worker's in-flight list */
     uint64_t id;
     int req_index, warmup, prompt_words;
+    /* CLOCK_MONOTONIC ns, -1 = not reached */
     int64_t intended_ns, send_ns, header_ns, first_tok_ns, first_think_ns, first_answer_ns, end_ns;
     int64_t now_ns;                /* arrival time of the bytes being parsed */
     long http_status;
@@ -56,8 +46,7 @@ typedef struct lg_xfer {
     ll_buf body, errbody;
     lg_sse sse;
     lg_delta delta;
-    lg_chunk *chunks;
-    size_t n_chunks, cap_chunks;
+    LL_VEC(ll_rec_chunk) chunks;   /* t_ns CLOCK_MONOTONIC until handed over */
     int think_tok, answer_tok;
     int aborted;
     char curl_err[CURL_ERROR_SIZE];
@@ -75,22 +64,17 @@ struct lg_worker {
     int stride, offset;            /* open loop: this worker's arrivals k = offset + i*stride */
     int inflight;
     lg_xfer *head;
-    lg_result *res;
-    size_t n_res, cap_res;
-    ll_pct *itl_ms;
-    ll_buf line;                   /* record line scratch */
+    int n_ok, n_failed;            /* measured requests finished in this level */
     int rc;
     char err[256];
 };
 
 struct lg_run {
-    char *url_full, *url_base, *model, *api_key, *run_dir;
+    char *url_full, *url_base, *model, *api_key;
     const scn_scenario *scn;
     const scn_prompts *prompts;
-    lg_level_cb on_level_end;
-    void *cb_ctx;
     int progress;
-    ll_jsonl_writer *rec;
+    ll_rec_writer *rec;
     int64_t epoch_ns;
     int nthreads;
     lg_worker *workers;
@@ -102,22 +86,26 @@ struct lg_run {
     atomic_int inflight, decoding, done, errors;
     atomic_llong tokens;
     atomic_int workers_left;
-    lg_level_summary *levels;
-    size_t n_levels;
+    atomic_int watch;              /* 1: the driver wants every start of decoding and finish */
+    atomic_size_t total_ok, total_failed;  /* measured requests, all levels */
+    /* the driver's wake-up: events counts lg_run_notify calls */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;             /* CLOCK_MONOTONIC */
+    uint64_t events;
 };
+
+/* run.c: wake the driver (a watched event happened, or the last worker left). */
+void lg_run_notify(lg_run *r);
 
 /* xfer.c */
 int lg_xfer_start(lg_worker *w, int req_index, int64_t intended_ns);
-/* The one place a finished transfer is classified, recorded and freed. */
+/* The one place a finished transfer is classified, handed to the records
+ * writer and freed. */
 void lg_xfer_done(lg_xfer *x, CURLcode res);
-int lg_json_escape(ll_buf *b, const char *s);
 
 /* worker.c */
 int lg_worker_init(lg_worker *w, lg_run *r, int index, char *err, size_t errlen);
 void lg_worker_free(lg_worker *w);
 void *lg_worker_main(void *arg);
-
-/* stats.c */
-void lg_level_stats(lg_run *r, const lg_level_ctx *L, int64_t end_ns, lg_level_summary *out);
 
 #endif

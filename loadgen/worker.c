@@ -55,18 +55,14 @@ nomem:
     return LL_ENOMEM;
 }
 
+static void abort_inflight(lg_worker *w);
+
 void lg_worker_free(lg_worker *w)
 {
-    while (w->head) {
-        w->head->aborted = 1;
-        lg_xfer_done(w->head, CURLE_ABORTED_BY_CALLBACK);
-    }
+    abort_inflight(w);
     if (w->multi)
         curl_multi_cleanup(w->multi);
     curl_slist_free_all(w->headers);
-    free(w->res);
-    ll_pct_free(w->itl_ms);
-    ll_buf_free(&w->line);
     memset(w, 0, sizeof *w);
 }
 
@@ -86,108 +82,172 @@ static void arr_next(arrivals *a)
     a->k++;
 }
 
+/* One worker's walk through a level. */
+typedef struct walk {
+    lg_worker *w;
+    lg_level_ctx *L;
+    int open;          /* open loop (rate_per_s > 0) */
+    int no_more;       /* nothing left to send */
+    arrivals a;        /* open loop: this worker's next arrival */
+} walk;
+
+static void walk_init(walk *k, lg_worker *w)
+{
+    lg_level_ctx *L = w->lvl;
+    memset(k, 0, sizeof *k);
+    k->w = w;
+    k->L = L;
+    k->open = L->lv->rate_per_s > 0;
+    k->no_more = w->slots == 0 && !k->open;
+    if (!k->open)
+        return;
+    ll_rng_seed(&k->a.rng, L->seed);
+    k->a.rate = L->lv->rate_per_s;
+    k->a.poisson = L->lv->arrival == SCN_ARRIVAL_POISSON;
+    k->a.t_ns = L->start_ns;
+    while (k->a.k < w->offset)
+        arr_next(&k->a);
+    if (w->stride == 0)
+        k->no_more = 1;
+}
+
+static int start_request(lg_worker *w, int idx, int64_t intended_ns)
+{
+    if ((w->rc = lg_xfer_start(w, idx, intended_ns)))
+        snprintf(w->err, sizeof w->err, "starting a request: %s", ll_strerror(w->rc));
+    return w->rc;
+}
+
+/* Closed loop: fill this worker's free slots from the level's shared counter. */
+static void issue_closed(walk *k)
+{
+    lg_worker *w = k->w;
+    while (!k->no_more && w->inflight < w->slots) {
+        int idx = atomic_fetch_add(&k->L->next, 1);
+        if (idx >= k->L->total) {
+            k->no_more = 1;
+            break;
+        }
+        if (start_request(w, idx, -1))
+            break;
+    }
+}
+
+/* Open loop: send every arrival that is due (within the in-flight cap). */
+static void issue_open(walk *k, int64_t now)
+{
+    lg_worker *w = k->w;
+    while (!k->no_more && k->a.t_ns <= now && (w->slots == 0 || w->inflight < w->slots)) {
+        if (k->a.k >= k->L->total) {
+            k->no_more = 1;
+            break;
+        }
+        if (start_request(w, k->a.k, k->a.t_ns))
+            break;
+        for (int s = 0; s < w->stride; s++)
+            arr_next(&k->a);
+    }
+    if (k->a.k >= k->L->total)
+        k->no_more = 1;
+}
+
+/* Let curl move the bytes; finish the transfers that ended. Returns how many
+ * ended, or -1 on a curl failure (w->rc set). */
+static int perform_and_collect(lg_worker *w)
+{
+    int running = 0, finished = 0, q;
+    if (curl_multi_perform(w->multi, &running) != CURLM_OK) {
+        w->rc = LL_EIO;
+        snprintf(w->err, sizeof w->err, "curl_multi_perform failed");
+        return -1;
+    }
+    CURLMsg *m;
+    while ((m = curl_multi_info_read(w->multi, &q))) {
+        if (m->msg != CURLMSG_DONE)
+            continue;
+        lg_xfer *x = NULL;
+        CURLcode res = m->data.result;
+        if (curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x) == CURLE_OK && x) {
+            lg_xfer_done(x, res);
+            finished++;
+        }
+    }
+    return finished;
+}
+
 static int poll_ms(int64_t now, int64_t until)
 {
     int64_t d = (until - now) / 1000000; /* rounded down; the caller sleeps a last fraction */
     return d < 0 ? 0 : d > 100 ? 100 : (int)d;
 }
 
+/* Sleep until a socket is ready, the next arrival, the level's deadline, the
+ * abort deadline or 100 ms, whichever comes first. -1 on a curl failure. */
+static int wait_for_work(walk *k, int64_t now, int64_t abort_at)
+{
+    lg_worker *w = k->w;
+    int64_t until = now + 100000000;
+    if (k->open && !k->no_more && k->a.t_ns < until && (w->slots == 0 || w->inflight < w->slots))
+        until = k->a.t_ns;
+    if (k->L->deadline_ns && !k->no_more && k->L->deadline_ns < until)
+        until = k->L->deadline_ns;
+    if (abort_at && abort_at < until)
+        until = abort_at;
+    int64_t t = ll_now_ns();
+    if (k->open && until > t && until - t < 1000000) {
+        /* poll() counts whole milliseconds: sleep the last fraction so an
+         * arrival is sent on time, not up to 1 ms late. */
+        ll_sleep_until_ns(until);
+        return 0;
+    }
+    if (curl_multi_poll(w->multi, NULL, 0, poll_ms(t, until), NULL) != CURLM_OK) {
+        w->rc = LL_EIO;
+        snprintf(w->err, sizeof w->err, "curl_multi_poll failed");
+        return -1;
+    }
+    return 0;
+}
+
+/* Past the interrupt deadline (or on an error): abort what is left; the
+ * records say so. */
+static void abort_inflight(lg_worker *w)
+{
+    while (w->head) {
+        w->head->aborted = 1;
+        lg_xfer_done(w->head, CURLE_ABORTED_BY_CALLBACK);
+    }
+}
+
 void *lg_worker_main(void *arg)
 {
     lg_worker *w = arg;
     lg_run *r = w->run;
-    lg_level_ctx *L = w->lvl;
-    int open = L->lv->rate_per_s > 0, no_more = w->slots == 0 && !open;
-    arrivals a = {0};
-    if (open) {
-        ll_rng_seed(&a.rng, L->seed);
-        a.rate = L->lv->rate_per_s;
-        a.poisson = L->lv->arrival == SCN_ARRIVAL_POISSON;
-        a.t_ns = L->start_ns;
-        while (a.k < w->offset)
-            arr_next(&a);
-        if (w->stride == 0)
-            no_more = 1;
-    }
+    walk k;
+    walk_init(&k, w);
     while (w->rc == 0) {
         int64_t now = ll_now_ns();
         int64_t abort_at = atomic_load(&r->abort_at_ns);
         if (abort_at && now >= abort_at)
             break;
-        if (atomic_load(&r->stop_issue) || (L->deadline_ns && now >= L->deadline_ns))
-            no_more = 1;
-        while (!no_more && !open && w->inflight < w->slots) {
-            int idx = atomic_fetch_add(&L->next, 1);
-            if (idx >= L->total) {
-                no_more = 1;
-                break;
-            }
-            if ((w->rc = lg_xfer_start(w, idx, -1))) {
-                snprintf(w->err, sizeof w->err, "starting a request: %s", ll_strerror(w->rc));
-                break;
-            }
-        }
-        while (!no_more && open && a.t_ns <= now && (w->slots == 0 || w->inflight < w->slots)) {
-            if (a.k >= L->total) {
-                no_more = 1;
-                break;
-            }
-            if ((w->rc = lg_xfer_start(w, a.k, a.t_ns))) {
-                snprintf(w->err, sizeof w->err, "starting a request: %s", ll_strerror(w->rc));
-                break;
-            }
-            for (int s = 0; s < w->stride; s++)
-                arr_next(&a);
-        }
-        if (open && a.k >= L->total)
-            no_more = 1;
-        if (no_more && w->inflight == 0)
+        if (atomic_load(&r->stop_issue) || (k.L->deadline_ns && now >= k.L->deadline_ns))
+            k.no_more = 1;
+        if (k.open)
+            issue_open(&k, now);
+        else
+            issue_closed(&k);
+        if (w->rc || (k.no_more && w->inflight == 0))
             break;
-        int running = 0, finished = 0, q;
-        if (curl_multi_perform(w->multi, &running) != CURLM_OK) {
-            w->rc = LL_EIO;
-            snprintf(w->err, sizeof w->err, "curl_multi_perform failed");
+        int finished = perform_and_collect(w);
+        if (finished < 0)
             break;
-        }
-        CURLMsg *m;
-        while ((m = curl_multi_info_read(w->multi, &q))) {
-            if (m->msg != CURLMSG_DONE)
-                continue;
-            lg_xfer *x = NULL;
-            CURLcode res = m->data.result;
-            if (curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x) == CURLE_OK && x) {
-                lg_xfer_done(x, res);
-                finished++;
-            }
-        }
         if (finished)
             continue; /* refill the freed slots before waiting */
-        int64_t until = now + 100000000;
-        if (open && !no_more && a.t_ns < until && (w->slots == 0 || w->inflight < w->slots))
-            until = a.t_ns;
-        if (L->deadline_ns && !no_more && L->deadline_ns < until)
-            until = L->deadline_ns;
-        if (abort_at && abort_at < until)
-            until = abort_at;
-        int64_t t = ll_now_ns();
-        if (open && until > t && until - t < 1000000) {
-            /* poll() counts whole milliseconds: sleep the last fraction so an
-             * arrival is sent on time, not up to 1 ms late. */
-            ll_sleep_until_ns(until);
-            continue;
-        }
-        if (curl_multi_poll(w->multi, NULL, 0, poll_ms(t, until), NULL) != CURLM_OK) {
-            w->rc = LL_EIO;
-            snprintf(w->err, sizeof w->err, "curl_multi_poll failed");
+        if (wait_for_work(&k, now, abort_at))
             break;
-        }
     }
-    /* Past the interrupt deadline (or on an error): abort what is left; the
-     * records say so. */
-    while (w->head) {
-        w->head->aborted = 1;
-        lg_xfer_done(w->head, CURLE_ABORTED_BY_CALLBACK);
-    }
+    abort_inflight(w);
+    /* The driver checks workers_left under its lock: notify after the decrement. */
     atomic_fetch_sub(&r->workers_left, 1);
+    lg_run_notify(r);
     return NULL;
 }

@@ -61,7 +61,7 @@ static const char *change(char *b, size_t n, double a, double bb)
 void rpt_compare_print(FILE *f, const fit_compare *c, const char *label_a, const char *label_b)
 {
     char x[8][64];
-    fprintf(f, "laws (robust fit on steady decode steps)\n");
+    fprintf(f, "laws (mean step time, fitted on steady decode steps)\n");
     law_line(f, "A", label_a, &c->law_a, c->asym_a_tok_per_s);
     law_line(f, "B", label_b, &c->law_b, c->asym_b_tok_per_s);
     if (isfinite(c->slope_ratio))

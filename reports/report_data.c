@@ -4,7 +4,9 @@
  * stride to RPT_MAX_POINTS, P/D timelines are binned to RPT_PHASE_POINTS
  * (each bin keeps its peak so a short burst still shows), distributions go
  * out as RPT_CDF_POINTS quantiles. Times on a level's charts are seconds from
- * the level's start. */
+ * the level's start. Each level also carries its figures ("figures": the
+ * same object as in summary.json, from fit_level), so a page's numbers can be
+ * checked against the run's other outputs. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,6 +172,10 @@ static cJSON *level_json(const fit_run *run, const fit_level *L, int full, char 
     if (add(o, "c", cJSON_CreateNumber(L->concurrency)) || add(o, "level", cJSON_CreateNumber(L->level)) ||
         add(o, "duration_s", num(L->duration_s)) || add(o, "steady_tok_per_s", num(L->steady_tok_per_s)) ||
         add(o, "whole_tok_per_s", num(L->whole_tok_per_s)))
+        goto fail;
+    /* The level's figures exactly as summary.json has them (one writer). */
+    cJSON *fig = cJSON_AddObjectToObject(o, "figures");
+    if (!fig || rpt_level_figures_json(fig, L))
         goto fail;
     if (!full)
         return o;

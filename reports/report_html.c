@@ -13,10 +13,6 @@
 
 #include "html_internal.h"
 
-static const char *const error_classes[] = {"http_4xx", "http_5xx", "stream_error", "truncated",
-                                            "timeout", "connect", "reset", "other"};
-#define N_CLASSES (sizeof error_classes / sizeof error_classes[0])
-
 static int law_row(ll_buf *b, const char *what, const fit_law *l)
 {
     char x[8][48];
@@ -38,6 +34,8 @@ static int law_section(ll_buf *b, const fit_result *r)
 {
     char x[8][48];
     const fit_law *l = &r->law;
+    char law_label[96];
+    snprintf(law_label, sizeof law_label, "the law: %s (the answer)", l->method ? l->method : "none");
     if (ll_buf_printf(b, "<section><h2>The law</h2>\n"))
         return LL_ENOMEM;
     if (l->ok) {
@@ -59,7 +57,7 @@ static int law_section(ll_buf *b, const fit_result *r)
         ll_buf_printf(b, "</p>\n<div class=scroll><table><tr><th class=l>fit</th><th>a ms</th><th>a 95%%</th>"
                          "<th>b ms</th><th>b 95%%</th><th>R&sup2;</th><th>resid sd ms</th>"
                          "<th>points (samples)</th></tr>\n") ||
-        law_row(b, "robust bisquare (the answer)", &r->law) || law_row(b, "OLS, same points", &r->ols) ||
+        law_row(b, law_label, &r->law) || law_row(b, "OLS, same points", &r->ols) ||
         law_row(b, "OLS on every gap, phases ignored", &r->naive))
         return LL_ENOMEM;
     if (r->engine.ok && law_row(b, "engine's own step log", &r->engine))
@@ -72,61 +70,59 @@ static int law_section(ll_buf *b, const fit_result *r)
     return ll_buf_printf(b, "</table></div></section>\n");
 }
 
-static int level_table(ll_buf *b, const fit_run *run, const fit_result *r, char *err, size_t errlen)
+/* "3 (timeout 2, reset 1)": measured failed requests, by class. */
+static int failed_cell(ll_buf *out, const fit_level *L)
+{
+    const char *sep = " (";
+    int rc = ll_buf_printf(out, "%zu", rpt_level_failed(L));
+    for (int c = LL_ERRC_OK + 1; c < LL_ERRC__COUNT && rc == 0; c++)
+        if (L->failed_by_class[c]) {
+            rc = ll_buf_printf(out, "%s%s %zu", sep, ll_err_class_name((ll_err_class)c), L->failed_by_class[c]);
+            sep = ", ";
+        }
+    if (rc == 0 && sep[0] == ',')
+        rc = ll_buf_printf(out, ")");
+    return rc;
+}
+
+/* One row per level, every figure fit_level's (the sweep's table and
+ * summary.json print the same ones). */
+static int level_row(ll_buf *b, const fit_level *L)
+{
+    char x[16][48];
+    ll_buf fail = {0};
+    int rc = failed_cell(&fail, L);
+    if (rc == 0)
+        rc = ll_buf_printf(b,
+                           "<tr><td>%d%s</td><td>%zu</td><td class=l>%s</td><td>%s</td><td>%s</td><td>%s</td>"
+                           "<td>%s</td><td>%s</td><td>%s%%</td><td>%s</td><td>%s / %s</td><td>%s / %s</td>"
+                           "<td>%s / %s</td></tr>\n",
+                           L->concurrency, L->interrupted ? " (interrupted)" : "", rpt_level_ok(L), fail.p,
+                           html_num(x[0], 48, L->ramp_s, 2), html_num(x[1], 48, L->ramp_tokens, 0),
+                           html_num(x[2], 48, L->steady_s, 2), html_num(x[3], 48, L->steady_tok_per_s, 1),
+                           html_num(x[4], 48, L->predicted_tok_per_s, 1), html_num(x[5], 48, 100 * L->error_rel, 1),
+                           html_num(x[6], 48, L->whole_tok_per_s, 1), html_num(x[7], 48, L->ttft.p50_ms, 1),
+                           html_num(x[8], 48, L->ttft.p99_ms, 1), html_num(x[9], 48, L->ttfa.p50_ms, 1),
+                           html_num(x[10], 48, L->ttfa.p99_ms, 1), html_num(x[11], 48, L->itl.p50_ms, 2),
+                           html_num(x[12], 48, L->itl.p99_ms, 2));
+    ll_buf_free(&fail);
+    return rc;
+}
+
+static int level_table(ll_buf *b, const fit_result *r)
 {
     if (ll_buf_printf(b, "<section><h2>Per level</h2><div class=scroll><table>\n<tr><th>C</th><th>requests ok</th>"
                          "<th class=l>failed (by class)</th><th>ramp s</th><th>ramp tokens</th><th>steady s</th>"
                          "<th>steady tok/s</th><th>law predicts</th><th>error</th><th>whole-level tok/s</th>"
                          "<th>TTFT p50 / p99 ms</th><th>TTFA p50 / p99 ms</th><th>ITL p50 / p99 ms</th></tr>\n"))
         return LL_ENOMEM;
-    for (size_t i = 0; i < r->n_levels; i++) {
-        const fit_level *L = &r->levels[i];
-        fit_level_latency lat;
-        int rc = fit_level_latency_get(run, L->level, &lat, NULL, NULL, NULL, NULL, err, errlen);
-        if (rc)
-            return rc;
-        size_t by_class[N_CLASSES] = {0};
-        for (size_t k = 0; k < fit_run_n_requests(run); k++) {
-            const fit_request *q = fit_run_request(run, k);
-            if (q->level != L->level || q->ok)
-                continue;
-            size_t c = N_CLASSES - 1;
-            for (size_t j = 0; j < N_CLASSES; j++)
-                if (strcmp(q->error_class, error_classes[j]) == 0)
-                    c = j;
-            by_class[c]++;
-        }
-        char x[16][48];
-        ll_buf fail = {0};
-        int frc = ll_buf_printf(&fail, "%zu", L->n_failed);
-        const char *sep = " (";
-        for (size_t j = 0; j < N_CLASSES && frc == 0; j++)
-            if (by_class[j]) {
-                frc = ll_buf_printf(&fail, "%s%s %zu", sep, error_classes[j], by_class[j]);
-                sep = ", ";
-            }
-        if (frc == 0 && sep[0] == ',')
-            frc = ll_buf_printf(&fail, ")");
-        rc = frc ? LL_ENOMEM
-                 : ll_buf_printf(b,
-                                 "<tr><td>%d%s</td><td>%zu</td><td class=l>%s</td><td>%s</td><td>%s</td><td>%s</td>"
-                                 "<td>%s</td><td>%s</td><td>%s%%</td><td>%s</td><td>%s / %s</td><td>%s / %s</td>"
-                                 "<td>%s / %s</td></tr>\n",
-                                 L->concurrency, L->interrupted ? " (interrupted)" : "", L->n_ok, fail.p,
-                                 html_num(x[0], 48, L->ramp_s, 2), html_num(x[1], 48, L->ramp_tokens, 0),
-                                 html_num(x[2], 48, L->steady_s, 2), html_num(x[3], 48, L->steady_tok_per_s, 1),
-                                 html_num(x[4], 48, L->predicted_tok_per_s, 1),
-                                 html_num(x[5], 48, 100 * L->error_rel, 1), html_num(x[6], 48, L->whole_tok_per_s, 1),
-                                 html_num(x[7], 48, lat.ttft.p50_ms, 1), html_num(x[8], 48, lat.ttft.p99_ms, 1),
-                                 html_num(x[9], 48, lat.ttfa.p50_ms, 1), html_num(x[10], 48, lat.ttfa.p99_ms, 1),
-                                 html_num(x[11], 48, lat.itl.p50_ms, 2), html_num(x[12], 48, lat.itl.p99_ms, 2));
-        ll_buf_free(&fail);
-        if (rc)
-            return rc;
-    }
-    return ll_buf_printf(b, "</table></div><p class=muted>Steady: spans with no request prefilling and all C "
-                            "decoding. Ramp: from the level's start until D first reaches C. ITL: gap between "
-                            "chunks divided by the tokens in the later chunk.</p></section>\n");
+    for (size_t i = 0; i < r->n_levels; i++)
+        if (level_row(b, &r->levels[i]))
+            return LL_ENOMEM;
+    return ll_buf_printf(b, "</table></div><p class=muted>Requests ok and failed: measured (non-warmup) "
+                            "requests. Steady: spans with no request prefilling and all C decoding. Ramp: from "
+                            "the level's start until D first reaches C. ITL: gap between chunk arrivals divided "
+                            "by the tokens in the later arrival.</p></section>\n");
 }
 
 static int kv(ll_buf *b, const char *k, const char *v)
@@ -139,14 +135,17 @@ static int kv(ll_buf *b, const char *k, const char *v)
 static int config_section(ll_buf *b, const fit_run *run, const fit_result *r)
 {
     const fit_run_info *in = fit_run_get_info(run);
-    char t[64] = "", ranks[32], lines[160];
+    char t[64] = "", ranks[32], lines[320];
     time_t secs = (time_t)(in->epoch_wall_ns / 1000000000LL);
     struct tm tm;
     if (in->epoch_wall_ns > 0 && gmtime_r(&secs, &tm))
         strftime(t, sizeof t, "%Y-%m-%d %H:%M:%S UTC", &tm);
     snprintf(ranks, sizeof ranks, "%d", in->ranks);
-    snprintf(lines, sizeof lines, "%zu read, %zu truncated last line, %zu of unknown type, %zu bad requests",
-             in->n_lines, in->n_truncated, in->n_unknown, in->n_bad_requests);
+    snprintf(lines, sizeof lines,
+             "%zu read, %zu truncated last line, %zu of unknown type, %zu rejected (%zu values out of range), "
+             "%zu bad requests, %zu with times clamped",
+             in->n_lines, in->n_truncated, in->n_unknown, in->n_rejected, in->n_out_of_range, in->n_bad_requests,
+             in->n_clamped);
     if (ll_buf_printf(b, "<section><h2>Run configuration</h2><table>\n") || kv(b, "target", in->target_url) ||
         kv(b, "model", in->model) || kv(b, "endpoint", in->endpoint) ||
         kv(b, "engine", in->bundled ? in->engine_spec : "remote server") || kv(b, "scenario", in->scenario) ||
@@ -236,7 +235,7 @@ int rpt_write_html_from(const char *run_dir, const fit_run *run, const fit_resul
         ll_buf_printf(&b, "</div></header>\n<main>\n"))
         goto oom;
     if ((rc = law_section(&b, res)) || (rc = charts_section(&b, res)) ||
-        (rc = level_table(&b, run, res, err, errlen)) || (rc = config_section(&b, run, res)))
+        (rc = level_table(&b, res)) || (rc = config_section(&b, run, res)))
         goto fail;
     if (ll_buf_printf(&b, "</main>\n"))
         goto oom;

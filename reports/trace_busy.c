@@ -12,20 +12,9 @@
 
 /* ---- interval union -------------------------------------------------------- */
 
-static int busy_reserve(rpt_busy *b, size_t need)
-{
-    if (need <= b->cap)
-        return 0;
-    size_t cap = b->cap ? b->cap * 2 : 64;
-    while (cap < need)
-        cap *= 2;
-    int64_t *p = realloc(b->iv, cap * 2 * sizeof *p);
-    if (!p)
-        return LL_ENOMEM;
-    b->iv = p;
-    b->cap = cap;
-    return 0;
-}
+/* iv and tmp grow as common.h's vectors do (ll_vec_reserve_), counted in
+ * intervals of two int64_t each; trace_internal.h keeps them as bare fields. */
+#define IV_BYTES (2 * sizeof(int64_t))
 
 /* Fold the older half of the window into committed_ns. */
 static void busy_fold(rpt_busy *b)
@@ -64,17 +53,8 @@ static int busy_flush(rpt_busy *b)
     if (b->n_pend == 0)
         return 0;
     qsort(b->pend, b->n_pend, 2 * sizeof *b->pend, iv_cmp);
-    size_t need = b->n + b->n_pend;
-    if (b->tmp_cap < need) {
-        size_t cap = b->tmp_cap ? b->tmp_cap : 64;
-        while (cap < need)
-            cap *= 2;
-        int64_t *t = realloc(b->tmp, cap * 2 * sizeof *t);
-        if (!t)
-            return LL_ENOMEM;
-        b->tmp = t;
-        b->tmp_cap = cap;
-    }
+    if (ll_vec_reserve_((void **)&b->tmp, &b->tmp_cap, b->n + b->n_pend, IV_BYTES))
+        return LL_ENOMEM;
     int64_t *out = b->tmp;
     size_t i = 0, j = 0, n = 0;
     while (i < b->n || j < b->n_pend) {
@@ -116,7 +96,7 @@ int rpt_busy_add(rpt_busy *b, int64_t s, int64_t e)
                 b->iv[2 * (b->n - 1) + 1] = e;
             return 0;
         }
-        if (busy_reserve(b, b->n + 1))
+        if (ll_vec_reserve_((void **)&b->iv, &b->cap, b->n + 1, IV_BYTES))
             return LL_ENOMEM;
         b->iv[2 * b->n] = s;
         b->iv[2 * b->n + 1] = e;
@@ -193,14 +173,8 @@ static trace_stream *stream_get(rpt_trace *t, const char *pid, const char *tid)
     for (size_t i = 0; i < t->streams_n; i++)
         if (strcmp(t->streams[i].pid, pid) == 0 && strcmp(t->streams[i].tid, tid) == 0)
             return &t->streams[i];
-    if (t->streams_n == t->streams_cap) {
-        size_t cap = t->streams_cap ? t->streams_cap * 2 : 8;
-        trace_stream *p = realloc(t->streams, cap * sizeof *p);
-        if (!p)
-            return NULL;
-        t->streams = p;
-        t->streams_cap = cap;
-    }
+    if (ll_vec_reserve_((void **)&t->streams, &t->streams_cap, t->streams_n + 1, sizeof *t->streams))
+        return NULL;
     trace_stream *s = &t->streams[t->streams_n];
     memset(s, 0, sizeof *s);
     s->pid = strdup(pid);

@@ -19,8 +19,7 @@ typedef struct category {
 } category;
 
 struct rpt_categories {
-    category *v;
-    size_t n;
+    LL_VEC(category) cats; /* match order: first match wins */
 };
 
 static const struct {
@@ -67,19 +66,19 @@ int rpt_categories_new(rpt_categories **out, char *err, size_t errlen)
 {
     size_t nb = sizeof builtin / sizeof builtin[0];
     rpt_categories *c = calloc(1, sizeof *c);
-    if (!c || !(c->v = calloc(nb, sizeof *c->v))) {
+    if (!c || ll_vec_reserve(&c->cats, nb)) {
         free(c);
         ll_errf(err, errlen, "out of memory");
         return LL_ENOMEM;
     }
     for (size_t i = 0; i < nb; i++) {
-        int rc = cat_init(&c->v[i], builtin[i].name, strlen(builtin[i].name), builtin[i].pattern,
-                          err, errlen);
+        int rc = cat_init(&c->cats.v[i], builtin[i].name, strlen(builtin[i].name),
+                          builtin[i].pattern, err, errlen);
         if (rc) {
             rpt_categories_free(c);
             return rc;
         }
-        c->n++;
+        c->cats.n++;
     }
     *out = c;
     return 0;
@@ -101,48 +100,48 @@ int rpt_categories_set(rpt_categories *c, const char *spec, char *err, size_t er
     int rc = cat_init(&nc, spec, name_len, eq + 1, err, errlen);
     if (rc)
         return rc;
-    for (size_t i = 0; i < c->n; i++) {
-        if (strlen(c->v[i].name) == name_len && strncmp(c->v[i].name, spec, name_len) == 0) {
-            cat_free(&c->v[i]);
-            c->v[i] = nc;
+    for (size_t i = 0; i < c->cats.n; i++) {
+        category *e = &c->cats.v[i];
+        if (strlen(e->name) == name_len && strncmp(e->name, spec, name_len) == 0) {
+            cat_free(e);
+            *e = nc;
             return 0;
         }
     }
-    category *v = realloc(c->v, (c->n + 1) * sizeof *v);
-    if (!v) {
+    /* A new category goes first: the user's pattern wins over the built-ins. */
+    if (ll_vec_reserve(&c->cats, c->cats.n + 1)) {
         cat_free(&nc);
         ll_errf(err, errlen, "out of memory");
         return LL_ENOMEM;
     }
-    c->v = v;
-    memmove(c->v + 1, c->v, c->n * sizeof *c->v);
-    c->v[0] = nc;
-    c->n++;
+    memmove(c->cats.v + 1, c->cats.v, c->cats.n * sizeof *c->cats.v);
+    c->cats.v[0] = nc;
+    c->cats.n++;
     return 0;
 }
 
 const char *rpt_categories_classify(const rpt_categories *c, const char *kernel_name)
 {
-    for (size_t i = 0; i < c->n; i++)
-        if (regexec(&c->v[i].re, kernel_name, 0, NULL, 0) == 0)
-            return c->v[i].name;
+    for (size_t i = 0; i < c->cats.n; i++)
+        if (regexec(&c->cats.v[i].re, kernel_name, 0, NULL, 0) == 0)
+            return c->cats.v[i].name;
     return "other";
 }
 
-size_t rpt_categories_count(const rpt_categories *c) { return c->n + 1; }
+size_t rpt_categories_count(const rpt_categories *c) { return c->cats.n + 1; }
 
 const char *rpt_categories_name(const rpt_categories *c, size_t i)
 {
-    return i < c->n ? c->v[i].name : i == c->n ? "other" : NULL;
+    return i < c->cats.n ? c->cats.v[i].name : i == c->cats.n ? "other" : NULL;
 }
 
 void rpt_categories_free(rpt_categories *c)
 {
     if (!c)
         return;
-    for (size_t i = 0; i < c->n; i++)
-        cat_free(&c->v[i]);
-    free(c->v);
+    for (size_t i = 0; i < c->cats.n; i++)
+        cat_free(&c->cats.v[i]);
+    ll_vec_free(&c->cats);
     free(c);
 }
 

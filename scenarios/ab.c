@@ -135,18 +135,14 @@ int scn_ab_validate(const scn_scenario *s, const char *origin, char *err, size_t
     return 0;
 }
 
-cJSON *scn_ab_to_json(const scn_ab *ab)
+static int ab_fields(cJSON *o, const scn_ab *ab)
 {
-    cJSON *o = cJSON_CreateObject();
-    if (!o)
-        return NULL;
+    cJSON *side;
+    int rc;
     for (int k = 0; k < 2; k++) {
-        cJSON *side = cJSON_AddObjectToObject(o, k ? "b" : "a");
-        if (!side || !cJSON_AddStringToObject(side, "name", ab->side[k].name) ||
-            !cJSON_AddStringToObject(side, "engine", ab->side[k].engine)) {
-            cJSON_Delete(o);
-            return NULL;
-        }
+        LL_TRY((side = cJSON_AddObjectToObject(o, k ? "b" : "a")) ? 0 : LL_ENOMEM);
+        LL_TRY(cJSON_AddStringToObject(side, "name", ab->side[k].name) ? 0 : LL_ENOMEM);
+        LL_TRY(cJSON_AddStringToObject(side, "engine", ab->side[k].engine) ? 0 : LL_ENOMEM);
     }
     if (ab->expect_x > 0) {
         char g[64];
@@ -154,9 +150,20 @@ cJSON *scn_ab_to_json(const scn_ab *ab)
             snprintf(g, sizeof g, "%.17g@%d", ab->expect_x, ab->expect_c);
         else
             snprintf(g, sizeof g, "%.17g", ab->expect_x);
-        cJSON_AddStringToObject(o, "expect_speedup", g);
+        LL_TRY(cJSON_AddStringToObject(o, "expect_speedup", g) ? 0 : LL_ENOMEM);
     } else {
-        cJSON_AddNullToObject(o, "expect_speedup");
+        LL_TRY(cJSON_AddNullToObject(o, "expect_speedup") ? 0 : LL_ENOMEM);
+    }
+fail:
+    return rc;
+}
+
+cJSON *scn_ab_to_json(const scn_ab *ab)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (o && ab_fields(o, ab)) {
+        cJSON_Delete(o);
+        return NULL;
     }
     return o;
 }

@@ -9,10 +9,13 @@
 
 #include "common.h"
 
+typedef struct prompt {
+    char *text;
+    int words; /* whitespace-separated words in text */
+} prompt;
+
 struct scn_prompts {
-    char **text;
-    int *words;
-    size_t n, cap;
+    LL_VEC(prompt) set;
 };
 
 /* A small vocabulary: English-looking words so tokenizers see ~1.3 tokens/word. */
@@ -27,31 +30,20 @@ static const char *const k_vocab[] = {
 
 static int push(scn_prompts *p, const char *s)
 {
-    if (p->n == p->cap) {
-        size_t nc = p->cap ? p->cap * 2 : 64;
-        char **t = realloc(p->text, nc * sizeof *t);
-        if (!t)
-            return LL_ENOMEM;
-        p->text = t;
-        int *w = realloc(p->words, nc * sizeof *w);
-        if (!w)
-            return LL_ENOMEM;
-        p->words = w;
-        p->cap = nc;
-    }
-    char *d = strdup(s);
-    if (!d)
+    prompt e = {strdup(s), 0};
+    if (!e.text)
         return LL_ENOMEM;
-    int words = 0, in = 0;
+    int in = 0;
     for (const char *c = s; *c; c++) {
         int sp = *c == ' ' || *c == '\n' || *c == '\t' || *c == '\r';
         if (!sp && !in)
-            words++;
+            e.words++;
         in = !sp;
     }
-    p->text[p->n] = d;
-    p->words[p->n] = words;
-    p->n++;
+    if (ll_vec_push(&p->set, e)) {
+        free(e.text);
+        return LL_ENOMEM;
+    }
     return 0;
 }
 
@@ -186,7 +178,7 @@ int scn_prompts_load(const scn_scenario *s, scn_prompts **out, char *err, size_t
     default:
         rc = gen_synthetic(s, p);
     }
-    if (rc == 0 && p->n == 0) {
+    if (rc == 0 && p->set.n == 0) {
         ll_errf(err, errlen, "%s: no prompts", s->source == SCN_SOURCE_SYNTHETIC ? "synthetic" : path);
         rc = LL_EINVAL;
     }
@@ -198,23 +190,22 @@ int scn_prompts_load(const scn_scenario *s, scn_prompts **out, char *err, size_t
     return 0;
 }
 
-size_t scn_prompts_count(const scn_prompts *p) { return p->n; }
+size_t scn_prompts_count(const scn_prompts *p) { return p->set.n; }
 
 const char *scn_prompt(const scn_prompts *p, size_t i, int *words)
 {
-    i %= p->n;
+    const prompt *e = &p->set.v[i % p->set.n];
     if (words)
-        *words = p->words[i];
-    return p->text[i];
+        *words = e->words;
+    return e->text;
 }
 
 void scn_prompts_free(scn_prompts *p)
 {
     if (!p)
         return;
-    for (size_t i = 0; i < p->n; i++)
-        free(p->text[i]);
-    free(p->text);
-    free(p->words);
+    for (size_t i = 0; i < p->set.n; i++)
+        free(p->set.v[i].text);
+    ll_vec_free(&p->set);
     free(p);
 }

@@ -517,88 +517,113 @@ int scn_validate(scn_scenario *s, char *err, size_t errlen)
     return validate(s, s->path ? s->path : "(scenario)", err, errlen);
 }
 
+/* cJSON_Add* results as 0 or LL_ENOMEM, so scn_to_json chains them with LL_TRY. */
+static int add_str(cJSON *o, const char *k, const char *v)
+{
+    return cJSON_AddStringToObject(o, k, v) ? 0 : LL_ENOMEM;
+}
+
+static int add_str_or_null(cJSON *o, const char *k, const char *v)
+{
+    return (v ? cJSON_AddStringToObject(o, k, v) : cJSON_AddNullToObject(o, k)) ? 0 : LL_ENOMEM;
+}
+
+static int add_obj(cJSON *o, const char *k, cJSON **out)
+{
+    return (*out = cJSON_AddObjectToObject(o, k)) ? 0 : LL_ENOMEM;
+}
+
+/* Attach a built item to an object (k) or an array (k NULL); NULL means it
+ * could not be built. On failure the item is freed. */
+static int add_item(cJSON *parent, const char *k, cJSON *item)
+{
+    if (item && (k ? cJSON_AddItemToObject(parent, k, item) : cJSON_AddItemToArray(parent, item)))
+        return 0;
+    cJSON_Delete(item);
+    return LL_ENOMEM;
+}
+
+static int level_fields(cJSON *o, const scn_level *l)
+{
+    cJSON *p;
+    int rc;
+    LL_TRY(ll_json_add_num(o, "concurrency", l->concurrency));
+    LL_TRY(ll_json_add_num(o, "requests", scn_level_requests(l)));
+    LL_TRY(ll_json_add_num(o, "warmup", l->warmup));
+    LL_TRY(ll_json_add_num(o, "duration_s", l->duration_s));
+    LL_TRY(ll_json_add_num(o, "rate_per_s", l->rate_per_s));
+    LL_TRY(add_str(o, "arrival", k_arrival[l->arrival]));
+    if (l->profile.enabled) {
+        LL_TRY(add_obj(o, "profile", &p));
+        LL_TRY(add_str(p, "when", "steady"));
+        LL_TRY(ll_json_add_num(p, "num_steps", l->profile.num_steps));
+        LL_TRY(add_str(p, "style", l->profile.style == SCN_PROFILE_VLLM ? "vllm" : "sglang"));
+    }
+fail:
+    return rc;
+}
+
 static cJSON *level_json(const scn_level *l)
 {
     cJSON *o = cJSON_CreateObject();
-    if (!o)
+    if (o && level_fields(o, l)) {
+        cJSON_Delete(o);
         return NULL;
-    cJSON_AddNumberToObject(o, "concurrency", l->concurrency);
-    cJSON_AddNumberToObject(o, "requests", scn_level_requests(l));
-    cJSON_AddNumberToObject(o, "warmup", l->warmup);
-    cJSON_AddNumberToObject(o, "duration_s", l->duration_s);
-    cJSON_AddNumberToObject(o, "rate_per_s", l->rate_per_s);
-    cJSON_AddStringToObject(o, "arrival", k_arrival[l->arrival]);
-    if (l->profile.enabled) {
-        cJSON *p = cJSON_AddObjectToObject(o, "profile");
-        if (p) {
-            cJSON_AddStringToObject(p, "when", "steady");
-            cJSON_AddNumberToObject(p, "num_steps", l->profile.num_steps);
-            cJSON_AddStringToObject(p, "style", l->profile.style == SCN_PROFILE_VLLM ? "vllm" : "sglang");
-        }
     }
     return o;
 }
 
-static void add_str_or_null(cJSON *o, const char *k, const char *v)
+static int scenario_fields(cJSON *root, const scn_scenario *s)
 {
-    if (v)
-        cJSON_AddStringToObject(o, k, v);
+    static const char *const src[] = {"synthetic", "sharegpt", "jsonl"};
+    static const char *const dist[] = {"fixed", "uniform", "normal"};
+    cJSON *t, *r, *p, *w, *ld_, *lv;
+    int rc;
+    LL_TRY(add_str(root, "name", s->name ? s->name : "unnamed"));
+    LL_TRY(add_obj(root, "target", &t));
+    LL_TRY(add_obj(root, "request", &r));
+    LL_TRY(add_obj(root, "prompts", &p));
+    LL_TRY(add_obj(root, "load", &ld_));
+    LL_TRY((lv = cJSON_AddArrayToObject(root, "levels")) ? 0 : LL_ENOMEM);
+    LL_TRY(add_str_or_null(t, "url", s->url));
+    LL_TRY(add_str_or_null(t, "model", s->model));
+    LL_TRY(add_str(t, "endpoint", s->endpoint == SCN_ENDPOINT_CHAT ? "chat" : "completions"));
+    LL_TRY(add_str_or_null(root, "engine", s->engine_spec));
+    LL_TRY(ll_json_add_num(r, "max_tokens", s->max_tokens));
+    if (s->think_tokens >= 0)
+        LL_TRY(ll_json_add_num(r, "think_tokens", s->think_tokens));
     else
-        cJSON_AddNullToObject(o, k);
+        LL_TRY(cJSON_AddNullToObject(r, "think_tokens") ? 0 : LL_ENOMEM);
+    LL_TRY(cJSON_AddBoolToObject(r, "ignore_eos", s->ignore_eos) ? 0 : LL_ENOMEM);
+    LL_TRY(ll_json_add_num(r, "timeout_s", s->timeout_s));
+    LL_TRY(add_str(p, "source", src[s->source]));
+    LL_TRY(add_str_or_null(p, "path", s->prompts_path));
+    LL_TRY(ll_json_add_num(p, "count", s->prompt_count));
+    LL_TRY(ll_json_add_num(p, "seed", (double)s->seed));
+    LL_TRY(add_obj(p, "words", &w));
+    LL_TRY(add_str(w, "dist", dist[s->words.kind]));
+    LL_TRY(ll_json_add_num(w, "value", s->words.value));
+    LL_TRY(ll_json_add_num(w, "min", s->words.min));
+    LL_TRY(ll_json_add_num(w, "max", s->words.max));
+    LL_TRY(ll_json_add_num(w, "mean", s->words.mean));
+    LL_TRY(ll_json_add_num(w, "stddev", s->words.stddev));
+    LL_TRY(ll_json_add_num(ld_, "threads", s->threads));
+    LL_TRY(ll_json_add_num(ld_, "drain_s", s->drain_s));
+    for (size_t i = 0; i < s->n_levels; i++)
+        LL_TRY(add_item(lv, NULL, level_json(&s->levels[i])));
+    LL_TRY(add_str_or_null(root, "output", s->output));
+    if (s->ab.enabled)
+        LL_TRY(add_item(root, "ab", scn_ab_to_json(&s->ab)));
+fail:
+    return rc;
 }
 
 cJSON *scn_to_json(const scn_scenario *s)
 {
-    static const char *const src[] = {"synthetic", "sharegpt", "jsonl"};
-    static const char *const dist[] = {"fixed", "uniform", "normal"};
-    cJSON *root = cJSON_CreateObject(), *t, *r, *p, *w, *ld_, *lv;
-    if (!root)
+    cJSON *root = cJSON_CreateObject();
+    if (root && scenario_fields(root, s)) {
+        cJSON_Delete(root);
         return NULL;
-    cJSON_AddStringToObject(root, "name", s->name ? s->name : "unnamed");
-    if (!(t = cJSON_AddObjectToObject(root, "target")) || !(r = cJSON_AddObjectToObject(root, "request")) ||
-        !(p = cJSON_AddObjectToObject(root, "prompts")) || !(ld_ = cJSON_AddObjectToObject(root, "load")) ||
-        !(lv = cJSON_AddArrayToObject(root, "levels")))
-        goto fail;
-    add_str_or_null(t, "url", s->url);
-    add_str_or_null(t, "model", s->model);
-    cJSON_AddStringToObject(t, "endpoint", s->endpoint == SCN_ENDPOINT_CHAT ? "chat" : "completions");
-    add_str_or_null(root, "engine", s->engine_spec);
-    cJSON_AddNumberToObject(r, "max_tokens", s->max_tokens);
-    if (s->think_tokens >= 0)
-        cJSON_AddNumberToObject(r, "think_tokens", s->think_tokens);
-    else
-        cJSON_AddNullToObject(r, "think_tokens");
-    cJSON_AddBoolToObject(r, "ignore_eos", s->ignore_eos);
-    cJSON_AddNumberToObject(r, "timeout_s", s->timeout_s);
-    cJSON_AddStringToObject(p, "source", src[s->source]);
-    add_str_or_null(p, "path", s->prompts_path);
-    cJSON_AddNumberToObject(p, "count", s->prompt_count);
-    cJSON_AddNumberToObject(p, "seed", (double)s->seed);
-    if (!(w = cJSON_AddObjectToObject(p, "words")))
-        goto fail;
-    cJSON_AddStringToObject(w, "dist", dist[s->words.kind]);
-    cJSON_AddNumberToObject(w, "value", s->words.value);
-    cJSON_AddNumberToObject(w, "min", s->words.min);
-    cJSON_AddNumberToObject(w, "max", s->words.max);
-    cJSON_AddNumberToObject(w, "mean", s->words.mean);
-    cJSON_AddNumberToObject(w, "stddev", s->words.stddev);
-    cJSON_AddNumberToObject(ld_, "threads", s->threads);
-    cJSON_AddNumberToObject(ld_, "drain_s", s->drain_s);
-    for (size_t i = 0; i < s->n_levels; i++) {
-        cJSON *l = level_json(&s->levels[i]);
-        if (!l)
-            goto fail;
-        cJSON_AddItemToArray(lv, l);
-    }
-    add_str_or_null(root, "output", s->output);
-    if (s->ab.enabled) {
-        cJSON *ab = scn_ab_to_json(&s->ab);
-        if (!ab)
-            goto fail;
-        cJSON_AddItemToObject(root, "ab", ab);
     }
     return root;
-fail:
-    cJSON_Delete(root);
-    return NULL;
 }

@@ -268,6 +268,7 @@ int main(int argc, char **argv)
     }
     free(levels);
     eng_stop(e);
+    eng_config_free(&cfg);
     curl_global_cleanup();
     return 0;
 }

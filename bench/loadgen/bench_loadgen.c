@@ -4,31 +4,39 @@
  *     stream (one token per chunk, continuous usage) fed in 16 KiB reads
  *     through the same path a libcurl write callback takes: one ll_now_ns()
  *     per read, SSE framing, JSON delta interpretation, chunk recording.
- *  2. ITL error against the bundled engine's true step times at C=64 and
+ *  2. The records writer: request records (64 chunks each) queued from two
+ *     producer threads, as loadgen's workers queue them: the producers' put
+ *     rate (what a stamping thread pays per finished request) and the rate
+ *     at which the writer thread formats, writes and flushes them.
+ *  3. ITL error against the bundled engine's true step times at C=64 and
  *     C=1024: each chunk is matched to the latest step end before its arrival;
  *     the true inter-token gap is the distance between the two step ends, the
  *     measured one the distance between arrivals; their difference is the
- *     client's (plus HTTP stack's) error.
+ *     client's (plus HTTP stack's) error. Chunks are read back from the run's
+ *     records (ll_rec_read); "measured ITL p50" is fit's figure (fit.h).
  *
  * usage: bench_loadgen [--quick]      (from the build dir: bench/loadgen/bench_loadgen) */
 #include <math.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
+#include <gsl/gsl_errno.h>
 
 #include "common.h"
 #include "engine.h"
+#include "fit.h"
 #include "loadgen.h"
 #include "sse.h"
 
 typedef struct sink {
     lg_delta d;
     int64_t now;
-    int64_t *t;
-    size_t n, cap;
+    LL_VEC(int64_t) t;   /* arrival of each token-carrying event, as xfer.c keeps chunks */
     long tokens;
 } sink;
 
@@ -39,14 +47,8 @@ static int on_event(void *ctx, const char *event, const char *data, size_t len)
     lg_delta_event(&s->d, event, data, len, &o);
     int tok = o.think_tok + o.answer_tok;
     if (tok) {
-        if (s->n == s->cap) {
-            s->cap = s->cap ? s->cap * 2 : 1024;
-            int64_t *nt = realloc(s->t, s->cap * sizeof *nt);
-            if (!nt)
-                return LL_ENOMEM;
-            s->t = nt;
-        }
-        s->t[s->n++] = s->now;
+        if (ll_vec_push(&s->t, s->now))
+            return LL_ENOMEM;
         s->tokens += tok;
     }
     return 0;
@@ -77,18 +79,16 @@ static void bench_parse(int n_tok)
     printf("parse+timestamp path, one thread: %ld token events in %.3f s = %.0f tokens/s (%.2f MB/s of SSE)\n",
            s.tokens, sec, (double)s.tokens / sec, (double)b.len / sec / 1e6);
     lg_sse_free(&sse);
-    free(s.t);
+    ll_vec_free(&s.t);
     ll_buf_free(&b);
 }
 
 typedef struct arrivals {
     int64_t epoch;
-    double *err_ms;   /* measured gap - true gap, per consecutive chunk pair */
-    size_t n, cap;
+    LL_VEC(double) err_ms;   /* measured gap - true gap, per consecutive chunk pair */
     const int64_t *ends;
     size_t n_ends;
-    double *late_ms;
-    size_t n_late, cap_late;
+    LL_VEC(double) late_ms;
 } arrivals;
 
 static size_t step_of(const arrivals *a, int64_t t)
@@ -104,41 +104,103 @@ static size_t step_of(const arrivals *a, int64_t t)
     return lo;
 }
 
-static int push(double **v, size_t *n, size_t *cap, double x)
-{
-    if (*n == *cap) {
-        *cap = *cap ? *cap * 2 : 4096;
-        double *nv = realloc(*v, *cap * sizeof *nv);
-        if (!nv)
-            return LL_ENOMEM;
-        *v = nv;
-    }
-    (*v)[(*n)++] = x;
-    return 0;
-}
-
-static int on_record(const cJSON *o, size_t line_no, void *ctx)
+static int on_request(const ll_rec_request *rq, void *ctx)
 {
     arrivals *a = ctx;
-    if (strcmp(ll_json_str(o, "type", ""), "request"))
-        return 0;
-    const cJSON *ch = cJSON_GetObjectItem(o, "chunks");
     int64_t prev_t = -1;
     size_t prev_s = 0;
-    for (const cJSON *x = ch ? ch->child : NULL; x; x = x->next) {
-        int64_t t = a->epoch + (int64_t)cJSON_GetArrayItem(x, 0)->valuedouble;
+    for (size_t i = 0; i < rq->n_chunks; i++) {
+        int64_t t = a->epoch + rq->chunks[i].t_ns;
         size_t s = step_of(a, t);
-        if (push(&a->late_ms, &a->n_late, &a->cap_late, (double)(t - a->ends[s]) / 1e6))
+        if (ll_vec_push(&a->late_ms, (double)(t - a->ends[s]) / 1e6))
             return LL_ENOMEM;
         if (prev_t >= 0 && s > prev_s) {
             double meas = (double)(t - prev_t), truth = (double)(a->ends[s] - a->ends[prev_s]);
-            if (push(&a->err_ms, &a->n, &a->cap, (meas - truth) / 1e6))
+            if (ll_vec_push(&a->err_ms, (meas - truth) / 1e6))
                 return LL_ENOMEM;
         }
         prev_t = t;
         prev_s = s;
     }
     return 0;
+}
+
+/* fit's ITL p50 of the run's first level (NAN when fit cannot say). */
+static double fit_itl_p50(const char *dir)
+{
+    fit_run *fr = NULL;
+    fit_result *res = NULL;
+    fit_options o;
+    char err[256];
+    double p50 = NAN;
+    fit_options_default(&o);
+    if (fit_load_run(dir, &fr, err, sizeof err) == 0 && fit_analyze(fr, &o, &res, err, sizeof err) == 0 &&
+        res->n_levels > 0)
+        p50 = res->levels[0].itl.p50_ms;
+    fit_result_free(res);
+    fit_run_free(fr);
+    return p50;
+}
+
+/* ---- 2. the records writer ---------------------------------------------------- */
+
+typedef struct put_arg {
+    ll_rec_writer *w;
+    int n, first;
+    double put_s;
+} put_arg;
+
+static void *put_main(void *p)
+{
+    put_arg *pa = p;
+    int64_t t0 = ll_now_ns();
+    for (int i = 0; i < pa->n; i++) {
+        ll_rec_chunk *ch = malloc(64 * sizeof *ch);
+        if (!ch)
+            break;
+        for (int k = 0; k < 64; k++)
+            ch[k] = (ll_rec_chunk){INT64_C(1000000000) + (int64_t)k * 20000000, 1, k < 16 ? 't' : 'a'};
+        ll_rec_request rq = {.id = (uint64_t)(pa->first + i), .send_ns = 1000, .header_ns = 2000,
+                             .first_token_ns = 1000000000, .first_think_ns = 1000000000,
+                             .first_answer_ns = 1320000000, .end_ns = 2300000000, .intended_ns = -1,
+                             .prompt_tok = 100, .think_tok = 16, .answer_tok = 48, .usage_prompt = 100,
+                             .usage_completion = 64, .usage_reasoning = 16, .http_status = 200,
+                             .n_chunks = 64, .chunks = ch};
+        if (ll_rec_put_request(pa->w, &rq))
+            break;
+    }
+    pa->put_s = (double)(ll_now_ns() - t0) / 1e9;
+    return NULL;
+}
+
+static void bench_writer(int n_per_thread)
+{
+    char path[128], err[256];
+    ll_rec_writer *w = NULL;
+    snprintf(path, sizeof path, "/tmp/lg_bench_rec_%d.jsonl", (int)getpid());
+    if (ll_rec_open(path, 0, &w, err, sizeof err)) {
+        fprintf(stderr, "bench writer: %s\n", err);
+        return;
+    }
+    put_arg pa[2] = {{w, n_per_thread, 0, 0}, {w, n_per_thread, n_per_thread, 0}};
+    pthread_t th[2];
+    int64_t t0 = ll_now_ns();
+    int started = 0;
+    for (; started < 2; started++)
+        if (pthread_create(&th[started], NULL, put_main, &pa[started]) != 0)
+            break;
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    int rc = ll_rec_drain(w, 0);
+    double all_s = (double)(ll_now_ns() - t0) / 1e9;
+    uint64_t written = ll_rec_written(w);
+    rc = rc ? rc : ll_rec_close(w);
+    double put_s = pa[0].put_s > pa[1].put_s ? pa[0].put_s : pa[1].put_s;
+    printf("records writer: %llu request records (64 chunks each) from 2 threads: put %.0f records/s "
+           "(%.2f us per put per thread), written+flushed %.0f records/s%s\n",
+           (unsigned long long)written, (double)(2 * n_per_thread) / put_s,
+           put_s / n_per_thread * 1e6, (double)written / all_s, rc ? " (write error)" : "");
+    remove(path);
 }
 
 static int cmp_i64(const void *x, const void *y)
@@ -154,7 +216,9 @@ static void bench_itl(int C, const char *spec, int max_tokens, int threads)
     scn_scenario *scn = NULL;
     scn_prompts *pr = NULL;
     lg_run *run = NULL;
-    char err[512] = "", dir[128], json[512];
+    ll_rec_writer *rec = NULL;
+    int64_t epoch = 0;
+    char err[512] = "", dir[128], json[512], path[256];
     snprintf(dir, sizeof dir, "/tmp/lg_bench_%d", (int)getpid());
     snprintf(json, sizeof json,
              "{\"load\":{\"threads\":%d},\"levels\":[{\"concurrency\":%d,\"requests\":%d}],"
@@ -165,17 +229,26 @@ static void bench_itl(int C, const char *spec, int max_tokens, int threads)
     rc = rc ? rc : eng_start(&ec, &eng, err, sizeof err);
     rc = rc ? rc : scn_load_string(json, "bench", &scn, err, sizeof err);
     rc = rc ? rc : scn_prompts_load(scn, &pr, err, sizeof err);
+    snprintf(path, sizeof path, "%s/records.jsonl", dir);
+    rc = rc ? rc : ll_mkdir_p(dir, err, sizeof err);
+    rc = rc ? rc : ll_rec_open(path, 0, &rec, err, sizeof err);
     size_t step0 = eng ? eng_step_count(eng) : 0;
-    lg_config lc = {.scn = scn, .prompts = pr, .url = eng ? eng_url(eng) : "", .model = ec.model, .run_dir = dir};
+    lg_config lc = {.scn = scn, .prompts = pr, .url = eng ? eng_url(eng) : "", .model = ec.model, .records = rec};
     rc = rc ? rc : lg_run_create(&lc, &run, err, sizeof err);
     rc = rc ? rc : lg_run_sweep(run, err, sizeof err);
+    if (rec)
+        epoch = ll_rec_epoch_ns(rec);
+    lg_run_free(run);
+    run = NULL;
+    if (ll_rec_close(rec) && rc == 0) {
+        rc = LL_EIO;
+        snprintf(err, sizeof err, "writing the records failed");
+    }
     if (rc) {
         fprintf(stderr, "bench C=%d: %s\n", C, err);
         goto out;
     }
-    size_t nl;
-    const lg_level_summary *L = lg_run_levels(run, &nl);
-    arrivals a = {.epoch = lg_run_epoch_ns(run)};
+    arrivals a = {.epoch = epoch};
     size_t ns = eng_step_count(eng) - step0, got = 0, k;
     eng_step *st = calloc(ns + 1, sizeof *st);
     int64_t *ends = calloc(ns + 1, sizeof *ends);
@@ -195,31 +268,30 @@ static void bench_itl(int C, const char *spec, int max_tokens, int threads)
     qsort(ends, got, sizeof *ends, cmp_i64);
     a.ends = ends;
     a.n_ends = got;
-    char path[256];
-    snprintf(path, sizeof path, "%s/records.jsonl", dir);
-    if (ll_jsonl_foreach(path, on_record, &a, NULL, err, sizeof err) == 0 && a.n > 0) {
-        double *abs_err = malloc(a.n * sizeof *abs_err);
-        for (size_t i = 0; abs_err && i < a.n; i++)
-            abs_err[i] = fabs(a.err_ms[i]);
-        ll_sort_doubles(a.err_ms, a.n);
-        ll_sort_doubles(a.late_ms, a.n_late);
+    ll_rec_handlers h = {.on_request = on_request};
+    if (ll_rec_read(path, &h, &a, NULL, err, sizeof err) == 0 && a.err_ms.n > 0) {
+        size_t n = a.err_ms.n;
+        double *abs_err = malloc(n * sizeof *abs_err);
+        for (size_t i = 0; abs_err && i < n; i++)
+            abs_err[i] = fabs(a.err_ms.v[i]);
+        ll_sort_doubles(a.err_ms.v, n);
+        ll_sort_doubles(a.late_ms.v, a.late_ms.n);
         if (abs_err)
-            ll_sort_doubles(abs_err, a.n);
-        printf("C=%-5d %s: %zu gaps; true step (N>=0.9C) mean %.3f ms; measured ITL p50 %.3f ms\n", C, spec, a.n,
-               n_full ? step_sum / (double)n_full : NAN, L[0].itl_ms.p50);
+            ll_sort_doubles(abs_err, n);
+        printf("C=%-5d %s: %zu gaps; true step (N>=0.9C) mean %.3f ms; measured ITL p50 %.3f ms\n", C, spec, n,
+               n_full ? step_sum / (double)n_full : NAN, fit_itl_p50(dir));
         printf("        ITL error (measured - true): p50 %+.3f ms, p99 %+.3f ms; |error| p50 %.3f ms, p99 %.3f ms\n",
-               ll_quantile_sorted(a.err_ms, a.n, 0.5), ll_quantile_sorted(a.err_ms, a.n, 0.99),
-               abs_err ? ll_quantile_sorted(abs_err, a.n, 0.5) : NAN,
-               abs_err ? ll_quantile_sorted(abs_err, a.n, 0.99) : NAN);
+               ll_quantile_sorted(a.err_ms.v, n, 0.5), ll_quantile_sorted(a.err_ms.v, n, 0.99),
+               abs_err ? ll_quantile_sorted(abs_err, n, 0.5) : NAN, abs_err ? ll_quantile_sorted(abs_err, n, 0.99) : NAN);
         printf("        arrival after step end: p50 %.3f ms, p99 %.3f ms (server write + loopback + client read)\n",
-               ll_quantile_sorted(a.late_ms, a.n_late, 0.5), ll_quantile_sorted(a.late_ms, a.n_late, 0.99));
+               ll_quantile_sorted(a.late_ms.v, a.late_ms.n, 0.5), ll_quantile_sorted(a.late_ms.v, a.late_ms.n, 0.99));
         free(abs_err);
     }
 out2:
     free(st);
     free(ends);
-    free(a.err_ms);
-    free(a.late_ms);
+    ll_vec_free(&a.err_ms);
+    ll_vec_free(&a.late_ms);
 out:
     if (run)
         lg_run_free(run);
@@ -240,10 +312,12 @@ int main(int argc, char **argv)
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
+    gsl_set_error_handler_off(); /* fit: GSL's default handler aborts */
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         return 1;
     printf("bench_loadgen (%s)\n", quick ? "--quick" : "full");
     bench_parse(quick ? 50000 : 500000);
+    bench_writer(quick ? 20000 : 100000);
     /* 52+30n: at time scale 0.01 a C=64 step is 19.7 ms; at 0.001 a C=1024 step is 30.8 ms. */
     bench_itl(64, "backend=synthetic,law=52+30n,time_scale=0.01,think=16", quick ? 32 : 64, 1);
     bench_itl(1024, "backend=synthetic,law=52+30n,time_scale=0.001,think=16,max_running=1024,prefill_budget=131072",

@@ -7,7 +7,7 @@
  * Prefix: ll_.  Errors: functions return 0 or a negative LL_E* code and, where
  * they take one, write a human message into a caller-owned buffer.
  * Thread safety: everything here is safe to use from several threads on
- * distinct objects; ll_jsonl_writer is safe to share (it locks per line).
+ * distinct objects.
  */
 #ifndef LOADLAW_COMMON_H
 #define LOADLAW_COMMON_H
@@ -155,14 +155,7 @@ void ll_sort_doubles(double *v, size_t n);
 
 /* ---- JSONL ---------------------------------------------------------------- */
 
-/* One JSON object per line, each line flushed as written so that a killed
- * process leaves every finished line intact. Safe to share between threads. */
-typedef struct ll_jsonl_writer ll_jsonl_writer;
-int ll_jsonl_open(const char *path, int append, ll_jsonl_writer **out, char *err, size_t errlen);
-int ll_jsonl_write(ll_jsonl_writer *w, const cJSON *obj);       /* one line, flushed */
-int ll_jsonl_write_raw(ll_jsonl_writer *w, const char *line);   /* line without '\n' */
-int ll_jsonl_close(ll_jsonl_writer *w);
-
+/* One JSON object per line (records are written by records.h's writer). */
 /* Calls cb for each parsed line; cb returns 0 to go on, non-zero to stop (that
  * value is returned). A malformed line is an error naming path:line, except a
  * truncated last line (no '\n'), which is skipped with a warning counted in
@@ -176,6 +169,13 @@ int ll_jsonl_foreach(const char *path, ll_jsonl_cb cb, void *ctx, size_t *skippe
 double ll_json_num(const cJSON *obj, const char *key, double dflt);
 int64_t ll_json_i64(const cJSON *obj, const char *key, int64_t dflt);
 const char *ll_json_str(const cJSON *obj, const char *key, const char *dflt);
+/* Append s as a JSON string literal (quotes included). The output is valid
+ * UTF-8 whatever the input: a stray byte, or a character cut short, becomes
+ * U+FFFD, one per bad byte (records are read by any JSON tool). 0 or LL_ENOMEM. */
+int ll_json_escape(ll_buf *b, const char *s);
+/* Make s valid UTF-8 in place: each byte that does not start a well-formed
+ * sequence (a stray byte, a character cut short) becomes '?'. */
+void ll_utf8_scrub(char *s);
 /* The one NaN -> null rule: add key = v, or null when v is NaN or infinite
  * (JSON has no NaN). 0, or LL_ENOMEM when cJSON could not allocate. */
 int ll_json_add_num(cJSON *obj, const char *key, double v);

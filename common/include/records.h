@@ -179,7 +179,9 @@ int ll_rec_drain(ll_rec_writer *w, int64_t timeout_ns);
 /* Records written so far (lines on disk). */
 uint64_t ll_rec_written(const ll_rec_writer *w);
 /* Drain, stop the thread, close the file, free. Returns the first write
- * error (LL_EIO) if any. NULL is a no-op. */
+ * error (LL_EIO) if any. NULL is a no-op. Every producer must be done first
+ * (loadgen's run freed, the engine detached with eng_set_records(e, NULL)):
+ * a put that races with close uses freed memory. */
 int ll_rec_close(ll_rec_writer *w);
 
 /* ---- the reader ------------------------------------------------------------- */
@@ -211,7 +213,14 @@ typedef struct ll_rec_read_stats {
 
 /* Read path (a records.jsonl). The run line must come first. LL_EIO: cannot
  * read; LL_EPARSE: malformed line (not the last); LL_EINVAL: no run line, or
- * a schema newer than LL_RECORDS_SCHEMA. */
+ * a schema newer than LL_RECORDS_SCHEMA.
+ * Required keys (a record without one is dropped and counted in n_rejected):
+ * "level" on level, level_end, request and profile; "start_ns" on level;
+ * "end_ns" on level_end; "status", "send_ns" and "end_ns" on request;
+ * "start_ns" and "dur_ns" on step; "t_ns" on profile. Other keys take their
+ * "absent" value (-1 for times and usage, 0 for counts, NULL for strings).
+ * A run line without "engine_law.time_scale" (older files) reads as NAN. A
+ * failed request whose error_class is unknown reads as LL_ERRC_OTHER. */
 int ll_rec_read(const char *path, const ll_rec_handlers *h, void *ctx, ll_rec_read_stats *st,
                 char *err, size_t errlen);
 

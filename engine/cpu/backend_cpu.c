@@ -349,6 +349,7 @@ int cpu_backend_token(void *state, int slot)
 
 const eng_backend_ops eng_backend_cpu = {
     .name = "cpu",
+    .caps = 0, /* computes on the scheduler thread's pool; its step time is measured */
     .create = cpu_create,
     .step = cpu_step,
     .release = cpu_release,

@@ -2,7 +2,8 @@
  *
  * A program starts the engine in its own process on a loopback port (port 0
  * picks an ephemeral one), reads its URL, drives it over HTTP like any server,
- * reads the engine's own step log, and stops it. `loadlaw serve` is a thin
+ * reads the engine's own step log (or has its steps put into a records
+ * writer, eng_set_records), and stops it. `loadlaw serve` is a thin
  * wrapper over this header.
  *
  * HTTP surface: POST /v1/chat/completions and /v1/completions (streaming SSE
@@ -34,12 +35,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "records.h"
+
 typedef enum eng_backend_kind {
     ENG_BACKEND_SYNTHETIC = 0, /* step time played from a law */
     ENG_BACKEND_CPU = 1,       /* real arithmetic (engine/cpu/) */
     ENG_BACKEND_CUDA = 2,      /* GPU kernels (when built with CUDA) */
 } eng_backend_kind;
 
+/* The engine's configuration: a plain struct the caller fills.
+ *
+ * Strings: a config owns the strings that eng_config_set / eng_parse_spec /
+ * eng_config_copy stored in it (copies), and eng_config_free releases them;
+ * a string field the caller assigns directly is borrowed and must outlive the
+ * config's use (eng_start takes its own copy of everything, so only until
+ * eng_start returns). Copy a config with eng_config_copy, not `=`, once it
+ * owns strings: a plain assignment shares them. NULL string fields mean the
+ * default. */
 typedef struct eng_config {
     /* server */
     const char *bind_addr;     /* default "127.0.0.1" */
@@ -92,9 +104,21 @@ typedef struct eng_config {
     int fault_fail_step;       /* [fault_fail_step] TESTING AID, synthetic backend only:
                                 * the k-th step (1-based) fails with LL_EIO, so tests can
                                 * reach the failed-engine path; 0 = never (default) */
+    /* private (config.c): the strings this config owns, one slot per string
+     * field; only eng_config_* touch it */
+    char *owned_str_[4];
 } eng_config;
 
+/* Defaults, on a fresh config or one released by eng_config_free (a config
+ * that still owns strings would leak them). Allocates nothing. */
 void eng_config_default(eng_config *cfg);
+/* Make dst a copy of src that owns every non-NULL string (dst is overwritten,
+ * not freed first). 0 or LL_ENOMEM (dst then owns nothing). */
+int eng_config_copy(eng_config *dst, const eng_config *src);
+/* Release the strings cfg owns; the string fields that pointed to them
+ * become NULL (the defaults), every other field keeps its value. Borrowed
+ * strings are left alone. Safe on a config that owns nothing, and twice. */
+void eng_config_free(eng_config *cfg);
 
 /* Parse a law such as "52+30n", "52+30n+0.5c+0.01p" (c: per 1000 context
  * tokens, p: per prefill token) into cfg's law fields. */
@@ -108,12 +132,22 @@ int eng_parse_law(const char *law, eng_config *cfg, char *err, size_t errlen);
  * stop_after, default_max_tokens, model, host, port, profile_dir, max_connections,
  * max_body (bytes, k/m suffixes), idle_timeout (duration), think_tokens (= think),
  * fault_fail_step (a testing aid, see eng_config).
- * String values are interned for the life of the process.
- * Unknown keys are an error naming the key. Fields not named keep their value. */
+ * String values are copied into cfg, which owns them (eng_config_free).
+ * Unknown keys are an error naming the key. Fields not named keep their value;
+ * a key that fails leaves its field as it was (keys before it stay applied). */
 int eng_parse_spec(const char *spec, eng_config *cfg, char *err, size_t errlen);
 
-/* Apply one serve-style key (the same keys as eng_parse_spec). */
+/* Apply one serve-style key (the same keys as eng_parse_spec). An unknown key
+ * fails with LL_EINVAL and the message "unknown engine key \"KEY\""; a bad
+ * value with LL_EINVAL and a message naming the key and its allowed values. */
 int eng_config_set(eng_config *cfg, const char *key, const char *value, char *err, size_t errlen);
+
+/* The spec keys, in the order `--help` lists them: the i-th key's name (NULL
+ * past the end), the form of its value ("N", "MS", "naive|tiled", ...) and
+ * a one-line help text (static strings). Aliases (think_tokens) are listed. */
+const char *eng_config_key(size_t i, const char **value_form, const char **help);
+/* 1 when eng_config_set knows key, else 0. */
+int eng_config_has_key(const char *key);
 
 typedef struct eng_engine eng_engine;
 
@@ -123,6 +157,28 @@ int eng_start(const eng_config *cfg, eng_engine **out, char *err, size_t errlen)
 /* "http://127.0.0.1:PORT" (valid until eng_stop). */
 const char *eng_url(const eng_engine *e);
 int eng_port(const eng_engine *e);
+/* The served model name (valid until eng_stop). */
+const char *eng_model(const eng_engine *e);
+/* The backend's name: "synthetic" | "cpu" | "cuda" (static). */
+const char *eng_backend_name(const eng_engine *e);
+
+/* The law the engine plays, as data for the records' run line. Only a
+ * backend that plays a law (synthetic) has one: then out->present = 1, a_ms..
+ * are in played milliseconds (the law as written times time_scale) and
+ * time_scale is the configured factor; otherwise *out is zeroed. Returns
+ * out->present. */
+int eng_law(const eng_engine *e, ll_rec_engine_law *out);
+
+/* Send the engine's steps to a records writer (records.h). From the call on,
+ * the scheduler puts one ll_rec_step per finished step whose start is at or
+ * after ll_rec_epoch_ns(w), with times on the run clock (start_ns minus the
+ * epoch; the other fields as eng_steps has them). The put happens when the
+ * step is logged, before its tokens are released, so a step that made a
+ * token a client has read is already queued. A put may wait while the
+ * writer's queue is full; a failed put is logged and the engine goes on.
+ * NULL detaches: once it returns no put happens any more, so the caller may
+ * then ll_rec_close(w). Any thread; the writer must outlive its attachment. */
+void eng_set_records(eng_engine *e, ll_rec_writer *w);
 
 /* One engine step, CLOCK_MONOTONIC nanoseconds (ll_now_ns()). */
 typedef struct eng_step {

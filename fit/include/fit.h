@@ -1,34 +1,75 @@
 /* fit.h: from a run's records to the step-time law step(N) = a + b*N.
  *
- * Two stages. fit_load_run reads RUN_DIR/records.jsonl into a fit_run (levels,
- * requests with their chunks, engine step samples); it tolerates a truncated
- * last line, failed requests and interrupted levels, and refuses a records
- * schema newer than LL_RECORDS_SCHEMA. fit_analyze rebuilds each level's
- * timeline (P(t) prefilling, D(t) decoding), cuts every inter-chunk gap into a
- * step sample, labels the steady ones, and fits the law on them with GSL
- * (robust bisquare as the answer, OLS beside it), checks the straight line
- * against a quadratic and a knee, and compares each level with the law.
+ * Two stages. fit_load_run reads RUN_DIR/records.jsonl (through the records
+ * module's reader, records.h) into a fit_run (levels, requests with their
+ * chunks, engine step samples); it tolerates a truncated last line, failed
+ * requests and interrupted levels, and refuses a records schema newer than
+ * LL_RECORDS_SCHEMA. fit_analyze rebuilds each level's timeline (P(t)
+ * prefilling, D(t) decoding), cuts every inter-chunk gap into a step sample,
+ * labels the steady ones, computes every per-level figure, and fits the law
+ * on the steady steps with GSL (the answer, OLS beside it), checks the
+ * straight line against a quadratic and a knee, and compares each level
+ * with the law. fit is the only analysis: the sweep's table, summary.json,
+ * `loadlaw fit`, the report and compare all print its result.
  *
  * Definitions (docs/records.md for the records):
  *  - A request is prefilling from send_ns to first_token_ns and decoding from
  *    first_token_ns to end_ns. Failed and warmup requests count in P and D
  *    (they occupied the server) but give no step samples; a failed request with
  *    no token is prefilling until its end.
- *  - Step sample: the gap between two consecutive chunks of one stream, divided
- *    by the tokens of the later chunk (ms per token). N is the time-average of
- *    D over the gap. Steady: P = 0 and D constant inside the gap; events closer
- *    to either end than opt.edge_tol_frac of the gap count as at the end (chunks
- *    of one engine step reach different streams microseconds apart).
- *  - Steady samples of one level whose later chunks arrive together form one
- *    client-observed engine step. The law is fitted on one point per such step
- *    (x = N, y = median ms per token of its samples), so the confidence
- *    intervals count independent steps, not the C copies of each step that the
- *    C streams see. CIs: 95%, sandwich standard errors (noise grows with N),
- *    t distribution with n - 2 degrees of freedom.
+ *  - Arrival: the chunks of one stream stamped at one instant (a chunk split
+ *    into thinking and answer) are one arrival; a chunk without tokens is none.
+ *  - Step sample: the gap between two consecutive arrivals of one stream,
+ *    divided by the tokens of the later arrival (ms per token). N is the
+ *    time-average of D over the gap. Steady: P = 0 and D constant inside the
+ *    gap; events closer to either end than opt.edge_tol_frac of the gap count
+ *    as at the end (chunks of one engine step reach different streams
+ *    microseconds apart). The ITL (below) is the same gaps.
+ *  - One engine step (fit_level_steps, FIT_STEP_GROUP_FRAC): in time order,
+ *    steady samples of one level join the step of the first sample while they
+ *    have its N and arrive within half of their OWN gap after it. A step's
+ *    tokens reach the C streams microseconds apart; a sample of the next step
+ *    arrives one whole (next) step after, so half its own gap separates them
+ *    however much consecutive steps differ. (Half the first sample's gap did
+ *    not: after a long step a short one fell inside it, two steps became one
+ *    point, and the law sat 1 standard error below the mean with 30%
+ *    exponential jitter.) The law's points, the steady throughput's interval
+ *    and compare's bootstrap units are these steps.
+ *  - The law (fit_result.law) estimates the MEAN step time at N: users read
+ *    N / (a + b*N) as throughput, and throughput follows the mean step, not
+ *    the typical one. One point per step (x = N, y = its mean ms per token,
+ *    sum of gaps / sum of tokens), sized by its tokens (fit_line_sized), so
+ *    the intervals count independent steps, not the C copies of each step
+ *    that the C streams see, and at each N the law's mean is the same ratio
+ *    as the steady throughput. A closed-loop level gives the steps of its
+ *    steady windows (N = C) only; an open-loop level every steady step. The
+ *    steady steps of a closed-loop level's ramp-down, where N falls every
+ *    step, are not used: there the client's read lag shrinks with N step
+ *    after step, each gap is its step minus that change, and on the bundled
+ *    engine at 3 + 0.05*N ms, C = 256 those gaps ran 5-19% below their steps
+ *    and pulled b 3% low. Over a window of constant N the lag's changes
+ *    cancel. Robust only
+ *    against true outliers (a stalled client or server, a burst read): a
+ *    bisquare line marks points more than FIT_TRIM_SD robust sd from it, and
+ *    weighted least squares (weights 1/noise^2 of each N) on the rest is the
+ *    answer ("trimmed-wls"); right-skewed jitter, which is what moves the
+ *    mean above the median, stays in. CIs: 95%, HC3 sandwich standard errors
+ *    (noise grows with N), t distribution with n - 2 degrees of freedom.
+ *    Measured (tests/fit/test_fit.c test_skewed_jitter): exponential jitter
+ *    of 30% on 3 + 0.05*N ms, C = 1..256: the earlier bisquare of per-step
+ *    medians gave 3.797 + 0.0612*N against a true mean of 3.900 + 0.065*N,
+ *    its band missed the mean at all 9 levels and the steady throughput sat
+ *    2-5% below its prediction. This law, over 40 seeds: lognormal (25%)
+ *    band covers the true mean 36-39/40 per level, err interval covers 0
+ *    37-40/40; exponential (30%) 35-36/40 and 39-40/40; gaussian 5%: 36-39/40.
  *  - Ramp (closed loop): from the level's start until D first reaches C.
  *    Steady windows: spans with P = 0 and D = C.
  *  - steady_tok_per_s = C * (tokens of steady samples at N = C) / (sum of their
- *    gaps): exact for lockstep decoding and free of window-edge effects.
+ *    gaps): exact for lockstep decoding and free of window-edge effects. Its
+ *    95% interval is the ratio estimator's (delta method over the level's
+ *    steps at N = C, t quantile); error_rel = steady / predicted - 1, and its
+ *    interval combines that one with the law's mean-line band at C on the
+ *    log scale.
  *
  * Times are integer nanoseconds since the run epoch (as in the records); step
  * times in milliseconds; rates in tokens per second. Results are plain structs
@@ -69,14 +110,23 @@ typedef struct fit_run_info {
     const char *endpoint;
     int bundled;              /* target was the in-process engine */
     const char *engine_spec;  /* "" for a remote server */
+    const char *backend;      /* run line "backend": "synthetic" | "cpu" | "cuda"; "" remote */
     const char *scenario;
     int has_engine_law;       /* run line carried engine_law (bundled synthetic) */
     double law_a_ms, law_b_ms, law_c_ms_per_ktok, law_p_ms_per_tok; /* scaled units */
+    double time_scale;        /* engine_law.time_scale: the law as played is the
+                               * law as written times this; NAN without a law, 1
+                               * for an older run line whose engine_law lacks it */
     const char *run_json;     /* the whole run line, unformatted JSON ("{}" if none) */
     size_t n_lines;           /* records read */
     size_t n_truncated;       /* truncated last line skipped (0 or 1) */
     size_t n_unknown;         /* lines of a type this reader does not know */
     size_t n_bad_requests;    /* request lines without usable times, dropped */
+    size_t n_rejected;        /* records the reader rejected (records.h) */
+    size_t n_out_of_range;    /* values out of range inside them (records.h) */
+    size_t n_clamped;         /* request times moved to keep send <= first token
+                               * <= end (a first token before the send, an end
+                               * before the first token or the last chunk) */
 } fit_run_info;
 const fit_run_info *fit_run_get_info(const fit_run *r);
 
@@ -145,7 +195,8 @@ void fit_options_default(fit_options *o);
  * (fewer than 3 points or fewer than 2 distinct x); then the numbers are NAN. */
 typedef struct fit_law {
     int ok;
-    const char *method;       /* "robust-bisquare" | "ols" */
+    const char *method;       /* "trimmed-wls" (the law, header comment) | "ols" |
+                               * "ols-fallback" (the robust pass failed; note says why) */
     double a_ms, b_ms;
     double a_ci_ms[2], b_ci_ms[2]; /* 95% */
     double a_se_ms, b_se_ms;  /* sandwich standard errors */
@@ -154,19 +205,36 @@ typedef struct fit_law {
                                * a and b being strongly anti-correlated */
     double t_crit;            /* t quantile behind the 95% CIs (n - 2 dof) */
     double r2;
-    double resid_sd_ms;       /* spread of residuals: OLS sd; robust 1.4826*MAD */
-    size_t n_points;          /* points fitted */
+    double resid_sd_ms;       /* sd of the residuals of the points fitted (ms) */
+    size_t n_points;          /* points given (n_trimmed of them left out) */
+    size_t n_trimmed;         /* outliers left out of the trimmed fit */
     size_t n_samples;         /* raw step samples behind those points */
     size_t n_distinct;        /* distinct x values */
-    int converged;            /* robust: iterations converged */
+    int converged;            /* trimmed: the bisquare pass converged */
+    char note[160];           /* "" or why the fit fell back */
 } fit_law;
 
-/* Fit y = a + b*x on raw points (robust = 1: bisquare, else OLS). The robust
- * fit weights each point by the noise of its x (x values with >= 5 points);
- * standard errors are sandwich ones (HC3 for OLS, Huber's for bisquare), so
- * noise that grows with N does not make the intervals too narrow. */
+/* Outliers of the law's fit (header comment, "The law"): more than this many
+ * robust standard deviations from the bisquare line. Exponential jitter puts
+ * 1e-4 of its mass beyond that (its mean moves by 0.1% of the jitter; at 8
+ * the law sat 0.8 standard errors low with 30% exponential jitter); a stall
+ * of several steps is far beyond it. */
+#define FIT_TRIM_SD 12.0
+
+/* Fit y = a + b*x on raw points (robust = 1: the trimmed mean fit of the
+ * header comment, else OLS). The trimmed fit weights each point by the noise
+ * of its x (x values with >= 5 points); standard errors are HC3 sandwich
+ * ones, so noise that grows with N does not make the intervals too narrow. */
 int fit_line(const double *x, const double *y, size_t n, int robust, fit_law *out,
              char *err, size_t errlen);
+/* The same with a size per point (robust fit only; NULL = all 1): the WLS
+ * weight of point i is size[i] times its noise weight. The law's points are
+ * engine steps sized by the tokens the client saw of them, so at each N the
+ * law is the mean of every token's step time there, sum of gaps / sum of
+ * tokens, the same ratio as the steady throughput (a step of which few
+ * samples were steady does not count as much as a whole one). */
+int fit_line_sized(const double *x, const double *y, const double *size, size_t n, int robust,
+                   fit_law *out, char *err, size_t errlen);
 
 /* The 95% confidence interval of the mean line a + b*n at n:
  * a + b*n -/+ t_crit * sqrt(var_a + n^2 var_b + 2 n cov_ab). NAN when !ok. */
@@ -198,6 +266,7 @@ typedef struct fit_sample {
     double gap_ms;            /* gap divided by the later chunk's tokens */
     double n;                 /* time-average of D across the gap */
     int32_t level_idx;        /* index into fit_result.levels */
+    uint32_t req_idx;         /* the request (fit_run_request index) */
     int32_t tokens;           /* tokens of the later chunk */
     char kind;                /* FIT_CHUNK_THINK / FIT_CHUNK_ANSWER */
     unsigned char steady;
@@ -218,10 +287,12 @@ typedef struct fit_window {
  * `loadlaw fit`, the report, compare).
  *  TTFT  send -> first token of any kind (thinking included).
  *  TTFA  send -> first answer token (requests without one give no sample).
- *  ITL   one sample per gap between consecutive chunk arrivals of a stream
- *        after its first token, divided by the tokens of the later arrival;
- *        the entries of one arrival (a chunk split into thinking and answer)
- *        are one arrival. ms per token. The same gaps are the step samples.
+ *  ITL   one sample per gap between consecutive arrivals of a stream (header
+ *        comment: "Arrival"), divided by the tokens of the later arrival; ms
+ *        per token. The same gaps, by the same code (timeline.c), are the
+ *        step samples (which also keep those after an interrupted level's cut
+ *        out of the law, and warmup ones with include_warmup; the ITL never
+ *        does either).
  *  TPOT  per request: (last token - first token) / (tokens - 1).
  *  E2E   send -> end of the response.
  *  Open loop, from the intended send time (no coordinated omission):
@@ -258,9 +329,11 @@ typedef struct fit_level {
     double steady_step_ms;        /* median ms per token of steady samples at N = C
                                    * (the typical step; pauses do not move it) */
     double steady_s;              /* total length of steady windows */
-    double predicted_tok_per_s;   /* 1000*C/(a + b*C) from the robust law; closed
+    double steady_tok_per_s_ci[2];/* 95%; header comment */
+    double predicted_tok_per_s;   /* 1000*C/(a + b*C) from the law; closed
                                    * loop only (NAN otherwise or without a law) */
     double error_rel;             /* steady/predicted - 1 */
+    double error_rel_ci[2];       /* 95%; covers 0 when law and throughput agree */
     int ramp_reached;             /* D reached C */
     double ramp_s;                /* NAN if not reached or open loop */
     double ramp_tokens;           /* tokens that arrived during the ramp */
@@ -292,7 +365,7 @@ typedef struct fit_level {
 } fit_level;
 
 typedef struct fit_result {
-    fit_law law;                  /* THE answer: robust bisquare on steady steps */
+    fit_law law;                  /* THE answer: trimmed WLS on steady steps, the mean step */
     fit_law ols;                  /* OLS on the same points */
     fit_law naive;                /* OLS on every raw gap, steady or not: what
                                    * ignoring the phases would report */
@@ -300,9 +373,10 @@ typedef struct fit_result {
                                    * (ok = 0 when the run has none) */
     int has_truth;                /* run line carried the synthetic law */
     double truth_a_ms, truth_b_ms;
-    double time_scale;            /* the engine spec's time_scale (1 when the
-                                   * spec names none); NAN without a truth */
-    char engine_law_spec[64];     /* the spec's law=... value, "" if none */
+    double time_scale;            /* fit_run_info.time_scale; NAN without a truth */
+    char engine_law_spec[64];     /* the law as written, formatted from the run
+                                   * line's data: a/time_scale "+" b/time_scale
+                                   * "n" ("52+30n"); "" without a truth */
     double asymptote_tok_per_s;   /* 1000 / b_ms */
     double n_half;                /* a / b */
     fit_model_check model;
@@ -315,6 +389,11 @@ typedef struct fit_result {
     size_t n_requests, n_failed, n_warmup, n_no_tokens;
     size_t n_empty_chunks;        /* chunks carrying no token, skipped */
     size_t n_truncated_lines;
+    size_t n_bad_requests;        /* request records without usable times */
+    size_t n_rejected_records;    /* records the reader rejected */
+    size_t n_out_of_range;        /* values out of range in them */
+    size_t n_clamped;             /* request times clamped (fit_run_info) */
+    size_t n_trimmed;             /* law points left out as outliers */
     size_t n_notes;
     char **notes;                 /* one line each */
 } fit_result;
@@ -342,12 +421,33 @@ void fit_print(FILE *f, const fit_result *r);
  * the bundled engine's law and time scale. */
 void fit_print_law_line(FILE *f, const fit_result *r);
 
+/* One engine step as the client sees it (header comment, "One engine step"):
+ * steady samples of one level with the same N, the later arrival of each
+ * within FIT_STEP_GROUP_FRAC of its own gap after the first one's. */
+#define FIT_STEP_GROUP_FRAC 0.5
+/* Steady samples: D held for at least this many of the sample's gaps. */
+typedef struct fit_step {
+    int64_t t_ns;             /* later arrival of its first sample */
+    double n;                 /* N of its samples */
+    size_t n_samples;
+    double tokens;            /* tokens of its samples */
+    double gap_ms;            /* sum of its samples' whole gaps (ms) */
+    double ms_per_tok;        /* gap_ms / tokens: its mean ms per token */
+} fit_step;
+/* The steady samples of r->levels[level_idx] grouped into steps, in time
+ * order (only those at N = at_n when at_n > 0). *out: caller frees with free
+ * (NULL when there is none). 0 or LL_ENOMEM. */
+int fit_level_steps(const fit_result *r, size_t level_idx, double at_n, fit_step **out,
+                    size_t *n_out);
+
 /* ---- A/B comparison (compare.c) ---- */
 /* The latencies of one level as fit_level holds them (ttft, ttfa, itl). */
 typedef struct fit_level_latency {
     fit_dist ttft, ttfa, itl;
 } fit_level_latency;
-/* level: the level index as in the records. Optionally hands back the sorted
+/* The samples behind fit_level's ttft, ttfa and itl, computed by the same
+ * code (figures.c) from the same requests, so out equals those dists exactly.
+ * level: the level index as in the records. Optionally hands back the sorted
  * samples (caller frees each *_out with free; pass NULL to skip). */
 int fit_level_latency_get(const fit_run *run, int level, fit_level_latency *out,
                           double **ttft_out, double **ttfa_out, double **itl_out,
@@ -362,21 +462,22 @@ int fit_level_latency_get(const fit_run *run, int level, fit_level_latency *out,
  * lie wholly inside the level's steady windows (P = 0, D = C): that is
  * fit_level.steady_tok_per_s. The 95% interval of X_B / X_A is a percentile
  * bootstrap over R resamples (GSL mt19937, fixed seed) that resamples engine
- * steps: the steady gaps of all requests that end together form one unit
+ * steps: each step at N = C (fit_level_steps, "One engine step") is one unit
  * (tokens, time). The C requests of a level share every step, so resampling
  * requests one by one would treat C copies of one step as independent and
  * give intervals about sqrt(C) too narrow. A level with no steady window
  * falls back to one unit per request (its decode span, first token -> end)
  * and says so (steady = 0).
  *
- * The slope ratio: the ratio B/A of the two laws' b (fit_analyze's robust
- * fit, the slopes printed beside it), with a delta-method interval on the log
+ * The slope ratio: the ratio B/A of the two laws' b (fit_result.law, the
+ * slopes printed beside it), with a delta-method interval on the log
  * scale, se(log r)^2 = (se_bA/b_A)^2 + (se_bB/b_B)^2 (slope_method "delta").
  * When a run has no law, it falls back to each run's steady step time per
  * level (1000 * time / tok, ms) against C, OLS over the common levels, with a
  * percentile bootstrap resampling every level's steps as above
  * (slope_method "bootstrap"; needs two common levels). The
- * verdict quotes the laws' b (fit_analyze's robust fit). */
+ * verdict quotes the laws' b (fit_result.law). The latencies (lat_a, lat_b)
+ * are copies of each level's fit_level ttft, ttfa and itl. */
 typedef struct fit_compare_options {
     int n_resamples;          /* default 2000 */
     uint64_t seed;            /* default 1 */
@@ -399,7 +500,7 @@ typedef struct fit_compare_level {
 } fit_compare_level;
 
 typedef struct fit_compare {
-    fit_law law_a, law_b;     /* copies of each result's robust law */
+    fit_law law_a, law_b;     /* copies of each result's law */
     double asym_a_tok_per_s, asym_b_tok_per_s;
     double slope_a_ms, slope_b_ms;         /* the slopes behind slope_ratio */
     double slope_ratio, slope_ratio_ci[2]; /* B / A; NAN when unknown */

@@ -16,6 +16,26 @@
 
 #include "fit.h"
 
+/* ---- the sweep's own outputs (summary.c) ----------------------------------- */
+
+/* RUN_DIR/summary.json from fit's result: {"tool","schema","units",
+ * "interrupted" (any level was), "url","model","levels":[{level, concurrency,
+ * mode, rate_per_s, n_requests, warmup (planned), interrupted, sent, ok, failed
+ * (measured requests), failed_by_class{http_4xx..other}, duration_s, ramp_s,
+ * ttft_ms/ttfa_ms/tpot_ms/itl_ms/e2e_ms {n,p50,p90,p99,mean,max}, open loop
+ * only: client_lag_ms, ttft_from_intended_ms, e2e_from_intended_ms;
+ * think_tok, answer_tok, usage_completion_tok, think_tok_per_s,
+ * answer_tok_per_s, output_tok_per_s, req_per_s, steady_tok_per_s,
+ * predicted_tok_per_s}], "law" (as `loadlaw fit --json`), "asymptote_tok_per_s",
+ * "n_half"}. Every figure is fit_level's (fit.h "Per-level figures"); NAN is
+ * null. Written through a temporary file and a rename. LL_ENOMEM, LL_EIO. */
+int rpt_write_summary(const char *run_dir, const fit_run *run, const fit_result *res, char *err,
+                      size_t errlen);
+/* The sweep's per-level tables: counts and rates (out_tok/s, req/s, tokens,
+ * ramp_s), failed requests by class, then TTFT/TTFA/TPOT/ITL/E2E p50, p90,
+ * p99, mean and n per level (2 decimals), all from fit_level. */
+void rpt_print_levels(FILE *f, const fit_result *res);
+
 /* ---- HTML run report (report_html.c, report_data.c) ------------------------ */
 
 /* Write the self-contained report of a run: one HTML file with Chart.js

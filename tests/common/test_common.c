@@ -79,18 +79,11 @@ static void test_jsonl(void)
     char path[] = "/tmp/ll_test_jsonl_XXXXXX";
     int fd = mkstemp(path);
     close(fd);
-    ll_jsonl_writer *w;
     char err[256];
-    CHECK(ll_jsonl_open(path, 0, &w, err, sizeof err) == 0, "open: %s", err);
-    for (int i = 0; i < 10; i++) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "i", i);
-        ll_jsonl_write(w, o);
-        cJSON_Delete(o);
-    }
-    ll_jsonl_close(w);
+    FILE *f = fopen(path, "w");
+    for (int i = 0; i < 10; i++)
+        fprintf(f, "{\"i\": %d}\n", i);
     /* A killed writer leaves a partial last line: it is skipped, the rest kept. */
-    FILE *f = fopen(path, "a");
     fputs("{\"i\": 100, \"trunc", f);
     fclose(f);
     int sum = 0;

@@ -147,9 +147,15 @@ int main(void)
     rc = eng_start(&cfg, &e, err, sizeof err);
     CHECK(rc == 0, "start: %s", err);
     if (rc != 0) {
+        eng_config_free(&cfg);
         curl_global_cleanup();
         TEST_MAIN_END();
     }
+
+    /* a computing backend has no law to report, and is named */
+    ll_rec_engine_law law;
+    CHECK(strcmp(eng_backend_name(e), "cpu") == 0, "backend name %s", eng_backend_name(e));
+    CHECK(eng_law(e, &law) == 0 && law.present == 0, "the cpu backend plays no law");
 
     /* four requests at once, so steps batch several sequences */
     enum { NREQ = 4 };
@@ -209,7 +215,8 @@ int main(void)
 
     /* a bad cpu size is a clear error naming its key: at parse time from a
      * spec, at start from a config filled in by hand */
-    eng_config bad = cfg;
+    eng_config bad;
+    CHECK(eng_config_copy(&bad, &cfg) == 0, "copy the config");
     rc = eng_parse_spec("capacity=0", &bad, err, sizeof err);
     CHECK(rc != 0 && strstr(err, "capacity") && bad.capacity_tok == 512, "capacity=0 refused: %s", err);
     bad.capacity_tok = 0;
@@ -217,6 +224,8 @@ int main(void)
     CHECK(rc != 0 && strstr(err, "capacity"), "capacity 0 refused at start: %s", err);
     if (rc == 0)
         eng_stop(e);
+    eng_config_free(&bad);
+    eng_config_free(&cfg);
     curl_global_cleanup();
     TEST_MAIN_END();
 }

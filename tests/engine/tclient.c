@@ -113,7 +113,11 @@ eng_engine *tc_start(const char *spec)
     eng_engine *e = NULL;
     eng_config_default(&cfg);
     cfg.port = 0;
-    if (eng_parse_spec(spec, &cfg, err, sizeof err) != 0 || eng_start(&cfg, &e, err, sizeof err) != 0) {
+    int rc = eng_parse_spec(spec, &cfg, err, sizeof err);
+    if (rc == 0)
+        rc = eng_start(&cfg, &e, err, sizeof err); /* the engine keeps its own copy */
+    eng_config_free(&cfg);
+    if (rc != 0) {
         fprintf(stderr, "cannot start engine \"%s\": %s\n", spec, err);
         exit(1);
     }

@@ -56,6 +56,7 @@ int main(void)
     CHECK(eng_config_set(&c, "jitter", "abc", err, sizeof err) != 0 && strstr(err, "jitter"), "%s", err);
 
     /* cpu sizes: defaults as the backend always had them, keys with range checks */
+    eng_config_free(&c);
     eng_config_default(&c);
     CHECK(c.d_model == 2048 && c.d_ff == 8192 && c.vocab == 1024 && c.capacity_tok == 4096 &&
           c.min_ctx_tok == -1 && c.threads == 1 && c.heads == 64 && c.topk == 2048,
@@ -80,6 +81,61 @@ int main(void)
         CHECK(c.d_model == 512 && c.d_ff == 2000 && c.vocab == 64 && c.capacity_tok == 4096 &&
               c.min_ctx_tok == 300 && c.threads == 0, "%s left the config as it was", bad[i][0]);
     }
+
+    /* the config owns the strings set through keys: the caller's buffer may
+     * change or go; a copy owns its own; free releases them */
+    eng_config_free(&c);
+    eng_config_default(&c);
+    char model[16] = "m-one";
+    CHECK(eng_config_set(&c, "model", model, err, sizeof err) == 0 &&
+          eng_config_set(&c, "attn", "naive", err, sizeof err) == 0 &&
+          eng_config_set(&c, "attn", "tiled", err, sizeof err) == 0, "%s", err);
+    strcpy(model, "changed");
+    CHECK(strcmp(c.model, "m-one") == 0 && strcmp(c.attn, "tiled") == 0, "owned copies: %s %s",
+          c.model, c.attn);
+    eng_config d;
+    CHECK(eng_config_copy(&d, &c) == 0, "copy");
+    CHECK(d.model != c.model && strcmp(d.model, "m-one") == 0 && d.bind_addr != c.bind_addr &&
+          strcmp(d.bind_addr, "127.0.0.1") == 0 && d.max_running == c.max_running, "deep copy");
+    eng_config_free(&c);
+    CHECK(c.model == NULL && c.attn == NULL && c.bind_addr && strcmp(c.bind_addr, "127.0.0.1") == 0,
+          "free: owned fields NULL, borrowed defaults kept");
+    eng_config_free(&c);
+    CHECK(strcmp(d.model, "m-one") == 0, "the copy outlives the original");
+    CHECK(eng_config_set(&d, "model", "", err, sizeof err) == LL_EINVAL && strstr(err, "model") &&
+          strcmp(d.model, "m-one") == 0, "a refused string leaves the field: %s", err);
+    eng_config_free(&d);
+
+    /* the key table drives the list and the messages */
+    size_t n_keys = 0, with_help = 0;
+    const char *form, *help, *name;
+    while ((name = eng_config_key(n_keys, &form, &help)) != NULL) {
+        with_help += form && *form && help && *help;
+        CHECK(eng_config_has_key(name), "listed key %s is known", name);
+        n_keys++;
+    }
+    CHECK(n_keys >= 35 && with_help == n_keys, "%zu keys, %zu with form and help", n_keys, with_help);
+    CHECK(!eng_config_has_key("bogus") && !eng_config_has_key(NULL), "unknown keys");
+    CHECK(eng_config_set(&c, "bogus", "1", err, sizeof err) == LL_EINVAL &&
+          strcmp(err, "unknown engine key \"bogus\"") == 0, "%s", err);
+    static const char *refused[][2] = {
+        {"port", "70000"}, {"seed", "-3"}, {"time_scale", "0"}, {"max_connections", "15"},
+        {"idle_timeout", "0.5s"}, {"max_body", "63"}, {"attn", "fast"}, {"host", ""},
+        {"law", "3q"}, {"backend", "gpu"}, {"jitter", "2"},
+    };
+    eng_config_default(&c);
+    eng_config before = c;
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        err[0] = '\0';
+        CHECK(eng_config_set(&c, refused[i][0], refused[i][1], err, sizeof err) == LL_EINVAL &&
+              strstr(err, refused[i][0]) == err, "%s=%s refused naming the key: %s", refused[i][0],
+              refused[i][1], err);
+    }
+    CHECK(memcmp(&c, &before, sizeof c) == 0, "refused values left the config as it was");
+    CHECK(eng_parse_spec("idle_timeout=2m,max_body=4k,max_connections=32,seed=99,host=0.0.0.0", &c,
+                         err, sizeof err) == 0 && c.idle_timeout_s == 120 && c.max_body_bytes == 4000 &&
+          c.max_connections == 32 && c.seed == 99 && strcmp(c.bind_addr, "0.0.0.0") == 0, "%s", err);
+    eng_config_free(&c);
 
     /* start-up failures come back as errors, never a crash */
     eng_engine *e = NULL;

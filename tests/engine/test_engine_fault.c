@@ -47,7 +47,9 @@ static void test_step_failure(void)
     cfg.on_failure = on_failure;
     cfg.on_failure_arg = &f;
     eng_engine *e = NULL;
-    if (eng_start(&cfg, &e, err, sizeof err) != 0) {
+    rc = eng_start(&cfg, &e, err, sizeof err);
+    eng_config_free(&cfg); /* the engine keeps its own copy */
+    if (rc != 0) {
         CHECK(0, "eng_start: %s", err);
         sem_destroy(&f.posted);
         return;

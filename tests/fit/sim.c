@@ -49,6 +49,29 @@ double sim_law(const sim_cfg *c, double n)
     return s + c->c2_ms * n * n;
 }
 
+double sim_mean_step(const sim_cfg *c, double n)
+{
+    double j = c->jitter_frac;
+    if (c->jitter_kind == SIM_JITTER_EXP)
+        return sim_law(c, n) * (1 + j);
+    if (c->jitter_kind == SIM_JITTER_LOGNORMAL)
+        return sim_law(c, n) * exp(j * j / 2);
+    return sim_law(c, n);
+}
+
+/* One step's factor around law(N): sim.h, SIM_JITTER_*. */
+static double jitter_factor(const sim_cfg *c, ll_rng *rng)
+{
+    double j = c->jitter_frac;
+    if (j <= 0)
+        return 1.0;
+    if (c->jitter_kind == SIM_JITTER_EXP)
+        return 1.0 + j * ll_rng_exponential(rng, 1.0);
+    if (c->jitter_kind == SIM_JITTER_LOGNORMAL)
+        return exp(j * ll_rng_normal(rng));
+    return 1.0 + j * ll_rng_normal(rng);
+}
+
 static void write_request(FILE *f, int level, const sreq *q, const sim_cfg *c)
 {
     int think = q->tokens < c->think_tok ? q->tokens : c->think_tok;
@@ -108,10 +131,14 @@ int sim_write(const char *path, const sim_cfg *c, sim_stats *st)
                "\"host\":\"sim\",\"ranks\":1,\"target\":{\"url\":\"sim://\",\"model\":\"sim\","
                "\"endpoint\":\"chat\",\"bundled\":true},\"engine\":\"backend=sim\"",
             c->schema ? c->schema : 1);
-    if (c->write_truth)
+    if (c->write_truth) {
         fprintf(f, ",\"engine_law\":{\"a_ms\":%.17g,\"b_ms\":%.17g,\"c_ms_per_ktok\":0,"
-                   "\"p_ms_per_tok\":%.17g}",
+                   "\"p_ms_per_tok\":%.17g",
                 c->a_ms, c->b_ms, c->p_ms_per_tok);
+        if (c->time_scale > 0)
+            fprintf(f, ",\"time_scale\":%.17g", c->time_scale);
+        fputc('}', f);
+    }
     fprintf(f, ",\"scenario\":null,\"config\":{}}\n");
 
     int64_t t = 1000000;
@@ -172,8 +199,7 @@ int sim_write(const char *path, const sim_cfg *c, sim_stats *st)
                 continue;
             }
             double dur_ms = sim_law(c, n_dec) + c->p_ms_per_tok * c->prompt_tok * n_pre;
-            if (c->jitter_frac > 0)
-                dur_ms *= 1.0 + c->jitter_frac * ll_rng_normal(&rng);
+            dur_ms *= jitter_factor(c, &rng);
             if (c->stall_every > 0 && (st->steps + 1) % c->stall_every == 0)
                 dur_ms += c->stall_ms;
             int64_t dur = llround(dur_ms * 1e6);

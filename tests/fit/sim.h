@@ -13,14 +13,22 @@
 
 #include <stdint.h>
 
-#define SIM_MAX_LEVELS 8
+#define SIM_MAX_LEVELS 12
+
+/* Step jitter: NORMAL: law * (1 + j*z), symmetric (mean = median = law);
+ * EXP: law * (1 + j*E), E ~ Exp(1) (mean law*(1+j), median law*(1+j ln 2));
+ * LOGNORMAL: law * exp(j*z) (median law, mean law*exp(j^2/2)). The two
+ * skewed ones are what a real engine shows: right tails (a late kernel,
+ * an allocator stall), never a step faster than the work. */
+enum { SIM_JITTER_NORMAL = 0, SIM_JITTER_EXP = 1, SIM_JITTER_LOGNORMAL = 2 };
 
 typedef struct sim_cfg {
     double a_ms, b_ms;          /* step = a + b*N ... */
     double knee_n, b2_ms;       /* ... + (b2 - b)*(N - knee) above the knee (knee 0: none) */
     double c2_ms;               /* ... + c2*N^2 (curvature; 0: none) */
     double p_ms_per_tok;        /* prefill cost per prompt token */
-    double jitter_frac;         /* relative sd of gaussian jitter per step */
+    double jitter_frac;         /* relative size of the jitter per step (below) */
+    int jitter_kind;            /* SIM_JITTER_*: how a step's time is drawn around law(N) */
     uint64_t seed;
     int prompt_tok, max_tokens, think_tok;
     int prefill_per_step;       /* requests prefilled per step (0 = all waiting) */
@@ -33,6 +41,8 @@ typedef struct sim_cfg {
     int64_t kill_ns;            /* stop the run at this time (0 = never) */
     int write_steps;            /* write engine step records */
     int write_truth;            /* write engine_law in the run line */
+    double time_scale;          /* > 0: engine_law.time_scale in the run line (the
+                                 * law as played is the law as written times it) */
     int truncate_tail;          /* append half a line without '\n' */
     int schema;                 /* run line schema (0 -> 1) */
     int burst_every;            /* > 0: in level burst_level a CPU-starved client reads
@@ -61,7 +71,10 @@ void sim_default(sim_cfg *c);
 void sim_set_levels(sim_cfg *c, const int *conc, int n, int per_c);
 /* Writes path; returns 0 or -1 (errno set). */
 int sim_write(const char *path, const sim_cfg *c, sim_stats *st);
-/* Truth of the law at N (ms). */
+/* Truth of the law at N (ms): the step before jitter. */
 double sim_law(const sim_cfg *c, double n);
+/* The true MEAN step at N (ms): law(N) times the jitter's mean factor (stalls
+ * not included). */
+double sim_mean_step(const sim_cfg *c, double n);
 
 #endif

@@ -25,6 +25,8 @@ struct ts_server {
     pthread_t acceptor;
     atomic_int stop, open_streams, peak, requests, profile_calls, profile_streams, barrier;
     atomic_int began;              /* streams begun since the barrier was set */
+    int total_began;               /* under bmu: streams begun since start */
+    int plan_at[8], plan_n[8], n_plan; /* under bmu: ts_set_barrier_plan */
     pthread_mutex_t mu;
     pthread_t *threads;
     size_t n_threads, cap_threads;
@@ -121,14 +123,19 @@ static const char k_sse_head[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-st
 static void stream_begin(ts_server *s)
 {
     int n = atomic_fetch_add(&s->open_streams, 1) + 1, p = atomic_load(&s->peak);
-    atomic_fetch_add(&s->began, 1);
     while (n > p && !atomic_compare_exchange_weak(&s->peak, &p, n))
         ;
-    if (atomic_load(&s->barrier) > 0) {
-        pthread_mutex_lock(&s->bmu);
+    pthread_mutex_lock(&s->bmu);
+    for (int i = 0; i < s->n_plan; i++)
+        if (s->plan_at[i] == s->total_began) {
+            atomic_store(&s->began, 0);
+            atomic_store(&s->barrier, s->plan_n[i]);
+        }
+    s->total_began++;
+    atomic_fetch_add(&s->began, 1);
+    if (atomic_load(&s->barrier) > 0)
         pthread_cond_broadcast(&s->bcv);
-        pthread_mutex_unlock(&s->bmu);
-    }
+    pthread_mutex_unlock(&s->bmu);
 }
 
 /* Token chunks: `count` tokens of one kind, with continuous usage. */
@@ -387,9 +394,23 @@ void ts_set_barrier(ts_server *s, int n)
     pthread_mutex_unlock(&s->bmu);
 }
 
+void ts_set_barrier_plan(ts_server *s, const int *at, const int *n, int count)
+{
+    pthread_mutex_lock(&s->bmu);
+    s->n_plan = count < 8 ? count : 8;
+    for (int i = 0; i < s->n_plan; i++) {
+        s->plan_at[i] = at[i];
+        s->plan_n[i] = n[i];
+    }
+    pthread_mutex_unlock(&s->bmu);
+}
+
 void ts_stop(ts_server *s)
 {
     atomic_store(&s->stop, 1);
+    pthread_mutex_lock(&s->bmu);
+    s->n_plan = 0;
+    pthread_mutex_unlock(&s->bmu);
     ts_set_barrier(s, 0); /* wakes streams held at the barrier */
     pthread_join(s->acceptor, NULL);
     pthread_mutex_lock(&s->mu);

@@ -40,8 +40,13 @@ int ts_requests(const ts_server *s);         /* completion requests received */
 int ts_profile_calls(const ts_server *s);    /* POST /start_profile received */
 int ts_profile_streams(const ts_server *s);  /* streams open when it was received */
 char *ts_profile_body(const ts_server *s);   /* last /start_profile body (static buffer) */
-/* Change the barrier (e.g. between levels, from an lg_level_cb). */
+/* Change the barrier now. */
 void ts_set_barrier(ts_server *s, int n);
+/* A barrier per sweep level, set by stream count: when the at[i]-th stream
+ * since start (0-based) begins, the barrier becomes n[i] counted from it
+ * (e.g. at = {0, 8, 16}, n = {1, 4, 16} for levels C = 1, 4, 16 of 8, 8 and
+ * 24 requests, one after the other). At most 8 entries. */
+void ts_set_barrier_plan(ts_server *s, const int *at, const int *n, int count);
 /* Authorization header value of the last completion request ("" when none). */
 const char *ts_last_auth(const ts_server *s);
 void ts_stop(ts_server *s);

@@ -290,7 +290,7 @@ static void test_json_escape_utf8(void)
     };
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
         ll_buf b = {0};
-        CHECK(lg_json_escape(&b, k[i].in) == 0, "escape %zu", i);
+        CHECK(ll_json_escape(&b, k[i].in) == 0, "escape %zu", i);
         CHECK(b.p && strcmp(b.p, k[i].want) == 0, "escape %zu: got %s want %s", i, b.p ? b.p : "", k[i].want);
         ll_buf_free(&b);
     }

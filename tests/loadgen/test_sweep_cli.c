@@ -2,8 +2,10 @@
  * binary, bundled engine in-process): SIGINT once drains and keeps the
  * records with an interrupted summary (exit 130); SIGINT twice exits at once
  * with the records still readable; bad scenarios and flags are usage errors
- * whose messages name the file and the key; an "ab" scenario runs both sides
- * and gates on their comparison (exit 0 or 3). */
+ * whose messages name the file and the key (and, through the option tables,
+ * every command's unknown option or missing value is one line and exit 2);
+ * an "ab" scenario runs both sides and gates on their comparison (exit 0 or
+ * 3). */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,7 +122,7 @@ static void test_sigint_once(void)
     /* ~2 rounds of 4 finished before the signal, 4 more drained: all ok. */
     CHECK(t.requests >= 4 && t.requests < 40 && t.ok == t.requests, "requests %d ok %d", t.requests, t.ok);
     CHECK(t.level_ends == 1 && t.interrupted == 1, "one level, interrupted (%d, %d)", t.level_ends, t.interrupted);
-    CHECK(t.steps > 0, "engine steps copied into the records (%d)", t.steps);
+    CHECK(t.steps > 0, "engine steps in the records (%d)", t.steps);
     snprintf(path, sizeof path, "%s/summary.json", dir);
     CHECK(file_has(path, "\"interrupted\":\ttrue"), "summary.json marked interrupted");
 }
@@ -146,8 +148,9 @@ static void test_sigint_twice(void)
     snprintf(path, sizeof path, "%s/records.jsonl", dir);
     CHECK(ll_jsonl_foreach(path, on_line, &t, &skipped, err, sizeof err) == 0 && skipped <= 1,
           "records still readable: %s", err);
-    /* The killed level never reached its end: its steps were copied at the
-     * signals (~8 steps of 10 ms had run by the first). */
+    /* The killed level never reached its end: the engine put its steps into
+     * the records as they ran, and the second signal let the writer drain
+     * them (~8 steps of 10 ms had run by the first). */
     CHECK(t.steps >= 5, "engine steps of the killed level kept (%d)", t.steps);
 }
 
@@ -250,6 +253,21 @@ static void test_usage_errors(void)
     char *a4[] = {"loadlaw", "sweep", "--help", NULL};
     rc = wait_exit(spawn(a4, errf), 10);
     CHECK(rc == 0, "--help exits 0, got %d", rc);
+    /* The option tables: every command words these errors the same way. */
+    static const char *cmds[] = {"sweep", "serve", "fit", "report", "compare", "trace"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char want[64];
+        char *a8[] = {"loadlaw", (char *)cmds[i], "--no-such-option", NULL};
+        rc = wait_exit(spawn(a8, errf), 10);
+        snprintf(want, sizeof want, "loadlaw %s: unknown option '--no-such-option'", cmds[i]);
+        CHECK(rc == 2 && file_has(errf, want), "%s --no-such-option: exit 2 and '%s', got %d", cmds[i], want, rc);
+        char *a9[] = {"loadlaw", (char *)cmds[i], "--help", NULL};
+        rc = wait_exit(spawn(a9, errf), 10);
+        CHECK(rc == 0, "%s --help: exit 0, got %d", cmds[i], rc);
+    }
+    char *a10[] = {"loadlaw", "sweep", "-n", NULL};
+    rc = wait_exit(spawn(a10, errf), 10);
+    CHECK(rc == 2 && file_has(errf, "loadlaw sweep: -n needs a value"), "-n without a value: exit 2, got %d", rc);
 }
 
 /* 1 when some file under dir contains needle, 0 when none does, -1 on error. */

@@ -1,0 +1,176 @@
+/* opts.c: the option tables of opts.h, turned into getopt_long's arrays and
+ * into --help text.
+ *
+ * getopt_long runs in "return in order" mode ('-' first in the option
+ * string): positional arguments come back where they stand, so a command can
+ * say which of two run directories was extra. ':' next makes a missing value
+ * its own case, and opterr = 0 leaves every message to us, worded the same
+ * for every command. */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "opts.h"
+
+/* Where the help text starts: "  -c, --concurrency L  text". */
+#define HELP_COL 23
+/* and how wide it may run (lines end by column 80) */
+#define HELP_WIDTH (80 - HELP_COL)
+
+enum { KEY_HELP = 'h' };
+
+static size_t count(const cli_opt *o)
+{
+    size_t n = 0;
+    while (o[n].name || o[n].help)
+        n++;
+    return n;
+}
+
+static const cli_opt *find_key(const cli_opt *o, int key)
+{
+    for (; o->name || o->help; o++)
+        if (o->name && o->key == key)
+            return o;
+    return NULL;
+}
+
+int cli_usage_error(const cli_cmd *c, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    /* One write: stderr is unbuffered, and a reader of the pipe should get
+     * the whole line at once. */
+    fprintf(stderr, "loadlaw %s: %s\n", c->name, msg);
+    return CLI_USAGE;
+}
+
+static void print_opt(FILE *f, const cli_opt *o)
+{
+    char left[96];
+    int n;
+    if (o->key < 256)
+        n = snprintf(left, sizeof left, "  -%c, --%s%s%s", o->key, o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+    else
+        n = snprintf(left, sizeof left, "  --%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+    fputs(left, f);
+    if (n + 2 > HELP_COL)
+        fprintf(f, "\n%*s", HELP_COL, "");
+    else
+        fprintf(f, "%*s", HELP_COL - n, "");
+    /* Word-wrapped to HELP_WIDTH; a "\n" in the text also starts a line. */
+    int col = 0;
+    for (const char *h = o->help; *h;) {
+        size_t w = strcspn(h, " \n");
+        if (col > 0 && col + 1 + (int)w > HELP_WIDTH) {
+            fprintf(f, "\n%*s", HELP_COL, "");
+            col = 0;
+        } else if (col > 0) {
+            fputc(' ', f);
+            col++;
+        }
+        fwrite(h, 1, w, f);
+        col += (int)w;
+        h += w;
+        if (*h == '\n') {
+            fprintf(f, "\n%*s", HELP_COL, "");
+            col = 0;
+        }
+        if (*h)
+            h++;
+    }
+    fputc('\n', f);
+}
+
+void cli_usage(FILE *f, const cli_cmd *c)
+{
+    fprintf(f, "%s\n", c->synopsis);
+    if (c->intro)
+        fprintf(f, "\n%s", c->intro);
+    fputc('\n', f);
+    for (const cli_opt *o = c->opts; o->name || o->help; o++) {
+        if (!o->name)
+            fprintf(f, "%s\n", o->help);
+        else if (o->help)
+            print_opt(f, o);
+    }
+    fprintf(f, "  -h, --help           this help\n");
+    if (c->outro)
+        fprintf(f, "\n%s", c->outro);
+}
+
+/* getopt_long's arrays for table o (plus -h/--help). Caller frees both. */
+static int build(const cli_opt *o, struct option **lo_out, char **short_out)
+{
+    size_t n = count(o), k = 0;
+    struct option *lo = calloc(n + 2, sizeof *lo);
+    char *sh = malloc(3 * n + 8), *p = sh;
+    if (!lo || !sh) {
+        free(lo);
+        free(sh);
+        return -1;
+    }
+    *p++ = '-';
+    *p++ = ':';
+    for (size_t i = 0; i < n; i++) {
+        if (!o[i].name)
+            continue;
+        lo[k++] = (struct option){o[i].name, o[i].arg ? required_argument : no_argument, NULL, o[i].key};
+        if (o[i].key < 256) {
+            *p++ = (char)o[i].key;
+            if (o[i].arg)
+                *p++ = ':';
+        }
+    }
+    lo[k++] = (struct option){"help", no_argument, NULL, KEY_HELP};
+    lo[k] = (struct option){0};
+    *p++ = 'h';
+    *p = '\0';
+    *lo_out = lo;
+    *short_out = sh;
+    return 0;
+}
+
+int cli_parse(const cli_cmd *c, int argc, char **argv, cli_opt_fn *fn, void *ctx)
+{
+    struct option *lo = NULL;
+    char *sh = NULL;
+    int ret = CLI_GO_ON, key;
+    if (build(c->opts, &lo, &sh)) {
+        fprintf(stderr, "loadlaw %s: out of memory\n", c->name);
+        return CLI_FAIL;
+    }
+    opterr = 0;
+    optind = 0; /* glibc: 0 re-initialises, so a second parse in one process starts afresh */
+    while (ret == CLI_GO_ON && (key = getopt_long(argc, argv, sh, lo, NULL)) != -1) {
+        const char *arg = argv[optind - 1];
+        if (key == 1) {
+            int r = fn(NULL, optarg, ctx);
+            ret = r ? r : CLI_GO_ON;
+        } else if (key == KEY_HELP) {
+            cli_usage(stdout, c);
+            ret = CLI_OK;
+        } else if (key == ':') {
+            ret = cli_usage_error(c, "%s needs a value", arg);
+        } else if (key == '?') {
+            /* A long option is named as written; a short one by its letter
+             * (it may sit in a cluster such as -qx). */
+            char opt[8];
+            snprintf(opt, sizeof opt, "-%c", optopt > 0 && optopt < 128 ? optopt : '?');
+            ret = cli_usage_error(c, "unknown option '%s' (try loadlaw %s --help)",
+                                  strncmp(arg, "--", 2) == 0 || optopt <= 0 ? arg : opt, c->name);
+        } else {
+            const cli_opt *o = find_key(c->opts, key);
+            int r = o ? fn(o, optarg, ctx) : CLI_FAIL;
+            ret = r ? r : CLI_GO_ON;
+        }
+    }
+    free(lo);
+    free(sh);
+    return ret;
+}

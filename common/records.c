@@ -1,0 +1,544 @@
+/* records.c: the records.jsonl vocabulary (error classes) and writer: a
+ * bounded queue drained by one writer thread. The reader is records_read.c.
+ *
+ * DESIGN (writer): producers copy a record into a ring of queue_cap slots
+ * under one mutex and signal the writer; a producer that finds the ring full
+ * waits on `not_full`. Request, level, level_end and step records travel as
+ * structs and are formatted by the writer thread; the run and profile records
+ * (one per run / per level, from the driver) are built as cJSON trees by the
+ * producer and printed by the writer. The writer takes one slot at a time,
+ * formats it outside the lock, writes the line and flushes it, so a killed
+ * process keeps every line the writer reached. `n_put` counts records
+ * accepted and `n_done` records the writer finished with (written, or dropped
+ * after a write error); ll_rec_drain waits for n_done to reach the n_put it
+ * saw. After the first write error the writer keeps emptying the queue (so no
+ * producer blocks forever) but writes nothing more, and every put returns
+ * LL_EIO.
+ *
+ * The keys and shapes are docs/records.md; numbers are written as integers
+ * where the struct holds integers (the same digits cJSON printed before). */
+#include "common.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- vocabulary -------------------------------------------------------------- */
+
+static const char *const err_class_names[LL_ERRC__COUNT] = {
+    "ok", "http_4xx", "http_5xx", "stream_error", "truncated", "timeout", "connect", "reset", "other"};
+
+const char *ll_err_class_name(ll_err_class c)
+{
+    return (unsigned)c < LL_ERRC__COUNT ? err_class_names[c] : "other";
+}
+
+int ll_err_class_parse(const char *name, ll_err_class *out)
+{
+    for (int c = 0; c < LL_ERRC__COUNT; c++)
+        if (name && strcmp(name, err_class_names[c]) == 0) {
+            *out = (ll_err_class)c;
+            return 0;
+        }
+    *out = LL_ERRC_OTHER;
+    return LL_EINVAL;
+}
+
+/* ---- the writer: queue ------------------------------------------------------- */
+
+enum rec_kind { K_LEVEL, K_LEVEL_END, K_REQUEST, K_STEP, K_JSON };
+
+typedef struct rec_item {
+    enum rec_kind kind;
+    union {
+        ll_rec_level lv;
+        ll_rec_level_end le;
+        ll_rec_request rq;
+        ll_rec_step st;
+        cJSON *obj;
+    } u;
+} rec_item;
+
+struct ll_rec_writer {
+    FILE *f;
+    int64_t epoch_ns, epoch_wall_ns;
+    pthread_t thread;
+    int thread_started;
+    pthread_mutex_t mu;
+    pthread_cond_t not_empty, not_full, done; /* done: n_done grew */
+    rec_item *ring;
+    size_t cap, head, count;                  /* guarded by mu */
+    uint64_t n_put, n_done;                   /* guarded by mu */
+    int stopping;                             /* guarded by mu */
+    atomic_int failed;                        /* a write failed: LL_EIO from now on */
+    atomic_uint_fast64_t n_written;           /* lines on disk */
+    ll_buf line;                              /* writer thread only */
+};
+
+static void item_free(rec_item *it)
+{
+    if (it->kind == K_REQUEST) {
+        free(it->u.rq.chunks);
+        free(it->u.rq.error);
+    } else if (it->kind == K_JSON) {
+        cJSON_Delete(it->u.obj);
+    }
+}
+
+/* ---- the writer: formatting (writer thread) ----------------------------------- */
+
+/* Decimal digits of v at p (at most 20 bytes); returns how many. The chunk
+ * list is most of a request line: printf per number would be most of the
+ * writer's time. */
+static size_t fmt_i64(char *p, int64_t v)
+{
+    char tmp[24];
+    size_t n = 0, k = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        p[k++] = '-';
+    while (n)
+        p[k++] = tmp[--n];
+    return k;
+}
+
+/* [t_ns,tokens,"k"], preceded by a comma unless first. */
+static int put_chunk(ll_buf *b, const ll_rec_chunk *c, int first)
+{
+    char tmp[64];
+    size_t n = 0;
+    if (!first)
+        tmp[n++] = ',';
+    tmp[n++] = '[';
+    n += fmt_i64(tmp + n, c->t_ns);
+    tmp[n++] = ',';
+    n += fmt_i64(tmp + n, c->tokens);
+    tmp[n++] = ',';
+    tmp[n++] = '"';
+    tmp[n++] = c->kind;
+    tmp[n++] = '"';
+    tmp[n++] = ']';
+    return ll_buf_append(b, tmp, n);
+}
+
+static int put_time(ll_buf *b, const char *key, int64_t t)
+{
+    return t < 0 ? ll_buf_printf(b, ",\"%s\":null", key) : ll_buf_printf(b, ",\"%s\":%" PRId64, key, t);
+}
+
+static int format_level(ll_buf *b, const ll_rec_level *lv)
+{
+    if (lv->open_loop)
+        return ll_buf_printf(b,
+                             "{\"type\":\"level\",\"level\":%d,\"concurrency\":%d,\"mode\":\"open\","
+                             "\"rate_per_s\":%.17g,\"arrival\":\"%s\",\"n_requests\":%d,\"warmup\":%d,"
+                             "\"start_ns\":%" PRId64 "}",
+                             lv->level, lv->concurrency, lv->rate_per_s, lv->poisson ? "poisson" : "constant",
+                             lv->n_requests, lv->warmup, lv->start_ns);
+    return ll_buf_printf(b,
+                         "{\"type\":\"level\",\"level\":%d,\"concurrency\":%d,\"mode\":\"closed\","
+                         "\"rate_per_s\":null,\"n_requests\":%d,\"warmup\":%d,\"start_ns\":%" PRId64 "}",
+                         lv->level, lv->concurrency, lv->n_requests, lv->warmup, lv->start_ns);
+}
+
+static int format_level_end(ll_buf *b, const ll_rec_level_end *le)
+{
+    return ll_buf_printf(b,
+                         "{\"type\":\"level_end\",\"level\":%d,\"end_ns\":%" PRId64
+                         ",\"interrupted\":%s,\"ok\":%d,\"failed\":%d}",
+                         le->level, le->end_ns, le->interrupted ? "true" : "false", le->ok, le->failed);
+}
+
+static int format_step(ll_buf *b, const ll_rec_step *st)
+{
+    return ll_buf_printf(b,
+                         "{\"type\":\"step\",\"start_ns\":%" PRId64 ",\"dur_ns\":%" PRId64
+                         ",\"n_decode\":%d,\"n_running\":%d,\"prefill_tok\":%d,\"ctx_tok\":%" PRId64 "}",
+                         st->start_ns, st->dur_ns, st->n_decode, st->n_running, st->prefill_tok, st->ctx_tok);
+}
+
+static int format_usage(ll_buf *b, const ll_rec_request *rq)
+{
+    int rc;
+    if (rq->usage_completion < 0)
+        return ll_buf_printf(b, ",\"usage\":null");
+    LL_TRY(ll_buf_printf(b, ",\"usage\":{\"prompt_tokens\":%" PRId64 ",\"completion_tokens\":%" PRId64,
+                         rq->usage_prompt, rq->usage_completion));
+    if (rq->usage_reasoning >= 0)
+        LL_TRY(ll_buf_printf(b, ",\"reasoning_tokens\":%" PRId64, rq->usage_reasoning));
+    LL_TRY(ll_buf_append(b, "}", 1));
+fail:
+    return rc;
+}
+
+static int format_request(ll_buf *b, const ll_rec_request *rq)
+{
+    int ok = rq->cls == LL_ERRC_OK, rc;
+    LL_TRY(ll_buf_printf(b,
+                         "{\"type\":\"request\",\"level\":%d,\"rank\":%d,\"id\":%" PRIu64
+                         ",\"warmup\":%s,\"status\":\"%s\",\"error_class\":",
+                         rq->level, rq->rank, rq->id, rq->warmup ? "true" : "false", ok ? "ok" : "error"));
+    LL_TRY(ok ? ll_buf_printf(b, "null") : ll_buf_printf(b, "\"%s\"", ll_err_class_name(rq->cls)));
+    LL_TRY(rq->http_status ? ll_buf_printf(b, ",\"http_status\":%d", rq->http_status)
+                           : ll_buf_printf(b, ",\"http_status\":null"));
+    LL_TRY(ll_buf_printf(b, ",\"error\":"));
+    LL_TRY(rq->error ? ll_json_escape(b, rq->error) : ll_buf_printf(b, "null"));
+    LL_TRY(put_time(b, "intended_ns", rq->intended_ns));
+    LL_TRY(put_time(b, "send_ns", rq->send_ns));
+    LL_TRY(put_time(b, "header_ns", rq->header_ns));
+    LL_TRY(put_time(b, "first_token_ns", rq->first_token_ns));
+    LL_TRY(put_time(b, "first_think_ns", rq->first_think_ns));
+    LL_TRY(put_time(b, "first_answer_ns", rq->first_answer_ns));
+    LL_TRY(put_time(b, "end_ns", rq->end_ns));
+    LL_TRY(ll_buf_printf(b, ",\"prompt_tok\":%" PRId64 ",\"think_tok\":%" PRId64 ",\"answer_tok\":%" PRId64,
+                         rq->prompt_tok, rq->think_tok, rq->answer_tok));
+    LL_TRY(format_usage(b, rq));
+    LL_TRY(ll_buf_printf(b, ",\"chunks\":["));
+    for (size_t i = 0; i < rq->n_chunks; i++)
+        LL_TRY(put_chunk(b, &rq->chunks[i], i == 0));
+    LL_TRY(ll_buf_append(b, "]}", 2));
+fail:
+    return rc;
+}
+
+static int format_item(ll_buf *b, const rec_item *it)
+{
+    char *s;
+    switch (it->kind) {
+    case K_LEVEL:
+        return format_level(b, &it->u.lv);
+    case K_LEVEL_END:
+        return format_level_end(b, &it->u.le);
+    case K_REQUEST:
+        return format_request(b, &it->u.rq);
+    case K_STEP:
+        return format_step(b, &it->u.st);
+    case K_JSON:
+        if (!(s = cJSON_PrintUnformatted(it->u.obj)))
+            return LL_ENOMEM;
+        int rc = ll_buf_append(b, s, strlen(s));
+        cJSON_free(s);
+        return rc;
+    }
+    return LL_EINVAL;
+}
+
+/* Format one record and write it as a line, flushed. */
+static void write_item(ll_rec_writer *w, const rec_item *it)
+{
+    ll_buf_reset(&w->line);
+    int rc = format_item(&w->line, it);
+    if (rc == 0)
+        rc = ll_buf_append(&w->line, "\n", 1);
+    if (rc) {
+        /* Out of memory: the file can no longer hold every record, so the
+         * writer fails as on a write error (ll_rec_close reports it). */
+        ll_error("records: a record could not be formatted (%s)", ll_strerror(rc));
+        atomic_store(&w->failed, 1);
+        return;
+    }
+    if (fwrite(w->line.p, 1, w->line.len, w->f) != w->line.len || fflush(w->f) != 0) {
+        ll_error("records: write failed: %s", strerror(errno));
+        atomic_store(&w->failed, 1);
+        return;
+    }
+    atomic_fetch_add(&w->n_written, 1);
+}
+
+static void *writer_main(void *arg)
+{
+    ll_rec_writer *w = arg;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (w->count == 0 && !w->stopping)
+            pthread_cond_wait(&w->not_empty, &w->mu);
+        if (w->count == 0)
+            break; /* stopping, and nothing left */
+        rec_item it = w->ring[w->head];
+        w->head = (w->head + 1) % w->cap;
+        w->count--;
+        pthread_cond_signal(&w->not_full);
+        pthread_mutex_unlock(&w->mu);
+        if (!atomic_load(&w->failed))
+            write_item(w, &it);
+        item_free(&it);
+        pthread_mutex_lock(&w->mu);
+        w->n_done++;
+        pthread_cond_broadcast(&w->done);
+        /* A failed writer takes no more records: every producer waiting for
+         * room must hear it, not just the one a pop would wake. */
+        if (atomic_load(&w->failed))
+            pthread_cond_broadcast(&w->not_full);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+/* Queue a record (the writer frees what it owns, also on error). */
+static int enqueue(ll_rec_writer *w, const rec_item *it)
+{
+    pthread_mutex_lock(&w->mu);
+    while (w->count == w->cap && !atomic_load(&w->failed) && !w->stopping)
+        pthread_cond_wait(&w->not_full, &w->mu);
+    if (atomic_load(&w->failed) || w->stopping) {
+        pthread_mutex_unlock(&w->mu);
+        rec_item tmp = *it;
+        item_free(&tmp);
+        return LL_EIO;
+    }
+    w->ring[(w->head + w->count) % w->cap] = *it;
+    w->count++;
+    w->n_put++;
+    pthread_cond_signal(&w->not_empty);
+    pthread_mutex_unlock(&w->mu);
+    return 0;
+}
+
+/* ---- the writer: lifecycle ---------------------------------------------------- */
+
+static int cond_init_monotonic(pthread_cond_t *c)
+{
+    pthread_condattr_t a;
+    if (pthread_condattr_init(&a))
+        return LL_ESYS;
+    int bad = pthread_condattr_setclock(&a, CLOCK_MONOTONIC) || pthread_cond_init(c, &a);
+    pthread_condattr_destroy(&a);
+    return bad ? LL_ESYS : 0;
+}
+
+int ll_rec_open(const char *path, size_t queue_cap, ll_rec_writer **out, char *err, size_t errlen)
+{
+    int rc;
+    ll_rec_writer *w = calloc(1, sizeof *w);
+    if (!w)
+        return LL_ENOMEM;
+    w->cap = queue_cap ? queue_cap : 65536;
+    pthread_mutex_init(&w->mu, NULL);
+    if (cond_init_monotonic(&w->not_empty) || cond_init_monotonic(&w->not_full) ||
+        cond_init_monotonic(&w->done)) {
+        ll_errf(err, errlen, "records: pthread_cond_init failed");
+        free(w);
+        return LL_ESYS;
+    }
+    if (!(w->ring = calloc(w->cap, sizeof *w->ring))) {
+        rc = LL_ENOMEM;
+        ll_errf(err, errlen, "records: out of memory");
+        goto fail;
+    }
+    if (!(w->f = fopen(path, "w"))) {
+        ll_errf(err, errlen, "%s: %s", path, strerror(errno));
+        rc = LL_EIO;
+        goto fail;
+    }
+    w->epoch_ns = ll_now_ns();
+    w->epoch_wall_ns = ll_wall_ns();
+    if (pthread_create(&w->thread, NULL, writer_main, w) != 0) {
+        ll_errf(err, errlen, "records: pthread_create failed");
+        rc = LL_ESYS;
+        goto fail;
+    }
+    w->thread_started = 1;
+    *out = w;
+    return 0;
+fail:
+    ll_rec_close(w);
+    return rc;
+}
+
+int64_t ll_rec_epoch_ns(const ll_rec_writer *w) { return w->epoch_ns; }
+
+uint64_t ll_rec_written(const ll_rec_writer *w) { return atomic_load(&w->n_written); }
+
+int ll_rec_drain(ll_rec_writer *w, int64_t timeout_ns)
+{
+    int64_t deadline = timeout_ns > 0 ? ll_now_ns() + timeout_ns : 0;
+    struct timespec ts = {(time_t)(deadline / 1000000000), (long)(deadline % 1000000000)};
+    int rc = 0;
+    pthread_mutex_lock(&w->mu);
+    uint64_t target = w->n_put;
+    while (w->n_done < target && rc == 0)
+        if (deadline ? pthread_cond_timedwait(&w->done, &w->mu, &ts) == ETIMEDOUT
+                     : pthread_cond_wait(&w->done, &w->mu) != 0)
+            rc = w->n_done < target ? LL_EINTR : 0;
+    pthread_mutex_unlock(&w->mu);
+    return rc ? rc : atomic_load(&w->failed) ? LL_EIO : 0;
+}
+
+int ll_rec_close(ll_rec_writer *w)
+{
+    if (!w)
+        return 0;
+    if (w->thread_started) {
+        pthread_mutex_lock(&w->mu);
+        w->stopping = 1;
+        pthread_cond_broadcast(&w->not_empty);
+        pthread_cond_broadcast(&w->not_full);
+        pthread_mutex_unlock(&w->mu);
+        pthread_join(w->thread, NULL);
+    }
+    int rc = atomic_load(&w->failed) ? LL_EIO : 0;
+    if (w->f && fclose(w->f) != 0)
+        rc = LL_EIO;
+    for (size_t i = 0; i < w->count; i++)
+        item_free(&w->ring[(w->head + i) % w->cap]);
+    free(w->ring);
+    ll_buf_free(&w->line);
+    pthread_cond_destroy(&w->not_empty);
+    pthread_cond_destroy(&w->not_full);
+    pthread_cond_destroy(&w->done);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+    return rc;
+}
+
+/* ---- the writer: puts --------------------------------------------------------- */
+
+int ll_rec_put_level(ll_rec_writer *w, const ll_rec_level *lv)
+{
+    rec_item it = {.kind = K_LEVEL, .u.lv = *lv};
+    return enqueue(w, &it);
+}
+
+int ll_rec_put_level_end(ll_rec_writer *w, const ll_rec_level_end *le)
+{
+    rec_item it = {.kind = K_LEVEL_END, .u.le = *le};
+    return enqueue(w, &it);
+}
+
+int ll_rec_put_request(ll_rec_writer *w, ll_rec_request *rq)
+{
+    rec_item it = {.kind = K_REQUEST, .u.rq = *rq};
+    rq->chunks = NULL;
+    rq->error = NULL;
+    rq->n_chunks = 0;
+    return enqueue(w, &it);
+}
+
+int ll_rec_put_step(ll_rec_writer *w, const ll_rec_step *st)
+{
+    rec_item it = {.kind = K_STEP, .u.st = *st};
+    return enqueue(w, &it);
+}
+
+int ll_rec_put_json(ll_rec_writer *w, cJSON *obj)
+{
+    if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(obj, "type"))) {
+        cJSON_Delete(obj);
+        return LL_EINVAL;
+    }
+    rec_item it = {.kind = K_JSON, .u.obj = obj};
+    return enqueue(w, &it);
+}
+
+/* cJSON_Add* that can fail: a string, or null for NULL. */
+static int add_str_or_null(cJSON *o, const char *key, const char *s)
+{
+    return (s ? cJSON_AddStringToObject(o, key, s) : cJSON_AddNullToObject(o, key)) ? 0 : LL_ENOMEM;
+}
+
+static int add_num(cJSON *o, const char *key, double v)
+{
+    return cJSON_AddNumberToObject(o, key, v) ? 0 : LL_ENOMEM;
+}
+
+static int add_law(cJSON *o, const ll_rec_engine_law *law)
+{
+    int rc;
+    cJSON *l;
+    if (!law->present)
+        return cJSON_AddNullToObject(o, "engine_law") ? 0 : LL_ENOMEM;
+    if (!(l = cJSON_AddObjectToObject(o, "engine_law")))
+        return LL_ENOMEM;
+    LL_TRY(ll_json_add_num(l, "a_ms", law->a_ms));
+    LL_TRY(ll_json_add_num(l, "b_ms", law->b_ms));
+    LL_TRY(ll_json_add_num(l, "c_ms_per_ktok", law->c_ms_per_ktok));
+    LL_TRY(ll_json_add_num(l, "p_ms_per_tok", law->p_ms_per_tok));
+    LL_TRY(ll_json_add_num(l, "time_scale", law->time_scale));
+fail:
+    return rc;
+}
+
+static int add_target(cJSON *o, const ll_rec_run *run)
+{
+    cJSON *t = cJSON_AddObjectToObject(o, "target");
+    int rc;
+    if (!t)
+        return LL_ENOMEM;
+    LL_TRY(add_str_or_null(t, "url", run->url));
+    LL_TRY(add_str_or_null(t, "model", run->model));
+    LL_TRY(add_str_or_null(t, "endpoint", run->endpoint));
+    LL_TRY(cJSON_AddBoolToObject(t, "bundled", run->bundled) ? 0 : LL_ENOMEM);
+fail:
+    return rc;
+}
+
+int ll_rec_put_run(ll_rec_writer *w, const ll_rec_run *run)
+{
+    char host[256] = "unknown", wall[32];
+    cJSON *o = cJSON_CreateObject(), *cfg = NULL;
+    int rc;
+    if (!o)
+        return LL_ENOMEM;
+    if (!run->host && gethostname(host, sizeof host - 1) != 0)
+        snprintf(host, sizeof host, "unknown");
+    snprintf(wall, sizeof wall, "%" PRId64, w->epoch_wall_ns);
+    LL_TRY(add_str_or_null(o, "type", LL_REC_RUN));
+    LL_TRY(add_num(o, "schema", LL_RECORDS_SCHEMA));
+    LL_TRY(add_str_or_null(o, "tool", "loadlaw"));
+    LL_TRY(add_str_or_null(o, "version", LOADLAW_VERSION));
+    /* epoch_wall_ns: an integer written as digits (a double would round it). */
+    LL_TRY(cJSON_AddRawToObject(o, "epoch_wall_ns", wall) ? 0 : LL_ENOMEM);
+    LL_TRY(add_str_or_null(o, "host", run->host ? run->host : host));
+    LL_TRY(add_num(o, "ranks", run->ranks > 0 ? run->ranks : 1));
+    LL_TRY(add_num(o, "threads", run->threads));
+    LL_TRY(add_target(o, run));
+    LL_TRY(add_str_or_null(o, "engine", run->engine));
+    LL_TRY(add_str_or_null(o, "backend", run->backend));
+    LL_TRY(add_law(o, &run->law));
+    LL_TRY(add_str_or_null(o, "scenario", run->scenario));
+    if (run->config) {
+        rc = LL_ENOMEM;
+        if (!(cfg = cJSON_Duplicate(run->config, 1)) || !cJSON_AddItemToObject(o, "config", cfg)) {
+            cJSON_Delete(cfg);
+            goto fail;
+        }
+    }
+    return ll_rec_put_json(w, o);
+fail:
+    cJSON_Delete(o);
+    return rc;
+}
+
+int ll_rec_put_profile(ll_rec_writer *w, const ll_rec_profile *pr)
+{
+    cJSON *o = cJSON_CreateObject();
+    int rc;
+    if (!o)
+        return LL_ENOMEM;
+    LL_TRY(add_str_or_null(o, "type", LL_REC_PROFILE));
+    LL_TRY(add_num(o, "level", pr->level));
+    LL_TRY(add_num(o, "t_ns", (double)pr->t_ns));
+    LL_TRY(add_num(o, "num_steps", pr->num_steps));
+    LL_TRY(add_str_or_null(o, "style", pr->style));
+    LL_TRY(pr->http_status ? add_num(o, "http_status", pr->http_status) : add_str_or_null(o, "http_status", NULL));
+    LL_TRY(cJSON_AddBoolToObject(o, "ok", pr->ok) ? 0 : LL_ENOMEM);
+    /* A server's answer, possibly cut: the records stay valid UTF-8. */
+    cJSON *d = cJSON_AddStringToObject(o, "detail", pr->detail ? pr->detail : "");
+    if (!d) {
+        rc = LL_ENOMEM;
+        goto fail;
+    }
+    ll_utf8_scrub(d->valuestring);
+    return ll_rec_put_json(w, o);
+fail:
+    cJSON_Delete(o);
+    return rc;
+}

@@ -1,0 +1,333 @@
+/* records_read.c: the records.jsonl reader (common/records.h): each line
+ * parsed with cJSON_ParseWithOpts (ll_jsonl_foreach), turned into the typed
+ * record, and handed to the caller's handler.
+ *
+ * Hostile or damaged files are data, not crashes: a value a field cannot hold
+ * (a time of 1e300 or beyond +/- 2^62 ns, a negative count, a chunk of more
+ * than 2^31 - 1 tokens) is counted and drops its record instead of being cast
+ * (casting an out-of-range double to an integer is undefined behaviour); a
+ * record without a required key is dropped and counted; a truncated last line
+ * (a killed writer) is skipped and counted; a newer schema is refused. */
+#include "common.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Times beyond +/- 2^62 ns (146 years) are not times a run can hold. */
+#define TIME_MAX_NS ((double)(INT64_C(1) << 62))
+
+typedef struct reader {
+    const char *path;
+    const ll_rec_handlers *h;
+    void *ctx;
+    ll_rec_read_stats *st;
+    int saw_run;
+    LL_VEC(ll_rec_chunk) chunks;
+    char *err;
+    size_t errlen;
+    /* the record being read */
+    int missing;              /* a required key absent or of the wrong type */
+    size_t out_of_range;      /* values that do not fit their field */
+} reader;
+
+/* A number from obj[key] in [lo, hi], truncated to an integer. Absent or null:
+ * dflt (a missing required key marks the record). Not a number, or outside
+ * [lo, hi] (1e300, NaN from a hostile file): counted, dflt. */
+static int64_t rd_int(reader *r, const cJSON *o, const char *key, int required, double lo, double hi,
+                      int64_t dflt)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!it || cJSON_IsNull(it)) {
+        if (required)
+            r->missing = 1;
+        return dflt;
+    }
+    if (!cJSON_IsNumber(it)) {
+        r->missing = 1;
+        return dflt;
+    }
+    double v = it->valuedouble;
+    if (!(v >= lo && v <= hi)) {
+        r->out_of_range++;
+        return dflt;
+    }
+    return (int64_t)v;
+}
+
+static int64_t rd_time(reader *r, const cJSON *o, const char *key, int required)
+{
+    return rd_int(r, o, key, required, -TIME_MAX_NS, TIME_MAX_NS, -1);
+}
+
+static int rd_count(reader *r, const cJSON *o, const char *key, int required)
+{
+    return (int)rd_int(r, o, key, required, 0, INT32_MAX, 0);
+}
+
+static int rd_bool(const cJSON *o, const char *key)
+{
+    return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, key));
+}
+
+static double rd_double(const cJSON *o, const char *key, double dflt)
+{
+    return ll_json_num(o, key, dflt);
+}
+
+/* Start of a record. */
+static void rd_begin(reader *r)
+{
+    r->missing = 0;
+    r->out_of_range = 0;
+}
+
+/* End of a record: 1 when it may be handed over, 0 when it is dropped (counted). */
+static int rd_keep(reader *r)
+{
+    if (!r->missing && !r->out_of_range)
+        return 1;
+    r->st->n_rejected++;
+    r->st->n_out_of_range += r->out_of_range;
+    return 0;
+}
+
+static void rd_law(const cJSON *o, ll_rec_engine_law *law)
+{
+    const cJSON *l = cJSON_GetObjectItemCaseSensitive(o, "engine_law");
+    memset(law, 0, sizeof *law);
+    law->time_scale = NAN;
+    if (!cJSON_IsObject(l) || !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(l, "a_ms")) ||
+        !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(l, "b_ms")))
+        return;
+    law->present = 1;
+    law->a_ms = rd_double(l, "a_ms", NAN);
+    law->b_ms = rd_double(l, "b_ms", NAN);
+    law->c_ms_per_ktok = rd_double(l, "c_ms_per_ktok", 0);
+    law->p_ms_per_tok = rd_double(l, "p_ms_per_tok", 0);
+    law->time_scale = rd_double(l, "time_scale", NAN);
+}
+
+static int rd_run(reader *r, const cJSON *o)
+{
+    ll_rec_run run;
+    memset(&run, 0, sizeof run);
+    const cJSON *tg = cJSON_GetObjectItemCaseSensitive(o, "target");
+    const cJSON *sc = cJSON_GetObjectItemCaseSensitive(o, "schema");
+    if (!cJSON_IsNumber(sc) || !(sc->valuedouble >= 1 && sc->valuedouble <= INT32_MAX)) {
+        ll_errf(r->err, r->errlen, "%s: run line has no valid \"schema\"", r->path);
+        return LL_EINVAL;
+    }
+    run.schema = (int)sc->valuedouble;
+    if (run.schema > LL_RECORDS_SCHEMA) {
+        ll_errf(r->err, r->errlen, "%s: records schema %d is newer than this reader knows (%d); upgrade loadlaw",
+                r->path, run.schema, LL_RECORDS_SCHEMA);
+        return LL_EINVAL;
+    }
+    rd_begin(r);
+    run.version = ll_json_str(o, "version", NULL);
+    run.host = ll_json_str(o, "host", NULL);
+    run.ranks = (int)rd_int(r, o, "ranks", 0, 1, INT32_MAX, 1);
+    run.threads = rd_count(r, o, "threads", 0);
+    run.epoch_wall_ns = rd_int(r, o, "epoch_wall_ns", 0, 0, 9.2e18, 0);
+    run.url = ll_json_str(tg, "url", NULL);
+    run.model = ll_json_str(tg, "model", NULL);
+    run.endpoint = ll_json_str(tg, "endpoint", NULL);
+    run.bundled = rd_bool(tg, "bundled");
+    run.engine = ll_json_str(o, "engine", NULL);
+    run.backend = ll_json_str(o, "backend", NULL);
+    rd_law(o, &run.law);
+    run.scenario = ll_json_str(o, "scenario", NULL);
+    run.config = cJSON_GetObjectItemCaseSensitive(o, "config");
+    /* The run line is never dropped: a bad label keeps its default, counted. */
+    r->st->n_out_of_range += r->out_of_range;
+    r->saw_run = 1;
+    return r->h->on_run ? r->h->on_run(&run, r->ctx) : 0;
+}
+
+static int rd_level(reader *r, const cJSON *o)
+{
+    ll_rec_level lv = {0};
+    rd_begin(r);
+    lv.level = rd_count(r, o, "level", 1);
+    lv.concurrency = rd_count(r, o, "concurrency", 0);
+    lv.open_loop = strcmp(ll_json_str(o, "mode", "closed"), "open") == 0;
+    lv.rate_per_s = rd_double(o, "rate_per_s", 0);
+    if (!isfinite(lv.rate_per_s) || lv.rate_per_s < 0) {
+        r->out_of_range++;
+        lv.rate_per_s = 0;
+    }
+    lv.poisson = strcmp(ll_json_str(o, "arrival", "poisson"), "poisson") == 0;
+    lv.n_requests = rd_count(r, o, "n_requests", 0);
+    lv.warmup = rd_count(r, o, "warmup", 0);
+    lv.start_ns = rd_time(r, o, "start_ns", 1);
+    if (!rd_keep(r) || !r->h->on_level)
+        return 0;
+    return r->h->on_level(&lv, r->ctx);
+}
+
+static int rd_level_end(reader *r, const cJSON *o)
+{
+    ll_rec_level_end le = {0};
+    rd_begin(r);
+    le.level = rd_count(r, o, "level", 1);
+    le.end_ns = rd_time(r, o, "end_ns", 1);
+    le.interrupted = rd_bool(o, "interrupted");
+    le.ok = rd_count(r, o, "ok", 0);
+    le.failed = rd_count(r, o, "failed", 0);
+    if (!rd_keep(r) || !r->h->on_level_end)
+        return 0;
+    return r->h->on_level_end(&le, r->ctx);
+}
+
+/* chunks: [[t_ns, tokens, "t"|"a"], ...] into r->chunks. */
+static int rd_chunks(reader *r, const cJSON *o)
+{
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(o, "chunks"), *c;
+    r->chunks.n = 0;
+    if (!arr || cJSON_IsNull(arr))
+        return 0;
+    if (!cJSON_IsArray(arr)) {
+        r->missing = 1;
+        return 0;
+    }
+    cJSON_ArrayForEach(c, arr) {
+        const cJSON *t = cJSON_GetArrayItem(c, 0), *tk = cJSON_GetArrayItem(c, 1), *kd = cJSON_GetArrayItem(c, 2);
+        if (!cJSON_IsNumber(t) || !cJSON_IsNumber(tk) || !cJSON_IsString(kd) ||
+            (strcmp(kd->valuestring, "t") != 0 && strcmp(kd->valuestring, "a") != 0)) {
+            r->missing = 1;
+            return 0;
+        }
+        int bad_t = !(t->valuedouble >= -TIME_MAX_NS && t->valuedouble <= TIME_MAX_NS);
+        int bad_tk = !(tk->valuedouble >= 0 && tk->valuedouble <= INT32_MAX);
+        r->out_of_range += (size_t)bad_t + (size_t)bad_tk;
+        if (bad_t || bad_tk)
+            continue;
+        ll_rec_chunk ch = {(int64_t)t->valuedouble, (int32_t)tk->valuedouble, kd->valuestring[0]};
+        if (ll_vec_push(&r->chunks, ch))
+            return LL_ENOMEM;
+    }
+    return 0;
+}
+
+static int rd_request(reader *r, const cJSON *o)
+{
+    ll_rec_request rq;
+    memset(&rq, 0, sizeof rq);
+    rd_begin(r);
+    rq.level = rd_count(r, o, "level", 1);
+    rq.rank = rd_count(r, o, "rank", 0);
+    rq.id = (uint64_t)rd_int(r, o, "id", 0, 0, TIME_MAX_NS, 0);
+    rq.warmup = rd_bool(o, "warmup");
+    const char *status = ll_json_str(o, "status", NULL);
+    if (!status)
+        r->missing = 1;
+    else if (strcmp(status, "ok") == 0)
+        rq.cls = LL_ERRC_OK;
+    else if (ll_err_class_parse(ll_json_str(o, "error_class", NULL), &rq.cls) || rq.cls == LL_ERRC_OK)
+        rq.cls = LL_ERRC_OTHER; /* a failure whose class this reader does not know */
+    rq.http_status = (int)rd_int(r, o, "http_status", 0, 0, 999, 0);
+    rq.error = (char *)ll_json_str(o, "error", NULL);
+    rq.intended_ns = rd_time(r, o, "intended_ns", 0);
+    rq.send_ns = rd_time(r, o, "send_ns", 1);
+    rq.header_ns = rd_time(r, o, "header_ns", 0);
+    rq.first_token_ns = rd_time(r, o, "first_token_ns", 0);
+    rq.first_think_ns = rd_time(r, o, "first_think_ns", 0);
+    rq.first_answer_ns = rd_time(r, o, "first_answer_ns", 0);
+    rq.end_ns = rd_time(r, o, "end_ns", 1);
+    rq.prompt_tok = rd_int(r, o, "prompt_tok", 0, 0, TIME_MAX_NS, 0);
+    rq.think_tok = rd_int(r, o, "think_tok", 0, 0, TIME_MAX_NS, 0);
+    rq.answer_tok = rd_int(r, o, "answer_tok", 0, 0, TIME_MAX_NS, 0);
+    const cJSON *u = cJSON_GetObjectItemCaseSensitive(o, "usage");
+    /* -1 is "not sent" (a server may send completion tokens without prompt tokens). */
+    rq.usage_prompt = cJSON_IsObject(u) ? rd_int(r, u, "prompt_tokens", 0, -1, TIME_MAX_NS, -1) : -1;
+    rq.usage_completion = cJSON_IsObject(u) ? rd_int(r, u, "completion_tokens", 0, -1, TIME_MAX_NS, -1) : -1;
+    rq.usage_reasoning = cJSON_IsObject(u) ? rd_int(r, u, "reasoning_tokens", 0, -1, TIME_MAX_NS, -1) : -1;
+    int rc = rd_chunks(r, o);
+    if (rc)
+        return rc;
+    if (!rd_keep(r) || !r->h->on_request)
+        return 0;
+    rq.n_chunks = r->chunks.n;
+    rq.chunks = r->chunks.v;
+    return r->h->on_request(&rq, r->ctx);
+}
+
+static int rd_step(reader *r, const cJSON *o)
+{
+    ll_rec_step s = {0};
+    rd_begin(r);
+    s.start_ns = rd_time(r, o, "start_ns", 1);
+    s.dur_ns = rd_int(r, o, "dur_ns", 1, 0, TIME_MAX_NS, 0);
+    s.n_decode = rd_count(r, o, "n_decode", 0);
+    s.n_running = rd_count(r, o, "n_running", 0);
+    s.prefill_tok = rd_count(r, o, "prefill_tok", 0);
+    s.ctx_tok = rd_int(r, o, "ctx_tok", 0, 0, TIME_MAX_NS, 0);
+    if (!rd_keep(r) || !r->h->on_step)
+        return 0;
+    return r->h->on_step(&s, r->ctx);
+}
+
+static int rd_profile(reader *r, const cJSON *o)
+{
+    ll_rec_profile p = {0};
+    rd_begin(r);
+    p.level = rd_count(r, o, "level", 1);
+    p.t_ns = rd_time(r, o, "t_ns", 1);
+    p.num_steps = rd_count(r, o, "num_steps", 0);
+    p.style = ll_json_str(o, "style", NULL);
+    p.http_status = (int)rd_int(r, o, "http_status", 0, 0, 999, 0);
+    p.ok = rd_bool(o, "ok");
+    p.detail = ll_json_str(o, "detail", NULL);
+    if (!rd_keep(r) || !r->h->on_profile)
+        return 0;
+    return r->h->on_profile(&p, r->ctx);
+}
+
+static int rd_line(const cJSON *o, size_t line_no, void *ctx)
+{
+    reader *r = ctx;
+    const char *type = ll_json_str(o, "type", NULL);
+    r->st->n_lines++;
+    if (!r->saw_run) {
+        if (!type || strcmp(type, LL_REC_RUN) != 0) {
+            ll_errf(r->err, r->errlen, "%s:%zu: the first record is not a run line", r->path, line_no);
+            return LL_EINVAL;
+        }
+        return rd_run(r, o);
+    }
+    if (!type) {
+        r->st->n_rejected++;
+        return 0;
+    }
+    if (strcmp(type, LL_REC_REQUEST) == 0)
+        return rd_request(r, o);
+    if (strcmp(type, LL_REC_STEP) == 0)
+        return rd_step(r, o);
+    if (strcmp(type, LL_REC_LEVEL) == 0)
+        return rd_level(r, o);
+    if (strcmp(type, LL_REC_LEVEL_END) == 0)
+        return rd_level_end(r, o);
+    if (strcmp(type, LL_REC_PROFILE) == 0)
+        return rd_profile(r, o);
+    if (strcmp(type, LL_REC_RUN) == 0) {
+        r->st->n_rejected++; /* a second run line: the first one describes the run */
+        return 0;
+    }
+    r->st->n_unknown++;
+    return r->h->on_other ? r->h->on_other(o, type, r->ctx) : 0;
+}
+
+int ll_rec_read(const char *path, const ll_rec_handlers *h, void *ctx, ll_rec_read_stats *st,
+                char *err, size_t errlen)
+{
+    ll_rec_read_stats local;
+    reader r = {.path = path, .h = h, .ctx = ctx, .st = st ? st : &local, .err = err, .errlen = errlen};
+    memset(r.st, 0, sizeof *r.st);
+    int rc = ll_jsonl_foreach(path, rd_line, &r, &r.st->n_truncated, err, errlen);
+    if (rc == 0 && !r.saw_run) {
+        ll_errf(err, errlen, "%s: no run line", path);
+        rc = LL_EINVAL;
+    }
+    ll_vec_free(&r.chunks);
+    return rc;
+}

@@ -1,0 +1,204 @@
+/* figures.c: a level's request counts, latencies and rates, each defined
+ * once in fit.h ("Per-level figures") and computed only here. The sweep's
+ * table, summary.json, `loadlaw fit`, the report and compare print these.
+ *
+ * Latencies are over ok, measured (non-warmup) requests; percentiles are
+ * exact (sorted samples, linear interpolation between ranks). The ITL walks
+ * each stream with fit_next_arrival, the walk behind the step samples. */
+#include "fit_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+void fit_dist_of(const double *v, size_t n, fit_dist *out)
+{
+    out->n = n;
+    if (n == 0) {
+        out->mean_ms = out->p50_ms = out->p90_ms = out->p99_ms = out->max_ms = NAN;
+        return;
+    }
+    double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += v[i];
+    out->mean_ms = sum / (double)n;
+    out->p50_ms = ll_quantile_sorted(v, n, 0.50);
+    out->p90_ms = ll_quantile_sorted(v, n, 0.90);
+    out->p99_ms = ll_quantile_sorted(v, n, 0.99);
+    out->max_ms = v[n - 1];
+}
+
+void fit_latency_free(fit_latency_samples *s)
+{
+    ll_vec_free(&s->ttft);
+    ll_vec_free(&s->ttfa);
+    ll_vec_free(&s->tpot);
+    ll_vec_free(&s->itl);
+    ll_vec_free(&s->e2e);
+    ll_vec_free(&s->client_lag);
+    ll_vec_free(&s->ttft_sched);
+    ll_vec_free(&s->e2e_sched);
+}
+
+static double ms_between(int64_t t0_ns, int64_t t1_ns)
+{
+    return (double)(t1_ns - t0_ns) / 1e6;
+}
+
+/* ITL samples of one stream: fit.h "Per-level figures", ITL. */
+static int stream_itl(const fit_request *q, fit_double_vec *itl)
+{
+    size_t i = 0;
+    int64_t t, prev_t = -1;
+    int32_t tok;
+    char kind;
+    while (fit_next_arrival(q, &i, &t, &tok, &kind)) {
+        if (prev_t >= 0 && ll_vec_push(itl, ms_between(prev_t, t) / tok))
+            return LL_ENOMEM;
+        prev_t = t;
+    }
+    return 0;
+}
+
+/* TPOT: (last token - first token) / (tokens - 1), tokens counted from the
+ * stream; no sample for a single token or a zero span. */
+static int request_tpot(const fit_request *q, fit_double_vec *tpot)
+{
+    int64_t tok = q->think_tok + q->answer_tok;
+    if (tok <= 1 || q->n_chunks == 0 || q->first_token_ns < 0)
+        return 0;
+    int64_t last = q->chunks[q->n_chunks - 1].t_ns;
+    if (last <= q->first_token_ns)
+        return 0;
+    return ll_vec_push(tpot, ms_between(q->first_token_ns, last) / (double)(tok - 1));
+}
+
+static int request_latencies(const fit_request *q, fit_latency_samples *s)
+{
+    int rc;
+    if (q->first_token_ns >= 0)
+        LL_TRY(ll_vec_push(&s->ttft, ms_between(q->send_ns, q->first_token_ns)));
+    if (q->first_answer_ns >= 0)
+        LL_TRY(ll_vec_push(&s->ttfa, ms_between(q->send_ns, q->first_answer_ns)));
+    LL_TRY(request_tpot(q, &s->tpot));
+    LL_TRY(stream_itl(q, &s->itl));
+    LL_TRY(ll_vec_push(&s->e2e, ms_between(q->send_ns, q->end_ns)));
+    if (q->intended_ns >= 0) {
+        /* open loop: from the intended send (no coordinated omission) */
+        LL_TRY(ll_vec_push(&s->client_lag, ms_between(q->intended_ns, q->send_ns)));
+        if (q->first_token_ns >= 0)
+            LL_TRY(ll_vec_push(&s->ttft_sched, ms_between(q->intended_ns, q->first_token_ns)));
+        LL_TRY(ll_vec_push(&s->e2e_sched, ms_between(q->intended_ns, q->end_ns)));
+    }
+    return 0;
+fail:
+    return rc;
+}
+
+int fit_latency_collect(const fit_run *run, const size_t *req_idx, size_t n_req,
+                        fit_latency_samples *out)
+{
+    int rc;
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < n_req; i++) {
+        const fit_request *q = fit_run_request(run, req_idx[i]);
+        if (q->ok && !q->warmup)
+            LL_TRY(request_latencies(q, out));
+    }
+    fit_double_vec *all[] = {&out->ttft, &out->ttfa, &out->tpot, &out->itl, &out->e2e,
+                             &out->client_lag, &out->ttft_sched, &out->e2e_sched};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+        ll_sort_doubles(all[k]->v, all[k]->n);
+    return 0;
+fail:
+    fit_latency_free(out);
+    return rc;
+}
+
+/* Counts, token sums and rates; fit.h "Per-level figures". */
+static void level_counts(const fit_run *run, const size_t *req_idx, size_t n_req, fit_level *L)
+{
+    int64_t all_tok = 0;
+    size_t ok_all = 0;
+    for (size_t i = 0; i < n_req; i++) {
+        const fit_request *q = fit_run_request(run, req_idx[i]);
+        if (q->ok) {
+            all_tok += q->think_tok + q->answer_tok;
+            ok_all++;
+        }
+        if (q->warmup)
+            continue;
+        L->n_sent++;
+        if (!q->ok) {
+            ll_err_class c;
+            ll_err_class_parse(q->error_class, &c); /* unknown: OTHER */
+            if (c == LL_ERRC_OK)
+                c = LL_ERRC_OTHER; /* a failed request that says "ok" */
+            L->failed_by_class[c]++;
+            continue;
+        }
+        L->think_tok += q->think_tok;
+        L->answer_tok += q->answer_tok;
+        if (q->usage_completion_tok > 0)
+            L->usage_completion_tok += q->usage_completion_tok;
+    }
+    /* Rates over the level's wall time. output_tok_per_s and req_per_s count
+     * every ok request (warmup too: it loaded the server in that time); the
+     * thinking/answer rates count measured requests only. */
+    double d = L->duration_s > 0 ? L->duration_s : NAN;
+    L->output_tok_per_s = (double)all_tok / d;
+    L->req_per_s = (double)ok_all / d;
+    L->mean_think_tok_per_s = (double)L->think_tok / d;
+    L->mean_answer_tok_per_s = (double)L->answer_tok / d;
+}
+
+int fit_level_figures(const fit_run *run, const size_t *req_idx, size_t n_req, fit_level *L)
+{
+    fit_latency_samples s;
+    int rc = fit_latency_collect(run, req_idx, n_req, &s);
+    if (rc)
+        return rc;
+    level_counts(run, req_idx, n_req, L);
+    fit_dist_of(s.ttft.v, s.ttft.n, &L->ttft);
+    fit_dist_of(s.ttfa.v, s.ttfa.n, &L->ttfa);
+    fit_dist_of(s.tpot.v, s.tpot.n, &L->tpot);
+    fit_dist_of(s.itl.v, s.itl.n, &L->itl);
+    fit_dist_of(s.e2e.v, s.e2e.n, &L->e2e);
+    fit_dist_of(s.client_lag.v, s.client_lag.n, &L->client_lag);
+    fit_dist_of(s.ttft_sched.v, s.ttft_sched.n, &L->ttft_sched);
+    fit_dist_of(s.e2e_sched.v, s.e2e_sched.n, &L->e2e_sched);
+    fit_latency_free(&s);
+    return 0;
+}
+
+int fit_level_latency_get(const fit_run *run, int level, fit_level_latency *out,
+                          double **ttft_out, double **ttfa_out, double **itl_out,
+                          size_t *n_itl_out, char *err, size_t errlen)
+{
+    LL_VEC(size_t) idx = {0};
+    fit_latency_samples s;
+    int rc;
+    for (size_t i = 0; i < fit_run_n_requests(run); i++)
+        if (fit_run_request(run, i)->level == level && (rc = ll_vec_push(&idx, i)))
+            goto fail;
+    if ((rc = fit_latency_collect(run, idx.v, idx.n, &s)))
+        goto fail;
+    ll_vec_free(&idx);
+    fit_dist_of(s.ttft.v, s.ttft.n, &out->ttft);
+    fit_dist_of(s.ttfa.v, s.ttfa.n, &out->ttfa);
+    fit_dist_of(s.itl.v, s.itl.n, &out->itl);
+    if (n_itl_out)
+        *n_itl_out = s.itl.n;
+    /* hand over what the caller asked for; the vectors' arrays move out */
+    if (ttft_out)
+        *ttft_out = s.ttft.v, s.ttft.v = NULL;
+    if (ttfa_out)
+        *ttfa_out = s.ttfa.v, s.ttfa.v = NULL;
+    if (itl_out)
+        *itl_out = s.itl.v, s.itl.v = NULL;
+    fit_latency_free(&s);
+    return 0;
+fail:
+    ll_vec_free(&idx);
+    ll_errf(err, errlen, "out of memory");
+    return rc;
+}

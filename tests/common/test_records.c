@@ -1,0 +1,512 @@
+/* test_records.c: the records module (common/records.h): every record type
+ * through the writer and back through the reader with exact values, the
+ * writer's drain/close and write-error semantics, many producer threads
+ * (no line lost, none interleaved), and hostile files for the reader. */
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "testutil.h"
+
+static char g_dir[256];
+
+static void path_of(char *out, size_t n, const char *name) { snprintf(out, n, "%s/%s", g_dir, name); }
+
+static int write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    int bad = fputs(text, f) < 0;
+    return fclose(f) != 0 || bad ? -1 : 0;
+}
+
+/* ---- round trip ----------------------------------------------------------------- */
+
+typedef struct got {
+    int runs, levels, level_ends, requests, steps, profiles, others;
+    ll_rec_run run;
+    char version[32], url[64], model[32], endpoint[16], engine[128], backend[16], scenario[64];
+    int config_seed;
+    ll_rec_level lv[2];
+    ll_rec_level_end le;
+    ll_rec_request rq[2];
+    char rq_error[2][128];
+    ll_rec_chunk chunks[2][8];
+    ll_rec_step st;
+    ll_rec_profile pr;
+    char pr_style[16], pr_detail[128], other_type[32];
+} got;
+
+static void copy_str(char *dst, size_t n, const char *s) { snprintf(dst, n, "%s", s ? s : "(null)"); }
+
+static int on_run(const ll_rec_run *run, void *ctx)
+{
+    got *g = ctx;
+    g->runs++;
+    g->run = *run;
+    copy_str(g->version, sizeof g->version, run->version);
+    copy_str(g->url, sizeof g->url, run->url);
+    copy_str(g->model, sizeof g->model, run->model);
+    copy_str(g->endpoint, sizeof g->endpoint, run->endpoint);
+    copy_str(g->engine, sizeof g->engine, run->engine);
+    copy_str(g->backend, sizeof g->backend, run->backend);
+    copy_str(g->scenario, sizeof g->scenario, run->scenario);
+    g->config_seed = (int)ll_json_i64(run->config, "seed", -1);
+    return 0;
+}
+
+static int on_level(const ll_rec_level *lv, void *ctx)
+{
+    got *g = ctx;
+    if (g->levels < 2)
+        g->lv[g->levels] = *lv;
+    g->levels++;
+    return 0;
+}
+
+static int on_level_end(const ll_rec_level_end *le, void *ctx)
+{
+    got *g = ctx;
+    g->level_ends++;
+    g->le = *le;
+    return 0;
+}
+
+static int on_request(const ll_rec_request *rq, void *ctx)
+{
+    got *g = ctx;
+    if (g->requests < 2) {
+        int i = g->requests;
+        g->rq[i] = *rq;
+        copy_str(g->rq_error[i], sizeof g->rq_error[i], rq->error);
+        for (size_t k = 0; k < rq->n_chunks && k < 8; k++)
+            g->chunks[i][k] = rq->chunks[k];
+    }
+    g->requests++;
+    return 0;
+}
+
+static int on_step(const ll_rec_step *st, void *ctx)
+{
+    got *g = ctx;
+    g->steps++;
+    g->st = *st;
+    return 0;
+}
+
+static int on_profile(const ll_rec_profile *pr, void *ctx)
+{
+    got *g = ctx;
+    g->profiles++;
+    g->pr = *pr;
+    copy_str(g->pr_style, sizeof g->pr_style, pr->style);
+    copy_str(g->pr_detail, sizeof g->pr_detail, pr->detail);
+    return 0;
+}
+
+static int on_other(const cJSON *obj, const char *type, void *ctx)
+{
+    got *g = ctx;
+    g->others++;
+    copy_str(g->other_type, sizeof g->other_type, type);
+    (void)obj;
+    return 0;
+}
+
+static const ll_rec_handlers all_handlers = {on_run, on_level, on_level_end, on_request, on_step, on_profile, on_other};
+
+static void test_round_trip(void)
+{
+    char path[512], err[256] = "";
+    ll_rec_writer *w = NULL;
+    path_of(path, sizeof path, "round.jsonl");
+    CHECK(ll_rec_open(path, 0, &w, err, sizeof err) == 0, "open: %s", err);
+    if (!w)
+        return;
+    cJSON *config = cJSON_CreateObject();
+    cJSON_AddNumberToObject(config, "seed", 42);
+    ll_rec_run run = {.host = "box", .ranks = 1, .threads = 3, .url = "http://127.0.0.1:1", .model = "m",
+                      .endpoint = "chat", .bundled = 1, .engine = "backend=synthetic,law=52+30n,time_scale=0.05",
+                      .backend = "synthetic", .law = {1, 2.6, 1.5, 0.25, 0.125, 0.05}, .scenario = "s.json",
+                      .config = config};
+    CHECK(ll_rec_put_run(w, &run) == 0, "put run");
+    cJSON_Delete(config); /* copied by the put */
+    ll_rec_level closed = {0, 8, 0, 0, 0, 12, 2, 1000};
+    ll_rec_level open = {1, 0, 1, 20.5, 1, 100, 0, 950000000};
+    CHECK(ll_rec_put_level(w, &closed) == 0 && ll_rec_put_level(w, &open) == 0, "put levels");
+    ll_rec_chunk *ch = malloc(3 * sizeof *ch);
+    ch[0] = (ll_rec_chunk){52000000, 1, LL_CHUNK_THINK};
+    ch[1] = (ll_rec_chunk){INT64_C(4000000000000), 2, LL_CHUNK_ANSWER};
+    ch[2] = (ll_rec_chunk){INT64_C(4000000000000), 5, LL_CHUNK_ANSWER};
+    ll_rec_request ok = {.level = 0, .rank = 0, .id = 17, .warmup = 0, .cls = LL_ERRC_OK, .http_status = 200,
+                         .intended_ns = -1, .send_ns = 1000, .header_ns = 2000, .first_token_ns = 52000000,
+                         .first_think_ns = 52000000, .first_answer_ns = INT64_C(4000000000000),
+                         .end_ns = INT64_C(4000000000001), .prompt_tok = 120, .think_tok = 1, .answer_tok = 7,
+                         .usage_prompt = 120, .usage_completion = 8, .usage_reasoning = 1, .n_chunks = 3,
+                         .chunks = ch};
+    CHECK(ll_rec_put_request(w, &ok) == 0 && ok.chunks == NULL, "put request (chunks taken)");
+    /* A message with a quote, a newline and a byte that is not UTF-8. */
+    ll_rec_request bad = {.level = 1, .rank = 2, .id = 18, .warmup = 1, .cls = LL_ERRC_STREAM, .http_status = 0,
+                          .error = strdup("KV \"cache\"\nfull \xff"), .intended_ns = 5, .send_ns = 6,
+                          .header_ns = -1, .first_token_ns = -1, .first_think_ns = -1, .first_answer_ns = -1,
+                          .end_ns = 9, .prompt_tok = 3, .usage_prompt = -1, .usage_completion = -1,
+                          .usage_reasoning = -1};
+    CHECK(ll_rec_put_request(w, &bad) == 0 && bad.error == NULL, "put failed request (error taken)");
+    ll_rec_level_end le = {1, 1200000000, 1, 12, 3};
+    ll_rec_step st = {5000, 2650000, 8, 9, 17, 4096};
+    ll_rec_profile pr = {1, 4100000000, 12, "sglang", 200, 1, "{\"path\":\"/tmp/t.json\"}"};
+    CHECK(ll_rec_put_level_end(w, &le) == 0 && ll_rec_put_step(w, &st) == 0 && ll_rec_put_profile(w, &pr) == 0,
+          "put level_end, step, profile");
+    cJSON *tel = cJSON_CreateObject();
+    cJSON_AddStringToObject(tel, "type", "telemetry");
+    CHECK(ll_rec_put_json(w, tel) == 0, "put other");
+    CHECK(ll_rec_drain(w, 0) == 0 && ll_rec_written(w) == 9, "drain: %llu written",
+          (unsigned long long)ll_rec_written(w));
+    CHECK(ll_rec_close(w) == 0, "close");
+
+    /* The request line, byte for byte as docs/records.md shows it. */
+    char *text = NULL;
+    size_t len;
+    CHECK(ll_read_file(path, &text, &len, err, sizeof err) == 0, "read back: %s", err);
+    if (text) {
+        CHECK(strstr(text, "{\"type\":\"request\",\"level\":0,\"rank\":0,\"id\":17,\"warmup\":false,\"status\":\"ok\","
+                           "\"error_class\":null,\"http_status\":200,\"error\":null,\"intended_ns\":null,"
+                           "\"send_ns\":1000,\"header_ns\":2000,\"first_token_ns\":52000000,"
+                           "\"first_think_ns\":52000000,\"first_answer_ns\":4000000000000,"
+                           "\"end_ns\":4000000000001,\"prompt_tok\":120,\"think_tok\":1,\"answer_tok\":7,"
+                           "\"usage\":{\"prompt_tokens\":120,\"completion_tokens\":8,\"reasoning_tokens\":1},"
+                           "\"chunks\":[[52000000,1,\"t\"],[4000000000000,2,\"a\"],[4000000000000,5,\"a\"]]}\n") != NULL,
+              "request line shape");
+        CHECK(strstr(text, "\"error_class\":\"stream_error\",\"http_status\":null,"
+                           "\"error\":\"KV \\\"cache\\\"\\nfull \\ufffd\"") != NULL,
+              "failed request: class, null status, escaped message");
+        CHECK(strstr(text, "{\"type\":\"level\",\"level\":0,\"concurrency\":8,\"mode\":\"closed\",\"rate_per_s\":null,"
+                           "\"n_requests\":12,\"warmup\":2,\"start_ns\":1000}\n") != NULL,
+              "closed level line");
+        CHECK(strstr(text, "\"mode\":\"open\",\"rate_per_s\":20.5,\"arrival\":\"poisson\"") != NULL, "open level line");
+        CHECK(strstr(text, "{\"type\":\"level_end\",\"level\":1,\"end_ns\":1200000000,\"interrupted\":true,"
+                           "\"ok\":12,\"failed\":3}\n") != NULL,
+              "level_end line");
+        CHECK(strstr(text, "{\"type\":\"step\",\"start_ns\":5000,\"dur_ns\":2650000,\"n_decode\":8,\"n_running\":9,"
+                           "\"prefill_tok\":17,\"ctx_tok\":4096}\n") != NULL,
+              "step line");
+        CHECK(strstr(text, "\"engine\":\"backend=synthetic,law=52+30n,time_scale=0.05\",\"backend\":\"synthetic\","
+                           "\"engine_law\":{\"a_ms\":2.6,\"b_ms\":1.5,\"c_ms_per_ktok\":0.25,\"p_ms_per_tok\":0.125,"
+                           "\"time_scale\":0.05}") != NULL,
+              "run line engine, backend, engine_law");
+            const char *head = "{\"type\":\"run\",\"schema\":1,\"tool\":\"loadlaw\"";
+        CHECK(strncmp(text, head, strlen(head)) == 0, "run line first: %.60s", text);
+        free(text);
+    }
+
+    got g;
+    ll_rec_read_stats rs;
+    memset(&g, 0, sizeof g);
+    CHECK(ll_rec_read(path, &all_handlers, &g, &rs, err, sizeof err) == 0, "read: %s", err);
+    CHECK(g.runs == 1 && g.levels == 2 && g.level_ends == 1 && g.requests == 2 && g.steps == 1 && g.profiles == 1 &&
+              g.others == 1,
+          "record counts %d %d %d %d %d %d %d", g.runs, g.levels, g.level_ends, g.requests, g.steps, g.profiles,
+          g.others);
+    CHECK(rs.n_lines == 9 && rs.n_truncated == 0 && rs.n_unknown == 1 && rs.n_rejected == 0 &&
+              rs.n_out_of_range == 0,
+          "stats lines %zu trunc %zu unknown %zu rejected %zu oor %zu", rs.n_lines, rs.n_truncated, rs.n_unknown,
+          rs.n_rejected, rs.n_out_of_range);
+    CHECK(g.run.schema == LL_RECORDS_SCHEMA && g.run.ranks == 1 && g.run.threads == 3 && g.run.bundled == 1 &&
+              g.run.epoch_wall_ns > 0,
+          "run numbers");
+    CHECK(strcmp(g.version, LOADLAW_VERSION) == 0 && strcmp(g.url, "http://127.0.0.1:1") == 0 &&
+              strcmp(g.model, "m") == 0 && strcmp(g.endpoint, "chat") == 0 &&
+              strcmp(g.engine, "backend=synthetic,law=52+30n,time_scale=0.05") == 0 &&
+              strcmp(g.backend, "synthetic") == 0 && strcmp(g.scenario, "s.json") == 0 && g.config_seed == 42,
+          "run strings");
+    CHECK(g.run.law.present && g.run.law.a_ms == 2.6 && g.run.law.b_ms == 1.5 && g.run.law.c_ms_per_ktok == 0.25 &&
+              g.run.law.p_ms_per_tok == 0.125 && g.run.law.time_scale == 0.05,
+          "run law");
+    CHECK(g.lv[0].level == 0 && g.lv[0].concurrency == 8 && !g.lv[0].open_loop && g.lv[0].rate_per_s == 0 &&
+              g.lv[0].n_requests == 12 && g.lv[0].warmup == 2 && g.lv[0].start_ns == 1000,
+          "closed level exact");
+    CHECK(g.lv[1].level == 1 && g.lv[1].open_loop == 1 && g.lv[1].rate_per_s == 20.5 && g.lv[1].poisson == 1 &&
+              g.lv[1].n_requests == 100 && g.lv[1].start_ns == 950000000,
+          "open level exact");
+    CHECK(g.le.level == 1 && g.le.end_ns == 1200000000 && g.le.interrupted == 1 && g.le.ok == 12 && g.le.failed == 3,
+          "level_end exact");
+    CHECK(g.st.start_ns == 5000 && g.st.dur_ns == 2650000 && g.st.n_decode == 8 && g.st.n_running == 9 &&
+              g.st.prefill_tok == 17 && g.st.ctx_tok == 4096,
+          "step exact");
+    CHECK(g.pr.level == 1 && g.pr.t_ns == 4100000000 && g.pr.num_steps == 12 && g.pr.http_status == 200 &&
+              g.pr.ok == 1 && strcmp(g.pr_style, "sglang") == 0 &&
+              strcmp(g.pr_detail, "{\"path\":\"/tmp/t.json\"}") == 0,
+          "profile exact");
+    CHECK(strcmp(g.other_type, "telemetry") == 0, "other type");
+    const ll_rec_request *a = &g.rq[0], *b = &g.rq[1];
+    CHECK(a->level == 0 && a->id == 17 && !a->warmup && a->cls == LL_ERRC_OK && a->http_status == 200 &&
+              a->intended_ns == -1 && a->send_ns == 1000 && a->header_ns == 2000 && a->first_token_ns == 52000000 &&
+              a->first_think_ns == 52000000 && a->first_answer_ns == INT64_C(4000000000000) &&
+              a->end_ns == INT64_C(4000000000001) && a->prompt_tok == 120 && a->think_tok == 1 &&
+              a->answer_tok == 7 && a->usage_prompt == 120 && a->usage_completion == 8 && a->usage_reasoning == 1 &&
+              a->n_chunks == 3 && strcmp(g.rq_error[0], "(null)") == 0,
+          "ok request exact");
+    CHECK(g.chunks[0][0].t_ns == 52000000 && g.chunks[0][0].tokens == 1 && g.chunks[0][0].kind == 't' &&
+              g.chunks[0][1].t_ns == INT64_C(4000000000000) && g.chunks[0][1].tokens == 2 &&
+              g.chunks[0][1].kind == 'a' && g.chunks[0][2].tokens == 5,
+          "chunks exact");
+    CHECK(b->level == 1 && b->rank == 2 && b->id == 18 && b->warmup && b->cls == LL_ERRC_STREAM &&
+              b->http_status == 0 && b->intended_ns == 5 && b->send_ns == 6 && b->header_ns == -1 &&
+              b->first_token_ns == -1 && b->first_answer_ns == -1 && b->end_ns == 9 && b->usage_completion == -1 &&
+              b->usage_prompt == -1 && b->n_chunks == 0 &&
+              strcmp(g.rq_error[1], "KV \"cache\"\nfull \xef\xbf\xbd") == 0,
+          "failed request exact (error '%s')", g.rq_error[1]);
+}
+
+/* ---- drain, close, write errors ----------------------------------------------------- */
+
+static void test_drain_close(void)
+{
+    char path[512], err[256] = "";
+    ll_rec_writer *w = NULL;
+    path_of(path, sizeof path, "drain.jsonl");
+    /* A queue of 2: producers wait for the writer, nothing is dropped. */
+    CHECK(ll_rec_open(path, 2, &w, err, sizeof err) == 0, "open: %s", err);
+    if (!w)
+        return;
+    ll_rec_run run = {.url = "u", .model = "m", .endpoint = "chat"};
+    int rc = ll_rec_put_run(w, &run);
+    for (int i = 0; i < 500 && rc == 0; i++) {
+        ll_rec_step st = {i, 1, 1, 1, 0, 0};
+        rc = ll_rec_put_step(w, &st);
+    }
+    CHECK(rc == 0, "500 puts through a queue of 2");
+    CHECK(ll_rec_drain(w, 5000000000) == 0, "bounded drain");
+    CHECK(ll_rec_written(w) == 501, "all on disk after drain: %llu", (unsigned long long)ll_rec_written(w));
+    /* Drained means flushed: another reader sees every line now. */
+    got g;
+    memset(&g, 0, sizeof g);
+    CHECK(ll_rec_read(path, &all_handlers, &g, NULL, err, sizeof err) == 0 && g.steps == 500,
+          "read while open: %d steps (%s)", g.steps, err);
+    CHECK(ll_rec_drain(w, 0) == 0, "drain with nothing queued");
+    CHECK(ll_rec_close(w) == 0, "close");
+    CHECK(ll_rec_close(NULL) == 0, "close NULL");
+
+    /* A write error is kept: later puts and the drain say LL_EIO, close reports it. */
+    if (access("/dev/full", W_OK) == 0) {
+        CHECK(ll_rec_open("/dev/full", 0, &w, err, sizeof err) == 0, "open /dev/full: %s", err);
+        if (w) {
+            CHECK(ll_rec_put_run(w, &run) == 0, "first put queued");
+            CHECK(ll_rec_drain(w, 0) == LL_EIO, "drain reports the write error");
+            ll_rec_request rq = {.chunks = malloc(sizeof(ll_rec_chunk)), .n_chunks = 1, .error = strdup("x")};
+            CHECK(ll_rec_put_request(w, &rq) == LL_EIO && rq.chunks == NULL && rq.error == NULL,
+                  "put after failure: LL_EIO, chunks still taken (freed)");
+            CHECK(ll_rec_written(w) == 0, "nothing written");
+            CHECK(ll_rec_close(w) == LL_EIO, "close reports LL_EIO");
+        }
+    }
+    CHECK(ll_rec_open("/nonexistent-dir/x.jsonl", 0, &w, err, sizeof err) == LL_EIO && strstr(err, "nonexistent"),
+          "open in a missing folder: %s", err);
+}
+
+/* ---- many producers ------------------------------------------------------------------ */
+
+enum { N_PROD = 8, PER_PROD = 2500 };
+
+typedef struct prod {
+    ll_rec_writer *w;
+    int index, rc;
+} prod;
+
+static void *producer(void *arg)
+{
+    prod *p = arg;
+    for (int i = 0; i < PER_PROD && p->rc == 0; i++) {
+        uint64_t id = (uint64_t)p->index * PER_PROD + (uint64_t)i;
+        size_t n = id % 7;
+        ll_rec_chunk *ch = n ? malloc(n * sizeof *ch) : NULL;
+        for (size_t k = 0; k < n; k++)
+            ch[k] = (ll_rec_chunk){(int64_t)(id * 1000 + k), (int32_t)(k + 1), k % 2 ? 'a' : 't'};
+        ll_rec_request rq = {.level = p->index, .id = id, .cls = id % 5 ? LL_ERRC_OK : LL_ERRC_TIMEOUT,
+                             .send_ns = (int64_t)id, .end_ns = (int64_t)id + 10, .intended_ns = -1,
+                             .header_ns = -1, .first_token_ns = -1, .first_think_ns = -1, .first_answer_ns = -1,
+                             .think_tok = (int64_t)n, .usage_prompt = -1, .usage_completion = -1,
+                             .usage_reasoning = -1, .n_chunks = n, .chunks = ch,
+                             .error = id % 5 ? NULL : strdup("timed out")};
+        p->rc = ll_rec_put_request(p->w, &rq);
+    }
+    return NULL;
+}
+
+typedef struct seen {
+    unsigned char *hit;
+    int dup, bad;
+} seen;
+
+static int count_request(const ll_rec_request *rq, void *ctx)
+{
+    seen *s = ctx;
+    if (rq->id >= (uint64_t)N_PROD * PER_PROD || rq->level != (int)(rq->id / PER_PROD)) {
+        s->bad++;
+        return 0;
+    }
+    if (s->hit[rq->id]++)
+        s->dup++;
+    size_t n = rq->id % 7;
+    int ok = rq->n_chunks == n && rq->send_ns == (int64_t)rq->id && (rq->cls == LL_ERRC_OK) == (rq->id % 5 != 0);
+    for (size_t k = 0; ok && k < n; k++)
+        ok = rq->chunks[k].t_ns == (int64_t)(rq->id * 1000 + k) && rq->chunks[k].tokens == (int32_t)(k + 1);
+    s->bad += !ok;
+    return 0;
+}
+
+static void test_many_producers(void)
+{
+    char path[512], err[256] = "";
+    ll_rec_writer *w = NULL;
+    path_of(path, sizeof path, "many.jsonl");
+    CHECK(ll_rec_open(path, 64, &w, err, sizeof err) == 0, "open: %s", err);
+    if (!w)
+        return;
+    ll_rec_run run = {.url = "u", .model = "m", .endpoint = "chat"};
+    CHECK(ll_rec_put_run(w, &run) == 0, "run");
+    prod p[N_PROD];
+    pthread_t th[N_PROD];
+    for (int i = 0; i < N_PROD; i++) {
+        p[i] = (prod){w, i, 0};
+        CHECK(pthread_create(&th[i], NULL, producer, &p[i]) == 0, "thread %d", i);
+    }
+    int rc_sum = 0;
+    for (int i = 0; i < N_PROD; i++) {
+        pthread_join(th[i], NULL);
+        rc_sum |= p[i].rc;
+    }
+    CHECK(rc_sum == 0, "every put accepted");
+    CHECK(ll_rec_close(w) == 0, "close");
+    seen s = {calloc(N_PROD * PER_PROD, 1), 0, 0};
+    ll_rec_handlers h = {.on_request = count_request};
+    ll_rec_read_stats rs;
+    CHECK(s.hit && ll_rec_read(path, &h, &s, &rs, err, sizeof err) == 0, "read: %s", err);
+    int missing = 0;
+    for (int i = 0; s.hit && i < N_PROD * PER_PROD; i++)
+        missing += s.hit[i] == 0;
+    CHECK(rs.n_lines == 1 + N_PROD * PER_PROD && rs.n_rejected == 0 && rs.n_truncated == 0,
+          "lines %zu rejected %zu (a torn line would fail to parse)", rs.n_lines, rs.n_rejected);
+    CHECK(missing == 0 && s.dup == 0 && s.bad == 0, "missing %d duplicated %d wrong %d", missing, s.dup, s.bad);
+    free(s.hit);
+}
+
+/* ---- hostile files ---------------------------------------------------------------------- */
+
+#define RUN_LINE "{\"type\":\"run\",\"schema\":1,\"target\":{\"url\":\"u\"}}\n"
+#define REQ_HEAD "{\"type\":\"request\",\"level\":0,\"id\":1,\"status\":\"ok\","
+
+static int read_text(const char *name, const char *text, got *g, ll_rec_read_stats *rs, char *err, size_t errlen)
+{
+    char path[512];
+    path_of(path, sizeof path, name);
+    if (write_text(path, text))
+        return -100;
+    memset(g, 0, sizeof *g);
+    return ll_rec_read(path, &all_handlers, g, rs, err, errlen);
+}
+
+static void test_hostile(void)
+{
+    char err[256];
+    got g;
+    ll_rec_read_stats rs;
+    int rc;
+
+    rc = read_text("huge_time.jsonl",
+                   RUN_LINE REQ_HEAD "\"send_ns\":1e300,\"end_ns\":5,\"chunks\":[]}\n"
+                   REQ_HEAD "\"send_ns\":1,\"end_ns\":5,\"chunks\":[[4.7e18,1,\"a\"]]}\n"
+                   REQ_HEAD "\"send_ns\":1,\"end_ns\":5,\"chunks\":[[2,1,\"a\"]]}\n",
+                   &g, &rs, err, sizeof err);
+    CHECK(rc == 0 && g.requests == 1 && rs.n_rejected == 2 && rs.n_out_of_range == 2,
+          "1e300 and 2^62+ times: rc %d requests %d rejected %zu oor %zu", rc, g.requests, rs.n_rejected,
+          rs.n_out_of_range);
+    CHECK(g.rq[0].n_chunks == 1 && g.chunks[0][0].t_ns == 2, "the good request is whole");
+
+    rc = read_text("neg_tokens.jsonl",
+                   RUN_LINE REQ_HEAD "\"send_ns\":1,\"end_ns\":5,\"think_tok\":-3,\"answer_tok\":-1,\"chunks\":[]}\n"
+                   REQ_HEAD "\"send_ns\":1,\"end_ns\":5,\"chunks\":[[2,3000000000,\"a\"]]}\n"
+                   REQ_HEAD "\"send_ns\":1,\"end_ns\":5,\"chunks\":[[2,-1,\"t\"]]}\n"
+                   "{\"type\":\"step\",\"start_ns\":1,\"dur_ns\":-5,\"n_decode\":1}\n"
+                   "{\"type\":\"level_end\",\"level\":0,\"end_ns\":9,\"ok\":-2,\"failed\":0}\n",
+                   &g, &rs, err, sizeof err);
+    CHECK(rc == 0 && g.requests == 0 && g.steps == 0 && g.level_ends == 0 && rs.n_rejected == 5 &&
+              rs.n_out_of_range == 6,
+          "negative counts, tokens > INT32_MAX: rc %d requests %d rejected %zu oor %zu", rc, g.requests,
+          rs.n_rejected, rs.n_out_of_range);
+
+    rc = read_text("missing_key.jsonl", RUN_LINE REQ_HEAD "\"end_ns\":5}\n" "{\"level\":3}\n", &g, &rs, err, sizeof err);
+    CHECK(rc == 0 && g.requests == 0 && rs.n_rejected == 2 && rs.n_out_of_range == 0,
+          "missing send_ns, missing type: rejected %zu oor %zu", rs.n_rejected, rs.n_out_of_range);
+
+    rc = read_text("truncated.jsonl",
+                   RUN_LINE REQ_HEAD "\"send_ns\":1,\"end_ns\":5,\"chunks\":[]}\n" REQ_HEAD "\"send_ns\":1,\"end",
+                   &g, &rs, err, sizeof err);
+    CHECK(rc == 0 && g.requests == 1 && rs.n_truncated == 1 && rs.n_lines == 2,
+          "truncated last line skipped: rc %d requests %d truncated %zu lines %zu", rc, g.requests, rs.n_truncated,
+          rs.n_lines);
+
+    rc = read_text("malformed.jsonl", RUN_LINE "{\"type\":\"request\",\n" REQ_HEAD "\"send_ns\":1,\"end_ns\":5}\n",
+                   &g, &rs, err, sizeof err);
+    CHECK(rc == LL_EPARSE && strstr(err, "malformed.jsonl:2"), "malformed middle line: rc %d (%s)", rc, err);
+
+    rc = read_text("newer.jsonl", "{\"type\":\"run\",\"schema\":2}\n", &g, &rs, err, sizeof err);
+    CHECK(rc == LL_EINVAL && strstr(err, "newer") && g.runs == 0, "newer schema refused: rc %d (%s)", rc, err);
+
+    rc = read_text("no_run.jsonl", REQ_HEAD "\"send_ns\":1,\"end_ns\":5}\n", &g, &rs, err, sizeof err);
+    CHECK(rc == LL_EINVAL && g.requests == 0 && strstr(err, "run line"), "missing run line: rc %d (%s)", rc, err);
+
+    rc = read_text("empty.jsonl", "", &g, &rs, err, sizeof err);
+    CHECK(rc == LL_EINVAL && strstr(err, "no run line"), "empty file: rc %d (%s)", rc, err);
+
+    rc = read_text("classes.jsonl",
+                   RUN_LINE "{\"type\":\"request\",\"level\":0,\"status\":\"error\",\"error_class\":\"reset\","
+                            "\"send_ns\":1,\"end_ns\":2}\n"
+                            "{\"type\":\"request\",\"level\":0,\"status\":\"error\",\"error_class\":\"gremlins\","
+                            "\"send_ns\":1,\"end_ns\":2}\n"
+                            "{\"type\":\"gpu\",\"watts\":300}\n",
+                   &g, &rs, err, sizeof err);
+    CHECK(rc == 0 && g.requests == 2 && g.rq[0].cls == LL_ERRC_RESET && g.rq[1].cls == LL_ERRC_OTHER &&
+              g.others == 1 && rs.n_unknown == 1,
+          "error classes parsed, unknown class is other, unknown type to on_other");
+    CHECK(g.run.law.present == 0 && isnan(g.run.law.time_scale), "no law: present 0, time_scale NAN");
+}
+
+static void test_err_class_names(void)
+{
+    int ok = 1;
+    for (int c = 0; c < LL_ERRC__COUNT; c++) {
+        ll_err_class back;
+        ok &= ll_err_class_parse(ll_err_class_name((ll_err_class)c), &back) == 0 && back == (ll_err_class)c;
+    }
+    ll_err_class x;
+    CHECK(ok, "every class name parses back");
+    CHECK(ll_err_class_parse("nope", &x) == LL_EINVAL && x == LL_ERRC_OTHER, "unknown name");
+    CHECK(strcmp(ll_err_class_name(LL_ERRC_STREAM), "stream_error") == 0 &&
+              strcmp(ll_err_class_name((ll_err_class)99), "other") == 0,
+          "names");
+}
+
+int main(void)
+{
+    snprintf(g_dir, sizeof g_dir, "%s/ll_records_%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+    char err[256];
+    if (ll_mkdir_p(g_dir, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    test_err_class_names();
+    test_round_trip();
+    test_drain_close();
+    test_many_producers();
+    test_hostile();
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", g_dir);
+    TEST_MAIN_END();
+}
