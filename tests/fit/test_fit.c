@@ -465,6 +465,11 @@ static void test_skewed_jitter(void)
                sim_mean_step(&c, 0), sim_mean_step(&c, 1) - sim_mean_step(&c, 0),
                sim_law(&c, 0) * (k ? 1 : 1 + c.jitter_frac * log(2.0)),
                c.b_ms * (k ? 1 : 1 + c.jitter_frac * log(2.0)), r->law.method, r->law.n_trimmed);
+        /* Each check is a 95% interval: count the levels it covers rather
+         * than demand all 9 (over 400 seeds all 9 held in only ~85% of runs
+         * for the band and err%, ~64% for the throughput interval; 7 of 9
+         * and 6 of 9 hold in > 99%). The old median law covered 0 of 9. */
+        int band_ok = 0, err_ok = 0, thr_ok = 0;
         for (size_t i = 0; i < r->n_levels; i++) {
             const fit_level *L = &r->levels[i];
             double lo, hi, m = sim_mean_step(&c, L->concurrency);
@@ -474,15 +479,14 @@ static void test_skewed_jitter(void)
                    L->concurrency, m, (lo + hi) / 2, lo, hi, L->steady_tok_per_s, L->steady_tok_per_s_ci[0],
                    L->steady_tok_per_s_ci[1], L->predicted_tok_per_s, 100 * L->error_rel,
                    100 * L->error_rel_ci[0], 100 * L->error_rel_ci[1]);
-            CHECK(lo <= m && m <= hi, "C=%d: true mean step %.4f in the law's band [%.4f, %.4f]",
-                  L->concurrency, m, lo, hi);
-            CHECK(L->error_rel_ci[0] <= 0 && 0 <= L->error_rel_ci[1],
-                  "C=%d: err %+.2f%% interval [%+.2f, %+.2f] covers 0", L->concurrency, 100 * L->error_rel,
-                  100 * L->error_rel_ci[0], 100 * L->error_rel_ci[1]);
-            CHECK(L->steady_tok_per_s_ci[0] <= 1000.0 * L->concurrency / m &&
-                      1000.0 * L->concurrency / m <= L->steady_tok_per_s_ci[1],
-                  "C=%d: steady throughput interval covers the truth", L->concurrency);
+            band_ok += lo <= m && m <= hi;
+            err_ok += L->error_rel_ci[0] <= 0 && 0 <= L->error_rel_ci[1];
+            thr_ok += L->steady_tok_per_s_ci[0] <= 1000.0 * L->concurrency / m &&
+                      1000.0 * L->concurrency / m <= L->steady_tok_per_s_ci[1];
         }
+        CHECK(band_ok >= 7, "true mean step inside the law's band at %d of 9 levels (>= 7)", band_ok);
+        CHECK(err_ok >= 7, "err%% interval covers 0 at %d of 9 levels (>= 7)", err_ok);
+        CHECK(thr_ok >= 6, "steady throughput interval covers the truth at %d of 9 levels (>= 6)", thr_ok);
         fit_result_free(r);
     }
 }
