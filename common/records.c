@@ -37,6 +37,12 @@ const char *ll_err_class_name(ll_err_class c)
     return (unsigned)c < LL_ERRC__COUNT ? err_class_names[c] : "other";
 }
 
+const char *ll_counts_name(ll_counts c)
+{
+    static const char *const names[LL_COUNTS__COUNT] = {"stream", "attributed", "tokenizer"};
+    return (unsigned)c < LL_COUNTS__COUNT ? names[c] : "stream";
+}
+
 int ll_err_class_parse(const char *name, ll_err_class *out)
 {
     for (int c = 0; c < LL_ERRC__COUNT; c++)
@@ -151,10 +157,20 @@ static int format_level(ll_buf *b, const ll_rec_level *lv)
 
 static int format_level_end(ll_buf *b, const ll_rec_level_end *le)
 {
-    return ll_buf_printf(b,
+    int rc;
+    const ll_rec_client *c = &le->client;
+    LL_TRY(ll_buf_printf(b,
                          "{\"type\":\"level_end\",\"level\":%d,\"end_ns\":%" PRId64
-                         ",\"interrupted\":%s,\"ok\":%d,\"failed\":%d}",
-                         le->level, le->end_ns, le->interrupted ? "true" : "false", le->ok, le->failed);
+                         ",\"interrupted\":%s,\"ok\":%d,\"failed\":%d",
+                         le->level, le->end_ns, le->interrupted ? "true" : "false", le->ok, le->failed));
+    if (c->present)
+        LL_TRY(ll_buf_printf(b,
+                             ",\"client\":{\"threads\":%d,\"wall_s\":%.9g,\"cpu_s_max\":%.9g,"
+                             "\"cpu_s_sum\":%.9g,\"reads\":%" PRIu64 ",\"events\":%" PRIu64 "}",
+                             c->threads, c->wall_s, c->cpu_s_max, c->cpu_s_sum, c->reads, c->events));
+    LL_TRY(ll_buf_append(b, "}", 1));
+fail:
+    return rc;
 }
 
 static int format_step(ll_buf *b, const ll_rec_step *st)
@@ -201,6 +217,11 @@ static int format_request(ll_buf *b, const ll_rec_request *rq)
     LL_TRY(ll_buf_printf(b, ",\"prompt_tok\":%" PRId64 ",\"think_tok\":%" PRId64 ",\"answer_tok\":%" PRId64,
                          rq->prompt_tok, rq->think_tok, rq->answer_tok));
     LL_TRY(format_usage(b, rq));
+    if (rq->counts != LL_COUNTS_STREAM)
+        LL_TRY(ll_buf_printf(b, ",\"counts\":\"%s\",\"stream_tok\":{\"think\":%" PRId64 ",\"answer\":%" PRId64 "}",
+                             ll_counts_name(rq->counts), rq->stream_think_tok, rq->stream_answer_tok));
+    if (rq->prompt_tok_target > 0)
+        LL_TRY(ll_buf_printf(b, ",\"prompt_tok_target\":%" PRId64, rq->prompt_tok_target));
     LL_TRY(ll_buf_printf(b, ",\"chunks\":["));
     for (size_t i = 0; i < rq->n_chunks; i++)
         LL_TRY(put_chunk(b, &rq->chunks[i], i == 0));

@@ -64,6 +64,19 @@ static int rd_count(reader *r, const cJSON *o, const char *key, int required)
     return (int)rd_int(r, o, key, required, 0, INT32_MAX, 0);
 }
 
+/* Seconds in [0, 1e9] (a level lasts less than 30 years); else counted, NAN. */
+static double rd_seconds(reader *r, const cJSON *o, const char *key)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(it))
+        return NAN;
+    if (!(it->valuedouble >= 0 && it->valuedouble <= 1e9)) {
+        r->out_of_range++;
+        return NAN;
+    }
+    return it->valuedouble;
+}
+
 static int rd_bool(const cJSON *o, const char *key)
 {
     return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, key));
@@ -174,6 +187,16 @@ static int rd_level_end(reader *r, const cJSON *o)
     le.interrupted = rd_bool(o, "interrupted");
     le.ok = rd_count(r, o, "ok", 0);
     le.failed = rd_count(r, o, "failed", 0);
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(o, "client");
+    if (cJSON_IsObject(c)) {
+        le.client.present = 1;
+        le.client.threads = rd_count(r, c, "threads", 0);
+        le.client.wall_s = rd_seconds(r, c, "wall_s");
+        le.client.cpu_s_max = rd_seconds(r, c, "cpu_s_max");
+        le.client.cpu_s_sum = rd_seconds(r, c, "cpu_s_sum");
+        le.client.reads = (uint64_t)rd_int(r, c, "reads", 0, 0, TIME_MAX_NS, 0);
+        le.client.events = (uint64_t)rd_int(r, c, "events", 0, 0, TIME_MAX_NS, 0);
+    }
     if (!rd_keep(r) || !r->h->on_level_end)
         return 0;
     return r->h->on_level_end(&le, r->ctx);
@@ -242,6 +265,18 @@ static int rd_request(reader *r, const cJSON *o)
     rq.usage_prompt = cJSON_IsObject(u) ? rd_int(r, u, "prompt_tokens", 0, -1, TIME_MAX_NS, -1) : -1;
     rq.usage_completion = cJSON_IsObject(u) ? rd_int(r, u, "completion_tokens", 0, -1, TIME_MAX_NS, -1) : -1;
     rq.usage_reasoning = cJSON_IsObject(u) ? rd_int(r, u, "reasoning_tokens", 0, -1, TIME_MAX_NS, -1) : -1;
+    rq.counts = LL_COUNTS_STREAM;
+    rq.stream_think_tok = rq.stream_answer_tok = -1;
+    const char *counts = ll_json_str(o, "counts", "stream");
+    for (int k = 0; k < LL_COUNTS__COUNT; k++)
+        if (strcmp(counts, ll_counts_name((ll_counts)k)) == 0)
+            rq.counts = (ll_counts)k;
+    const cJSON *stok = cJSON_GetObjectItemCaseSensitive(o, "stream_tok");
+    if (cJSON_IsObject(stok)) {
+        rq.stream_think_tok = rd_int(r, stok, "think", 0, -1, TIME_MAX_NS, -1);
+        rq.stream_answer_tok = rd_int(r, stok, "answer", 0, -1, TIME_MAX_NS, -1);
+    }
+    rq.prompt_tok_target = rd_int(r, o, "prompt_tok_target", 0, 0, TIME_MAX_NS, 0);
     int rc = rd_chunks(r, o);
     if (rc)
         return rc;

@@ -101,11 +101,24 @@ typedef struct ll_rec_level {
     int64_t start_ns;
 } ll_rec_level;
 
+/* What the client's own threads did during a level (level_end "client"):
+ * enough to tell when the client, not the server, set the pace. */
+typedef struct ll_rec_client {
+    int present;
+    int threads;              /* worker threads */
+    double wall_s;            /* level start to drained */
+    double cpu_s_max;         /* the busiest worker thread's CPU time (CLOCK_THREAD_CPUTIME_ID) */
+    double cpu_s_sum;         /* all worker threads' CPU time */
+    uint64_t reads;           /* libcurl write callbacks (socket reads with data) */
+    uint64_t events;          /* token-carrying arrivals parsed */
+} ll_rec_client;
+
 typedef struct ll_rec_level_end {
     int level;
     int64_t end_ns;
     int interrupted;
     int ok, failed;           /* measured (non-warmup) requests that finished */
+    ll_rec_client client;     /* "client"; absent in older files (present = 0) */
 } ll_rec_level_end;
 
 typedef struct ll_rec_chunk {
@@ -113,6 +126,17 @@ typedef struct ll_rec_chunk {
     int32_t tokens;
     char kind;                /* LL_CHUNK_THINK / LL_CHUNK_ANSWER */
 } ll_rec_chunk;
+
+/* Where a request's token counts came from ("counts"). */
+typedef enum ll_counts {
+    LL_COUNTS_STREAM = 0,     /* the stream itself: one token per delta, or per-chunk usage */
+    LL_COUNTS_ATTRIBUTED,     /* the final usage disagreed with the stream; its tokens were
+                               * attributed over the chunks (reasoning over thinking chunks) */
+    LL_COUNTS_TOKENIZER,      /* no usage: counted with --tokenizer from the streamed text */
+    LL_COUNTS__COUNT
+} ll_counts;
+/* "stream", "attributed", "tokenizer". */
+const char *ll_counts_name(ll_counts c);
 
 typedef struct ll_rec_request {
     int level, rank;
@@ -126,6 +150,11 @@ typedef struct ll_rec_request {
     int64_t prompt_tok, think_tok, answer_tok;   /* counted from the stream */
     int64_t usage_prompt, usage_completion, usage_reasoning; /* -1 = not sent;
                                * "usage" is null when usage_completion < 0 */
+    ll_counts counts;         /* where think_tok/answer_tok and the chunks' tokens came from */
+    int64_t stream_think_tok, stream_answer_tok; /* what the stream alone counted, when
+                               * counts != STREAM ("stream_tok"); else -1 */
+    int64_t prompt_tok_target;/* the prompt's length as built with a tokenizer
+                               * ("prompt_tok_target"); 0 = not built to a length */
     size_t n_chunks;
     ll_rec_chunk *chunks;     /* in arrival order */
 } ll_rec_request;

@@ -156,7 +156,7 @@ static void test_round_trip(void)
                           .end_ns = 9, .prompt_tok = 3, .usage_prompt = -1, .usage_completion = -1,
                           .usage_reasoning = -1};
     CHECK(ll_rec_put_request(w, &bad) == 0 && bad.error == NULL, "put failed request (error taken)");
-    ll_rec_level_end le = {1, 1200000000, 1, 12, 3};
+    ll_rec_level_end le = {1, 1200000000, 1, 12, 3, {0}};
     ll_rec_step st = {5000, 2650000, 8, 9, 17, 4096};
     ll_rec_profile pr = {1, 4100000000, 12, "sglang", 200, 1, "{\"path\":\"/tmp/t.json\"}"};
     CHECK(ll_rec_put_level_end(w, &le) == 0 && ll_rec_put_step(w, &st) == 0 && ll_rec_put_profile(w, &pr) == 0,
