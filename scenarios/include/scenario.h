@@ -41,7 +41,24 @@
 
 #include <cjson/cJSON.h>
 
-typedef enum scn_endpoint { SCN_ENDPOINT_CHAT = 0, SCN_ENDPOINT_COMPLETIONS = 1 } scn_endpoint;
+/* The API a sweep calls. chat and completions: OpenAI's streaming forms;
+ * responses: the OpenAI Responses API (/v1/responses, reasoning in
+ * response.reasoning_text.delta events); generate: SGLang's native /generate
+ * stream. */
+typedef enum scn_endpoint {
+    SCN_ENDPOINT_CHAT = 0,
+    SCN_ENDPOINT_COMPLETIONS = 1,
+    SCN_ENDPOINT_RESPONSES = 2,
+    SCN_ENDPOINT_GENERATE = 3,
+    SCN_ENDPOINT__COUNT
+} scn_endpoint;
+/* "chat", "completions", "responses", "generate". */
+const char *scn_endpoint_name(scn_endpoint e);
+/* 0 and *out set, or LL_EINVAL for an unknown name. */
+int scn_endpoint_parse(const char *name, scn_endpoint *out);
+/* The standard path under the base URL: "/v1/chat/completions",
+ * "/v1/completions", "/v1/responses", "/generate". */
+const char *scn_endpoint_path(scn_endpoint e);
 typedef enum scn_arrival { SCN_ARRIVAL_POISSON = 0, SCN_ARRIVAL_CONSTANT = 1 } scn_arrival;
 typedef enum scn_source {
     SCN_SOURCE_SYNTHETIC = 0, /* seeded random words */
@@ -109,7 +126,15 @@ typedef struct scn_scenario {
     scn_endpoint endpoint;
     char *api_key_env;       /* env var holding the key, default "OPENAI_API_KEY" */
     char *engine_spec;       /* eng_parse_spec form; NULL = engine defaults */
+    char *endpoint_path;     /* NULL = scn_endpoint_path(endpoint); else this path
+                              * under the base URL ("/openai/v1/chat/completions") */
+    char **headers;          /* extra request headers, "Name: value" (owned) */
+    size_t n_headers;
     /* request */
+    cJSON *extra_body;       /* object whose keys are merged into every request
+                              * body (temperature, top_p, ...); owned; NULL = none */
+    int continuous_usage;    /* ask stream_options.continuous_usage_stats (default 1;
+                              * a 400 that names the field turns it off, said once) */
     int max_tokens;
     int think_tokens;        /* -1 = do not send the think_tokens extension */
     int ignore_eos;
@@ -118,6 +143,13 @@ typedef struct scn_scenario {
     scn_source source;
     char *prompts_path;      /* sharegpt / jsonl */
     scn_dist words;          /* synthetic prompt length */
+    char *tokenizer_path;    /* Hugging Face tokenizer.json; NULL = none */
+    scn_dist prompt_tokens;  /* prompt length in tokens when prompt_tokens_set:
+                              * exact with a tokenizer, else words ~ 0.75 tokens */
+    int prompt_tokens_set;
+    char *defaults;          /* which defaults applied, for the run line:
+                              * "bundled" (scenarios/default.json), "remote"
+                              * (--url without a scenario) or "file" */
     int prompt_count;        /* synthetic pool size */
     uint64_t seed;
     /* load */
@@ -154,6 +186,7 @@ cJSON *scn_to_json(const scn_scenario *s);
 /* ---- prompts -------------------------------------------------------------- */
 
 typedef struct scn_prompts scn_prompts;
+typedef struct scn_tokenizer scn_tokenizer; /* below */
 /* Load or generate the prompt set the scenario names (relative paths are
  * relative to the scenario file's folder, then the cwd). */
 int scn_prompts_load(const scn_scenario *s, scn_prompts **out, char *err, size_t errlen);
@@ -162,5 +195,27 @@ size_t scn_prompts_count(const scn_prompts *p);
  * lives as long as the set. */
 const char *scn_prompt(const scn_prompts *p, size_t i, int *words);
 void scn_prompts_free(scn_prompts *p);
+/* The tokens prompt i was built to (0 when not built to a token length). */
+int scn_prompt_target_tokens(const scn_prompts *p, size_t i);
+/* The tokenizer the scenario named (loaded by scn_prompts_load), or NULL. */
+const scn_tokenizer *scn_prompts_tokenizer(const scn_prompts *p);
+
+/* ---- tokenizer (tokenizer.c) ------------------------------------------------ */
+
+/* A Hugging Face tokenizer.json of the byte-level BPE kind (GPT-2, Llama 3,
+ * Qwen, DeepSeek): its pre-tokenizer regex run with PCRE2 (Unicode classes),
+ * byte-level mapping, BPE merges, added/special tokens. Read-only after
+ * loading: encode and decode may run on any number of threads at once. */
+int scn_tokenizer_load(const char *path, scn_tokenizer **out, char *err, size_t errlen);
+void scn_tokenizer_free(scn_tokenizer *t);
+/* Token ids of text (no special tokens added, as tokenizers' encode with
+ * add_special_tokens=False). *ids: caller frees. */
+int scn_tokenizer_encode(const scn_tokenizer *t, const char *text, size_t len, int32_t **ids,
+                         size_t *n);
+/* Number of tokens of text, or a negative LL_E* code. */
+int64_t scn_tokenizer_count(const scn_tokenizer *t, const char *text, size_t len);
+/* The text of ids (NUL-terminated; caller frees). */
+int scn_tokenizer_decode(const scn_tokenizer *t, const int32_t *ids, size_t n, char **text,
+                         size_t *len);
 
 #endif
