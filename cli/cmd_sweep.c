@@ -167,8 +167,9 @@ static int run_levels(const sweep_job *j, const char *url, const char *model, ho
     char why[256];
     if (bundled && host_engine_failed(host, why, sizeof why))
         lg_run_interrupt(run, 0); /* it failed before on_engine_failure could see the run */
-    fprintf(stderr, "loadlaw sweep: %s -> %s (%zu levels), records in %s/records.jsonl\n",
-            j->scn->path ? j->scn->path : "scenario", url, j->scn->n_levels, j->run_dir);
+    fprintf(stderr, "loadlaw sweep: %s (%s defaults) -> %s (%zu levels), records in %s/records.jsonl\n",
+            j->scn->path ? j->scn->path : "no scenario", j->scn->defaults ? j->scn->defaults : "file", url,
+            j->scn->n_levels, j->run_dir);
     int rc = lg_run_sweep(run, err, sizeof err);
     if (rc && rc != LL_EINTR)
         fprintf(stderr, "loadlaw sweep: %s\n", err);
@@ -204,6 +205,19 @@ static void print_law_and_report(const char *run_dir, const fit_run *fr, const f
         printf("report: %s\n", path);
 }
 
+/* The fit's notes (per-level warnings: counts reconciled with the server's
+ * usage, a client that set the pace, ...): on stderr, where a user who
+ * redirects the tables still sees them. */
+static void print_notes(const fit_result *res)
+{
+    if (!res->n_notes)
+        return;
+    fflush(stdout);
+    fprintf(stderr, "notes:\n");
+    for (size_t i = 0; i < res->n_notes; i++)
+        fprintf(stderr, "  %s\n", res->notes[i]);
+}
+
 /* Fit the records once and print that result everywhere: the per-level
  * tables, summary.json, and (report = 1) the law and the report. Returns
  * CLI_OK or CLI_FAIL (no summary written). */
@@ -221,6 +235,7 @@ static int finish(const char *run_dir, int report)
         goto out;
     }
     rpt_print_levels(stdout, res);
+    print_notes(res);
     if (rpt_write_summary(run_dir, fr, res, err, sizeof err))
         fprintf(stderr, "loadlaw sweep: %s\n", err);
     else
@@ -304,18 +319,15 @@ static void default_run_dir(char *out, size_t n)
 /* The scenario with the flags laid over it, validated. CLI_OK or an exit code. */
 static int load_scenario(const sweep_opts *o, scn_scenario **out)
 {
-    char err[1024] = "", spath[4096];
+    char err[1024] = "";
     int rc;
-    sweep_find_scenario(o->scenario ? o->scenario : "scenarios/default.json", spath, sizeof spath);
-    if ((rc = scn_load_file(spath, out, err, sizeof err))) {
-        fprintf(stderr, "loadlaw sweep: %s\n", err);
-        return rc == LL_EIO ? CLI_FAIL : CLI_USAGE;
-    }
+    if ((rc = sweep_base_scenario(o, out)) != CLI_OK)
+        return rc;
     scn_scenario *scn = *out;
     if (scn->ab.enabled && (o->engine || o->url)) {
         /* Overriding both sides with one spec would compare a run with itself. */
-        fprintf(stderr, "loadlaw sweep: %s: an \"ab\" scenario takes no %s (edit ab.a/ab.b.engine)\n", spath,
-                o->engine ? "--engine" : "--url");
+        fprintf(stderr, "loadlaw sweep: %s: an \"ab\" scenario takes no %s (edit ab.a/ab.b.engine)\n",
+                scn->path ? scn->path : "scenario", o->engine ? "--engine" : "--url");
         return CLI_USAGE;
     }
     if (sweep_apply_flags(o, scn))

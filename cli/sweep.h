@@ -7,19 +7,34 @@
 #include "scenario.h"
 
 /* The command line as given; NULL / -1 = not given (the scenario decides). */
+#define SWEEP_MAX_HEADERS 64
 typedef struct sweep_opts {
     const char *scenario, *url, *engine, *model, *endpoint, *api_key, *output, *prompts, *arrival;
-    const char *conc, *rate, *duration, *timeout;
-    long requests, warmup, threads, max_tokens, think_tokens, seed;
-    int no_report, quiet;
+    const char *conc, *rate, *timeout;
+    const char *requests, *duration;     /* one value for every level, or one per level */
+    const char *prompt_tokens, *prompt_words, *tokenizer, *extra_body, *endpoint_path;
+    const char *headers[SWEEP_MAX_HEADERS];
+    size_t n_headers;
+    long warmup, threads, max_tokens, think_tokens, seed;
+    int no_report, quiet, no_continuous_usage;
 } sweep_opts;
 
 /* Parse argv (argv[0] = "sweep"). CLI_GO_ON (opts.h) to go on, CLI_OK after
  * --help, CLI_USAGE after a one-line message. */
 int sweep_parse_args(int argc, char **argv, sweep_opts *o);
-/* Scenario files: as given (relative to the cwd), else in the source tree.
- * 0 when found; out always holds a path to try. */
+/* Scenario files: as given (relative to the cwd), else in the source tree
+ * (a build-tree binary), else in the data folder baked in at build time
+ * (LOADLAW_DATADIR, e.g. /usr/local/share/loadlaw; the environment variable
+ * LOADLAW_DATADIR overrides it): NAME, then NAME without a leading
+ * "scenarios/" under DATADIR/scenarios. 0 when found; out always holds a
+ * path to try. */
 int sweep_find_scenario(const char *name, char *out, size_t n);
+/* The scenario a sweep starts from: the file given (defaults "file"); with
+ * --url and none, scn_new's remote-benchmark defaults (defaults "remote":
+ * no engine extensions, 256-token synthetic prompts, C = 1..64); else
+ * scenarios/default.json (defaults "bundled"). CLI_OK or an exit code after
+ * printing why. Flags are not applied yet. */
+int sweep_base_scenario(const sweep_opts *o, scn_scenario **out);
 /* Lay the flags over the scenario: 0, or CLI_USAGE after a one-line message. */
 int sweep_apply_flags(const sweep_opts *o, scn_scenario *s);
 

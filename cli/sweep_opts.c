@@ -14,10 +14,18 @@
 #ifndef LOADLAW_SOURCE_DIR
 #define LOADLAW_SOURCE_DIR "."
 #endif
+#ifndef LOADLAW_DATADIR
+#define LOADLAW_DATADIR "/usr/local/share/loadlaw"
+#endif
+
+/* Synthetic prompts without a tokenizer: words ~ tokens / 1.33 (English
+ * text runs ~0.75 words per token with the common BPE vocabularies). */
+#define TOKENS_PER_WORD 1.33
 
 enum {
     K_URL = 256, K_ENGINE, K_MODEL, K_ENDPOINT, K_API_KEY, K_WARMUP, K_RATE, K_ARRIVAL, K_DURATION, K_THREADS,
-    K_MAX_TOKENS, K_THINK_TOKENS, K_TIMEOUT, K_SEED, K_PROMPTS, K_NO_REPORT,
+    K_MAX_TOKENS, K_THINK_TOKENS, K_TIMEOUT, K_SEED, K_PROMPTS, K_NO_REPORT, K_PROMPT_TOKENS, K_PROMPT_WORDS,
+    K_TOKENIZER, K_HEADER, K_EXTRA_BODY, K_ENDPOINT_PATH, K_NO_CONT_USAGE,
 };
 
 static const cli_opt sweep_table[] = {
@@ -25,23 +33,38 @@ static const cli_opt sweep_table[] = {
     {"url", K_URL, "URL", "remote server (default: start the bundled engine in-process)"},
     {"engine", K_ENGINE, "SPEC", "bundled engine settings, e.g. backend=synthetic,law=52+30n,time_scale=0.1"},
     {"model", K_MODEL, "NAME", "model to ask for (default: the bundled engine's name)"},
-    {"endpoint", K_ENDPOINT, "chat|completions", "the API to call"},
+    {"endpoint", K_ENDPOINT, "chat|completions|responses|generate",
+     "the API to call (responses: OpenAI Responses API; generate: SGLang's native /generate)"},
+    {"endpoint-path", K_ENDPOINT_PATH, "PATH", "path under --url instead of the endpoint's standard one "
+                "(e.g. /openai/v1/chat/completions)"},
+    {"header", K_HEADER, "'K: V'", "extra request header (repeatable; 'K:V' also accepted)"},
     {"api-key", K_API_KEY, "KEY", "Bearer token (default: $OPENAI_API_KEY); never written anywhere"},
     {NULL, 0, NULL, "load:"},
     {"concurrency", 'c', "L", "closed-loop levels, e.g. 1,2,4,8,16,32,64"},
-    {"requests", 'n', "N", "measured requests per level (default max(1.5*C, 8))"},
+    {"requests", 'n', "N[,N..]", "measured requests per level: one value for all, or one per level "
+                "(default max(1.5*C, 8))"},
     {"warmup", K_WARMUP, "N", "extra requests per level first, excluded from statistics"},
     {"rate", K_RATE, "R", "open loop: R requests/s (alone: one level, no cap; with -c: "
                 "one open level per C, C capping the requests in flight)"},
     {"arrival", K_ARRIVAL, "poisson|constant", "open loop: how arrivals are spaced"},
-    {"duration", K_DURATION, "S", "end each level's issuing after S (30s, 2m)"},
+    {"duration", K_DURATION, "S[,S..]", "end each level's issuing after S (30s, 2m): one for all, or one "
+                "per level"},
     {"threads", K_THREADS, "N", "worker threads (default: number of cores)"},
     {NULL, 0, NULL, "request:"},
     {"max-tokens", K_MAX_TOKENS, "N", "tokens to ask for per request"},
     {"think-tokens", K_THINK_TOKENS, "N", "thinking tokens per request (bundled engine)"},
     {"timeout", K_TIMEOUT, "S", "per-request timeout"},
+    {"extra-body", K_EXTRA_BODY, "JSON", "object merged into every request body, e.g. "
+                "'{\"temperature\":0.6,\"top_p\":0.95}'"},
+    {"no-continuous-usage", K_NO_CONT_USAGE, NULL, "do not ask for stream_options.continuous_usage_stats "
+                "(strict OpenAI servers reject it; a 400 naming it also turns it off)"},
     {"seed", K_SEED, "N", "seed for prompts and arrivals"},
     {"prompts", K_PROMPTS, "FILE", ".jsonl of {\"prompt\":..} or ShareGPT .json"},
+    {"prompt-tokens", K_PROMPT_TOKENS, "MEAN[,SD]", "synthetic prompt length in tokens (exact with --tokenizer, "
+                "else words = tokens/1.33); with --url and no scenario the default is 256"},
+    {"prompt-words", K_PROMPT_WORDS, "MEAN[,SD]", "synthetic prompt length in words"},
+    {"tokenizer", K_TOKENIZER, "PATH", "Hugging Face tokenizer.json: exact prompt lengths and token counts "
+                "where the server gives no usage"},
     {NULL, 0, NULL, "output:"},
     {"output", 'o', "DIR", "run directory (default runs/<timestamp>)"},
     {"no-report", K_NO_REPORT, NULL, "skip the law and report at the end (summary.json is still written)"},
@@ -55,7 +78,12 @@ static const cli_cmd sweep_cmd = {
     "Drives an OpenAI-compatible endpoint through concurrency levels and records every\n"
     "token's arrival in RUN_DIR/records.jsonl; ends with the per-level tables, the fitted\n"
     "law and the report (every figure from one fit of the records, as `loadlaw fit` gives).\n"
-    "With no SCENARIO, runs scenarios/default.json (bundled engine, 52+30n, C=1..64).\n"
+    "With no SCENARIO, runs scenarios/default.json (bundled engine, 52+30n, C=1..64);\n"
+    "with --url and no SCENARIO, remote-benchmark defaults instead: no loadlaw-only\n"
+    "request fields, no ignore_eos, 256-token synthetic prompts (--prompt-tokens), C=1..64.\n"
+    "The run line in records.jsonl says which (\"defaults\": \"bundled\", \"remote\", \"file\").\n"
+    "Scenario names are looked up as given, then in the source tree, then in\n"
+    "$LOADLAW_DATADIR (default " LOADLAW_DATADIR ")/scenarios.\n"
     "A scenario with \"ab\" (e.g. scenarios/kernel-ab.json) runs the sweep once per side,\n"
     "each on its own bundled engine, into RUN_DIR/<side>, then compares them as\n"
     "`loadlaw compare` does (RUN_DIR/compare.html; exit 3 when its expect_speedup is\n"
@@ -96,7 +124,18 @@ static int on_opt(const cli_opt *opt, const char *v, void *ctx)
     case K_RATE: o->rate = v; break;
     case K_DURATION: o->duration = v; break;
     case K_TIMEOUT: o->timeout = v; break;
-    case 'n': return parse_long("--requests", v, 1, 100000000, &o->requests);
+    case 'n': o->requests = v; break;
+    case K_PROMPT_TOKENS: o->prompt_tokens = v; break;
+    case K_PROMPT_WORDS: o->prompt_words = v; break;
+    case K_TOKENIZER: o->tokenizer = v; break;
+    case K_EXTRA_BODY: o->extra_body = v; break;
+    case K_ENDPOINT_PATH: o->endpoint_path = v; break;
+    case K_NO_CONT_USAGE: o->no_continuous_usage = 1; break;
+    case K_HEADER:
+        if (o->n_headers == SWEEP_MAX_HEADERS)
+            return cli_usage_error(&sweep_cmd, "--header: at most %d", SWEEP_MAX_HEADERS);
+        o->headers[o->n_headers++] = v;
+        break;
     case K_WARMUP: return parse_long("--warmup", v, 0, 100000000, &o->warmup);
     case K_THREADS: return parse_long("--threads", v, 1, 4096, &o->threads);
     case K_MAX_TOKENS: return parse_long("--max-tokens", v, 1, 10000000, &o->max_tokens);
@@ -111,26 +150,109 @@ static int on_opt(const cli_opt *opt, const char *v, void *ctx)
 int sweep_parse_args(int argc, char **argv, sweep_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->requests = o->warmup = o->threads = o->max_tokens = o->think_tokens = o->seed = -1;
+    o->warmup = o->threads = o->max_tokens = o->think_tokens = o->seed = -1;
     return cli_parse(&sweep_cmd, argc, argv, on_opt, o);
+}
+
+static int is_file(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 int sweep_find_scenario(const char *name, char *out, size_t n)
 {
-    struct stat st;
-    const char *forms[] = {"%s", LOADLAW_SOURCE_DIR "/%s", LOADLAW_SOURCE_DIR "/scenarios/%s"};
-    for (size_t i = 0; i < 3; i++) {
-        snprintf(out, n, forms[i], name);
-        if (stat(out, &st) == 0 && S_ISREG(st.st_mode))
+    const char *dd = getenv("LOADLAW_DATADIR");
+    const char *bare = strncmp(name, "scenarios/", 10) == 0 ? name + 10 : name;
+    if (!dd || !dd[0])
+        dd = LOADLAW_DATADIR;
+    snprintf(out, n, "%s", name);
+    if (is_file(out) || name[0] == '/')
+        return is_file(out) ? 0 : -1;
+    /* A build-tree binary: the scenarios of the tree it was built from. */
+    const char *roots[] = {LOADLAW_SOURCE_DIR, LOADLAW_SOURCE_DIR "/scenarios", dd, NULL};
+    for (size_t i = 0; roots[i]; i++) {
+        snprintf(out, n, "%s/%s", roots[i], name);
+        if (is_file(out))
             return 0;
-        if (name[0] == '/')
-            break;
     }
+    /* An installed binary: DATADIR/scenarios holds the files of scenarios/. */
+    snprintf(out, n, "%s/scenarios/%s", dd, bare);
+    if (is_file(out))
+        return 0;
     snprintf(out, n, "%s", name);
     return -1;
 }
 
+/* Remote-benchmark defaults (--url, no scenario): what AIPerf, GuideLLM and
+ * bench_serving send by default, nothing the bundled engine alone knows. */
+static int remote_defaults(scn_scenario *s)
+{
+    static const int levels[] = {1, 2, 4, 8, 16, 32, 64};
+    s->think_tokens = -1; /* loadlaw's engine extension: a strict server rejects it */
+    s->ignore_eos = 0;    /* vLLM/SGLang extension; OpenAI itself rejects it */
+    s->max_tokens = 256;
+    s->timeout_s = 600;
+    s->drain_s = 30;
+    s->source = SCN_SOURCE_SYNTHETIC;
+    s->prompt_tokens = (scn_dist){.kind = SCN_DIST_FIXED, .value = 256};
+    s->prompt_tokens_set = 1;
+    s->words = (scn_dist){.kind = SCN_DIST_FIXED, .value = 192}; /* 256 / 1.33 */
+    if (scn_set_str(&s->name, "remote") || scn_set_str(&s->defaults, "remote"))
+        return LL_ENOMEM;
+    return scn_set_concurrency(s, levels, sizeof levels / sizeof levels[0]);
+}
+
+int sweep_base_scenario(const sweep_opts *o, scn_scenario **out)
+{
+    char err[1024] = "", spath[4096];
+    int rc;
+    *out = NULL;
+    if (!o->scenario && o->url) {
+        if ((rc = scn_new(out)) || (rc = remote_defaults(*out))) {
+            fprintf(stderr, "loadlaw sweep: %s\n", ll_strerror(rc));
+            return CLI_FAIL;
+        }
+        return CLI_OK;
+    }
+    sweep_find_scenario(o->scenario ? o->scenario : "scenarios/default.json", spath, sizeof spath);
+    if ((rc = scn_load_file(spath, out, err, sizeof err))) {
+        fprintf(stderr, "loadlaw sweep: %s\n", err);
+        return rc == LL_EIO ? CLI_FAIL : CLI_USAGE;
+    }
+    if (scn_set_str(&(*out)->defaults, o->scenario ? "file" : "bundled")) {
+        fprintf(stderr, "loadlaw sweep: out of memory\n");
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
 /* ---- flags over the scenario ------------------------------------------------ */
+
+/* --header 'K: V' (or K:V), appended to the scenario's headers. */
+static int apply_headers(const sweep_opts *o, scn_scenario *s)
+{
+    for (size_t i = 0; i < o->n_headers; i++) {
+        const char *h = o->headers[i], *colon = strchr(h, ':'), *v;
+        size_t nl = colon ? (size_t)(colon - h) : 0;
+        if (!colon || nl == 0 || nl > 200 || strcspn(h, " \t") < nl || strpbrk(h, "\r\n"))
+            return cli_usage_error(&sweep_cmd, "--header: expected 'Name: value' (no line breaks), got '%s'", h);
+        for (v = colon + 1; *v == ' ' || *v == '\t'; v++) {
+        }
+        /* One form on the wire and in the run line: "Name: value". */
+        size_t len = nl + 2 + strlen(v) + 1;
+        char *line = malloc(len), **n = realloc(s->headers, (s->n_headers + 1) * sizeof *n);
+        if (n)
+            s->headers = n;
+        if (!line || !n) {
+            free(line);
+            return cli_usage_error(&sweep_cmd, "out of memory");
+        }
+        snprintf(line, len, "%.*s: %s", (int)nl, h, v);
+        s->headers[s->n_headers++] = line;
+    }
+    return 0;
+}
 
 /* Where to send requests, and what to call them. */
 static int apply_target(const sweep_opts *o, scn_scenario *s)
@@ -138,11 +260,19 @@ static int apply_target(const sweep_opts *o, scn_scenario *s)
     if ((o->url && scn_set_str(&s->url, o->url)) || (o->engine && scn_set_str(&s->engine_spec, o->engine)) ||
         (o->model && scn_set_str(&s->model, o->model)) || (o->output && scn_set_str(&s->output, o->output)))
         return cli_usage_error(&sweep_cmd, "out of memory");
-    if (o->endpoint) {
-        if (strcmp(o->endpoint, "chat") && strcmp(o->endpoint, "completions"))
-            return cli_usage_error(&sweep_cmd, "--endpoint: expected chat or completions");
-        s->endpoint = !strcmp(o->endpoint, "chat") ? SCN_ENDPOINT_CHAT : SCN_ENDPOINT_COMPLETIONS;
+    if (o->endpoint && scn_endpoint_parse(o->endpoint, &s->endpoint))
+        return cli_usage_error(&sweep_cmd, "--endpoint: expected chat, completions, responses or generate, got '%s'",
+                               o->endpoint);
+    if (o->endpoint_path) {
+        if (o->endpoint_path[0] != '/' || strpbrk(o->endpoint_path, " \t\r\n"))
+            return cli_usage_error(&sweep_cmd, "--endpoint-path: expected a path starting with '/', got '%s'",
+                                   o->endpoint_path);
+        if (scn_set_str(&s->endpoint_path, o->endpoint_path))
+            return cli_usage_error(&sweep_cmd, "out of memory");
     }
+    int rc;
+    if ((rc = apply_headers(o, s)))
+        return rc;
     if (o->prompts) {
         size_t l = strlen(o->prompts);
         s->source = l > 6 && !strcmp(o->prompts + l - 6, ".jsonl") ? SCN_SOURCE_JSONL : SCN_SOURCE_SHAREGPT;
@@ -175,23 +305,75 @@ static int apply_levels(const sweep_opts *o, scn_scenario *s)
     return 0;
 }
 
+/* "a,b,c" -> values[], one per level: one value for all, or exactly one
+ * per level. parse: 0 for a good value. */
+typedef int parse_one_fn(const char *tok, double *out);
+
+static int parse_requests(const char *tok, double *out)
+{
+    uint64_t x;
+    if (ll_parse_count(tok, &x) || x < 1 || x > 100000000)
+        return -1;
+    *out = (double)x;
+    return 0;
+}
+
+/* The scenario file's bound: the loadgen turns it into int64 ns. */
+static int parse_duration(const char *tok, double *out)
+{
+    return ll_parse_duration_s(tok, out) || !(*out > 0) || *out > 1e7 ? -1 : 0;
+}
+
+static int per_level_list(const char *flag, const char *v, const char *what, parse_one_fn *parse, size_t n_levels,
+                          double *out)
+{
+    char tok[64];
+    size_t n = 0;
+    for (const char *p = v;; n++) {
+        size_t l = strcspn(p, ",");
+        if (l == 0 || l >= sizeof tok)
+            return cli_usage_error(&sweep_cmd, "%s: expected %s, or a list with one per level, got '%s'", flag,
+                                   what, v);
+        memcpy(tok, p, l);
+        tok[l] = 0;
+        if (n < n_levels && parse(tok, &out[n]))
+            return cli_usage_error(&sweep_cmd, "%s: expected %s, got '%s'", flag, what, tok);
+        if (!p[l])
+            break;
+        p += l + 1;
+    }
+    n++;
+    if (n != 1 && n != n_levels)
+        return cli_usage_error(&sweep_cmd, "%s: %zu values for %zu levels (give one, or one per level)", flag, n,
+                               n_levels);
+    for (size_t i = n; i < n_levels; i++)
+        out[i] = out[0];
+    return 0;
+}
+
 /* The load of every level: counts, arrival rate and process, duration. */
 static int apply_level_load(const sweep_opts *o, scn_scenario *s)
 {
-    double rate = 0, duration_s = 0;
+    double rate = 0;
+    int rc = 0;
     /* The floor keeps one arrival gap (1/rate s) within int64 ns. */
     if (o->rate && (ll_parse_double(o->rate, &rate) || !(rate >= 1e-6 && rate <= 1e7)))
         return cli_usage_error(&sweep_cmd, "--rate: expected requests/s in [1e-6, 1e7], got '%s'", o->rate);
     if (o->arrival && strcmp(o->arrival, "poisson") && strcmp(o->arrival, "constant"))
         return cli_usage_error(&sweep_cmd, "--arrival: expected poisson or constant");
-    /* The scenario file's bound: the loadgen turns it into int64 ns. */
-    if (o->duration && (ll_parse_duration_s(o->duration, &duration_s) || !(duration_s > 0) || duration_s > 1e7))
-        return cli_usage_error(&sweep_cmd, "--duration: expected a duration like 30s (at most 1e7 s), got '%s'",
-                               o->duration);
-    for (size_t i = 0; i < s->n_levels; i++) {
+    double *req = calloc(s->n_levels, sizeof *req), *dur = calloc(s->n_levels, sizeof *dur);
+    if (!req || !dur)
+        rc = cli_usage_error(&sweep_cmd, "out of memory");
+    if (!rc && o->requests)
+        rc = per_level_list("--requests", o->requests, "an integer in [1, 100000000]", parse_requests, s->n_levels,
+                            req);
+    if (!rc && o->duration)
+        rc = per_level_list("--duration", o->duration, "a duration like 30s (at most 1e7 s)", parse_duration,
+                            s->n_levels, dur);
+    for (size_t i = 0; i < s->n_levels && !rc; i++) {
         scn_level *l = &s->levels[i];
-        if (o->requests > 0)
-            l->n_requests = (int)o->requests;
+        if (o->requests)
+            l->n_requests = (int)req[i];
         if (o->warmup >= 0)
             l->warmup = (int)o->warmup;
         if (o->rate)
@@ -199,9 +381,11 @@ static int apply_level_load(const sweep_opts *o, scn_scenario *s)
         if (o->arrival)
             l->arrival = o->arrival[0] == 'p' ? SCN_ARRIVAL_POISSON : SCN_ARRIVAL_CONSTANT;
         if (o->duration)
-            l->duration_s = duration_s;
+            l->duration_s = dur[i];
     }
-    return 0;
+    free(req);
+    free(dur);
+    return rc;
 }
 
 /* The shape of each request, and the client's threads. */
@@ -222,6 +406,74 @@ static int apply_request(const sweep_opts *o, scn_scenario *s)
         s->think_tokens = (int)o->think_tokens;
     if (o->seed >= 0)
         s->seed = (uint64_t)o->seed;
+    if (o->no_continuous_usage)
+        s->continuous_usage = 0;
+    if (o->extra_body) {
+        const char *end = NULL;
+        cJSON *eb = cJSON_ParseWithOpts(o->extra_body, &end, 1);
+        if (!cJSON_IsObject(eb)) {
+            cJSON_Delete(eb);
+            return cli_usage_error(&sweep_cmd, "--extra-body: expected a JSON object like '{\"temperature\":0}'");
+        }
+        cJSON_Delete(s->extra_body);
+        s->extra_body = eb;
+    }
+    return 0;
+}
+
+/* "MEAN[,STDDEV]" -> a fixed or normal length distribution (clamped to
+ * [max(1, mean - 3 sd), mean + 3 sd] so a draw is never empty or huge). */
+static int parse_length(const char *flag, const char *v, scn_dist *d)
+{
+    double mean = 0, sd = 0;
+    char a[64], *comma;
+    snprintf(a, sizeof a, "%s", v);
+    if ((comma = strchr(a, ',')))
+        *comma = 0;
+    if (strlen(v) >= sizeof a || ll_parse_double(a, &mean) || !(mean >= 1 && mean <= 1e6) ||
+        (comma && (ll_parse_double(comma + 1, &sd) || !(sd >= 0 && sd <= 1e6))))
+        return cli_usage_error(&sweep_cmd, "%s: expected MEAN[,STDDEV] with MEAN in [1, 1e6], got '%s'", flag, v);
+    if (sd > 0)
+        *d = (scn_dist){.kind = SCN_DIST_NORMAL, .mean = mean, .stddev = sd,
+                        .min = mean - 3 * sd > 1 ? mean - 3 * sd : 1, .max = mean + 3 * sd};
+    else
+        *d = (scn_dist){.kind = SCN_DIST_FIXED, .value = mean};
+    return 0;
+}
+
+/* Synthetic prompt length (tokens or words) and the tokenizer. */
+static int apply_prompts(const sweep_opts *o, scn_scenario *s)
+{
+    int rc;
+    if (o->prompt_tokens && o->prompt_words)
+        return cli_usage_error(&sweep_cmd, "--prompt-tokens and --prompt-words: give one or the other");
+    if (o->prompt_tokens) {
+        scn_dist d;
+        if ((rc = parse_length("--prompt-tokens", o->prompt_tokens, &d)))
+            return rc;
+        s->prompt_tokens = d;
+        s->prompt_tokens_set = 1;
+        /* The word form of the same length, for a prompt builder without a
+         * tokenizer (and the run line): tokens / 1.33. */
+        s->words = d;
+        s->words.value /= TOKENS_PER_WORD;
+        s->words.mean /= TOKENS_PER_WORD;
+        s->words.stddev /= TOKENS_PER_WORD;
+        s->words.min = d.min > 0 ? (d.min / TOKENS_PER_WORD > 1 ? d.min / TOKENS_PER_WORD : 1) : 0;
+        s->words.max /= TOKENS_PER_WORD;
+    }
+    if (o->prompt_words) {
+        if ((rc = parse_length("--prompt-words", o->prompt_words, &s->words)))
+            return rc;
+        s->prompt_tokens_set = 0; /* the words given win over a scenario's (or remote defaults') tokens */
+    }
+    if (o->tokenizer) {
+        if (!is_file(o->tokenizer))
+            return cli_usage_error(&sweep_cmd, "--tokenizer: no such file '%s' (a Hugging Face tokenizer.json)",
+                                   o->tokenizer);
+        if (scn_set_str(&s->tokenizer_path, o->tokenizer))
+            return cli_usage_error(&sweep_cmd, "out of memory");
+    }
     return 0;
 }
 
@@ -229,7 +481,7 @@ int sweep_apply_flags(const sweep_opts *o, scn_scenario *s)
 {
     int rc;
     if ((rc = apply_target(o, s)) || (rc = apply_levels(o, s)) || (rc = apply_level_load(o, s)) ||
-        (rc = apply_request(o, s)))
+        (rc = apply_request(o, s)) || (rc = apply_prompts(o, s)))
         return rc;
     return 0;
 }

@@ -89,7 +89,7 @@ static int init_sync(eng_engine *e, char *err, size_t errlen)
 {
     pthread_condattr_t ca;
     int bad = pthread_condattr_init(&ca) || pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) ||
-              pthread_cond_init(&e->cv, &ca);
+              pthread_cond_init(&e->cv, &ca) || pthread_cond_init(&e->drain_cv, &ca);
     pthread_condattr_destroy(&ca);
     if (bad || pthread_mutex_init(&e->mu, NULL) || pthread_mutex_init(&e->io_mu, NULL) ||
         pthread_mutex_init(&e->log_mu, NULL) || pthread_mutex_init(&e->rec_mu, NULL)) {
@@ -106,6 +106,7 @@ static void destroy_sync(eng_engine *e)
     pthread_mutex_destroy(&e->log_mu);
     pthread_mutex_destroy(&e->rec_mu);
     pthread_cond_destroy(&e->cv);
+    pthread_cond_destroy(&e->drain_cv);
 }
 
 int eng_start(const eng_config *cfg, eng_engine **out, char *err, size_t errlen)

@@ -36,6 +36,17 @@
 
 enum { ENG_REQ_CHAT = 0, ENG_REQ_COMPLETION = 1 };
 
+/* Backpressure bound: the scheduler does not start a step while a reading
+ * stream has more than this not yet handed to MHD (sched.c, wait_drained).
+ * 16 KiB (~60 events of a stream): at C = 256 it kept law 0+0n from
+ * spinning (median 928k events/s against 455k unbounded) with less loss at
+ * 0.05+0.001n than 4 KiB did (567k against 502k; 670k unbounded, runs
+ * scattering 2-3x on this shared machine). Overridable at build time for the
+ * bench (-DENG_UNSENT_MAX_BYTES=..). */
+#ifndef ENG_UNSENT_MAX_BYTES
+#define ENG_UNSENT_MAX_BYTES (16 * 1024)
+#endif
+
 typedef struct eng_req {
     atomic_int refs;
     atomic_int cancelled;          /* client went away: drop at the next step */
@@ -65,6 +76,7 @@ typedef struct eng_req {
     ll_buf out;                    /* SSE / JSON bytes not yet handed to MHD */
     size_t out_off;
     int suspended, finished, aborted;
+    int held;                      /* the scheduler waits for its backlog (sched.c) */
 } eng_req;
 
 void eng_req_ref(eng_req *r);
@@ -103,6 +115,13 @@ typedef struct eng_engine {
     atomic_ullong next_id;
 
     pthread_mutex_t io_mu;
+    /* Backpressure (sched.c, wait_drained): the scheduler sleeps on drain_cv
+     * (with io_mu) while n_held streams (eng_req.held) have more than
+     * ENG_UNSENT_MAX_BYTES unsent; read_cb releases each as its backlog
+     * falls to the bound and signals when the last one is released, so a
+     * step costs the scheduler one wake-up, not one per stream. */
+    pthread_cond_t drain_cv;
+    int n_held;                    /* under io_mu */
 
     /* step log (log_mu) */
     pthread_mutex_t log_mu;

@@ -16,6 +16,19 @@
  * by more than a step (overload) or wakes from idle, the chain restarts at
  * "now" rather than shortening later steps to catch up. With nothing to do the
  * thread sleeps on a condition variable: no empty steps, no busy loop.
+ *
+ * DESIGN, backpressure: a step does not start while the previous step's
+ * tokens still sit in the streams' buffers, not yet handed to MHD
+ * (wait_drained). Without it a cheap law (0+0n) let the scheduler loop
+ * without ever sleeping: it held io_mu and resumed every connection at each
+ * step, starving the HTTP thread that must write the events, and the unsent
+ * bytes piled up (fewer events/s at 0+0n than at 0.05+0.001n). The wait
+ * happens after a step's deadline was set, so for a law the server keeps up
+ * with it is absorbed into the next step like any other work between steps.
+ * It is bounded: a client that stopped reading (its backlog past
+ * ENG_STUCK_BYTES) does not hold the others back, and when only such clients
+ * are left the scheduler still sleeps ENG_DRAIN_WAIT_MAX_NS per step rather
+ * than spin.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -193,6 +206,53 @@ static void emit(eng_engine *e, eng_sched *s, int n_dec, int n_pre_done)
         if (r->stream || r->finished || r->aborted)
             wake(r);
     }
+    pthread_mutex_unlock(&e->io_mu);
+}
+
+/* A stream with more than this unsent has a client that stopped reading
+ * (about 300 token events): the batch does not wait for it. */
+#define ENG_STUCK_BYTES (64 * 1024)
+/* The longest a step waits for the previous step's bytes to be handed over. */
+#define ENG_DRAIN_WAIT_MAX_NS 10000000LL
+
+/* Backpressure (DESIGN above): wait until no running stream whose client
+ * reads has more than ENG_UNSENT_MAX_BYTES not yet handed to MHD; never
+ * longer than ENG_DRAIN_WAIT_MAX_NS. The streams over the bound are marked
+ * held; read_cb releases them and signals drain_cv when none is left. A
+ * spurious wake-up, a timeout or a client leaving (on_completed signals) only
+ * means one more look. */
+static void wait_drained(eng_engine *e, eng_sched *s)
+{
+    int64_t until = ll_now_ns() + ENG_DRAIN_WAIT_MAX_NS;
+    struct timespec ts = {.tv_sec = until / 1000000000LL, .tv_nsec = until % 1000000000LL};
+    pthread_mutex_lock(&e->io_mu);
+    for (;;) {
+        int n_live = 0, n_held = 0, n_stuck = 0;
+        for (int i = 0; i < s->n_run; i++) {
+            eng_req *r = s->run[i];
+            r->held = 0;
+            if (!r->stream || r->aborted || r->finished || atomic_load(&r->cancelled))
+                continue;
+            n_live++;
+            size_t backlog = r->out.len - r->out_off;
+            if (backlog > ENG_STUCK_BYTES) {
+                n_stuck++;
+            } else if (backlog > ENG_UNSENT_MAX_BYTES) {
+                r->held = 1;
+                n_held++;
+            }
+        }
+        e->n_held = n_held;
+        /* Done when no reading client is over the bound, unless every live
+         * stream is stuck: then only the timeout ends the wait (no spinning). */
+        if (n_held == 0 && (n_stuck == 0 || n_stuck < n_live))
+            break;
+        if (pthread_cond_timedwait(&e->drain_cv, &e->io_mu, &ts) == ETIMEDOUT)
+            break;
+    }
+    for (int i = 0; i < s->n_run; i++)
+        s->run[i]->held = 0;
+    e->n_held = 0;
     pthread_mutex_unlock(&e->io_mu);
 }
 
@@ -492,6 +552,7 @@ static void *sched_main(void *arg)
         publish_step(e, &st, ph, n_ph, b.n_decode + n_pre_done);
         emit(e, s, b.n_decode, n_pre_done);
         drop_finished(e, s);
+        wait_drained(e, s);
     }
     end_all_requests(e, s);
     if (atomic_load(&e->failed_rc) && e->cfg.on_failure)

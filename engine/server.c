@@ -6,6 +6,8 @@
  * suspends the connection, and the scheduler resumes it at the end of the step
  * that produced tokens (both under eng->io_mu, see internal.h). A suspended
  * connection costs no CPU, so thousands of streams wait for free.
+ * read_cb also ends the scheduler's backpressure wait (sched.c, wait_drained)
+ * once a held stream's unsent bytes fall to ENG_UNSENT_MAX_BYTES.
  * A client that leaves mid-stream is noticed by MHD when a write fails; the
  * "request completed" notice marks the request cancelled and the scheduler
  * drops it at its next step. A non-streaming response writes nothing until it
@@ -103,6 +105,12 @@ static ssize_t read_cb(void *cls, uint64_t pos, char *buf, size_t max)
         if (r->out_off == r->out.len) {
             ll_buf_reset(&r->out);
             r->out_off = 0;
+        }
+        /* The scheduler may be waiting for this backlog to shrink (sched.c). */
+        if (r->held && r->out.len - r->out_off <= ENG_UNSENT_MAX_BYTES) {
+            r->held = 0;
+            if (--e->n_held == 0)
+                pthread_cond_signal(&e->drain_cv);
         }
     } else if (r->finished) {
         n = MHD_CONTENT_READER_END_OF_STREAM;
@@ -363,8 +371,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!c)
         return;
     if (c->req) {
-        if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) {
             atomic_store(&c->req->cancelled, 1);
+            /* Its unsent bytes no longer hold the next step back. Without
+             * io_mu (lock order against MHD's own locks): a missed wake-up
+             * only costs the scheduler its bounded wait. */
+            pthread_cond_signal(&e->drain_cv);
+        }
         eng_req_unref(c->req);
     }
     if (c->prof_wait) {

@@ -386,6 +386,126 @@ static int burst_check(fit_result *res)
     return 0;
 }
 
+/* fit.h FIT_CLIENT_*: did the client, not the server, set each level's pace?
+ * From what the client recorded about itself (level_end "client") and, where
+ * the run knows the engine's step time, the level's gaps against it. */
+static void client_check(const fit_run *run, fit_result *res)
+{
+    for (size_t l = 0; l < res->n_levels; l++) {
+        fit_level *L = &res->levels[l];
+        const fit_level_info *li = fit_run_level(run, l);
+        const ll_rec_client *c = li ? &li->client : NULL;
+        L->client_busy_frac = L->client_events_per_read = L->client_gap_vs_step = NAN;
+        if (c && c->present && c->wall_s > 0 && c->cpu_s_max >= 0)
+            L->client_busy_frac = c->cpu_s_max / c->wall_s;
+        if (c && c->present && c->reads > 0)
+            L->client_events_per_read = (double)c->events / (double)c->reads;
+        double step_ms = NAN;
+        if (L->concurrency > 0 && res->engine.ok)
+            step_ms = res->engine.a_ms + res->engine.b_ms * L->concurrency;
+        else if (L->concurrency > 0 && res->has_truth)
+            step_ms = res->truth_a_ms + res->truth_b_ms * L->concurrency;
+        if (step_ms > 0 && L->itl.n >= FIT_BURST_MIN_SAMPLES)
+            L->client_gap_vs_step = L->itl.p50_ms / step_ms;
+        L->client_bound = L->client_busy_frac >= FIT_CLIENT_BUSY_FRAC ||
+                          (L->client_events_per_read >= FIT_CLIENT_EVENTS_PER_READ &&
+                           L->burst_gap_frac > FIT_BURST_NOTE_FRAC) ||
+                          L->client_gap_vs_step < FIT_CLIENT_GAP_FRAC;
+    }
+}
+
+/* The note of a client-bound level: each sign that held, in numbers. */
+static int note_client_bound(fit_result *res, const fit_run *run, size_t l)
+{
+    const fit_level *L = &res->levels[l];
+    const ll_rec_client *c = &fit_run_level(run, l)->client;
+    char why[400] = "";
+    size_t n = 0;
+    if (L->client_busy_frac >= FIT_CLIENT_BUSY_FRAC)
+        n += (size_t)snprintf(why + n, sizeof why - n,
+                              "its busiest thread was %.0f%% busy (%.3g s CPU in %.3g s, %d threads)",
+                              100 * L->client_busy_frac, c->cpu_s_max, c->wall_s, c->threads);
+    if (n < sizeof why && L->client_events_per_read >= FIT_CLIENT_EVENTS_PER_READ &&
+        L->burst_gap_frac > FIT_BURST_NOTE_FRAC)
+        n += (size_t)snprintf(why + n, sizeof why - n,
+                              "%s%.3g token chunks per read with %.0f%% of gaps bursts",
+                              n ? "; " : "", L->client_events_per_read, 100 * L->burst_gap_frac);
+    if (n < sizeof why && L->client_gap_vs_step < FIT_CLIENT_GAP_FRAC)
+        snprintf(why + n, sizeof why - n,
+                 "%sits median gap %.3g ms is %.0f%% of the engine's step at C (%.3g ms)",
+                 n ? "; " : "", L->itl.p50_ms, 100 * L->client_gap_vs_step,
+                 L->itl.p50_ms / L->client_gap_vs_step);
+    return fit_note(res, "level %d (C=%d): the client set the pace: %s; its gaps are the client's "
+                         "reading, the law is not the server's at this level",
+                    L->level, L->concurrency, why);
+}
+
+/* Per level: prompt-length drift and token counts that were not the stream's
+ * own (issue 10, item 1: warned once per level, with the numbers). */
+static int notes_counts(fit_result *res)
+{
+    int rc = 0;
+    for (size_t i = 0; i < res->n_levels; i++) {
+        const fit_level *L = &res->levels[i];
+        double t = L->prompt_tok_target_mean, s = L->prompt_tok_server_mean;
+        if (t > 0 && isfinite(s) && fabs(s / t - 1) > FIT_PROMPT_DRIFT_FRAC)
+            LL_TRY(fit_note(res, "level %d (C=%d): prompts built to %.1f tokens on average, the "
+                                 "server counted %.1f (%+.1f%%): its tokenizer or chat template "
+                                 "differs from the one used",
+                            L->level, L->concurrency, t, s, 100 * (s / t - 1)));
+        if (L->n_counts_attributed)
+            LL_TRY(fit_note(res, "level %d (C=%d): %zu requests' final usage disagreed with their "
+                                 "streams (%zu requests: stream %lld tokens, usage %lld): the "
+                                 "usage was attributed over the chunks, the gaps use it",
+                            L->level, L->concurrency, L->n_counts_attributed,
+                            L->n_counts_attributed + L->n_counts_tokenizer,
+                            (long long)L->counts_stream_tok, (long long)L->counts_recorded_tok));
+        if (L->n_counts_tokenizer)
+            LL_TRY(fit_note(res, "level %d (C=%d): %zu requests without usage were counted with "
+                                 "the tokenizer (stream %lld tokens, counted %lld over the %zu "
+                                 "requests not counted by their streams)",
+                            L->level, L->concurrency, L->n_counts_tokenizer,
+                            (long long)L->counts_stream_tok, (long long)L->counts_recorded_tok,
+                            L->n_counts_attributed + L->n_counts_tokenizer));
+    }
+fail:
+    return rc;
+}
+
+/* Why there is no law, in the user's terms (fit_result.no_law). */
+static void no_law_reason(fit_result *res)
+{
+    const fit_law *law = &res->law;
+    int c0 = -1, distinct_c = 0;
+    res->no_law[0] = '\0';
+    if (law->ok)
+        return;
+    /* distinct concurrencies among the levels that ran */
+    for (size_t l = 0; l < res->n_levels; l++) {
+        int c = res->levels[l].concurrency, seen = 0;
+        if (!res->levels[l].n_requests || c <= 0)
+            continue;
+        for (size_t k = 0; k < l; k++)
+            seen |= res->levels[k].n_requests && res->levels[k].concurrency == c;
+        if (!seen && distinct_c++ == 0)
+            c0 = c;
+    }
+    if (law->n_points == 0)
+        snprintf(res->no_law, sizeof res->no_law, "no steady step (prefill or a change of N in every "
+                                              "gap): nothing to fit step(N) = a + b*N on");
+    else if (distinct_c == 1 && law->n_distinct <= 1)
+        snprintf(res->no_law, sizeof res->no_law,
+                 "one concurrency swept (C=%d): a line needs at least two distinct N", c0);
+    else if (law->n_distinct <= 1)
+        snprintf(res->no_law, sizeof res->no_law,
+                 "steady steps at one N only (%zu points): a line needs at least two distinct N",
+                 law->n_points);
+    else
+        snprintf(res->no_law, sizeof res->no_law,
+                 "%zu steady step points over %zu distinct N: a line needs 3 points and 2 distinct N",
+                 law->n_points, law->n_distinct);
+}
+
 static int notes_for_levels(fit_result *res)
 {
     int rc = 0;
@@ -435,8 +555,11 @@ static int notes_left_out(const fit_run *run, const fit_options *opt, fit_result
     for (size_t l = 0; l < res->n_levels; l++)
         n_steady += res->levels[l].n_steady_samples;
     if (!law->ok)
-        LL_TRY(fit_note(res, "no law: %zu steady step points over %zu distinct N (needs 3 points "
-                             "and 2 distinct N)", law->n_points, law->n_distinct));
+        LL_TRY(fit_note(res, "no law: %s", res->no_law));
+    if (law->ok && res->law_client_bound)
+        LL_TRY(fit_note(res, "the law is not the server's: levels whose steps made it were "
+                             "client-bound (notes above); rerun with more threads, fewer "
+                             "streams, or a slower server"));
     if (law->ok && law->note[0])
         LL_TRY(fit_note(res, "law fitted by %s: %s", law->method, law->note));
     if (law->ok && !law->converged && strcmp(law->method, "trimmed-wls") == 0)
@@ -504,7 +627,16 @@ int fit_analyze(const fit_run *run, const fit_options *opt_in, fit_result **out,
     LL_TRY(compare_levels(res));
     LL_TRY(fit_engine_steps(run, res, err, errlen));
     LL_TRY(burst_check(res));
+    client_check(run, res);
+    no_law_reason(res);
+    for (size_t l = 0; l < res->n_levels; l++)
+        res->law_client_bound |= res->law.ok && res->levels[l].client_bound &&
+                                 res->levels[l].n_steady_points > 0;
     LL_TRY(notes_for_levels(res));
+    for (size_t l = 0; l < res->n_levels; l++)
+        if (res->levels[l].client_bound)
+            LL_TRY(note_client_bound(res, run, l));
+    LL_TRY(notes_counts(res));
     LL_TRY(notes_left_out(run, &opt, res));
     *out = res;
     return 0;

@@ -118,7 +118,8 @@ fail:
 static void level_counts(const fit_run *run, const size_t *req_idx, size_t n_req, fit_level *L)
 {
     int64_t all_tok = 0;
-    size_t ok_all = 0;
+    size_t ok_all = 0, n_target = 0, n_server = 0;
+    double target_sum = 0, server_sum = 0;
     for (size_t i = 0; i < n_req; i++) {
         const fit_request *q = fit_run_request(run, req_idx[i]);
         if (q->ok) {
@@ -140,7 +141,27 @@ static void level_counts(const fit_run *run, const size_t *req_idx, size_t n_req
         L->answer_tok += q->answer_tok;
         if (q->usage_completion_tok > 0)
             L->usage_completion_tok += q->usage_completion_tok;
+        if (q->prompt_tok_target > 0) {
+            target_sum += (double)q->prompt_tok_target;
+            n_target++;
+        }
+        if (q->usage_prompt_tok >= 0) {
+            server_sum += (double)q->usage_prompt_tok;
+            n_server++;
+        }
+        if (q->counts == LL_COUNTS_ATTRIBUTED || q->counts == LL_COUNTS_TOKENIZER) {
+            if (q->counts == LL_COUNTS_ATTRIBUTED)
+                L->n_counts_attributed++;
+            else
+                L->n_counts_tokenizer++;
+            /* the stream's own count: -1 halves (not recorded) add nothing */
+            L->counts_stream_tok += (q->stream_think_tok > 0 ? q->stream_think_tok : 0) +
+                                    (q->stream_answer_tok > 0 ? q->stream_answer_tok : 0);
+            L->counts_recorded_tok += q->think_tok + q->answer_tok;
+        }
     }
+    L->prompt_tok_target_mean = n_target ? target_sum / (double)n_target : NAN;
+    L->prompt_tok_server_mean = n_server ? server_sum / (double)n_server : NAN;
     /* Rates over the level's wall time. output_tok_per_s and req_per_s count
      * every ok request (warmup too: it loaded the server in that time); the
      * thinking/answer rates count measured requests only. */

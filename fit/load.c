@@ -189,6 +189,8 @@ static int on_level_end(const ll_rec_level_end *le, void *vctx)
     L->interrupted |= le->interrupted;
     L->n_ok_reported = le->ok;
     L->n_failed_reported = le->failed;
+    if (le->client.present)
+        L->client = le->client;
     return 0;
 }
 
@@ -253,6 +255,10 @@ static int on_request(const ll_rec_request *rq, void *vctx)
     q.usage_prompt_tok = rq->usage_prompt;
     q.usage_completion_tok = rq->usage_completion;
     q.usage_reasoning_tok = rq->usage_reasoning;
+    q.counts = rq->counts;
+    q.stream_think_tok = rq->counts != LL_COUNTS_STREAM ? rq->stream_think_tok : -1;
+    q.stream_answer_tok = rq->counts != LL_COUNTS_STREAM ? rq->stream_answer_tok : -1;
+    q.prompt_tok_target = rq->prompt_tok_target > 0 ? rq->prompt_tok_target : 0;
     size_t base = r->chunks.n, k = rq->n_chunks;
     LL_TRY(ll_vec_reserve(&r->chunks, base + k + 1));
     int sorted = 1;

@@ -160,6 +160,19 @@ static cJSON *level_json(const fit_level *L)
     LL_TRY(ll_json_add_num(o, "steady_step_ms", L->steady_step_ms));
     LL_TRY(ll_json_add_num(o, "burst_gap_frac", L->burst_gap_frac));
     LL_TRY(ll_json_add_num(o, "burst_gap_ms", L->burst_gap_ms));
+    if (!ADD_OK(cJSON_AddBoolToObject(o, "client_bound", L->client_bound))) {
+        rc = LL_ENOMEM;
+        goto fail;
+    }
+    LL_TRY(ll_json_add_num(o, "client_busy_frac", L->client_busy_frac));
+    LL_TRY(ll_json_add_num(o, "client_events_per_read", L->client_events_per_read));
+    LL_TRY(ll_json_add_num(o, "client_gap_vs_step", L->client_gap_vs_step));
+    LL_TRY(ll_json_add_num(o, "prompt_tok_target_mean", L->prompt_tok_target_mean));
+    LL_TRY(ll_json_add_num(o, "prompt_tok_server_mean", L->prompt_tok_server_mean));
+    LL_TRY(ll_json_add_num(o, "n_counts_attributed", (double)L->n_counts_attributed));
+    LL_TRY(ll_json_add_num(o, "n_counts_tokenizer", (double)L->n_counts_tokenizer));
+    LL_TRY(ll_json_add_num(o, "counts_stream_tok", (double)L->counts_stream_tok));
+    LL_TRY(ll_json_add_num(o, "counts_recorded_tok", (double)L->counts_recorded_tok));
     LL_TRY(ll_json_add_num(o, "steady_s", L->steady_s));
     LL_TRY(ll_json_add_num(o, "ramp_tokens", L->ramp_tokens));
     LL_TRY(ll_json_add_num(o, "duration_s", L->duration_s));
@@ -243,6 +256,9 @@ cJSON *fit_result_to_json(const fit_result *r)
     LL_TRY(add_law(o, "law", &r->law, fit_model_name(r->model.best)));
     LL_TRY(ll_json_add_num(o, "asymptote_tok_per_s", r->asymptote_tok_per_s));
     LL_TRY(ll_json_add_num(o, "n_half", r->n_half));
+    if (!ADD_OK(cJSON_AddBoolToObject(o, "law_client_bound", r->law_client_bound)) ||
+        !ADD_OK(r->law.ok ? cJSON_AddNullToObject(o, "no_law") : cJSON_AddStringToObject(o, "no_law", r->no_law)))
+        goto fail;
     cJSON *lv = cJSON_AddArrayToObject(o, "levels");
     if (!lv)
         goto fail;
@@ -306,11 +322,24 @@ static const char *fmt_dec(char buf[48], double v, int d)
     return buf;
 }
 
+/* "64,256": the concurrencies of the client-bound levels whose steps made
+ * the law (fit_result.law_client_bound). */
+static const char *client_bound_cs(const fit_result *r, char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < r->n_levels && n < cap; i++)
+        if (r->levels[i].client_bound && r->levels[i].n_steady_points > 0)
+            n += (size_t)snprintf(buf + n, cap - n, "%s%d", n ? "," : "", r->levels[i].concurrency);
+    return buf;
+}
+
 void fit_print_law_line(FILE *f, const fit_result *r)
 {
     const fit_law *L = &r->law;
     if (!L->ok) {
-        fprintf(f, "law: not enough steady samples to fit step(N) = a + b*N\n");
+        /* No "law:" prefix: the sweep prints one before this line. */
+        fprintf(f, "step(N) not fitted: %s\n", r->no_law[0] ? r->no_law : "no steady steps");
         return;
     }
     char x[6][48];
@@ -333,6 +362,10 @@ void fit_print_law_line(FILE *f, const fit_result *r)
     }
     if (isfinite(r->asymptote_tok_per_s))
         fprintf(f, " -> at most %.4g tok/s, N1/2 = %.3g", r->asymptote_tok_per_s, r->n_half);
+    char cs[128];
+    if (r->law_client_bound)
+        fprintf(f, "  -- NOT THE SERVER'S LAW: the client set the pace at C=%s (see notes)",
+                client_bound_cs(r, cs, sizeof cs));
     fputc('\n', f);
 }
 
@@ -378,17 +411,18 @@ void fit_print(FILE *f, const fit_result *r)
         fprintf(f, "\nmodel check: %s: %s\n", fit_model_name(r->model.best), r->model.verdict);
     else /* no model was compared: naming "linear" would claim the data chose it */
         fprintf(f, "\nmodel check: %s\n", r->model.verdict);
-    fprintf(f, "\n%5s %6s %12s %12s %8s %12s %9s %10s %8s %8s %7s\n", "level", "C", "steady t/s",
-            "law t/s", "err %", "whole t/s", "ramp s", "ramp tok", "steady", "failed", "burst%");
+    fprintf(f, "\n%5s %6s %12s %12s %8s %12s %9s %10s %8s %8s %7s %7s\n", "level", "C", "steady t/s",
+            "law t/s", "err %", "whole t/s", "ramp s", "ramp tok", "steady", "failed", "burst%", "client");
     for (size_t i = 0; i < r->n_levels; i++) {
         const fit_level *L = &r->levels[i];
         char c1[32], c2[32], c3[32], c4[32], c5[32], c6[32], c7[32];
-        fprintf(f, "%5d %6d %12s %12s %8s %12s %9s %10s %8zu %8zu %7s%s%s\n", L->level,
+        fprintf(f, "%5d %6d %12s %12s %8s %12s %9s %10s %8zu %8zu %7s %7s%s%s\n", L->level,
                 L->concurrency, fmt_num(c1, L->steady_tok_per_s, "%.5g"),
                 fmt_num(c2, L->predicted_tok_per_s, "%.5g"),
                 fmt_num(c3, 100 * L->error_rel, "%+.2f"), fmt_num(c4, L->whole_tok_per_s, "%.5g"),
                 fmt_num(c5, L->ramp_s, "%.4g"), fmt_num(c6, L->ramp_tokens, "%.6g"),
                 L->n_steady_samples, L->n_failed, fmt_num(c7, 100 * L->burst_gap_frac, "%.1f"),
+                L->client_bound ? "BOUND" : "-",
                 L->closed_loop ? "" : "  (open loop)",
                 L->interrupted ? "  (interrupted)" : "");
     }

@@ -50,6 +50,11 @@ typedef struct lg_xfer {
     int think_tok, answer_tok;
     int aborted;
     char curl_err[CURL_ERROR_SIZE];
+    /* issue 10 (streams) */
+    LL_VEC(uint32_t) chunk_bytes;  /* text bytes of each chunk (parallel to chunks):
+                                    * the weights a disagreeing final usage is attributed by */
+    int sent_cont_usage;           /* this body asked continuous_usage_stats */
+    int retried;                   /* resent once without it after a 400 naming it */
 } lg_xfer;
 
 struct lg_worker {
@@ -67,6 +72,13 @@ struct lg_worker {
     int n_ok, n_failed;            /* measured requests finished in this level */
     int rc;
     char err[256];
+    /* what this worker's thread did in the current level (level_end "client",
+     * records.h ll_rec_client): reset by the driver (assign), written by the
+     * worker thread only, read by the driver after the join */
+    double cpu_s;                  /* CLOCK_THREAD_CPUTIME_ID over the level */
+    uint64_t reads;                /* write callbacks with data (xfer.c on_data) */
+    uint64_t events;               /* token-carrying chunks parsed (counted as each
+                                    * transfer is finished: worker.c) */
 };
 
 struct lg_run {
@@ -92,6 +104,8 @@ struct lg_run {
     pthread_mutex_t mu;
     pthread_cond_t cv;             /* CLOCK_MONOTONIC */
     uint64_t events;
+    /* issue 10 (streams): a 400 named continuous_usage_stats; no later body asks it */
+    atomic_int no_cont_usage;
 };
 
 /* run.c: wake the driver (a watched event happened, or the last worker left). */
@@ -102,6 +116,13 @@ int lg_xfer_start(lg_worker *w, int req_index, int64_t intended_ns);
 /* The one place a finished transfer is classified, handed to the records
  * writer and freed. */
 void lg_xfer_done(lg_xfer *x, CURLcode res);
+/* The path under the base URL requests go to: the scenario's endpoint_path,
+ * else scn_endpoint_path(endpoint). For run.c, which builds the URL. */
+const char *lg_request_path(const scn_scenario *s);
+/* Append the scenario's extra headers ("Name: value") to *list (worker.c
+ * calls it after its own headers). 0 or LL_ENOMEM (*list is then unchanged
+ * past the headers appended so far, and still the caller's to free). */
+int lg_xfer_headers(const scn_scenario *s, struct curl_slist **list);
 
 /* worker.c */
 int lg_worker_init(lg_worker *w, lg_run *r, int index, char *err, size_t errlen);

@@ -8,9 +8,12 @@
  * in-flight request of the level is decoding. With a progress line the wait
  * is also bounded by the next 250 ms tick. After the workers are joined, the
  * driver queues level_end with the counts the workers kept. */
+/* sched_getaffinity and CPU_COUNT are GNU extensions */
+#define _GNU_SOURCE
 #include "lg_internal.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -25,7 +28,7 @@ static int put_run_line(lg_run *r, const lg_config *cfg)
         .threads = r->nthreads,
         .url = r->url_base,
         .model = r->model,
-        .endpoint = r->scn->endpoint == SCN_ENDPOINT_CHAT ? "chat" : "completions",
+        .endpoint = scn_endpoint_name(r->scn->endpoint),
         .bundled = cfg->engine_spec != NULL,
         .engine = cfg->engine_spec,
         .backend = cfg->engine_backend,
@@ -51,20 +54,37 @@ static int init_wakeup(lg_run *r)
     return bad || pthread_mutex_init(&r->mu, NULL) ? LL_ESYS : 0;
 }
 
-/* Base URL without trailing slashes, and the endpoint URL: a base that
- * already names the API root ("…/v1") is not doubled. */
+/* Base URL without trailing slashes, and the request URL: the base plus the
+ * scenario's path (lg_request_path: endpoint_path, else the endpoint's own,
+ * "/v1/chat/completions"). A base that already names the API root ("…/v1")
+ * is not doubled. */
 static int set_urls(lg_run *r, const lg_config *cfg)
 {
-    char path[4096];
+    char url[4096];
     size_t ul = strlen(cfg->url);
     while (ul && cfg->url[ul - 1] == '/')
         ul--;
     if (!(r->url_base = strndup(cfg->url, ul)))
         return LL_ENOMEM;
-    const char *ep = cfg->scn->endpoint == SCN_ENDPOINT_CHAT ? "/chat/completions" : "/completions";
+    const char *path = lg_request_path(cfg->scn);
     int has_v1 = ul >= 3 && strncmp(r->url_base + ul - 3, "/v1", 3) == 0;
-    snprintf(path, sizeof path, "%s%s%s", r->url_base, has_v1 ? "" : "/v1", ep);
-    return (r->url_full = strdup(path)) ? 0 : LL_ENOMEM;
+    if (has_v1 && strncmp(path, "/v1/", 4) == 0)
+        path += 3;
+    snprintf(url, sizeof url, "%s%s%s", r->url_base, path[0] == '/' ? "" : "/", path);
+    return (r->url_full = strdup(url)) ? 0 : LL_ENOMEM;
+}
+
+/* One worker per CPU this process may run on: under `taskset -c 0` (or a
+ * container's cpuset) that is 1, not the machine's count; more threads than
+ * CPUs would only take turns and make the client look slower than it is. */
+static int default_threads(void)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
 }
 
 int lg_run_create(const lg_config *cfg, lg_run **out, char *err, size_t errlen)
@@ -92,10 +112,8 @@ int lg_run_create(const lg_config *cfg, lg_run **out, char *err, size_t errlen)
     LL_TRY((r->model = strdup(cfg->model)) ? 0 : LL_ENOMEM);
     LL_TRY(!cfg->api_key || (r->api_key = dup_or_null(cfg->api_key)) ? 0 : LL_ENOMEM);
     r->nthreads = cfg->threads > 0 ? cfg->threads : cfg->scn->threads;
-    if (r->nthreads <= 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        r->nthreads = n > 0 ? (int)n : 1;
-    }
+    if (r->nthreads <= 0)
+        r->nthreads = default_threads();
     LL_TRY((r->workers = calloc((size_t)r->nthreads, sizeof *r->workers)) ? 0 : LL_ENOMEM);
     for (int i = 0; i < r->nthreads; i++)
         LL_TRY(lg_worker_init(&r->workers[i], r, i, err, errlen));
@@ -251,6 +269,8 @@ static void assign(lg_run *r, lg_level_ctx *L)
         lg_worker *w = &r->workers[i];
         w->lvl = L;
         w->n_ok = w->n_failed = 0;
+        w->cpu_s = 0;
+        w->reads = w->events = 0;
         w->rc = 0;
         w->err[0] = '\0';
         w->slots = C / W + (i < C % W);
@@ -346,9 +366,20 @@ static int put_level_end(lg_run *r, const lg_level_ctx *L, int64_t end_ns)
 {
     ll_rec_level_end le = {.level = L->index, .end_ns = end_ns - r->epoch_ns,
                            .interrupted = atomic_load(&r->interrupted)};
+    /* The client's own cost (records.h ll_rec_client): fit tells from it
+     * when a saturated worker thread, not the server, set the pace. */
+    le.client.present = 1;
+    le.client.threads = r->nthreads;
+    le.client.wall_s = (double)(end_ns - L->start_ns) / 1e9;
     for (int i = 0; i < r->nthreads; i++) {
-        le.ok += r->workers[i].n_ok;
-        le.failed += r->workers[i].n_failed;
+        const lg_worker *w = &r->workers[i];
+        le.ok += w->n_ok;
+        le.failed += w->n_failed;
+        if (w->cpu_s > le.client.cpu_s_max)
+            le.client.cpu_s_max = w->cpu_s;
+        le.client.cpu_s_sum += w->cpu_s;
+        le.client.reads += w->reads;
+        le.client.events += w->events;
     }
     return ll_rec_put_level_end(r->rec, &le);
 }

@@ -7,7 +7,10 @@
  * (the difference of completion_tokens between chunks) when the server sends
  * it, else one per non-empty delta per kind, because servers may pack several
  * tokens into one chunk and counting chunks as tokens is the error this tool
- * exists to avoid. */
+ * exists to avoid. Three dialects (lg_dialect): OpenAI's chat/completions
+ * chunks, the Responses API's typed events, SGLang /generate's cumulative
+ * text; each yields the same per-event token counts and text byte lengths
+ * (xfer.c attributes a disagreeing final usage over the chunks by them). */
 #include "sse.h"
 
 #include <stdlib.h>
@@ -133,6 +136,20 @@ void lg_delta_init(lg_delta *d)
     d->usage_prompt = d->usage_completion = d->usage_reasoning = -1;
 }
 
+void lg_delta_free(lg_delta *d)
+{
+    ll_buf_free(&d->think_text);
+    ll_buf_free(&d->answer_text);
+}
+
+/* Text kept for a tokenizer. Out of memory loses only text (the count then
+ * falls short, never the stream). */
+static void keep(lg_delta *d, int think, const char *p, size_t n)
+{
+    if (d->keep_text && n)
+        (void)ll_buf_append(think ? &d->think_text : &d->answer_text, p, n);
+}
+
 static const char k_open[] = "<think>", k_close[] = "</think>";
 
 /* Split content into thinking and answer bytes, tracking tags across chunks.
@@ -179,6 +196,10 @@ static void split_content(lg_delta *d, const char *s, size_t n, size_t *tb, size
                     *reclass = 1;
                     *tb += *ab - ab0;
                     *ab = ab0;
+                    if (d->keep_text && d->answer_text.len) {
+                        keep(d, 1, d->answer_text.p, d->answer_text.len);
+                        ll_buf_reset(&d->answer_text);
+                    }
                 }
                 d->in_think = full_o;
                 d->saw_tag = 1;
@@ -188,6 +209,7 @@ static void split_content(lg_delta *d, const char *s, size_t n, size_t *tb, size
         }
         if (i >= pend)
             (d->in_think ? (*tb)++ : (*ab)++);
+        keep(d, d->in_think, buf + i, 1); /* a held prefix that was text, too */
         i++;
     }
     if (buf != stack)
@@ -232,6 +254,115 @@ int lg_error_message(const char *body, size_t len, char *out, size_t outlen)
     return found;
 }
 
+/* Tokens of one event from its text bytes and, when the server sends it,
+ * the running completion_tokens (continuous usage). */
+static void count_event(lg_delta *d, size_t tb, size_t ab, int64_t ct_now, lg_delta_out *out)
+{
+    out->think_bytes = tb > UINT32_MAX ? UINT32_MAX : (uint32_t)tb;
+    out->answer_bytes = ab > UINT32_MAX ? UINT32_MAX : (uint32_t)ab;
+    if (ct_now >= 0) {
+        int64_t n = ct_now - d->last_ct;
+        d->last_ct = ct_now;
+        d->has_cont_usage = 1;
+        /* A text-less chunk's usage step is absorbed; reconciled by the final usage. */
+        if (n <= 0 || (tb == 0 && ab == 0))
+            return;
+        if (tb && ab) {
+            if (n == 1) {
+                out->think_tok = tb > ab;
+                out->answer_tok = !out->think_tok;
+            } else {
+                int64_t t = (int64_t)((double)n * (double)tb / (double)(tb + ab) + 0.5);
+                t = t < 1 ? 1 : t > n - 1 ? n - 1 : t;
+                out->think_tok = (int)t;
+                out->answer_tok = (int)(n - t);
+            }
+        } else if (tb) {
+            out->think_tok = (int)n;
+        } else {
+            out->answer_tok = (int)n;
+        }
+    } else {
+        out->think_tok = tb > 0;
+        out->answer_tok = ab > 0;
+    }
+}
+
+/* Reasoning text outside content: all thinking, no tags to look for. */
+static void think_text(lg_delta *d, const char *s, size_t *tb)
+{
+    size_t n = strlen(s);
+    *tb += n;
+    keep(d, 1, s, n);
+}
+
+/* The OpenAI Responses API stream: typed events, text in "delta", usage in
+ * the final response.completed (or response.incomplete, which is how a
+ * response cut at max_output_tokens ends: still a complete stream). */
+static void responses_event(lg_delta *d, const char *event, const cJSON *root, lg_delta_out *out)
+{
+    const char *type = ll_json_str(root, "type", event && event[0] ? event : "");
+    const cJSON *delta = cJSON_GetObjectItemCaseSensitive(root, "delta");
+    size_t tb = 0, ab = 0;
+    if (strcmp(type, "response.output_text.delta") == 0 && cJSON_IsString(delta)) {
+        split_content(d, delta->valuestring, strlen(delta->valuestring), &tb, &ab, &out->reclassify);
+    } else if (strcmp(type, "response.reasoning_text.delta") == 0 && cJSON_IsString(delta)) {
+        think_text(d, delta->valuestring, &tb);
+    } else if (strcmp(type, "response.completed") == 0 || strcmp(type, "response.incomplete") == 0) {
+        const cJSON *resp = cJSON_GetObjectItemCaseSensitive(root, "response");
+        const cJSON *usage = cJSON_GetObjectItemCaseSensitive(resp, "usage");
+        if (cJSON_IsObject(usage)) {
+            const cJSON *det = cJSON_GetObjectItemCaseSensitive(usage, "output_tokens_details");
+            d->usage_prompt = jnum(usage, "input_tokens");
+            d->usage_completion = jnum(usage, "output_tokens");
+            d->usage_reasoning = cJSON_IsObject(det) ? jnum(det, "reasoning_tokens") : -1;
+        }
+        d->done = 1;
+        return;
+    } else if (strcmp(type, "response.failed") == 0 || strcmp(type, "error") == 0) {
+        const cJSON *resp = cJSON_GetObjectItemCaseSensitive(root, "response");
+        const char *msg = ll_json_str(root, "message", NULL);
+        if (!msg && !err_from_json(resp ? resp : root, d->errmsg, sizeof d->errmsg))
+            msg = type;
+        if (msg)
+            snprintf(d->errmsg, sizeof d->errmsg, "%s", msg);
+        d->error = 1;
+        return;
+    } else {
+        return; /* response.created, *.added, *.done, ...: no tokens */
+    }
+    count_event(d, tb, ab, -1, out);
+}
+
+/* SGLang's /generate stream: each event holds the whole text so far and
+ * meta_info with the running token counts (its continuous usage). */
+static void generate_event(lg_delta *d, const cJSON *root, lg_delta_out *out)
+{
+    const cJSON *text = cJSON_GetObjectItemCaseSensitive(root, "text");
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "meta_info");
+    size_t tb = 0, ab = 0;
+    int64_t ct_now = -1;
+    if (cJSON_IsString(text)) {
+        size_t n = strlen(text->valuestring);
+        /* The new text is the suffix beyond what was seen; a shorter text
+         * (not a continuation) only resets the mark. */
+        if (n > d->gen_len)
+            split_content(d, text->valuestring + d->gen_len, n - d->gen_len, &tb, &ab, &out->reclassify);
+        d->gen_len = n;
+    }
+    if (cJSON_IsObject(meta)) {
+        int64_t p = jnum(meta, "prompt_tokens"), r = jnum(meta, "reasoning_tokens");
+        ct_now = jnum(meta, "completion_tokens");
+        if (p >= 0)
+            d->usage_prompt = p;
+        if (ct_now >= 0)
+            d->usage_completion = ct_now;
+        if (r >= 0)
+            d->usage_reasoning = r;
+    }
+    count_event(d, tb, ab, ct_now, out);
+}
+
 void lg_delta_event(lg_delta *d, const char *event, const char *data, size_t len, lg_delta_out *out)
 {
     memset(out, 0, sizeof *out);
@@ -242,7 +373,10 @@ void lg_delta_event(lg_delta *d, const char *event, const char *data, size_t len
     cJSON *root = cJSON_ParseWithLengthOpts(data, len, NULL, 0);
     if (event && strcmp(event, "error") == 0) {
         /* "event: error" with a JSON error object, or plain text */
-        if (!root || !err_from_json(root, d->errmsg, sizeof d->errmsg))
+        const char *m = root ? ll_json_str(root, "message", NULL) : NULL; /* Responses' error */
+        if (m)
+            snprintf(d->errmsg, sizeof d->errmsg, "%s", m);
+        else if (!root || !err_from_json(root, d->errmsg, sizeof d->errmsg))
             snprintf(d->errmsg, sizeof d->errmsg, "%.*s", (int)(len < 200 ? len : 200), data);
         d->error = 1;
         goto out;
@@ -251,8 +385,16 @@ void lg_delta_event(lg_delta *d, const char *event, const char *data, size_t len
         d->bad_events++;
         return;
     }
+    if (d->dialect == LG_DIALECT_RESPONSES) {
+        responses_event(d, event, root, out);
+        goto out;
+    }
     if (err_from_json(root, d->errmsg, sizeof d->errmsg)) {
         d->error = 1;
+        goto out;
+    }
+    if (d->dialect == LG_DIALECT_GENERATE) {
+        generate_event(d, root, out);
         goto out;
     }
     const cJSON *choices = cJSON_GetObjectItemCaseSensitive(root, "choices");
@@ -277,42 +419,16 @@ void lg_delta_event(lg_delta *d, const char *event, const char *data, size_t len
             const cJSON *r = cJSON_GetObjectItemCaseSensitive(delta, "reasoning");
             const cJSON *ct = cJSON_GetObjectItemCaseSensitive(delta, "content");
             if (cJSON_IsString(rc))
-                tb += strlen(rc->valuestring);
+                think_text(d, rc->valuestring, &tb);
             else if (cJSON_IsString(r))
-                tb += strlen(r->valuestring);
+                think_text(d, r->valuestring, &tb);
             if (cJSON_IsString(ct))
                 split_content(d, ct->valuestring, strlen(ct->valuestring), &tb, &ab, &out->reclassify);
         } else if (cJSON_IsString(text)) {
             split_content(d, text->valuestring, strlen(text->valuestring), &tb, &ab, &out->reclassify);
         }
     }
-    int64_t ct_now = cJSON_IsObject(usage) ? jnum(usage, "completion_tokens") : -1;
-    if (ct_now >= 0) {
-        int64_t n = ct_now - d->last_ct;
-        d->last_ct = ct_now;
-        d->has_cont_usage = 1;
-        /* A text-less chunk's usage step is absorbed; reconciled by the final usage. */
-        if (n <= 0 || (tb == 0 && ab == 0))
-            goto out;
-        if (tb && ab) {
-            if (n == 1) {
-                out->think_tok = tb > ab;
-                out->answer_tok = !out->think_tok;
-            } else {
-                int64_t t = (int64_t)((double)n * (double)tb / (double)(tb + ab) + 0.5);
-                t = t < 1 ? 1 : t > n - 1 ? n - 1 : t;
-                out->think_tok = (int)t;
-                out->answer_tok = (int)(n - t);
-            }
-        } else if (tb) {
-            out->think_tok = (int)n;
-        } else {
-            out->answer_tok = (int)n;
-        }
-    } else {
-        out->think_tok = tb > 0;
-        out->answer_tok = ab > 0;
-    }
+    count_event(d, tb, ab, cJSON_IsObject(usage) ? jnum(usage, "completion_tokens") : -1, out);
 out:
     cJSON_Delete(root);
 }

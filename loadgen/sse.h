@@ -47,10 +47,20 @@ void lg_sse_free(lg_sse *s);
 
 enum { LG_KIND_THINK = 't', LG_KIND_ANSWER = 'a' };
 
+/* The stream's dialect: which events carry text and usage. */
+typedef enum lg_dialect {
+    LG_DIALECT_OPENAI = 0,     /* chat / completions: choices[].delta / text, usage */
+    LG_DIALECT_RESPONSES,      /* /v1/responses: typed response.* events */
+    LG_DIALECT_GENERATE,       /* SGLang /generate: cumulative "text" + meta_info */
+} lg_dialect;
+
 /* What one event meant. */
 typedef struct lg_delta_out {
     int think_tok, answer_tok; /* tokens in this chunk by kind (0 for role-only) */
     int reclassify;            /* a bare </think> arrived: earlier answer tokens were thinking */
+    /* text bytes of this event by kind: the weights that attribute a final
+     * usage over the chunks when the stream's own count disagrees with it */
+    uint32_t think_bytes, answer_bytes;
 } lg_delta_out;
 
 typedef struct lg_delta {
@@ -66,9 +76,16 @@ typedef struct lg_delta {
     int bad_events;            /* events that were not JSON */
     /* final usage chunk (choices: []); -1 when absent */
     int64_t usage_prompt, usage_completion, usage_reasoning;
+    lg_dialect dialect;        /* set after lg_delta_init; OPENAI by default */
+    size_t gen_len;            /* generate: bytes of cumulative text already seen */
+    /* keep_text (set after init): the streamed text by kind, tags left out,
+     * for a tokenizer to count when the server sends no usage */
+    int keep_text;
+    ll_buf think_text, answer_text;
 } lg_delta;
 
 void lg_delta_init(lg_delta *d);
+void lg_delta_free(lg_delta *d);
 /* Interpret one event: its "event:" name (NULL or "" for none) and data. An
  * event named "error" is an error event whatever its data holds. */
 void lg_delta_event(lg_delta *d, const char *event, const char *data, size_t len, lg_delta_out *out);

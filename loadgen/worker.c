@@ -12,6 +12,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int lg_worker_init(lg_worker *w, lg_run *r, int index, char *err, size_t errlen)
 {
@@ -47,6 +48,10 @@ int lg_worker_init(lg_worker *w, lg_run *r, int index, char *err, size_t errlen)
             goto nomem;
         h = t;
     }
+    /* the scenario's own headers (--header), after ours: a name set both
+     * here and there is sent twice */
+    if (lg_xfer_headers(r->scn, &h))
+        goto nomem;
     w->headers = h;
     return 0;
 nomem:
@@ -151,6 +156,24 @@ static void issue_open(walk *k, int64_t now)
         k->no_more = 1;
 }
 
+/* This thread's CPU time (s): the client's own cost, to tell when the client,
+ * not the server, set the pace (records.h ll_rec_client). 0 if the clock is
+ * missing (then the level reads as idle, and fit falls back on its gaps). */
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Token-carrying chunks of a transfer about to be finished: counted here,
+ * once per transfer, so the write callback pays nothing for it. */
+static void count_events(lg_worker *w, const lg_xfer *x)
+{
+    w->events += x->chunks.n;
+}
+
 /* Let curl move the bytes; finish the transfers that ended. Returns how many
  * ended, or -1 on a curl failure (w->rc set). */
 static int perform_and_collect(lg_worker *w)
@@ -168,6 +191,7 @@ static int perform_and_collect(lg_worker *w)
         lg_xfer *x = NULL;
         CURLcode res = m->data.result;
         if (curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x) == CURLE_OK && x) {
+            count_events(w, x);
             lg_xfer_done(x, res);
             finished++;
         }
@@ -214,6 +238,7 @@ static void abort_inflight(lg_worker *w)
 {
     while (w->head) {
         w->head->aborted = 1;
+        count_events(w, w->head);
         lg_xfer_done(w->head, CURLE_ABORTED_BY_CALLBACK);
     }
 }
@@ -223,6 +248,7 @@ void *lg_worker_main(void *arg)
     lg_worker *w = arg;
     lg_run *r = w->run;
     walk k;
+    double cpu0_s = thread_cpu_s();
     walk_init(&k, w);
     while (w->rc == 0) {
         int64_t now = ll_now_ns();
@@ -246,6 +272,7 @@ void *lg_worker_main(void *arg)
             break;
     }
     abort_inflight(w);
+    w->cpu_s = thread_cpu_s() - cpu0_s;
     /* The driver checks workers_left under its lock: notify after the decrement. */
     atomic_fetch_sub(&r->workers_left, 1);
     lg_run_notify(r);

@@ -5,41 +5,144 @@
  * callback, on the worker thread, before parsing, so parse cost never shifts a
  * timestamp and all events of one read share its arrival time. Nothing here
  * formats JSON for the records or touches the records file: lg_xfer_done fills
- * an ll_rec_request and queues it (common/records.h). */
+ * an ll_rec_request and queues it (common/records.h).
+ *
+ * Counts: when the server's final usage (or, without usage, the scenario's
+ * tokenizer) disagrees with what the stream counted, lg_xfer_done attributes
+ * it over the chunks by their text bytes and marks the record "attributed"
+ * ("tokenizer"). Bodies follow the scenario's endpoint (chat, completions,
+ * responses, generate) with its extra_body merged in; a 400 naming
+ * continuous_usage_stats turns that field off for the run and resends once. */
 #include "lg_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define ERRBODY_MAX 65536
 
+/* A default key the scenario's extra_body does not replace. */
+static int keep_key(const scn_scenario *s, const char *k)
+{
+    return !s->extra_body || !cJSON_GetObjectItemCaseSensitive(s->extra_body, k);
+}
+
+/* `"k":` after a comma unless it is the object's first key. */
+static int put_key(ll_buf *b, const char *k)
+{
+    int rc;
+    if (b->len > 1)
+        LL_TRY(ll_buf_append(b, ",", 1));
+    LL_TRY(ll_json_escape(b, k));
+    LL_TRY(ll_buf_append(b, ":", 1));
+fail:
+    return rc;
+}
+
+/* The request body for the scenario's endpoint, then every key of its
+ * extra_body (which replaces a default of the same name: max_tokens,
+ * stream_options, ...). Written directly: no cJSON tree per request. */
 static int build_body(lg_xfer *x)
 {
     lg_run *r = x->w->run;
     const scn_scenario *s = r->scn;
     const char *prompt = scn_prompt(r->prompts, (size_t)x->req_index, &x->prompt_words);
     ll_buf *b = &x->body;
+    int openai = s->endpoint == SCN_ENDPOINT_CHAT || s->endpoint == SCN_ENDPOINT_COMPLETIONS;
+    int cont = s->continuous_usage && !atomic_load(&r->no_cont_usage);
+    char *v = NULL;
     int rc;
-    LL_TRY(ll_buf_append(b, "{\"model\":", 9));
-    LL_TRY(ll_json_escape(b, r->model));
-    if (s->endpoint == SCN_ENDPOINT_CHAT) {
-        LL_TRY(ll_buf_printf(b, ",\"messages\":[{\"role\":\"user\",\"content\":"));
-        LL_TRY(ll_json_escape(b, prompt));
-        LL_TRY(ll_buf_append(b, "}]", 2));
-    } else {
-        LL_TRY(ll_buf_printf(b, ",\"prompt\":"));
-        LL_TRY(ll_json_escape(b, prompt));
+    ll_buf_reset(b);
+    x->sent_cont_usage = openai && cont && keep_key(s, "stream_options");
+    LL_TRY(ll_buf_append(b, "{", 1));
+    if (s->endpoint != SCN_ENDPOINT_GENERATE && keep_key(s, "model")) {
+        LL_TRY(put_key(b, "model"));
+        LL_TRY(ll_json_escape(b, r->model));
     }
-    LL_TRY(ll_buf_printf(b, ",\"max_tokens\":%d,\"stream\":true,\"stream_options\":"
-                            "{\"include_usage\":true,\"continuous_usage_stats\":true}",
-                         s->max_tokens));
-    if (s->ignore_eos)
-        LL_TRY(ll_buf_printf(b, ",\"ignore_eos\":true"));
-    if (s->think_tokens >= 0)
-        LL_TRY(ll_buf_printf(b, ",\"think_tokens\":%d", s->think_tokens));
+    switch (s->endpoint) {
+    case SCN_ENDPOINT_CHAT:
+        if (keep_key(s, "messages")) {
+            LL_TRY(put_key(b, "messages"));
+            LL_TRY(ll_buf_printf(b, "[{\"role\":\"user\",\"content\":"));
+            LL_TRY(ll_json_escape(b, prompt));
+            LL_TRY(ll_buf_append(b, "}]", 2));
+        }
+        break;
+    case SCN_ENDPOINT_RESPONSES:
+        if (keep_key(s, "input")) {
+            LL_TRY(put_key(b, "input"));
+            LL_TRY(ll_json_escape(b, prompt));
+        }
+        break;
+    case SCN_ENDPOINT_GENERATE:
+        if (keep_key(s, "text")) {
+            LL_TRY(put_key(b, "text"));
+            LL_TRY(ll_json_escape(b, prompt));
+        }
+        break;
+    default:
+        if (keep_key(s, "prompt")) {
+            LL_TRY(put_key(b, "prompt"));
+            LL_TRY(ll_json_escape(b, prompt));
+        }
+        break;
+    }
+    if (openai) {
+        if (keep_key(s, "max_tokens")) {
+            LL_TRY(put_key(b, "max_tokens"));
+            LL_TRY(ll_buf_printf(b, "%d", s->max_tokens));
+        }
+        if (keep_key(s, "stream_options")) {
+            LL_TRY(put_key(b, "stream_options"));
+            LL_TRY(ll_buf_printf(b, "{\"include_usage\":true%s}",
+                                 x->sent_cont_usage ? ",\"continuous_usage_stats\":true" : ""));
+        }
+        /* loadlaw's engine extensions, sent only when the scenario asks */
+        if (s->ignore_eos && keep_key(s, "ignore_eos"))
+            LL_TRY(put_key(b, "ignore_eos") || ll_buf_printf(b, "true"));
+        if (s->think_tokens >= 0 && keep_key(s, "think_tokens"))
+            LL_TRY(put_key(b, "think_tokens") || ll_buf_printf(b, "%d", s->think_tokens));
+    } else if (s->endpoint == SCN_ENDPOINT_RESPONSES) {
+        if (keep_key(s, "max_output_tokens")) {
+            LL_TRY(put_key(b, "max_output_tokens"));
+            LL_TRY(ll_buf_printf(b, "%d", s->max_tokens));
+        }
+    } else if (keep_key(s, "sampling_params")) {
+        LL_TRY(put_key(b, "sampling_params"));
+        LL_TRY(ll_buf_printf(b, "{\"max_new_tokens\":%d%s}", s->max_tokens,
+                             s->ignore_eos ? ",\"ignore_eos\":true" : ""));
+    }
+    if (keep_key(s, "stream"))
+        LL_TRY(put_key(b, "stream") || ll_buf_printf(b, "true"));
+    for (const cJSON *c = s->extra_body ? s->extra_body->child : NULL; c; c = c->next) {
+        if (!c->string)
+            continue;
+        LL_TRY(put_key(b, c->string));
+        LL_TRY((v = cJSON_PrintUnformatted(c)) ? 0 : LL_ENOMEM);
+        LL_TRY(ll_buf_append(b, v, strlen(v)));
+        cJSON_free(v);
+        v = NULL;
+    }
     LL_TRY(ll_buf_append(b, "}", 1));
 fail:
+    cJSON_free(v);
     return rc;
+}
+
+const char *lg_request_path(const scn_scenario *s)
+{
+    return s->endpoint_path && s->endpoint_path[0] ? s->endpoint_path : scn_endpoint_path(s->endpoint);
+}
+
+int lg_xfer_headers(const scn_scenario *s, struct curl_slist **list)
+{
+    for (size_t i = 0; i < s->n_headers; i++) {
+        struct curl_slist *t = curl_slist_append(*list, s->headers[i]);
+        if (!t)
+            return LL_ENOMEM;
+        *list = t;
+    }
+    return 0;
 }
 
 static int add_chunk(lg_xfer *x, int tok, char kind)
@@ -81,12 +184,12 @@ static int on_event(void *ctx, const char *event, const char *data, size_t len)
     }
     if (o.think_tok) {
         x->think_tok += o.think_tok;
-        if (add_chunk(x, o.think_tok, LL_CHUNK_THINK))
+        if (add_chunk(x, o.think_tok, LL_CHUNK_THINK) || ll_vec_push(&x->chunk_bytes, o.think_bytes))
             return LL_ENOMEM;
     }
     if (o.answer_tok) {
         x->answer_tok += o.answer_tok;
-        if (add_chunk(x, o.answer_tok, LL_CHUNK_ANSWER))
+        if (add_chunk(x, o.answer_tok, LL_CHUNK_ANSWER) || ll_vec_push(&x->chunk_bytes, o.answer_bytes))
             return LL_ENOMEM;
     }
     return 0;
@@ -105,6 +208,7 @@ static size_t on_data(char *p, size_t sz, size_t nm, void *ud)
     lg_xfer *x = ud;
     size_t n = sz * nm;
     x->now_ns = ll_now_ns();
+    x->w->reads++; /* level_end "client": socket reads with data (lg_worker.reads) */
     if (!x->status_known) {
         if (curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->http_status) != CURLE_OK)
             x->http_status = 0;
@@ -148,6 +252,19 @@ static int setup_easy(lg_xfer *x)
     return 0;
 }
 
+static void init_parsers(lg_xfer *x)
+{
+    const lg_run *r = x->w->run;
+    scn_endpoint ep = r->scn->endpoint;
+    lg_sse_init(&x->sse, on_event, x);
+    lg_delta_init(&x->delta);
+    x->delta.dialect = ep == SCN_ENDPOINT_RESPONSES  ? LG_DIALECT_RESPONSES
+                       : ep == SCN_ENDPOINT_GENERATE ? LG_DIALECT_GENERATE
+                                                     : LG_DIALECT_OPENAI;
+    /* The text is kept only for a tokenizer to count (when usage is absent). */
+    x->delta.keep_text = r->prompts && scn_prompts_tokenizer(r->prompts) != NULL;
+}
+
 int lg_xfer_start(lg_worker *w, int req_index, int64_t intended_ns)
 {
     lg_run *r = w->run;
@@ -161,8 +278,7 @@ int lg_xfer_start(lg_worker *w, int req_index, int64_t intended_ns)
     x->id = atomic_fetch_add(&r->next_id, 1);
     x->intended_ns = intended_ns;
     x->header_ns = x->first_tok_ns = x->first_think_ns = x->first_answer_ns = x->end_ns = -1;
-    lg_sse_init(&x->sse, on_event, x);
-    lg_delta_init(&x->delta);
+    init_parsers(x);
     LL_TRY(build_body(x));
     LL_TRY((x->easy = curl_easy_init()) ? 0 : LL_ENOMEM);
     LL_TRY(setup_easy(x));
@@ -180,6 +296,7 @@ fail:
         curl_easy_cleanup(x->easy);
     ll_buf_free(&x->body);
     lg_sse_free(&x->sse);
+    lg_delta_free(&x->delta);
     free(x);
     return rc;
 }
@@ -229,8 +346,10 @@ static int64_t rel(const lg_run *r, int64_t t) { return t < 0 ? -1 : t - r->epoc
 
 /* The record of a finished transfer, on the run clock. Takes the chunk array
  * (its times rebased in place) and gives the message a heap copy. */
-static void fill_record(lg_xfer *x, ll_err_class cls, const char *msg, ll_rec_request *rq)
+static void fill_record(lg_xfer *x, ll_err_class cls, const char *msg, ll_counts counts, int64_t st_think,
+                        int64_t st_answer, ll_rec_request *rq)
 {
+    int target = scn_prompt_target_tokens(x->w->run->prompts, (size_t)x->req_index);
     const lg_run *r = x->w->run;
     const lg_delta *d = &x->delta;
     for (size_t i = 0; i < x->chunks.n; i++)
@@ -250,17 +369,169 @@ static void fill_record(lg_xfer *x, ll_err_class cls, const char *msg, ll_rec_re
         .first_think_ns = rel(r, x->first_think_ns),
         .first_answer_ns = rel(r, x->first_answer_ns),
         .end_ns = rel(r, x->end_ns),
-        .prompt_tok = d->usage_prompt >= 0 ? d->usage_prompt : (int64_t)x->prompt_words,
+        .prompt_tok = d->usage_prompt >= 0 ? d->usage_prompt : target > 0 ? target : (int64_t)x->prompt_words,
         .think_tok = x->think_tok,
         .answer_tok = x->answer_tok,
         .usage_prompt = d->usage_prompt,
         .usage_completion = d->usage_completion,
         .usage_reasoning = d->usage_reasoning,
+        .counts = counts,
+        .stream_think_tok = counts == LL_COUNTS_STREAM ? -1 : st_think,
+        .stream_answer_tok = counts == LL_COUNTS_STREAM ? -1 : st_answer,
+        .prompt_tok_target = target > 0 ? target : 0,
         .n_chunks = x->chunks.n,
         .chunks = x->chunks.v,
     };
     x->chunks.v = NULL;
     x->chunks.n = x->chunks.cap = 0;
+}
+
+typedef struct share {
+    double rem;
+    size_t i;
+} share;
+
+/* Largest remainder first; ties in arrival order (deterministic). */
+static int by_rem(const void *a, const void *b)
+{
+    const share *p = a, *q = b;
+    if (p->rem != q->rem)
+        return p->rem < q->rem ? 1 : -1;
+    return p->i < q->i ? -1 : p->i > q->i;
+}
+
+/* Split `total` tokens over the chunks of `kind` (0: all), in proportion to
+ * their text bytes, in whole tokens by largest remainder; each chunk gets at
+ * least 1 when total allows (a chunk arrived, so it carried a token). */
+static void attribute(ll_rec_chunk *c, const uint32_t *bytes, size_t n, char kind, int64_t total)
+{
+    size_t m = 0;
+    double wsum = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!kind || c[i].kind == kind) {
+            m++;
+            wsum += bytes[i];
+        }
+    if (m == 0)
+        return;
+    int64_t base = total >= (int64_t)m ? 1 : 0, rest = total - base * (int64_t)m, given = 0;
+    share *sh = malloc(m * sizeof *sh);
+    size_t k = 0, last = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (kind && c[i].kind != kind)
+            continue;
+        /* text-less chunks everywhere (wsum 0): equal weights */
+        double want = (double)rest * (wsum > 0 ? bytes[i] / wsum : 1.0 / (double)m);
+        int64_t fl = (int64_t)want;
+        c[i].tokens = (int32_t)(base + fl);
+        given += fl;
+        last = i;
+        if (sh)
+            sh[k++] = (share){want - (double)fl, i};
+    }
+    int64_t left = rest - given;
+    if (!sh) {
+        c[last].tokens += (int32_t)left; /* out of memory: exact total, rougher split */
+        return;
+    }
+    qsort(sh, m, sizeof *sh, by_rem);
+    for (size_t j = 0; left > 0; j = (j + 1) % m, left--)
+        c[sh[j].i].tokens++;
+    free(sh);
+}
+
+/* Make the chunks' tokens agree with what the server says it produced (its
+ * final usage), or, without usage, with the tokenizer's count of the text:
+ * the fit's per-token gaps divide by these counts, so a server packing k
+ * tokens per chunk without per-chunk usage must not read as k times slower.
+ * Returns where the counts came from; *st_* get what the stream counted. */
+static ll_counts reconcile(lg_xfer *x, int64_t *st_think, int64_t *st_answer)
+{
+    const lg_delta *d = &x->delta;
+    const scn_tokenizer *tok = x->w->run->prompts ? scn_prompts_tokenizer(x->w->run->prompts) : NULL;
+    int64_t think = -1, answer = -1, total;
+    ll_counts how;
+    size_t nt = 0, na = 0;
+    *st_think = x->think_tok;
+    *st_answer = x->answer_tok;
+    if (x->chunks.n == 0 || x->chunk_bytes.n != x->chunks.n)
+        return LL_COUNTS_STREAM;
+    if (d->usage_completion >= 0) {
+        if (d->usage_completion == (int64_t)x->think_tok + x->answer_tok)
+            return LL_COUNTS_STREAM;
+        total = d->usage_completion;
+        how = LL_COUNTS_ATTRIBUTED;
+        if (d->usage_reasoning >= 0 && d->usage_reasoning <= total) {
+            think = d->usage_reasoning;
+            answer = total - think;
+        }
+    } else if (tok && d->keep_text) {
+        think = scn_tokenizer_count(tok, d->think_text.p ? d->think_text.p : "", d->think_text.len);
+        answer = scn_tokenizer_count(tok, d->answer_text.p ? d->answer_text.p : "", d->answer_text.len);
+        if (think < 0 || answer < 0)
+            return LL_COUNTS_STREAM;
+        total = think + answer;
+        how = LL_COUNTS_TOKENIZER;
+    } else {
+        return LL_COUNTS_STREAM;
+    }
+    if (total > INT32_MAX)
+        return LL_COUNTS_STREAM;
+    for (size_t i = 0; i < x->chunks.n; i++)
+        *(x->chunks.v[i].kind == LL_CHUNK_THINK ? &nt : &na) += 1;
+    /* A kind with tokens but no chunks (hidden reasoning), or chunks but no
+     * tokens (a server that reports reasoning_tokens 0): the kind split is
+     * not usable, the total still is. */
+    if (think >= 0 && ((think > 0) != (nt > 0) || (answer > 0) != (na > 0)))
+        think = answer = -1;
+    if (think >= 0) {
+        attribute(x->chunks.v, x->chunk_bytes.v, x->chunks.n, LL_CHUNK_THINK, think);
+        attribute(x->chunks.v, x->chunk_bytes.v, x->chunks.n, LL_CHUNK_ANSWER, answer);
+    } else {
+        attribute(x->chunks.v, x->chunk_bytes.v, x->chunks.n, 0, total);
+    }
+    x->think_tok = x->answer_tok = 0;
+    for (size_t i = 0; i < x->chunks.n; i++)
+        *(x->chunks.v[i].kind == LL_CHUNK_THINK ? &x->think_tok : &x->answer_tok) += x->chunks.v[i].tokens;
+    return how;
+}
+
+/* A 400 whose message names continuous_usage_stats (or stream_options):
+ * strict OpenAI-compatible servers reject the field. Turn it off for the run
+ * (said once) and send this request again without it, under the same id. */
+static int retry_without_cont_usage(lg_xfer *x, const char *msg)
+{
+    lg_worker *w = x->w;
+    lg_run *r = w->run;
+    int rc;
+    if (x->http_status != 400 || !x->sent_cont_usage || x->retried || x->aborted ||
+        (!strstr(msg, "continuous_usage_stats") && !strstr(msg, "stream_options")))
+        return LL_EINVAL;
+    if (atomic_exchange(&r->no_cont_usage, 1) == 0)
+        fprintf(stderr, "loadlaw: the server rejected stream_options.continuous_usage_stats (\"%.200s\"); "
+                        "not asking for it for the rest of the run (token counts come from the final usage)\n",
+                msg);
+    LL_TRY(curl_multi_remove_handle(w->multi, x->easy) == CURLM_OK ? 0 : LL_EIO);
+    x->retried = 1;
+    ll_buf_reset(&x->errbody);
+    lg_sse_free(&x->sse);
+    lg_delta_free(&x->delta);
+    init_parsers(x);
+    x->chunks.n = x->chunk_bytes.n = 0;
+    x->think_tok = x->answer_tok = 0;
+    x->header_ns = x->first_tok_ns = x->first_think_ns = x->first_answer_ns = x->end_ns = -1;
+    x->http_status = 0;
+    x->status_known = 0;
+    x->curl_err[0] = '\0';
+    LL_TRY(build_body(x));
+    LL_TRY(curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, x->body.p) ||
+                   curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->body.len)
+               ? LL_EINVAL
+               : 0);
+    x->send_ns = ll_now_ns();
+    LL_TRY(curl_multi_add_handle(w->multi, x->easy) == CURLM_OK ? 0 : LL_EIO);
+fail:
+    return rc;
 }
 
 /* Counters for level_end, lg_run_counts and the progress line. */
@@ -302,7 +573,9 @@ static void unlink_and_free(lg_xfer *x)
     ll_buf_free(&x->body);
     ll_buf_free(&x->errbody);
     lg_sse_free(&x->sse);
+    lg_delta_free(&x->delta);
     ll_vec_free(&x->chunks);
+    ll_vec_free(&x->chunk_bytes);
     free(x);
 }
 
@@ -317,7 +590,21 @@ void lg_xfer_done(lg_xfer *x, CURLcode res)
     if (x->http_status == 200)
         lg_sse_finish(&x->sse);
     ll_err_class cls = classify(x, res, msg, sizeof msg);
-    fill_record(x, cls, msg, &rq);
+    if (cls == LL_ERRC_HTTP_4XX && x->http_status == 400 && x->sent_cont_usage && !x->retried) {
+        long status = x->http_status;
+        int rrc = retry_without_cont_usage(x, msg);
+        if (rrc == 0)
+            return; /* in flight again; recorded when the retry ends */
+        if (rrc != LL_EINVAL) {
+            /* The resend failed part-way: record the 400 as it was. */
+            x->http_status = status;
+            x->status_known = 1;
+            x->end_ns = ll_now_ns();
+        }
+    }
+    int64_t st_think, st_answer;
+    ll_counts counts = reconcile(x, &st_think, &st_answer);
+    fill_record(x, cls, msg, counts, st_think, st_answer, &rq);
     int prc = ll_rec_put_request(w->run->rec, &rq);
     if (prc && w->rc == 0) {
         w->rc = prc;

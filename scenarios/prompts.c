@@ -1,6 +1,8 @@
 /* prompts.c: the prompt set a scenario sends: seeded synthetic text, a
  * ShareGPT-format JSON file (first human turn of each conversation), or a
- * JSONL file of prompts. Loaded once, then read-only (shared by workers). */
+ * JSONL file of prompts. Loaded once, then read-only (shared by workers).
+ * With prompt_tokens and a tokenizer, synthetic prompts are built to an exact
+ * token length (the set owns the tokenizer, which the run also counts with). */
 #include "scenario.h"
 
 #include <math.h>
@@ -12,10 +14,12 @@
 typedef struct prompt {
     char *text;
     int words; /* whitespace-separated words in text */
+    int target_tok; /* tokens it was built to; 0 = not built to a token length */
 } prompt;
 
 struct scn_prompts {
     LL_VEC(prompt) set;
+    scn_tokenizer *tok; /* the scenario's tokenizer_path, or NULL */
 };
 
 /* A small vocabulary: English-looking words so tokenizers see ~1.3 tokens/word. */
@@ -28,9 +32,9 @@ static const char *const k_vocab[] = {
 };
 #define VOCAB_N (sizeof k_vocab / sizeof k_vocab[0])
 
-static int push(scn_prompts *p, const char *s)
+static int push(scn_prompts *p, const char *s, int target_tok)
 {
-    prompt e = {strdup(s), 0};
+    prompt e = {strdup(s), 0, target_tok};
     if (!e.text)
         return LL_ENOMEM;
     int in = 0;
@@ -68,22 +72,105 @@ static int draw_words(const scn_dist *d, ll_rng *r)
     return x < 1 ? 1 : (int)x;
 }
 
-static int gen_synthetic(const scn_scenario *s, scn_prompts *p)
+static int add_words(ll_buf *b, int w, ll_rng *r)
+{
+    int rc = 0;
+    for (int k = 0; k < w && rc == 0; k++)
+        rc = ll_buf_printf(b, "%s%s", b->len ? " " : "", k_vocab[ll_rng_u64(r) % VOCAB_N]);
+    return rc;
+}
+
+/* Text of exactly `target` tokens into b: seeded words, encoded, the ids cut
+ * to the target and decoded. Re-encoding a cut text can merge differently at
+ * the cut (a word split mid-way), so re-count and move the cut by the
+ * difference until the count is exact; more words are added if the cut runs
+ * past the end. */
+static int exact_text(const scn_tokenizer *t, int target, ll_rng *r, ll_buf *b, char *err, size_t errlen)
+{
+    int32_t *ids = NULL;
+    char *text = NULL;
+    size_t n = 0, tlen = 0;
+    int rc = 0;
+    int64_t cut = target;
+    ll_buf_reset(b);
+    /* Every vocabulary word is at least one token: target words is enough. */
+    LL_TRY(add_words(b, target + 8, r));
+    LL_TRY(scn_tokenizer_encode(t, b->p, b->len, &ids, &n));
+    for (int iter = 0; iter < 64; iter++) {
+        while ((size_t)cut > n) {
+            free(ids);
+            ids = NULL;
+            LL_TRY(add_words(b, (int)(cut - (int64_t)n) + 8, r));
+            LL_TRY(scn_tokenizer_encode(t, b->p, b->len, &ids, &n));
+        }
+        free(text);
+        text = NULL;
+        LL_TRY(scn_tokenizer_decode(t, ids, (size_t)cut, &text, &tlen));
+        int64_t c = scn_tokenizer_count(t, text, tlen);
+        if (c < 0) {
+            rc = (int)c;
+            goto fail;
+        }
+        if (c == target) {
+            ll_buf_reset(b);
+            LL_TRY(ll_buf_append(b, text, tlen));
+            goto fail; /* done: the shared cleanup */
+        }
+        cut += target - c;
+        if (cut < 1)
+            cut = 1;
+    }
+    ll_errf(err, errlen, "tokenizer: could not build a prompt of exactly %d tokens", target);
+    rc = LL_EINVAL;
+fail:
+    free(ids);
+    free(text);
+    return rc;
+}
+
+static int gen_synthetic(const scn_scenario *s, scn_prompts *p, char *err, size_t errlen)
 {
     ll_rng r;
     ll_buf b = {0};
     int rc = 0;
     ll_rng_seed(&r, s->seed);
     for (int i = 0; i < s->prompt_count && rc == 0; i++) {
-        int w = draw_words(&s->words, &r);
-        ll_buf_reset(&b);
-        for (int k = 0; k < w && rc == 0; k++)
-            rc = ll_buf_printf(&b, "%s%s", k ? " " : "", k_vocab[ll_rng_u64(&r) % VOCAB_N]);
+        int target = 0, w;
+        if (s->prompt_tokens_set && p->tok) {
+            target = draw_words(&s->prompt_tokens, &r);
+            rc = exact_text(p->tok, target, &r, &b, err, errlen);
+        } else {
+            /* No tokenizer: English runs about 1.33 tokens per word (0.75
+             * words per token), so words = tokens / 1.33, and no target is
+             * claimed since the count is only an estimate. */
+            w = s->prompt_tokens_set ? (int)floor(draw_words(&s->prompt_tokens, &r) / 1.33 + 0.5)
+                                     : draw_words(&s->words, &r);
+            ll_buf_reset(&b);
+            rc = add_words(&b, w < 1 ? 1 : w, &r);
+        }
         if (rc == 0)
-            rc = push(p, b.p ? b.p : "");
+            rc = push(p, b.p ? b.p : "", target);
     }
     ll_buf_free(&b);
     return rc;
+}
+
+/* A path the scenario names: relative to the scenario's folder first, then the cwd. */
+static void resolve(const scn_scenario *s, const char *name, char *path, size_t size)
+{
+    snprintf(path, size, "%s", name ? name : "");
+    if (s->path && name && name[0] != '/') {
+        const char *slash = strrchr(s->path, '/');
+        if (slash) {
+            char cand[4096];
+            snprintf(cand, sizeof cand, "%.*s/%s", (int)(slash - s->path), s->path, name);
+            FILE *f = fopen(cand, "r");
+            if (f) {
+                fclose(f);
+                snprintf(path, size, "%s", cand);
+            }
+        }
+    }
 }
 
 static int load_sharegpt(const char *path, scn_prompts *p, char *err, size_t errlen)
@@ -113,7 +200,7 @@ static int load_sharegpt(const char *path, scn_prompts *p, char *err, size_t err
             const char *from = ll_json_str(t, "from", "");
             const char *val = ll_json_str(t, "value", NULL);
             if ((strcmp(from, "human") == 0 || strcmp(from, "user") == 0) && val && val[0]) {
-                rc = push(p, val);
+                rc = push(p, val, 0);
                 break;
             }
         }
@@ -140,7 +227,7 @@ static int jsonl_line(const cJSON *o, size_t line_no, void *ctx)
                 c->path, line_no);
         return LL_EPARSE;
     }
-    return push(c->p, s);
+    return push(c->p, s, 0);
 }
 
 int scn_prompts_load(const scn_scenario *s, scn_prompts **out, char *err, size_t errlen)
@@ -150,22 +237,17 @@ int scn_prompts_load(const scn_scenario *s, scn_prompts **out, char *err, size_t
     int rc = 0;
     if (!p)
         return LL_ENOMEM;
-    if (s->source != SCN_SOURCE_SYNTHETIC) {
-        /* Relative to the scenario's folder first, then the cwd. */
-        snprintf(path, sizeof path, "%s", s->prompts_path ? s->prompts_path : "");
-        if (s->path && path[0] != '/') {
-            const char *slash = strrchr(s->path, '/');
-            if (slash) {
-                char cand[4096];
-                snprintf(cand, sizeof cand, "%.*s/%s", (int)(slash - s->path), s->path, s->prompts_path);
-                FILE *f = fopen(cand, "r");
-                if (f) {
-                    fclose(f);
-                    snprintf(path, sizeof path, "%s", cand);
-                }
-            }
+    path[0] = '\0';
+    if (s->tokenizer_path) {
+        resolve(s, s->tokenizer_path, path, sizeof path);
+        rc = scn_tokenizer_load(path, &p->tok, err, errlen);
+        if (rc) {
+            scn_prompts_free(p);
+            return rc;
         }
     }
+    if (s->source != SCN_SOURCE_SYNTHETIC)
+        resolve(s, s->prompts_path, path, sizeof path);
     switch (s->source) {
     case SCN_SOURCE_SHAREGPT:
         rc = load_sharegpt(path, p, err, errlen);
@@ -176,7 +258,7 @@ int scn_prompts_load(const scn_scenario *s, scn_prompts **out, char *err, size_t
         break;
     }
     default:
-        rc = gen_synthetic(s, p);
+        rc = gen_synthetic(s, p, err, errlen);
     }
     if (rc == 0 && p->set.n == 0) {
         ll_errf(err, errlen, "%s: no prompts", s->source == SCN_SOURCE_SYNTHETIC ? "synthetic" : path);
@@ -200,10 +282,15 @@ const char *scn_prompt(const scn_prompts *p, size_t i, int *words)
     return e->text;
 }
 
+int scn_prompt_target_tokens(const scn_prompts *p, size_t i) { return p->set.v[i % p->set.n].target_tok; }
+
+const scn_tokenizer *scn_prompts_tokenizer(const scn_prompts *p) { return p->tok; }
+
 void scn_prompts_free(scn_prompts *p)
 {
     if (!p)
         return;
+    scn_tokenizer_free(p->tok);
     for (size_t i = 0; i < p->set.n; i++)
         free(p->set.v[i].text);
     ll_vec_free(&p->set);

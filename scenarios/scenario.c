@@ -15,6 +15,32 @@
 
 static int validate(scn_scenario *s, const char *origin, char *err, size_t errlen);
 
+/* ---- endpoints ------------------------------------------------------------ */
+
+static const char *const k_endpoint[] = {"chat", "completions", "responses", "generate", NULL};
+static const char *const k_endpoint_path[] = {"/v1/chat/completions", "/v1/completions", "/v1/responses",
+                                              "/generate"};
+
+const char *scn_endpoint_name(scn_endpoint e)
+{
+    return (unsigned)e < SCN_ENDPOINT__COUNT ? k_endpoint[e] : "?";
+}
+
+int scn_endpoint_parse(const char *name, scn_endpoint *out)
+{
+    for (int i = 0; name && i < SCN_ENDPOINT__COUNT; i++)
+        if (strcmp(name, k_endpoint[i]) == 0) {
+            *out = (scn_endpoint)i;
+            return 0;
+        }
+    return LL_EINVAL;
+}
+
+const char *scn_endpoint_path(scn_endpoint e)
+{
+    return (unsigned)e < SCN_ENDPOINT__COUNT ? k_endpoint_path[e] : "/v1/chat/completions";
+}
+
 /* Loader context: where messages point. */
 typedef struct ld {
     const char *origin;
@@ -48,6 +74,7 @@ int scn_new(scn_scenario **out)
     if (!s)
         return LL_ENOMEM;
     s->endpoint = SCN_ENDPOINT_CHAT;
+    s->continuous_usage = 1;
     s->max_tokens = 64;
     s->think_tokens = -1;
     s->ignore_eos = 1;
@@ -80,6 +107,13 @@ void scn_free(scn_scenario *s)
     free(s->api_key_env);
     free(s->engine_spec);
     free(s->prompts_path);
+    free(s->endpoint_path);
+    for (size_t i = 0; i < s->n_headers; i++)
+        free(s->headers[i]);
+    free(s->headers);
+    cJSON_Delete(s->extra_body);
+    free(s->tokenizer_path);
+    free(s->defaults);
     free(s->levels);
     free(s->output);
     scn_ab_free(&s->ab);
@@ -343,14 +377,28 @@ static int load_levels(ld *c, const cJSON *root, scn_scenario *s)
     return 0;
 }
 
+/* A length distribution ("prompts.words", "prompts.tokens"). */
+static int load_dist(ld *c, const cJSON *w, const char *path, scn_dist *d)
+{
+    static const char *const wkeys[] = {"dist", "value", "min", "max", "mean", "stddev", NULL};
+    static const char *const dist[] = {"fixed", "uniform", "normal", NULL};
+    int rc, di = (int)d->kind;
+    if ((rc = check_keys(c, w, path, wkeys)) ||
+        (rc = get_enum(c, w, path, "dist", dist, "\"fixed\", \"uniform\" or \"normal\"", &di)) ||
+        (rc = get_num(c, w, path, "value", 0, 1e6, &d->value)) || (rc = get_num(c, w, path, "min", 0, 1e6, &d->min)) ||
+        (rc = get_num(c, w, path, "max", 0, 1e6, &d->max)) || (rc = get_num(c, w, path, "mean", 0, 1e6, &d->mean)) ||
+        (rc = get_num(c, w, path, "stddev", 0, 1e6, &d->stddev)))
+        return rc;
+    d->kind = (scn_dist_kind)di;
+    return 0;
+}
+
 static int load_prompts(ld *c, const cJSON *root, scn_scenario *s)
 {
-    static const char *const keys[] = {"source", "path", "words", "count", "seed", NULL};
-    static const char *const wkeys[] = {"dist", "value", "min", "max", "mean", "stddev", NULL};
+    static const char *const keys[] = {"source", "path", "words", "tokens", "tokenizer", "count", "seed", NULL};
     static const char *const src[] = {"synthetic", "sharegpt", "jsonl", NULL};
-    static const char *const dist[] = {"fixed", "uniform", "normal", NULL};
-    const cJSON *o, *w;
-    int rc, si = (int)s->source, di = (int)s->words.kind;
+    const cJSON *o, *w, *tk;
+    int rc, si = (int)s->source;
     double seed = (double)s->seed;
     if ((rc = get_obj(c, root, "", "prompts", &o)) || !o)
         return rc;
@@ -359,23 +407,83 @@ static int load_prompts(ld *c, const cJSON *root, scn_scenario *s)
         (rc = get_str(c, o, "prompts", "path", 1, &s->prompts_path)) ||
         (rc = get_int(c, o, "prompts", "count", 1, 10000000, &s->prompt_count)) ||
         (rc = get_num(c, o, "prompts", "seed", 0, 9007199254740992.0, &seed)) ||
-        (rc = get_obj(c, o, "prompts", "words", &w)))
+        (rc = get_str(c, o, "prompts", "tokenizer", 1, &s->tokenizer_path)) ||
+        (rc = get_obj(c, o, "prompts", "words", &w)) || (rc = get_obj(c, o, "prompts", "tokens", &tk)))
         return rc;
     s->source = (scn_source)si;
     s->seed = (uint64_t)seed;
-    if (w) {
-        if ((rc = check_keys(c, w, "prompts.words", wkeys)) ||
-            (rc = get_enum(c, w, "prompts.words", "dist", dist, "\"fixed\", \"uniform\" or \"normal\"", &di)) ||
-            (rc = get_num(c, w, "prompts.words", "value", 0, 1e6, &s->words.value)) ||
-            (rc = get_num(c, w, "prompts.words", "min", 0, 1e6, &s->words.min)) ||
-            (rc = get_num(c, w, "prompts.words", "max", 0, 1e6, &s->words.max)) ||
-            (rc = get_num(c, w, "prompts.words", "mean", 0, 1e6, &s->words.mean)) ||
-            (rc = get_num(c, w, "prompts.words", "stddev", 0, 1e6, &s->words.stddev)))
+    if (w && (rc = load_dist(c, w, "prompts.words", &s->words)))
+        return rc;
+    if (tk) {
+        if ((rc = load_dist(c, tk, "prompts.tokens", &s->prompt_tokens)))
             return rc;
-        s->words.kind = (scn_dist_kind)di;
+        s->prompt_tokens_set = 1;
     }
     if (s->source != SCN_SOURCE_SYNTHETIC && !s->prompts_path)
         return bad(c, "prompts.path", "a file name (source is not synthetic)");
+    return 0;
+}
+
+/* 0 for a "Name: value" header line that is safe to send as one header. */
+static int check_header(const char *h)
+{
+    const char *colon = h ? strchr(h, ':') : NULL;
+    if (!colon || colon == h)
+        return LL_EINVAL;
+    /* A token name (RFC 9110), and no CR/LF anywhere: one header, never two. */
+    for (const char *q = h; q < colon; q++)
+        if (*q <= ' ' || *q >= 127 || strchr("\"(),/:;<=>?@[\\]{}", *q))
+            return LL_EINVAL;
+    for (const char *q = colon; *q; q++)
+        if (*q == '\r' || *q == '\n' || *q == 0x7f || ((unsigned char)*q < ' ' && *q != '\t'))
+            return LL_EINVAL;
+    return 0;
+}
+
+static int check_endpoint_path(const char *p)
+{
+    if (!p || p[0] != '/')
+        return LL_EINVAL;
+    for (; *p; p++)
+        if ((unsigned char)*p <= ' ' || *p == 0x7f)
+            return LL_EINVAL;
+    return 0;
+}
+
+static int add_header(scn_scenario *s, const char *h)
+{
+    char **n = realloc(s->headers, (s->n_headers + 1) * sizeof *n);
+    if (!n)
+        return LL_ENOMEM;
+    s->headers = n;
+    if (!(n[s->n_headers] = strdup(h)))
+        return LL_ENOMEM;
+    s->n_headers++;
+    return 0;
+}
+
+/* "target.headers": ["Name: value", ...] (replaces any set before). */
+static int load_headers(ld *c, const cJSON *t, scn_scenario *s)
+{
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(t, "headers");
+    size_t i = 0;
+    int rc;
+    if (!h)
+        return 0;
+    if (!cJSON_IsArray(h))
+        return bad(c, "target.headers", "an array of \"Name: value\" strings");
+    for (const cJSON *it = h->child; it; it = it->next, i++) {
+        if (!cJSON_IsString(it) || check_header(it->valuestring)) {
+            char p[64];
+            snprintf(p, sizeof p, "target.headers[%zu]", i);
+            return bad(c, p, "a \"Name: value\" string (a token name, no line breaks)");
+        }
+    }
+    while (s->n_headers)
+        free(s->headers[--s->n_headers]);
+    for (const cJSON *it = h->child; it; it = it->next)
+        if ((rc = add_header(s, it->valuestring)))
+            return rc;
     return 0;
 }
 
@@ -383,9 +491,9 @@ static int load_root(ld *c, const cJSON *root, scn_scenario *s)
 {
     static const char *const keys[] = {"name", "target", "engine", "request", "prompts", "load",
                                        "levels", "output", "ab", "$comment", NULL};
-    static const char *const tkeys[] = {"url", "model", "endpoint", "api_key_env", NULL};
-    static const char *const rkeys[] = {"max_tokens", "think_tokens", "ignore_eos", "timeout_s", NULL};
-    static const char *const ep[] = {"chat", "completions", NULL};
+    static const char *const tkeys[] = {"url", "model", "endpoint", "path", "headers", "api_key_env", NULL};
+    static const char *const rkeys[] = {"max_tokens", "think_tokens", "ignore_eos", "timeout_s",
+                                        "extra_body", "continuous_usage", NULL};
     const cJSON *t, *r;
     int rc, e = (int)s->endpoint;
     if (!cJSON_IsObject(root))
@@ -398,9 +506,12 @@ static int load_root(ld *c, const cJSON *root, scn_scenario *s)
     if (t && ((rc = check_keys(c, t, "target", tkeys)) || (rc = get_str(c, t, "target", "url", 1, &s->url)) ||
               (rc = get_str(c, t, "target", "model", 1, &s->model)) ||
               (rc = get_str(c, t, "target", "api_key_env", 0, &s->api_key_env)) ||
-              (rc = get_enum(c, t, "target", "endpoint", ep, "\"chat\" or \"completions\"", &e))))
+              (rc = get_enum(c, t, "target", "endpoint", k_endpoint,
+                             "\"chat\", \"completions\", \"responses\" or \"generate\"", &e)) ||
+              (rc = get_str(c, t, "target", "path", 1, &s->endpoint_path)) || (rc = load_headers(c, t, s))))
         return rc;
     s->endpoint = (scn_endpoint)e;
+
     if (s->url && strncmp(s->url, "http://", 7) != 0 && strncmp(s->url, "https://", 8) != 0)
         return bad(c, "target.url", "an http:// or https:// URL");
     if (r) {
@@ -408,8 +519,17 @@ static int load_root(ld *c, const cJSON *root, scn_scenario *s)
         if ((rc = check_keys(c, r, "request", rkeys)) ||
             (rc = get_int(c, r, "request", "max_tokens", 1, 10000000, &s->max_tokens)) ||
             (rc = get_bool(c, r, "request", "ignore_eos", &s->ignore_eos)) ||
-            (rc = get_num(c, r, "request", "timeout_s", 0.001, 1e6, &s->timeout_s)))
+            (rc = get_num(c, r, "request", "timeout_s", 0.001, 1e6, &s->timeout_s)) ||
+            (rc = get_bool(c, r, "request", "continuous_usage", &s->continuous_usage)))
             return rc;
+        const cJSON *eb = cJSON_GetObjectItemCaseSensitive(r, "extra_body");
+        if (eb && !cJSON_IsNull(eb)) {
+            if (!cJSON_IsObject(eb))
+                return bad(c, "request.extra_body", "an object (keys merged into every request body) or null");
+            cJSON_Delete(s->extra_body);
+            if (!(s->extra_body = cJSON_Duplicate(eb, 1)))
+                return LL_ENOMEM;
+        }
         if (tt && cJSON_IsNull(tt))
             s->think_tokens = -1;
         else if ((rc = get_int(c, r, "request", "think_tokens", 0, 10000000, &s->think_tokens)))
@@ -509,6 +629,26 @@ static int validate(scn_scenario *s, const char *o, char *err, size_t errlen)
         ll_errf(err, errlen, "%s: prompts.words.max: expected >= prompts.words.min", o);
         return LL_EINVAL;
     }
+    /* Here, not only in the loader: the command line sets these fields too. */
+    if (s->endpoint_path && check_endpoint_path(s->endpoint_path)) {
+        ll_errf(err, errlen, "%s: target.path: expected a path starting with '/' (no spaces or control characters)", o);
+        return LL_EINVAL;
+    }
+    for (size_t i = 0; i < s->n_headers; i++)
+        if (check_header(s->headers[i])) {
+            ll_errf(err, errlen, "%s: target.headers[%zu]: expected a \"Name: value\" string (a token name, no line breaks)",
+                    o, i);
+            return LL_EINVAL;
+        }
+    if (s->extra_body && !cJSON_IsObject(s->extra_body)) {
+        ll_errf(err, errlen, "%s: request.extra_body: expected an object", o);
+        return LL_EINVAL;
+    }
+    if (s->prompt_tokens_set && s->prompt_tokens.kind == SCN_DIST_UNIFORM &&
+        s->prompt_tokens.max < s->prompt_tokens.min) {
+        ll_errf(err, errlen, "%s: prompts.tokens.max: expected >= prompts.tokens.min", o);
+        return LL_EINVAL;
+    }
     return scn_ab_validate(s, o, err, errlen);
 }
 
@@ -563,6 +703,50 @@ fail:
     return rc;
 }
 
+static int dist_fields(cJSON *w, const scn_dist *d)
+{
+    static const char *const dist[] = {"fixed", "uniform", "normal"};
+    int rc;
+    LL_TRY(add_str(w, "dist", dist[d->kind]));
+    LL_TRY(ll_json_add_num(w, "value", d->value));
+    LL_TRY(ll_json_add_num(w, "min", d->min));
+    LL_TRY(ll_json_add_num(w, "max", d->max));
+    LL_TRY(ll_json_add_num(w, "mean", d->mean));
+    LL_TRY(ll_json_add_num(w, "stddev", d->stddev));
+fail:
+    return rc;
+}
+
+static cJSON *dist_json(const scn_dist *d)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (o && dist_fields(o, d)) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* A header for the run record: its name, and its value only when the name
+ * cannot carry a secret (an Authorization or X-Api-Key header's value would
+ * otherwise land in records.jsonl, which users share). */
+static const char *redacted_header(const char *h, char *buf, size_t n)
+{
+    static const char *const secret[] = {"authorization", "key", "token", "secret", "cookie", "auth", NULL};
+    const char *colon = strchr(h, ':');
+    size_t nl = colon ? (size_t)(colon - h) : strlen(h);
+    char name[128];
+    snprintf(name, sizeof name, "%.*s", (int)(nl < sizeof name - 1 ? nl : sizeof name - 1), h);
+    for (char *q = name; *q; q++)
+        *q = (char)(*q >= 'A' && *q <= 'Z' ? *q - 'A' + 'a' : *q);
+    for (size_t i = 0; secret[i]; i++)
+        if (strstr(name, secret[i])) {
+            snprintf(buf, n, "%.*s: (hidden)", (int)nl, h);
+            return buf;
+        }
+    return h;
+}
+
 static cJSON *level_json(const scn_level *l)
 {
     cJSON *o = cJSON_CreateObject();
@@ -576,10 +760,11 @@ static cJSON *level_json(const scn_level *l)
 static int scenario_fields(cJSON *root, const scn_scenario *s)
 {
     static const char *const src[] = {"synthetic", "sharegpt", "jsonl"};
-    static const char *const dist[] = {"fixed", "uniform", "normal"};
-    cJSON *t, *r, *p, *w, *ld_, *lv;
+    cJSON *t, *r, *p, *ld_, *lv, *hs;
+    char hbuf[256];
     int rc;
     LL_TRY(add_str(root, "name", s->name ? s->name : "unnamed"));
+    LL_TRY(add_str_or_null(root, "defaults", s->defaults));
     LL_TRY(add_obj(root, "target", &t));
     LL_TRY(add_obj(root, "request", &r));
     LL_TRY(add_obj(root, "prompts", &p));
@@ -587,7 +772,11 @@ static int scenario_fields(cJSON *root, const scn_scenario *s)
     LL_TRY((lv = cJSON_AddArrayToObject(root, "levels")) ? 0 : LL_ENOMEM);
     LL_TRY(add_str_or_null(t, "url", s->url));
     LL_TRY(add_str_or_null(t, "model", s->model));
-    LL_TRY(add_str(t, "endpoint", s->endpoint == SCN_ENDPOINT_CHAT ? "chat" : "completions"));
+    LL_TRY(add_str(t, "endpoint", scn_endpoint_name(s->endpoint)));
+    LL_TRY(add_str(t, "path", s->endpoint_path ? s->endpoint_path : scn_endpoint_path(s->endpoint)));
+    LL_TRY((hs = cJSON_AddArrayToObject(t, "headers")) ? 0 : LL_ENOMEM);
+    for (size_t i = 0; i < s->n_headers; i++)
+        LL_TRY(add_item(hs, NULL, cJSON_CreateString(redacted_header(s->headers[i], hbuf, sizeof hbuf))));
     LL_TRY(add_str_or_null(root, "engine", s->engine_spec));
     LL_TRY(ll_json_add_num(r, "max_tokens", s->max_tokens));
     if (s->think_tokens >= 0)
@@ -596,17 +785,19 @@ static int scenario_fields(cJSON *root, const scn_scenario *s)
         LL_TRY(cJSON_AddNullToObject(r, "think_tokens") ? 0 : LL_ENOMEM);
     LL_TRY(cJSON_AddBoolToObject(r, "ignore_eos", s->ignore_eos) ? 0 : LL_ENOMEM);
     LL_TRY(ll_json_add_num(r, "timeout_s", s->timeout_s));
+    LL_TRY(cJSON_AddBoolToObject(r, "continuous_usage", s->continuous_usage) ? 0 : LL_ENOMEM);
+    if (s->extra_body)
+        LL_TRY(add_item(r, "extra_body", cJSON_Duplicate(s->extra_body, 1)));
+    else
+        LL_TRY(cJSON_AddNullToObject(r, "extra_body") ? 0 : LL_ENOMEM);
     LL_TRY(add_str(p, "source", src[s->source]));
     LL_TRY(add_str_or_null(p, "path", s->prompts_path));
     LL_TRY(ll_json_add_num(p, "count", s->prompt_count));
     LL_TRY(ll_json_add_num(p, "seed", (double)s->seed));
-    LL_TRY(add_obj(p, "words", &w));
-    LL_TRY(add_str(w, "dist", dist[s->words.kind]));
-    LL_TRY(ll_json_add_num(w, "value", s->words.value));
-    LL_TRY(ll_json_add_num(w, "min", s->words.min));
-    LL_TRY(ll_json_add_num(w, "max", s->words.max));
-    LL_TRY(ll_json_add_num(w, "mean", s->words.mean));
-    LL_TRY(ll_json_add_num(w, "stddev", s->words.stddev));
+    LL_TRY(add_str_or_null(p, "tokenizer", s->tokenizer_path));
+    LL_TRY(add_item(p, "words", dist_json(&s->words)));
+    if (s->prompt_tokens_set)
+        LL_TRY(add_item(p, "tokens", dist_json(&s->prompt_tokens)));
     LL_TRY(ll_json_add_num(ld_, "threads", s->threads));
     LL_TRY(ll_json_add_num(ld_, "drain_s", s->drain_s));
     for (size_t i = 0; i < s->n_levels; i++)

@@ -3,7 +3,7 @@
 # Usage: scripts/deps.sh [--test]   (--test adds what the test suite needs)
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libcurl4-openssl-dev libcjson-dev libgsl-dev
-      libmicrohttpd-dev zlib1g-dev libopenblas-dev libjs-chart.js libyajl-dev curl)
+      libmicrohttpd-dev zlib1g-dev libopenblas-dev libjs-chart.js libyajl-dev libpcre2-dev curl)
 if [ "${1:-}" = "--test" ]; then
   # Headless Chromium renders the HTML report in the report test.
   pkgs+=(chromium)

@@ -110,7 +110,8 @@ typedef struct ll_rec_client {
     double cpu_s_max;         /* the busiest worker thread's CPU time (CLOCK_THREAD_CPUTIME_ID) */
     double cpu_s_sum;         /* all worker threads' CPU time */
     uint64_t reads;           /* libcurl write callbacks (socket reads with data) */
-    uint64_t events;          /* token-carrying arrivals parsed */
+    uint64_t events;          /* token-carrying chunks received (a chunk split into
+                               * thinking and answer counts twice) */
 } ll_rec_client;
 
 typedef struct ll_rec_level_end {

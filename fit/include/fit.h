@@ -146,6 +146,8 @@ typedef struct fit_level_info {
     int has_end;              /* a level_end line was read */
     int interrupted;          /* level_end said so, or no level_end at all */
     int n_ok_reported, n_failed_reported; /* from level_end (-1 if none) */
+    ll_rec_client client;     /* level_end "client": what the client's threads did
+                               * (present = 0 in older files) */
 } fit_level_info;
 size_t fit_run_n_levels(const fit_run *r);
 const fit_level_info *fit_run_level(const fit_run *r, size_t i); /* sorted by start */
@@ -170,6 +172,10 @@ typedef struct fit_request {
     int64_t send_ns, header_ns, first_token_ns, first_think_ns, first_answer_ns, end_ns; /* -1 = null */
     int64_t prompt_tok, think_tok, answer_tok;
     int64_t usage_prompt_tok, usage_completion_tok, usage_reasoning_tok; /* -1 = no usage */
+    ll_counts counts;         /* where think_tok/answer_tok came from (records.h) */
+    int64_t stream_think_tok, stream_answer_tok; /* the stream's own count when
+                               * counts != STREAM, else -1 */
+    int64_t prompt_tok_target;/* prompt built to this length (0 = not) */
     size_t n_chunks;
     const fit_chunk *chunks;  /* in arrival order */
 } fit_request;
@@ -319,6 +325,24 @@ typedef struct fit_dist {
 #define FIT_BURST_MIN_SAMPLES 20
 #define FIT_BURST_NOTE_FRAC 0.05
 
+/* The client set a level's pace (fit_level.client_bound) when any of:
+ *  - its busiest worker thread was on a CPU at least FIT_CLIENT_BUSY_FRAC of
+ *    the level's wall time: a saturated read loop, whose lag, not the
+ *    server's steps, spaces the arrivals;
+ *  - it parsed at least FIT_CLIENT_EVENTS_PER_READ token chunks per socket
+ *    read AND the level's gaps were bursts (burst_gap_frac over
+ *    FIT_BURST_NOTE_FRAC): reads that each collect several steps;
+ *  - its median gap was under FIT_CLIENT_GAP_FRAC of the engine's own step
+ *    at C (when the run has engine step records or the engine's law): one
+ *    stream cannot see tokens faster than the engine steps.
+ * The burst check alone is relative to the level's own gaps and misses a
+ * level whose gaps are all bursts; these are absolute. */
+#define FIT_CLIENT_BUSY_FRAC 0.9
+#define FIT_CLIENT_EVENTS_PER_READ 2.0
+#define FIT_CLIENT_GAP_FRAC 0.5
+/* Prompt drift worth a note: server's mean prompt tokens vs the requested. */
+#define FIT_PROMPT_DRIFT_FRAC 0.02
+
 typedef struct fit_level {
     int level, concurrency, closed_loop, interrupted;
     int64_t start_ns, end_ns;
@@ -359,6 +383,23 @@ typedef struct fit_level {
                                    * with fewer than FIT_BURST_MIN_SAMPLES. */
     double burst_gap_ms;          /* the bound: a tenth of the level's 90th-
                                    * percentile ms per token (NAN likewise) */
+    /* Did the client set the pace? (FIT_CLIENT_*) From level_end "client"
+     * and the level's gaps; NAN where the records do not say. */
+    int client_bound;             /* one of the signs below held */
+    double client_busy_frac;      /* busiest worker thread's CPU time / level wall time */
+    double client_events_per_read;/* token-carrying chunks per socket read with data */
+    double client_gap_vs_step;    /* median ITL / the engine's step at C (engine step
+                                   * records, else the run line's law) */
+    /* Prompt length drift (ok measured requests): mean prompt_tok_target of
+     * those built to a length, against the mean usage.prompt_tokens the
+     * server reported; NAN when absent. */
+    double prompt_tok_target_mean, prompt_tok_server_mean;
+    /* Requests whose token counts were not the stream's own (records.h
+     * ll_counts), ok measured ones: how many, what their streams alone
+     * counted, and the counts recorded (the usage attributed, or the
+     * tokenizer's), which the gaps use. */
+    size_t n_counts_attributed, n_counts_tokenizer;
+    int64_t counts_stream_tok, counts_recorded_tok;
     /* time series for plots */
     size_t n_phase;
     fit_phase_point *phase;       /* P(t), D(t) change points */
@@ -399,6 +440,9 @@ typedef struct fit_result {
     size_t n_out_of_range;        /* values out of range in them */
     size_t n_clamped;             /* request times clamped (fit_run_info) */
     size_t n_trimmed;             /* law points left out as outliers */
+    int law_client_bound;         /* a level whose steps made the law was client-bound
+                                   * (fit_level.client_bound): not the server's law */
+    char no_law[200];             /* why there is no law ("" when law.ok) */
     size_t n_notes;
     char **notes;                 /* one line each */
 } fit_result;
@@ -410,8 +454,12 @@ void fit_result_free(fit_result *r);
 /* The --json object: {"law":{"a_ms","b_ms","a_ci_ms":[lo,hi],"b_ci_ms":[lo,hi],
  * "r2","n_samples","model","a_se_ms","b_se_ms","cov_ab_ms2","t_crit",...},
  * "asymptote_tok_per_s", "n_half", "truth":{"a_ms","b_ms","time_scale","engine_law"},
+ * "law_client_bound", "no_law" (null with a law, else why not),
  * "levels":[{"concurrency","steady_tok_per_s","predicted_tok_per_s","ramp_s",
- * "burst_gap_frac","burst_gap_ms",...}],
+ * "burst_gap_frac","burst_gap_ms","client_bound","client_busy_frac",
+ * "client_events_per_read","client_gap_vs_step","prompt_tok_target_mean",
+ * "prompt_tok_server_mean","n_counts_attributed","n_counts_tokenizer",
+ * "counts_stream_tok","counts_recorded_tok",...}],
  * ...}. NAN becomes null. Caller frees with cJSON_Delete; NULL on no memory. */
 cJSON *fit_result_to_json(const fit_result *r);
 

@@ -83,12 +83,23 @@ static void write_request(FILE *f, int level, const sreq *q, const sim_cfg *c)
             "\"status\":\"%s\",\"error_class\":%s,\"http_status\":200,\"error\":%s,"
             "\"intended_ns\":null,\"send_ns\":%lld,\"header_ns\":%lld,\"first_token_ns\":%lld,"
             "\"first_think_ns\":%lld,\"first_answer_ns\":%s,\"end_ns\":%lld,"
-            "\"prompt_tok\":%d,\"think_tok\":%d,\"answer_tok\":%d,\"usage\":null,\"chunks\":[",
+            "\"prompt_tok\":%d,\"think_tok\":%d,\"answer_tok\":%d,",
             level, q->id, q->warmup ? "true" : "false", q->ok ? "ok" : "error",
             q->ok ? "null" : "\"stream_error\"", q->ok ? "null" : "\"injected\"",
             (long long)q->send, (long long)q->send, (long long)q->first,
             (long long)q->first, answer,
             (long long)q->end, c->prompt_tok, think, q->tokens - think);
+    if (c->usage_prompt_tok > 0)
+        fprintf(f, "\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d},", c->usage_prompt_tok,
+                q->tokens);
+    else
+        fprintf(f, "\"usage\":null,");
+    if (c->prompt_tok_target > 0)
+        fprintf(f, "\"prompt_tok_target\":%d,", c->prompt_tok_target);
+    if (c->attributed_every > 0 && (q->id + 1) % c->attributed_every == 0)
+        fprintf(f, "\"counts\":\"attributed\",\"stream_tok\":{\"think\":%d,\"answer\":%d},",
+                think / 2, (q->tokens - think) / 2);
+    fprintf(f, "\"chunks\":[");
     for (int k = 0; k < q->n_chunks; k++)
         fprintf(f, "%s[%lld,1,\"%s\"]", k ? "," : "", (long long)q->chunk_t[k],
                 k < c->think_tok ? "t" : "a");
@@ -272,10 +283,20 @@ int sim_write(const char *path, const sim_cfg *c, sim_stats *st)
                 burst_stamps(&rq[order[k]], c->burst_every);
             write_request(f, l, &rq[order[k]], c);
         }
-        if (!killed)
+        if (!killed) {
             fprintf(f, "{\"type\":\"level_end\",\"level\":%d,\"end_ns\":%lld,"
-                       "\"interrupted\":false,\"ok\":%d,\"failed\":%d}\n",
+                       "\"interrupted\":false,\"ok\":%d,\"failed\":%d",
                     l, (long long)t, n_done - ls->failed, ls->failed);
+            if (c->write_client) {
+                double wall_s = (double)(t - ls->start_ns) / 1e9, epr = c->client_events_per_read[l];
+                long events = (long)tokens_so_far;
+                long reads = epr > 0 ? (long)(events / epr) : events;
+                fprintf(f, ",\"client\":{\"threads\":1,\"wall_s\":%.9g,\"cpu_s_max\":%.9g,"
+                           "\"cpu_s_sum\":%.9g,\"reads\":%ld,\"events\":%ld}",
+                        wall_s, wall_s * c->client_busy[l], wall_s * c->client_busy[l], reads, events);
+            }
+            fprintf(f, "}\n");
+        }
         st->levels_written = l + 1;
         for (int i = 0; i < n; i++)
             free(rq[i].chunk_t);

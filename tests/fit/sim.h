@@ -50,6 +50,16 @@ typedef struct sim_cfg {
                                  * the chunks collected since its last read 20 us apart
                                  * from then (0 = none) */
     int burst_level;
+    int write_client;           /* level_end "client" (records.h ll_rec_client): 1 thread,
+                                 * CPU time client_busy[l] of the level's wall time, one
+                                 * token chunk per read unless client_events_per_read[l] */
+    double client_busy[SIM_MAX_LEVELS];
+    double client_events_per_read[SIM_MAX_LEVELS];
+    int prompt_tok_target;      /* > 0: requests carry "prompt_tok_target" */
+    int usage_prompt_tok;       /* > 0: requests carry usage {prompt_tokens: this,
+                                 * completion_tokens: their tokens} */
+    int attributed_every;       /* every k-th request's counts are "attributed" and its
+                                 * stream counted half its tokens (0 = none) */
 } sim_cfg;
 
 typedef struct sim_level_stats {

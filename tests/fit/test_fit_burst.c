@@ -1,6 +1,9 @@
 /* test_fit_burst.c: fit_analyze flags a level whose client read in bursts
  * (sim.h burst_every), in the level's field, its note and the JSON, and
- * leaves the clean levels of the same run unflagged. */
+ * leaves the clean levels of the same run unflagged. Also the client's own
+ * pace (fit.h FIT_CLIENT_*: a saturated worker thread in level_end "client"),
+ * the reason given when there is no law (one concurrency swept), and the
+ * per-level notes on prompt drift and attributed token counts. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,6 +115,219 @@ static void test_burst_few(const char *path)
     fit_run_free(run);
 }
 
+static const char *note_with(const fit_result *r, const char *a, const char *b)
+{
+    for (size_t i = 0; i < r->n_notes; i++)
+        if (strstr(r->notes[i], a) && (!b || strstr(r->notes[i], b)))
+            return r->notes[i];
+    return NULL;
+}
+
+static fit_result *analyze_sim(const char *path, const sim_cfg *c, fit_run **run)
+{
+    sim_stats st;
+    char err[512] = "";
+    fit_result *r = NULL;
+    *run = NULL;
+    CHECK(sim_write(path, c, &st) == 0, "sim_write");
+    if (fit_load_run(path, run, err, sizeof err)) {
+        CHECK(0, "load: %s", err);
+        return NULL;
+    }
+    CHECK(fit_analyze(*run, NULL, &r, err, sizeof err) == 0, "analyze: %s", err);
+    return r;
+}
+
+/* What fit_print_law_line / fit_print write, as a string (caller frees). */
+static char *printed(const fit_result *r, int whole)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    if (whole)
+        fit_print(f, r);
+    else
+        fit_print_law_line(f, r);
+    fclose(f);
+    return buf;
+}
+
+/* Issue 10 item 4: level C=8's only worker thread was 97% busy: the level is
+ * client-bound, said in its field, a note, the table, the JSON and, since its
+ * steps made the law, on the law line. Before the fix none of these existed.
+ * The same run with a client at 30% everywhere (and one without the client
+ * object) is not flagged. */
+static void test_client_saturated(const char *path)
+{
+    sim_cfg c;
+    sim_default(&c);
+    int cs[] = {1, 2, 4, 8};
+    sim_set_levels(&c, cs, 4, 4);
+    c.jitter_frac = 0.05;
+    c.write_client = 1;
+    for (int i = 0; i < 4; i++)
+        c.client_busy[i] = i == 3 ? 0.97 : 0.3;
+    fit_run *run;
+    fit_result *r = analyze_sim(path, &c, &run);
+    if (r && r->n_levels == 4) {
+        for (size_t i = 0; i < 4; i++)
+            CHECK(r->levels[i].client_bound == (i == 3), "C=%d client_bound %d (busy %.2f)",
+                  r->levels[i].concurrency, r->levels[i].client_bound, r->levels[i].client_busy_frac);
+        CHECK_REL(r->levels[3].client_busy_frac, 0.97, 1e-6, "C=8 busy fraction");
+        CHECK_REL(r->levels[0].client_events_per_read, 1.0, 1e-9, "C=1 one chunk per read");
+        const char *n = note_with(r, "level 3 (C=8): the client set the pace", "97% busy");
+        CHECK(n && strstr(n, "the law is not the server's"), "C=8 note: %s", n ? n : "(none)");
+        CHECK(note_with(r, "(C=1): the client set the pace", NULL) == NULL, "C=1: no client note");
+        CHECK(r->law.ok && r->law_client_bound, "law made with a client-bound level");
+        char *line = printed(r, 0), *all = printed(r, 1);
+        CHECK(line && strstr(line, "NOT THE SERVER'S LAW: the client set the pace at C=8"),
+              "law line: %s", line ? line : "");
+        CHECK(all && strstr(all, "BOUND") && strstr(all, " client\n"), "table flag column");
+        free(line);
+        free(all);
+        cJSON *j = fit_result_to_json(r);
+        cJSON *lv = cJSON_GetObjectItemCaseSensitive(j, "levels");
+        CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(lv, 3), "client_bound")),
+              "json C=8 client_bound");
+        CHECK(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(lv, 0), "client_bound")),
+              "json C=1 not client_bound");
+        CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "law_client_bound")), "json law_client_bound");
+        cJSON_Delete(j);
+    } else {
+        CHECK(0, "4 levels");
+    }
+    fit_result_free(r);
+    fit_run_free(run);
+
+    for (int with_client = 0; with_client < 2; with_client++) {
+        c.write_client = with_client;
+        c.client_busy[3] = 0.3;
+        r = analyze_sim(path, &c, &run);
+        for (size_t i = 0; r && i < r->n_levels; i++)
+            CHECK(!r->levels[i].client_bound, "client %d: C=%d not client-bound", with_client,
+                  r->levels[i].concurrency);
+        CHECK(r && !r->law_client_bound && !note_with(r, "the client set the pace", NULL),
+              "client %d: no client note", with_client);
+        char *line = r ? printed(r, 0) : NULL;
+        CHECK(line && !strstr(line, "NOT THE SERVER"), "clean law line: %s", line ? line : "");
+        free(line);
+        fit_result_free(r);
+        fit_run_free(run);
+    }
+}
+
+/* Chunks read three at a time AND three chunks per socket read: the level's
+ * gaps against the engine's step (the run has step records) flag it too. */
+static void test_client_bursts(const char *path)
+{
+    sim_cfg c;
+    sim_default(&c);
+    int cs[] = {1, 2, 4, 8};
+    sim_set_levels(&c, cs, 4, 4);
+    c.write_client = 1;
+    c.burst_every = 3;
+    c.burst_level = 2;
+    c.client_events_per_read[2] = 3;
+    fit_run *run;
+    fit_result *r = analyze_sim(path, &c, &run);
+    if (r && r->n_levels == 4) {
+        CHECK(r->levels[2].client_bound, "burst level client-bound");
+        CHECK(r->levels[2].client_gap_vs_step < FIT_CLIENT_GAP_FRAC, "gap vs step %g",
+              r->levels[2].client_gap_vs_step);
+        const char *n = note_with(r, "level 2 (C=4): the client set the pace", "token chunks per read");
+        CHECK(n && strstr(n, "engine's step"), "burst note: %s", n ? n : "(none)");
+        CHECK(!r->levels[1].client_bound && !r->levels[3].client_bound, "clean levels not bound");
+    }
+    fit_result_free(r);
+    fit_run_free(run);
+}
+
+/* Issue 10 item 4: one concurrency swept gives the real reason, not "not
+ * enough steady samples" (which the sweep printed as "law: law: ..."). */
+static void test_one_n(const char *path)
+{
+    sim_cfg c;
+    sim_default(&c);
+    int cs[] = {8};
+    sim_set_levels(&c, cs, 1, 4);
+    fit_run *run;
+    fit_result *r = analyze_sim(path, &c, &run);
+    if (r) {
+        CHECK(!r->law.ok, "no law from one N");
+        char *line = printed(r, 0);
+        CHECK(line && strcmp(line, "step(N) not fitted: one concurrency swept (C=8): a line needs at "
+                                   "least two distinct N\n") == 0,
+              "one-N line: %s", line ? line : "");
+        CHECK(line && !strstr(line, "law:") && !strstr(line, "not enough"), "no old text");
+        free(line);
+        CHECK(note_with(r, "no law: one concurrency swept (C=8)", NULL) != NULL, "one-N note");
+        cJSON *j = fit_result_to_json(r);
+        cJSON *nl = cJSON_GetObjectItemCaseSensitive(j, "no_law");
+        CHECK(cJSON_IsString(nl) && strstr(nl->valuestring, "one concurrency"), "json no_law");
+        cJSON_Delete(j);
+    }
+    fit_result_free(r);
+    fit_run_free(run);
+}
+
+/* Issue 10 items 1 and 3: prompts built to 100 tokens that the server counted
+ * as 110 (+10%) are noted, 101 (+1%) is not; attributed counts are noted per
+ * level with the stream's count and the usage. */
+static void test_prompt_drift_counts(const char *path)
+{
+    sim_cfg c;
+    sim_default(&c);
+    int cs[] = {1, 4};
+    sim_set_levels(&c, cs, 2, 4);
+    c.prompt_tok_target = 100;
+    c.usage_prompt_tok = 110;
+    c.attributed_every = 4;
+    fit_run *run;
+    fit_result *r = analyze_sim(path, &c, &run);
+    if (r && r->n_levels == 2) {
+        const fit_level *L = &r->levels[1];
+        CHECK(L->prompt_tok_target_mean == 100 && L->prompt_tok_server_mean == 110, "means %g %g",
+              L->prompt_tok_target_mean, L->prompt_tok_server_mean);
+        const char *n = note_with(r, "level 1 (C=4): prompts built to 100.0 tokens", "server counted 110.0");
+        CHECK(n && strstr(n, "+10.0%"), "drift note: %s", n ? n : "(none)");
+        /* ids 0..19 over the two levels; every 4th attributed: ids 3 (C=1), 7..19 (C=4) */
+        CHECK(r->levels[0].n_counts_attributed == 1 && L->n_counts_attributed == 4,
+              "attributed %zu %zu", r->levels[0].n_counts_attributed, L->n_counts_attributed);
+        /* 20 tokens each (5 thinking): the stream counted 2 + 7 of them */
+        CHECK(L->counts_stream_tok == 4 * 9 && L->counts_recorded_tok == 4 * 20, "counts %lld %lld",
+              (long long)L->counts_stream_tok, (long long)L->counts_recorded_tok);
+        n = note_with(r, "level 1 (C=4): 4 requests' final usage disagreed", "stream 36 tokens, usage 80");
+        CHECK(n != NULL, "counts note");
+        cJSON *j = fit_result_to_json(r);
+        cJSON *l1 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "levels"), 1);
+        cJSON *tm = cJSON_GetObjectItemCaseSensitive(l1, "prompt_tok_target_mean");
+        cJSON *sm = cJSON_GetObjectItemCaseSensitive(l1, "prompt_tok_server_mean");
+        CHECK(cJSON_IsNumber(tm) && tm->valuedouble == 100 && cJSON_IsNumber(sm) && sm->valuedouble == 110,
+              "json prompt means");
+        cJSON_Delete(j);
+    } else {
+        CHECK(0, "2 levels");
+    }
+    fit_result_free(r);
+    fit_run_free(run);
+    c.usage_prompt_tok = 101;
+    c.attributed_every = 0;
+    r = analyze_sim(path, &c, &run);
+    CHECK(r && !note_with(r, "prompts built to", NULL) && !note_with(r, "final usage disagreed", NULL),
+          "1%% drift and stream counts: no notes");
+    fit_result_free(r);
+    fit_run_free(run);
+    c.prompt_tok_target = 0;
+    c.usage_prompt_tok = 0;
+    r = analyze_sim(path, &c, &run);
+    CHECK(r && isnan(r->levels[0].prompt_tok_target_mean) && isnan(r->levels[0].prompt_tok_server_mean),
+          "no target, no usage: NAN");
+    fit_result_free(r);
+    fit_run_free(run);
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
@@ -119,6 +335,10 @@ int main(void)
     snprintf(path, sizeof path, "fit_burst_%ld.jsonl", (long)getpid());
     test_burst_level(path);
     test_burst_few(path);
+    test_client_saturated(path);
+    test_client_bursts(path);
+    test_one_n(path);
+    test_prompt_drift_counts(path);
     unlink(path);
     TEST_MAIN_END();
 }

@@ -32,6 +32,9 @@ struct ts_server {
     size_t n_threads, cap_threads;
     char profile_body[256];
     char auth[256];                /* under mu */
+    char body[4096];               /* under mu: last completion request body */
+    char head[4096];               /* under mu: its request line and headers */
+    atomic_int rejected;
     pthread_mutex_t bmu;           /* with bcv: the first-token barrier */
     pthread_cond_t bcv;
 };
@@ -149,11 +152,41 @@ static int send_tokens(ts_server *s, int fd, const char *field, int count, int *
         for (int j = 0; j < k; j++)
             snprintf(text + strlen(text), sizeof text - strlen(text), "%c%d ", field[0], i + j);
         *ct += k;
+        char usage[96] = "";
+        if (!s->cfg.usage_at_end)
+            snprintf(usage, sizeof usage, ",\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":%d}", *ct);
         snprintf(ev, sizeof ev,
                  "{\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,"
-                 "\"delta\":{\"%s\":\"%s\"},\"finish_reason\":null}],\"usage\":{\"prompt_tokens\":7,"
-                 "\"completion_tokens\":%d}}",
-                 field, text, *ct);
+                 "\"delta\":{\"%s\":\"%s\"},\"finish_reason\":null}]%s}",
+                 field, text, usage);
+        if (s->cfg.gap_us > 0)
+            sleep_us(s->cfg.gap_us);
+        if (send_event(fd, ev))
+            return -1;
+    }
+    return 0;
+}
+
+/* Thinking inline in content: "<think>t0 ", "t1 ", ..., "tN </think>", then
+ * "a0 ", ...: one token each, packed per chunk across the think/answer
+ * boundary, so one chunk can end the thinking and begin the answer. */
+static int send_inline(ts_server *s, int fd, int *ct)
+{
+    int per = s->cfg.tokens_per_chunk > 1 ? s->cfg.tokens_per_chunk : 1;
+    int nt = s->cfg.think_tok, n = nt + s->cfg.answer_tok;
+    char ev[512];
+    for (int i = 0; i < n; i += per) {
+        char text[256] = "";
+        int k = n - i < per ? n - i : per;
+        for (int j = i; j < i + k; j++)
+            snprintf(text + strlen(text), sizeof text - strlen(text), "%s%c%d %s",
+                     j == 0 && nt ? "<think>" : "", j < nt ? 't' : 'a', j < nt ? j : j - nt,
+                     j == nt - 1 ? "</think>" : "");
+        *ct += k;
+        char usage[96] = "";
+        if (!s->cfg.usage_at_end)
+            snprintf(usage, sizeof usage, ",\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":%d}", *ct);
+        snprintf(ev, sizeof ev, "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"%s\"}}]%s}", text, usage);
         if (s->cfg.gap_us > 0)
             sleep_us(s->cfg.gap_us);
         if (send_event(fd, ev))
@@ -163,10 +196,22 @@ static int send_tokens(ts_server *s, int fd, const char *field, int count, int *
 }
 
 /* Returns 1 to keep the connection, 0 to close it. */
-static int respond(ts_server *s, int fd, ts_mode mode)
+static int respond(ts_server *s, int fd, ts_mode mode, const char *reqbody)
 {
     char ev[256];
     int ct = 0;
+    if (s->cfg.reject_cont_usage && strstr(reqbody, "continuous_usage_stats")) {
+        /* vLLM-style strict validation error */
+        const char *body = "{\"object\":\"error\",\"message\":\"[{'type': 'extra_forbidden', 'loc': "
+                           "('body', 'stream_options', 'continuous_usage_stats'), 'msg': 'Extra inputs are "
+                           "not permitted'}]\",\"type\":\"BadRequestError\",\"code\":400}";
+        char head[256];
+        int n = snprintf(head, sizeof head,
+                         "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+                         strlen(body));
+        atomic_fetch_add(&s->rejected, 1);
+        return send_all(fd, head, (size_t)n) == 0 && send_all(fd, body, strlen(body)) == 0;
+    }
     if (mode == TS_HTTP500 || mode == TS_HTTP429) {
         const char *body = mode == TS_HTTP500
                                ? "{\"error\":{\"message\":\"internal failure\",\"type\":\"server_error\",\"code\":500}}"
@@ -195,13 +240,14 @@ static int respond(ts_server *s, int fd, ts_mode mode)
     }
     switch (mode) {
     case TS_OK:
-        if (send_tokens(s, fd, "reasoning_content", s->cfg.think_tok, &ct) ||
-            send_tokens(s, fd, "content", s->cfg.answer_tok, &ct))
+        if (s->cfg.inline_think ? send_inline(s, fd, &ct)
+                                : (send_tokens(s, fd, "reasoning_content", s->cfg.think_tok, &ct) ||
+                                   send_tokens(s, fd, "content", s->cfg.answer_tok, &ct)))
             goto out;
         snprintf(ev, sizeof ev, "{\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":%d,"
                                 "\"completion_tokens_details\":{\"reasoning_tokens\":%d}}}", ct, s->cfg.think_tok);
         if (send_event(fd, "{\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}]}") ||
-            send_event(fd, ev) || send_event(fd, "[DONE]") || send_all(fd, "0\r\n\r\n", 5))
+            (!s->cfg.no_usage && send_event(fd, ev)) || send_event(fd, "[DONE]") || send_all(fd, "0\r\n\r\n", 5))
             goto out;
         keep = 1;
         break;
@@ -285,9 +331,13 @@ static void *conn_main(void *arg)
             snprintf(s->auth, sizeof s->auth, "%.*s", (int)(n < sizeof s->auth ? n : sizeof s->auth - 1), h);
             pthread_mutex_unlock(&s->mu);
         }
+        pthread_mutex_lock(&s->mu);
+        snprintf(s->body, sizeof s->body, "%.*s", bl, body);
+        snprintf(s->head, sizeof s->head, "%.*s", (int)(body - buf), buf);
+        pthread_mutex_unlock(&s->mu);
         int no = atomic_fetch_add(&s->requests, 1);
         ts_mode m = s->cfg.mode == TS_MIX ? (ts_mode)(no % 8) : s->cfg.mode;
-        if (!respond(s, c->fd, m))
+        if (!respond(s, c->fd, m, body))
             break;
     }
     free(buf);
@@ -385,6 +435,9 @@ int ts_profile_calls(const ts_server *s) { return atomic_load(&s->profile_calls)
 int ts_profile_streams(const ts_server *s) { return atomic_load(&s->profile_streams); }
 char *ts_profile_body(const ts_server *s) { return (char *)s->profile_body; }
 const char *ts_last_auth(const ts_server *s) { return s->auth; }
+const char *ts_last_body(const ts_server *s) { return s->body; }
+const char *ts_last_head(const ts_server *s) { return s->head; }
+int ts_rejected(const ts_server *s) { return atomic_load(&s->rejected); }
 void ts_set_barrier(ts_server *s, int n)
 {
     pthread_mutex_lock(&s->bmu);

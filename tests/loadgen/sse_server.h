@@ -31,6 +31,11 @@ typedef struct ts_config {
                                    (since start or ts_set_barrier) until all of them have
                                    begun (at most 30 s), so that a level's C streams decode
                                    together however slow the machine; later streams pass */
+    int usage_at_end;           /* TS_OK: no per-chunk usage; only the final usage chunk */
+    int inline_think;           /* TS_OK: thinking inline in "content" as <think>..</think>,
+                                   packed with the answer tokens (a chunk may hold both) */
+    int reject_cont_usage;      /* a body asking continuous_usage_stats gets a 400 naming it */
+    int no_usage;               /* TS_OK: no usage anywhere (with usage_at_end: no final one either) */
 } ts_config;
 
 int ts_start(const ts_config *cfg, ts_server **out);
@@ -49,6 +54,12 @@ void ts_set_barrier(ts_server *s, int n);
 void ts_set_barrier_plan(ts_server *s, const int *at, const int *n, int count);
 /* Authorization header value of the last completion request ("" when none). */
 const char *ts_last_auth(const ts_server *s);
+/* Body of the last completion request (truncated to 4 KiB; "" when none). */
+const char *ts_last_body(const ts_server *s);
+/* Request line and headers of the last completion request (truncated to 4 KiB). */
+const char *ts_last_head(const ts_server *s);
+/* Completion requests answered 400 for asking continuous_usage_stats. */
+int ts_rejected(const ts_server *s);
 void ts_stop(ts_server *s);
 
 #endif

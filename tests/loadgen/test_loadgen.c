@@ -44,6 +44,11 @@ typedef struct tally {
     int n_intended;
     level_tally lv[MAX_LEVELS];
     ll_rec_read_stats rs;
+    int counts[LL_COUNTS__COUNT];  /* requests by where their counts came from */
+    long stream_tok;               /* what the stream alone counted, where it was overridden */
+    int zero_chunks;               /* chunks with no token */
+    int split_chunks;              /* a thinking and an answer chunk at the same arrival */
+    int max_chunk_tok;
 } tally;
 
 static int on_run(const ll_rec_run *run, void *ctx)
@@ -92,6 +97,12 @@ static void tally_chunks(tally *t, const ll_rec_request *rq)
     for (size_t i = 0; i < rq->n_chunks; i++) {
         const ll_rec_chunk *c = &rq->chunks[i];
         t->chunk_tok += c->tokens;
+        t->zero_chunks += c->tokens == 0;
+        if (c->tokens > t->max_chunk_tok)
+            t->max_chunk_tok = c->tokens;
+        if (i > 0 && c->kind == LL_CHUNK_ANSWER && rq->chunks[i - 1].kind == LL_CHUNK_THINK &&
+            rq->chunks[i - 1].t_ns == c->t_ns)
+            t->split_chunks++;
         if (rq->cls != LL_ERRC_OK)
             t->cls_tok[rq->cls] += c->tokens;
         if (c->t_ns < prev)
@@ -143,6 +154,10 @@ static int on_request(const ll_rec_request *rq, void *ctx)
         t->order_bad++;
     if (rq->intended_ns >= 0 && t->n_intended < 64)
         t->intended[t->n_intended++] = rq->intended_ns;
+    if ((unsigned)rq->counts < LL_COUNTS__COUNT)
+        t->counts[rq->counts]++;
+    if (rq->counts != LL_COUNTS_STREAM)
+        t->stream_tok += rq->stream_think_tok + rq->stream_answer_tok;
     tally_chunks(t, rq);
     return 0;
 }
@@ -279,7 +294,7 @@ static void test_counts(int per_chunk)
     /* The barriers make each level's C streams decode together, so D reaches
      * C (a finite ramp) even where connecting them is slower than a stream. */
     static const int levels[] = {1, 4, 16}, starts[] = {0, 8, 16};
-    ts_config c = {TS_OK, 4, 6, 2000, per_chunk, 0};
+    ts_config c = {.mode = TS_OK, .think_tok = 4, .answer_tok = 6, .gap_us = 2000, .tokens_per_chunk = per_chunk, .barrier = 0};
     ts_server *srv;
     sweep s;
     char err[512];
@@ -303,6 +318,8 @@ static void test_counts(int per_chunk)
               t.usage_completion);
         CHECK(t.order_bad == 0 && t.kinds_bad == 0 && t.bad_lines == 0, "order %d kinds %d bad %d", t.order_bad,
               t.kinds_bad, t.bad_lines);
+        /* per-chunk usage that agrees with the final usage: the stream's counts stand */
+        CHECK(t.counts[LL_COUNTS_STREAM] == 40, "counts 'stream' on %d of 40", t.counts[LL_COUNTS_STREAM]);
         check_level_ends(&t, 3);
         int want_n[3] = {8, 8, 24};
         for (int i = 0; i < 3; i++) {
@@ -339,9 +356,160 @@ static void test_counts(int per_chunk)
     ts_stop(srv);
 }
 
+/* Issue 10 item 1: 2 tokens per chunk and usage only at the end (128 tokens in
+ * 64 chunks) read as 64 tokens before; the final usage must be attributed
+ * over the chunks. inline_think: thinking inline in content, with a chunk
+ * that ends the thinking and begins the answer (1c): the split must hold. */
+static void test_attributed(int inline_think)
+{
+    ts_config c = {.mode = TS_OK, .think_tok = inline_think ? 31 : 0, .answer_tok = inline_think ? 33 : 128, .gap_us = 200, .tokens_per_chunk = 2, .barrier = 0};
+    c.usage_at_end = 1;
+    c.inline_think = inline_think;
+    ts_server *srv;
+    sweep s;
+    char err[512];
+    CHECK(ts_start(&c, &srv) == 0, "server start");
+    if (sweep_open(&s, ts_url(srv), "{\"load\":{\"threads\":1,\"concurrency\":[2],\"requests\":4},"
+                                    "\"request\":{\"max_tokens\":128}}",
+                   inline_think ? "attr_inline" : "attr") == 0) {
+        s.scn->continuous_usage = inline_think; /* off: the body must not ask for it */
+        CHECK(lg_run_sweep(s.run, err, sizeof err) == 0, "sweep: %s", err);
+        CHECK(inline_think || !strstr(ts_last_body(srv), "continuous_usage_stats"),
+              "continuous_usage 0 leaves the field out: %s", ts_last_body(srv));
+        sweep_finish(&s);
+        tally t;
+        read_records(s.dir, &t);
+        int n = t.requests;
+        CHECK(n >= 4 && t.ok == n, "requests %d ok %d", n, t.ok);
+        CHECK(t.counts[LL_COUNTS_ATTRIBUTED] == n, "counts 'attributed' on %d of %d", t.counts[LL_COUNTS_ATTRIBUTED],
+              n);
+        long want = (long)(c.think_tok + c.answer_tok) * n;
+        CHECK(t.usage_completion == want && t.think + t.answer == want && t.chunk_tok == want,
+              "%s: usage %ld, think+answer %ld, chunk sum %ld (want %ld each)", inline_think ? "inline" : "plain",
+              t.usage_completion, t.think + t.answer, t.chunk_tok, want);
+        CHECK(t.zero_chunks == 0 && t.kinds_bad == 0, "chunks with 0 tokens %d, kinds out of order %d",
+              t.zero_chunks, t.kinds_bad);
+        if (inline_think) {
+            /* reasoning_tokens over the thinking chunks, the rest over the answer */
+            CHECK(t.think == 31L * n && t.answer == 33L * n, "inline: think %ld answer %ld", t.think, t.answer);
+            CHECK(t.split_chunks == n, "a chunk holding both kinds kept its split in %d of %d", t.split_chunks, n);
+            /* 16 thinking + 17 answer chunk entries per request, one chunk shared */
+            CHECK(t.stream_tok == 33L * n, "stream_tok %ld", t.stream_tok);
+        } else {
+            CHECK(t.answer == 128L * n && t.stream_tok == 64L * n && t.max_chunk_tok == 2,
+                  "answer %ld, stream counted %ld, largest chunk %d", t.answer, t.stream_tok, t.max_chunk_tok);
+            fitted f;
+            if (fit_dir(s.dir, &f) == 0) {
+                const fit_level *L = fit_level_of(&f, 0);
+                /* 0.2 ms per chunk of 2 tokens: per-token gaps near 0.1 ms, not 0.2 */
+                CHECK(L && L->itl.p50_ms < 0.2 * 0.9, "itl p50 %.3f ms (per token, not per chunk)",
+                      L ? L->itl.p50_ms : -1.0);
+                fit_done(&f);
+            }
+        }
+        sweep_close(&s);
+    }
+    ts_stop(srv);
+}
+
+/* Issue 10 item 1: no usage at all, a tokenizer in the scenario: the
+ * streamed text counted with it, attributed over the chunks ("tokenizer"). */
+static void test_tokenizer_counts(void)
+{
+    ts_config c = {.mode = TS_OK, .think_tok = 6, .answer_tok = 9, .tokens_per_chunk = 3};
+    c.usage_at_end = c.no_usage = 1;
+    char path[512], json[1024], think[256] = "", answer[256] = "", err[512];
+    /* tests/scenarios/data/tokenizer.json, found from this file's path */
+    snprintf(path, sizeof path, "%s", __FILE__);
+    char *cut = strstr(path, "loadgen/test_loadgen.c");
+    if (!cut) {
+        fprintf(stderr, "skip tokenizer counts: no source path\n");
+        return;
+    }
+    snprintf(cut, sizeof path - (size_t)(cut - path), "scenarios/data/tokenizer.json");
+    for (int i = 0; i < c.think_tok; i++)
+        snprintf(think + strlen(think), sizeof think - strlen(think), "t%d ", i);
+    for (int i = 0; i < c.answer_tok; i++)
+        snprintf(answer + strlen(answer), sizeof answer - strlen(answer), "a%d ", i);
+    scn_tokenizer *tok = NULL;
+    if (scn_tokenizer_load(path, &tok, err, sizeof err)) {
+        CHECK(0, "tokenizer %s: %s", path, err);
+        return;
+    }
+    int64_t want_t = scn_tokenizer_count(tok, think, strlen(think));
+    int64_t want_a = scn_tokenizer_count(tok, answer, strlen(answer));
+    scn_tokenizer_free(tok);
+    ts_server *srv;
+    sweep s;
+    CHECK(ts_start(&c, &srv) == 0, "server start");
+    snprintf(json, sizeof json,
+             "{\"load\":{\"threads\":1,\"concurrency\":[1],\"requests\":2},\"prompts\":{\"tokenizer\":\"%s\"}}",
+             path);
+    if (sweep_open(&s, ts_url(srv), json, "tokcount") == 0) {
+        CHECK(lg_run_sweep(s.run, err, sizeof err) == 0, "sweep: %s", err);
+        sweep_finish(&s);
+        tally t;
+        read_records(s.dir, &t);
+        CHECK(t.requests == 2 && t.ok == 2 && t.counts[LL_COUNTS_TOKENIZER] == 2, "requests %d ok %d tokenizer %d",
+              t.requests, t.ok, t.counts[LL_COUNTS_TOKENIZER]);
+        CHECK(want_t > 0 && t.think == 2 * want_t && t.answer == 2 * want_a && t.chunk_tok == t.think + t.answer &&
+                  t.stream_tok == 2L * (2 + 3),
+              "tokenizer counts think %ld answer %ld chunks %ld (want %lld/%lld), stream %ld", t.think, t.answer,
+              t.chunk_tok, (long long)want_t, (long long)want_a, t.stream_tok);
+        sweep_close(&s);
+    }
+    ts_stop(srv);
+}
+
+/* Issue 10 item 3: extra_body keys merged (and overriding defaults), and a
+ * server that rejects continuous_usage_stats: one 400, the field dropped for
+ * the run, the request retried once under the same id, recorded once. */
+static void test_shaping(void)
+{
+    ts_config c = {.mode = TS_OK, .think_tok = 2, .answer_tok = 3, .gap_us = 0, .tokens_per_chunk = 1, .barrier = 0};
+    c.reject_cont_usage = 1;
+    ts_server *srv;
+    sweep s;
+    char err[512];
+    CHECK(ts_start(&c, &srv) == 0, "server start");
+    if (sweep_open(&s, ts_url(srv),
+                   "{\"target\":{\"path\":\"/custom/v1/chat\",\"headers\":[\"X-Trace: 42\"]},"
+                   "\"load\":{\"threads\":1,\"concurrency\":[1],\"requests\":5}}",
+                   "shape") == 0) {
+        s.scn->extra_body = cJSON_Parse("{\"temperature\":0.5,\"max_tokens\":7,\"top_p\":{\"x\":[1,2]}}");
+        CHECK(s.scn->extra_body != NULL, "extra_body parsed");
+        CHECK(lg_run_sweep(s.run, err, sizeof err) == 0, "sweep: %s", err);
+        char body[4096];
+        snprintf(body, sizeof body, "%s", ts_last_body(srv));
+        CHECK(strncmp(ts_last_head(srv), "POST /custom/v1/chat ", 21) == 0 &&
+                  strstr(ts_last_head(srv), "\r\nX-Trace: 42\r\n"),
+              "custom path and header: %.300s", ts_last_head(srv));
+        sweep_finish(&s);
+        tally t;
+        read_records(s.dir, &t);
+        CHECK(t.requests == 5 && t.ok == 5, "records %d ok %d (the retry recorded once, as ok)", t.requests, t.ok);
+        CHECK(ts_rejected(srv) == 1 && ts_requests(srv) == 6, "rejected %d, requests %d (one 400, one retry)",
+              ts_rejected(srv), ts_requests(srv));
+        cJSON *b = cJSON_Parse(body);
+        const cJSON *so = cJSON_GetObjectItemCaseSensitive(b, "stream_options");
+        CHECK(b && cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(b, "max_tokens")) == 7 &&
+                  cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(b, "temperature")) == 0.5 &&
+                  cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(b, "top_p")) &&
+                  cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(so, "include_usage")) &&
+                  !cJSON_GetObjectItemCaseSensitive(so, "continuous_usage_stats"),
+              "last body merged and without continuous_usage_stats: %s", body);
+        /* max_tokens once: the extra_body key replaced the default */
+        const char *m = strstr(body, "\"max_tokens\"");
+        CHECK(m && !strstr(m + 1, "\"max_tokens\""), "max_tokens given once: %s", body);
+        cJSON_Delete(b);
+        sweep_close(&s);
+    }
+    ts_stop(srv);
+}
+
 static void test_classes(void)
 {
-    ts_config c = {TS_MIX, 2, 3, 1000, 1, 0};
+    ts_config c = {.mode = TS_MIX, .think_tok = 2, .answer_tok = 3, .gap_us = 1000, .tokens_per_chunk = 1, .barrier = 0};
     ts_server *srv;
     sweep s;
     char err[512];
@@ -391,7 +559,7 @@ static void test_classes(void)
  * and records a stream error that says why, instead of growing without bound. */
 static void test_endless_line(void)
 {
-    ts_config c = {TS_ENDLESS, 0, 0, 0, 1, 0};
+    ts_config c = {.mode = TS_ENDLESS, .think_tok = 0, .answer_tok = 0, .gap_us = 0, .tokens_per_chunk = 1, .barrier = 0};
     ts_server *srv;
     sweep s;
     char err[512];
@@ -436,7 +604,7 @@ static void test_refused(void)
 static void test_1024(void)
 {
     /* barrier: all 1024 decode together however long connecting them takes */
-    ts_config c = {TS_OK, 8, 8, 40000, 1, 1024};
+    ts_config c = {.mode = TS_OK, .think_tok = 8, .answer_tok = 8, .gap_us = 40000, .tokens_per_chunk = 1, .barrier = 1024};
     ts_server *srv;
     sweep s;
     char err[512];
@@ -479,7 +647,7 @@ static void *interrupter(void *arg)
 
 static void test_interrupt(void)
 {
-    ts_config c = {TS_OK, 0, 40, 50000, 1, 0}; /* 2 s streams */
+    ts_config c = {.mode = TS_OK, .think_tok = 0, .answer_tok = 40, .gap_us = 50000, .tokens_per_chunk = 1, .barrier = 0}; /* 2 s streams */
     ts_server *srv;
     sweep s;
     char err[512];
@@ -514,7 +682,7 @@ static void test_interrupt(void)
 
 static void test_open_loop(void)
 {
-    ts_config c = {TS_OK, 1, 2, 1000, 1, 0};
+    ts_config c = {.mode = TS_OK, .think_tok = 1, .answer_tok = 2, .gap_us = 1000, .tokens_per_chunk = 1, .barrier = 0};
     ts_server *srv;
     sweep s;
     char err[512];
@@ -568,6 +736,10 @@ int main(void)
         return 1;
     test_counts(1);
     test_counts(3);
+    test_attributed(0);
+    test_attributed(1);
+    test_shaping();
+    test_tokenizer_counts();
     test_classes();
     test_refused();
     test_endless_line();

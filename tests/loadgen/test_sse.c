@@ -14,6 +14,7 @@ typedef struct harness {
     lg_delta d;
     int think, answer, chunks, events;
     char kinds[256]; /* one char per token-carrying chunk entry */
+    long think_bytes, answer_bytes;
 } harness;
 
 /* The same accumulation xfer.c does, minus timestamps. */
@@ -23,6 +24,8 @@ static int on_event(void *ctx, const char *event, const char *data, size_t len)
     lg_delta_out o;
     h->events++;
     lg_delta_event(&h->d, event, data, len, &o);
+    h->think_bytes += o.think_bytes;
+    h->answer_bytes += o.answer_bytes;
     if (o.reclassify) {
         for (int i = 0; i < h->chunks; i++)
             h->kinds[i] = 't';
@@ -41,12 +44,13 @@ static int on_event(void *ctx, const char *event, const char *data, size_t len)
     return 0;
 }
 
-static void run(harness *h, const char *s, size_t step, size_t split)
+static void run(harness *h, const char *s, size_t step, size_t split, lg_dialect dialect)
 {
     size_t n = strlen(s);
     memset(h, 0, sizeof *h);
     lg_sse_init(&h->sse, on_event, h);
     lg_delta_init(&h->d);
+    h->d.dialect = dialect;
     if (split) {
         lg_sse_feed(&h->sse, s, split);
         lg_sse_feed(&h->sse, s + split, n - split);
@@ -64,6 +68,7 @@ typedef struct expect {
     int think, answer, done, error;
     const char *kinds;
     long usage_completion, usage_reasoning;
+    lg_dialect dialect;  /* OPENAI unless given */
 } expect;
 
 static const expect k_cases[] = {
@@ -75,7 +80,7 @@ static const expect k_cases[] = {
      "data: {\"choices\":[{\"delta\":{\"content\":\" it is\"}}],\"usage\":{\"completion_tokens\":6}}\r\n\r\n"
      "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":6,\"completion_tokens_details\":{\"reasoning_tokens\":3}}}\r\n\r\n"
      "data: [DONE]\r\n\r\n",
-     3, 3, 1, 0, "ttaa", 6, 3},
+     3, 3, 1, 0, "ttaa", 6, 3, LG_DIALECT_OPENAI},
     {"sglang reasoning_content with nulls, comments, finish chunk",
      ": keep-alive\n\n"
      "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":null,\"reasoning_content\":null}}]}\n\n"
@@ -86,7 +91,7 @@ static const expect k_cases[] = {
      "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":null,\"content\":null,\"reasoning_content\":null},\"finish_reason\":\"stop\"}]}\n\n"
      "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":3,\"reasoning_tokens\":2}}\n\n"
      "data: [DONE]\n\n",
-     2, 1, 1, 0, "tta", 3, 2},
+     2, 1, 1, 0, "tta", 3, 2, LG_DIALECT_OPENAI},
     {"inline think tags split across chunks",
      "data: {\"choices\":[{\"delta\":{\"content\":\"<thi\"}}]}\n\n"
      "data: {\"choices\":[{\"delta\":{\"content\":\"nk>\"}}]}\n\n"
@@ -95,14 +100,14 @@ static const expect k_cases[] = {
      "data: {\"choices\":[{\"delta\":{\"content\":\"ink>Answer\"}}]}\n\n"
      "data: {\"choices\":[{\"delta\":{\"content\":\" <b>x</b>\"}}]}\n\n"
      "data: [DONE]\n\n",
-     5, 2, 1, 0, "tttttaa", -1, -1},
+     5, 2, 1, 0, "tttttaa", -1, -1, LG_DIALECT_OPENAI},
     {"R1 template: bare </think>, lone CR line ends",
      "data: {\"choices\":[{\"delta\":{\"content\":\"step1\"}}]}\r\r"
      "data: {\"choices\":[{\"delta\":{\"content\":\"step2\"}}]}\r\r"
      "data: {\"choices\":[{\"delta\":{\"content\":\"</think>\\n\\nDone\"}}]}\r\r"
      "data: {\"choices\":[{\"delta\":{\"content\":\"!\"}}]}\r\r"
      "data: [DONE]\r\r",
-     3, 2, 1, 0, "tttaa", -1, -1},
+     3, 2, 1, 0, "tttaa", -1, -1, LG_DIALECT_OPENAI},
     {"'<' ending an answer chunk is text, not a thinking token",
      "data: {\"choices\":[{\"delta\":{\"content\":\"if a <\"}}]}\n\n"
      "data: {\"choices\":[{\"delta\":{\"content\":\" b\"}}]}\n\n"
@@ -110,19 +115,19 @@ static const expect k_cases[] = {
      "data: {\"choices\":[{\"delta\":{\"content\":\"/\"}}]}\n\n"
      "data: {\"choices\":[{\"delta\":{\"content\":\"p>\"}}]}\n\n"
      "data: [DONE]\n\n",
-     0, 5, 1, 0, "aaaaa", -1, -1},
+     0, 5, 1, 0, "aaaaa", -1, -1, LG_DIALECT_OPENAI},
     {"'</' after a think block, continuous usage: answer, not thinking",
      "data: {\"choices\":[{\"delta\":{\"content\":\"<think>hm</think>\"}}],\"usage\":{\"completion_tokens\":3}}\n\n"
      "data: {\"choices\":[{\"delta\":{\"content\":\"a </\"}}],\"usage\":{\"completion_tokens\":5}}\n\n"
      "data: {\"choices\":[{\"delta\":{\"content\":\"b>\"}}],\"usage\":{\"completion_tokens\":6}}\n\n"
      "data: [DONE]\n\n",
-     3, 3, 1, 0, "taa", -1, -1},
+     3, 3, 1, 0, "taa", -1, -1, LG_DIALECT_OPENAI},
     {"R1 template: text before a bare </think> in its chunk is thinking",
      "data: {\"choices\":[{\"delta\":{\"content\":\"step1\"}}]}\n\n"
      "data: {\"choices\":[{\"delta\":{\"content\":\" step2</think>\"}}]}\n\n"
      "data: {\"choices\":[{\"delta\":{\"content\":\"\\n\\nDone\"}}]}\n\n"
      "data: [DONE]\n\n",
-     2, 1, 1, 0, "tta", -1, -1},
+     2, 1, 1, 0, "tta", -1, -1, LG_DIALECT_OPENAI},
     {"multi-token chunks, multi-line data, completions text",
      "data: {\"choices\":[{\"text\":\"one two three\"}],\n"
      "data: \"usage\":{\"completion_tokens\":3}}\n\n"
@@ -130,25 +135,71 @@ static const expect k_cases[] = {
      "data:{\"choices\":[{\"text\":\" five six\"}],\"usage\":{\"completion_tokens\":6}}\n\n"
      "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":6}}\n\n"
      "data: [DONE]\n\n",
-     0, 6, 1, 0, "aaa", 6, -1},
+     0, 6, 1, 0, "aaa", 6, -1, LG_DIALECT_OPENAI},
     {"nested error event mid-stream",
      "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n"
      "data: {\"error\":{\"message\":\"out of KV cache\",\"type\":\"server_error\",\"code\":500}}\n\n",
-     0, 1, 0, 1, "a", -1, -1},
+     0, 1, 0, 1, "a", -1, -1, LG_DIALECT_OPENAI},
     {"flat error event",
      "data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"x\"}}]}\n\n"
      "data: {\"object\":\"error\",\"message\":\"engine died\",\"type\":\"InternalServerError\",\"code\":500}\n\n"
      "data: [DONE]\n\n",
-     1, 0, 1, 1, "t", -1, -1},
+     1, 0, 1, 1, "t", -1, -1, LG_DIALECT_OPENAI},
     {"SSE error event with a text body",
      "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n"
      "event: error\ndata: upstream timed out\n\n",
-     0, 1, 0, 1, "a", -1, -1},
+     0, 1, 0, 1, "a", -1, -1, LG_DIALECT_OPENAI},
+    {"responses: reasoning_text and output_text deltas, usage in response.completed",
+     "event: response.created\n"
+     "data: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"status\":\"in_progress\",\"usage\":null,\"error\":null}}\n\n"
+     "event: response.output_item.added\n"
+     "data: {\"type\":\"response.output_item.added\",\"output_index\":0,\"item\":{\"type\":\"reasoning\",\"id\":\"rs_1\"}}\n\n"
+     "event: response.reasoning_text.delta\n"
+     "data: {\"type\":\"response.reasoning_text.delta\",\"item_id\":\"rs_1\",\"output_index\":0,\"content_index\":0,\"delta\":\"Let me\"}\n\n"
+     "event: response.reasoning_text.delta\n"
+     "data: {\"type\":\"response.reasoning_text.delta\",\"item_id\":\"rs_1\",\"output_index\":0,\"content_index\":0,\"delta\":\" think\"}\n\n"
+     "event: response.reasoning_text.done\n"
+     "data: {\"type\":\"response.reasoning_text.done\",\"item_id\":\"rs_1\",\"text\":\"Let me think\"}\n\n"
+     "event: response.output_text.delta\n"
+     "data: {\"type\":\"response.output_text.delta\",\"item_id\":\"msg_1\",\"output_index\":1,\"content_index\":0,\"delta\":\"Yes\"}\n\n"
+     "event: response.output_text.delta\n"
+     "data: {\"type\":\"response.output_text.delta\",\"item_id\":\"msg_1\",\"output_index\":1,\"content_index\":0,\"delta\":\" it is\"}\n\n"
+     "event: response.output_text.done\n"
+     "data: {\"type\":\"response.output_text.done\",\"item_id\":\"msg_1\",\"text\":\"Yes it is\"}\n\n"
+     "event: response.completed\n"
+     "data: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\",\"status\":\"completed\",\"usage\":{\"input_tokens\":5,\"output_tokens\":6,\"output_tokens_details\":{\"reasoning_tokens\":3},\"total_tokens\":11}}}\n\n",
+     2, 2, 1, 0, "ttaa", 6, 3, LG_DIALECT_RESPONSES},
+    {"responses: cut at max_output_tokens ends in response.incomplete (complete stream)",
+     "data: {\"type\":\"response.output_text.delta\",\"delta\":\"a b\"}\r\n\r\n"
+     "data: {\"type\":\"response.incomplete\",\"response\":{\"status\":\"incomplete\",\"incomplete_details\":{\"reason\":\"max_output_tokens\"},\"usage\":{\"input_tokens\":2,\"output_tokens\":2}}}\r\n\r\n",
+     0, 1, 1, 0, "a", 2, -1, LG_DIALECT_RESPONSES},
+    {"responses: error event",
+     "event: response.output_text.delta\n"
+     "data: {\"type\":\"response.output_text.delta\",\"delta\":\"a\"}\n\n"
+     "event: error\n"
+     "data: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"overloaded\",\"param\":null}\n\n",
+     0, 1, 0, 1, "a", -1, -1, LG_DIALECT_RESPONSES},
+    {"responses: response.failed",
+     "data: {\"type\":\"response.reasoning_text.delta\",\"delta\":\"x\"}\n\n"
+     "data: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"engine died\"}}}\n\n",
+     1, 0, 0, 1, "t", -1, -1, LG_DIALECT_RESPONSES},
+    {"generate: cumulative text, meta_info counts, inline think",
+     "data: {\"text\":\"<think>hm\",\"meta_info\":{\"id\":\"g1\",\"prompt_tokens\":4,\"completion_tokens\":2,\"finish_reason\":null}}\n\n"
+     "data: {\"text\":\"<think>hm ok</think>\",\"meta_info\":{\"id\":\"g1\",\"prompt_tokens\":4,\"completion_tokens\":4,\"finish_reason\":null}}\n\n"
+     "data: {\"text\":\"<think>hm ok</think>Yes it\",\"meta_info\":{\"id\":\"g1\",\"prompt_tokens\":4,\"completion_tokens\":6,\"finish_reason\":null}}\n\n"
+     "data: {\"text\":\"<think>hm ok</think>Yes it is\",\"meta_info\":{\"id\":\"g1\",\"prompt_tokens\":4,\"completion_tokens\":7,\"finish_reason\":{\"type\":\"length\",\"length\":7}}}\n\n"
+     "data: [DONE]\n\n",
+     4, 3, 1, 0, "ttaa", 7, -1, LG_DIALECT_GENERATE},
+    {"generate: no meta counts, one token per event; error object",
+     "data: {\"text\":\"a\",\"meta_info\":{}}\n\n"
+     "data: {\"text\":\"ab\",\"meta_info\":{}}\n\n"
+     "data: {\"error\":{\"message\":\"aborted\"}}\n\n",
+     0, 2, 0, 1, "aa", -1, -1, LG_DIALECT_GENERATE},
     {"cut mid-event: partial line is dropped",
      "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n"
      "data: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\n"
      "data: {\"choices\":[{\"delta\":{\"cont",
-     0, 2, 0, 0, "aa", -1, -1},
+     0, 2, 0, 0, "aa", -1, -1, LG_DIALECT_OPENAI},
 };
 
 static int same(const harness *h, const expect *e)
@@ -162,15 +213,15 @@ static void check_case(const expect *e)
 {
     harness h;
     size_t n = strlen(e->stream);
-    run(&h, e->stream, n, 0);
+    run(&h, e->stream, n, 0, e->dialect);
     CHECK(same(&h, e), "%s (whole): think %d answer %d done %d error %d kinds '%s' usage %lld/%lld", e->name,
           h.think, h.answer, h.d.done, h.d.error, h.kinds, (long long)h.d.usage_completion,
           (long long)h.d.usage_reasoning);
-    run(&h, e->stream, 1, 0);
+    run(&h, e->stream, 1, 0, e->dialect);
     CHECK(same(&h, e), "%s (1 byte at a time): think %d answer %d kinds '%s'", e->name, h.think, h.answer, h.kinds);
     int bad_split = 0;
     for (size_t i = 1; i < n; i++) {
-        run(&h, e->stream, 0, i);
+        run(&h, e->stream, 0, i, e->dialect);
         if (!same(&h, e) && !bad_split) {
             bad_split = 1;
             CHECK(0, "%s (split at %zu): think %d answer %d kinds '%s'", e->name, i, h.think, h.answer, h.kinds);
@@ -190,11 +241,11 @@ static const char *case_stream(const char *name)
 static void test_error_messages(void)
 {
     harness h;
-    run(&h, case_stream("nested error event mid-stream"), 3, 0);
+    run(&h, case_stream("nested error event mid-stream"), 3, 0, LG_DIALECT_OPENAI);
     CHECK(strcmp(h.d.errmsg, "out of KV cache") == 0, "nested error message '%s'", h.d.errmsg);
-    run(&h, case_stream("flat error event"), 7, 0);
+    run(&h, case_stream("flat error event"), 7, 0, LG_DIALECT_OPENAI);
     CHECK(strcmp(h.d.errmsg, "engine died") == 0, "flat error message '%s'", h.d.errmsg);
-    run(&h, case_stream("SSE error event with a text body"), 5, 0);
+    run(&h, case_stream("SSE error event with a text body"), 5, 0, LG_DIALECT_OPENAI);
     CHECK(strcmp(h.d.errmsg, "upstream timed out") == 0, "event: error message '%s'", h.d.errmsg);
     char m[64];
     const char *b = "{\"error\":{\"message\":\"model not found\",\"code\":404}}";
@@ -209,9 +260,9 @@ static void test_sse_framing(void)
     /* event names, id/retry ignored, data without space, empty data line */
     harness h;
     const char *s = "event: message\nid: 7\nretry: 10\ndata\ndata: [DONE]\n\n";
-    run(&h, s, 1, 0);
+    run(&h, s, 1, 0, LG_DIALECT_OPENAI);
     CHECK(h.events == 1 && h.d.done == 0, "\"\\n[DONE]\" is one event, not [DONE] (events %d)", h.events);
-    run(&h, "data: [DONE]\n", 100, 0);
+    run(&h, "data: [DONE]\n", 100, 0, LG_DIALECT_OPENAI);
     CHECK(h.d.done == 1, "[DONE] without the blank line is dispatched at the end");
 }
 
@@ -225,7 +276,7 @@ static void test_hostile_usage(void)
                     "data: {\"choices\":[{\"delta\":{\"content\":\"yo\"}}],\"usage\":{\"completion_tokens\":3e9}}\n\n"
                     "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":-5e300,\"completion_tokens\":1e19}}\n\n"
                     "data: [DONE]\n\n";
-    run(&h, s, 1000, 0);
+    run(&h, s, 1000, 0, LG_DIALECT_OPENAI);
     CHECK(h.answer == 2 && h.think == 0 && h.chunks == 2, "hostile usage: answer %d think %d chunks %d", h.answer,
           h.think, h.chunks);
     CHECK(h.d.usage_completion == -1 && h.d.usage_prompt == -1, "out-of-range usage is absent: %lld %lld",
@@ -296,6 +347,79 @@ static void test_json_escape_utf8(void)
     }
 }
 
+/* Text bytes by kind (the weights of attribution) and the kept text (for a
+ * tokenizer): a chunk that ends the thinking and begins the answer splits
+ * its bytes; tags are thinking bytes but not kept text. */
+static void test_bytes_and_text(void)
+{
+    static const char k[] =
+        "data: {\"choices\":[{\"delta\":{\"content\":\"<think>t0 t1 \"}}]}\n\n"
+        "data: {\"choices\":[{\"delta\":{\"content\":\"t2 </think>a0 \"}}]}\n\n"
+        "data: {\"choices\":[{\"delta\":{\"content\":\"a1 a2 \"}}]}\n\n"
+        "data: [DONE]\n\n";
+    for (size_t split = 0; split < sizeof k - 1; split++) {
+        harness h;
+        memset(&h, 0, sizeof h);
+        lg_sse_init(&h.sse, on_event, &h);
+        lg_delta_init(&h.d);
+        h.d.keep_text = 1;
+        lg_sse_feed(&h.sse, k, split);
+        lg_sse_feed(&h.sse, k + split, sizeof k - 1 - split);
+        lg_sse_finish(&h.sse);
+        int ok = strcmp(h.kinds, "ttaa") == 0 && h.think_bytes == 7 + 6 + 3 + 8 && h.answer_bytes == 3 + 6 &&
+                 h.d.think_text.len == 9 && memcmp(h.d.think_text.p, "t0 t1 t2 ", 9) == 0 &&
+                 h.d.answer_text.len == 9 && memcmp(h.d.answer_text.p, "a0 a1 a2 ", 9) == 0;
+        CHECK(ok, "split %zu: kinds '%s' bytes %ld/%ld text '%.*s' / '%.*s'", split, h.kinds, h.think_bytes,
+              h.answer_bytes, (int)h.d.think_text.len, h.d.think_text.p ? h.d.think_text.p : "",
+              (int)h.d.answer_text.len, h.d.answer_text.p ? h.d.answer_text.p : "");
+        lg_sse_free(&h.sse);
+        lg_delta_free(&h.d);
+        if (!ok)
+            break;
+    }
+}
+
+static void test_dialect_errors(void)
+{
+    harness h;
+    run(&h, case_stream("responses: error event"), 1000, 0, LG_DIALECT_RESPONSES);
+    CHECK(strcmp(h.d.errmsg, "overloaded") == 0, "responses error message '%s'", h.d.errmsg);
+    run(&h, case_stream("responses: response.failed"), 1000, 0, LG_DIALECT_RESPONSES);
+    CHECK(strcmp(h.d.errmsg, "engine died") == 0, "response.failed message '%s'", h.d.errmsg);
+    run(&h, case_stream("generate: no meta counts, one token per event; error object"), 1000, 0,
+        LG_DIALECT_GENERATE);
+    CHECK(strcmp(h.d.errmsg, "aborted") == 0, "generate error message '%s'", h.d.errmsg);
+}
+
+/* The hooks run.c and worker.c call: the request path and extra headers. */
+static void test_request_hooks(void)
+{
+    scn_scenario *s = NULL;
+    CHECK(scn_new(&s) == 0, "scn_new");
+    if (!s)
+        return;
+    s->endpoint = SCN_ENDPOINT_GENERATE;
+    CHECK(strcmp(lg_request_path(s), scn_endpoint_path(SCN_ENDPOINT_GENERATE)) == 0, "default path '%s'",
+          lg_request_path(s));
+    CHECK(scn_set_str(&s->endpoint_path, "/openai/v1/chat/completions") == 0, "set path");
+    CHECK(strcmp(lg_request_path(s), "/openai/v1/chat/completions") == 0, "custom path '%s'", lg_request_path(s));
+    char *h[] = {"X-Trace: 1", "api-key: abc"};
+    char **saved = s->headers;
+    size_t saved_n = s->n_headers;
+    s->headers = h;
+    s->n_headers = 2;
+    struct curl_slist *list = curl_slist_append(NULL, "Accept: text/event-stream");
+    CHECK(list && lg_xfer_headers(s, &list) == 0, "headers appended");
+    int n = 0, found = 0;
+    for (const struct curl_slist *l = list; l; l = l->next, n++)
+        found += strcmp(l->data, "X-Trace: 1") == 0 || strcmp(l->data, "api-key: abc") == 0;
+    CHECK(n == 3 && found == 2, "header list %d entries, %d of ours", n, found);
+    curl_slist_free_all(list);
+    s->headers = saved;
+    s->n_headers = saved_n;
+    scn_free(s);
+}
+
 int main(void)
 {
     for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++)
@@ -305,5 +429,8 @@ int main(void)
     test_hostile_usage();
     test_unbounded_line();
     test_json_escape_utf8();
+    test_bytes_and_text();
+    test_dialect_errors();
+    test_request_hooks();
     TEST_MAIN_END();
 }

@@ -5,7 +5,11 @@
  * whose messages name the file and the key (and, through the option tables,
  * every command's unknown option or missing value is one line and exit 2);
  * an "ab" scenario runs both sides and gates on their comparison (exit 0 or
- * 3). */
+ * 3). Issue 10: every new flag's bad value is one line and exit 2 and its
+ * good value shows in the run line's config; --url alone starts from the
+ * remote-benchmark defaults (and the run line says which defaults applied);
+ * scenarios are found through $LOADLAW_DATADIR from any cwd. */
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +20,7 @@
 #include "testutil.h"
 
 static char g_tmp[256];
+static const char *g_child_cwd; /* NULL: the test's own */
 
 /* Run loadlaw with args; stderr to errfile, stdout to outfile (NULL:
  * /dev/null); returns the child's pid. */
@@ -30,6 +35,8 @@ static pid_t spawn_out(char *const args[], const char *errfile, const char *outf
         FILE *o = freopen(outfile ? outfile : "/dev/null", "w", stdout);
         (void)e;
         (void)o;
+        if (g_child_cwd && chdir(g_child_cwd) != 0)
+            _exit(126);
         execv(LOADLAW_BIN, args);
         _exit(127);
     }
@@ -270,6 +277,211 @@ static void test_usage_errors(void)
     CHECK(rc == 2 && file_has(errf, "loadlaw sweep: -n needs a value"), "-n without a value: exit 2, got %d", rc);
 }
 
+static int dir_has(const char *dir, const char *needle);
+
+/* Lines in a file (0 when unreadable). */
+static int file_lines(const char *path)
+{
+    char *text = NULL, err[128];
+    size_t len;
+    int n = 0;
+    if (ll_read_file(path, &text, &len, err, sizeof err))
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        n += text[i] == '\n';
+    free(text);
+    return n;
+}
+
+/* Each new flag with a bad value: exit 2, one line naming the flag. */
+static void test_new_flag_usage(void)
+{
+    static const char *const cases[][5] = {
+        {"--prompt-tokens", "x", NULL, NULL, "--prompt-tokens"},
+        {"--prompt-tokens", "0", NULL, NULL, "--prompt-tokens"},
+        {"--prompt-words", "10,-1", NULL, NULL, "--prompt-words"},
+        {"--prompt-words", "10", "--prompt-tokens", "10", "--prompt-tokens and --prompt-words"},
+        {"--tokenizer", "/nonexistent/tokenizer.json", NULL, NULL, "--tokenizer"},
+        {"-n", "1,2", "-c", "1,2,4", "--requests: 2 values for 3 levels"},
+        {"-n", "1,x,3", "-c", "1,2,4", "--requests"},
+        {"--duration", "1s,,2s", "-c", "1,2,4", "--duration"},
+        {"--duration", "1s,1e300", "-c", "1,2", "--duration"},
+        {"--header", "NoColon", NULL, NULL, "--header"},
+        {"--header", ": empty name", NULL, NULL, "--header"},
+        {"--header", "Bad Name: v", NULL, NULL, "--header"},
+        {"--extra-body", "[1,2]", NULL, NULL, "--extra-body"},
+        {"--extra-body", "{\"temperature\":", NULL, NULL, "--extra-body"},
+        {"--extra-body", "{} x", NULL, NULL, "--extra-body"},
+        {"--endpoint", "embeddings", NULL, NULL, "--endpoint"},
+        {"--endpoint-path", "v1/chat", NULL, NULL, "--endpoint-path"},
+        {"--no-continuous-usage=1", NULL, NULL, NULL, "no-continuous-usage"},
+    };
+    char errf[300];
+    snprintf(errf, sizeof errf, "%s/flag.err", g_tmp);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *a[8] = {"loadlaw", "sweep"};
+        size_t k = 2;
+        for (size_t j = 0; j < 4 && cases[i][j]; j++)
+            a[k++] = (char *)cases[i][j];
+        a[k] = NULL;
+        int rc = wait_exit(spawn(a, errf), 10);
+        CHECK(rc == 2 && file_lines(errf) == 1 && file_has(errf, cases[i][4]),
+              "%s %s: exit 2 and one line naming '%s', got %d (%d lines)", cases[i][0],
+              cases[i][1] ? cases[i][1] : "", cases[i][4], rc, file_lines(errf));
+    }
+}
+
+/* The run line's "config" (scn_to_json of the effective scenario). */
+typedef struct run_cfg {
+    cJSON *config; /* owned */
+} run_cfg;
+
+static int on_run_line(const cJSON *o, size_t n, void *ctx)
+{
+    run_cfg *rc = ctx;
+    const char *type = ll_json_str(o, "type", "");
+    if (!strcmp(type, "run") && !rc->config)
+        rc->config = cJSON_Duplicate(cJSON_GetObjectItem(o, "config"), 1);
+    return 0;
+}
+
+static cJSON *read_config(const char *dir)
+{
+    char path[400], err[256];
+    size_t skipped = 0;
+    run_cfg rc = {0};
+    snprintf(path, sizeof path, "%s/records.jsonl", dir);
+    if (ll_jsonl_foreach(path, on_run_line, &rc, &skipped, err, sizeof err))
+        return NULL;
+    return rc.config;
+}
+
+/* config.a.b (config.b when a is NULL) as a string; "" when absent. */static const char *cfg_str(const cJSON *c, const char *a, const char *b)
+{
+    const cJSON *v = a ? cJSON_GetObjectItem(cJSON_GetObjectItem(c, a), b) : cJSON_GetObjectItem(c, b);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* --url with no scenario: remote-benchmark defaults, said in the run line.
+ * The server is a closed port: every request fails fast, but the run line
+ * (written before the first request) holds the whole effective config. */
+static void test_remote_defaults(void)
+{
+    char dir[300], errf[300];
+    snprintf(dir, sizeof dir, "%s/remote", g_tmp);
+    snprintf(errf, sizeof errf, "%s/remote.err", g_tmp);
+    char *a1[] = {"loadlaw", "sweep", "--url", "http://127.0.0.1:9", "--model", "m", "-n", "1", "--timeout", "2s",
+                  "-o", dir, "--no-report", "-q", NULL};
+    int rc = wait_exit(spawn(a1, errf), 30);
+    CHECK(rc == 1, "remote run against a closed port: exit 1 (nothing succeeded), got %d", rc);
+    CHECK(file_has(errf, "(remote defaults)"), "the start line says remote defaults");
+    cJSON *c = read_config(dir);
+    CHECK(c != NULL, "run line with a config");
+    if (c) {
+        const cJSON *r = cJSON_GetObjectItem(c, "request"), *lv = cJSON_GetObjectItem(c, "levels");
+        CHECK(!strcmp(cfg_str(c, NULL, "defaults"), "remote"), "defaults: remote, got '%s'",
+              cfg_str(c, NULL, "defaults"));
+        CHECK(cJSON_IsNull(cJSON_GetObjectItem(r, "think_tokens")), "no think_tokens extension");
+        CHECK(cJSON_IsFalse(cJSON_GetObjectItem(r, "ignore_eos")), "ignore_eos off");
+        CHECK(cJSON_IsTrue(cJSON_GetObjectItem(r, "continuous_usage")), "continuous usage asked by default");
+        const cJSON *tk = cJSON_GetObjectItem(cJSON_GetObjectItem(c, "prompts"), "tokens");
+        CHECK(tk && cJSON_GetObjectItem(tk, "value")->valuedouble == 256, "256-token prompts");
+        CHECK(cJSON_GetArraySize(lv) == 7 && cJSON_GetObjectItem(cJSON_GetArrayItem(lv, 6), "concurrency")
+                                                     ->valuedouble == 64, "levels 1..64");
+        CHECK(cJSON_IsNull(cJSON_GetObjectItem(c, "engine")), "no engine spec");
+        cJSON_Delete(c);
+    }
+    /* The flags a remote benchmark needs, as the run line shows them. */
+    snprintf(dir, sizeof dir, "%s/remote2", g_tmp);
+    char *a2[] = {"loadlaw", "sweep", "--url", "http://127.0.0.1:9", "--model", "m", "-c", "1,2", "-n", "1,2",
+                  "--duration", "5s,7s", "--timeout", "2s", "--endpoint", "responses", "--prompt-tokens", "100,10",
+                  "--header", "X-Tenant:blue", "--header", "Authorization: Bearer sk-hdr-SECRET",
+                  "--extra-body", "{\"temperature\":0.6,\"top_p\":0.95}", "--no-continuous-usage",
+                  "-o", dir, "--no-report", "-q", NULL};
+    rc = wait_exit(spawn(a2, errf), 30);
+    CHECK(rc == 1, "remote run with flags: exit 1 (closed port), got %d", rc);
+    c = read_config(dir);
+    CHECK(c != NULL, "run line with a config");
+    if (c) {
+        const cJSON *t = cJSON_GetObjectItem(c, "target"), *r = cJSON_GetObjectItem(c, "request");
+        const cJSON *lv = cJSON_GetObjectItem(c, "levels"), *hs = cJSON_GetObjectItem(t, "headers");
+        const cJSON *eb = cJSON_GetObjectItem(r, "extra_body");
+        const cJSON *tk = cJSON_GetObjectItem(cJSON_GetObjectItem(c, "prompts"), "tokens");
+        const cJSON *w = cJSON_GetObjectItem(cJSON_GetObjectItem(c, "prompts"), "words");
+        CHECK(!strcmp(cfg_str(c, "target", "endpoint"), "responses") &&
+              !strcmp(cfg_str(c, "target", "path"), "/v1/responses"), "--endpoint responses");
+        CHECK(cJSON_GetArraySize(lv) == 2 &&
+              cJSON_GetObjectItem(cJSON_GetArrayItem(lv, 0), "requests")->valuedouble == 1 &&
+              cJSON_GetObjectItem(cJSON_GetArrayItem(lv, 1), "requests")->valuedouble == 2, "-n per level");
+        CHECK(cJSON_GetObjectItem(cJSON_GetArrayItem(lv, 0), "duration_s")->valuedouble == 5 &&
+              cJSON_GetObjectItem(cJSON_GetArrayItem(lv, 1), "duration_s")->valuedouble == 7, "--duration per level");
+        CHECK(cJSON_GetArraySize(hs) == 2 && !strcmp(cJSON_GetArrayItem(hs, 0)->valuestring, "X-Tenant: blue"),
+              "--header K:V normalized to 'K: V'");
+        CHECK(!dir_has(dir, "sk-hdr-SECRET"), "an Authorization header's value is not recorded");
+        CHECK(cJSON_IsObject(eb) && cJSON_GetObjectItem(eb, "top_p") &&
+              cJSON_GetObjectItem(eb, "top_p")->valuedouble == 0.95, "--extra-body in request.extra_body");
+        CHECK(cJSON_IsFalse(cJSON_GetObjectItem(r, "continuous_usage")), "--no-continuous-usage");
+        CHECK(tk && !strcmp(ll_json_str(tk, "dist", ""), "normal") && ll_json_num(tk, "mean", 0) == 100 &&
+              ll_json_num(tk, "stddev", 0) == 10, "--prompt-tokens 100,10");
+        CHECK(w && fabs(ll_json_num(w, "mean", 0) - 100 / 1.33) < 0.01, "words = tokens / 1.33 without a tokenizer");
+        cJSON_Delete(c);
+    }
+    /* --prompt-words and --endpoint-path, on the bundled engine this time. */
+    snprintf(dir, sizeof dir, "%s/words", g_tmp);
+    char *a3[] = {"loadlaw", "sweep", "-c", "1", "-n", "2", "--max-tokens", "4", "--think-tokens", "0",
+                  "--prompt-words", "50", "--endpoint-path", "/v1/chat/completions",
+                  "--engine", "backend=synthetic,law=1+0n,time_scale=0.01", "-o", dir, "--no-report", "-q", NULL};
+    rc = wait_exit(spawn(a3, errf), 30);
+    CHECK(rc == 0, "bundled run with --prompt-words: exit 0, got %d", rc);
+    /* A C=1 run fits no law: the fit's notes say why, on stderr, -q or not. */
+    CHECK(file_has(errf, "notes:\n  "), "the fit's notes reach stderr under 'notes:'");
+    CHECK(file_has(errf, "(bundled defaults)"), "the start line says which defaults applied");
+    c = read_config(dir);
+    CHECK(c != NULL, "run line with a config");
+    if (c) {
+        const cJSON *p = cJSON_GetObjectItem(c, "prompts");
+        CHECK(!strcmp(cfg_str(c, NULL, "defaults"), "bundled"), "defaults: bundled");
+        CHECK(ll_json_num(cJSON_GetObjectItem(p, "words"), "value", 0) == 50 && !cJSON_GetObjectItem(p, "tokens"),
+              "--prompt-words 50");
+        CHECK(!strcmp(cfg_str(c, "target", "path"), "/v1/chat/completions"), "--endpoint-path");
+        cJSON_Delete(c);
+    }
+}
+
+/* A scenario only in $LOADLAW_DATADIR/scenarios (an installed binary's
+ * share/loadlaw), run from another cwd: found, and "defaults":"file". */
+static void test_datadir(void)
+{
+    char dd[300], scn[400], dir[300], errf[300], name[64], err[128];
+    snprintf(dd, sizeof dd, "%s/share/loadlaw/scenarios", g_tmp);
+    snprintf(name, sizeof name, "only-in-datadir-%d.json", (int)getpid());
+    snprintf(scn, sizeof scn, "%s/%s", dd, name);
+    snprintf(dir, sizeof dir, "%s/dd-run", g_tmp);
+    snprintf(errf, sizeof errf, "%s/dd.err", g_tmp);
+    CHECK(ll_mkdir_p(dd, err, sizeof err) == 0, "mkdir %s", dd);
+    FILE *f = fopen(scn, "w");
+    if (f) {
+        fputs("{\"name\":\"dd\",\"engine\":\"backend=synthetic,law=1+0n,time_scale=0.01\","
+              "\"request\":{\"max_tokens\":4,\"think_tokens\":0},\"load\":{\"concurrency\":[1],\"requests\":2}}\n",
+              f);
+        fclose(f);
+    }
+    char *a[] = {"loadlaw", "sweep", name, "-o", dir, "--no-report", "-q", NULL};
+    g_child_cwd = "/";
+    int rc = wait_exit(spawn(a, errf), 30);
+    CHECK(rc == 1 && file_has(errf, name), "not found without LOADLAW_DATADIR: exit 1, got %d", rc);
+    snprintf(dd, sizeof dd, "%s/share/loadlaw", g_tmp);
+    setenv("LOADLAW_DATADIR", dd, 1);
+    rc = wait_exit(spawn(a, errf), 30);
+    unsetenv("LOADLAW_DATADIR");
+    g_child_cwd = NULL;
+    CHECK(rc == 0, "found through LOADLAW_DATADIR from cwd /: exit 0, got %d", rc);
+    cJSON *c = read_config(dir);
+    CHECK(c && !strcmp(cfg_str(c, NULL, "defaults"), "file") && !strcmp(cfg_str(c, NULL, "name"), "dd"),
+          "the datadir scenario ran, defaults: file");
+    cJSON_Delete(c);
+}
+
 /* 1 when some file under dir contains needle, 0 when none does, -1 on error. */
 static int dir_has(const char *dir, const char *needle)
 {
@@ -336,6 +548,9 @@ int main(void)
     if (ll_mkdir_p(g_tmp, err, sizeof err))
         return 1;
     test_usage_errors();
+    test_new_flag_usage();
+    test_remote_defaults();
+    test_datadir();
     test_api_key_hidden();
     test_sigint_once();
     test_sigint_twice();

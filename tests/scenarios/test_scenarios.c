@@ -30,7 +30,18 @@ static void test_errors(void)
     expect_error("{\"load\":{\"concurrency\":[2,0]}}", "load.concurrency[1]", ">= 1");
     expect_error("{\"request\":{\"max_tokens\":\"64\"}}", "request.max_tokens", "integer");
     expect_error("{\"request\":{\"ignore_eos\":1}}", "request.ignore_eos", "true or false");
-    expect_error("{\"target\":{\"endpoint\":\"chatt\"}}", "target.endpoint", "\"chat\" or \"completions\"");
+    expect_error("{\"target\":{\"endpoint\":\"chatt\"}}", "target.endpoint", "\"responses\" or \"generate\"");
+    /* Issue 10's fields, as strict as the rest. */
+    expect_error("{\"target\":{\"path\":\"v1/x\"}}", "target.path", "'/'");
+    expect_error("{\"target\":{\"path\":7}}", "target.path", "string");
+    expect_error("{\"target\":{\"headers\":\"X: y\"}}", "target.headers", "array");
+    expect_error("{\"target\":{\"headers\":[\"X: y\",\"novalue\"]}}", "target.headers[1]", "Name: value");
+    expect_error("{\"target\":{\"headers\":[\"X: a\\r\\nY: b\"]}}", "target.headers[0]", NULL);
+    expect_error("{\"request\":{\"extra_body\":[1]}}", "request.extra_body", "object");
+    expect_error("{\"request\":{\"continuous_usage\":1}}", "request.continuous_usage", "true or false");
+    expect_error("{\"prompts\":{\"tokenizer\":\"\"}}", "prompts.tokenizer", "string");
+    expect_error("{\"prompts\":{\"tokens\":{\"dist\":\"normal\",\"mena\":3}}}", "prompts.tokens.mena", "unknown key");
+    expect_error("{\"prompts\":{\"tokens\":{\"dist\":\"uniform\",\"min\":10,\"max\":5}}}", "prompts.tokens.max", NULL);
     expect_error("{\"target\":{\"url\":\"127.0.0.1:8000\"}}", "target.url", "http://");
     expect_error("{\"prompts\":{\"source\":\"jsonl\"}}", "prompts.path", "file");
     expect_error("{\"prompts\":{\"words\":{\"dist\":\"uniform\",\"min\":10,\"max\":5}}}", "prompts.words.max", NULL);
@@ -77,6 +88,55 @@ static void test_load_and_override(void)
     /* The effective config round-trips through the strict loader (keys it
      * writes are keys it accepts), apart from the derived "requests". */
     cJSON_free(txt);
+    cJSON_Delete(o);
+    scn_free(s);
+}
+
+/* Endpoint names and paths; the new fields load, round-trip through
+ * scn_to_json (with "defaults") and are freed by scn_free (ASan build). */
+static void test_issue10_fields(void)
+{
+    static const char *const names[] = {"chat", "completions", "responses", "generate"};
+    static const char *const paths[] = {"/v1/chat/completions", "/v1/completions", "/v1/responses", "/generate"};
+    for (int i = 0; i < SCN_ENDPOINT__COUNT; i++) {
+        scn_endpoint e = SCN_ENDPOINT__COUNT;
+        CHECK(!strcmp(scn_endpoint_name((scn_endpoint)i), names[i]), "name %d", i);
+        CHECK(scn_endpoint_parse(names[i], &e) == 0 && e == (scn_endpoint)i, "parse %s", names[i]);
+        CHECK(!strcmp(scn_endpoint_path((scn_endpoint)i), paths[i]), "path %d", i);
+    }
+    scn_endpoint e;
+    CHECK(scn_endpoint_parse("embeddings", &e) == LL_EINVAL && scn_endpoint_parse(NULL, &e) == LL_EINVAL,
+          "unknown endpoint rejected");
+    scn_scenario *s = NULL;
+    char err[512] = "";
+    CHECK(scn_new(&s) == 0 && s->continuous_usage == 1 && !s->extra_body && !s->n_headers, "scn_new defaults");
+    scn_free(s);
+    s = NULL;
+    const char *j = "{\"target\":{\"url\":\"http://h:1\",\"endpoint\":\"generate\",\"path\":\"/x/generate\","
+                    "\"headers\":[\"X-A: 1\",\"Api-Key: sk-file-SECRET\"]},"
+                    "\"request\":{\"extra_body\":{\"temperature\":0.5,\"stop\":[\"a\"]},\"continuous_usage\":false},"
+                    "\"prompts\":{\"tokenizer\":\"tok.json\",\"tokens\":{\"dist\":\"normal\",\"mean\":300,\"stddev\":20}}}";
+    int rc = scn_load_string(j, "n.json", &s, err, sizeof err);
+    CHECK(rc == 0, "load: %s", err);
+    if (rc)
+        return;
+    CHECK(s->endpoint == SCN_ENDPOINT_GENERATE && !strcmp(s->endpoint_path, "/x/generate"), "endpoint + path");
+    CHECK(s->n_headers == 2 && !strcmp(s->headers[0], "X-A: 1"), "headers");
+    CHECK(s->extra_body && cJSON_GetObjectItem(s->extra_body, "temperature")->valuedouble == 0.5, "extra_body");
+    CHECK(s->continuous_usage == 0, "continuous_usage false");
+    CHECK(!strcmp(s->tokenizer_path, "tok.json") && s->prompt_tokens_set &&
+          s->prompt_tokens.kind == SCN_DIST_NORMAL && s->prompt_tokens.mean == 300, "tokenizer + tokens");
+    CHECK(scn_set_str(&s->defaults, "file") == 0, "defaults set");
+    cJSON *o = scn_to_json(s);
+    CHECK(o != NULL, "to_json");
+    char *txt = o ? cJSON_PrintUnformatted(o) : NULL;
+    CHECK(txt && strstr(txt, "\"defaults\":\"file\"") && strstr(txt, "\"endpoint\":\"generate\"") &&
+          strstr(txt, "\"path\":\"/x/generate\"") && strstr(txt, "\"X-A: 1\"") &&
+          strstr(txt, "\"continuous_usage\":false") && strstr(txt, "\"temperature\":0.5") &&
+          strstr(txt, "\"tokenizer\":\"tok.json\"") && strstr(txt, "\"tokens\":{\"dist\":\"normal\""),
+          "to_json carries the new fields: %s", txt ? txt : "");
+    CHECK(txt && !strstr(txt, "sk-file-SECRET") && strstr(txt, "Api-Key: (hidden)"), "secret header values hidden");
+    free(txt);
     cJSON_Delete(o);
     scn_free(s);
 }
@@ -286,6 +346,7 @@ int main(void)
 {
     test_errors();
     test_load_and_override();
+    test_issue10_fields();
     test_shipped();
     test_prompts();
     test_ab();
