@@ -9,7 +9,9 @@
  * good value shows in the run line's config; --url alone starts from the
  * remote-benchmark defaults (and the run line says which defaults applied);
  * scenarios are found through $LOADLAW_DATADIR from any cwd. */
+#define _GNU_SOURCE /* sched_setaffinity, CPU_SET */
 #include <math.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -356,7 +358,8 @@ static cJSON *read_config(const char *dir)
     return rc.config;
 }
 
-/* config.a.b (config.b when a is NULL) as a string; "" when absent. */static const char *cfg_str(const cJSON *c, const char *a, const char *b)
+/* config.a.b (config.b when a is NULL) as a string; "" when absent. */
+static const char *cfg_str(const cJSON *c, const char *a, const char *b)
 {
     const cJSON *v = a ? cJSON_GetObjectItem(cJSON_GetObjectItem(c, a), b) : cJSON_GetObjectItem(c, b);
     return cJSON_IsString(v) ? v->valuestring : "";
@@ -483,6 +486,34 @@ static void test_datadir(void)
 }
 
 /* 1 when some file under dir contains needle, 0 when none does, -1 on error. */
+/* With no --threads, the worker count follows the CPU affinity mask (as
+ * `taskset -c 0` sets it), not the number of online cores. The child
+ * inherits the mask set here. */
+static void test_threads_follow_affinity(void)
+{
+    cpu_set_t old, one;
+    if (sched_getaffinity(0, sizeof old, &old) != 0 || CPU_COUNT(&old) < 2) {
+        printf("skipped: affinity test needs 2 usable cores\n");
+        return;
+    }
+    int first = 0;
+    while (!CPU_ISSET(first, &old))
+        first++;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    char dir[300], errf[300], rec[320];
+    snprintf(dir, sizeof dir, "%s/affinity", g_tmp);
+    snprintf(errf, sizeof errf, "%s/affinity.err", g_tmp);
+    snprintf(rec, sizeof rec, "%s/records.jsonl", dir);
+    char *a[] = {"loadlaw", "sweep", "--url", "http://127.0.0.1:9", "--model", "m", "-c", "1", "-n", "1",
+                 "--timeout", "2s", "-o", dir, "--no-report", "-q", NULL};
+    CHECK(sched_setaffinity(0, sizeof one, &one) == 0, "pin the test to one core");
+    pid_t p = spawn(a, errf);
+    sched_setaffinity(0, sizeof old, &old);
+    wait_exit(p, 30);
+    CHECK(file_has(rec, "\"ranks\":1,\"threads\":1,"), "one worker thread under a one-core mask");
+}
+
 static int dir_has(const char *dir, const char *needle)
 {
     char cmd[700];
@@ -551,6 +582,7 @@ int main(void)
     test_new_flag_usage();
     test_remote_defaults();
     test_datadir();
+    test_threads_follow_affinity();
     test_api_key_hidden();
     test_sigint_once();
     test_sigint_twice();
