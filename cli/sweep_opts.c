@@ -49,7 +49,7 @@ static const cli_opt sweep_table[] = {
     {"arrival", K_ARRIVAL, "poisson|constant", "open loop: how arrivals are spaced"},
     {"duration", K_DURATION, "S[,S..]", "end each level's issuing after S (30s, 2m): one for all, or one "
                 "per level"},
-    {"threads", K_THREADS, "N", "worker threads (default: number of cores)"},
+    {"threads", K_THREADS, "N", "worker threads (default: the cores this process may run on, its affinity mask)"},
     {NULL, 0, NULL, "request:"},
     {"max-tokens", K_MAX_TOKENS, "N", "tokens to ask for per request"},
     {"think-tokens", K_THINK_TOKENS, "N", "thinking tokens per request (bundled engine)"},

@@ -153,7 +153,7 @@ typedef struct scn_scenario {
     int prompt_count;        /* synthetic pool size */
     uint64_t seed;
     /* load */
-    int threads;             /* 0 = number of cores */
+    int threads;             /* 0 = the cores in the CPU affinity mask */
     double drain_s;          /* after the first SIGINT, how long in-flight may finish */
     scn_level *levels;
     size_t n_levels;
