@@ -61,54 +61,12 @@ void fit_result_free(fit_result *r)
     free(r);
 }
 
-/* By N, then by arrival: each block of equal N is one run of steps. */
-static int cmp_sample_n_time(const void *a, const void *b)
+static int cmp_sample_time(const void *a, const void *b)
 {
     const fit_sample *x = *(const fit_sample *const *)a, *y = *(const fit_sample *const *)b;
-    if (x->n != y->n)
-        return (x->n > y->n) - (x->n < y->n);
-    return (x->t_ns > y->t_ns) - (x->t_ns < y->t_ns);
-}
-
-/* Median raw gap (ms between the two arrivals) of v[0..n). */
-static int median_raw_gap_ms(const fit_sample *const *v, size_t n, double *out)
-{
-    double *g = malloc((n ? n : 1) * sizeof *g);
-    if (!g)
-        return LL_ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        g[i] = v[i]->gap_ms * v[i]->tokens;
-    ll_sort_doubles(g, n);
-    *out = ll_quantile_sorted(g, n, 0.5);
-    free(g);
-    return 0;
-}
-
-/* Group one block of equal N (sorted by arrival) into steps. */
-static int group_block(const fit_sample *const *v, size_t n, void *steps_vec)
-{
-    LL_VEC(fit_step) *steps = steps_vec;
-    double typical_ms;
-    int rc;
-    LL_TRY(median_raw_gap_ms(v, n, &typical_ms));
-    for (size_t i = 0; i < n;) {
-        const fit_sample *first = v[i];
-        fit_step st = {first->t_ns, first->n, 0, 0, 0, NAN};
-        for (; i < n; i++) {
-            double window_ms = v[i]->gap_ms * v[i]->tokens;
-            if (window_ms < typical_ms)
-                window_ms = typical_ms;
-            if ((double)(v[i]->t_ns - first->t_ns) > FIT_STEP_GROUP_FRAC * window_ms * 1e6)
-                break;
-            st.n_samples++;
-            st.tokens += v[i]->tokens;
-            st.gap_ms += v[i]->gap_ms * v[i]->tokens;
-        }
-        st.ms_per_tok = st.gap_ms / st.tokens;
-        LL_TRY(ll_vec_push(steps, st));
-    }
-fail:
-    return rc;
+    if (x->t_ns != y->t_ns)
+        return (x->t_ns > y->t_ns) - (x->t_ns < y->t_ns);
+    return (x->n > y->n) - (x->n < y->n);
 }
 
 /* fit.h, "One engine step": the one grouping rule, used by the law, the
@@ -116,7 +74,7 @@ fail:
 int fit_level_steps(const fit_result *r, size_t level_idx, double at_n, fit_step **out,
                     size_t *n_out)
 {
-    int rc = 0;
+    int rc;
     LL_VEC(const fit_sample *) sel = {0};
     LL_VEC(fit_step) steps = {0};
     *out = NULL;
@@ -127,11 +85,22 @@ int fit_level_steps(const fit_result *r, size_t level_idx, double at_n, fit_step
             LL_TRY(ll_vec_push(&sel, s));
     }
     if (sel.n > 1) /* qsort(NULL, 0) is undefined */
-        qsort(sel.v, sel.n, sizeof *sel.v, cmp_sample_n_time);
-    for (size_t i = 0, j; i < sel.n; i = j) {
-        for (j = i + 1; j < sel.n && sel.v[j]->n == sel.v[i]->n; j++)
-            ;
-        LL_TRY(group_block(sel.v + i, j - i, &steps));
+        qsort(sel.v, sel.n, sizeof *sel.v, cmp_sample_time);
+    for (size_t i = 0; i < sel.n;) {
+        const fit_sample *first = sel.v[i];
+        fit_step st = {first->t_ns, first->n, 0, 0, 0, NAN};
+        /* each sample against its own gap: a sample of the next step ends a
+         * whole (next) step after the first, however short that step is */
+        for (; i < sel.n && sel.v[i]->n == first->n &&
+               (double)(sel.v[i]->t_ns - first->t_ns) <=
+                   FIT_STEP_GROUP_FRAC * sel.v[i]->gap_ms * 1e6 * sel.v[i]->tokens;
+             i++) {
+            st.n_samples++;
+            st.tokens += sel.v[i]->tokens;
+            st.gap_ms += sel.v[i]->gap_ms * sel.v[i]->tokens;
+        }
+        st.ms_per_tok = st.gap_ms / st.tokens;
+        LL_TRY(ll_vec_push(&steps, st));
     }
     ll_vec_free(&sel);
     *out = steps.v;

@@ -478,7 +478,6 @@ void fit_print_law_line(FILE *f, const fit_result *r);
  * steady samples of one level with the same N, the later arrival of each
  * within FIT_STEP_GROUP_FRAC of its own gap after the first one's. */
 #define FIT_STEP_GROUP_FRAC 0.5
-/* Steady samples: D held for at least this many of the sample's gaps. */
 typedef struct fit_step {
     int64_t t_ns;             /* later arrival of its first sample */
     double n;                 /* N of its samples */
