@@ -95,6 +95,12 @@ int cmd_fit(int argc, char **argv)
         fit_print(stdout, res);
     }
     rc = fflush(stdout) == 0 ? CLI_OK : CLI_FAIL;
+    if (rc == CLI_OK && fit_run_n_requests(run) == 0) {
+        /* a sweep stopped before its first request finished: say so, and fail, so a
+         * script that fits every run directory notices the empty one */
+        fprintf(stderr, "loadlaw fit: %s holds no request record: nothing to fit\n", dir);
+        rc = CLI_FAIL;
+    }
 done:
     fit_result_free(res);
     fit_run_free(run);

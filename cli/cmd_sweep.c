@@ -218,10 +218,39 @@ static void print_notes(const fit_result *res)
         fprintf(stderr, "  %s\n", res->notes[i]);
 }
 
+/* The level with the largest failed fraction, when it is over max_failed:
+ * 1 after saying which level, how many of its requests failed and of which
+ * classes. Judged from the fit's counts, the same the tables print. */
+static int too_many_failed(const fit_result *res, double max_failed)
+{
+    const fit_level *worst = NULL;
+    double worst_frac = 0;
+    for (size_t i = 0; i < res->n_levels; i++) {
+        const fit_level *L = &res->levels[i];
+        size_t failed = L->n_sent_failed;
+        double frac = L->n_sent ? (double)failed / (double)L->n_sent : 0;
+        if (failed && frac > worst_frac) {
+            worst = L;
+            worst_frac = frac;
+        }
+    }
+    if (!worst || worst_frac <= max_failed)
+        return 0;
+    fflush(stdout);
+    fprintf(stderr, "loadlaw sweep: %zu of %zu requests failed at level %d (C=%d), over --max-failed %g:",
+            worst->n_sent_failed, worst->n_sent, worst->level, worst->concurrency, max_failed);
+    for (int c = LL_ERRC_OK + 1; c < LL_ERRC__COUNT; c++)
+        if (worst->failed_by_class[c])
+            fprintf(stderr, " %s=%zu", ll_err_class_name((ll_err_class)c), worst->failed_by_class[c]);
+    fprintf(stderr, "\n");
+    return 1;
+}
+
 /* Fit the records once and print that result everywhere: the per-level
  * tables, summary.json, and (report = 1) the law and the report. Returns
- * CLI_OK or CLI_FAIL (no summary written). */
-static int finish(const char *run_dir, int report)
+ * CLI_OK, or CLI_FAIL when no summary was written or a level failed more
+ * than max_failed of its requests (everything is still written). */
+static int finish(const char *run_dir, int report, double max_failed)
 {
     char err[1024] = "";
     fit_run *fr = NULL;
@@ -243,6 +272,8 @@ static int finish(const char *run_dir, int report)
     printf("run: %s\n", run_dir);
     if (ret == CLI_OK && report)
         print_law_and_report(run_dir, fr, res);
+    if (ret == CLI_OK && too_many_failed(res, max_failed))
+        ret = CLI_FAIL;
 out:
     fflush(stdout);
     fit_result_free(res);
@@ -274,7 +305,7 @@ int sweep_one(const sweep_job *j)
     /* Failures are data, but a run where nothing succeeded measured nothing. */
     int none_ok = ret == CLI_OK && n_ok == 0;
     /* An interrupted or failed run still gets the summary of what it recorded. */
-    int frc = finish(j->run_dir, ret == CLI_OK && !none_ok && !j->no_report);
+    int frc = finish(j->run_dir, ret == CLI_OK && !none_ok && !j->no_report, none_ok ? 1.0 : j->scn->max_failed);
     if (none_ok) {
         fprintf(stderr, "loadlaw sweep: no request succeeded (see the failed classes above)\n");
         ret = CLI_FAIL;
@@ -301,6 +332,39 @@ static void raise_nofile(void)
         if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
             ll_warn("could not raise the open-file limit: %s", strerror(errno));
     }
+}
+
+/* Files a process holds besides its streams: stdio, the records, the epoll
+ * and event fds of each worker and of the engine, libcurl's resolver pipes. */
+#define SWEEP_FD_SPARE 256
+
+/* Before the run: can the largest level's streams have their sockets? One per
+ * stream in the client, and one more per stream for a bundled engine in this
+ * process. CLI_OK, or CLI_USAGE after saying what the limit is and what to do. */
+static int check_nofile(const scn_scenario *s)
+{
+    struct rlimit rl;
+    int c_max = 0;
+    for (size_t i = 0; i < s->n_levels; i++)
+        if (s->levels[i].concurrency > c_max)
+            c_max = s->levels[i].concurrency;
+    if (c_max == 0 || getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return CLI_OK; /* an uncapped open loop has no fixed need; nothing to check */
+    int bundled = s->url == NULL;
+    uint64_t per_stream = bundled ? 2 : 1, need = (uint64_t)c_max * per_stream + SWEEP_FD_SPARE;
+    if (need <= (uint64_t)rl.rlim_cur)
+        return CLI_OK;
+    uint64_t fits = rl.rlim_cur > SWEEP_FD_SPARE ? (rl.rlim_cur - SWEEP_FD_SPARE) / per_stream : 0;
+    fprintf(stderr,
+            "loadlaw sweep: C=%d needs about %llu open files (%s) but this process may open %llu "
+            "(hard limit %llu): at most C=%llu fits.%s\n",
+            c_max, (unsigned long long)need,
+            bundled ? "two sockets per stream: the client's and the bundled engine's" : "one socket per stream",
+            (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, (unsigned long long)fits,
+            bundled ? " Run the engine in its own process (loadlaw serve, then sweep --url) to halve the need,"
+                      " or raise the hard limit (ulimit -Hn, limits.conf)."
+                    : " Raise the hard limit (ulimit -Hn, limits.conf), or drive the load from more processes.");
+    return CLI_USAGE;
 }
 
 static void default_run_dir(char *out, size_t n)
@@ -357,6 +421,9 @@ int cmd_sweep(int argc, char **argv)
         goto out;
     }
     raise_nofile();
+    if ((ret = check_nofile(scn)) != CLI_OK)
+        goto out;
+    ret = CLI_FAIL;
     if (cli_signals_start(on_first, on_second, NULL, err, sizeof err)) {
         fprintf(stderr, "loadlaw sweep: %s\n", err);
         goto out;

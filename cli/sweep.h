@@ -10,7 +10,7 @@
 #define SWEEP_MAX_HEADERS 64
 typedef struct sweep_opts {
     const char *scenario, *url, *engine, *model, *endpoint, *api_key, *output, *prompts, *arrival;
-    const char *conc, *rate, *timeout;
+    const char *conc, *rate, *timeout, *max_failed;
     const char *requests, *duration;     /* one value for every level, or one per level */
     const char *prompt_tokens, *prompt_words, *tokenizer, *extra_body, *endpoint_path;
     const char *headers[SWEEP_MAX_HEADERS];

@@ -25,7 +25,7 @@
 enum {
     K_URL = 256, K_ENGINE, K_MODEL, K_ENDPOINT, K_API_KEY, K_WARMUP, K_RATE, K_ARRIVAL, K_DURATION, K_THREADS,
     K_MAX_TOKENS, K_THINK_TOKENS, K_TIMEOUT, K_SEED, K_PROMPTS, K_NO_REPORT, K_PROMPT_TOKENS, K_PROMPT_WORDS,
-    K_TOKENIZER, K_HEADER, K_EXTRA_BODY, K_ENDPOINT_PATH, K_NO_CONT_USAGE,
+    K_TOKENIZER, K_HEADER, K_EXTRA_BODY, K_ENDPOINT_PATH, K_NO_CONT_USAGE, K_MAX_FAILED,
 };
 
 static const cli_opt sweep_table[] = {
@@ -49,6 +49,8 @@ static const cli_opt sweep_table[] = {
     {"arrival", K_ARRIVAL, "poisson|constant", "open loop: how arrivals are spaced"},
     {"duration", K_DURATION, "S[,S..]", "end each level's issuing after S (30s, 2m): one for all, or one "
                 "per level"},
+    {"max-failed", K_MAX_FAILED, "FRAC", "exit 1 when more than FRAC of a level's requests failed "
+                "(default 0.1; 1 = never); the records, summary and report are kept"},
     {"threads", K_THREADS, "N", "worker threads (default: the cores this process may run on, its affinity mask)"},
     {NULL, 0, NULL, "request:"},
     {"max-tokens", K_MAX_TOKENS, "N", "tokens to ask for per request"},
@@ -124,6 +126,7 @@ static int on_opt(const cli_opt *opt, const char *v, void *ctx)
     case K_RATE: o->rate = v; break;
     case K_DURATION: o->duration = v; break;
     case K_TIMEOUT: o->timeout = v; break;
+    case K_MAX_FAILED: o->max_failed = v; break;
     case 'n': o->requests = v; break;
     case K_PROMPT_TOKENS: o->prompt_tokens = v; break;
     case K_PROMPT_WORDS: o->prompt_words = v; break;
@@ -361,6 +364,13 @@ static int apply_level_load(const sweep_opts *o, scn_scenario *s)
         return cli_usage_error(&sweep_cmd, "--rate: expected requests/s in [1e-6, 1e7], got '%s'", o->rate);
     if (o->arrival && strcmp(o->arrival, "poisson") && strcmp(o->arrival, "constant"))
         return cli_usage_error(&sweep_cmd, "--arrival: expected poisson or constant");
+    if (o->max_failed) {
+        double f;
+        if (ll_parse_double(o->max_failed, &f) || !(f >= 0 && f <= 1))
+            return cli_usage_error(&sweep_cmd, "--max-failed: expected a fraction in [0, 1], got '%s'",
+                                   o->max_failed);
+        s->max_failed = f;
+    }
     double *req = calloc(s->n_levels, sizeof *req), *dur = calloc(s->n_levels, sizeof *dur);
     if (!req || !dur)
         rc = cli_usage_error(&sweep_cmd, "out of memory");

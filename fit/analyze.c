@@ -459,9 +459,16 @@ static void no_law_reason(fit_result *res)
         if (!seen && distinct_c++ == 0)
             c0 = c;
     }
-    if (law->n_points == 0)
+    size_t n_req = 0;
+    for (size_t l = 0; l < res->n_levels; l++)
+        n_req += res->levels[l].n_requests;
+    if (res->n_levels == 0 || n_req == 0)
+        /* what a sweep stopped before its first level ended leaves behind */
+        snprintf(res->no_law, sizeof res->no_law,
+                 "no request was recorded in any level: nothing to fit step(N) = a + b*N to");
+    else if (law->n_points == 0)
         snprintf(res->no_law, sizeof res->no_law, "no steady step (prefill or a change of N in every "
-                                              "gap): nothing to fit step(N) = a + b*N on");
+                                              "gap): nothing to fit step(N) = a + b*N to");
     else if (distinct_c == 1 && law->n_distinct <= 1)
         snprintf(res->no_law, sizeof res->no_law,
                  "one concurrency swept (C=%d): a line needs at least two distinct N", c0);

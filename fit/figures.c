@@ -135,6 +135,7 @@ static void level_counts(const fit_run *run, const size_t *req_idx, size_t n_req
             if (c == LL_ERRC_OK)
                 c = LL_ERRC_OTHER; /* a failed request that says "ok" */
             L->failed_by_class[c]++;
+            L->n_sent_failed++;
             continue;
         }
         L->think_tok += q->think_tok;

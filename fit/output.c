@@ -105,9 +105,7 @@ fail:
 static int add_level_figures(cJSON *o, const fit_level *L)
 {
     int rc;
-    size_t failed = 0;
-    for (int c = 0; c < LL_ERRC__COUNT; c++)
-        failed += L->failed_by_class[c];
+    size_t failed = L->n_sent_failed;
     LL_TRY(ll_json_add_num(o, "sent", (double)L->n_sent));
     LL_TRY(ll_json_add_num(o, "ok", (double)(L->n_sent - failed)));
     LL_TRY(ll_json_add_num(o, "failed", (double)failed));

@@ -14,10 +14,7 @@
 
 size_t rpt_level_failed(const fit_level *L)
 {
-    size_t n = 0;
-    for (int c = LL_ERRC_OK + 1; c < LL_ERRC__COUNT; c++)
-        n += L->failed_by_class[c];
-    return n;
+    return L->n_sent_failed;
 }
 
 size_t rpt_level_ok(const fit_level *L)

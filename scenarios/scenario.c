@@ -85,6 +85,7 @@ int scn_new(scn_scenario **out)
     s->prompt_count = 1024;
     s->seed = 1;
     s->drain_s = 10;
+    s->max_failed = SCN_MAX_FAILED_DEFAULT;
     s->levels = calloc(1, sizeof *s->levels);
     if (!s->levels || scn_set_str(&s->name, "unnamed") || scn_set_str(&s->api_key_env, "OPENAI_API_KEY")) {
         scn_free(s);
@@ -299,7 +300,8 @@ static int load_level_fields(ld *c, const cJSON *o, const char *path, scn_level 
 static int load_levels(ld *c, const cJSON *root, scn_scenario *s)
 {
     static const char *const load_keys[] = {"threads", "concurrency", "requests", "warmup", "duration_s",
-                                            "rate_per_s", "arrival", "drain_s", "profile", NULL};
+                                            "rate_per_s", "arrival", "drain_s", "max_failed", "profile",
+                                            NULL};
     static const char *const level_keys[] = {"concurrency", "requests", "warmup", "duration_s",
                                              "rate_per_s", "arrival", "profile", NULL};
     const cJSON *load, *levels = cJSON_GetObjectItemCaseSensitive(root, "levels");
@@ -312,6 +314,7 @@ static int load_levels(ld *c, const cJSON *root, scn_scenario *s)
         if ((rc = check_keys(c, load, "load", load_keys)) ||
             (rc = get_int(c, load, "load", "threads", 0, 4096, &s->threads)) ||
             (rc = get_num(c, load, "load", "drain_s", 0, 86400, &s->drain_s)) ||
+            (rc = get_num(c, load, "load", "max_failed", 0, 1, &s->max_failed)) ||
             (rc = load_level_fields(c, load, "load", &proto)))
             return rc;
     }
@@ -800,6 +803,7 @@ static int scenario_fields(cJSON *root, const scn_scenario *s)
         LL_TRY(add_item(p, "tokens", dist_json(&s->prompt_tokens)));
     LL_TRY(ll_json_add_num(ld_, "threads", s->threads));
     LL_TRY(ll_json_add_num(ld_, "drain_s", s->drain_s));
+    LL_TRY(ll_json_add_num(ld_, "max_failed", s->max_failed));
     for (size_t i = 0; i < s->n_levels; i++)
         LL_TRY(add_item(lv, NULL, level_json(&s->levels[i])));
     LL_TRY(add_str_or_null(root, "output", s->output));

@@ -369,6 +369,7 @@ typedef struct fit_level {
     /* Requests and latencies (definitions: "Per-level figures" below). */
     size_t n_sent;                /* measured (non-warmup) requests that finished */
     size_t failed_by_class[LL_ERRC__COUNT]; /* measured requests, by class */
+    size_t n_sent_failed;         /* measured requests that failed: the sum of failed_by_class */
     fit_dist ttft, ttfa, tpot, itl, e2e;    /* ok, measured requests */
     fit_dist client_lag, ttft_sched, e2e_sched; /* open loop only (n = 0 else) */
     int64_t think_tok, answer_tok;           /* ok, measured requests, from the streams */

@@ -17,6 +17,7 @@
  *               "count":1024,"seed":1},
  *    "load":{"threads":0,"concurrency":[1,2,4],"requests":0,"warmup":0,"duration_s":0,
  *            "rate_per_s":0,"arrival":"poisson"|"constant","drain_s":10,
+ *            "max_failed":0.1,
  *            "profile":{...}},                    (short form: one level per C)
  *    "levels":[{"concurrency":32,"requests":220,"warmup":0,"duration_s":0,
  *               "rate_per_s":0,"arrival":"poisson",
@@ -117,6 +118,12 @@ typedef struct scn_ab {
     int expect_c;            /* 0 = the highest level both runs share */
 } scn_ab;
 
+/* A level where more than this fraction of the measured requests failed is
+ * not a measurement of the server's speed but of its failures: the sweep
+ * keeps everything and exits 1. 10% leaves room for the odd timeout at the
+ * top of a sweep; --max-failed 1 turns the check off. */
+#define SCN_MAX_FAILED_DEFAULT 0.1
+
 typedef struct scn_scenario {
     char *path;              /* file it came from, or NULL */
     char *name;
@@ -155,6 +162,8 @@ typedef struct scn_scenario {
     /* load */
     int threads;             /* 0 = the cores in the CPU affinity mask */
     double drain_s;          /* after the first SIGINT, how long in-flight may finish */
+    double max_failed;       /* fraction of a level's measured requests that may fail
+                              * before the sweep exits 1 (records kept); 1 = never */
     scn_level *levels;
     size_t n_levels;
     char *output;            /* run dir; NULL = runs/<timestamp> */

@@ -15,10 +15,12 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "common.h"
+#include "sse_server.h"
 #include "testutil.h"
 
 static char g_tmp[256];
@@ -548,6 +550,85 @@ static void test_api_key_hidden(void)
           "the --api-key key appears nowhere");
 }
 
+/* A server where 7 requests in 8 fail (500, 429, errors mid-stream, a cut, a
+ * stall past the timeout, a reset): the sweep keeps every record, summary and
+ * report, names the error classes, and exits 1 over the default --max-failed
+ * (0.1); --max-failed 1 accepts it; a fraction outside [0, 1] is exit 2. The
+ * fd check refuses a C that cannot have its sockets before starting. */
+static void test_max_failed(void)
+{
+    ts_server *ts = NULL;
+    ts_config tc = {.mode = TS_MIX, .think_tok = 0, .answer_tok = 4, .gap_us = 1000};
+    if (ts_start(&tc, &ts)) {
+        CHECK(0, "test server starts");
+        return;
+    }
+    char dir[300], errf[300], outf[300], url[128], path[400];
+    snprintf(url, sizeof url, "%s", ts_url(ts));
+    snprintf(dir, sizeof dir, "%s/mf", g_tmp);
+    snprintf(errf, sizeof errf, "%s/mf.err", g_tmp);
+    snprintf(outf, sizeof outf, "%s/mf.out", g_tmp);
+    char *a1[] = {"loadlaw", "sweep", "--url", url, "--model", "m", "-c", "4", "-n", "16", "--max-tokens", "4",
+                  "--timeout", "1s", "-o", dir, NULL};
+    int rc = wait_exit(spawn_out(a1, errf, outf), 60);
+    CHECK(rc == 1, "14 of 16 failed: exit 1, got %d", rc);
+    CHECK(file_has(errf, "14 of 16 requests failed at level 0 (C=4), over --max-failed 0.1") &&
+              file_has(errf, "http_5xx=2") && file_has(errf, "http_4xx=2") && file_has(errf, "timeout=2"),
+          "stderr says how many failed and of which classes");
+    tally t = {0};
+    size_t skipped = 0;
+    char err[256];
+    snprintf(path, sizeof path, "%s/records.jsonl", dir);
+    CHECK(ll_jsonl_foreach(path, on_line, &t, &skipped, err, sizeof err) == 0 && t.requests == 16 && t.ok == 2,
+          "every request kept: %d recorded, %d ok", t.requests, t.ok);
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    char *text = NULL;
+    size_t len;
+    cJSON *sum = ll_read_file(path, &text, &len, err, sizeof err) == 0 ? cJSON_Parse(text) : NULL;
+    const cJSON *lv0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(sum, "levels"), 0);
+    CHECK(ll_json_num(lv0, "failed", -1) == 14 && ll_json_num(lv0, "sent", -1) == 16,
+          "summary.json written with the failures: %g of %g", ll_json_num(lv0, "failed", -1),
+          ll_json_num(lv0, "sent", -1));
+    cJSON_Delete(sum);
+    free(text);
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    CHECK(access(path, R_OK) == 0, "the report is written too");
+
+    snprintf(dir, sizeof dir, "%s/mf1", g_tmp);
+    char *a2[] = {"loadlaw", "sweep", "--url", url, "--model", "m", "-c", "4", "-n", "16", "--max-tokens", "4",
+                  "--timeout", "1s", "--max-failed", "1", "-o", dir, "--no-report", NULL};
+    rc = wait_exit(spawn_out(a2, errf, outf), 60);
+    CHECK(rc == 0 && !file_has(errf, "over --max-failed"), "--max-failed 1: exit 0, got %d", rc);
+    ts_stop(ts);
+
+    char *a3[] = {"loadlaw", "sweep", "--url", url, "--model", "m", "--max-failed", "1.5", NULL};
+    rc = wait_exit(spawn(a3, errf), 10);
+    CHECK(rc == 2 && file_has(errf, "--max-failed: expected a fraction in [0, 1], got '1.5'"),
+          "--max-failed 1.5: exit 2, got %d", rc);
+    /* 30000 streams need 30000 sockets: over this machine's hard limit (CI's
+     * too, unless raised past it, in which case the check has nothing to say). */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max < 30000) {
+        char *a4[] = {"loadlaw", "sweep", "--url", url, "--model", "m", "-c", "30000", "-o", dir, NULL};
+        int64_t t0 = ll_now_ns();
+        rc = wait_exit(spawn(a4, errf), 10);
+        CHECK(rc == 2 && file_has(errf, "C=30000 needs about 30256 open files (one socket per stream)"),
+              "C=30000 over the open-file limit: exit 2 before the run, got %d", rc);
+        CHECK(ll_now_ns() - t0 < (int64_t)5e9, "refused before any request");
+    } else {
+        printf("SKIP open-file check: the hard limit is not below 30000\n");
+    }
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max < 24256) {
+        char *a5[] = {"loadlaw", "sweep", "-c", "12000", "--engine", "backend=synthetic", "-o", dir, NULL};
+        rc = wait_exit(spawn(a5, errf), 10);
+        CHECK(rc == 2 && file_has(errf, "C=12000 needs about 24256 open files (two sockets per stream") &&
+                  file_has(errf, "loadlaw serve"),
+              "C=12000 with the bundled engine: exit 2 and the advice to serve apart, got %d", rc);
+    } else {
+        printf("SKIP open-file check: the hard limit is not below 24256\n");
+    }
+}
+
 /* The bundled engine fails at its 40th step: the sweep stops issuing, keeps
  * the requests that finished, says why and exits 1 (not a level of 503s). */
 static void test_engine_failure(void)
@@ -588,6 +669,7 @@ int main(void)
     test_sigint_twice();
     test_ab();
     test_engine_failure();
+    test_max_failed();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
     if (system(cmd) != 0)

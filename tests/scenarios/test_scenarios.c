@@ -51,6 +51,8 @@ static void test_errors(void)
                  "sglang");
     expect_error("{\"load\":{\"concurrency\":[1]},\"levels\":[{\"concurrency\":2}]}", "load.concurrency", "levels");
     expect_error("{\"load\":{\"rate_per_s\":-1}}", "load.rate_per_s", NULL);
+    expect_error("{\"load\":{\"max_failed\":1.5}}", "load.max_failed", "[0, 1]");
+    expect_error("{\"load\":{\"max_faild\":0.5}}", "load.max_faild", "unknown key");
     /* One arrival gap of 1/rate seconds becomes int64 ns: 1e-300/s overflows it. */
     expect_error("{\"load\":{\"rate_per_s\":1e-300}}", "load.rate_per_s", "1e-06");
     expect_error("{\"levels\":[{\"concurrency\":2,\"rate_per_s\":1e-9}]}", "levels[0].rate_per_s", NULL);
@@ -64,7 +66,8 @@ static void test_load_and_override(void)
     char err[512] = "";
     const char *j = "{\"name\":\"t\",\"target\":{\"url\":\"http://127.0.0.1:9/\",\"model\":\"m\",\"endpoint\":\"completions\"},"
                     "\"request\":{\"max_tokens\":96,\"think_tokens\":32},"
-                    "\"load\":{\"threads\":3,\"concurrency\":[1,2,64],\"warmup\":2,\"duration_s\":30}}";
+                    "\"load\":{\"threads\":3,\"concurrency\":[1,2,64],\"warmup\":2,\"duration_s\":30,"
+                    "\"max_failed\":0.25}}";
     int rc = scn_load_string(j, "t.json", &s, err, sizeof err);
     CHECK(rc == 0, "load: %s", err);
     if (rc)
@@ -75,7 +78,8 @@ static void test_load_and_override(void)
     CHECK(scn_level_requests(&s->levels[0]) == 8 && scn_level_requests(&s->levels[2]) == 96,
           "default requests: max(1.5 C, 8): %d %d", scn_level_requests(&s->levels[0]),
           scn_level_requests(&s->levels[2]));
-    CHECK(s->endpoint == SCN_ENDPOINT_COMPLETIONS && s->max_tokens == 96 && s->think_tokens == 32 && s->threads == 3,
+    CHECK(s->endpoint == SCN_ENDPOINT_COMPLETIONS && s->max_tokens == 96 && s->think_tokens == 32 && s->threads == 3 &&
+              s->max_failed == 0.25,
           "fields");
     int c[] = {4, 8};
     CHECK(scn_set_concurrency(s, c, 2) == 0 && s->n_levels == 2 && s->levels[1].concurrency == 8 &&
@@ -83,7 +87,9 @@ static void test_load_and_override(void)
           "flag override keeps per-level options");
     cJSON *o = scn_to_json(s);
     char *txt = o ? cJSON_PrintUnformatted(o) : NULL;
-    CHECK(txt && strstr(txt, "\"max_tokens\":96") && strstr(txt, "\"concurrency\":8"), "to_json: %s",
+    CHECK(txt && strstr(txt, "\"max_tokens\":96") && strstr(txt, "\"concurrency\":8") &&
+              strstr(txt, "\"max_failed\":0.25"),
+          "to_json: %s",
           txt ? txt : "(null)");
     /* The effective config round-trips through the strict loader (keys it
      * writes are keys it accepts), apart from the derived "requests". */
