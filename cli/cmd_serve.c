@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -24,7 +25,8 @@
 /* Every option but -v is an engine key, and the engine's key table
  * (eng_config_key: name, value form, help) is this command's option table:
  * --time-scale sets time_scale through eng_config_set, which checks the
- * value. A key added to the engine is a serve option without a change here. */
+ * value. A key added to the engine is a serve option without a change here.
+ * A switch key (form "0|1") is a flag: --no-control sets no_control=1. */
 enum { K_ENGINE = 256 };
 
 #define SERVE_INTRO                                                                  \
@@ -33,6 +35,11 @@ enum { K_ENGINE = 256 };
     "otherwise. Each option is a key of `loadlaw sweep --engine` (dashes for _).\n"
 
 #define SERVE_OUTRO                                                                  \
+    "Security: with --api-key (or LOADLAW_API_KEY) every endpoint but /health needs\n" \
+    "\"Authorization: Bearer KEY\" (401 otherwise); --control-key (LOADLAW_CONTROL_KEY)\n" \
+    "gives /start_profile and /stop_profile their own key, --no-control turns them\n" \
+    "off. Traces go under --profile-dir only. A --host other than 127.x without a key\n" \
+    "is warned about.\n"                                                             \
     "The synthetic backend's scheduler thread asks for SCHED_FIFO priority 1 so it\n" \
     "wakes on its deadlines on a busy machine; where that is refused (the usual case\n" \
     "without CAP_SYS_NICE or an RLIMIT_RTPRIO), it runs at normal priority and -v\n" \
@@ -62,6 +69,8 @@ static cli_opt *serve_table_new(void)
         for (char *c = name; *c; c++)
             if (*c == '_')
                 *c = '-';
+        if (strcmp(form, "0|1") == 0)
+            form = NULL; /* a flag */
         t[i] = (cli_opt){name, K_ENGINE + (int)i, form, help}; /* distinct keys: getopt_long tells them apart */
     }
     t[n] = (cli_opt){"verbose", 'v', NULL, "log engine events to stderr"};
@@ -93,7 +102,7 @@ static int on_opt(const cli_opt *o, const char *v, void *ctx)
     for (char *k = key; *k; k++)
         if (*k == '-')
             *k = '_';
-    if (eng_config_set(cfg, key, v, err, sizeof err))
+    if (eng_config_set(cfg, key, o->arg ? v : "1", err, sizeof err))
         return cli_usage_error(g_serve_cmd, "--%s: %s", o->name, err);
     return 0;
 }
@@ -132,6 +141,19 @@ int cmd_serve(int argc, char **argv)
     if (!table) {
         fprintf(stderr, "loadlaw serve: out of memory\n");
         return CLI_FAIL;
+    }
+    /* Secrets from the environment (as vLLM reads VLLM_API_KEY), so they
+     * need not sit in the process list; a flag given too wins. Never echoed. */
+    static const char *const env_keys[][2] = {{"LOADLAW_API_KEY", "api_key"},
+                                              {"LOADLAW_CONTROL_KEY", "control_key"}};
+    for (size_t i = 0; i < sizeof env_keys / sizeof env_keys[0]; i++) {
+        const char *v = getenv(env_keys[i][0]);
+        if (v && *v && eng_config_set(&cfg, env_keys[i][1], v, err, sizeof err)) {
+            fprintf(stderr, "loadlaw serve: %s: %s\n", env_keys[i][0], err);
+            serve_table_free(table);
+            eng_config_free(&cfg);
+            return CLI_USAGE;
+        }
     }
     cli_cmd cmd = {"serve", "usage: loadlaw serve [options]", SERVE_INTRO, table, SERVE_OUTRO};
     g_serve_cmd = &cmd;

@@ -24,13 +24,15 @@
 /* ---- string fields ------------------------------------------------------- */
 
 /* The string fields and their slot in owned_str_. */
-enum { STR_BIND_ADDR, STR_MODEL, STR_ATTN, STR_PROFILE_DIR, STR__COUNT };
+enum { STR_BIND_ADDR, STR_MODEL, STR_ATTN, STR_PROFILE_DIR, STR_API_KEY, STR_CONTROL_KEY, STR__COUNT };
 
 static const size_t str_field_off[STR__COUNT] = {
     [STR_BIND_ADDR] = offsetof(eng_config, bind_addr),
     [STR_MODEL] = offsetof(eng_config, model),
     [STR_ATTN] = offsetof(eng_config, attn),
     [STR_PROFILE_DIR] = offsetof(eng_config, profile_dir),
+    [STR_API_KEY] = offsetof(eng_config, api_key),
+    [STR_CONTROL_KEY] = offsetof(eng_config, control_key),
 };
 
 static const char *const str_default[STR__COUNT] = {
@@ -38,6 +40,8 @@ static const char *const str_default[STR__COUNT] = {
     [STR_MODEL] = "loadlaw-synthetic",
     [STR_ATTN] = "tiled",
     [STR_PROFILE_DIR] = "/tmp",
+    [STR_API_KEY] = NULL,     /* no key: open */
+    [STR_CONTROL_KEY] = NULL, /* api_key's rule */
 };
 
 _Static_assert(STR__COUNT == sizeof ((eng_config *)0)->owned_str_ / sizeof(char *),
@@ -69,6 +73,7 @@ void eng_config_default(eng_config *cfg)
     cfg->max_connections = 8192;
     cfg->max_body_bytes = 1u << 20;
     cfg->idle_timeout_s = 120;
+    cfg->conn_memory_bytes = 8192;
     cfg->max_running = 256;
     cfg->max_waiting = 8192;
     cfg->prefill_budget_tok = 2048;
@@ -88,6 +93,8 @@ void eng_config_default(eng_config *cfg)
     cfg->capacity_tok = 4096;
     cfg->min_ctx_tok = -1; /* = topk */
     cfg->default_max_tokens = 256;
+    /* 40 bytes a step: 40 MB at most, about 14 hours of 20 ms steps */
+    cfg->step_log_max = 1000000;
 }
 
 void eng_config_free(eng_config *cfg)
@@ -209,6 +216,7 @@ typedef enum key_type {
     KEY_DURATION_S, /* unsigned seconds in [lo, hi], "30s", "2m" */
     KEY_STR,        /* owned string of lo..hi characters */
     KEY_CHOICE,     /* owned string, one of choices ("a|b") */
+    KEY_BOOL,       /* int 0 or 1 ("0|1", "true|false", "on|off"); serve makes it a flag */
     KEY_CUSTOM,     /* set() does it */
 } key_type;
 
@@ -237,6 +245,9 @@ static int set_min_ctx(eng_config *cfg, const eng_key *k, const char *value, cha
     {.name = n, .type = KEY_DOUBLE, .off = OFF(field), .lo = l, .hi = h, .form = f, .help = hl}
 #define STR(n, s, f, hl) {.name = n, .type = KEY_STR, .slot = s, .lo = 1, .hi = 120, .form = f, .help = hl}
 #define CUSTOM(n, fn, f, hl) {.name = n, .type = KEY_CUSTOM, .set = fn, .form = f, .help = hl}
+#define BOOL(n, field, hl) {.name = n, .type = KEY_BOOL, .off = OFF(field), .form = "0|1", .help = hl}
+/* A secret: 1..256 characters; refuse() never echoes a string's value. */
+#define SECRET(n, s, hl) {.name = n, .type = KEY_STR, .slot = s, .lo = 1, .hi = 256, .form = "KEY", .help = hl}
 
 /* One row per key, in the order help lists them. The cpu sizes' bounds are
  * the backend's (cpu_model.c, backend_cpu.c), checked here too so a bad spec
@@ -275,7 +286,25 @@ static const eng_key keys[] = {
      .form = "BYTES", .help = "request body limit (default 1Mi)"},
     {.name = "idle_timeout", .type = KEY_DURATION_S, .off = OFF(idle_timeout_s), .lo = 1,
      .hi = 86400, .form = "DUR", .help = "idle connection timeout (default 120s)"},
-    STR("profile_dir", STR_PROFILE_DIR, "DIR", "default output_dir of /start_profile (default /tmp)"),
+    {.name = "conn_memory", .type = KEY_BYTES, .off = OFF(conn_memory_bytes), .lo = 4096,
+     .hi = 1 << 20, .form = "BYTES", .help = "HTTP memory per connection (request headers must "
+     "fit: ~7 KB at 8k; more answer 431); the server's memory per stream (default 8k)"},
+    STR("profile_dir", STR_PROFILE_DIR, "DIR",
+        "where /start_profile writes traces; a request's output_dir may only name a plain "
+        "subdirectory of it (default /tmp)"),
+    SECRET("api_key", STR_API_KEY,
+           "every endpoint but /health needs \"Authorization: Bearer KEY\" (default: none, open; "
+           "serve also reads LOADLAW_API_KEY)"),
+    SECRET("control_key", STR_CONTROL_KEY,
+           "the key /start_profile and /stop_profile need instead of api_key (serve also reads "
+           "LOADLAW_CONTROL_KEY)"),
+    BOOL("no_control", no_control, "turn /start_profile and /stop_profile off (404)"),
+    BOOL("metrics_vllm_names", metrics_vllm_names,
+         "also export vLLM's vllm:num_requests_running/waiting in /metrics (colons: not "
+         "promtool-clean)"),
+    {.name = "step_log_max", .type = KEY_BYTES, .off = OFF(step_log_max), .lo = 1, .hi = 1e9,
+     .form = "N", .help = "steps the engine's step log keeps, newest first; older ones are "
+     "dropped and counted in /metrics (default 1m = 40 MB)"},
     {.name = "attn", .type = KEY_CHOICE, .slot = STR_ATTN, .choices = "naive|tiled",
      .form = "naive|tiled", .help = "cpu: decode attention kernel (default tiled)"},
     INT("heads", heads, 1, 4096, "N", "cpu: query heads (default 64)"),
@@ -295,6 +324,8 @@ static const eng_key keys[] = {
 #undef DBL
 #undef STR
 #undef CUSTOM
+#undef BOOL
+#undef SECRET
 
 static const eng_key *find_key(const char *name)
 {
@@ -381,6 +412,9 @@ static int refuse(const eng_key *k, const char *value, char *err, size_t errlen)
     case KEY_CHOICE:
         ll_errf(err, errlen, "%s: expected one of %s, got \"%s\"", k->name, k->choices, value);
         break;
+    case KEY_BOOL:
+        ll_errf(err, errlen, "%s: expected 0|1, true|false or on|off, got \"%s\"", k->name, value);
+        break;
     case KEY_CUSTOM:
         ll_errf(err, errlen, "%s: expected %s, got \"%s\"", k->name, k->form, value);
         break;
@@ -437,6 +471,14 @@ static int set_by_type(eng_config *cfg, const eng_key *k, const char *value, cha
         if (!is_choice(k->choices, value))
             return refuse(k, value, err, errlen);
         break;
+    case KEY_BOOL:
+        if (is_choice("1|true|on", value))
+            *(int *)field = 1;
+        else if (is_choice("0|false|off", value))
+            *(int *)field = 0;
+        else
+            return refuse(k, value, err, errlen);
+        return 0;
     case KEY_CUSTOM:
         return k->set(cfg, k, value, err, errlen);
     }

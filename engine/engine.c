@@ -45,6 +45,10 @@ static int check_config(const eng_config *c, char *err, size_t errlen)
         ll_errf(err, errlen, "engine config: time_scale must be > 0 and law terms and jitter >= 0");
         return LL_EINVAL;
     }
+    if (c->step_log_max < 1 || c->conn_memory_bytes < 4096) {
+        ll_errf(err, errlen, "engine config: step_log_max must be >= 1 and conn_memory >= 4096");
+        return LL_EINVAL;
+    }
     if (c->port < 0 || c->port > 65535 || c->max_body_bytes < 64 || c->max_connections < 16 ||
         c->idle_timeout_s < 1) {
         ll_errf(err, errlen, "engine config: port, max_body_bytes (>= 64), max_connections (>= 16) "
@@ -200,11 +204,16 @@ size_t eng_steps(eng_engine *e, size_t from, eng_step *out, size_t max)
 {
     size_t n = 0;
     pthread_mutex_lock(&e->log_mu);
-    if (from < e->log.n) {
-        n = e->log.n - from;
+    size_t first = e->log_total - e->log.n;
+    if (from >= first && from < e->log_total) {
+        n = e->log_total - from;
         if (n > max)
             n = max;
-        memcpy(out, e->log.v + from, n * sizeof *out);
+        /* at most two runs: up to the ring's end, then from its start */
+        size_t ring = e->cfg.step_log_max, pos = from % ring;
+        size_t run = n < ring - pos ? n : ring - pos;
+        memcpy(out, e->log.v + pos, run * sizeof *out);
+        memcpy(out + run, e->log.v, (n - run) * sizeof *out);
     }
     pthread_mutex_unlock(&e->log_mu);
     return n;
@@ -213,7 +222,15 @@ size_t eng_steps(eng_engine *e, size_t from, eng_step *out, size_t max)
 size_t eng_step_count(eng_engine *e)
 {
     pthread_mutex_lock(&e->log_mu);
-    size_t n = e->log.n;
+    size_t n = e->log_total;
+    pthread_mutex_unlock(&e->log_mu);
+    return n;
+}
+
+size_t eng_step_first(eng_engine *e)
+{
+    pthread_mutex_lock(&e->log_mu);
+    size_t n = e->log_total - e->log.n;
     pthread_mutex_unlock(&e->log_mu);
     return n;
 }

@@ -85,6 +85,9 @@ void eng_req_unref(eng_req *r);
 #define ENG_HIST_BUCKETS 14
 #define ENG_MAX_PHASE_NAMES 16
 
+/* The most steps one profile capture holds (also num_steps' bound). */
+#define ENG_PROF_MAX_STEPS 10000000
+
 typedef struct eng_prof_step {
     eng_step step;
     int n_phases;
@@ -123,9 +126,14 @@ typedef struct eng_engine {
     pthread_cond_t drain_cv;
     int n_held;                    /* under io_mu */
 
-    /* step log (log_mu) */
+    /* step log (log_mu): a ring of the newest cfg.step_log_max steps. Step
+     * index i lives at log.v[i % step_log_max]; log.n = min(log_total,
+     * step_log_max), so the oldest index held is log_total - log.n. While it
+     * has not wrapped, i % step_log_max == i and the ring is a plain array
+     * that grows (log_reserve). */
     pthread_mutex_t log_mu;
     LL_VEC(eng_step) log;
+    size_t log_total;              /* steps logged in the engine's life */
 
     /* records (rec_mu): NULL when detached */
     pthread_mutex_t rec_mu;
@@ -183,7 +191,13 @@ eng_req *eng_req_parse(eng_engine *e, int kind, const char *body, size_t len,
 /* sse.c: output formatting; append to r->out (caller holds io_mu). */
 int eng_sse_tokens(eng_req *r, int from, int n);   /* tokens [from, from+n) */
 int eng_json_full(eng_req *r);                     /* whole non-streaming body */
-/* OpenAI-style error body into b. */
+/* Copy at most max_bytes of src into dst (dstlen with its NUL), cut at a
+ * character boundary, invalid UTF-8 bytes made '?', and "..." appended
+ * (within dstlen) when cut: request bytes safe to put in a message.
+ * Returns strlen(dst). */
+size_t eng_clip_utf8(char *dst, size_t dstlen, const char *src, size_t max_bytes);
+/* OpenAI-style error body into b; msg is made valid UTF-8 first (401:
+ * AuthenticationError, 404 NotFoundError, ...). */
 int eng_json_error(ll_buf *b, int status, const char *param, const char *msg);
 
 /* metrics.c (caller holds mu) */

@@ -49,10 +49,21 @@ static int metrics_write(eng_engine *e, ll_buf *b)
     LL_TRY(GAUGE(b, "loadlaw_running_requests", "Sequences admitted to the batch (prefilling or decoding).",
                  "%d", atomic_load(&e->n_running)));
     LL_TRY(GAUGE(b, "loadlaw_waiting_requests", "Requests queued for admission.", "%d", e->n_waiting));
-    /* vLLM's names for the same two gauges, so tools that scrape vLLM read us too */
-    LL_TRY(GAUGE(b, "vllm:num_requests_running", "Same as loadlaw_running_requests.", "%d",
-                 atomic_load(&e->n_running)));
-    LL_TRY(GAUGE(b, "vllm:num_requests_waiting", "Same as loadlaw_waiting_requests.", "%d", e->n_waiting));
+    /* vLLM's names for the same two gauges, so tools that scrape vLLM read
+     * us too; only on request, since promtool refuses colons in names an
+     * exporter writes (they are reserved for recording rules). */
+    if (e->cfg.metrics_vllm_names) {
+        LL_TRY(GAUGE(b, "vllm:num_requests_running", "Same as loadlaw_running_requests.", "%d",
+                     atomic_load(&e->n_running)));
+        LL_TRY(GAUGE(b, "vllm:num_requests_waiting", "Same as loadlaw_waiting_requests.", "%d",
+                     e->n_waiting));
+    }
+    pthread_mutex_lock(&e->log_mu); /* order: mu, then log_mu (publish_step never nests them) */
+    size_t dropped = e->log_total - e->log.n;
+    pthread_mutex_unlock(&e->log_mu);
+    LL_TRY(COUNTER(b, "loadlaw_step_log_dropped_total",
+                   "Steps dropped from the step log's ring (step_log_max) to bound its memory.",
+                   "%zu", dropped));
     LL_TRY(COUNTER(b, "loadlaw_steps_total", "Engine steps run.", "%llu",
                    (unsigned long long)e->steps_total));
     LL_TRY(COUNTER(b, "loadlaw_prompt_tokens_total", "Prompt tokens prefilled.", "%llu",

@@ -22,11 +22,29 @@
 
 #include "internal.h"
 
+/* A request's output_dir: one plain directory name under profile_dir, so a
+ * request can neither climb out of it ("..", "/tmp/x", "a/../..") nor name
+ * a hidden or odd file. Letters, digits, '_', '-' and '.', not first. */
+static int plain_subdir(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 64 || s[0] == '.')
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || c == '.'))
+            return 0;
+    }
+    return 1;
+}
+
 int eng_prof_begin(eng_engine *e, const char *body, size_t len, char *msg, size_t msglen)
 {
     int want = 0, gz = 0;
     double timeout_s = 30;
     const char *dir = e->cfg.profile_dir ? e->cfg.profile_dir : "/tmp";
+    const char *sub = NULL; /* the request's subdirectory of dir */
     cJSON *root = NULL;
     int rc = LL_EINVAL;
     if (e->prof.active) {
@@ -42,7 +60,7 @@ int eng_prof_begin(eng_engine *e, const char *body, size_t len, char *msg, size_
         }
         const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "num_steps");
         if (n && !cJSON_IsNull(n)) {
-            if (!cJSON_IsNumber(n) || n->valuedouble < 1 || n->valuedouble > 1e7 ||
+            if (!cJSON_IsNumber(n) || n->valuedouble < 1 || n->valuedouble > ENG_PROF_MAX_STEPS ||
                 n->valuedouble != (double)(int)n->valuedouble) {
                 ll_errf(msg, msglen, "'num_steps' must be an integer in [1, 10000000]");
                 goto fail;
@@ -51,12 +69,14 @@ int eng_prof_begin(eng_engine *e, const char *body, size_t len, char *msg, size_
         }
         const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "output_dir");
         if (d && !cJSON_IsNull(d)) {
-            if (!cJSON_IsString(d) || !*d->valuestring ||
-                strlen(d->valuestring) >= sizeof e->prof.dir - 64) {
-                ll_errf(msg, msglen, "'output_dir' must be a non-empty path string");
+            if (!cJSON_IsString(d) || !plain_subdir(d->valuestring)) {
+                ll_errf(msg, msglen, "'output_dir' must be a plain directory name under the "
+                                     "server's profile directory (1-64 of A-Z a-z 0-9 _ - ., "
+                                     "not starting with '.', no '/'); traces are written only "
+                                     "there (serve --profile-dir)");
                 goto fail;
             }
-            dir = d->valuestring;
+            sub = d->valuestring;
         }
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "timeout_s");
         if (t && !cJSON_IsNull(t)) {
@@ -75,7 +95,11 @@ int eng_prof_begin(eng_engine *e, const char *body, size_t len, char *msg, size_
             gz = cJSON_IsTrue(g);
         }
     }
-    snprintf(e->prof.dir, sizeof e->prof.dir, "%s", dir);
+    if (strlen(dir) + (sub ? strlen(sub) + 1 : 0) >= sizeof e->prof.dir - 64) {
+        ll_errf(msg, msglen, "the profile directory's path is too long");
+        goto fail;
+    }
+    snprintf(e->prof.dir, sizeof e->prof.dir, "%s%s%s", dir, sub ? "/" : "", sub ? sub : "");
     e->prof.active = 1;
     e->prof.done = 0;
     e->prof.want_steps = want;
@@ -110,7 +134,10 @@ int eng_prof_record(eng_engine *e, const eng_step *s, const eng_phase *ph, int n
     p->step = *s;
     p->n_phases = n_ph;
     memcpy(p->phases, ph, (size_t)n_ph * sizeof *ph);
-    if (e->prof.want_steps > 0 && e->prof.steps.n >= (size_t)e->prof.want_steps) {
+    /* A capture until /stop_profile is bounded like a num_steps one (its
+     * largest num_steps), so a forgotten capture cannot grow forever. */
+    if ((e->prof.want_steps > 0 && e->prof.steps.n >= (size_t)e->prof.want_steps) ||
+        e->prof.steps.n >= ENG_PROF_MAX_STEPS) {
         prof_complete(e);
         return 1;
     }

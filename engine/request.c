@@ -134,9 +134,12 @@ static int check_model(const cJSON *root, const eng_config *cfg, const req_error
         return 0;
     if (!cJSON_IsString(model))
         return refuse(er, 400, "model", "'model' must be a string");
-    if (strcmp(model->valuestring, cfg->model) != 0)
-        return refuse(er, 404, "model", "The model `%.100s` does not exist (this server serves `%s`).",
-                      model->valuestring, cfg->model);
+    if (strcmp(model->valuestring, cfg->model) != 0) {
+        char name[112]; /* 100 bytes, whole characters, plus "..." */
+        eng_clip_utf8(name, sizeof name, model->valuestring, 100);
+        return refuse(er, 404, "model", "The model `%s` does not exist (this server serves `%s`).",
+                      name, cfg->model);
+    }
     return 0;
 }
 

@@ -257,11 +257,23 @@ static void wait_drained(eng_engine *e, eng_sched *s)
 }
 
 /* Make room for one more step in the log, outside the step's timed span.
- * Out of memory only drops that step from the log (the engine goes on). */
+ * The ring grows by doubling up to step_log_max entries and is then reused
+ * (publish_step). Out of memory only drops that step from the log (the
+ * engine goes on). */
 static void log_reserve(eng_engine *e)
 {
+    size_t max = e->cfg.step_log_max;
     pthread_mutex_lock(&e->log_mu);
-    (void)ll_vec_reserve(&e->log, e->log.n + 1);
+    if (e->log.n == e->log.cap && e->log.cap < max) {
+        size_t cap = e->log.cap ? e->log.cap * 2 : 1024;
+        if (cap > max)
+            cap = max;
+        eng_step *v = realloc(e->log.v, cap * sizeof *v);
+        if (v) {
+            e->log.v = v;
+            e->log.cap = cap;
+        }
+    }
     pthread_mutex_unlock(&e->log_mu);
 }
 
@@ -435,11 +447,13 @@ static int play_step(eng_engine *e, eng_sched *s, const eng_batch *b, step_clock
     /* The deadline is where the backend's last phase ends, if it planned one
      * beyond the start (the synthetic backend's law), else the step's end. */
     int64_t deadline = end;
-    if (*n_ph > 0 && ph[*n_ph - 1].start_ns + ph[*n_ph - 1].dur_ns > clk->plan)
+    int planned = *n_ph > 0 && ph[*n_ph - 1].start_ns + ph[*n_ph - 1].dur_ns > clk->plan;
+    if (planned)
         deadline = ph[*n_ph - 1].start_ns + ph[*n_ph - 1].dur_ns;
     *st = (eng_step){.start_ns = clk->prev_end, .dur_ns = end - clk->prev_end,
                      .n_decode = b->n_decode, .n_running = s->n_run,
-                     .prefill_tok = b->prefill_tok_total, .ctx_tok = b->ctx_tok_total};
+                     .prefill_tok = b->prefill_tok_total, .ctx_tok = b->ctx_tok_total,
+                     .plan_ns = planned ? deadline - clk->plan : 0};
     clk->last_dur = deadline - clk->plan;
     clk->plan = deadline;
     clk->prev_end = end;
@@ -476,8 +490,13 @@ static void publish_step(eng_engine *e, const eng_step *st, const eng_phase *ph,
                          int gen_tok)
 {
     pthread_mutex_lock(&e->log_mu);
-    if (e->log.n < e->log.cap)
+    if (e->log.n == e->cfg.step_log_max) { /* full: the newest replaces the oldest */
+        e->log.v[e->log_total % e->log.n] = *st;
+        e->log_total++;
+    } else if (e->log.n < e->log.cap) {
         e->log.v[e->log.n++] = *st;
+        e->log_total++;
+    }
     pthread_mutex_unlock(&e->log_mu);
 
     put_step_record(e, st);

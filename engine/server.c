@@ -18,6 +18,7 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 #include "internal.h"
@@ -41,6 +42,7 @@ static const struct {
 /* Per-request state MHD keeps for us in *con_cls. */
 typedef struct eng_conn {
     int route;                 /* R_* */
+    int answered;              /* refused before its body (401, 413): the rest is skipped */
     const char *allow;         /* known path, wrong method: the method it takes */
     ll_buf body;
     int too_big, oom;
@@ -49,6 +51,8 @@ typedef struct eng_conn {
     unsigned prof_seq;
 } eng_conn;
 
+/* allow: the Allow header's value (405), or NULL. A 401 also says how to
+ * authenticate (RFC 6750). */
 static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, const char *ctype,
                                const char *body, size_t len, const char *allow)
 {
@@ -59,6 +63,8 @@ static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, con
     enum MHD_Result ok = MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
     if (ok == MHD_YES && allow)
         ok = MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+    if (ok == MHD_YES && status == 401)
+        ok = MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     if (ok == MHD_YES)
         ok = MHD_queue_response(conn, status, resp);
     MHD_destroy_response(resp);
@@ -273,6 +279,48 @@ static enum MHD_Result finish_profile_wait(eng_engine *e, struct MHD_Connection 
     return write_profile(e, conn);
 }
 
+/* Equal strings, in time that depends on the expected key's length only, so
+ * a client cannot learn the key a byte at a time from response times. */
+static int key_equal(const char *got, const char *want)
+{
+    size_t n = strlen(want), m = strlen(got);
+    unsigned char diff = (unsigned char)(n != m);
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned char)((i < m ? (unsigned char)got[i] : 0) ^ (unsigned char)want[i]);
+    return diff == 0;
+}
+
+/* The key a route needs: NULL when it is open. /health is always open (a
+ * load balancer's probe carries no key); the control routes take
+ * control_key when one is set. */
+static const char *route_key(const eng_engine *e, int route)
+{
+    if (route == R_HEALTH)
+        return NULL;
+    if ((route == R_START_PROF || route == R_STOP_PROF) && e->cfg.control_key)
+        return e->cfg.control_key;
+    return e->cfg.api_key;
+}
+
+/* 1 when the request may go on; 0 when it lacks the key its route needs.
+ * Unknown paths need api_key too, so a client without it learns nothing
+ * about the routes. */
+static int authorized(const eng_engine *e, struct MHD_Connection *conn, int route)
+{
+    const char *want = route_key(e, route);
+    if (!want)
+        return 1;
+    const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+        return 0;
+    h += 7;
+    while (*h == ' ')
+        h++;
+    return key_equal(h, want);
+}
+
+static int is_control(int route) { return route == R_START_PROF || route == R_STOP_PROF; }
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
                                  const char *method, const char *version,
                                  const char *upload_data, size_t *upload_data_size,
@@ -287,13 +335,20 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
             return MHD_NO;
         c->route = R_NONE;
         for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
-            if (strcmp(url, routes[i].path) == 0) {
+            if (strcmp(url, routes[i].path) == 0 &&
+                !(e->cfg.no_control && is_control(routes[i].route))) { /* off: 404 below */
                 if (strcmp(method, routes[i].method) == 0)
                     c->route = routes[i].route;
                 else
                     c->allow = routes[i].method;
             }
         *con_cls = c;
+        if (!authorized(e, conn, c->route)) {
+            c->answered = 1;
+            return respond_error(conn, 401, NULL,
+                                 "Incorrect or missing API key: send \"Authorization: Bearer KEY\".",
+                                 NULL);
+        }
         /* A declared body over the limit is refused before it is read. */
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -302,8 +357,13 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
             char msg[160];
             ll_errf(msg, sizeof msg, "request body of %llu bytes is over this server's limit of %zu bytes",
                     (unsigned long long)declared, e->cfg.max_body_bytes);
+            c->answered = 1;
             return respond_error(conn, 413, NULL, msg, NULL);
         }
+        return MHD_YES;
+    }
+    if (c->answered) { /* its answer is queued: drop what still arrives */
+        *upload_data_size = 0;
         return MHD_YES;
     }
     if (*upload_data_size > 0) {
@@ -354,12 +414,16 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     default:
         break;
     }
-    char msg[300];
+    /* method and url are the client's bytes (MHD has decoded "%ff" in the
+     * path into the byte 0xff): whole characters only, valid UTF-8. */
+    char msg[300], m[24], u[208];
+    eng_clip_utf8(m, sizeof m, method, 16);
+    eng_clip_utf8(u, sizeof u, url, 200);
     if (c->allow) {
-        ll_errf(msg, sizeof msg, "method %.16s is not allowed on %.200s (use %s)", method, url, c->allow);
+        ll_errf(msg, sizeof msg, "method %s is not allowed on %s (use %s)", m, u, c->allow);
         return respond_error(conn, 405, NULL, msg, c->allow);
     }
-    ll_errf(msg, sizeof msg, "no route for %.16s %.200s", method, url);
+    ll_errf(msg, sizeof msg, "no route for %s %s", m, u);
     return respond_error(conn, 404, NULL, msg, NULL);
 }
 
@@ -417,12 +481,19 @@ int eng_server_start(eng_engine *e, char *err, size_t errlen)
         ll_errf(err, errlen, "bind address \"%s\" is not an IPv4 address", host);
         return LL_EINVAL;
     }
+    /* 127.0.0.0/8 only reaches this machine; anything else, without a key,
+     * hands generation and the profiler to whoever can reach the port. */
+    if ((ntohl(sa.sin_addr.s_addr) >> 24) != 127 && !e->cfg.api_key)
+        ll_warn("engine: listening on %s without an API key: anyone who can reach this port can "
+                "use every endpoint (set api_key / serve --api-key or LOADLAW_API_KEY)", host);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG;
     e->mhd = MHD_start_daemon(flags, (uint16_t)e->cfg.port, NULL, NULL, on_access, e,
                               MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
                               MHD_OPTION_CONNECTION_LIMIT, e->cfg.max_connections,
                               MHD_OPTION_CONNECTION_TIMEOUT, e->cfg.idle_timeout_s,
+                              /* the per-stream cost: see eng_config.conn_memory_bytes */
+                              MHD_OPTION_CONNECTION_MEMORY_LIMIT, e->cfg.conn_memory_bytes,
                               MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096u,
                               MHD_OPTION_NOTIFY_COMPLETED, on_completed, e,
                               MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,

@@ -179,18 +179,53 @@ int eng_json_full(eng_req *r)
     return rc ? rc : LIT(b, "}");
 }
 
+size_t eng_clip_utf8(char *dst, size_t dstlen, const char *src, size_t max_bytes)
+{
+    static const char more[] = "...";
+    const size_t more_len = sizeof more - 1;
+    if (dstlen == 0)
+        return 0;
+    size_t len = strlen(src), room = dstlen - 1, cut = len;
+    int clipped = len > max_bytes || len > room;
+    if (clipped) {
+        cut = max_bytes;
+        if (cut + more_len > room) /* the mark fits within dstlen */
+            cut = room > more_len ? room - more_len : 0;
+        /* Back off to a character boundary: a continuation byte (10xxxxxx)
+         * at the cut means the character it belongs to would be split. A
+         * valid character has at most three of them; an invalid run is left
+         * to the scrub below. */
+        for (int k = 0; k < 3 && cut > 0 && ((unsigned char)src[cut] & 0xC0) == 0x80; k++)
+            cut--;
+    }
+    memcpy(dst, src, cut);
+    dst[cut] = '\0';
+    ll_utf8_scrub(dst);
+    if (clipped && cut + more_len <= room) {
+        memcpy(dst + cut, more, sizeof more);
+        cut += more_len;
+    }
+    return cut;
+}
+
 int eng_json_error(ll_buf *b, int status, const char *param, const char *msg)
 {
-    const char *type = status == 404 ? "NotFoundError"
+    const char *type = status == 401 ? "AuthenticationError"
+                       : status == 404 ? "NotFoundError"
                        : status == 405 ? "MethodNotAllowed"
                        : status == 413 ? "RequestTooLarge"
                        : status == 503 ? "ServiceUnavailable"
                        : status >= 500 ? "InternalServerError"
                                        : "BadRequestError";
-    cJSON *root = cJSON_CreateObject();
+    /* The last guard for "every body is valid UTF-8": a message may carry
+     * request bytes (cJSON copies strings' bytes as they are). */
+    char *text = strdup(msg);
+    cJSON *root = text ? cJSON_CreateObject() : NULL;
     cJSON *e = cJSON_AddObjectToObject(root, "error");
     int rc = LL_ENOMEM;
-    if (e && cJSON_AddStringToObject(e, "message", msg) && cJSON_AddStringToObject(e, "type", type) &&
+    if (text)
+        ll_utf8_scrub(text);
+    if (e && cJSON_AddStringToObject(e, "message", text) && cJSON_AddStringToObject(e, "type", type) &&
         (param ? cJSON_AddStringToObject(e, "param", param) != NULL
                : cJSON_AddNullToObject(e, "param") != NULL) &&
         cJSON_AddNumberToObject(e, "code", status)) {
@@ -201,5 +236,6 @@ int eng_json_error(ll_buf *b, int status, const char *param, const char *msg)
         }
     }
     cJSON_Delete(root);
+    free(text);
     return rc;
 }

@@ -205,7 +205,16 @@ static void fire_profile(lg_run *r, const lg_level_ctx *L)
         snprintf(body, sizeof body, "{\"num_steps\":%d}", p->num_steps);
     else
         body[0] = '\0';
-    if (e && (h = curl_slist_append(NULL, "Content-Type: application/json")) &&
+    char auth[4200] = "";
+    struct curl_slist *ht = NULL;
+    /* A server with an API key guards its control endpoints too (vLLM, `loadlaw serve --api-key`). */
+    if (r->api_key)
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", r->api_key);
+    if ((h = curl_slist_append(NULL, "Content-Type: application/json")) && auth[0] &&
+        (ht = curl_slist_append(h, auth)))
+        h = ht;
+    memset(auth, 0, sizeof auth);
+    if (e && h && (!r->api_key || ht) &&
         curl_easy_setopt(e, CURLOPT_URL, url) == CURLE_OK && curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, body) == CURLE_OK &&
         curl_easy_setopt(e, CURLOPT_HTTPHEADER, h) == CURLE_OK &&

@@ -5,8 +5,9 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config libcurl4-openssl-dev libcjson-dev libgsl-dev
       libmicrohttpd-dev zlib1g-dev libopenblas-dev libjs-chart.js libyajl-dev libpcre2-dev curl)
 if [ "${1:-}" = "--test" ]; then
-  # Headless Chromium renders the HTML report in the report test.
-  pkgs+=(chromium)
+  # Headless Chromium renders the HTML report in the report test; promtool
+  # (Debian's prometheus package) lints the engine's /metrics.
+  pkgs+=(chromium prometheus)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -14,6 +14,7 @@
  * walks every transfer on each wake-up and would be the bottleneck).
  *
  *   bench_server [--levels 256,1024,4096] [--tokens 64] [--law 2+0.005n] [--time-scale 1]
+ *                [--engine KEY=V,..]   (more engine keys, e.g. conn_memory=32768)
  */
 #include <stdlib.h>
 #include <string.h>
@@ -175,7 +176,7 @@ out:
 
 int main(int argc, char **argv)
 {
-    const char *levels_s = "256,1024,4096", *law = "2+0.005n", *scale_s = "1";
+    const char *levels_s = "256,1024,4096", *law = "2+0.005n", *scale_s = "1", *more = "";
     int tokens = 64;
     for (int i = 1; i < argc; i += 2) {
         int64_t v;
@@ -189,11 +190,14 @@ int main(int argc, char **argv)
             law = argv[i + 1];
         else if (strcmp(argv[i], "--time-scale") == 0)
             scale_s = argv[i + 1];
+        else if (strcmp(argv[i], "--engine") == 0)
+            more = argv[i + 1];
         else if (strcmp(argv[i], "--tokens") == 0 && ll_parse_int64(argv[i + 1], &v) == 0 && v >= 2 &&
                  v <= 32768)
             tokens = (int)v;
         else {
-            fprintf(stderr, "usage: %s [--levels L,..] [--tokens N] [--law LAW] [--time-scale X]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--levels L,..] [--tokens N] [--law LAW] [--time-scale X] "
+                            "[--engine KEY=V,..]\n", argv[0]);
             return 2;
         }
     }
@@ -209,18 +213,18 @@ int main(int argc, char **argv)
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         return 1;
     eng_config cfg;
-    char err[256], spec[256];
+    char err[256], spec[512];
     eng_engine *e = NULL;
     eng_config_default(&cfg);
     cfg.port = 0;
-    snprintf(spec, sizeof spec, "law=%s,time_scale=%s,max_running=%d,prefill_budget=1000000", law, scale_s,
-             maxc);
+    snprintf(spec, sizeof spec, "law=%s,time_scale=%s,max_running=%d,prefill_budget=1000000%s%s", law,
+             scale_s, maxc, *more ? "," : "", more);
     if (eng_parse_spec(spec, &cfg, err, sizeof err) || eng_start(&cfg, &e, err, sizeof err)) {
         fprintf(stderr, "bench_server: %s\n", err);
         return 1;
     }
-    printf("command: %s --levels %s --tokens %d --law %s --time-scale %s\n", argv[0], levels_s, tokens, law,
-           scale_s);
+    printf("command: %s --levels %s --tokens %d --law %s --time-scale %s --engine '%s'\n", argv[0], levels_s,
+           tokens, law, scale_s, more);
     printf("engine: %s, law %s ms x %s, loopback, client and server in one process\n", eng_url(e), law,
            scale_s);
     printf("%8s %9s %12s %12s %8s %10s %10s %9s\n", "streams", "completed", "events/s", "law_ev/s",

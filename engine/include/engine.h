@@ -15,7 +15,12 @@
  * with its "path": after num_steps steps, when the engine goes idle, or after
  * timeout_s (default 30) on an idle engine; with an empty body it captures until POST /stop_profile, which
  * answers with the path; a step is in /metrics and in a running capture
- * before its tokens are released). Prompt tokens are whitespace-separated words of all
+ * before its tokens are released; output_dir is a plain subdirectory name of
+ * cfg.profile_dir, nothing else). With cfg.api_key every path but /health
+ * needs "Authorization: Bearer KEY" (401); cfg.control_key, cfg.no_control
+ * govern the two profile routes. Every JSON body is valid UTF-8 (request
+ * bytes echoed into errors are scrubbed and cut between characters).
+ * Prompt tokens are whitespace-separated words of all
  * message contents (or the prompt); usage is exact. Errors are OpenAI-style
  * {"error":{"message","type","param","code"}} with a 4xx (503: queue full).
  *
@@ -60,6 +65,13 @@ typedef struct eng_config {
     unsigned max_connections;  /* default 8192 */
     size_t max_body_bytes;     /* default 1 MiB */
     unsigned idle_timeout_s;   /* default 120 */
+    size_t conn_memory_bytes;  /* [conn_memory] libmicrohttpd's memory pool per connection
+                                * (request line and headers, upload read buffer, response
+                                * headers; bodies accumulate outside it): the server's
+                                * memory per stream is this plus ~0.5 KB, since MHD touches
+                                * the whole pool. Headers that do not fit get 431.
+                                * Default 8 KiB (MHD's own default, 32 KiB, cost 32.6 KB a
+                                * stream; 8 KiB takes ~7 KB of headers) */
     /* scheduler */
     int max_running;           /* sequences decoding at once, default 256 */
     int max_waiting;           /* queue bound beyond free batch slots; a full queue answers
@@ -94,7 +106,19 @@ typedef struct eng_config {
                                 * finish_reason "stop" after max(min_tokens, this) tokens
                                 * when that is below its max_tokens; 0 = never (default) */
     int default_max_tokens;    /* [default_max_tokens] when a request names none, default 256 */
-    const char *profile_dir;   /* [profile_dir] /start_profile's default output_dir, default "/tmp" */
+    const char *profile_dir;   /* [profile_dir] where /start_profile writes traces, default "/tmp";
+                                * a request's "output_dir" may only name a plain subdirectory
+                                * of it (no '/', not "." or "..") */
+    /* access control (README "serve: security") */
+    const char *api_key;       /* [api_key] when set, every endpoint but /health needs
+                                * "Authorization: Bearer KEY" (401 otherwise); NULL = open */
+    const char *control_key;   /* [control_key] the key /start_profile and /stop_profile need
+                                * instead of api_key; NULL = api_key's rule */
+    int no_control;            /* [no_control] 1: /start_profile and /stop_profile answer 404 */
+    int metrics_vllm_names;    /* [metrics_vllm_names] 1: /metrics also has vLLM's
+                                * "vllm:..." gauges (colons: not lint-clean), default 0 */
+    size_t step_log_max;       /* [step_log_max] steps the log keeps (the newest); older ones
+                                * are dropped and counted, default 1000000 (40 MB) */
     /* A failed backend step stops the scheduler for good (eng_failed). When
      * set, on_failure(on_failure_arg, message) is called once, from the
      * scheduler thread, after every request has been ended; it must not call
@@ -106,7 +130,7 @@ typedef struct eng_config {
                                 * reach the failed-engine path; 0 = never (default) */
     /* private (config.c): the strings this config owns, one slot per string
      * field; only eng_config_* touch it */
-    char *owned_str_[4];
+    char *owned_str_[6];
 } eng_config;
 
 /* Defaults, on a fresh config or one released by eng_config_free (a config
@@ -130,7 +154,10 @@ int eng_parse_law(const char *law, eng_config *cfg, char *err, size_t errlen);
  * Also: d_model, d_ff, vocab, capacity, min_ctx (cpu sizes, see eng_config),
  * a, b, c, p (law terms alone), max_waiting, max_tokens_limit, max_context,
  * stop_after, default_max_tokens, model, host, port, profile_dir, max_connections,
- * max_body (bytes, k/m suffixes), idle_timeout (duration), think_tokens (= think),
+ * max_body (bytes, k/m suffixes), conn_memory (bytes), idle_timeout (duration),
+ * think_tokens (= think),
+ * api_key, control_key, no_control, metrics_vllm_names (switches: 0|1),
+ * step_log_max,
  * fault_fail_step (a testing aid, see eng_config).
  * String values are copied into cfg, which owns them (eng_config_free).
  * Unknown keys are an error naming the key. Fields not named keep their value;
@@ -192,17 +219,26 @@ typedef struct eng_step {
     int n_running;             /* sequences admitted (prefilling or decoding) */
     int prefill_tok;           /* prompt tokens prefilled this step */
     int64_t ctx_tok;           /* total context tokens of decoding sequences */
+    int64_t plan_ns;           /* what the backend planned the step to take (the synthetic
+                                * law with its jitter: the deadline minus the planned start),
+                                * whatever the machine made of it; 0 when the backend plans
+                                * nothing (a computing backend's step is its work) */
 } eng_step;
 
 /* Copy steps [from, from+max) of the step log into out; returns how many were
- * copied (0 at the end). The log keeps every step of the engine's life.
+ * copied (0 at the end). Indices count every step of the engine's life; the
+ * log keeps the newest cfg.step_log_max of them, so a read from an index
+ * below eng_step_first copies nothing (0) rather than other steps.
  * A step is logged before its tokens are released, so once a client has
  * received a token (or a whole response), the step that made it is already
  * here: the log never trails the streams. (A step whose log entry could not
  * be allocated is missing, never late.) */
 size_t eng_steps(eng_engine *e, size_t from, eng_step *out, size_t max);
-/* Steps logged so far. */
+/* Steps logged so far (the index one past the newest). */
 size_t eng_step_count(eng_engine *e);
+/* The oldest index the log still holds: the number of steps dropped to keep
+ * it within step_log_max (also /metrics' loadlaw_step_log_dropped_total). */
+size_t eng_step_first(eng_engine *e);
 
 /* 0 while the scheduler runs. Once a backend step has failed (the scheduler
  * then ends every request and stops; new requests get 503, /health answers

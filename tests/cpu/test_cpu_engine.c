@@ -80,7 +80,8 @@ static void check_trace(eng_engine *e)
     }
     ll_buf b = {0};
     snprintf(url, sizeof url, "%s/start_profile", eng_url(e));
-    snprintf(body, sizeof body, "{\"output_dir\":\"%s\"}", dir);
+    /* a request names a plain folder under the engine's profile_dir (/tmp here) */
+    snprintf(body, sizeof body, "{\"output_dir\":\"%s\"}", dir + strlen("/tmp/"));
     CHECK(http("POST", url, body, &b) == 200, "start_profile: %s", b.p ? b.p : "");
     ll_buf_free(&b);
     req_arg ra = {.url = eng_url(e), .max_tokens = 6};

@@ -31,11 +31,19 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
 
 int tc_request(const char *method, const char *url, const char *body, long body_len, tc_resp *out)
 {
+    return tc_request_hdr(method, url, body, body_len, NULL, out);
+}
+
+int tc_request_hdr(const char *method, const char *url, const char *body, long body_len,
+                   const char *header, tc_resp *out)
+{
     memset(out, 0, sizeof *out);
     CURL *h = curl_easy_init();
     if (!h)
         return -1;
     struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
+    if (hdr && header)
+        hdr = curl_slist_append(hdr, header);
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);

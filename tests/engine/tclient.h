@@ -18,6 +18,9 @@ typedef struct tc_resp {
 
 /* method: "GET" or "POST"; body may be NULL; body_len < 0 means strlen. */
 int tc_request(const char *method, const char *url, const char *body, long body_len, tc_resp *out);
+/* The same with one extra request header ("Authorization: Bearer K"; NULL: none). */
+int tc_request_hdr(const char *method, const char *url, const char *body, long body_len,
+                   const char *header, tc_resp *out);
 void tc_resp_free(tc_resp *r);
 
 /* The payloads of "data: ..." events, in order (caller frees with tc_events_free). */

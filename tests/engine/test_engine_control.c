@@ -80,18 +80,20 @@ static void test_profile(const char *dir)
     snprintf(u, sizeof u, "%s/v1/completions", base);
     tc_bg_start(&bg, u, "{\"prompt\":\"p q r\",\"max_tokens\":120,\"ignore_eos\":true,\"stream\":true}");
     usleep(10000);
-    snprintf(body, sizeof body, "{\"num_steps\":5,\"output_dir\":\"%s\"}", dir);
+    /* output_dir: a plain subdirectory of --profile-dir (dir) */
+    snprintf(body, sizeof body, "{\"num_steps\":5,\"output_dir\":\"caps\"}");
     post("/start_profile", body, &r);
     cJSON *o = cJSON_Parse(r.body.p);
     const char *path = ll_json_str(o, "path", "");
-    CHECK(r.status == 200 && strstr(path, dir) == path && ll_json_i64(o, "num_steps", -1) == 5,
-          "start_profile num_steps answers with the file: %s", r.body.p);
+    CHECK(r.status == 200 && strstr(path, dir) == path && strstr(path, "/caps/loadlaw-") &&
+          ll_json_i64(o, "num_steps", -1) == 5, "start_profile num_steps answers with the file: %s",
+          r.body.p);
     check_trace(path, 5, "num_steps trace");
     unlink(path);
     cJSON_Delete(o);
     tc_resp_free(&r);
 
-    snprintf(body, sizeof body, "{\"num_steps\":3,\"output_dir\":\"%s\",\"gzip\":true}", dir);
+    snprintf(body, sizeof body, "{\"num_steps\":3,\"output_dir\":\"caps\",\"gzip\":true}");
     post("/start_profile", body, &r);
     o = cJSON_Parse(r.body.p);
     path = ll_json_str(o, "path", "");
@@ -130,7 +132,7 @@ static void test_profile(const char *dir)
     CHECK(tc_stream_tokens(bg.resp.body.p) == 120, "stream during profiling complete");
 
     /* on an idle engine a num_steps capture answers at its timeout, empty */
-    snprintf(body, sizeof body, "{\"num_steps\":3,\"output_dir\":\"%s\",\"timeout_s\":0.2}", dir);
+    snprintf(body, sizeof body, "{\"num_steps\":3,\"output_dir\":\"caps\",\"timeout_s\":0.2}");
     int64_t t0 = ll_now_ns();
     post("/start_profile", body, &r);
     double waited = (double)(ll_now_ns() - t0) * 1e-9;
@@ -306,6 +308,9 @@ int main(void)
 
     test_queue_and_disconnect();
     test_stop_in_flight(dir);
+    char sub[sizeof dir + 8];
+    snprintf(sub, sizeof sub, "%s/caps", dir);
+    rmdir(sub);
     rmdir(dir);
     curl_global_cleanup();
     TEST_MAIN_END();

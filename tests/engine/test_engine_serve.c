@@ -245,6 +245,46 @@ static void usage_errors(void)
     }
 }
 
+static long status_of(const served *s, const char *method, const char *path, const char *auth)
+{
+    char url[256];
+    tc_resp r;
+    snprintf(url, sizeof url, "%s%s", s->url, path);
+    tc_request_hdr(method, url, method[0] == 'P' ? "" : NULL, 0, auth, &r);
+    tc_resp_free(&r);
+    return r.status;
+}
+
+/* The key from LOADLAW_API_KEY, --no-control as a flag, the bind warning,
+ * and no key in anything serve prints. */
+static void access_flags(void)
+{
+    served s;
+    char errtext[8192];
+    char *args[] = {"--time-scale", "0.01", "--host", "0.0.0.0", "--no-control", "-v", NULL};
+    setenv("LOADLAW_API_KEY", "env-k3y-value", 1);
+    int rc = serve_start(&s, args, 0);
+    unsetenv("LOADLAW_API_KEY");
+    if (rc != 0)
+        return;
+    CHECK(status_of(&s, "GET", "/v1/models", NULL) == 401, "env key: 401 without it");
+    CHECK(status_of(&s, "GET", "/v1/models", "Authorization: Bearer env-k3y-value") == 200,
+          "env key: 200 with it");
+    CHECK(status_of(&s, "GET", "/health", NULL) == 200, "health open");
+    CHECK(status_of(&s, "POST", "/stop_profile", "Authorization: Bearer env-k3y-value") == 404,
+          "--no-control is a flag that turns control off");
+    int status = serve_signal(&s, SIGTERM, errtext, sizeof errtext);
+    CHECK(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0, "keyed serve stops cleanly");
+    CHECK(!strstr(errtext, "env-k3y") && !strstr(errtext, "without an API key"),
+          "no key and no warning on stderr:\n%s", errtext);
+
+    char *open_args[] = {"--time-scale", "0.01", "--host", "0.0.0.0", NULL};
+    if (serve_start(&s, open_args, 0) != 0)
+        return;
+    status = serve_signal(&s, SIGTERM, errtext, sizeof errtext);
+    CHECK(strstr(errtext, "without an API key") != NULL, "0.0.0.0 without a key warns:\n%s", errtext);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -267,6 +307,7 @@ int main(int argc, char **argv)
     ignored_sigint();
     failed_step();
     usage_errors();
+    access_flags();
 
     curl_global_cleanup();
     TEST_MAIN_END();
