@@ -493,7 +493,10 @@ static int load_headers(ld *c, const cJSON *t, scn_scenario *s)
 static int load_root(ld *c, const cJSON *root, scn_scenario *s)
 {
     static const char *const keys[] = {"name", "target", "engine", "request", "prompts", "load",
-                                       "levels", "output", "ab", "$comment", NULL};
+                                       "levels", "output", "ab", "defaults", "$comment", NULL};
+    /* "defaults" is the label scn_to_json writes (which defaults a run started
+     * from); accepted back so a run line's "config" loads as a scenario. */
+    static const char *const k_defaults[] = {"bundled", "remote", "file", NULL};
     static const char *const tkeys[] = {"url", "model", "endpoint", "path", "headers", "api_key_env", NULL};
     static const char *const rkeys[] = {"max_tokens", "think_tokens", "ignore_eos", "timeout_s",
                                         "extra_body", "continuous_usage", NULL};
@@ -506,6 +509,13 @@ static int load_root(ld *c, const cJSON *root, scn_scenario *s)
         (rc = get_str(c, root, "", "output", 1, &s->output)) || (rc = get_obj(c, root, "", "target", &t)) ||
         (rc = get_obj(c, root, "", "request", &r)))
         return rc;
+    const cJSON *dv = cJSON_GetObjectItemCaseSensitive(root, "defaults");
+    if (dv && !cJSON_IsNull(dv)) {
+        int d = 0;
+        if ((rc = get_enum(c, root, "", "defaults", k_defaults, "\"bundled\", \"remote\" or \"file\"", &d)) ||
+            (rc = scn_set_str(&s->defaults, k_defaults[d])))
+            return rc;
+    }
     if (t && ((rc = check_keys(c, t, "target", tkeys)) || (rc = get_str(c, t, "target", "url", 1, &s->url)) ||
               (rc = get_str(c, t, "target", "model", 1, &s->model)) ||
               (rc = get_str(c, t, "target", "api_key_env", 0, &s->api_key_env)) ||

@@ -52,6 +52,7 @@ static void test_errors(void)
     expect_error("{\"load\":{\"concurrency\":[1]},\"levels\":[{\"concurrency\":2}]}", "load.concurrency", "levels");
     expect_error("{\"load\":{\"rate_per_s\":-1}}", "load.rate_per_s", NULL);
     expect_error("{\"load\":{\"max_failed\":1.5}}", "load.max_failed", "[0, 1]");
+    expect_error("{\"defaults\":\"mine\"}", "defaults", "\"bundled\", \"remote\" or \"file\"");
     expect_error("{\"load\":{\"max_faild\":0.5}}", "load.max_faild", "unknown key");
     /* One arrival gap of 1/rate seconds becomes int64 ns: 1e-300/s overflows it. */
     expect_error("{\"load\":{\"rate_per_s\":1e-300}}", "load.rate_per_s", "1e-06");
@@ -92,7 +93,22 @@ static void test_load_and_override(void)
           "to_json: %s",
           txt ? txt : "(null)");
     /* The effective config round-trips through the strict loader (keys it
-     * writes are keys it accepts), apart from the derived "requests". */
+     * writes are keys it accepts, the "defaults" label too): loaded back and
+     * written again, it is the same text. */
+    scn_scenario *s2 = NULL;
+    CHECK(scn_set_str(&s->defaults, "file") == 0, "label");
+    cJSON_Delete(o);
+    cJSON_free(txt);
+    o = scn_to_json(s);
+    txt = o ? cJSON_PrintUnformatted(o) : NULL;
+    rc = txt ? scn_load_string(txt, "to_json", &s2, err, sizeof err) : -1;
+    CHECK(rc == 0 && s2 && s2->defaults && strcmp(s2->defaults, "file") == 0, "to_json loads back: %s", err);
+    cJSON *o2 = s2 ? scn_to_json(s2) : NULL;
+    char *txt2 = o2 ? cJSON_PrintUnformatted(o2) : NULL;
+    CHECK(txt && txt2 && strcmp(txt, txt2) == 0, "round trip: %s\nvs %s", txt ? txt : "", txt2 ? txt2 : "");
+    cJSON_free(txt2);
+    cJSON_Delete(o2);
+    scn_free(s2);
     cJSON_free(txt);
     cJSON_Delete(o);
     scn_free(s);
