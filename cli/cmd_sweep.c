@@ -16,7 +16,14 @@
  * then ends as usual, with summary.json from the fit of what was recorded,
  * and exits 130. The second waits up to a second for the records already
  * queued to reach the file and exits at once with 130. Exit: 0 ok, 1
- * failure, 2 usage, 3 ab gate missed, 130 interrupted. */
+ * failure, 2 usage, 3 ab gate missed, 130 interrupted.
+ *
+ * DESIGN (K ranks, under mpirun: mpi_sweep.h): rank 0 parses the command
+ * line and the scenario and sends the effective scenario, the run directory
+ * and the key to every rank; it alone hosts the bundled engine and sends its
+ * URL (sweep_share.c). Each rank records its share into its own
+ * RUN_DIR/rank-<r>.jsonl; loadgen's lg_dist hooks bring them into rank 0's
+ * records.jsonl level by level, and rank 0 alone fits and reports. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -32,6 +39,7 @@
 #include "fit.h"
 #include "host_engine.h"
 #include "loadgen.h"
+#include "mpi_sweep.h"
 #include "opts.h"
 #include "report.h"
 #include "scenario.h"
@@ -130,11 +138,14 @@ static int start_target(const sweep_job *j, host_engine *host, const char **url,
     return CLI_OK;
 }
 
-/* RUN_DIR (created) and its records writer. */
-static int open_records(const char *run_dir, ll_rec_writer **w)
+/* RUN_DIR (created) and its records writer: records.jsonl, or under K ranks
+ * rank r's own rank-<r>.jsonl (path: the file, for mpi_sweep to read back). */
+static int open_records(const char *run_dir, int rank, ll_rec_writer **w, char *path, size_t pathlen)
 {
-    char err[1024] = "", path[4200];
-    if (snprintf(path, sizeof path, "%s/records.jsonl", run_dir) >= (int)sizeof path) {
+    char err[1024] = "";
+    int n = rank ? snprintf(path, pathlen, "%s/rank-%d.jsonl", run_dir, rank)
+                 : snprintf(path, pathlen, "%s/records.jsonl", run_dir);
+    if (n < 0 || (size_t)n >= pathlen) {
         fprintf(stderr, "loadlaw sweep: %s: run directory name too long\n", run_dir);
         return CLI_USAGE;
     }
@@ -148,15 +159,26 @@ static int open_records(const char *run_dir, ll_rec_writer **w)
 /* Run every level; the engine's steps go to the records from the run line
  * on. Returns CLI_OK, CLI_INTERRUPTED or CLI_FAIL, and the run's counts. */
 static int run_levels(const sweep_job *j, const char *url, const char *model, host_engine *host,
-                      ll_rec_writer *w, size_t *n_ok)
+                      ll_rec_writer *w, const char *rec_path, size_t *n_ok)
 {
     char err[1024] = "";
     lg_run *run = NULL;
-    int bundled = host->eng != NULL;
+    int bundled = host->eng != NULL, rank = j->mpi ? mpi_sweep_rank(j->mpi) : 0;
+    /* How long rank 0 waits for a rank past its own share of a level: that
+     * rank's last request may run a whole timeout, then a drain. */
+    double wait_s = j->scn->timeout_s + j->scn->drain_s + 30;
+    const lg_dist *dist = NULL;
+    if (j->mpi && mpi_sweep_dist(j->mpi, w, rec_path, wait_s, &dist)) {
+        fprintf(stderr, "loadlaw sweep: out of memory\n");
+        return CLI_FAIL;
+    }
     lg_config lc = {.scn = j->scn, .prompts = j->prompts, .url = url, .model = model, .api_key = j->api_key,
                     .records = w, .engine_spec = bundled ? host->spec : NULL,
                     .engine_backend = bundled ? host->backend : NULL, .engine_law = bundled ? &host->law : NULL,
-                    .scenario_name = j->scn->path, .progress = !j->quiet && isatty(2)};
+                    /* under mpirun stderr is its pipe, never a terminal: rank 0
+                     * shows the line unless -q (mpirun passes it to the terminal) */
+                    .scenario_name = j->scn->path, .progress = rank == 0 && !j->quiet && (isatty(2) || j->mpi),
+                    .dist = dist};
     if (lg_run_create(&lc, &run, err, sizeof err)) {
         fprintf(stderr, "loadlaw sweep: %s\n", err);
         return CLI_FAIL;
@@ -167,14 +189,22 @@ static int run_levels(const sweep_job *j, const char *url, const char *model, ho
     char why[256];
     if (bundled && host_engine_failed(host, why, sizeof why))
         lg_run_interrupt(run, 0); /* it failed before on_engine_failure could see the run */
-    fprintf(stderr, "loadlaw sweep: %s (%s defaults) -> %s (%zu levels), records in %s/records.jsonl\n",
-            j->scn->path ? j->scn->path : "no scenario", j->scn->defaults ? j->scn->defaults : "file", url,
-            j->scn->n_levels, j->run_dir);
+    char ranks[32] = "";
+    if (j->mpi)
+        snprintf(ranks, sizeof ranks, ", %d ranks", mpi_sweep_ranks(j->mpi));
+    if (rank == 0)
+        fprintf(stderr, "loadlaw sweep: %s (%s defaults) -> %s (%zu levels%s), records in %s/records.jsonl\n",
+                j->scn->path ? j->scn->path : "no scenario", j->scn->defaults ? j->scn->defaults : "file", url,
+                j->scn->n_levels, ranks, j->run_dir);
     int rc = lg_run_sweep(run, err, sizeof err);
     if (rc && rc != LL_EINTR)
         fprintf(stderr, "loadlaw sweep: %s\n", err);
     size_t failed = 0;
     lg_run_counts(run, n_ok, &failed);
+    /* All ranks left the level loop together (a stop is agreed in
+     * before_level): each may end on its own, without aborting the job. */
+    if (j->mpi && (rc == 0 || rc == LL_EINTR))
+        mpi_sweep_synced(j->mpi);
     /* The writer stays published: a second Ctrl-C still drains it. */
     publish(NULL, w);
     lg_run_free(run);
@@ -285,19 +315,24 @@ int sweep_one(const sweep_job *j)
 {
     host_engine host = {0};
     ll_rec_writer *w = NULL;
-    const char *url, *model;
+    const char *url = NULL, *model = NULL;
     size_t n_ok = 0;
-    char why[512];
-    int ret = start_target(j, &host, &url, &model);
+    char why[512], rec_path[4200], *hold_url = NULL, *hold_model = NULL;
+    int rank = j->mpi ? mpi_sweep_rank(j->mpi) : 0;
+    int ret = rank == 0 ? start_target(j, &host, &url, &model) : CLI_OK;
+    if (j->mpi)
+        ret = sweep_share_target(j, ret, &url, &model, &hold_url, &hold_model);
     if (ret == CLI_OK)
-        ret = open_records(j->run_dir, &w);
+        ret = open_records(j->run_dir, rank, &w, rec_path, sizeof rec_path);
     if (ret != CLI_OK)
         goto out;
-    ret = run_levels(j, url, model, &host, w, &n_ok);
+    ret = run_levels(j, url, model, &host, w, rec_path, &n_ok);
     int crc = close_records(&host, w);
     w = NULL;
     if (ret == CLI_OK)
         ret = crc;
+    if (rank != 0)
+        goto out; /* its records are in rank 0's file; rank 0 fits and reports */
     if (host_engine_failed(&host, why, sizeof why)) {
         fprintf(stderr, "loadlaw sweep: the bundled engine failed: %s (records so far are kept)\n", why);
         ret = CLI_FAIL;
@@ -318,6 +353,8 @@ out:
         ll_rec_close(w);
     }
     host_engine_stop(&host);
+    free(hold_url);
+    free(hold_model);
     return ret;
 }
 
@@ -341,13 +378,18 @@ static void raise_nofile(void)
 /* Before the run: can the largest level's streams have their sockets? One per
  * stream in the client, and one more per stream for a bundled engine in this
  * process. CLI_OK, or CLI_USAGE after saying what the limit is and what to do. */
-static int check_nofile(const scn_scenario *s)
+static int check_nofile(const scn_scenario *s, int ranks)
 {
     struct rlimit rl;
     int c_max = 0;
     for (size_t i = 0; i < s->n_levels; i++)
         if (s->levels[i].concurrency > c_max)
             c_max = s->levels[i].concurrency;
+    /* K ranks against --url: this process (rank 0) drives ceil(C/K) of the
+     * streams. A bundled engine here serves all C, so then the whole C counts
+     * (over-counting rank 0's own share: a conservative check). */
+    if (ranks > 1 && s->url)
+        c_max = (c_max + ranks - 1) / ranks;
     if (c_max == 0 || getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
         return CLI_OK; /* an uncapped open loop has no fixed need; nothing to check */
     int bundled = s->url == NULL;
@@ -403,16 +445,49 @@ static int load_scenario(const sweep_opts *o, scn_scenario **out)
     return CLI_OK;
 }
 
-int cmd_sweep(int argc, char **argv)
+/* Rank 0's side of the command before any rank runs: the options, the
+ * scenario with the flags laid over it, the run directory and the key.
+ * CLI_GO_ON to run the sweep, else the exit code (CLI_OK after --help). */
+static int prepare(int argc, char **argv, sweep_opts *o, scn_scenario **scn, char *run_dir, size_t n,
+                   const char **key, int ranks)
 {
-    sweep_opts o;
-    char err[1024] = "", run_dir[4096];
-    scn_scenario *scn = NULL;
-    scn_prompts *prompts = NULL;
-    int ret = sweep_parse_args(argc, argv, &o);
+    int ret = sweep_parse_args(argc, argv, o);
     if (ret != CLI_GO_ON)
         return ret;
-    if ((ret = load_scenario(&o, &scn)) != CLI_OK)
+    if ((ret = load_scenario(o, scn)) != CLI_OK)
+        return ret;
+    if (ranks > 1 && (*scn)->ab.enabled) {
+        fprintf(stderr, "loadlaw sweep: an \"ab\" scenario runs in one process (run each side under mpirun)\n");
+        return CLI_USAGE;
+    }
+    *key = o->api_key ? o->api_key : getenv((*scn)->api_key_env ? (*scn)->api_key_env : "OPENAI_API_KEY");
+    if ((*scn)->output)
+        snprintf(run_dir, n, "%s", (*scn)->output);
+    else
+        default_run_dir(run_dir, n);
+    return CLI_GO_ON;
+}
+
+int cmd_sweep(int argc, char **argv)
+{
+    sweep_opts o = {0};
+    char err[1024] = "", run_dir[4096] = "";
+    scn_scenario *scn = NULL;
+    scn_prompts *prompts = NULL;
+    mpi_sweep *mpi = NULL;
+    cJSON *hold = NULL;
+    const char *key = NULL;
+    int ret;
+    /* Under mpirun: one rank of K (mpi_sweep.h); a plain run never starts MPI. */
+    if (mpi_sweep_launched() && mpi_sweep_init(&mpi, err, sizeof err)) {
+        fprintf(stderr, "loadlaw sweep: %s\n", err);
+        return CLI_FAIL;
+    }
+    int rank = mpi ? mpi_sweep_rank(mpi) : 0, ranks = mpi ? mpi_sweep_ranks(mpi) : 1;
+    ret = rank == 0 ? prepare(argc, argv, &o, &scn, run_dir, sizeof run_dir, &key, ranks) : CLI_GO_ON;
+    if (mpi)
+        ret = sweep_share_job(mpi, ret, &o, &scn, run_dir, sizeof run_dir, &key, &hold);
+    if (ret != CLI_GO_ON)
         goto out;
     ret = CLI_FAIL;
     g_drain_s = scn->drain_s;
@@ -421,24 +496,27 @@ int cmd_sweep(int argc, char **argv)
         goto out;
     }
     raise_nofile();
-    if ((ret = check_nofile(scn)) != CLI_OK)
+    if (rank == 0 && (ret = check_nofile(scn, ranks)) != CLI_OK)
         goto out;
     ret = CLI_FAIL;
     if (cli_signals_start(on_first, on_second, NULL, err, sizeof err)) {
         fprintf(stderr, "loadlaw sweep: %s\n", err);
         goto out;
     }
-    const char *key = o.api_key ? o.api_key : getenv(scn->api_key_env ? scn->api_key_env : "OPENAI_API_KEY");
-    if (scn->output)
-        snprintf(run_dir, sizeof run_dir, "%s", scn->output);
-    else
-        default_run_dir(run_dir, sizeof run_dir);
     sweep_job job = {.scn = scn, .prompts = prompts, .engine_spec = scn->engine_spec, .run_dir = run_dir,
-                     .api_key = key && key[0] ? key : NULL, .quiet = o.quiet, .no_report = o.no_report};
+                     .api_key = key && key[0] ? key : NULL, .quiet = o.quiet, .no_report = o.no_report,
+                     .mpi = mpi};
     ret = scn->ab.enabled ? sweep_ab(&job, run_dir) : sweep_one(&job);
     cli_signals_stop();
 out:
     scn_prompts_free(prompts);
     scn_free(scn);
+    cJSON_Delete(hold);
+    /* The job's exit status is rank 0's: mpirun ends the whole job as soon
+     * as any process exits non-zero, which would kill rank 0 before its
+     * summary. A rank that failed out of step aborts in mpi_sweep_end. */
+    if (rank > 0 && (ret == CLI_INTERRUPTED || ret == CLI_USAGE))
+        ret = CLI_OK;
+    mpi_sweep_end(mpi, ret);
     return ret;
 }

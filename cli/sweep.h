@@ -6,6 +6,8 @@
 
 #include "scenario.h"
 
+typedef struct mpi_sweep mpi_sweep; /* mpi_sweep.h */
+
 /* The command line as given; NULL / -1 = not given (the scenario decides). */
 #define SWEEP_MAX_HEADERS 64
 typedef struct sweep_opts {
@@ -46,7 +48,22 @@ typedef struct sweep_job {
     const char *run_dir;
     const char *api_key;         /* NULL = none */
     int quiet, no_report;
+    mpi_sweep *mpi;              /* one rank of K (mpi_sweep.h); NULL: the whole load */
 } sweep_job;
+
+/* K ranks (sweep_share.c). Rank 0's outcome of preparing the job (ret:
+ * CLI_GO_ON or an exit code) and, when it goes on, the scenario, run directory, key and -q /
+ * --no-report to every rank; the others get *scn (theirs to free), run_dir,
+ * o->quiet, o->no_report and *key (valid while *hold lives; caller deletes it
+ * with cJSON_Delete). Returns rank 0's outcome on every rank (CLI_GO_ON:
+ * run the sweep). */
+int sweep_share_job(mpi_sweep *mpi, int ret, sweep_opts *o, scn_scenario **scn, char *run_dir, size_t n,
+                    const char **key, cJSON **hold);
+/* Rank 0's target (its outcome, URL, model, host name) to every rank; on the
+ * others *url and *model point into *hold_url and *hold_model (caller frees).
+ * Returns rank 0's outcome on every rank. */
+int sweep_share_target(const sweep_job *j, int ret, const char **url, const char **model, char **hold_url,
+                       char **hold_model);
 
 /* Open run_dir/records.jsonl, start the bundled engine when scn->url is
  * NULL (its steps go to the records), run every level, then fit the records

@@ -56,7 +56,7 @@ int ll_err_class_parse(const char *name, ll_err_class *out)
 
 /* ---- the writer: queue ------------------------------------------------------- */
 
-enum rec_kind { K_LEVEL, K_LEVEL_END, K_REQUEST, K_STEP, K_JSON };
+enum rec_kind { K_LEVEL, K_LEVEL_END, K_REQUEST, K_STEP, K_JSON, K_CLOCK, K_LINES };
 
 typedef struct rec_item {
     enum rec_kind kind;
@@ -66,6 +66,11 @@ typedef struct rec_item {
         ll_rec_request rq;
         ll_rec_step st;
         cJSON *obj;
+        ll_rec_clock ck;
+        struct {
+            char *p;
+            size_t len;
+        } lines;                  /* K_LINES: complete lines, formatted elsewhere */
     } u;
 } rec_item;
 
@@ -92,6 +97,8 @@ static void item_free(rec_item *it)
         free(it->u.rq.error);
     } else if (it->kind == K_JSON) {
         cJSON_Delete(it->u.obj);
+    } else if (it->kind == K_LINES) {
+        free(it->u.lines.p);
     }
 }
 
@@ -230,6 +237,14 @@ fail:
     return rc;
 }
 
+static int format_clock(ll_buf *b, const ll_rec_clock *ck)
+{
+    return ll_buf_printf(b,
+                         "{\"type\":\"clock\",\"level\":%d,\"rank\":%d,\"offset_ns\":%" PRId64
+                         ",\"rtt_ns\":%" PRId64 ",\"samples\":%d,\"start_ns\":%" PRId64 "}",
+                         ck->level, ck->rank, ck->offset_ns, ck->rtt_ns, ck->samples, ck->start_ns);
+}
+
 static int format_item(ll_buf *b, const rec_item *it)
 {
     char *s;
@@ -242,6 +257,10 @@ static int format_item(ll_buf *b, const rec_item *it)
         return format_request(b, &it->u.rq);
     case K_STEP:
         return format_step(b, &it->u.st);
+    case K_CLOCK:
+        return format_clock(b, &it->u.ck);
+    case K_LINES:
+        return LL_EINVAL; /* written as they are (write_item) */
     case K_JSON:
         if (!(s = cJSON_PrintUnformatted(it->u.obj)))
             return LL_ENOMEM;
@@ -252,9 +271,28 @@ static int format_item(ll_buf *b, const rec_item *it)
     return LL_EINVAL;
 }
 
+/* Lines formatted by another writer (a rank's records, ll_rec_put_lines):
+ * written as they came, flushed, each counted. */
+static void write_lines(ll_rec_writer *w, const char *p, size_t len)
+{
+    if (fwrite(p, 1, len, w->f) != len || fflush(w->f) != 0) {
+        ll_error("records: write failed: %s", strerror(errno));
+        atomic_store(&w->failed, 1);
+        return;
+    }
+    uint64_t n = 0;
+    for (const char *q = p; (q = memchr(q, '\n', (size_t)(p + len - q))) != NULL; q++)
+        n++;
+    atomic_fetch_add(&w->n_written, n);
+}
+
 /* Format one record and write it as a line, flushed. */
 static void write_item(ll_rec_writer *w, const rec_item *it)
 {
+    if (it->kind == K_LINES) {
+        write_lines(w, it->u.lines.p, it->u.lines.len);
+        return;
+    }
     ll_buf_reset(&w->line);
     int rc = format_item(&w->line, it);
     if (rc == 0)
@@ -446,6 +484,27 @@ int ll_rec_put_request(ll_rec_writer *w, ll_rec_request *rq)
 int ll_rec_put_step(ll_rec_writer *w, const ll_rec_step *st)
 {
     rec_item it = {.kind = K_STEP, .u.st = *st};
+    return enqueue(w, &it);
+}
+
+int ll_rec_put_clock(ll_rec_writer *w, const ll_rec_clock *ck)
+{
+    rec_item it = {.kind = K_CLOCK, .u.ck = *ck};
+    return enqueue(w, &it);
+}
+
+int ll_rec_put_lines(ll_rec_writer *w, const char *text, size_t len)
+{
+    /* Whole lines only: a piece without its newline would glue two records. */
+    if (len == 0)
+        return 0;
+    if (text[len - 1] != '\n')
+        return LL_EINVAL;
+    rec_item it = {.kind = K_LINES};
+    if (!(it.u.lines.p = malloc(len)))
+        return LL_ENOMEM;
+    memcpy(it.u.lines.p, text, len);
+    it.u.lines.len = len;
     return enqueue(w, &it);
 }
 

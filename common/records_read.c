@@ -318,6 +318,22 @@ static int rd_profile(reader *r, const cJSON *o)
     return r->h->on_profile(&p, r->ctx);
 }
 
+static int rd_clock(reader *r, const cJSON *o)
+{
+    ll_rec_clock c = {0};
+    rd_begin(r);
+    c.level = rd_count(r, o, "level", 1);
+    c.rank = rd_count(r, o, "rank", 1);
+    /* an offset may be negative: the rank's clock behind rank 0's */
+    c.offset_ns = rd_int(r, o, "offset_ns", 1, -TIME_MAX_NS, TIME_MAX_NS, 0);
+    c.rtt_ns = rd_time(r, o, "rtt_ns", 0);
+    c.samples = rd_count(r, o, "samples", 0);
+    c.start_ns = rd_time(r, o, "start_ns", 0);
+    if (!rd_keep(r) || !r->h->on_clock)
+        return 0;
+    return r->h->on_clock(&c, r->ctx);
+}
+
 static int rd_line(const cJSON *o, size_t line_no, void *ctx)
 {
     reader *r = ctx;
@@ -344,6 +360,8 @@ static int rd_line(const cJSON *o, size_t line_no, void *ctx)
         return rd_level_end(r, o);
     if (strcmp(type, LL_REC_PROFILE) == 0)
         return rd_profile(r, o);
+    if (strcmp(type, LL_REC_CLOCK) == 0)
+        return rd_clock(r, o);
     if (strcmp(type, LL_REC_RUN) == 0) {
         r->st->n_rejected++; /* a second run line: the first one describes the run */
         return 0;

@@ -23,8 +23,10 @@
 typedef struct lg_level_ctx {
     int index;
     const scn_level *lv;
-    int total;                 /* warmup + measured */
-    int warmup;
+    int total;                 /* this rank's warmup + measured */
+    int warmup;                /* this rank's warmup */
+    int concurrency;           /* this rank's C (open loop: cap, 0 = none) */
+    double rate_per_s;         /* this rank's rate (open loop), else 0 */
     int64_t start_ns, deadline_ns;  /* CLOCK_MONOTONIC; deadline 0 = none */
     uint64_t seed;
     atomic_int next;           /* closed loop: next request index to issue */
@@ -38,6 +40,7 @@ typedef struct lg_xfer {
     struct lg_xfer *prev, *next;   /* worker's in-flight list */
     uint64_t id;
     int req_index, warmup, prompt_words;
+    size_t prompt_index;           /* req_index * ranks + rank: the prompt one process would send */
     /* CLOCK_MONOTONIC ns, -1 = not reached */
     int64_t intended_ns, send_ns, header_ns, first_tok_ns, first_think_ns, first_answer_ns, end_ns;
     int64_t now_ns;                /* arrival time of the bytes being parsed */
@@ -89,6 +92,8 @@ struct lg_run {
     ll_rec_writer *rec;
     int64_t epoch_ns;
     int nthreads;
+    int rank, ranks;               /* lg_dist; 0 of 1 alone */
+    const lg_dist *dist;
     lg_worker *workers;
     atomic_uint_fast64_t next_id;
     atomic_int stop_issue;

@@ -7,7 +7,12 @@
  * time a request starts decoding or finishes: the hook fires the moment every
  * in-flight request of the level is decoding. With a progress line the wait
  * is also bounded by the next 250 ms tick. After the workers are joined, the
- * driver queues level_end with the counts the workers kept. */
+ * driver queues level_end with the counts the workers kept.
+ *
+ * With lg_dist (K ranks), run_level takes this rank's share of the level
+ * (share()), and the hooks frame it: before_level agrees on the start and
+ * this level's clock, after_level moves the other ranks' records and counts
+ * to rank 0 before rank 0's level_end. */
 /* sched_getaffinity and CPU_COUNT are GNU extensions */
 #define _GNU_SOURCE
 #include "lg_internal.h"
@@ -24,7 +29,7 @@ static int put_run_line(lg_run *r, const lg_config *cfg)
 {
     cJSON *config = scn_to_json(r->scn);
     ll_rec_run run = {
-        .ranks = 1,
+        .ranks = r->ranks,
         .threads = r->nthreads,
         .url = r->url_base,
         .model = r->model,
@@ -108,6 +113,14 @@ int lg_run_create(const lg_config *cfg, lg_run **out, char *err, size_t errlen)
     r->progress = cfg->progress;
     r->rec = cfg->records;
     r->epoch_ns = ll_rec_epoch_ns(cfg->records);
+    r->dist = cfg->dist;
+    r->rank = cfg->dist ? cfg->dist->rank : 0;
+    r->ranks = cfg->dist ? cfg->dist->ranks : 1;
+    if (r->ranks < 1 || r->rank < 0 || r->rank >= r->ranks) {
+        ll_errf(err, errlen, "lg_run_create: rank %d of %d", r->rank, r->ranks);
+        rc = LL_EINVAL;
+        goto fail;
+    }
     LL_TRY(set_urls(r, cfg));
     LL_TRY((r->model = strdup(cfg->model)) ? 0 : LL_ENOMEM);
     LL_TRY(!cfg->api_key || (r->api_key = dup_or_null(cfg->api_key)) ? 0 : LL_ENOMEM);
@@ -243,26 +256,38 @@ static void fire_profile(lg_run *r, const lg_level_ctx *L)
     ll_buf_free(&resp);
 }
 
-static void progress_line(lg_run *r, const lg_level_ctx *L, int64_t now)
+/* This process's part of the level so far (lg_progress). */
+static lg_progress my_progress(lg_run *r, const lg_level_ctx *L)
+{
+    return (lg_progress){.level = L->index, .done = atomic_load(&r->done), .total = L->total,
+                         .errors = atomic_load(&r->errors), .inflight = atomic_load(&r->inflight),
+                         .tokens = atomic_load(&r->tokens)};
+}
+
+/* p: the whole level (every rank's part, as rank 0 last heard them). */
+static void progress_line(lg_run *r, const lg_level_ctx *L, int64_t now, const lg_progress *p)
 {
     double el = (double)(now - L->start_ns) / 1e9;
-    long long tok = atomic_load(&r->tokens);
+    /* the whole level's count, before every rank has been heard from */
+    int total = r->ranks > 1 ? scn_level_requests(L->lv) + L->lv->warmup : p->total;
     fprintf(stderr, "\r\033[Klevel %d C=%d  done %d/%d  %.0f tok/s  errors %d  in flight %d", L->index,
-            L->lv->concurrency, atomic_load(&r->done), L->total, el > 0 ? (double)tok / el : 0.0,
-            atomic_load(&r->errors), atomic_load(&r->inflight));
+            L->lv->concurrency, p->done, total, el > 0 ? (double)p->tokens / el : 0.0, p->errors, p->inflight);
+    if (r->ranks > 1)
+        fprintf(stderr, "  (%d ranks)", r->ranks);
 }
 
 static int put_level_line(lg_run *r, const lg_level_ctx *L)
 {
     const scn_level *lv = L->lv;
+    int whole = r->rank == 0;
     ll_rec_level rec = {
         .level = L->index,
-        .concurrency = lv->concurrency,
+        .concurrency = whole ? lv->concurrency : L->concurrency,
         .open_loop = lv->rate_per_s > 0,
-        .rate_per_s = lv->rate_per_s,
+        .rate_per_s = whole ? lv->rate_per_s : L->rate_per_s,
         .poisson = lv->arrival == SCN_ARRIVAL_POISSON,
-        .n_requests = L->total - L->warmup,
-        .warmup = L->warmup,
+        .n_requests = whole ? scn_level_requests(lv) : L->total - L->warmup,
+        .warmup = whole ? lv->warmup : L->warmup,
         .start_ns = L->start_ns - r->epoch_ns,
     };
     return ll_rec_put_level(r->rec, &rec);
@@ -271,9 +296,8 @@ static int put_level_line(lg_run *r, const lg_level_ctx *L)
 /* Split C over the workers: the first C % W get one more. */
 static void assign(lg_run *r, lg_level_ctx *L)
 {
-    const scn_level *lv = L->lv;
-    int W = r->nthreads, C = lv->concurrency;
-    int active = lv->rate_per_s > 0 && C == 0 ? W : (C < W ? C : W);
+    int W = r->nthreads, C = L->concurrency;
+    int active = L->rate_per_s > 0 && C == 0 ? W : (C < W ? C : W);
     for (int i = 0; i < W; i++) {
         lg_worker *w = &r->workers[i];
         w->lvl = L;
@@ -293,7 +317,7 @@ static void assign(lg_run *r, lg_level_ctx *L)
 static int profile_due(lg_run *r, const lg_level_ctx *L)
 {
     int inflight = atomic_load(&r->inflight), dec = atomic_load(&r->decoding);
-    int target = L->lv->rate_per_s > 0 ? (inflight > 0 ? inflight : -1) : L->lv->concurrency;
+    int target = L->rate_per_s > 0 ? (inflight > 0 ? inflight : -1) : L->concurrency;
     return !atomic_load(&r->stop_issue) && inflight == target && dec == target;
 }
 
@@ -314,8 +338,9 @@ static void wait_event(lg_run *r, uint64_t *seen, int64_t tick_ns)
  * started, so no start of decoding goes unsignalled. */
 static void watch_level(lg_run *r, const lg_level_ctx *L)
 {
-    int armed = L->lv->profile.enabled;
-    int64_t next_progress = 0;
+    int armed = L->lv->profile.enabled && r->rank == 0;
+    int ticking = r->progress || (r->dist && r->dist->tick);
+    int64_t next_tick = 0;
     uint64_t seen = 0;
     while (atomic_load(&r->workers_left) > 0) {
         if (armed && profile_due(r, L)) {
@@ -324,11 +349,15 @@ static void watch_level(lg_run *r, const lg_level_ctx *L)
             fire_profile(r, L);
         }
         int64_t now = ll_now_ns();
-        if (r->progress && now >= next_progress) {
-            progress_line(r, L, now);
-            next_progress = now + 250000000;
+        if (ticking && now >= next_tick) {
+            lg_progress mine = my_progress(r, L), all = mine;
+            if (r->dist && r->dist->tick)
+                r->dist->tick(r->dist->ctx, &mine, &all);
+            if (r->progress)
+                progress_line(r, L, now, &all);
+            next_tick = now + LG_TICK_NS;
         }
-        wait_event(r, &seen, r->progress ? next_progress : 0);
+        wait_event(r, &seen, ticking ? next_tick : 0);
     }
     atomic_store(&r->watch, 0);
 }
@@ -371,7 +400,10 @@ static int join_workers(lg_run *r, int started, int rc, char *err, size_t errlen
     return rc;
 }
 
-static int put_level_end(lg_run *r, const lg_level_ctx *L, int64_t end_ns)
+/* rc/err: the level's outcome so far; a failed after_level hook (a rank
+ * that did not report) becomes it when nothing failed before. The level_end
+ * is queued either way: what was measured stays readable. */
+static int put_level_end(lg_run *r, const lg_level_ctx *L, int64_t end_ns, int *rc, char *err, size_t errlen)
 {
     ll_rec_level_end le = {.level = L->index, .end_ns = end_ns - r->epoch_ns,
                            .interrupted = atomic_load(&r->interrupted)};
@@ -390,7 +422,43 @@ static int put_level_end(lg_run *r, const lg_level_ctx *L, int64_t end_ns)
         le.client.reads += w->reads;
         le.client.events += w->events;
     }
+    if (r->dist && r->dist->after_level) {
+        char herr[512] = "";
+        int hrc = r->dist->after_level(r->dist->ctx, L->index, &le, herr, sizeof herr);
+        if (hrc && *rc == 0) {
+            *rc = hrc;
+            ll_errf(err, errlen, "%s", herr);
+        }
+    }
     return ll_rec_put_level_end(r->rec, &le);
+}
+
+/* Rank `rank`'s part of n things split over `ranks` in proportion to the
+ * weights c (the first c % ranks ranks hold one more of C): the parts add up
+ * to n exactly and follow C_r, so a rank with no streams gets no requests. */
+static int share(int n, int c, int rank, int ranks)
+{
+    if (c <= 0) /* no weights (an uncapped open level): equal parts */
+        return n / ranks + (rank < n % ranks);
+    int64_t lo = (int64_t)rank * (c / ranks) + (rank < c % ranks ? rank : c % ranks);
+    int64_t hi = lo + c / ranks + (rank < c % ranks);
+    return (int)((int64_t)n * hi / c - (int64_t)n * lo / c);
+}
+
+/* This rank's part of the level: C_r (differing by at most one between
+ * ranks), its requests and warmup, and R/K of an open level's rate. An open
+ * level's cap stays at least 1 where the whole level had one. */
+static void take_share(const lg_run *r, lg_level_ctx *L)
+{
+    const scn_level *lv = L->lv;
+    int C = lv->concurrency, K = r->ranks, k = r->rank;
+    L->concurrency = C / K + (k < C % K);
+    if (lv->rate_per_s > 0 && C > 0 && L->concurrency == 0)
+        L->concurrency = 1;
+    L->rate_per_s = lv->rate_per_s > 0 ? lv->rate_per_s / K : 0;
+    int weights = lv->rate_per_s > 0 ? 0 : C;
+    L->warmup = share(lv->warmup, weights, k, K);
+    L->total = share(scn_level_requests(lv), weights, k, K) + L->warmup;
 }
 
 static int run_level(lg_run *r, int index, char *err, size_t errlen)
@@ -399,9 +467,9 @@ static int run_level(lg_run *r, int index, char *err, size_t errlen)
     int rc, started = 0;
     L.index = index;
     L.lv = &r->scn->levels[index];
-    L.warmup = L.lv->warmup;
-    L.total = scn_level_requests(L.lv) + L.warmup;
-    L.seed = r->scn->seed * 1000003u + (uint64_t)index;
+    take_share(r, &L);
+    /* each rank its own arrival stream: K copies of one would arrive in lockstep */
+    L.seed = r->scn->seed * 1000003u + (uint64_t)index + (uint64_t)r->rank * 0x9e3779b97f4a7c15ull;
     atomic_init(&L.next, 0);
     reset_level_counters(r);
     assign(r, &L);
@@ -411,13 +479,14 @@ static int run_level(lg_run *r, int index, char *err, size_t errlen)
         ll_errf(err, errlen, "queueing the level record: %s", ll_strerror(rc));
         return rc;
     }
-    atomic_store(&r->watch, L.lv->profile.enabled);
+    /* the profile hook is one POST for the whole run: rank 0's */
+    atomic_store(&r->watch, L.lv->profile.enabled && r->rank == 0);
     rc = start_workers(r, &started, err, errlen);
     watch_level(r, &L);
     rc = join_workers(r, started, rc, err, errlen);
     if (r->progress)
         fputs("\r\033[K", stderr);
-    int prc = put_level_end(r, &L, ll_now_ns());
+    int prc = put_level_end(r, &L, ll_now_ns(), &rc, err, errlen);
     if (prc && rc == 0) {
         ll_errf(err, errlen, "queueing the level_end record: %s", ll_strerror(prc));
         rc = prc;
@@ -425,11 +494,30 @@ static int run_level(lg_run *r, int index, char *err, size_t errlen)
     return rc;
 }
 
+/* K ranks: the hook decides together whether level i runs, and when. */
+static int agree_on_level(lg_run *r, int i, char *err, size_t errlen)
+{
+    int64_t epoch = r->epoch_ns;
+    int rc = r->dist->before_level(r->dist->ctx, i, atomic_load(&r->stop_issue), &epoch, err, errlen);
+    if (rc == 0)
+        r->epoch_ns = epoch; /* no worker runs between levels: nothing reads it now */
+    return rc;
+}
+
 int lg_run_sweep(lg_run *r, char *err, size_t errlen)
 {
     for (size_t i = 0; i < r->scn->n_levels; i++) {
-        if (atomic_load(&r->stop_issue))
+        if (r->dist && r->dist->before_level) {
+            int arc = agree_on_level(r, (int)i, err, errlen);
+            if (arc == LL_EINTR) {
+                atomic_store(&r->interrupted, 1); /* another rank was: this run is cut short too */
+                break;
+            }
+            if (arc)
+                return arc;
+        } else if (atomic_load(&r->stop_issue)) {
             break;
+        }
         int rc = run_level(r, (int)i, err, errlen);
         if (rc)
             return rc;

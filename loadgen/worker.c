@@ -102,12 +102,12 @@ static void walk_init(walk *k, lg_worker *w)
     memset(k, 0, sizeof *k);
     k->w = w;
     k->L = L;
-    k->open = L->lv->rate_per_s > 0;
+    k->open = L->rate_per_s > 0;
     k->no_more = w->slots == 0 && !k->open;
     if (!k->open)
         return;
     ll_rng_seed(&k->a.rng, L->seed);
-    k->a.rate = L->lv->rate_per_s;
+    k->a.rate = L->rate_per_s;
     k->a.poisson = L->lv->arrival == SCN_ARRIVAL_POISSON;
     k->a.t_ns = L->start_ns;
     while (k->a.k < w->offset)

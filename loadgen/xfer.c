@@ -46,7 +46,7 @@ static int build_body(lg_xfer *x)
 {
     lg_run *r = x->w->run;
     const scn_scenario *s = r->scn;
-    const char *prompt = scn_prompt(r->prompts, (size_t)x->req_index, &x->prompt_words);
+    const char *prompt = scn_prompt(r->prompts, x->prompt_index, &x->prompt_words);
     ll_buf *b = &x->body;
     int openai = s->endpoint == SCN_ENDPOINT_CHAT || s->endpoint == SCN_ENDPOINT_COMPLETIONS;
     int cont = s->continuous_usage && !atomic_load(&r->no_cont_usage);
@@ -275,7 +275,9 @@ int lg_xfer_start(lg_worker *w, int req_index, int64_t intended_ns)
     x->w = w;
     x->req_index = req_index;
     x->warmup = req_index < w->lvl->warmup;
-    x->id = atomic_fetch_add(&r->next_id, 1);
+    x->prompt_index = (size_t)req_index * (size_t)r->ranks + (size_t)r->rank;
+    /* unique across ranks: rank r takes r, r+K, r+2K, ... */
+    x->id = atomic_fetch_add(&r->next_id, 1) * (uint64_t)r->ranks + (uint64_t)r->rank;
     x->intended_ns = intended_ns;
     x->header_ns = x->first_tok_ns = x->first_think_ns = x->first_answer_ns = x->end_ns = -1;
     init_parsers(x);
@@ -349,14 +351,14 @@ static int64_t rel(const lg_run *r, int64_t t) { return t < 0 ? -1 : t - r->epoc
 static void fill_record(lg_xfer *x, ll_err_class cls, const char *msg, ll_counts counts, int64_t st_think,
                         int64_t st_answer, ll_rec_request *rq)
 {
-    int target = scn_prompt_target_tokens(x->w->run->prompts, (size_t)x->req_index);
+    int target = scn_prompt_target_tokens(x->w->run->prompts, x->prompt_index);
     const lg_run *r = x->w->run;
     const lg_delta *d = &x->delta;
     for (size_t i = 0; i < x->chunks.n; i++)
         x->chunks.v[i].t_ns -= r->epoch_ns;
     *rq = (ll_rec_request){
         .level = x->w->lvl->index,
-        .rank = 0,
+        .rank = r->rank,
         .id = x->id,
         .warmup = x->warmup,
         .cls = cls,

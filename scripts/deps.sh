@@ -3,7 +3,8 @@
 # Usage: scripts/deps.sh [--test]   (--test adds what the test suite needs)
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libcurl4-openssl-dev libcjson-dev libgsl-dev
-      libmicrohttpd-dev zlib1g-dev libopenblas-dev libjs-chart.js libyajl-dev libpcre2-dev curl)
+      libmicrohttpd-dev zlib1g-dev libopenblas-dev libjs-chart.js libyajl-dev libpcre2-dev curl
+      openmpi-bin libopenmpi-dev)  # MPI: `mpirun -np K loadlaw sweep` (optional at build time)
 if [ "${1:-}" = "--test" ]; then
   # Headless Chromium renders the HTML report in the report test; promtool
   # (Debian's prometheus package) lints the engine's /metrics.

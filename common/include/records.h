@@ -42,6 +42,7 @@
 #define LL_REC_REQUEST "request"
 #define LL_REC_STEP "step"
 #define LL_REC_PROFILE "profile"
+#define LL_REC_CLOCK "clock"      /* a K-rank run: one rank's clock estimate (docs/records.md) */
 
 /* Error class of a failed request (records.md "error_class"). */
 typedef enum ll_err_class {
@@ -176,6 +177,17 @@ typedef struct ll_rec_profile {
     const char *detail;       /* server's answer (first 1 KiB) or curl's error */
 } ll_rec_profile;
 
+/* A K-rank run (MPI): rank 0's estimate of one rank's clock before a level,
+ * by ping-pong (the sample with the smallest round trip is kept). offset_ns
+ * is that rank's CLOCK_MONOTONIC minus rank 0's; the rank's records are
+ * already shifted by it. start_ns: the level's agreed start on the run clock. */
+typedef struct ll_rec_clock {
+    int level, rank;
+    int64_t offset_ns, rtt_ns;
+    int samples;
+    int64_t start_ns;
+} ll_rec_clock;
+
 /* ---- the writer ------------------------------------------------------------- */
 
 typedef struct ll_rec_writer ll_rec_writer;
@@ -198,6 +210,11 @@ int ll_rec_put_level_end(ll_rec_writer *w, const ll_rec_level_end *le);
 int ll_rec_put_request(ll_rec_writer *w, ll_rec_request *rq);
 int ll_rec_put_step(ll_rec_writer *w, const ll_rec_step *st);
 int ll_rec_put_profile(ll_rec_writer *w, const ll_rec_profile *pr);
+int ll_rec_put_clock(ll_rec_writer *w, const ll_rec_clock *ck);
+/* Lines another writer formatted (a rank's request records, already on this
+ * run's clock): text is len bytes of whole lines, each ending in '\n'; it is
+ * copied. LL_EINVAL when the last byte is not a newline. */
+int ll_rec_put_lines(ll_rec_writer *w, const char *text, size_t len);
 /* Any other record type (telemetry samples, ...): takes obj, which must have
  * a string "type". */
 int ll_rec_put_json(ll_rec_writer *w, cJSON *obj);
@@ -228,6 +245,8 @@ typedef struct ll_rec_handlers {
     int (*on_profile)(const ll_rec_profile *pr, void *ctx);
     /* Types this reader does not know (counted in n_unknown as well). */
     int (*on_other)(const cJSON *obj, const char *type, void *ctx);
+    /* Last, so positional initializers written before it stay valid. */
+    int (*on_clock)(const ll_rec_clock *ck, void *ctx);
 } ll_rec_handlers;
 
 typedef struct ll_rec_read_stats {
@@ -247,7 +266,8 @@ typedef struct ll_rec_read_stats {
  * Required keys (a record without one is dropped and counted in n_rejected):
  * "level" on level, level_end, request and profile; "start_ns" on level;
  * "end_ns" on level_end; "status", "send_ns" and "end_ns" on request;
- * "start_ns" and "dur_ns" on step; "t_ns" on profile. Other keys take their
+ * "start_ns" and "dur_ns" on step; "t_ns" on profile; "level", "rank" and
+ * "offset_ns" on clock. Other keys take their
  * "absent" value (-1 for times and usage, 0 for counts, NULL for strings).
  * A run line without "engine_law.time_scale" (older files) reads as NAN. A
  * failed request whose error_class is unknown reads as LL_ERRC_OTHER. */

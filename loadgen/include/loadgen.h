@@ -31,6 +31,44 @@
 
 typedef struct lg_run lg_run;
 
+/* One sweep driven from K processes ("ranks"; cli/mpi_sweep.c under MPI).
+ * loadgen knows nothing of MPI: it gives rank r its share of each level (C_r
+ * and the requests differ by at most one between ranks, an open level's rate
+ * is R/K; request ids id*K + r; prompts indexed i*K + r, so the K ranks send
+ * the prompts one process would) and calls the hooks on the driver thread,
+ * never on a worker, so the transport never runs inside libcurl callbacks.
+ * Rank 0 writes the level lines with the whole level; the others write
+ * their own share into their own records. */
+/* A level's progress: this process's part, or (rank 0) the whole. */
+typedef struct lg_progress {
+    int level, done, total, errors, inflight;
+    long long tokens;
+} lg_progress;
+
+/* How often the driver wakes during a level for the progress line and the
+ * lg_dist tick. */
+#define LG_TICK_NS 250000000LL
+
+typedef struct lg_dist {
+    int rank, ranks;
+    /* Before level `level` starts. stop: this process was interrupted. Every
+     * rank must call it for the same levels: it returns 0 to run the level,
+     * having slept to the level's agreed start, with *epoch_ns set to run
+     * time 0 on this process's CLOCK_MONOTONIC (this level's records are
+     * written on that clock: rank 0's run clock); LL_EINTR when any rank
+     * asked to stop; another code on failure (message in err). */
+    int (*before_level)(void *ctx, int level, int stop, int64_t *epoch_ns, char *err, size_t errlen);
+    /* After the level's workers are joined, before its level_end is queued:
+     * rank 0 adds the other ranks' counts into *le (and has queued their
+     * request records); the others send theirs. 0 or a code with err. */
+    int (*after_level)(void *ctx, int level, ll_rec_level_end *le, char *err, size_t errlen);
+    /* Every LG_TICK_NS while a level runs: mine is this process's part; on
+     * rank 0 *all becomes the whole level's for the progress line (it starts
+     * as a copy of mine). It is also the ranks' heartbeat. May be NULL. */
+    void (*tick)(void *ctx, const lg_progress *mine, lg_progress *all);
+    void *ctx;
+} lg_dist;
+
 typedef struct lg_config {
     const scn_scenario *scn;     /* levels and request shape (read-only, outlives the run) */
     const scn_prompts *prompts;  /* read-only, outlives the run */
@@ -45,6 +83,7 @@ typedef struct lg_config {
     const char *scenario_name;   /* run record "scenario" */
     int threads;                 /* 0 = scn->threads, then number of cores */
     int progress;                /* 1: a progress line on stderr (caller checks isatty) */
+    const lg_dist *dist;         /* NULL: this process is the whole load (borrowed) */
 } lg_config;
 
 /* Set up the workers and queue the run line (ll_rec_put_run). */

@@ -117,7 +117,9 @@ static int on_other(const cJSON *obj, const char *type, void *ctx)
     return 0;
 }
 
-static const ll_rec_handlers all_handlers = {on_run, on_level, on_level_end, on_request, on_step, on_profile, on_other};
+static const ll_rec_handlers all_handlers = {.on_run = on_run, .on_level = on_level, .on_level_end = on_level_end,
+                                             .on_request = on_request, .on_step = on_step,
+                                             .on_profile = on_profile, .on_other = on_other};
 
 static void test_round_trip(void)
 {
@@ -260,6 +262,71 @@ static void test_round_trip(void)
               b->usage_prompt == -1 && b->n_chunks == 0 &&
               strcmp(g.rq_error[1], "KV \"cache\"\nfull \xef\xbf\xbd") == 0,
           "failed request exact (error '%s')", g.rq_error[1]);
+}
+
+/* ---- a K-rank run: clock records and lines formatted elsewhere ----------------------- */
+
+typedef struct clocks {
+    int n_clock, n_request;
+    ll_rec_clock ck;
+    uint64_t ids[4];
+    int ranks[4];
+} clocks;
+
+static int on_clock_rec(const ll_rec_clock *ck, void *ctx)
+{
+    clocks *c = ctx;
+    c->n_clock++;
+    c->ck = *ck;
+    return 0;
+}
+
+static int on_request_rank(const ll_rec_request *rq, void *ctx)
+{
+    clocks *c = ctx;
+    if (c->n_request < 4) {
+        c->ids[c->n_request] = rq->id;
+        c->ranks[c->n_request] = rq->rank;
+    }
+    c->n_request++;
+    return 0;
+}
+
+static void test_clock_and_lines(void)
+{
+    char path[512], err[256] = "";
+    ll_rec_writer *w = NULL;
+    path_of(path, sizeof path, "ranks.jsonl");
+    CHECK(ll_rec_open(path, 0, &w, err, sizeof err) == 0, "open: %s", err);
+    if (!w)
+        return;
+    ll_rec_run run = {.ranks = 2, .threads = 1, .url = "http://127.0.0.1:1", .model = "m", .endpoint = "chat"};
+    /* a rank's clock behind rank 0's: the offset is negative, and exact */
+    ll_rec_clock ck = {.level = 3, .rank = 1, .offset_ns = -123456789012, .rtt_ns = 4321, .samples = 64,
+                       .start_ns = 777};
+    /* two request lines as another rank's writer formats them (whole lines) */
+    static const char lines[] =
+        "{\"type\":\"request\",\"level\":3,\"rank\":1,\"id\":5,\"warmup\":false,\"status\":\"ok\","
+        "\"send_ns\":10,\"end_ns\":20,\"chunks\":[]}\n"
+        "{\"type\":\"request\",\"level\":3,\"rank\":1,\"id\":7,\"warmup\":false,\"status\":\"ok\","
+        "\"send_ns\":11,\"end_ns\":21,\"chunks\":[]}\n";
+    CHECK(ll_rec_put_run(w, &run) == 0 && ll_rec_put_clock(w, &ck) == 0, "put run, clock");
+    CHECK(ll_rec_put_lines(w, lines, sizeof lines - 1) == 0, "put lines");
+    CHECK(ll_rec_put_lines(w, "{\"type\":\"request\"}", 18) == LL_EINVAL, "a piece without its newline is refused");
+    CHECK(ll_rec_put_lines(w, "", 0) == 0, "nothing to put");
+    CHECK(ll_rec_drain(w, 0) == 0 && ll_rec_written(w) == 4, "written %llu lines, want 4",
+          (unsigned long long)ll_rec_written(w));
+    CHECK(ll_rec_close(w) == 0, "close");
+    clocks c = {0};
+    ll_rec_read_stats rs;
+    ll_rec_handlers h = {.on_clock = on_clock_rec, .on_request = on_request_rank};
+    CHECK(ll_rec_read(path, &h, &c, &rs, err, sizeof err) == 0, "read: %s", err);
+    CHECK(c.n_clock == 1 && c.ck.level == 3 && c.ck.rank == 1 && c.ck.offset_ns == -123456789012 &&
+              c.ck.rtt_ns == 4321 && c.ck.samples == 64 && c.ck.start_ns == 777,
+          "clock exact (offset %lld)", (long long)c.ck.offset_ns);
+    CHECK(c.n_request == 2 && c.ids[0] == 5 && c.ids[1] == 7 && c.ranks[0] == 1, "the rank's lines read as requests");
+    CHECK(rs.n_lines == 4 && rs.n_unknown == 0 && rs.n_rejected == 0, "stats lines %zu unknown %zu rejected %zu",
+          rs.n_lines, rs.n_unknown, rs.n_rejected);
 }
 
 /* ---- drain, close, write errors ----------------------------------------------------- */
@@ -501,6 +568,7 @@ int main(void)
     }
     test_err_class_names();
     test_round_trip();
+    test_clock_and_lines();
     test_drain_close();
     test_many_producers();
     test_hostile();

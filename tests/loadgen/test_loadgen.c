@@ -165,7 +165,8 @@ static int on_request(const ll_rec_request *rq, void *ctx)
 static void read_records(const char *dir, tally *t)
 {
     char path[512], err[256] = "";
-    ll_rec_handlers h = {on_run, on_level, on_level_end, on_request, NULL, on_profile, NULL};
+    ll_rec_handlers h = {.on_run = on_run, .on_level = on_level, .on_level_end = on_level_end,
+                         .on_request = on_request, .on_profile = on_profile};
     memset(t, 0, sizeof *t);
     for (int i = 0; i < MAX_LEVELS; i++)
         t->lv[i].end_ok = t->lv[i].end_failed = -1;
