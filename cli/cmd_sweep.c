@@ -43,6 +43,7 @@
 #include "opts.h"
 #include "report.h"
 #include "scenario.h"
+#include "scrape.h"
 #include "signals.h"
 #include "sweep.h"
 
@@ -156,6 +157,25 @@ static int open_records(const char *run_dir, int rank, ll_rec_writer **w, char *
     return CLI_OK;
 }
 
+/* Rank 0's scraper (scrape.h): the target's /metrics (with the key the
+ * requests carry) and the --metrics-url ones. NULL when there is nothing to
+ * scrape or it could not start (said; the sweep goes on without it). */
+static sweep_scrape *start_scrape(const sweep_job *j, const char *url, ll_rec_writer *w)
+{
+    scrape_target t[SWEEP_MAX_METRICS_URLS + 1];
+    char own[4200], err[1024] = "";
+    size_t n = 0;
+    sweep_scrape *sc = NULL;
+    if (!j->no_metrics && scrape_default_url(url, own, sizeof own) == 0)
+        t[n++] = (scrape_target){.url = own, .auth = j->api_key};
+    for (size_t i = 0; i < j->n_metrics_urls && i < SWEEP_MAX_METRICS_URLS; i++)
+        t[n++] = (scrape_target){.url = j->metrics_urls[i], .auth = NULL};
+    double interval_s = j->metrics_interval_s > 0 ? j->metrics_interval_s : 0.5;
+    if (n && scrape_start(t, n, interval_s, w, &sc, err, sizeof err))
+        fprintf(stderr, "loadlaw sweep: %s (no server metrics)\n", err);
+    return sc;
+}
+
 /* Run every level; the engine's steps go to the records from the run line
  * on. Returns CLI_OK, CLI_INTERRUPTED or CLI_FAIL, and the run's counts. */
 static int run_levels(const sweep_job *j, const char *url, const char *model, host_engine *host,
@@ -196,7 +216,9 @@ static int run_levels(const sweep_job *j, const char *url, const char *model, ho
         fprintf(stderr, "loadlaw sweep: %s (%s defaults) -> %s (%zu levels%s), records in %s/records.jsonl\n",
                 j->scn->path ? j->scn->path : "no scenario", j->scn->defaults ? j->scn->defaults : "file", url,
                 j->scn->n_levels, ranks, j->run_dir);
+    sweep_scrape *sc = rank == 0 ? start_scrape(j, url, w) : NULL;
     int rc = lg_run_sweep(run, err, sizeof err);
+    scrape_stop(sc);
     if (rc && rc != LL_EINTR)
         fprintf(stderr, "loadlaw sweep: %s\n", err);
     size_t failed = 0;
@@ -505,7 +527,8 @@ int cmd_sweep(int argc, char **argv)
     }
     sweep_job job = {.scn = scn, .prompts = prompts, .engine_spec = scn->engine_spec, .run_dir = run_dir,
                      .api_key = key && key[0] ? key : NULL, .quiet = o.quiet, .no_report = o.no_report,
-                     .mpi = mpi};
+                     .mpi = mpi, .metrics_urls = o.metrics_urls, .n_metrics_urls = o.n_metrics_urls,
+                     .metrics_interval_s = o.metrics_interval_s, .no_metrics = o.no_metrics};
     ret = scn->ab.enabled ? sweep_ab(&job, run_dir) : sweep_one(&job);
     cli_signals_stop();
 out:

@@ -10,6 +10,7 @@ typedef struct mpi_sweep mpi_sweep; /* mpi_sweep.h */
 
 /* The command line as given; NULL / -1 = not given (the scenario decides). */
 #define SWEEP_MAX_HEADERS 64
+#define SWEEP_MAX_METRICS_URLS 16
 typedef struct sweep_opts {
     const char *scenario, *url, *engine, *model, *endpoint, *api_key, *output, *prompts, *arrival;
     const char *conc, *rate, *timeout, *max_failed;
@@ -17,6 +18,10 @@ typedef struct sweep_opts {
     const char *prompt_tokens, *prompt_words, *tokenizer, *extra_body, *endpoint_path;
     const char *headers[SWEEP_MAX_HEADERS];
     size_t n_headers;
+    const char *metrics_urls[SWEEP_MAX_METRICS_URLS]; /* --metrics-url, beside the target's own */
+    size_t n_metrics_urls;
+    double metrics_interval_s;           /* --metrics-interval; 0 = not given (0.5 s) */
+    int no_metrics;
     long warmup, threads, max_tokens, think_tokens, seed;
     int no_report, quiet, no_continuous_usage;
 } sweep_opts;
@@ -49,6 +54,12 @@ typedef struct sweep_job {
     const char *api_key;         /* NULL = none */
     int quiet, no_report;
     mpi_sweep *mpi;              /* one rank of K (mpi_sweep.h); NULL: the whole load */
+    /* Server metrics (scrape.h), rank 0 only: the target's /metrics unless
+     * no_metrics, plus these; every interval_s (0: 0.5 s). */
+    const char *const *metrics_urls;
+    size_t n_metrics_urls;
+    double metrics_interval_s;
+    int no_metrics;
 } sweep_job;
 
 /* K ranks (sweep_share.c). Rank 0's outcome of preparing the job (ret:

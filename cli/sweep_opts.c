@@ -26,6 +26,7 @@ enum {
     K_URL = 256, K_ENGINE, K_MODEL, K_ENDPOINT, K_API_KEY, K_WARMUP, K_RATE, K_ARRIVAL, K_DURATION, K_THREADS,
     K_MAX_TOKENS, K_THINK_TOKENS, K_TIMEOUT, K_SEED, K_PROMPTS, K_NO_REPORT, K_PROMPT_TOKENS, K_PROMPT_WORDS,
     K_TOKENIZER, K_HEADER, K_EXTRA_BODY, K_ENDPOINT_PATH, K_NO_CONT_USAGE, K_MAX_FAILED,
+    K_METRICS_URL, K_METRICS_INTERVAL, K_NO_METRICS,
 };
 
 static const cli_opt sweep_table[] = {
@@ -67,6 +68,11 @@ static const cli_opt sweep_table[] = {
     {"prompt-words", K_PROMPT_WORDS, "MEAN[,SD]", "synthetic prompt length in words"},
     {"tokenizer", K_TOKENIZER, "PATH", "Hugging Face tokenizer.json: exact prompt lengths and token counts "
                 "where the server gives no usage"},
+    {NULL, 0, NULL, "server metrics:"},
+    {"metrics-url", K_METRICS_URL, "URL", "also scrape this Prometheus endpoint (repeatable; e.g. a DCGM "
+                "exporter); the target's own /metrics is always scraped unless --no-metrics"},
+    {"metrics-interval", K_METRICS_INTERVAL, "S", "seconds between scrapes (default 0.5)"},
+    {"no-metrics", K_NO_METRICS, NULL, "scrape no /metrics endpoint"},
     {NULL, 0, NULL, "output:"},
     {"output", 'o', "DIR", "run directory (default runs/<timestamp>)"},
     {"no-report", K_NO_REPORT, NULL, "skip the law and report at the end (summary.json is still written)"},
@@ -146,6 +152,22 @@ static int on_opt(const cli_opt *opt, const char *v, void *ctx)
     case K_SEED: return parse_long("--seed", v, 0, 0x7fffffffL, &o->seed);
     case K_NO_REPORT: o->no_report = 1; break;
     case 'q': o->quiet = 1; break;
+    case K_NO_METRICS: o->no_metrics = 1; break;
+    case K_METRICS_URL:
+        if (o->n_metrics_urls == SWEEP_MAX_METRICS_URLS)
+            return cli_usage_error(&sweep_cmd, "--metrics-url: at most %d", SWEEP_MAX_METRICS_URLS);
+        if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0)
+            return cli_usage_error(&sweep_cmd, "--metrics-url: expected an http(s):// URL, got '%s'", v);
+        o->metrics_urls[o->n_metrics_urls++] = v;
+        break;
+    case K_METRICS_INTERVAL: {
+        double s;
+        /* below 50 ms the scrapes would load the server more than they tell */
+        if (ll_parse_duration_s(v, &s) || !(s >= 0.05 && s <= 3600))
+            return cli_usage_error(&sweep_cmd, "--metrics-interval: expected seconds in [0.05, 3600], got '%s'", v);
+        o->metrics_interval_s = s;
+        break;
+    }
     }
     return 0;
 }

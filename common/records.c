@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -56,7 +57,7 @@ int ll_err_class_parse(const char *name, ll_err_class *out)
 
 /* ---- the writer: queue ------------------------------------------------------- */
 
-enum rec_kind { K_LEVEL, K_LEVEL_END, K_REQUEST, K_STEP, K_JSON, K_CLOCK, K_LINES };
+enum rec_kind { K_LEVEL, K_LEVEL_END, K_REQUEST, K_STEP, K_JSON, K_CLOCK, K_LINES, K_METRIC };
 
 typedef struct rec_item {
     enum rec_kind kind;
@@ -71,6 +72,10 @@ typedef struct rec_item {
             char *p;
             size_t len;
         } lines;                  /* K_LINES: complete lines, formatted elsewhere */
+        struct {
+            ll_rec_metric m;      /* strings point into text */
+            char *text;           /* src, name, labels: one allocation */
+        } metric;
     } u;
 } rec_item;
 
@@ -99,6 +104,8 @@ static void item_free(rec_item *it)
         cJSON_Delete(it->u.obj);
     } else if (it->kind == K_LINES) {
         free(it->u.lines.p);
+    } else if (it->kind == K_METRIC) {
+        free(it->u.metric.text);
     }
 }
 
@@ -245,6 +252,21 @@ static int format_clock(ll_buf *b, const ll_rec_clock *ck)
                          ck->level, ck->rank, ck->offset_ns, ck->rtt_ns, ck->samples, ck->start_ns);
 }
 
+static int format_metric(ll_buf *b, const ll_rec_metric *m)
+{
+    int rc;
+    LL_TRY(ll_buf_printf(b, "{\"type\":\"metric\",\"t_ns\":%" PRId64 ",\"src\":", m->t_ns));
+    LL_TRY(ll_json_escape(b, m->src));
+    LL_TRY(ll_buf_printf(b, ",\"name\":"));
+    LL_TRY(ll_json_escape(b, m->name));
+    LL_TRY(ll_buf_printf(b, ",\"labels\":"));
+    LL_TRY(ll_json_escape(b, m->labels));
+    /* %.17g: a counter of 2^53 or a histogram sum reads back bit for bit */
+    LL_TRY(ll_buf_printf(b, ",\"value\":%.17g}", m->value));
+fail:
+    return rc;
+}
+
 static int format_item(ll_buf *b, const rec_item *it)
 {
     char *s;
@@ -259,6 +281,8 @@ static int format_item(ll_buf *b, const rec_item *it)
         return format_step(b, &it->u.st);
     case K_CLOCK:
         return format_clock(b, &it->u.ck);
+    case K_METRIC:
+        return format_metric(b, &it->u.metric.m);
     case K_LINES:
         return LL_EINVAL; /* written as they are (write_item) */
     case K_JSON:
@@ -490,6 +514,26 @@ int ll_rec_put_step(ll_rec_writer *w, const ll_rec_step *st)
 int ll_rec_put_clock(ll_rec_writer *w, const ll_rec_clock *ck)
 {
     rec_item it = {.kind = K_CLOCK, .u.ck = *ck};
+    return enqueue(w, &it);
+}
+
+int ll_rec_put_metric(ll_rec_writer *w, const ll_rec_metric *m)
+{
+    if (!isfinite(m->value) || !m->name)
+        return LL_EINVAL;
+    const char *src = m->src ? m->src : "", *labels = m->labels ? m->labels : "";
+    size_t ls = strlen(src) + 1, ln = strlen(m->name) + 1, ll = strlen(labels) + 1;
+    rec_item it = {.kind = K_METRIC, .u.metric.m = *m};
+    char *t = malloc(ls + ln + ll);
+    if (!t)
+        return LL_ENOMEM;
+    memcpy(t, src, ls);
+    memcpy(t + ls, m->name, ln);
+    memcpy(t + ls + ln, labels, ll);
+    it.u.metric.text = t;
+    it.u.metric.m.src = t;
+    it.u.metric.m.name = t + ls;
+    it.u.metric.m.labels = t + ls + ln;
     return enqueue(w, &it);
 }
 

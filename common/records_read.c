@@ -334,6 +334,26 @@ static int rd_clock(reader *r, const cJSON *o)
     return r->h->on_clock(&c, r->ctx);
 }
 
+static int rd_metric(reader *r, const cJSON *o)
+{
+    ll_rec_metric m = {0};
+    rd_begin(r);
+    m.t_ns = rd_time(r, o, "t_ns", 1);
+    m.src = ll_json_str(o, "src", "");
+    m.name = ll_json_str(o, "name", NULL);
+    m.labels = ll_json_str(o, "labels", "");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "value");
+    if (!m.name || !cJSON_IsNumber(v))
+        r->missing = 1;
+    else if (!isfinite(v->valuedouble))
+        r->out_of_range++;
+    else
+        m.value = v->valuedouble;
+    if (!rd_keep(r) || !r->h->on_metric)
+        return 0;
+    return r->h->on_metric(&m, r->ctx);
+}
+
 static int rd_line(const cJSON *o, size_t line_no, void *ctx)
 {
     reader *r = ctx;
@@ -362,6 +382,8 @@ static int rd_line(const cJSON *o, size_t line_no, void *ctx)
         return rd_profile(r, o);
     if (strcmp(type, LL_REC_CLOCK) == 0)
         return rd_clock(r, o);
+    if (strcmp(type, LL_REC_METRIC) == 0)
+        return rd_metric(r, o);
     if (strcmp(type, LL_REC_RUN) == 0) {
         r->st->n_rejected++; /* a second run line: the first one describes the run */
         return 0;

@@ -145,6 +145,7 @@ static int rebuild_levels(const fit_run *run, const fit_options *opt, fit_result
                                   &res->n_empty_chunks, err, errlen));
         res->n_levels = l + 1;
         LL_TRY(fit_level_figures(run, idx.v, idx.n, &res->levels[l]));
+        fit_server_level(run, &res->levels[l]);
     }
     ll_vec_free(&idx);
     return 0;
@@ -520,6 +521,28 @@ fail:
     return rc;
 }
 
+/* What the server's own metrics say against the client's view (fit.h
+ * "Server figures"). */
+static int notes_server(fit_result *res)
+{
+    int rc = 0;
+    for (size_t i = 0; i < res->n_levels; i++) {
+        const fit_level *L = &res->levels[i];
+        if (L->server_n_disagrees)
+            LL_TRY(fit_note(res, "level %d (C=%d): the server ran N = %.3g sequences while the client held "
+                                 "D = %d (more than %.0f%% + %.0f apart): another tenant on the server, or it "
+                                 "caps its batch; the law's N is the client's",
+                            L->level, L->concurrency, L->server_n, L->concurrency, 100 * FIT_SERVER_N_REL,
+                            FIT_SERVER_N_ABS));
+        if (L->server_stale_s > FIT_SGLANG_STALE_S)
+            LL_TRY(fit_note(res, "level %d (C=%d): SGLang's gauges held one value for %.3g s while the "
+                                 "level ran: it refreshes them every --decode-log-interval steps (default "
+                                 "40); start it with --decode-log-interval 1 for per-level server figures",
+                            L->level, L->concurrency, L->server_stale_s));
+    }
+fail:
+    return rc;
+}
 
 /* Run-wide notes: how the law was fitted and what it or the reader left out. */
 static int notes_left_out(const fit_run *run, const fit_options *opt, fit_result *res)
@@ -609,6 +632,7 @@ int fit_analyze(const fit_run *run, const fit_options *opt_in, fit_result **out,
         res->law_client_bound |= res->law.ok && res->levels[l].client_bound &&
                                  res->levels[l].n_steady_points > 0;
     LL_TRY(notes_for_levels(res));
+    LL_TRY(notes_server(res));
     for (size_t l = 0; l < res->n_levels; l++)
         if (res->levels[l].client_bound)
             LL_TRY(note_client_bound(res, run, l));

@@ -14,12 +14,39 @@ typedef LL_VEC(fit_engine_step) fit_engine_step_vec;
 typedef LL_VEC(fit_sample) fit_sample_vec;  /* timeline.c appends, analyze.c owns */
 typedef LL_VEC(double) fit_double_vec;
 
+/* server.c: what a scraped sample means to the fit (records.h "metric"),
+ * one kind per known family; samples of other names are not kept. */
+typedef enum fit_smk {
+    FIT_SMK_NONE = -1,
+    FIT_SMK_RUN_LL, FIT_SMK_RUN_VLLM, FIT_SMK_RUN_SGL,     /* running requests (gauges) */
+    FIT_SMK_WAIT_LL, FIT_SMK_WAIT_VLLM, FIT_SMK_WAIT_SGL,  /* waiting requests (gauges) */
+    FIT_SMK_LL_STEP_SUM, FIT_SMK_LL_STEP_COUNT,            /* loadlaw_step_duration_seconds */
+    FIT_SMK_VLLM_ITER_SUM, FIT_SMK_VLLM_ITER_COUNT,        /* vllm:iteration_tokens_total */
+    FIT_SMK_SGL_GEN_THROUGHPUT,                            /* sglang:gen_throughput */
+    FIT_SMK__COUNT
+} fit_smk;
+typedef struct fit_server_sample {
+    int64_t t_ns;
+    int kind;                 /* fit_smk */
+    uint32_t series;          /* index into fit_run.series: one (src, name, labels) */
+    double value;
+} fit_server_sample;
+typedef LL_VEC(fit_server_sample) fit_server_sample_vec;
+typedef LL_VEC(char *) fit_str_vec;
+/* The kind of a sample name; FIT_SMK_NONE when the fit does not use it. */
+int fit_server_kind(const char *name);
+/* The level's server figures (fit.h "Server figures") from the run's
+ * metric samples; L's windows, start/end and concurrency must be set. */
+void fit_server_level(const fit_run *run, fit_level *L);
+
 struct fit_run {
     fit_run_info info;
     fit_level_info_vec levels;
     fit_request_vec requests;
     fit_chunk_vec chunks;
     fit_engine_step_vec steps;
+    fit_server_sample_vec server;  /* scraped samples the fit uses, in file (time) order */
+    fit_str_vec series;            /* "src\x1fname\x1flabels" per series */
     char *s_version, *s_host, *s_url, *s_model, *s_endpoint, *s_engine, *s_backend,
         *s_scenario, *s_run_json;
 };

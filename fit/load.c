@@ -302,6 +302,31 @@ static int on_step(const ll_rec_step *st, void *vctx)
     return ll_vec_push(&c->r->steps, s);
 }
 
+/* A scraped sample the fit uses (fit_server_kind), its series interned:
+ * a run has tens of series, so a linear search is enough. */
+static int on_metric(const ll_rec_metric *m, void *vctx)
+{
+    load_ctx *c = vctx;
+    fit_run *r = c->r;
+    int kind = fit_server_kind(m->name);
+    char key[2048];
+    if (kind == FIT_SMK_NONE || m->t_ns < 0)
+        return 0;
+    snprintf(key, sizeof key, "%s\x1f%s\x1f%s", m->src, m->name, m->labels);
+    size_t i = 0;
+    while (i < r->series.n && strcmp(r->series.v[i], key) != 0)
+        i++;
+    if (i == r->series.n) {
+        char *k = strdup(key);
+        if (!k || ll_vec_push(&r->series, k)) {
+            free(k);
+            return LL_ENOMEM;
+        }
+    }
+    fit_server_sample s = {.t_ns = m->t_ns, .kind = kind, .series = (uint32_t)i, .value = m->value};
+    return ll_vec_push(&r->server, s);
+}
+
 static int cmp_level(const void *a, const void *b)
 {
     const fit_level_info *x = a, *y = b;
@@ -366,7 +391,8 @@ int fit_load_run(const char *path, fit_run **out, char *err, size_t errlen)
                                       .on_level = on_level,
                                       .on_level_end = on_level_end,
                                       .on_request = on_request,
-                                      .on_step = on_step};
+                                      .on_step = on_step,
+                                      .on_metric = on_metric};
     char *file = NULL;
     ll_rec_read_stats st;
     load_ctx c;
@@ -417,6 +443,10 @@ void fit_run_free(fit_run *r)
     ll_vec_free(&r->chunks);
     ll_vec_free(&r->levels);
     ll_vec_free(&r->steps);
+    ll_vec_free(&r->server);
+    for (size_t i = 0; i < r->series.n; i++)
+        free(r->series.v[i]);
+    ll_vec_free(&r->series);
     free(r->s_version);
     free(r->s_host);
     free(r->s_url);

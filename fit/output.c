@@ -131,6 +131,14 @@ static int add_level_figures(cJSON *o, const fit_level *L)
     LL_TRY(ll_json_add_num(o, "answer_tok_per_s", L->mean_answer_tok_per_s));
     LL_TRY(ll_json_add_num(o, "output_tok_per_s", L->output_tok_per_s));
     LL_TRY(ll_json_add_num(o, "req_per_s", L->req_per_s));
+    LL_TRY(ll_json_add_num(o, "server_n", L->server_n));
+    LL_TRY(ll_json_add_num(o, "server_waiting", L->server_waiting));
+    LL_TRY(ll_json_add_num(o, "server_step_ms", L->server_step_ms));
+    LL_TRY(ll_json_add_num(o, "server_tok_per_step", L->server_tok_per_step));
+    LL_TRY(ll_json_add_num(o, "server_scrapes", (double)L->server_scrapes));
+    LL_TRY(ll_json_add_num(o, "server_stale_s", L->server_stale_s));
+    if (!ADD_OK(cJSON_AddBoolToObject(o, "server_n_disagrees", L->server_n_disagrees)))
+        return LL_ENOMEM;
     return 0;
 fail:
     return rc;
@@ -391,6 +399,28 @@ static void print_law_row(FILE *f, const char *name, const fit_law *L)
             L->r2, L->resid_sd_ms, L->n_points);
 }
 
+/* The server's own figures (fit.h "Server figures") beside the client's
+ * steady step, when the sweep scraped any. */
+static void print_server(FILE *f, const fit_result *r)
+{
+    size_t any = 0;
+    for (size_t i = 0; i < r->n_levels; i++)
+        any += r->levels[i].server_scrapes || isfinite(r->levels[i].server_step_ms);
+    if (!any)
+        return;
+    fprintf(f, "\nserver (scraped /metrics):\n%5s %6s %9s %9s %12s %12s %10s %8s\n", "level", "C", "server N",
+            "waiting", "step ms", "client step", "tok/step", "scrapes");
+    for (size_t i = 0; i < r->n_levels; i++) {
+        const fit_level *L = &r->levels[i];
+        char c1[32], c2[32], c3[32], c4[32], c5[32];
+        fprintf(f, "%5d %6d %9s %9s %12s %12s %10s %8zu%s\n", L->level, L->concurrency,
+                fmt_num(c1, L->server_n, "%.2f"), fmt_num(c2, L->server_waiting, "%.2f"),
+                fmt_num(c3, L->server_step_ms, "%.4g"), fmt_num(c4, L->steady_step_ms, "%.4g"),
+                fmt_num(c5, L->server_tok_per_step, "%.4g"), L->server_scrapes,
+                L->server_n_disagrees ? "  N != D" : "");
+    }
+}
+
 void fit_print(FILE *f, const fit_result *r)
 {
     fit_print_law_line(f, r);
@@ -424,6 +454,7 @@ void fit_print(FILE *f, const fit_result *r)
                 L->closed_loop ? "" : "  (open loop)",
                 L->interrupted ? "  (interrupted)" : "");
     }
+    print_server(f, r);
     if (r->n_notes) {
         fprintf(f, "\nleft out, and why:\n");
         for (size_t i = 0; i < r->n_notes; i++)

@@ -60,6 +60,14 @@ int rpt_level_figures_json(cJSON *o, const fit_level *L)
         ll_json_add_num(o, "steady_tok_per_s", L->steady_tok_per_s) ||
         ll_json_add_num(o, "predicted_tok_per_s", L->predicted_tok_per_s))
         return LL_ENOMEM;
+    /* the server's own figures (fit.h "Server figures"); null where not scraped */
+    if (ll_json_add_num(o, "server_n", L->server_n) || ll_json_add_num(o, "server_waiting", L->server_waiting) ||
+        ll_json_add_num(o, "server_step_ms", L->server_step_ms) ||
+        ll_json_add_num(o, "server_tok_per_step", L->server_tok_per_step) ||
+        ll_json_add_num(o, "server_scrapes", (double)L->server_scrapes) ||
+        ll_json_add_num(o, "server_stale_s", L->server_stale_s) ||
+        !cJSON_AddBoolToObject(o, "server_n_disagrees", L->server_n_disagrees))
+        return LL_ENOMEM;
     return 0;
 }
 

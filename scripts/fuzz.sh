@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build and run the libFuzzer harnesses of tests/fuzz/ (README "Fuzzing").
 #   scripts/fuzz.sh TARGET MINUTES   run one harness that long (sse, engine_request,
-#                                    scenario, trace, records, tokenizer)
+#                                    scenario, trace, records, tokenizer, prom)
 #   scripts/fuzz.sh --ci             every harness for 20 s each; exit 1 on any crash
 #   scripts/fuzz.sh --list           the harness names
 # Builds into FUZZ_BUILD_DIR (default build-fuzz/) with clang (FUZZ_CC, default

@@ -43,6 +43,7 @@
 #define LL_REC_STEP "step"
 #define LL_REC_PROFILE "profile"
 #define LL_REC_CLOCK "clock"      /* a K-rank run: one rank's clock estimate (docs/records.md) */
+#define LL_REC_METRIC "metric"    /* one sample scraped from a server's /metrics */
 
 /* Error class of a failed request (records.md "error_class"). */
 typedef enum ll_err_class {
@@ -188,6 +189,18 @@ typedef struct ll_rec_clock {
     int64_t start_ns;
 } ll_rec_clock;
 
+/* One sample of a known family scraped from a Prometheus endpoint during the
+ * run (cli/scrape.c). t_ns: the middle of the scrape (request sent to body
+ * received) on the run clock. name: the sample's name as exposed
+ * (vllm:iteration_tokens_total_sum); labels: its label set in exposition
+ * form, k="v",k2="v2" ("" for none); src: the endpoint's URL. value is finite
+ * (a NaN or Inf sample is not written). */
+typedef struct ll_rec_metric {
+    int64_t t_ns;
+    const char *src, *name, *labels;
+    double value;
+} ll_rec_metric;
+
 /* ---- the writer ------------------------------------------------------------- */
 
 typedef struct ll_rec_writer ll_rec_writer;
@@ -211,6 +224,8 @@ int ll_rec_put_request(ll_rec_writer *w, ll_rec_request *rq);
 int ll_rec_put_step(ll_rec_writer *w, const ll_rec_step *st);
 int ll_rec_put_profile(ll_rec_writer *w, const ll_rec_profile *pr);
 int ll_rec_put_clock(ll_rec_writer *w, const ll_rec_clock *ck);
+/* LL_EINVAL for a non-finite value (JSON cannot hold it). */
+int ll_rec_put_metric(ll_rec_writer *w, const ll_rec_metric *m);
 /* Lines another writer formatted (a rank's request records, already on this
  * run's clock): text is len bytes of whole lines, each ending in '\n'; it is
  * copied. LL_EINVAL when the last byte is not a newline. */
@@ -247,6 +262,7 @@ typedef struct ll_rec_handlers {
     int (*on_other)(const cJSON *obj, const char *type, void *ctx);
     /* Last, so positional initializers written before it stay valid. */
     int (*on_clock)(const ll_rec_clock *ck, void *ctx);
+    int (*on_metric)(const ll_rec_metric *m, void *ctx);
 } ll_rec_handlers;
 
 typedef struct ll_rec_read_stats {
@@ -267,7 +283,7 @@ typedef struct ll_rec_read_stats {
  * "level" on level, level_end, request and profile; "start_ns" on level;
  * "end_ns" on level_end; "status", "send_ns" and "end_ns" on request;
  * "start_ns" and "dur_ns" on step; "t_ns" on profile; "level", "rank" and
- * "offset_ns" on clock. Other keys take their
+ * "offset_ns" on clock; "t_ns", "name" and a finite "value" on metric. Other keys take their
  * "absent" value (-1 for times and usage, 0 for counts, NULL for strings).
  * A run line without "engine_law.time_scale" (older files) reads as NAN. A
  * failed request whose error_class is unknown reads as LL_ERRC_OTHER. */

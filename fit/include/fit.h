@@ -343,6 +343,31 @@ typedef struct fit_dist {
 /* Prompt drift worth a note: server's mean prompt tokens vs the requested. */
 #define FIT_PROMPT_DRIFT_FRAC 0.02
 
+/* Server figures (fit_level.server_*), from the target's /metrics scraped
+ * during the sweep (records.h "metric"; README "Server metrics"):
+ *  server N        mean of the running-requests gauge (loadlaw_running_requests,
+ *                  else vllm:num_requests_running, else sglang:num_running_reqs),
+ *                  summed over the labels of one scrape (engines, data-parallel
+ *                  ranks), over the scrapes inside the level's steady windows
+ *                  (the whole level when it has none). Beside the client's D = C
+ *                  of a closed-loop level: they disagree when |N - C| >
+ *                  FIT_SERVER_N_REL * C + FIT_SERVER_N_ABS (another tenant, or a
+ *                  server that caps its batch).
+ *  server waiting  the waiting gauge, the same way.
+ *  server step     loadlaw: delta sum / delta count of loadlaw_step_duration_seconds;
+ *                  vLLM: span / delta count of vllm:iteration_tokens_total (the
+ *                  engine is busy throughout a steady window), tokens per step =
+ *                  delta sum / delta count. Counters are differenced over the
+ *                  span from the first steady window's start to the last one's
+ *                  end, per series, a drop counted as a reset (the new value is
+ *                  the increase), then summed over series.
+ *  stale           SGLang refreshes its gauges every --decode-log-interval
+ *                  steps (default 40): a gen_throughput that held one value for
+ *                  more than FIT_SGLANG_STALE_S while the level ran is noted. */
+#define FIT_SERVER_N_REL 0.10
+#define FIT_SERVER_N_ABS 1.0
+#define FIT_SGLANG_STALE_S 2.0
+
 typedef struct fit_level {
     int level, concurrency, closed_loop, interrupted;
     int64_t start_ns, end_ns;
@@ -401,6 +426,16 @@ typedef struct fit_level {
      * tokenizer's), which the gaps use. */
     size_t n_counts_attributed, n_counts_tokenizer;
     int64_t counts_stream_tok, counts_recorded_tok;
+    /* Server figures (header comment "Server figures"), from the scraped
+     * /metrics (metric records); NAN where the server did not say. */
+    size_t server_scrapes;        /* scrapes of the running gauge in the steady windows */
+    double server_n;              /* mean running requests (summed over engine/dp labels) */
+    double server_waiting;        /* mean waiting requests, same scrapes */
+    double server_step_ms;        /* mean step on the server's clock */
+    double server_tok_per_step;   /* vLLM: tokens per engine iteration */
+    int server_n_disagrees;       /* closed loop: |server_n - C| > FIT_SERVER_N_REL*C + FIT_SERVER_N_ABS */
+    double server_stale_s;        /* SGLang: longest span gen_throughput kept one value
+                                   * while the level ran */
     /* time series for plots */
     size_t n_phase;
     fit_phase_point *phase;       /* P(t), D(t) change points */

@@ -558,6 +558,61 @@ static void test_err_class_names(void)
           "names");
 }
 
+typedef struct metrics_got {
+    int n;
+    ll_rec_metric m[4];
+    char labels[4][64], name[4][64];
+} metrics_got;
+
+static int on_metric_rec(const ll_rec_metric *m, void *ctx)
+{
+    metrics_got *g = ctx;
+    if (g->n < 4) {
+        g->m[g->n] = *m;
+        snprintf(g->labels[g->n], sizeof g->labels[0], "%s", m->labels);
+        snprintf(g->name[g->n], sizeof g->name[0], "%s", m->name);
+    }
+    g->n++;
+    return 0;
+}
+
+/* metric records: exact round trip of value and labels (quotes escaped
+ * twice: once by the exposition form, once by JSON), non-finite refused,
+ * hostile lines dropped and counted. */
+static void test_metric(void)
+{
+    char path[512], err[256] = "";
+    ll_rec_writer *w = NULL;
+    path_of(path, sizeof path, "metric.jsonl");
+    CHECK(ll_rec_open(path, 0, &w, err, sizeof err) == 0, "open: %s", err);
+    if (!w)
+        return;
+    ll_rec_run run = {.ranks = 1, .threads = 1, .url = "http://127.0.0.1:1", .model = "m", .endpoint = "chat"};
+    ll_rec_metric a = {.t_ns = 500000000, .src = "http://h:8000/metrics", .name = "vllm:num_requests_running",
+                       .labels = "engine=\"0\",model_name=\"a\\\"b\"", .value = 12};
+    ll_rec_metric b = {.t_ns = 1000000000, .src = "http://h:8000/metrics", .name = "vllm:iteration_tokens_total_sum",
+                       .labels = "", .value = 9007199254740993.0 /* 2^53 + 1: rounds to 2^53, kept exactly */};
+    ll_rec_metric c = {.t_ns = 1, .src = "x", .name = "up", .labels = "", .value = NAN};
+    CHECK(ll_rec_put_run(w, &run) == 0 && ll_rec_put_metric(w, &a) == 0 && ll_rec_put_metric(w, &b) == 0,
+          "put metrics");
+    CHECK(ll_rec_put_metric(w, &c) == LL_EINVAL, "NaN refused");
+    static const char hostile[] = "{\"type\":\"metric\",\"t_ns\":1,\"name\":\"x\",\"value\":\"1\"}\n"
+                                  "{\"type\":\"metric\",\"t_ns\":1e300,\"name\":\"x\",\"value\":1}\n"
+                                  "{\"type\":\"metric\",\"t_ns\":1,\"value\":1}\n";
+    CHECK(ll_rec_put_lines(w, hostile, sizeof hostile - 1) == 0, "hostile lines");
+    CHECK(ll_rec_close(w) == 0, "close");
+    metrics_got g = {0};
+    ll_rec_read_stats rs;
+    ll_rec_handlers h = {.on_metric = on_metric_rec};
+    CHECK(ll_rec_read(path, &h, &g, &rs, err, sizeof err) == 0, "read: %s", err);
+    CHECK(g.n == 2, "two metrics read, got %d", g.n);
+    CHECK(g.m[0].t_ns == 500000000 && g.m[0].value == 12 && !strcmp(g.name[0], "vllm:num_requests_running") &&
+              !strcmp(g.labels[0], a.labels),
+          "metric exact: %s", g.labels[0]);
+    CHECK(g.m[1].value == b.value && g.labels[1][0] == '\0', "a large counter exactly");
+    CHECK(rs.n_rejected == 3 && rs.n_unknown == 0, "hostile metric lines dropped: rejected %zu", rs.n_rejected);
+}
+
 int main(void)
 {
     snprintf(g_dir, sizeof g_dir, "%s/ll_records_%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
@@ -569,6 +624,7 @@ int main(void)
     test_err_class_names();
     test_round_trip();
     test_clock_and_lines();
+    test_metric();
     test_drain_close();
     test_many_producers();
     test_hostile();

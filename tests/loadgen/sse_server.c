@@ -321,6 +321,15 @@ static void *conn_main(void *arg)
                 break;
             continue;
         }
+        if (strcmp(path, "/metrics") == 0) {
+            /* sweep scrapes its target's /metrics (cli/scrape.c): a server
+             * without one answers 404, and the scrape must not count as a
+             * completion request nor replace the last one's head and body. */
+            const char *r = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
+            if (send_all(c->fd, r, strlen(r)))
+                break;
+            continue;
+        }
         const char *h = strcasestr(buf, "\r\nauthorization:");
         if (h && h < body) {
             h += 16;

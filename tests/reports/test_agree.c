@@ -21,7 +21,8 @@ static const char *const dists[] = {"ttft_ms", "ttfa_ms", "tpot_ms", "itl_ms", "
 static const char *const dist_keys[] = {"n", "p50", "p90", "p99", "mean"};
 static const char *const scalars[] = {"sent", "ok", "failed", "duration_s", "ramp_s", "think_tok", "answer_tok",
                                       "usage_completion_tok", "think_tok_per_s", "answer_tok_per_s",
-                                      "output_tok_per_s", "req_per_s", "steady_tok_per_s"};
+                                      "output_tok_per_s", "req_per_s", "steady_tok_per_s", "server_n",
+                                      "server_waiting", "server_step_ms", "server_scrapes"};
 
 static int sh(const char *cmd)
 {

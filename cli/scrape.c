@@ -1,0 +1,282 @@
+/* scrape.c: the sweep's scraper of Prometheus /metrics endpoints
+ * (cli/scrape.h): what a server says about its own batch, queue and steps,
+ * sampled beside the client's stamps.
+ *
+ * DESIGN: one thread, one libcurl easy handle per endpoint (kept, so the
+ * connection is reused), a blocking curl_easy_perform per scrape. The
+ * thread sleeps on a condition variable between rounds so scrape_stop ends
+ * it at once rather than after an interval. Each sample of a known family
+ * becomes one `metric` record (records.h) stamped with the middle of its
+ * scrape on the run clock; the fit (fit/server.c) differences counters over
+ * each level's steady window. Only known families are kept: an exporter
+ * serves hundreds of series, and a record per series per half second would
+ * outweigh the run's own records.
+ *
+ * Why 2 Hz by default: a level's steady window lasts seconds to minutes,
+ * and a gauge sampled every 15-30 s (Prometheus' usual interval) would give
+ * a level one sample or none. */
+#include "scrape.h"
+
+#include <curl/curl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "prom.h"
+
+/* A body larger than this is not a /metrics page we want (a DCGM exporter
+ * with every field on 8 GPUs is ~200 KiB). */
+#define SCRAPE_MAX_BYTES (16u << 20)
+
+typedef struct endpoint {
+    char *url;
+    CURL *easy;
+    struct curl_slist *headers;
+    ll_buf body;
+    size_t n_ok, n_failed;
+    int said;                 /* the first failure was reported */
+    char curl_err[CURL_ERROR_SIZE];
+} endpoint;
+
+struct sweep_scrape {
+    endpoint *ep;
+    size_t n_ep;
+    int64_t interval_ns;
+    ll_rec_writer *w;
+    int64_t epoch_ns;
+    pthread_t thread;
+    int started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stop;                 /* guarded by mu */
+    ll_buf labels;            /* scraper thread only */
+    int64_t t_ns;             /* the scrape being written */
+    const char *src;
+    int put_failed;
+};
+
+/* Exact sample names kept (histograms and summaries: _sum and _count only;
+ * the buckets of a per-step histogram add nothing to a mean). */
+static const char *const known_names[] = {
+    /* loadlaw's own engine (engine/metrics.c) */
+    "loadlaw_running_requests", "loadlaw_waiting_requests", "loadlaw_steps_total",
+    "loadlaw_step_duration_seconds_sum", "loadlaw_step_duration_seconds_count", "loadlaw_generation_tokens_total",
+    /* vLLM (v1 names; gpu_cache_usage_perc and time_per_output_token are the older ones) */
+    "vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:iteration_tokens_total_sum",
+    "vllm:iteration_tokens_total_count", "vllm:inter_token_latency_seconds_sum",
+    "vllm:inter_token_latency_seconds_count", "vllm:time_per_output_token_seconds_sum",
+    "vllm:time_per_output_token_seconds_count", "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc",
+    "vllm:num_preemptions_total", "vllm:generation_tokens_total",
+    /* SGLang (--enable-metrics) */
+    "sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:gen_throughput", "sglang:token_usage",
+    /* DCGM exporter */
+    "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_PROF_SM_ACTIVE",
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE", "DCGM_FI_DEV_SM_CLOCK",
+};
+
+int scrape_known(const char *name)
+{
+    for (size_t i = 0; i < sizeof known_names / sizeof known_names[0]; i++)
+        if (strcmp(name, known_names[i]) == 0)
+            return 1;
+    return 0;
+}
+
+int scrape_default_url(const char *url, char *out, size_t n)
+{
+    size_t l = strlen(url);
+    while (l && url[l - 1] == '/')
+        l--;
+    if (l >= 3 && strncmp(url + l - 3, "/v1", 3) == 0)
+        l -= 3;
+    int k = snprintf(out, n, "%.*s/metrics", (int)l, url);
+    return k < 0 || (size_t)k >= n ? LL_ERANGE : 0;
+}
+
+static size_t on_body(char *p, size_t sz, size_t nm, void *ctx)
+{
+    ll_buf *b = ctx;
+    size_t n = sz * nm;
+    if (b->len + n > SCRAPE_MAX_BYTES || ll_buf_append(b, p, n))
+        return 0; /* curl fails the transfer: counted as a failed scrape */
+    return n;
+}
+
+static int on_sample(const ll_prom_sample *s, void *ctx)
+{
+    sweep_scrape *sc = ctx;
+    if (!scrape_known(s->name) || !isfinite(s->value))
+        return 0;
+    ll_buf_reset(&sc->labels);
+    if (ll_prom_format_labels(&sc->labels, s))
+        return LL_ENOMEM;
+    ll_rec_metric m = {.t_ns = sc->t_ns, .src = sc->src, .name = s->name, .labels = sc->labels.p,
+                       .value = s->value};
+    int rc = ll_rec_put_metric(sc->w, &m);
+    if (rc)
+        sc->put_failed = 1;
+    return rc;
+}
+
+static void say_failure(endpoint *e, const char *why)
+{
+    e->n_failed++;
+    if (e->said)
+        return;
+    e->said = 1;
+    fprintf(stderr, "loadlaw sweep: metrics: %s: %s (counted; the sweep goes on without them)\n", e->url, why);
+}
+
+static void scrape_one(sweep_scrape *sc, endpoint *e)
+{
+    char why[CURL_ERROR_SIZE + 64];
+    long status = 0;
+    ll_buf_reset(&e->body);
+    e->curl_err[0] = '\0';
+    int64_t t0 = ll_now_ns();
+    CURLcode cc = curl_easy_perform(e->easy);
+    int64_t t1 = ll_now_ns();
+    if (cc != CURLE_OK) {
+        snprintf(why, sizeof why, "%s", e->curl_err[0] ? e->curl_err : curl_easy_strerror(cc));
+        say_failure(e, why);
+        return;
+    }
+    if (curl_easy_getinfo(e->easy, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK || status != 200) {
+        snprintf(why, sizeof why, "HTTP %ld", status);
+        say_failure(e, why);
+        return;
+    }
+    e->n_ok++;
+    /* The server took its snapshot somewhere between send and receive. */
+    sc->t_ns = t0 + (t1 - t0) / 2 - sc->epoch_ns;
+    sc->src = e->url;
+    ll_prom_parse(e->body.p ? e->body.p : "", e->body.len, on_sample, sc, NULL);
+}
+
+static void *scrape_main(void *arg)
+{
+    sweep_scrape *sc = arg;
+    int64_t next = ll_now_ns();
+    pthread_mutex_lock(&sc->mu);
+    while (!sc->stop && !sc->put_failed) {
+        pthread_mutex_unlock(&sc->mu);
+        for (size_t i = 0; i < sc->n_ep; i++)
+            scrape_one(sc, &sc->ep[i]);
+        next += sc->interval_ns;
+        int64_t now = ll_now_ns();
+        if (next < now)
+            next = now; /* a slow endpoint: no burst of catch-up scrapes */
+        struct timespec ts = {.tv_sec = next / 1000000000, .tv_nsec = next % 1000000000};
+        pthread_mutex_lock(&sc->mu);
+        while (!sc->stop && ll_now_ns() < next)
+            if (pthread_cond_timedwait(&sc->cv, &sc->mu, &ts))
+                break;
+    }
+    pthread_mutex_unlock(&sc->mu);
+    return NULL;
+}
+
+static int endpoint_init(endpoint *e, const scrape_target *t, double interval_s)
+{
+    int rc = LL_ENOMEM;
+    char auth[1100];
+    if (!(e->url = strdup(t->url)) || !(e->easy = curl_easy_init()))
+        return LL_ENOMEM;
+    if (t->auth) {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", t->auth);
+        if (!(e->headers = curl_slist_append(NULL, auth)))
+            return LL_ENOMEM;
+    }
+    long timeout_ms = (long)(fmax(1.0, interval_s) * 1000);
+    rc = curl_easy_setopt(e->easy, CURLOPT_URL, e->url) || curl_easy_setopt(e->easy, CURLOPT_NOSIGNAL, 1L) ||
+                 curl_easy_setopt(e->easy, CURLOPT_WRITEFUNCTION, on_body) ||
+                 curl_easy_setopt(e->easy, CURLOPT_WRITEDATA, &e->body) ||
+                 curl_easy_setopt(e->easy, CURLOPT_ERRORBUFFER, e->curl_err) ||
+                 curl_easy_setopt(e->easy, CURLOPT_TIMEOUT_MS, timeout_ms) ||
+                 curl_easy_setopt(e->easy, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms) ||
+                 curl_easy_setopt(e->easy, CURLOPT_HTTPHEADER, e->headers)
+             ? LL_EINVAL
+             : 0;
+    return rc;
+}
+
+static void scrape_free(sweep_scrape *sc)
+{
+    for (size_t i = 0; i < sc->n_ep; i++) {
+        endpoint *e = &sc->ep[i];
+        if (e->easy)
+            curl_easy_cleanup(e->easy);
+        curl_slist_free_all(e->headers);
+        ll_buf_free(&e->body);
+        free(e->url);
+    }
+    free(sc->ep);
+    ll_buf_free(&sc->labels);
+    pthread_cond_destroy(&sc->cv);
+    pthread_mutex_destroy(&sc->mu);
+    free(sc);
+}
+
+int scrape_start(const scrape_target *targets, size_t n, double interval_s, ll_rec_writer *w,
+                 sweep_scrape **out, char *err, size_t errlen)
+{
+    int rc;
+    pthread_condattr_t a;
+    sweep_scrape *sc = calloc(1, sizeof *sc);
+    *out = NULL;
+    if (!sc)
+        return LL_ENOMEM;
+    if (pthread_mutex_init(&sc->mu, NULL) || pthread_condattr_init(&a)) {
+        free(sc);
+        return LL_ESYS;
+    }
+    int bad = pthread_condattr_setclock(&a, CLOCK_MONOTONIC) || pthread_cond_init(&sc->cv, &a);
+    pthread_condattr_destroy(&a);
+    if (bad) {
+        pthread_mutex_destroy(&sc->mu);
+        free(sc);
+        return LL_ESYS;
+    }
+    sc->w = w;
+    sc->epoch_ns = ll_rec_epoch_ns(w);
+    sc->interval_ns = (int64_t)(interval_s * 1e9);
+    LL_TRY((sc->ep = calloc(n ? n : 1, sizeof *sc->ep)) ? 0 : LL_ENOMEM);
+    for (; sc->n_ep < n; sc->n_ep++)
+        if ((rc = endpoint_init(&sc->ep[sc->n_ep], &targets[sc->n_ep], interval_s))) {
+            sc->n_ep++;
+            ll_errf(err, errlen, "metrics: %s: %s", targets[sc->n_ep - 1].url, ll_strerror(rc));
+            goto fail;
+        }
+    if (pthread_create(&sc->thread, NULL, scrape_main, sc)) {
+        ll_errf(err, errlen, "metrics: cannot start the scraper thread");
+        rc = LL_ESYS;
+        goto fail;
+    }
+    sc->started = 1;
+    *out = sc;
+    return 0;
+fail:
+    scrape_free(sc);
+    return rc;
+}
+
+void scrape_stop(sweep_scrape *sc)
+{
+    if (!sc)
+        return;
+    pthread_mutex_lock(&sc->mu);
+    sc->stop = 1;
+    pthread_cond_signal(&sc->cv);
+    pthread_mutex_unlock(&sc->mu);
+    if (sc->started)
+        pthread_join(sc->thread, NULL);
+    for (size_t i = 0; i < sc->n_ep; i++)
+        if (sc->ep[i].n_failed && sc->ep[i].n_ok)
+            fprintf(stderr, "loadlaw sweep: metrics: %s: %zu of %zu scrapes failed\n", sc->ep[i].url,
+                    sc->ep[i].n_failed, sc->ep[i].n_failed + sc->ep[i].n_ok);
+    scrape_free(sc);
+}
