@@ -3,7 +3,8 @@
  *
  * (a) The bundled engine: its own /metrics, scraped at the default URL,
  *     gives server N = C in every closed-loop level's steady windows, and a
- *     server step time within 25% of the law the engine plays.
+ *     server step time (its histogram) within 15% of the same engine's step
+ *     records over the steady windows.
  * (b) Recorded exposition texts of vLLM, SGLang and a DCGM exporter, served
  *     by this test over HTTP on raw sockets with values that move with time
  *     (--metrics-url, repeatable, --no-metrics for the engine's own): the
@@ -250,15 +251,35 @@ static void test_bundled(const char *tmp)
     CHECK(res->n_levels == 3, "3 levels, got %zu", res->n_levels);
     for (size_t i = 0; i < res->n_levels; i++) {
         const fit_level *L = &res->levels[i];
-        double law_ms = 0.1 * (52 + 30.0 * L->concurrency);
         CHECK(L->server_scrapes >= 2, "level %d: %zu scrapes in the steady windows", L->level, L->server_scrapes);
-        /* every scrape inside a closed-loop steady window sees all C admitted */
-        CHECK(fabs(L->server_n - L->concurrency) < 0.5, "level %d: server N %.3f vs C %d", L->level, L->server_n,
+        /* A scrape inside a closed-loop steady window sees the C admitted, or
+         * C - 1 in the instant between a completion and its replacement's
+         * arrival (more of those on a loaded machine): within one of C. */
+        CHECK(fabs(L->server_n - L->concurrency) <= 1.0, "level %d: server N %.3f vs C %d", L->level, L->server_n,
               L->concurrency);
         CHECK(!L->server_n_disagrees, "level %d: no N-vs-D warning", L->level);
         CHECK(L->server_waiting == 0, "level %d: nothing waiting (%.3g)", L->level, L->server_waiting);
-        CHECK(fabs(L->server_step_ms / law_ms - 1) < 0.25, "level %d: server step %.4g ms vs law %.4g ms", L->level,
-              L->server_step_ms, law_ms);
+        /* The server's step time from its histogram against the same engine's
+         * own step records in the level's steady windows: two readings of one
+         * clock, so they agree however slow the machine makes the steps (the
+         * windows' edges differ by a step or two; the law is not the yardstick
+         * here, a loaded machine stretches every step past it). */
+        double sum_ms = 0;
+        size_t n = 0;
+        for (size_t k = 0; k < fit_run_n_steps(fr); k++) {
+            const fit_engine_step *st = fit_run_step(fr, k);
+            for (size_t w = 0; w < L->n_windows; w++)
+                if (st->start_ns >= L->windows[w].t0_ns && st->start_ns + st->dur_ns <= L->windows[w].t1_ns &&
+                    st->n_decode > 0) {
+                    sum_ms += (double)st->dur_ns / 1e6;
+                    n++;
+                    break;
+                }
+        }
+        double own_ms = n ? sum_ms / (double)n : NAN;
+        CHECK(n >= 10 && fabs(L->server_step_ms / own_ms - 1) < 0.15,
+              "level %d: server step %.4g ms (histogram) vs %.4g ms (the engine's %zu step records)", L->level,
+              L->server_step_ms, own_ms, n);
     }
 out:
     fit_result_free(res);
