@@ -43,6 +43,7 @@
 #include "opts.h"
 #include "report.h"
 #include "scenario.h"
+#include "gpu_sample.h"
 #include "scrape.h"
 #include "signals.h"
 #include "sweep.h"
@@ -176,6 +177,20 @@ static sweep_scrape *start_scrape(const sweep_job *j, const char *url, ll_rec_wr
     return sc;
 }
 
+/* Rank 0's NVML sampler (gpu_sample.h) at the scrape interval, unless
+ * --gpu off. Without NVML or a GPU: one line says so, and the sweep goes on. */
+static sweep_gpu *start_gpu(const sweep_job *j, ll_rec_writer *w)
+{
+    char why[512] = "";
+    sweep_gpu *g = NULL;
+    if (j->gpu_off)
+        return NULL;
+    double interval_s = j->metrics_interval_s > 0 ? j->metrics_interval_s : 0.5;
+    if (gpu_sample_start(interval_s, w, &g, why, sizeof why) || !g)
+        fprintf(stderr, "loadlaw sweep: gpu: %s; no GPU telemetry (--gpu off to skip)\n", why);
+    return g;
+}
+
 /* Run every level; the engine's steps go to the records from the run line
  * on. Returns CLI_OK, CLI_INTERRUPTED or CLI_FAIL, and the run's counts. */
 static int run_levels(const sweep_job *j, const char *url, const char *model, host_engine *host,
@@ -217,7 +232,9 @@ static int run_levels(const sweep_job *j, const char *url, const char *model, ho
                 j->scn->path ? j->scn->path : "no scenario", j->scn->defaults ? j->scn->defaults : "file", url,
                 j->scn->n_levels, ranks, j->run_dir);
     sweep_scrape *sc = rank == 0 ? start_scrape(j, url, w) : NULL;
+    sweep_gpu *gs = rank == 0 ? start_gpu(j, w) : NULL;
     int rc = lg_run_sweep(run, err, sizeof err);
+    gpu_sample_stop(gs);
     scrape_stop(sc);
     if (rc && rc != LL_EINTR)
         fprintf(stderr, "loadlaw sweep: %s\n", err);
@@ -528,7 +545,8 @@ int cmd_sweep(int argc, char **argv)
     sweep_job job = {.scn = scn, .prompts = prompts, .engine_spec = scn->engine_spec, .run_dir = run_dir,
                      .api_key = key && key[0] ? key : NULL, .quiet = o.quiet, .no_report = o.no_report,
                      .mpi = mpi, .metrics_urls = o.metrics_urls, .n_metrics_urls = o.n_metrics_urls,
-                     .metrics_interval_s = o.metrics_interval_s, .no_metrics = o.no_metrics};
+                     .metrics_interval_s = o.metrics_interval_s, .no_metrics = o.no_metrics,
+                     .gpu_off = o.gpu_off};
     ret = scn->ab.enabled ? sweep_ab(&job, run_dir) : sweep_one(&job);
     cli_signals_stop();
 out:

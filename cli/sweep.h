@@ -22,6 +22,7 @@ typedef struct sweep_opts {
     size_t n_metrics_urls;
     double metrics_interval_s;           /* --metrics-interval; 0 = not given (0.5 s) */
     int no_metrics;
+    int gpu_off;                         /* --gpu off */
     long warmup, threads, max_tokens, think_tokens, seed;
     int no_report, quiet, no_continuous_usage;
 } sweep_opts;
@@ -60,6 +61,7 @@ typedef struct sweep_job {
     size_t n_metrics_urls;
     double metrics_interval_s;
     int no_metrics;
+    int gpu_off;                 /* no NVML sampler (gpu_sample.h); rank 0 only */
 } sweep_job;
 
 /* K ranks (sweep_share.c). Rank 0's outcome of preparing the job (ret:

@@ -26,7 +26,7 @@ enum {
     K_URL = 256, K_ENGINE, K_MODEL, K_ENDPOINT, K_API_KEY, K_WARMUP, K_RATE, K_ARRIVAL, K_DURATION, K_THREADS,
     K_MAX_TOKENS, K_THINK_TOKENS, K_TIMEOUT, K_SEED, K_PROMPTS, K_NO_REPORT, K_PROMPT_TOKENS, K_PROMPT_WORDS,
     K_TOKENIZER, K_HEADER, K_EXTRA_BODY, K_ENDPOINT_PATH, K_NO_CONT_USAGE, K_MAX_FAILED,
-    K_METRICS_URL, K_METRICS_INTERVAL, K_NO_METRICS,
+    K_METRICS_URL, K_METRICS_INTERVAL, K_NO_METRICS, K_GPU,
 };
 
 static const cli_opt sweep_table[] = {
@@ -73,6 +73,8 @@ static const cli_opt sweep_table[] = {
                 "exporter); the target's own /metrics is always scraped unless --no-metrics"},
     {"metrics-interval", K_METRICS_INTERVAL, "S", "seconds between scrapes (default 0.5)"},
     {"no-metrics", K_NO_METRICS, NULL, "scrape no /metrics endpoint"},
+    {"gpu", K_GPU, "auto|off", "sample the local GPUs through NVML every --metrics-interval (default auto: "
+                "when NVML loads; without it, one line says so)"},
     {NULL, 0, NULL, "output:"},
     {"output", 'o', "DIR", "run directory (default runs/<timestamp>)"},
     {"no-report", K_NO_REPORT, NULL, "skip the law and report at the end (summary.json is still written)"},
@@ -153,6 +155,11 @@ static int on_opt(const cli_opt *opt, const char *v, void *ctx)
     case K_NO_REPORT: o->no_report = 1; break;
     case 'q': o->quiet = 1; break;
     case K_NO_METRICS: o->no_metrics = 1; break;
+    case K_GPU:
+        if (strcmp(v, "auto") && strcmp(v, "off"))
+            return cli_usage_error(&sweep_cmd, "--gpu: expected auto or off, got '%s'", v);
+        o->gpu_off = !strcmp(v, "off");
+        break;
     case K_METRICS_URL:
         if (o->n_metrics_urls == SWEEP_MAX_METRICS_URLS)
             return cli_usage_error(&sweep_cmd, "--metrics-url: at most %d", SWEEP_MAX_METRICS_URLS);

@@ -28,6 +28,7 @@ void fit_options_default(fit_options *o)
     o->model_bic_margin = 10.0;
     o->model_min_effect = 0.03;
     o->include_warmup = 0;
+    o->n_server = 0;
 }
 
 int fit_note(fit_result *r, const char *fmt, ...)
@@ -146,6 +147,7 @@ static int rebuild_levels(const fit_run *run, const fit_options *opt, fit_result
         res->n_levels = l + 1;
         LL_TRY(fit_level_figures(run, idx.v, idx.n, &res->levels[l]));
         fit_server_level(run, &res->levels[l]);
+        fit_gpu_level(run, &res->levels[l]);
     }
     ll_vec_free(&idx);
     return 0;
@@ -176,28 +178,75 @@ static void count_left_out(const fit_run *run, fit_result *res)
 /* The law on one point per client-observed step (fit.h "The law"); OLS on
  * the same points; the naive OLS on every raw gap beside them; then the
  * model check on the same points. */
-static int fit_laws(fit_result *res, const fit_options *opt, char *err, size_t errlen)
+/* The points of the law against one N (x, y, size) and the raw samples
+ * behind them. */
+typedef struct law_points {
+    fit_double_vec x, y, w;
+    size_t n_samples;
+} law_points;
+
+static int law_points_push(law_points *p, double x, const fit_step *s)
 {
     int rc;
-    fit_double_vec px = {0}, py = {0}, pw = {0}, ax = {0}, ay = {0};
+    LL_TRY(ll_vec_push(&p->x, x));
+    LL_TRY(ll_vec_push(&p->y, s->ms_per_tok));
+    LL_TRY(ll_vec_push(&p->w, (double)s->tokens));
+    p->n_samples += s->n_samples;
+fail:
+    return rc;
+}
+
+static void law_points_free(law_points *p)
+{
+    ll_vec_free(&p->x);
+    ll_vec_free(&p->y);
+    ll_vec_free(&p->w);
+}
+
+/* fit.h "The law against the server's N": the server's N at each step,
+ * the last scrape at or before it inside the level. */
+static int server_points(const fit_run *run, const fit_level *L, const fit_step *st, size_t ns, law_points *p)
+{
+    int64_t *t = NULL;
+    double *v = NULL;
+    size_t n = 0, j = 0;
+    int rc = fit_server_n_series(run, L, &t, &v, &n);
+    for (size_t k = 0; rc == 0 && k < ns && n; k++) {
+        while (j + 1 < n && t[j + 1] <= st[k].t_ns)
+            j++; /* steps come in time order */
+        if (t[j] <= st[k].t_ns)
+            rc = law_points_push(p, v[j], &st[k]);
+    }
+    free(t);
+    free(v);
+    return rc;
+}
+
+static int fit_laws(const fit_run *run, fit_result *res, const fit_options *opt, char *err, size_t errlen)
+{
+    int rc;
+    fit_double_vec ax = {0}, ay = {0};
+    law_points client = {0}, server = {0};
     fit_step *st = NULL;
-    size_t n_law_samples = 0;
     for (size_t l = 0; l < res->n_levels; l++) {
         size_t ns;
         const fit_level *L = &res->levels[l];
         /* fit.h "The law": a closed-loop level gives its steady windows
          * (N = C); an open-loop level every steady step. */
         LL_TRY(fit_level_steps(res, l, L->closed_loop && L->concurrency > 0 ? L->concurrency : 0, &st, &ns));
-        for (size_t k = 0; k < ns; k++) {
-            LL_TRY(ll_vec_push(&px, st[k].n));
-            LL_TRY(ll_vec_push(&py, st[k].ms_per_tok));
-            LL_TRY(ll_vec_push(&pw, (double)st[k].tokens));
-            n_law_samples += st[k].n_samples;
-        }
+        for (size_t k = 0; k < ns; k++)
+            LL_TRY(law_points_push(&client, st[k].n, &st[k]));
+        LL_TRY(server_points(run, L, st, ns, &server));
         res->levels[l].n_steady_points = ns;
         free(st);
         st = NULL;
     }
+    const law_points *P = opt->n_server ? &server : &client, *O = opt->n_server ? &client : &server;
+    res->law_n = opt->n_server ? "server" : "client";
+    fit_double_vec px = P->x, py = P->y, pw = P->w;
+    size_t n_law_samples = P->n_samples;
+    LL_TRY(fit_line_sized(O->x.v, O->y.v, O->w.v, O->x.n, 1, &res->law_other, err, errlen));
+    res->law_other.n_samples = O->n_samples;
     for (size_t i = 0; i < res->n_samples; i++) {
         LL_TRY(ll_vec_push(&ax, res->samples[i].n));
         LL_TRY(ll_vec_push(&ay, res->samples[i].gap_ms));
@@ -214,9 +263,8 @@ fail:
     if (rc == LL_ENOMEM)
         ll_errf(err, errlen, "out of memory fitting the law");
     free(st);
-    ll_vec_free(&px);
-    ll_vec_free(&py);
-    ll_vec_free(&pw);
+    law_points_free(&client);
+    law_points_free(&server);
     ll_vec_free(&ax);
     ll_vec_free(&ay);
     return rc;
@@ -467,6 +515,9 @@ static void no_law_reason(fit_result *res)
         /* what a sweep stopped before its first level ended leaves behind */
         snprintf(res->no_law, sizeof res->no_law,
                  "no request was recorded in any level: nothing to fit step(N) = a + b*N to");
+    else if (law->n_points == 0 && fit_law_n_is_server(res))
+        snprintf(res->no_law, sizeof res->no_law, "no scrape of the server's running-requests gauge "
+                                              "before any steady step (fit --n server): nothing to fit to");
     else if (law->n_points == 0)
         snprintf(res->no_law, sizeof res->no_law, "no steady step (prefill or a change of N in every "
                                               "gap): nothing to fit step(N) = a + b*N to");
@@ -622,7 +673,7 @@ int fit_analyze(const fit_run *run, const fit_options *opt_in, fit_result **out,
     res->n_samples = sv.n;
     sv.v = NULL;
     count_left_out(run, res);
-    LL_TRY(fit_laws(res, &opt, err, errlen));
+    LL_TRY(fit_laws(run, res, &opt, err, errlen));
     LL_TRY(compare_levels(res));
     LL_TRY(fit_engine_steps(run, res, err, errlen));
     LL_TRY(burst_check(res));

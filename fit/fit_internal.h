@@ -23,6 +23,14 @@ typedef enum fit_smk {
     FIT_SMK_LL_STEP_SUM, FIT_SMK_LL_STEP_COUNT,            /* loadlaw_step_duration_seconds */
     FIT_SMK_VLLM_ITER_SUM, FIT_SMK_VLLM_ITER_COUNT,        /* vllm:iteration_tokens_total */
     FIT_SMK_SGL_GEN_THROUGHPUT,                            /* sglang:gen_throughput */
+    /* GPU telemetry (gpu.c): each figure from loadlaw's own NVML sampler
+     * (cli/gpu_sample.c) or a DCGM exporter; watts, millijoules, 0..1 ratios */
+    FIT_SMK_NVML_POWER, FIT_SMK_DCGM_POWER,
+    FIT_SMK_NVML_LIMIT, FIT_SMK_DCGM_LIMIT, FIT_SMK_DCGM_MGMT_LIMIT,
+    FIT_SMK_NVML_ENERGY, FIT_SMK_DCGM_ENERGY,
+    FIT_SMK_NVML_SM, FIT_SMK_DCGM_SM,
+    FIT_SMK_NVML_TENSOR, FIT_SMK_DCGM_TENSOR,
+    FIT_SMK_NVML_DRAM, FIT_SMK_DCGM_DRAM,
     FIT_SMK__COUNT
 } fit_smk;
 typedef struct fit_server_sample {
@@ -38,6 +46,24 @@ int fit_server_kind(const char *name);
 /* The level's server figures (fit.h "Server figures") from the run's
  * metric samples; L's windows, start/end and concurrency must be set. */
 void fit_server_level(const fit_run *run, fit_level *L);
+/* server.c, shared with gpu.c and analyze.c. Over the level's steady
+ * windows (the whole level when it has none), or over [t0, t1]: */
+/* Mean over the scrapes in L's windows of each scrape's total (avg = 0) or
+ * mean (avg = 1) over the samples of kind; *n_out scrapes; NAN when none. */
+double fit_server_gauge(const fit_run *run, const fit_level *L, int kind, int avg, size_t *n_out);
+/* The increase of a counter kind over [t0, t1], per series with resets,
+ * summed over series; the span (and first/last sample times, either may be
+ * NULL) of the series seen. NAN when no series has two samples. */
+double fit_server_counter(const fit_run *run, int kind, int64_t t0, int64_t t1, int64_t *span_ns,
+                          int64_t *first_ns, int64_t *last_ns);
+/* The server's N over L (start to end) as fit.h "The law against the
+ * server's N" reads it: each scrape's total of the running gauge (the first
+ * family with any), in time order. *t_out, *v_out: caller frees (NULL when
+ * none). 0 or LL_ENOMEM. */
+int fit_server_n_series(const fit_run *run, const fit_level *L, int64_t **t_out, double **v_out, size_t *n_out);
+/* gpu.c: the level's GPU figures and its diagnosis (fit.h "GPU figures and
+ * diagnosis"); after fit_server_level (it reads the waiting gauge). */
+void fit_gpu_level(const fit_run *run, fit_level *L);
 
 struct fit_run {
     fit_run_info info;

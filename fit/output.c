@@ -139,6 +139,7 @@ static int add_level_figures(cJSON *o, const fit_level *L)
     LL_TRY(ll_json_add_num(o, "server_stale_s", L->server_stale_s));
     if (!ADD_OK(cJSON_AddBoolToObject(o, "server_n_disagrees", L->server_n_disagrees)))
         return LL_ENOMEM;
+    LL_TRY(fit_level_gpu_json(o, L));
     return 0;
 fail:
     return rc;
@@ -275,6 +276,13 @@ cJSON *fit_result_to_json(const fit_result *r)
         }
     LL_TRY(add_law(o, "ols", &r->ols, NULL));
     LL_TRY(add_law(o, "naive", &r->naive, NULL));
+    /* fit.h "The law against the server's N" */
+    if (!ADD_OK(cJSON_AddStringToObject(o, "law_n", r->law_n ? r->law_n : "client")))
+        goto fail;
+    if (r->law_other.ok)
+        LL_TRY(add_law(o, "law_other", &r->law_other, NULL));
+    else if (!ADD_OK(cJSON_AddNullToObject(o, "law_other")))
+        goto fail;
     if (r->engine.ok)
         LL_TRY(add_law(o, "engine_law", &r->engine, NULL));
     else if (!ADD_OK(cJSON_AddNullToObject(o, "engine_law")))
@@ -421,13 +429,45 @@ static void print_server(FILE *f, const fit_result *r)
     }
 }
 
+/* The GPU figures and diagnosis (fit.h "GPU figures and diagnosis"), when
+ * any level has GPU or server data. */
+static void print_gpu(FILE *f, const fit_result *r)
+{
+    size_t any = 0;
+    for (size_t i = 0; i < r->n_levels; i++)
+        any += r->levels[i].gpu_scrapes || r->levels[i].server_scrapes;
+    if (!any)
+        return;
+    fprintf(f, "\ngpu / diagnosis (steady windows; power summed over GPUs, activities averaged; wait +: "
+               "server waiting, last third of the level minus first)\n  rule, first that holds: %s\n"
+               "%5s %6s %8s %8s %6s %6s %6s %6s %9s %8s  %s\n",
+            fit_diag_rule(), "level", "C", "power W", "limit W", "of cap", "SM", "tensor", "DRAM", "J/token", "wait +",
+            "diagnosis");
+    for (size_t i = 0; i < r->n_levels; i++) {
+        const fit_level *L = &r->levels[i];
+        char c[8][32];
+        fprintf(f, "%5d %6d %8s %8s %6s %6s %6s %6s %9s %8s  %s (%s)\n", L->level, L->concurrency,
+                fmt_num(c[0], L->gpu_power_w, "%.1f"), fmt_num(c[1], L->gpu_power_limit_w, "%.1f"),
+                fmt_num(c[2], L->gpu_power_frac, "%.2f"), fmt_num(c[3], L->gpu_sm_active, "%.2f"),
+                fmt_num(c[4], L->gpu_tensor_active, "%.2f"), fmt_num(c[5], L->gpu_dram_active, "%.2f"),
+                fmt_num(c[6], L->gpu_j_per_tok, "%.4f"), fmt_num(c[7], L->server_waiting_growth, "%.2f"),
+                fit_diag_name(L->diagnosis), L->diagnosis_why);
+    }
+}
+
+int fit_law_n_is_server(const fit_result *r) { return r->law_n && strcmp(r->law_n, "server") == 0; }
+
 void fit_print(FILE *f, const fit_result *r)
 {
     fit_print_law_line(f, r);
+    if (fit_law_n_is_server(r))
+        fprintf(f, "(N is the server's: its running requests at each step, fit --n server)\n");
     fprintf(f, "\nfits (step ms = a + b*N):\n");
     print_law_row(f, r->law.method && strcmp(r->law.method, "ols-fallback") == 0 ? "OLS FALLBACK, steady" : "law (mean step)", &r->law);
     print_law_row(f, "OLS, steady steps", &r->ols);
     print_law_row(f, "naive OLS, all gaps", &r->naive);
+    if (r->law_other.ok)
+        print_law_row(f, fit_law_n_is_server(r) ? "law vs client's D" : "law vs server's N", &r->law_other);
     if (r->engine.ok)
         print_law_row(f, "engine's own steps", &r->engine);
     if (r->has_truth)
@@ -455,6 +495,7 @@ void fit_print(FILE *f, const fit_result *r)
                 L->interrupted ? "  (interrupted)" : "");
     }
     print_server(f, r);
+    print_gpu(f, r);
     if (r->n_notes) {
         fprintf(f, "\nleft out, and why:\n");
         for (size_t i = 0; i < r->n_notes; i++)

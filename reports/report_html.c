@@ -35,7 +35,8 @@ static int law_section(ll_buf *b, const fit_result *r)
     char x[8][48];
     const fit_law *l = &r->law;
     char law_label[96];
-    snprintf(law_label, sizeof law_label, "the law: %s (the answer)", l->method ? l->method : "none");
+    snprintf(law_label, sizeof law_label, "the law: %s (the answer%s)", l->method ? l->method : "none",
+             fit_law_n_is_server(r) ? ", against the server's N" : "");
     if (ll_buf_printf(b, "<section><h2>The law</h2>\n"))
         return LL_ENOMEM;
     if (l->ok) {
@@ -61,6 +62,11 @@ static int law_section(ll_buf *b, const fit_result *r)
         law_row(b, "OLS on every gap, phases ignored", &r->naive))
         return LL_ENOMEM;
     if (r->engine.ok && law_row(b, "engine's own step log", &r->engine))
+        return LL_ENOMEM;
+    /* fit.h "The law against the server's N": both laws when the server said its N */
+    if (r->law_other.ok && law_row(b, fit_law_n_is_server(r) ? "the same steps against the client's D"
+                                                             : "the same steps against the server's N (scraped)",
+                                   &r->law_other))
         return LL_ENOMEM;
     if (r->has_truth &&
         ll_buf_printf(b, "<tr><td class=l>engine&#39;s configured law (truth)</td><td>%s</td><td></td><td>%s</td>"
@@ -123,6 +129,40 @@ static int level_table(ll_buf *b, const fit_result *r)
                             "requests. Steady: spans with no request prefilling and all C decoding. Ramp: from "
                             "the level's start until D first reaches C. ITL: gap between chunk arrivals divided "
                             "by the tokens in the later arrival.</p></section>\n");
+}
+
+/* The GPU figures and diagnosis per level (fit.h "GPU figures and
+ * diagnosis"), when any level has GPU telemetry or server metrics. */
+static int gpu_table(ll_buf *b, const fit_result *r)
+{
+    size_t any = 0;
+    for (size_t i = 0; i < r->n_levels; i++)
+        any += r->levels[i].gpu_scrapes || r->levels[i].server_scrapes;
+    if (!any)
+        return 0;
+    if (ll_buf_printf(b, "<section><h2>GPU and diagnosis</h2><div class=scroll><table>\n<tr><th>C</th>"
+                         "<th>power / limit W</th><th>of cap</th><th>SM</th><th>tensor</th><th>DRAM</th>"
+                         "<th>J/token</th><th>server waiting growth</th><th class=l>diagnosis</th></tr>\n"))
+        return LL_ENOMEM;
+    for (size_t i = 0; i < r->n_levels; i++) {
+        const fit_level *L = &r->levels[i];
+        char x[8][48];
+        if (ll_buf_printf(b, "<tr><td>%d</td><td>%s / %s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
+                             "<td>%s</td><td>%s</td><td class=l>%s (",
+                          L->concurrency, html_num(x[0], 48, L->gpu_power_w, 1),
+                          html_num(x[1], 48, L->gpu_power_limit_w, 1), html_num(x[2], 48, L->gpu_power_frac, 2),
+                          html_num(x[3], 48, L->gpu_sm_active, 2), html_num(x[4], 48, L->gpu_tensor_active, 2),
+                          html_num(x[5], 48, L->gpu_dram_active, 2), html_num(x[6], 48, L->gpu_j_per_tok, 4),
+                          html_num(x[7], 48, L->server_waiting_growth, 2), fit_diag_name(L->diagnosis)) ||
+            html_esc(b, L->diagnosis_why) || ll_buf_printf(b, ")</td></tr>\n"))
+            return LL_ENOMEM;
+    }
+    if (ll_buf_printf(b, "</table></div><p class=muted>Means over the scrapes in each level's steady windows; "
+                         "power and energy summed over GPUs, activities averaged; J/token from the energy "
+                         "counter's difference. Rule, first that holds: ") ||
+        html_esc(b, fit_diag_rule()) || ll_buf_printf(b, ".</p></section>\n"))
+        return LL_ENOMEM;
+    return 0;
 }
 
 static int kv(ll_buf *b, const char *k, const char *v)
@@ -235,7 +275,7 @@ int rpt_write_html_from(const char *run_dir, const fit_run *run, const fit_resul
         ll_buf_printf(&b, "</div></header>\n<main>\n"))
         goto oom;
     if ((rc = law_section(&b, res)) || (rc = charts_section(&b, res)) ||
-        (rc = level_table(&b, res)) || (rc = config_section(&b, run, res)))
+        (rc = level_table(&b, res)) || (rc = gpu_table(&b, res)) || (rc = config_section(&b, run, res)))
         goto fail;
     if (ll_buf_printf(&b, "</main>\n"))
         goto oom;

@@ -68,7 +68,8 @@ int rpt_level_figures_json(cJSON *o, const fit_level *L)
         ll_json_add_num(o, "server_stale_s", L->server_stale_s) ||
         !cJSON_AddBoolToObject(o, "server_n_disagrees", L->server_n_disagrees))
         return LL_ENOMEM;
-    return 0;
+    /* GPU figures and the diagnosis (fit.h): fit's one writer */
+    return fit_level_gpu_json(o, L);
 }
 
 /* ---- summary.json ------------------------------------------------------------ */

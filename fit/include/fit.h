@@ -75,6 +75,14 @@
  *    steps at N = C, t quantile); error_rel = steady / predicted - 1, and its
  *    interval combines that one with the law's mean-line band at C on the
  *    log scale.
+ *  - The law against the server's N (fit_result.law_other, or the law itself
+ *    with fit_options.n_server): the same steps, each with x = the server's
+ *    running requests at its time, that is the total over labels of the last
+ *    scrape of the running gauge (server figures) at or before the step
+ *    inside its level; steps before a level's first scrape are left out.
+ *    Where the server runs exactly the client's D the two laws are one.
+ *    Everything else (predictions at C, the model check on the law's points)
+ *    follows whichever law is the answer.
  *
  * Times are integer nanoseconds since the run epoch (as in the records); step
  * times in milliseconds; rates in tokens per second. Results are plain structs
@@ -199,6 +207,9 @@ typedef struct fit_options {
     double model_min_effect;  /* and its relative departure from the line at
                                * the largest N; default 0.03 */
     int include_warmup;       /* take samples from warmup requests too; default 0 */
+    int n_server;             /* 1: the law's N is the server's (header comment,
+                               * "The law against the server's N"); default 0:
+                               * the client's D */
 } fit_options;
 void fit_options_default(fit_options *o);
 
@@ -368,6 +379,58 @@ typedef struct fit_dist {
 #define FIT_SERVER_N_ABS 1.0
 #define FIT_SGLANG_STALE_S 2.0
 
+/* GPU figures and diagnosis (fit_level.gpu_*, .diagnosis), from GPU
+ * telemetry among the metric records: loadlaw's own NVML sampler (`sweep
+ * --gpu`, names nvml_*) or a scraped DCGM exporter (DCGM_FI_*); per figure
+ * NVML when the level has it, else DCGM, never both added.
+ *  power, limit    mean over the scrapes in the level's steady windows (the
+ *                  whole level when it has none) of the scrape's power summed
+ *                  over GPUs (W), and of the enforced power limit summed the
+ *                  same way; power_frac = power / limit.
+ *  SM, tensor,     the same scrapes' mean over GPUs of DCGM_FI_PROF_SM_ACTIVE,
+ *  DRAM activity   _PIPE_TENSOR_ACTIVE, _DRAM_ACTIVE (NVML: the GPM metrics
+ *                  SM_UTIL, ANY_TENSOR_UTIL, DRAM_BW_UTIL / 100), 0..1.
+ *                  NVML's "utilization" (time any kernel ran) is not SM
+ *                  activity and is never used for it.
+ *  energy          the energy counter (mJ) differenced per GPU over the span
+ *                  of the steady windows as the server figures' counters are
+ *                  (a drop is a reset), summed over GPUs; J per token = that
+ *                  energy / the tokens of every stream that arrived after the
+ *                  counter's first sample and up to its last. Power samples are
+ *                  1 s averages and never enter it.
+ *  waiting growth  the waiting gauge (server figures) over the whole level:
+ *                  mean of the last third of its scrapes minus mean of the
+ *                  first third (NAN with fewer than 3 scrapes).
+ * The diagnosis, first rule that holds, in this order:
+ *  latency-bound   SM >= FIT_DIAG_SM_BUSY, tensor and DRAM < FIT_DIAG_LOW, and
+ *                  power < FIT_DIAG_POWER_LOW of the limit: SMs wait on
+ *                  launches and small per-head work (the story: 340 W of 600 W);
+ *  compute-bound   tensor >= FIT_DIAG_TENSOR_HIGH and power >= FIT_DIAG_POWER_CAP
+ *                  of the limit;
+ *  bandwidth-bound DRAM >= FIT_DIAG_DRAM_PEAK;
+ *  admission-bound the server's waiting requests grew by >= FIT_DIAG_WAIT_GROWTH
+ *                  across the level (the server, not the GPU, holds them back);
+ *  "-"             none held; diagnosis_why says why (no GPU data, or the
+ *                  figures that missed). A figure that is absent fails its rule. */
+#define FIT_DIAG_SM_BUSY 0.8
+#define FIT_DIAG_LOW 0.3
+#define FIT_DIAG_POWER_LOW 0.7
+#define FIT_DIAG_TENSOR_HIGH 0.5
+#define FIT_DIAG_POWER_CAP 0.9
+#define FIT_DIAG_DRAM_PEAK 0.7
+#define FIT_DIAG_WAIT_GROWTH 1.0
+typedef enum fit_diag {
+    FIT_DIAG_NONE = 0,
+    FIT_DIAG_LATENCY,
+    FIT_DIAG_COMPUTE,
+    FIT_DIAG_BANDWIDTH,
+    FIT_DIAG_ADMISSION,
+} fit_diag;
+/* "-" | "latency-bound" | "compute-bound" | "bandwidth-bound" | "admission-bound" */
+const char *fit_diag_name(fit_diag d);
+/* The rule above in one line, as `loadlaw fit` and the report print it. */
+const char *fit_diag_rule(void);
+
 typedef struct fit_level {
     int level, concurrency, closed_loop, interrupted;
     int64_t start_ns, end_ns;
@@ -436,6 +499,15 @@ typedef struct fit_level {
     int server_n_disagrees;       /* closed loop: |server_n - C| > FIT_SERVER_N_REL*C + FIT_SERVER_N_ABS */
     double server_stale_s;        /* SGLang: longest span gen_throughput kept one value
                                    * while the level ran */
+    double server_waiting_growth; /* "GPU figures and diagnosis": NAN without 3 scrapes */
+    /* GPU figures ("GPU figures and diagnosis"); NAN where nothing said. */
+    size_t gpu_scrapes;           /* scrapes of power or activity in the steady windows */
+    double gpu_power_w, gpu_power_limit_w, gpu_power_frac;
+    double gpu_sm_active, gpu_tensor_active, gpu_dram_active; /* 0..1, mean over GPUs */
+    double gpu_energy_j;          /* counter difference, summed over GPUs */
+    double gpu_j_per_tok;         /* gpu_energy_j / tokens over the counter's span */
+    fit_diag diagnosis;
+    char diagnosis_why[112];      /* the figures behind it, or why there is none */
     /* time series for plots */
     size_t n_phase;
     fit_phase_point *phase;       /* P(t), D(t) change points */
@@ -448,6 +520,10 @@ typedef struct fit_level {
 
 typedef struct fit_result {
     fit_law law;                  /* THE answer: trimmed WLS on steady steps, the mean step */
+    const char *law_n;            /* whose N the law's x is: "client" (D) | "server" */
+    fit_law law_other;            /* the same fit against the other N ("The law
+                                   * against the server's N"); ok = 0 without
+                                   * server metrics */
     fit_law ols;                  /* OLS on the same points */
     fit_law naive;                /* OLS on every raw gap, steady or not: what
                                    * ignoring the phases would report */
@@ -495,9 +571,21 @@ void fit_result_free(fit_result *r);
  * "burst_gap_frac","burst_gap_ms","client_bound","client_busy_frac",
  * "client_events_per_read","client_gap_vs_step","prompt_tok_target_mean",
  * "prompt_tok_server_mean","n_counts_attributed","n_counts_tokenizer",
- * "counts_stream_tok","counts_recorded_tok",...}],
+ * "counts_stream_tok","counts_recorded_tok", the server_* and (fit_level_gpu_json)
+ * gpu_* / diagnosis keys,...}], "law_n" ("client" | "server"), "law_other" (the
+ * law against the other N, null without one),
  * ...}. NAN becomes null. Caller frees with cJSON_Delete; NULL on no memory. */
 cJSON *fit_result_to_json(const fit_result *r);
+
+/* A level's GPU figures and diagnosis into o (gpu_power_w, gpu_power_limit_w,
+ * gpu_power_frac, gpu_sm_active, gpu_tensor_active, gpu_dram_active,
+ * gpu_energy_j, gpu_j_per_tok, gpu_scrapes, server_waiting_growth,
+ * diagnosis, diagnosis_why): the one writer behind fit --json, summary.json
+ * and the report. 0 or LL_ENOMEM. */
+int fit_level_gpu_json(cJSON *o, const fit_level *L);
+
+/* 1 when the law's N is the server's (fit_options.n_server). */
+int fit_law_n_is_server(const fit_result *r);
 
 /* Readable summary: law with CIs, asymptote, N1/2, model check, per-level
  * table, what was excluded. */

@@ -22,7 +22,11 @@ static const char *const dist_keys[] = {"n", "p50", "p90", "p99", "mean"};
 static const char *const scalars[] = {"sent", "ok", "failed", "duration_s", "ramp_s", "think_tok", "answer_tok",
                                       "usage_completion_tok", "think_tok_per_s", "answer_tok_per_s",
                                       "output_tok_per_s", "req_per_s", "steady_tok_per_s", "server_n",
-                                      "server_waiting", "server_step_ms", "server_scrapes"};
+                                      "server_waiting", "server_step_ms", "server_scrapes", "gpu_power_w",
+                                      "gpu_power_limit_w", "gpu_power_frac", "gpu_sm_active", "gpu_tensor_active",
+                                      "gpu_dram_active", "gpu_energy_j", "gpu_j_per_tok", "gpu_scrapes",
+                                      "server_waiting_growth"};
+static const char *const strings[] = {"diagnosis", "diagnosis_why"};
 
 static int sh(const char *cmd)
 {
@@ -83,6 +87,12 @@ static void agree_json(const char *what, const cJSON *sum, const cJSON *other, s
         const cJSON *x = get(sum, scalars[k]), *y = get(other, scalars[k]);
         CHECK(same(x, y), "level %zu %s: summary.json %.17g, %s %.17g", i, scalars[k], x ? x->valuedouble : NAN,
               what, y ? y->valuedouble : NAN);
+    }
+    for (size_t k = 0; k < sizeof strings / sizeof strings[0]; k++) {
+        const cJSON *x = get(sum, strings[k]), *y = get(other, strings[k]);
+        CHECK(cJSON_IsString(x) && cJSON_IsString(y) && !strcmp(x->valuestring, y->valuestring),
+              "level %zu %s: summary.json '%s', %s '%s'", i, strings[k], cJSON_IsString(x) ? x->valuestring : "?",
+              what, cJSON_IsString(y) ? y->valuestring : "?");
     }
 }
 
@@ -184,6 +194,45 @@ static void agree_table(const char *out_path, const cJSON *levels)
     free(text);
 }
 
+/* `loadlaw fit`'s gpu / diagnosis table (fit.h "GPU figures and diagnosis"):
+ * each level's row against summary.json, at the decimals it prints. */
+static void agree_gpu_table(const char *out_path, const cJSON *levels)
+{
+    char *text = slurp(out_path), *save = NULL;
+    int in = 0;
+    size_t rows = 0;
+    CHECK(text != NULL, "loadlaw fit's stdout");
+    for (char *line = text ? strtok_r(text, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {
+        char buf[1024], *c[24];
+        snprintf(buf, sizeof buf, "%s", line);
+        size_t n = cells(buf, c, 24);
+        if (n > 10 && !strcmp(c[0], "level") && !strcmp(c[2], "power")) {
+            in = 1;
+            continue;
+        }
+        if (!in || n < 11 || !strcmp(c[0], "-"))
+            continue;
+        if (!strcmp(c[0], "left")) /* the notes follow the table */
+            break;
+        size_t i = (size_t)atoi(c[0]);
+        const cJSON *L = cJSON_GetArrayItem(levels, atoi(c[0]));
+        cell_is(c[2], get(L, "gpu_power_w"), 1, "power W", i);
+        cell_is(c[3], get(L, "gpu_power_limit_w"), 1, "limit W", i);
+        cell_is(c[4], get(L, "gpu_power_frac"), 2, "of cap", i);
+        cell_is(c[5], get(L, "gpu_sm_active"), 2, "SM", i);
+        cell_is(c[6], get(L, "gpu_tensor_active"), 2, "tensor", i);
+        cell_is(c[7], get(L, "gpu_dram_active"), 2, "DRAM", i);
+        cell_is(c[8], get(L, "gpu_j_per_tok"), 4, "J/token", i);
+        cell_is(c[9], get(L, "server_waiting_growth"), 2, "wait +", i);
+        const cJSON *d = get(L, "diagnosis");
+        CHECK(cJSON_IsString(d) && !strcmp(c[10], d->valuestring), "level %zu diagnosis: table '%s'", i, c[10]);
+        rows++;
+    }
+    CHECK(rows == (size_t)cJSON_GetArraySize(levels), "gpu table rows: %zu for %d levels", rows,
+          cJSON_GetArraySize(levels));
+    free(text);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -195,8 +244,8 @@ int main(int argc, char **argv)
     snprintf(cmd, sizeof cmd,
              "rm -rf " RUN " && %s sweep -c 1,4 -n 8 --max-tokens 32 --think-tokens 8 "
              "--engine backend=synthetic,law=2+0.5n -q -o " RUN " > agree_sweep.out 2> agree_sweep.err && "
-             "%s fit " RUN " --json > agree_fit.json",
-             bin, bin);
+             "%s fit " RUN " --json > agree_fit.json && %s fit " RUN " > agree_fit.txt",
+             bin, bin, bin);
     CHECK(sh(cmd) == 0, "sweep and fit (see agree_sweep.err)");
     cJSON *sum = json_file(RUN "/summary.json"), *fit = json_file("agree_fit.json");
     cJSON *rep = report_data(RUN "/report.html");
@@ -216,8 +265,10 @@ int main(int argc, char **argv)
         agree_json("fit --json", s, cJSON_GetArrayItem(fl, i), (size_t)i);
         agree_json("report data", s, get(cJSON_GetArrayItem(rl, i), "figures"), (size_t)i);
     }
-    if (sl)
+    if (sl) {
         agree_table("agree_sweep.out", sl);
+        agree_gpu_table("agree_fit.txt", sl);
+    }
     cJSON_Delete(sum);
     cJSON_Delete(fit);
     cJSON_Delete(rep);
