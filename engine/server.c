@@ -23,6 +23,12 @@
 
 #include "internal.h"
 
+/* The response block MHD allocates with each streaming response, the most
+ * read_cb hands over per call. An SSE event is ~300 B and a step queues one
+ * per stream, so 4 KiB holds a dozen; at 8 KiB it was ~40% of a stream's
+ * memory (issue 17: RSS slope per stream, bench/scale.sh). */
+#define ENG_RESPONSE_BLOCK_BYTES 4096
+
 enum { R_CHAT, R_COMPL, R_MODELS, R_HEALTH, R_METRICS, R_START_PROF, R_STOP_PROF, R_NONE };
 
 static const struct {
@@ -156,7 +162,7 @@ static enum MHD_Result start_generation(eng_engine *e, struct MHD_Connection *co
     r->fd = ci ? (int)ci->connect_fd : -1; /* -1: a non-streaming client's exit goes unseen */
     c->req = r;
     struct MHD_Response *resp =
-        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 8192, read_cb, r, free_cb);
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, ENG_RESPONSE_BLOCK_BYTES, read_cb, r, free_cb);
     if (!resp)
         return respond_error(conn, 500, NULL, "could not create the response", NULL);
     eng_req_ref(r); /* the response's reference, released by free_cb */

@@ -10,13 +10,17 @@
  * exists to avoid. Three dialects (lg_dialect): OpenAI's chat/completions
  * chunks, the Responses API's typed events, SGLang /generate's cumulative
  * text; each yields the same per-event token counts and text byte lengths
- * (xfer.c attributes a disagreeing final usage over the chunks by them). */
+ * (xfer.c attributes a disagreeing final usage over the chunks by them).
+ * Each event's JSON is read into a tape (jtape.h) by a fast scanner, or by
+ * cJSON when the scanner meets something outside the plain subset it handles
+ * (counted in lg_delta.slow_events); the interpreter reads only the tape, so
+ * both give the same result. */
 #include "sse.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
+#include "jtape.h"
 
 void lg_sse_init(lg_sse *s, lg_sse_cb cb, void *ctx)
 {
@@ -74,6 +78,18 @@ static int process_line(lg_sse *s, const char *l, size_t n)
     return 0; /* id:, retry: and unknown fields do not matter here */
 }
 
+/* Whether any of the 8 bytes at q is '\n' or '\r' (SWAR: a line is ~250
+ * bytes, and this loop saw each of them one at a time). */
+static inline int has_line_end(const char *q)
+{
+    const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
+    uint64_t v, a, b;
+    memcpy(&v, q, 8);
+    a = v ^ (ones * '\n');
+    b = v ^ (ones * '\r');
+    return (((a - ones) & ~a) | ((b - ones) & ~b)) & highs ? 1 : 0;
+}
+
 int lg_sse_feed(lg_sse *s, const char *p, size_t n)
 {
     size_t i = 0;
@@ -86,6 +102,8 @@ int lg_sse_feed(lg_sse *s, const char *p, size_t n)
     while (i < n) {
         /* Scan for the next line end without copying when the line is whole. */
         size_t j = i;
+        while (n - j >= 8 && !has_line_end(p + j))
+            j += 8;
         while (j < n && p[j] != '\n' && p[j] != '\r')
             j++;
         if (j == n) {
@@ -163,6 +181,13 @@ static void split_content(lg_delta *d, const char *s, size_t n, size_t *tb, size
 {
     char stack[512], *buf = stack;
     size_t pend = d->tag_len, len = pend + n, i = 0, ab0 = *ab;
+    if (pend == 0 && !memchr(s, '<', n)) {
+        /* No tag can start here (the common chunk): what the loop below does
+         * byte by byte, at once. */
+        *(d->in_think ? tb : ab) += n;
+        keep(d, d->in_think, s, n);
+        return;
+    }
     if (len > sizeof stack && !(buf = malloc(len))) {
         *ab += n; /* out of memory: count the text, lose only tag tracking */
         return;
@@ -219,38 +244,63 @@ static void split_content(lg_delta *d, const char *s, size_t n, size_t *tb, size
 /* A token count from the server, or -1 when absent or not a sane count: the
  * value is untrusted, and a cast of 1e300 (or NaN) is undefined while 3e9
  * wraps the int per-chunk counts negative. No request has 1e9 tokens. */
-static int64_t jnum(const cJSON *o, const char *k)
+static int64_t jnum(const lg_jtape *t, const lg_jnode *o, const char *k)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 1e9))
+    const lg_jnode *v = lg_jget(t, o, k);
+    if (!v || v->type != LG_J_NUM || !(v->num >= 0 && v->num <= 1e9))
         return -1;
-    return (int64_t)v->valuedouble;
+    return (int64_t)v->num;
 }
 
-static int err_from_json(const cJSON *root, char *out, size_t outlen)
+static int str_is(const char *s, size_t n, const char *lit)
 {
-    const cJSON *e = cJSON_GetObjectItemCaseSensitive(root, "error");
-    const char *obj = ll_json_str(root, "object", NULL);
+    return s && n == strlen(lit) && memcmp(s, lit, n) == 0;
+}
+
+static void set_msg(char *out, size_t outlen, const char *msg, size_t n)
+{
+    snprintf(out, outlen, "%.*s", (int)(n < outlen ? n : outlen), msg);
+}
+
+static int err_from_json(const lg_jtape *t, const lg_jnode *root, char *out, size_t outlen)
+{
+    const lg_jnode *e = lg_jget(t, root, "error");
+    size_t ol = 0, ml = 5;
+    const char *obj = lg_jstr(t, root, "object", &ol);
     const char *msg = NULL;
-    if (cJSON_IsObject(e))
-        msg = ll_json_str(e, "message", "error");
-    else if (cJSON_IsString(e))
-        msg = e->valuestring;
-    else if (obj && strcmp(obj, "error") == 0)
-        msg = ll_json_str(root, "message", "error");
-    else if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(root, "detail")))
-        msg = ll_json_str(root, "detail", "error");
+    if (e && e->type == LG_J_OBJ) {
+        if (!(msg = lg_jstr(t, e, "message", &ml)))
+            msg = "error", ml = 5;
+    } else if (e && e->type == LG_J_STR) {
+        msg = e->str, ml = e->str_len;
+    } else if (str_is(obj, ol, "error")) {
+        if (!(msg = lg_jstr(t, root, "message", &ml)))
+            msg = "error", ml = 5;
+    } else {
+        msg = lg_jstr(t, root, "detail", &ml);
+    }
     if (!msg)
         return 0;
-    snprintf(out, outlen, "%s", msg);
+    set_msg(out, outlen, msg, ml);
     return 1;
+}
+
+/* The tape of one event: the fast scanner, else cJSON (counted in *slow). */
+static int parse_tape(lg_jtape *t, const char *data, size_t len, int *slow)
+{
+    lg_jtape_init(t);
+    if (lg_jscan(t, data, len) == 0)
+        return 0;
+    if (slow)
+        (*slow)++;
+    return lg_jfull(t, data, len);
 }
 
 int lg_error_message(const char *body, size_t len, char *out, size_t outlen)
 {
-    cJSON *root = cJSON_ParseWithLengthOpts(body, len, NULL, 0);
-    int found = root ? err_from_json(root, out, outlen) : 0;
-    cJSON_Delete(root);
+    lg_jtape t;
+    int found = parse_tape(&t, body, len, NULL) == 0 ? err_from_json(&t, &t.n[0], out, outlen) : 0;
+    lg_jtape_free(&t);
     return found;
 }
 
@@ -289,9 +339,8 @@ static void count_event(lg_delta *d, size_t tb, size_t ab, int64_t ct_now, lg_de
 }
 
 /* Reasoning text outside content: all thinking, no tags to look for. */
-static void think_text(lg_delta *d, const char *s, size_t *tb)
+static void think_text(lg_delta *d, const char *s, size_t n, size_t *tb)
 {
-    size_t n = strlen(s);
     *tb += n;
     keep(d, 1, s, n);
 }
@@ -299,33 +348,39 @@ static void think_text(lg_delta *d, const char *s, size_t *tb)
 /* The OpenAI Responses API stream: typed events, text in "delta", usage in
  * the final response.completed (or response.incomplete, which is how a
  * response cut at max_output_tokens ends: still a complete stream). */
-static void responses_event(lg_delta *d, const char *event, const cJSON *root, lg_delta_out *out)
+static void responses_event(lg_delta *d, const char *event, const lg_jtape *t, lg_delta_out *out)
 {
-    const char *type = ll_json_str(root, "type", event && event[0] ? event : "");
-    const cJSON *delta = cJSON_GetObjectItemCaseSensitive(root, "delta");
+    const lg_jnode *root = &t->n[0];
+    size_t tl = 0, dl = 0;
+    const char *type = lg_jstr(t, root, "type", &tl);
+    const char *delta = lg_jstr(t, root, "delta", &dl);
     size_t tb = 0, ab = 0;
-    if (strcmp(type, "response.output_text.delta") == 0 && cJSON_IsString(delta)) {
-        split_content(d, delta->valuestring, strlen(delta->valuestring), &tb, &ab, &out->reclassify);
-    } else if (strcmp(type, "response.reasoning_text.delta") == 0 && cJSON_IsString(delta)) {
-        think_text(d, delta->valuestring, &tb);
-    } else if (strcmp(type, "response.completed") == 0 || strcmp(type, "response.incomplete") == 0) {
-        const cJSON *resp = cJSON_GetObjectItemCaseSensitive(root, "response");
-        const cJSON *usage = cJSON_GetObjectItemCaseSensitive(resp, "usage");
-        if (cJSON_IsObject(usage)) {
-            const cJSON *det = cJSON_GetObjectItemCaseSensitive(usage, "output_tokens_details");
-            d->usage_prompt = jnum(usage, "input_tokens");
-            d->usage_completion = jnum(usage, "output_tokens");
-            d->usage_reasoning = cJSON_IsObject(det) ? jnum(det, "reasoning_tokens") : -1;
+    if (!type) {
+        type = event ? event : "";
+        tl = strlen(type);
+    }
+    if (str_is(type, tl, "response.output_text.delta") && delta) {
+        split_content(d, delta, dl, &tb, &ab, &out->reclassify);
+    } else if (str_is(type, tl, "response.reasoning_text.delta") && delta) {
+        think_text(d, delta, dl, &tb);
+    } else if (str_is(type, tl, "response.completed") || str_is(type, tl, "response.incomplete")) {
+        const lg_jnode *usage = lg_jget(t, lg_jget(t, root, "response"), "usage");
+        if (usage && usage->type == LG_J_OBJ) {
+            const lg_jnode *det = lg_jget(t, usage, "output_tokens_details");
+            d->usage_prompt = jnum(t, usage, "input_tokens");
+            d->usage_completion = jnum(t, usage, "output_tokens");
+            d->usage_reasoning = det && det->type == LG_J_OBJ ? jnum(t, det, "reasoning_tokens") : -1;
         }
         d->done = 1;
         return;
-    } else if (strcmp(type, "response.failed") == 0 || strcmp(type, "error") == 0) {
-        const cJSON *resp = cJSON_GetObjectItemCaseSensitive(root, "response");
-        const char *msg = ll_json_str(root, "message", NULL);
-        if (!msg && !err_from_json(resp ? resp : root, d->errmsg, sizeof d->errmsg))
-            msg = type;
+    } else if (str_is(type, tl, "response.failed") || str_is(type, tl, "error")) {
+        const lg_jnode *resp = lg_jget(t, root, "response");
+        size_t ml = 0;
+        const char *msg = lg_jstr(t, root, "message", &ml);
+        if (!msg && !err_from_json(t, resp ? resp : root, d->errmsg, sizeof d->errmsg))
+            msg = type, ml = tl;
         if (msg)
-            snprintf(d->errmsg, sizeof d->errmsg, "%s", msg);
+            set_msg(d->errmsg, sizeof d->errmsg, msg, ml);
         d->error = 1;
         return;
     } else {
@@ -336,23 +391,23 @@ static void responses_event(lg_delta *d, const char *event, const cJSON *root, l
 
 /* SGLang's /generate stream: each event holds the whole text so far and
  * meta_info with the running token counts (its continuous usage). */
-static void generate_event(lg_delta *d, const cJSON *root, lg_delta_out *out)
+static void generate_event(lg_delta *d, const lg_jtape *t, lg_delta_out *out)
 {
-    const cJSON *text = cJSON_GetObjectItemCaseSensitive(root, "text");
-    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "meta_info");
-    size_t tb = 0, ab = 0;
+    const lg_jnode *root = &t->n[0];
+    const lg_jnode *meta = lg_jget(t, root, "meta_info");
+    size_t n = 0, tb = 0, ab = 0;
+    const char *text = lg_jstr(t, root, "text", &n);
     int64_t ct_now = -1;
-    if (cJSON_IsString(text)) {
-        size_t n = strlen(text->valuestring);
+    if (text) {
         /* The new text is the suffix beyond what was seen; a shorter text
          * (not a continuation) only resets the mark. */
         if (n > d->gen_len)
-            split_content(d, text->valuestring + d->gen_len, n - d->gen_len, &tb, &ab, &out->reclassify);
+            split_content(d, text + d->gen_len, n - d->gen_len, &tb, &ab, &out->reclassify);
         d->gen_len = n;
     }
-    if (cJSON_IsObject(meta)) {
-        int64_t p = jnum(meta, "prompt_tokens"), r = jnum(meta, "reasoning_tokens");
-        ct_now = jnum(meta, "completion_tokens");
+    if (meta && meta->type == LG_J_OBJ) {
+        int64_t p = jnum(t, meta, "prompt_tokens"), r = jnum(t, meta, "reasoning_tokens");
+        ct_now = jnum(t, meta, "completion_tokens");
         if (p >= 0)
             d->usage_prompt = p;
         if (ct_now >= 0)
@@ -363,72 +418,70 @@ static void generate_event(lg_delta *d, const cJSON *root, lg_delta_out *out)
     count_event(d, tb, ab, ct_now, out);
 }
 
+/* chat / completions chunks: choices[].delta (reasoning_content or reasoning,
+ * and content) or choices[].text; a final chunk with usage and no choices. */
+static void openai_event(lg_delta *d, const lg_jtape *t, lg_delta_out *out)
+{
+    const lg_jnode *root = &t->n[0];
+    const lg_jnode *choices = lg_jget(t, root, "choices");
+    const lg_jnode *usage = lg_jget(t, root, "usage");
+    const lg_jnode *first = choices && choices->type == LG_J_ARR ? lg_jchild(t, choices) : NULL;
+    if (usage && usage->type == LG_J_OBJ && !first) {
+        /* The final usage chunk: what the server says it did. */
+        const lg_jnode *det = lg_jget(t, usage, "completion_tokens_details");
+        d->usage_prompt = jnum(t, usage, "prompt_tokens");
+        d->usage_completion = jnum(t, usage, "completion_tokens");
+        d->usage_reasoning = jnum(t, usage, "reasoning_tokens");
+        if (d->usage_reasoning < 0 && det && det->type == LG_J_OBJ)
+            d->usage_reasoning = jnum(t, det, "reasoning_tokens");
+        return;
+    }
+    size_t tb = 0, ab = 0;
+    for (const lg_jnode *c = first; c; c = lg_jnext(t, c)) {
+        const lg_jnode *delta = lg_jget(t, c, "delta");
+        size_t n = 0;
+        const char *s;
+        if (delta && delta->type == LG_J_OBJ) {
+            if ((s = lg_jstr(t, delta, "reasoning_content", &n)) || (s = lg_jstr(t, delta, "reasoning", &n)))
+                think_text(d, s, n, &tb);
+            if ((s = lg_jstr(t, delta, "content", &n)))
+                split_content(d, s, n, &tb, &ab, &out->reclassify);
+        } else if ((s = lg_jstr(t, c, "text", &n))) {
+            split_content(d, s, n, &tb, &ab, &out->reclassify);
+        }
+    }
+    count_event(d, tb, ab, usage && usage->type == LG_J_OBJ ? jnum(t, usage, "completion_tokens") : -1, out);
+}
+
 void lg_delta_event(lg_delta *d, const char *event, const char *data, size_t len, lg_delta_out *out)
 {
+    lg_jtape t;
     memset(out, 0, sizeof *out);
     if (len == 6 && memcmp(data, "[DONE]", 6) == 0) {
         d->done = 1;
         return;
     }
-    cJSON *root = cJSON_ParseWithLengthOpts(data, len, NULL, 0);
+    int bad = parse_tape(&t, data, len, &d->slow_events);
+    const lg_jnode *root = bad ? NULL : &t.n[0];
     if (event && strcmp(event, "error") == 0) {
         /* "event: error" with a JSON error object, or plain text */
-        const char *m = root ? ll_json_str(root, "message", NULL) : NULL; /* Responses' error */
+        size_t ml = 0;
+        const char *m = root ? lg_jstr(&t, root, "message", &ml) : NULL; /* Responses' error */
         if (m)
-            snprintf(d->errmsg, sizeof d->errmsg, "%s", m);
-        else if (!root || !err_from_json(root, d->errmsg, sizeof d->errmsg))
+            set_msg(d->errmsg, sizeof d->errmsg, m, ml);
+        else if (!root || !err_from_json(&t, root, d->errmsg, sizeof d->errmsg))
             snprintf(d->errmsg, sizeof d->errmsg, "%.*s", (int)(len < 200 ? len : 200), data);
         d->error = 1;
-        goto out;
-    }
-    if (!root) {
+    } else if (!root) {
         d->bad_events++;
-        return;
-    }
-    if (d->dialect == LG_DIALECT_RESPONSES) {
-        responses_event(d, event, root, out);
-        goto out;
-    }
-    if (err_from_json(root, d->errmsg, sizeof d->errmsg)) {
+    } else if (d->dialect == LG_DIALECT_RESPONSES) {
+        responses_event(d, event, &t, out);
+    } else if (err_from_json(&t, root, d->errmsg, sizeof d->errmsg)) {
         d->error = 1;
-        goto out;
+    } else if (d->dialect == LG_DIALECT_GENERATE) {
+        generate_event(d, &t, out);
+    } else {
+        openai_event(d, &t, out);
     }
-    if (d->dialect == LG_DIALECT_GENERATE) {
-        generate_event(d, root, out);
-        goto out;
-    }
-    const cJSON *choices = cJSON_GetObjectItemCaseSensitive(root, "choices");
-    const cJSON *usage = cJSON_GetObjectItemCaseSensitive(root, "usage");
-    int n_choices = cJSON_IsArray(choices) ? cJSON_GetArraySize(choices) : 0;
-    if (cJSON_IsObject(usage) && n_choices == 0) {
-        /* The final usage chunk: what the server says it did. */
-        const cJSON *det = cJSON_GetObjectItemCaseSensitive(usage, "completion_tokens_details");
-        d->usage_prompt = jnum(usage, "prompt_tokens");
-        d->usage_completion = jnum(usage, "completion_tokens");
-        d->usage_reasoning = jnum(usage, "reasoning_tokens");
-        if (d->usage_reasoning < 0 && cJSON_IsObject(det))
-            d->usage_reasoning = jnum(det, "reasoning_tokens");
-        goto out;
-    }
-    size_t tb = 0, ab = 0;
-    for (const cJSON *c = n_choices ? choices->child : NULL; c; c = c->next) {
-        const cJSON *delta = cJSON_GetObjectItemCaseSensitive(c, "delta");
-        const cJSON *text = cJSON_GetObjectItemCaseSensitive(c, "text");
-        if (cJSON_IsObject(delta)) {
-            const cJSON *rc = cJSON_GetObjectItemCaseSensitive(delta, "reasoning_content");
-            const cJSON *r = cJSON_GetObjectItemCaseSensitive(delta, "reasoning");
-            const cJSON *ct = cJSON_GetObjectItemCaseSensitive(delta, "content");
-            if (cJSON_IsString(rc))
-                think_text(d, rc->valuestring, &tb);
-            else if (cJSON_IsString(r))
-                think_text(d, r->valuestring, &tb);
-            if (cJSON_IsString(ct))
-                split_content(d, ct->valuestring, strlen(ct->valuestring), &tb, &ab, &out->reclassify);
-        } else if (cJSON_IsString(text)) {
-            split_content(d, text->valuestring, strlen(text->valuestring), &tb, &ab, &out->reclassify);
-        }
-    }
-    count_event(d, tb, ab, cJSON_IsObject(usage) ? jnum(usage, "completion_tokens") : -1, out);
-out:
-    cJSON_Delete(root);
+    lg_jtape_free(&t);
 }

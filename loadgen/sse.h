@@ -74,6 +74,9 @@ typedef struct lg_delta {
     int64_t last_ct;           /* continuous usage: completion_tokens so far */
     int has_cont_usage;
     int bad_events;            /* events that were not JSON */
+    /* events the fast JSON scanner handed to the full parser (jtape.h): an
+     * unusual escape or shape; bad_events are among them */
+    int slow_events;
     /* final usage chunk (choices: []); -1 when absent */
     int64_t usage_prompt, usage_completion, usage_reasoning;
     lg_dialect dialect;        /* set after lg_delta_init; OPENAI by default */

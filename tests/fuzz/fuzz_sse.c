@@ -6,6 +6,11 @@
  * fed in pieces of 1..64 bytes drawn from the seed (single bytes, CRLF pairs
  * and UTF-8 sequences cut in two included). The events (name, data), the
  * per-event delta results and the final interpreter state must be identical.
+ *
+ * Second property, on every event: wherever the fast JSON scanner (jtape.h)
+ * accepts the data, cJSON accepts it too and gives the same tape (same tree,
+ * keys, strings, numbers), so the interpreter cannot tell the two apart; an
+ * event the scanner refuses goes to cJSON anyway.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -13,6 +18,7 @@
 
 #include "common.h"
 #include "fuzz_util.h"
+#include "jtape.h"
 #include "sse.h"
 
 /* Every dispatched event and what it meant, serialised into one buffer so two
@@ -22,11 +28,28 @@ typedef struct parse {
     lg_delta d;
     ll_buf log;
     int oom;
+    int check_tapes;    /* the whole parse checks fast vs full on each event */
 } parse;
+
+static void check_tapes(const char *data, size_t len)
+{
+    lg_jtape fast, full;
+    lg_jtape_init(&fast);
+    lg_jtape_init(&full);
+    if (lg_jscan(&fast, data, len) == 0) {
+        int rc = lg_jfull(&full, data, len);
+        FUZZ_CHECK(rc == 0 || rc == LL_ENOMEM);
+        FUZZ_CHECK(rc != 0 || lg_jtape_equal(&fast, &full));
+    }
+    lg_jtape_free(&fast);
+    lg_jtape_free(&full);
+}
 
 static int on_event(void *ctx, const char *event, const char *data, size_t len)
 {
     parse *p = ctx;
+    if (p->check_tapes)
+        check_tapes(data, len);
     lg_delta_out o;
     memset(&o, 0, sizeof o);
     FUZZ_CHECK(data[len] == '\0');
@@ -83,6 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     parse whole, cut;
     parse_init(&whole, mode);
     parse_init(&cut, mode);
+    whole.check_tapes = 1;
     int rc_whole = lg_sse_feed(&whole.sse, s, n);
     if (!rc_whole)
         rc_whole = lg_sse_finish(&whole.sse);
@@ -106,7 +130,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(a->in_think == b->in_think && a->saw_tag == b->saw_tag);
         FUZZ_CHECK(a->tag_len == b->tag_len && a->tag_len <= sizeof a->tag);
         FUZZ_CHECK(a->last_ct == b->last_ct && a->has_cont_usage == b->has_cont_usage);
-        FUZZ_CHECK(a->bad_events == b->bad_events);
+        FUZZ_CHECK(a->bad_events == b->bad_events && a->slow_events == b->slow_events);
+        FUZZ_CHECK(a->bad_events <= a->slow_events);
         FUZZ_CHECK(a->usage_prompt == b->usage_prompt);
         FUZZ_CHECK(a->usage_completion == b->usage_completion);
         FUZZ_CHECK(a->usage_reasoning == b->usage_reasoning);

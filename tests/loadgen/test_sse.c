@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jtape.h"
 #include "lg_internal.h"
 #include "sse.h"
 #include "testutil.h"
@@ -420,6 +421,52 @@ static void test_request_hooks(void)
     scn_free(s);
 }
 
+/* The fast scanner against cJSON: where it accepts, the tapes are equal; what
+ * it refuses is refused on purpose (cJSON's business), and every event it
+ * refuses is counted in slow_events while the result is the full parser's. */
+static void test_fast_path(void)
+{
+    static const struct {
+        const char *json;
+        int fast; /* 1: the scanner takes it */
+    } k[] = {
+        {"{\"choices\":[{\"delta\":{\"content\":\"a\\n\\\"b\\\\\\/\\t\"}}],\"usage\":{\"completion_tokens\":12}}", 1},
+        {" \t\r\n{\"a\":[true,false,null,{},[]],\"b\":-0,\"a\":\"dup\"} trailing", 1},
+        {"{\"n\":123456789012345}", 1},
+        {"{\"n\":1234567890123456}", 0},  /* more than 15 digits */
+        {"{\"n\":1.5}", 0},               /* not an integer */
+        {"{\"n\":1e3}", 0},
+        {"{\"s\":\"\\u00e9\"}", 0},   /* \u escape */
+        {"{\"k\\n\":1}", 0},            /* escaped key */
+        {"{\"s\":\"a\001b\"}", 0},     /* raw control byte */
+        {"{\"a\":1\001}", 0},            /* cJSON's whitespace, not JSON's */
+        {"[1,2]", 0},                      /* not an object */
+        {"{\"a\":1,}", 0},               /* not JSON at all */
+        {"{\"a\":tru}", 0},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        lg_jtape fast, full;
+        lg_jtape_init(&fast);
+        lg_jtape_init(&full);
+        int f = lg_jscan(&fast, k[i].json, strlen(k[i].json)) == 0;
+        int ok = lg_jfull(&full, k[i].json, strlen(k[i].json)) == 0;
+        CHECK(f == k[i].fast, "fast path %s: %s", f ? "took" : "refused", k[i].json);
+        CHECK(!f || (ok && lg_jtape_equal(&fast, &full)), "fast and full tapes differ: %s", k[i].json);
+        lg_jtape_free(&fast);
+        lg_jtape_free(&full);
+    }
+    /* The same chunk with and without a \u escape: equal results, one slow event. */
+    harness h;
+    run(&h,
+        "data: {\"choices\":[{\"delta\":{\"content\":\"caf\\u00e9\"}}],\"usage\":{\"completion_tokens\":2}}\n\n"
+        "data: {\"choices\":[{\"delta\":{\"content\":\"caf\xc3\xa9\"}}],\"usage\":{\"completion_tokens\":4}}\n\n"
+        "data: not json\n\ndata: [DONE]\n\n",
+        1000, 0, LG_DIALECT_OPENAI);
+    CHECK(h.answer == 4 && h.answer_bytes == 10 && h.d.slow_events == 2 && h.d.bad_events == 1,
+          "escape fallback: answer %d bytes %ld slow %d bad %d", h.answer, h.answer_bytes, h.d.slow_events,
+          h.d.bad_events);
+}
+
 int main(void)
 {
     for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++)
@@ -432,5 +479,6 @@ int main(void)
     test_bytes_and_text();
     test_dialect_errors();
     test_request_hooks();
+    test_fast_path();
     TEST_MAIN_END();
 }
