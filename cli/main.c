@@ -17,6 +17,7 @@ static const struct {
     {"sweep", cmd_sweep, "drive an endpoint through concurrency levels, record every token"},
     {"serve", cmd_serve, "run the bundled decode engine behind an OpenAI-compatible server"},
     {"fit", cmd_fit, "fit step time = a + b*N on a run's steady decode samples"},
+    {"plan", cmd_plan, "capacity planning from the law: max C for an objective, goodput"},
     {"report", cmd_report, "write RUN_DIR/report.html (self-contained, opens offline)"},
     {"compare", cmd_compare, "compare two runs: per-level speedups with CIs, law change, gate"},
     {"trace", cmd_trace, "kernel-time breakdown of PyTorch/Kineto profiler traces"},

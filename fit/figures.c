@@ -59,29 +59,36 @@ static int stream_itl(const fit_request *q, fit_double_vec *itl)
     return 0;
 }
 
-/* TPOT: (last token - first token) / (tokens - 1), tokens counted from the
- * stream; no sample for a single token or a zero span. */
-static int request_tpot(const fit_request *q, fit_double_vec *tpot)
+/* TTFT, TPOT and E2E of one request: fit.h "Per-level figures", and
+ * fit_request_latency_ms; the level's dists and goodput (plan.c) both use
+ * this. TPOT counts tokens from the stream; no sample for a single token or
+ * a zero span. */
+void fit_request_latency_ms(const fit_request *q, fit_request_ms *out)
 {
+    out->ttft_ms = q->first_token_ns >= 0 ? ms_between(q->send_ns, q->first_token_ns) : NAN;
+    out->e2e_ms = ms_between(q->send_ns, q->end_ns);
+    out->tpot_ms = NAN;
     int64_t tok = q->think_tok + q->answer_tok;
     if (tok <= 1 || q->n_chunks == 0 || q->first_token_ns < 0)
-        return 0;
+        return;
     int64_t last = q->chunks[q->n_chunks - 1].t_ns;
-    if (last <= q->first_token_ns)
-        return 0;
-    return ll_vec_push(tpot, ms_between(q->first_token_ns, last) / (double)(tok - 1));
+    if (last > q->first_token_ns)
+        out->tpot_ms = ms_between(q->first_token_ns, last) / (double)(tok - 1);
 }
 
 static int request_latencies(const fit_request *q, fit_latency_samples *s)
 {
     int rc;
-    if (q->first_token_ns >= 0)
-        LL_TRY(ll_vec_push(&s->ttft, ms_between(q->send_ns, q->first_token_ns)));
+    fit_request_ms m;
+    fit_request_latency_ms(q, &m);
+    if (!isnan(m.ttft_ms))
+        LL_TRY(ll_vec_push(&s->ttft, m.ttft_ms));
     if (q->first_answer_ns >= 0)
         LL_TRY(ll_vec_push(&s->ttfa, ms_between(q->send_ns, q->first_answer_ns)));
-    LL_TRY(request_tpot(q, &s->tpot));
+    if (!isnan(m.tpot_ms))
+        LL_TRY(ll_vec_push(&s->tpot, m.tpot_ms));
     LL_TRY(stream_itl(q, &s->itl));
-    LL_TRY(ll_vec_push(&s->e2e, ms_between(q->send_ns, q->end_ns)));
+    LL_TRY(ll_vec_push(&s->e2e, m.e2e_ms));
     if (q->intended_ns >= 0) {
         /* open loop: from the intended send (no coordinated omission) */
         LL_TRY(ll_vec_push(&s->client_lag, ms_between(q->intended_ns, q->send_ns)));

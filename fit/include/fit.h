@@ -616,6 +616,119 @@ typedef struct fit_step {
 int fit_level_steps(const fit_result *r, size_t level_idx, double at_n, fit_step **out,
                     size_t *n_out);
 
+/* ---- Capacity plan (plan.c) ----
+ *
+ * What a run's law and measured levels say about serving at other loads
+ * (`loadlaw plan`). One definition per figure:
+ *  max C for a per-token objective S (ITL or TPOT: the law is the mean step,
+ *          the mean ms per token at N): the largest N with a + b*N <= S,
+ *          N* = floor((S - a)/b). Its 95% interval solves the mean line's
+ *          band (fit_law_mean_ci) for N: the lower end is where the band's
+ *          upper edge reaches S, the upper end where its lower edge does
+ *          (Fieller's interval for the ratio (S - a)/b, which, unlike the
+ *          delta method, is asymmetric where b is poorly known and says
+ *          "unbounded" when b's interval reaches 0). n_real and its interval
+ *          are the real-valued crossings; n_star and n_star_ci their floors.
+ *          Extrapolated when N* exceeds the largest measured C.
+ *  at C    step = a + b*C with the band at C; throughput 1000*C/step tok/s
+ *          and per-user 1000/step tok/s, their intervals the band's edges
+ *          mapped through the same formulas (NAN where the band reaches 0).
+ *          Extrapolated when C exceeds the largest measured C.
+ *  TTFT at C  the measured closed-loop levels' TTFT p50 and p90 (fit_level.ttft;
+ *          the first level of each C), linearly interpolated in C between the
+ *          two measured C around it; outside the measured range none is
+ *          given (ttft_known = 0 and ttft_note says why): the prefill ramp is
+ *          not a straight line to extrapolate.
+ *  goodput per measured level: its measured (non-warmup) requests that
+ *          finished ok AND met every objective given, per second of the
+ *          level's wall time (fit_level.duration_s), as DistServe and
+ *          SGLang/vLLM's `--goodput` count it: a request meets TTFT when its
+ *          own TTFT <= the objective, TPOT when its own TPOT (fit_request_ms)
+ *          does (a single-token request has no TPOT and meets it, as those
+ *          tools take its TPOT as 0), E2E likewise. A failed request meets
+ *          nothing. The best level is the one with the highest goodput (the
+ *          lower C on a tie). */
+
+/* One request's latencies, as "Per-level figures" defines them (figures.c
+ * computes the level's dists from these): TTFT send -> first token, TPOT
+ * (last token - first token) / (tokens - 1), E2E send -> end; ms, NAN where
+ * the request gives none (no token; TPOT: one token or a zero span). */
+typedef struct fit_request_ms {
+    double ttft_ms, tpot_ms, e2e_ms;
+} fit_request_ms;
+void fit_request_latency_ms(const fit_request *q, fit_request_ms *out);
+
+/* Objectives; NAN (or <= 0) = not given. */
+typedef struct fit_slo {
+    double ttft_ms, tpot_ms, e2e_ms;
+} fit_slo;
+/* 1 when q finished ok and meets every objective given (block comment above). */
+int fit_request_meets(const fit_request *q, const fit_slo *slo);
+/* The measured requests of the level with records index `level`: how many
+ * (*n_measured) and how many meet slo (*n_good). */
+void fit_level_goodput_count(const fit_run *run, int level, const fit_slo *slo,
+                             size_t *n_measured, size_t *n_good);
+
+typedef struct fit_plan_options {
+    fit_slo slo;              /* tpot_ms also gives the max-C figure */
+    const int *at_c;          /* concurrencies to plan at; NULL/0: the measured ones */
+    size_t n_at_c;
+} fit_plan_options;
+
+typedef struct fit_plan_at {
+    int concurrency;
+    int extrapolated;         /* C > max_measured_c */
+    double step_ms, step_ci_ms[2];
+    double tok_per_s, tok_per_s_ci[2];
+    double user_tok_per_s, user_tok_per_s_ci[2];
+    int ttft_known;           /* 0: outside the measured range (ttft_note) */
+    int ttft_interpolated;    /* 1: between two measured C; 0: a measured C */
+    double ttft_p50_ms, ttft_p90_ms; /* NAN when not known */
+    char ttft_note[96];
+} fit_plan_at;
+
+typedef struct fit_plan_goodput {
+    int level, concurrency;
+    size_t n_measured, n_good;
+    double duration_s;
+    double good_frac;         /* n_good / n_measured (NAN with none) */
+    double goodput_req_per_s; /* n_good / duration_s */
+} fit_plan_goodput;
+
+typedef struct fit_plan {
+    fit_law law;              /* copy of the result's law (ok = 1) */
+    fit_slo slo;
+    int max_measured_c;       /* largest closed-loop C measured */
+    int has_max_c;            /* a TPOT objective was given */
+    double n_real, n_real_ci[2]; /* (S - a)/b and its interval; hi = INFINITY when unbounded */
+    long n_star, n_star_ci[2];/* floors; -1 when not even N = 0 meets it */
+    int n_star_extrapolated;
+    size_t n_at;
+    fit_plan_at *at;
+    size_t n_goodput;         /* 0 without objectives */
+    fit_plan_goodput *goodput;/* per measured level, in the result's order */
+    int best_goodput_idx;     /* into goodput; -1 when none */
+} fit_plan;
+
+/* LL_EINVAL (message in err, the result's no_law) when res has no law;
+ * LL_ENOMEM. *out: caller frees with fit_plan_free. */
+int fit_plan_compute(const fit_run *run, const fit_result *res, const fit_plan_options *opt,
+                     fit_plan **out, char *err, size_t errlen);
+void fit_plan_free(fit_plan *p);
+/* {"law":{a_ms,b_ms,a_se_ms,b_se_ms,cov_ab_ms2,t_crit}, "max_measured_c",
+ * "objectives":{ttft_ms,tpot_ms,e2e_ms}, "max_c":{"tpot_slo_ms","n","n_ci",
+ * "n_real","n_real_ci","interval":"fieller","extrapolated"} | null,
+ * "at":[{concurrency,extrapolated,step_ms,step_ci_ms,tok_per_s,tok_per_s_ci,
+ * user_tok_per_s,user_tok_per_s_ci,ttft_p50_ms,ttft_p90_ms,ttft_interpolated,
+ * ttft_note}], "goodput":[{level,concurrency,n_measured,n_good,good_frac,
+ * goodput_req_per_s}], "best_goodput_concurrency" (null when none)}. NAN and
+ * an unbounded end become null. Caller frees with cJSON_Delete; NULL on no memory. */
+cJSON *fit_plan_to_json(const fit_plan *p);
+/* The tables: max C, the planned C, goodput (the law line itself is
+ * fit_print_law_line's, printed before it by `loadlaw plan`). */
+void fit_plan_print(FILE *f, const fit_plan *p);
+/* ---- end capacity plan ---- */
+
 /* ---- A/B comparison (compare.c) ---- */
 /* The latencies of one level as fit_level holds them (ttft, ttfa, itl). */
 typedef struct fit_level_latency {

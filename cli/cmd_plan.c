@@ -1,0 +1,152 @@
+/* cmd_plan.c: `loadlaw plan RUN_DIR`: capacity planning from a recorded
+ * run's law and measured levels (fit/fit.h "Capacity plan"): the largest C
+ * that meets a per-token objective, throughput at chosen C, TTFT between
+ * measured levels, goodput per level. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "common.h"
+#include "fit.h"
+#include "opts.h"
+
+enum { K_JSON = 256, K_ITL_SLO, K_TPOT_SLO, K_TTFT_SLO, K_E2E_SLO, K_C };
+
+static const cli_opt plan_table[] = {
+    {"itl-slo", K_ITL_SLO, "DUR", "per-token objective (50ms): the largest C whose mean step "
+                "meets it, and the TPOT part of goodput"},
+    {"tpot-slo", K_TPOT_SLO, "DUR", "the same objective under its other name (give one)"},
+    {"ttft-slo", K_TTFT_SLO, "DUR", "time-to-first-token objective for goodput"},
+    {"e2e-slo", K_E2E_SLO, "DUR", "end-to-end latency objective for goodput"},
+    {"c", K_C, "LIST", "concurrencies to plan at (48 or 32,48,64; repeatable); default: the "
+                "measured ones"},
+    {"json", K_JSON, NULL, "print one JSON object instead of the tables"},
+    {0},
+};
+
+static const cli_cmd plan_cmd = {
+    "plan",
+    "usage: loadlaw plan RUN_DIR [--itl-slo DUR | --tpot-slo DUR] [--ttft-slo DUR] "
+    "[--e2e-slo DUR] [--c LIST]... [--json]",
+    "Capacity planning from RUN_DIR's fitted law step(N) = a + b*N and its measured\n"
+    "levels: the largest C whose mean step meets a per-token objective (95% interval\n"
+    "from the law's covariance), throughput and per-user tokens/s at any C (marked\n"
+    "when beyond the largest measured C), TTFT interpolated between measured levels\n"
+    "(never extrapolated), and goodput: requests per second meeting every objective.\n",
+    plan_table,
+    "exit codes: 0 ok, 1 unreadable run or no law (says why), 2 usage error\n",
+};
+
+#define PLAN_MAX_C 256
+
+typedef struct plan_args {
+    const char *dir;
+    int json;
+    double itl_ms, tpot_ms;
+    fit_slo slo;
+    int at_c[PLAN_MAX_C];
+    size_t n_at_c;
+} plan_args;
+
+/* A positive duration into ms; CLI_USAGE (having said why) or 0. */
+static int parse_slo_ms(const cli_opt *o, const char *v, double *out_ms)
+{
+    double s;
+    if (ll_parse_duration_s(v, &s) || !(s > 0))
+        return cli_usage_error(&plan_cmd, "--%s: expected a positive duration (50ms, 2s), got '%s'",
+                               o->name, v);
+    *out_ms = s * 1e3;
+    return 0;
+}
+
+static int add_c_list(plan_args *a, const char *v)
+{
+    int *cs = NULL;
+    size_t n = 0;
+    if (ll_parse_int_list(v, &cs, &n) || n == 0) {
+        free(cs);
+        return cli_usage_error(&plan_cmd, "--c: expected positive integers (48 or 32,48), got '%s'", v);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (cs[i] <= 0 || a->n_at_c == PLAN_MAX_C) {
+            free(cs);
+            return cli_usage_error(&plan_cmd, "--c: each C must be positive, at most %d of them",
+                                   PLAN_MAX_C);
+        }
+        a->at_c[a->n_at_c++] = cs[i];
+    }
+    free(cs);
+    return 0;
+}
+
+static int on_opt(const cli_opt *o, const char *v, void *ctx)
+{
+    plan_args *a = ctx;
+    if (!o) {
+        if (a->dir)
+            return cli_usage_error(&plan_cmd, "one RUN_DIR only ('%s' and '%s')", a->dir, v);
+        a->dir = v;
+        return 0;
+    }
+    switch (o->key) {
+    case K_JSON: a->json = 1; return 0;
+    case K_ITL_SLO: return parse_slo_ms(o, v, &a->itl_ms);
+    case K_TPOT_SLO: return parse_slo_ms(o, v, &a->tpot_ms);
+    case K_TTFT_SLO: return parse_slo_ms(o, v, &a->slo.ttft_ms);
+    case K_E2E_SLO: return parse_slo_ms(o, v, &a->slo.e2e_ms);
+    case K_C: return add_c_list(a, v);
+    }
+    return 0;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+    plan_args a = {.itl_ms = NAN, .tpot_ms = NAN, .slo = {NAN, NAN, NAN}};
+    int pr = cli_parse(&plan_cmd, argc, argv, on_opt, &a);
+    if (pr != CLI_GO_ON)
+        return pr;
+    if (!a.dir)
+        return cli_usage_error(&plan_cmd, "missing RUN_DIR (try loadlaw plan --help)");
+    /* ITL and TPOT name one objective on per-token latency: the law's mean
+     * step is both; two different values would be two objectives */
+    if (!isnan(a.itl_ms) && !isnan(a.tpot_ms) && a.itl_ms != a.tpot_ms)
+        return cli_usage_error(&plan_cmd, "give one of --itl-slo and --tpot-slo (one per-token objective)");
+    a.slo.tpot_ms = isnan(a.itl_ms) ? a.tpot_ms : a.itl_ms;
+
+    char err[512] = "";
+    fit_run *run = NULL;
+    fit_result *res = NULL;
+    fit_plan *plan = NULL;
+    fit_options fo;
+    fit_options_default(&fo);
+    fit_plan_options po = {.slo = a.slo, .at_c = a.at_c, .n_at_c = a.n_at_c};
+    int rc = CLI_FAIL;
+    if (fit_load_run(a.dir, &run, err, sizeof err) ||
+        fit_analyze(run, &fo, &res, err, sizeof err) ||
+        fit_plan_compute(run, res, &po, &plan, err, sizeof err)) {
+        fprintf(stderr, "loadlaw plan: %s\n", err);
+        goto done;
+    }
+    if (a.json) {
+        cJSON *o = fit_plan_to_json(plan);
+        char *s = o ? cJSON_Print(o) : NULL;
+        cJSON_Delete(o);
+        if (!s) {
+            fprintf(stderr, "loadlaw plan: out of memory writing JSON\n");
+            goto done;
+        }
+        puts(s);
+        cJSON_free(s);
+    } else {
+        fit_print_law_line(stdout, res);
+        fit_plan_print(stdout, plan);
+    }
+    rc = fflush(stdout) == 0 ? CLI_OK : CLI_FAIL;
+done:
+    fit_plan_free(plan);
+    fit_result_free(res);
+    fit_run_free(run);
+    return rc;
+}
