@@ -27,7 +27,6 @@
 #include "gpu_sample.h"
 
 #include <dlfcn.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,11 +104,7 @@ struct sweep_gpu {
     unsigned int n_gpus;
     int64_t interval_ns, epoch_ns;
     ll_rec_writer *w;
-    pthread_t thread;
-    int started;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int stop;                   /* guarded by mu */
+    ll_ticker *ticker;
     int put_failed;             /* sampler thread only */
 };
 
@@ -227,26 +222,13 @@ static void sample_all(sweep_gpu *g)
     }
 }
 
-static void *gpu_main(void *arg)
+/* One tick (an ll_ticker): every GPU; nonzero (the records writer refused)
+ * ends the ticker. */
+static int gpu_tick(void *arg)
 {
     sweep_gpu *g = arg;
-    int64_t next = ll_now_ns();
-    pthread_mutex_lock(&g->mu);
-    while (!g->stop && !g->put_failed) {
-        pthread_mutex_unlock(&g->mu);
-        sample_all(g);
-        next += g->interval_ns;
-        int64_t now = ll_now_ns();
-        if (next < now)
-            next = now; /* a slow driver call: no burst of catch-up ticks */
-        struct timespec ts = {.tv_sec = next / 1000000000, .tv_nsec = next % 1000000000};
-        pthread_mutex_lock(&g->mu);
-        while (!g->stop && ll_now_ns() < next)
-            if (pthread_cond_timedwait(&g->cv, &g->mu, &ts))
-                break;
-    }
-    pthread_mutex_unlock(&g->mu);
-    return NULL;
+    sample_all(g);
+    return g->put_failed;
 }
 
 static void gpu_free(sweep_gpu *g)
@@ -262,8 +244,6 @@ static void gpu_free(sweep_gpu *g)
         g->api.shutdown();
         dlclose(g->api.lib);
     }
-    pthread_cond_destroy(&g->cv);
-    pthread_mutex_destroy(&g->mu);
     free(g);
 }
 
@@ -285,22 +265,10 @@ int gpu_sample_start(double interval_s, ll_rec_writer *w, sweep_gpu **out, char 
 {
     int rc = 0;
     nvml_ret r;
-    pthread_condattr_t ca;
     sweep_gpu *g = calloc(1, sizeof *g);
     *out = NULL;
     if (!g)
         return LL_ENOMEM;
-    if (pthread_mutex_init(&g->mu, NULL) || pthread_condattr_init(&ca)) {
-        free(g);
-        return LL_ESYS;
-    }
-    int bad = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) || pthread_cond_init(&g->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    if (bad) {
-        pthread_mutex_destroy(&g->mu);
-        free(g);
-        return LL_ESYS;
-    }
     if (api_load(&g->api, why, whylen))
         goto absent;
     if ((r = g->api.init()) != 0) {
@@ -325,12 +293,10 @@ int gpu_sample_start(double interval_s, ll_rec_writer *w, sweep_gpu **out, char 
     g->w = w;
     g->epoch_ns = ll_rec_epoch_ns(w);
     g->interval_ns = (int64_t)(interval_s * 1e9);
-    if (pthread_create(&g->thread, NULL, gpu_main, g)) {
+    if ((rc = ll_ticker_start(g->interval_ns, gpu_tick, g, &g->ticker))) {
         ll_errf(why, whylen, "gpu: cannot start the sampler thread");
-        rc = LL_ESYS;
         goto fail;
     }
-    g->started = 1;
     *out = g;
     return 0;
 absent:
@@ -344,11 +310,6 @@ void gpu_sample_stop(sweep_gpu *g)
 {
     if (!g)
         return;
-    pthread_mutex_lock(&g->mu);
-    g->stop = 1;
-    pthread_cond_signal(&g->cv);
-    pthread_mutex_unlock(&g->mu);
-    if (g->started)
-        pthread_join(g->thread, NULL);
+    ll_ticker_stop(g->ticker);
     gpu_free(g);
 }

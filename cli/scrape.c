@@ -2,10 +2,9 @@
  * (cli/scrape.h): what a server says about its own batch, queue and steps,
  * sampled beside the client's stamps.
  *
- * DESIGN: one thread, one libcurl easy handle per endpoint (kept, so the
- * connection is reused), a blocking curl_easy_perform per scrape. The
- * thread sleeps on a condition variable between rounds so scrape_stop ends
- * it at once rather than after an interval. Each sample of a known family
+ * DESIGN: one thread (an ll_ticker, common.h: scrape_stop ends its wait at
+ * once), one libcurl easy handle per endpoint (kept, so the connection is
+ * reused), a blocking curl_easy_perform per scrape. Each sample of a known family
  * becomes one `metric` record (records.h) stamped with the middle of its
  * scrape on the run clock; the fit (fit/server.c) differences counters over
  * each level's steady window. Only known families are kept: an exporter
@@ -19,7 +18,6 @@
 
 #include <curl/curl.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,11 +46,7 @@ struct sweep_scrape {
     int64_t interval_ns;
     ll_rec_writer *w;
     int64_t epoch_ns;
-    pthread_t thread;
-    int started;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int stop;                 /* guarded by mu */
+    ll_ticker *ticker;
     ll_buf labels;            /* scraper thread only */
     int64_t t_ns;             /* the scrape being written */
     const char *src;
@@ -158,27 +152,14 @@ static void scrape_one(sweep_scrape *sc, endpoint *e)
     ll_prom_parse(e->body.p ? e->body.p : "", e->body.len, on_sample, sc, NULL);
 }
 
-static void *scrape_main(void *arg)
+/* One round over every endpoint; nonzero (the records writer refused) ends
+ * the ticker. */
+static int scrape_round(void *arg)
 {
     sweep_scrape *sc = arg;
-    int64_t next = ll_now_ns();
-    pthread_mutex_lock(&sc->mu);
-    while (!sc->stop && !sc->put_failed) {
-        pthread_mutex_unlock(&sc->mu);
-        for (size_t i = 0; i < sc->n_ep; i++)
-            scrape_one(sc, &sc->ep[i]);
-        next += sc->interval_ns;
-        int64_t now = ll_now_ns();
-        if (next < now)
-            next = now; /* a slow endpoint: no burst of catch-up scrapes */
-        struct timespec ts = {.tv_sec = next / 1000000000, .tv_nsec = next % 1000000000};
-        pthread_mutex_lock(&sc->mu);
-        while (!sc->stop && ll_now_ns() < next)
-            if (pthread_cond_timedwait(&sc->cv, &sc->mu, &ts))
-                break;
-    }
-    pthread_mutex_unlock(&sc->mu);
-    return NULL;
+    for (size_t i = 0; i < sc->n_ep && !sc->put_failed; i++)
+        scrape_one(sc, &sc->ep[i]);
+    return sc->put_failed;
 }
 
 static int endpoint_init(endpoint *e, const scrape_target *t, double interval_s)
@@ -217,8 +198,6 @@ static void scrape_free(sweep_scrape *sc)
     }
     free(sc->ep);
     ll_buf_free(&sc->labels);
-    pthread_cond_destroy(&sc->cv);
-    pthread_mutex_destroy(&sc->mu);
     free(sc);
 }
 
@@ -226,22 +205,10 @@ int scrape_start(const scrape_target *targets, size_t n, double interval_s, ll_r
                  sweep_scrape **out, char *err, size_t errlen)
 {
     int rc;
-    pthread_condattr_t a;
     sweep_scrape *sc = calloc(1, sizeof *sc);
     *out = NULL;
     if (!sc)
         return LL_ENOMEM;
-    if (pthread_mutex_init(&sc->mu, NULL) || pthread_condattr_init(&a)) {
-        free(sc);
-        return LL_ESYS;
-    }
-    int bad = pthread_condattr_setclock(&a, CLOCK_MONOTONIC) || pthread_cond_init(&sc->cv, &a);
-    pthread_condattr_destroy(&a);
-    if (bad) {
-        pthread_mutex_destroy(&sc->mu);
-        free(sc);
-        return LL_ESYS;
-    }
     sc->w = w;
     sc->epoch_ns = ll_rec_epoch_ns(w);
     sc->interval_ns = (int64_t)(interval_s * 1e9);
@@ -252,12 +219,10 @@ int scrape_start(const scrape_target *targets, size_t n, double interval_s, ll_r
             ll_errf(err, errlen, "metrics: %s: %s", targets[sc->n_ep - 1].url, ll_strerror(rc));
             goto fail;
         }
-    if (pthread_create(&sc->thread, NULL, scrape_main, sc)) {
+    if ((rc = ll_ticker_start(sc->interval_ns, scrape_round, sc, &sc->ticker))) {
         ll_errf(err, errlen, "metrics: cannot start the scraper thread");
-        rc = LL_ESYS;
         goto fail;
     }
-    sc->started = 1;
     *out = sc;
     return 0;
 fail:
@@ -269,12 +234,7 @@ void scrape_stop(sweep_scrape *sc)
 {
     if (!sc)
         return;
-    pthread_mutex_lock(&sc->mu);
-    sc->stop = 1;
-    pthread_cond_signal(&sc->cv);
-    pthread_mutex_unlock(&sc->mu);
-    if (sc->started)
-        pthread_join(sc->thread, NULL);
+    ll_ticker_stop(sc->ticker);
     for (size_t i = 0; i < sc->n_ep; i++)
         if (sc->ep[i].n_failed && sc->ep[i].n_ok)
             fprintf(stderr, "loadlaw sweep: metrics: %s: %zu of %zu scrapes failed\n", sc->ep[i].url,

@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # Install the Debian packages loadlaw needs, only those missing.
-# Usage: scripts/deps.sh [--test]   (--test adds what the test suite needs)
+# Usage: scripts/deps.sh [--test] [--fuzz]
+#   --test adds what the test suite needs; --fuzz adds clang and its libFuzzer
+#   runtime for scripts/fuzz.sh (which CI runs after the suite).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libcurl4-openssl-dev libcjson-dev libgsl-dev
       libmicrohttpd-dev zlib1g-dev libopenblas-dev libjs-chart.js libyajl-dev libpcre2-dev curl
       openmpi-bin libopenmpi-dev)  # MPI: `mpirun -np K loadlaw sweep` (optional at build time)
-if [ "${1:-}" = "--test" ]; then
-  # Headless Chromium renders the HTML report in the report test; promtool
-  # (Debian's prometheus package) lints the engine's /metrics.
-  pkgs+=(chromium prometheus)
-fi
+for a in "$@"; do
+  case $a in
+    # Headless Chromium renders the HTML report in the report test; promtool
+    # (Debian's prometheus package) lints the engine's /metrics.
+    --test) pkgs+=(chromium prometheus) ;;
+    --fuzz) pkgs+=(clang libclang-rt-dev) ;;
+    *) echo "usage: scripts/deps.sh [--test] [--fuzz]" >&2; exit 2 ;;
+  esac
+done
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

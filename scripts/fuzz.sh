@@ -20,8 +20,13 @@ usage() { sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; }
 
 targets() { ls tests/fuzz/fuzz_*.c | sed 's|.*/fuzz_||; s|\.c$||'; }
 
-# Exit 0 with a reason when this machine cannot build libFuzzer harnesses.
+# Exit 0 with a reason when this machine cannot build libFuzzer harnesses
+# (after installing Debian's clang and its libFuzzer runtime when they are
+# missing and the default compiler is asked for).
 need_libfuzzer() {
+  if [ -z "${FUZZ_CC:-}" ]; then
+    scripts/deps.sh --fuzz
+  fi
   if ! command -v "$cc" >/dev/null 2>&1; then
     echo "fuzz: skipped: $cc not found (libFuzzer needs clang; set FUZZ_CC)" >&2
     exit 0

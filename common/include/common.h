@@ -64,6 +64,15 @@ int64_t ll_wall_ns(void);
 /* Sleep until an absolute CLOCK_MONOTONIC deadline (restarts on EINTR). */
 void ll_sleep_until_ns(int64_t deadline_ns);
 
+/* ---- ticker: a periodic thread (ticker.c) ---------------------------------- */
+/* Calls fn(ctx) on a thread of its own now, then every interval_ns, until
+ * fn returns nonzero or ll_ticker_stop (which wakes a waiting ticker at once,
+ * joins it and frees it; NULL is a no-op). A late tick starts the next
+ * interval from now. 0 or LL_ENOMEM / LL_ESYS. */
+typedef struct ll_ticker ll_ticker;
+int ll_ticker_start(int64_t interval_ns, int (*fn)(void *ctx), void *ctx, ll_ticker **out);
+void ll_ticker_stop(ll_ticker *t);
+
 /* ---- logging -------------------------------------------------------------- */
 
 enum { LL_LOG_ERROR = 0, LL_LOG_WARN = 1, LL_LOG_INFO = 2, LL_LOG_DEBUG = 3 };

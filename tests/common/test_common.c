@@ -1,5 +1,6 @@
 /* test_common.c: parsing, percentiles (exact and histogram), JSONL round trip
  * including a truncated last line. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -105,10 +106,45 @@ static void test_jsonl(void)
     cJSON_Delete(o);
 }
 
+/* ll_ticker: fn runs until it returns nonzero (exactly that many calls), and
+ * ll_ticker_stop ends an hour-long wait at once (a hang here is the failure:
+ * ctest's timeout). */
+typedef struct tick_ctx {
+    atomic_int calls;
+    int stop_at;
+} tick_ctx;
+
+static int on_tick(void *arg)
+{
+    tick_ctx *c = arg;
+    return atomic_fetch_add(&c->calls, 1) + 1 == c->stop_at;
+}
+
+static void test_ticker(void)
+{
+    tick_ctx a = {.stop_at = 3};
+    ll_ticker *t = NULL;
+    CHECK(ll_ticker_start(1000000, on_tick, &a, &t) == 0 && t, "ticker starts");
+    for (int i = 0; i < 5000 && atomic_load(&a.calls) < 3; i++)
+        usleep(1000);
+    usleep(20000); /* room for a fourth call, which must not come */
+    ll_ticker_stop(t);
+    CHECK(atomic_load(&a.calls) == 3, "fn returning nonzero ends the ticker: %d calls", atomic_load(&a.calls));
+    tick_ctx b = {.stop_at = -1};
+    CHECK(ll_ticker_start((int64_t)3600 * 1000000000, on_tick, &b, &t) == 0, "hour ticker starts");
+    for (int i = 0; i < 5000 && atomic_load(&b.calls) < 1; i++)
+        usleep(1000);
+    ll_ticker_stop(t);
+    CHECK(atomic_load(&b.calls) == 1, "first tick at once, stop ends the hour's wait: %d calls",
+          atomic_load(&b.calls));
+    ll_ticker_stop(NULL);
+}
+
 int main(void)
 {
     test_parse();
     test_pct();
     test_jsonl();
+    test_ticker();
     TEST_MAIN_END();
 }

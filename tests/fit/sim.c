@@ -2,6 +2,7 @@
  * with plain fprintf so the reader under test never checks its own writer. */
 #include "sim.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -309,4 +310,31 @@ int sim_write(const char *path, const sim_cfg *c, sim_stats *st)
     if (fclose(f) != 0)
         rc = -1;
     return rc;
+}
+
+int sim_load_fit(const char *path, const fit_options *opt, fit_run **run, fit_result **res, char *err,
+                 size_t errlen)
+{
+    *run = NULL;
+    *res = NULL;
+    if (fit_load_run(path, run, err, errlen))
+        return -1;
+    if (fit_analyze(*run, opt, res, err, errlen)) {
+        fit_run_free(*run);
+        *run = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+int sim_fit(const char *path, const sim_cfg *c, const fit_options *opt, sim_stats *st, fit_run **run,
+            fit_result **res, char *err, size_t errlen)
+{
+    *run = NULL;
+    *res = NULL;
+    if (sim_write(path, c, st)) {
+        snprintf(err, errlen, "sim_write %s: %s", path, strerror(errno));
+        return -1;
+    }
+    return sim_load_fit(path, opt, run, res, err, errlen);
 }

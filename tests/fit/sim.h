@@ -11,7 +11,10 @@
 #ifndef LOADLAW_TEST_FIT_SIM_H
 #define LOADLAW_TEST_FIT_SIM_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+#include "fit.h"
 
 #define SIM_MAX_LEVELS 12
 
@@ -81,6 +84,13 @@ void sim_default(sim_cfg *c);
 void sim_set_levels(sim_cfg *c, const int *conc, int n, int per_c);
 /* Writes path; returns 0 or -1 (errno set). */
 int sim_write(const char *path, const sim_cfg *c, sim_stats *st);
+/* Load records and analyse them (opt NULL: defaults): 0 with *run and *res
+ * set (the caller frees both), else -1 with why in err and nothing set. */
+int sim_load_fit(const char *path, const fit_options *opt, fit_run **run, fit_result **res, char *err,
+                 size_t errlen);
+/* sim_write, then sim_load_fit. */
+int sim_fit(const char *path, const sim_cfg *c, const fit_options *opt, sim_stats *st, fit_run **run,
+            fit_result **res, char *err, size_t errlen);
 /* Truth of the law at N (ms): the step before jitter. */
 double sim_law(const sim_cfg *c, double n);
 /* The true MEAN step at N (ms): law(N) times the jitter's mean factor (stalls

@@ -26,23 +26,15 @@ static const char *rec_path(const char *name)
 static fit_result *run_sim(const char *name, const sim_cfg *c, sim_stats *st, fit_run **run_out)
 {
     char err[512] = "";
-    fit_run *run = NULL;
-    fit_result *res = NULL;
-    if (sim_write(rec_path(name), c, st)) {
-        CHECK(0, "%s: sim_write failed", name);
-        return NULL;
-    }
-    int rc = fit_load_run(rec_path(name), &run, err, sizeof err);
-    CHECK(rc == 0, "%s: load: %s", name, err);
-    if (rc)
-        return NULL;
-    rc = fit_analyze(run, NULL, &res, err, sizeof err);
-    CHECK(rc == 0, "%s: analyze: %s", name, err);
+    fit_run *run;
+    fit_result *res;
+    int rc = sim_fit(rec_path(name), c, NULL, st, &run, &res, err, sizeof err);
+    CHECK(rc == 0, "%s: %s", name, err);
     if (run_out)
         *run_out = run;
     else
         fit_run_free(run);
-    return rc ? NULL : res;
+    return res;
 }
 
 static void levels_1_to_16(sim_cfg *c, int per_c)

@@ -43,17 +43,10 @@ static void test_burst_level(const char *path)
     char err[512] = "";
     fit_run *run = NULL;
     fit_result *r = NULL;
-    CHECK(sim_write(path, &c, &st) == 0, "sim_write");
-    int rc = fit_load_run(path, &run, err, sizeof err);
-    CHECK(rc == 0, "load: %s", err);
+    int rc = sim_fit(path, &c, NULL, &st, &run, &r, err, sizeof err);
+    CHECK(rc == 0, "%s", err);
     if (rc)
         return;
-    rc = fit_analyze(run, NULL, &r, err, sizeof err);
-    CHECK(rc == 0, "analyze: %s", err);
-    if (rc) {
-        fit_run_free(run);
-        return;
-    }
     CHECK(r->n_levels == 5, "5 levels (%zu)", r->n_levels);
     for (size_t i = 0; i < r->n_levels && r->n_levels == 5; i++) {
         const fit_level *L = &r->levels[i];
@@ -101,12 +94,7 @@ static void test_burst_few(const char *path)
     char err[512] = "";
     fit_run *run = NULL;
     fit_result *r = NULL;
-    CHECK(sim_write(path, &c, &st) == 0, "sim_write");
-    if (fit_load_run(path, &run, err, sizeof err)) {
-        CHECK(0, "load: %s", err);
-        return;
-    }
-    CHECK(fit_analyze(run, NULL, &r, err, sizeof err) == 0, "analyze: %s", err);
+    CHECK(sim_fit(path, &c, NULL, &st, &run, &r, err, sizeof err) == 0, "%s", err);
     if (r) {
         CHECK(r->n_levels == 1 && isnan(r->levels[0].burst_gap_frac), "4 samples: NAN");
         CHECK(note_for(r, 1) == NULL, "no burst note on 4 samples");
@@ -127,14 +115,8 @@ static fit_result *analyze_sim(const char *path, const sim_cfg *c, fit_run **run
 {
     sim_stats st;
     char err[512] = "";
-    fit_result *r = NULL;
-    *run = NULL;
-    CHECK(sim_write(path, c, &st) == 0, "sim_write");
-    if (fit_load_run(path, run, err, sizeof err)) {
-        CHECK(0, "load: %s", err);
-        return NULL;
-    }
-    CHECK(fit_analyze(*run, NULL, &r, err, sizeof err) == 0, "analyze: %s", err);
+    fit_result *r;
+    CHECK(sim_fit(path, c, NULL, &st, run, &r, err, sizeof err) == 0, "%s", err);
     return r;
 }
 

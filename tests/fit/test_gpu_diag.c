@@ -91,9 +91,7 @@ static void test_n_server(const char *path)
     char err[512] = "";
     fit_run *run = NULL;
     fit_result *r = NULL;
-    CHECK(sim_write(path, &c, &st) == 0, "sim_write");
-    int rc = fit_load_run(path, &run, err, sizeof err);
-    rc = rc ? rc : fit_analyze(run, NULL, &r, err, sizeof err);
+    int rc = sim_fit(path, &c, NULL, &st, &run, &r, err, sizeof err);
     CHECK(rc == 0 && r->n_levels == 4, "analyze: %s", err);
     if (rc || r->n_levels != 4)
         return;
@@ -115,10 +113,7 @@ static void test_n_server(const char *path)
         fit_options o;
         fit_options_default(&o);
         o.n_server = srv;
-        run = NULL;
-        r = NULL;
-        rc = fit_load_run(path, &run, err, sizeof err);
-        rc = rc ? rc : fit_analyze(run, &o, &r, err, sizeof err);
+        rc = sim_load_fit(path, &o, &run, &r, err, sizeof err);
         CHECK(rc == 0, "analyze with server N: %s", err);
         if (rc == 0) {
             const fit_law *client = srv ? &r->law_other : &r->law, *server = srv ? &r->law : &r->law_other;
@@ -149,11 +144,8 @@ int main(void)
     sim_stats st;
     fit_run *run = NULL;
     fit_result *r = NULL;
-    CHECK(sim_write(path, &c, &st) == 0, "sim_write");
     /* The windows first, from the run without metrics. */
-    int rc = fit_load_run(path, &run, err, sizeof err);
-    CHECK(rc == 0, "load: %s", err);
-    rc = rc ? rc : fit_analyze(run, NULL, &r, err, sizeof err);
+    int rc = sim_fit(path, &c, NULL, &st, &run, &r, err, sizeof err);
     CHECK(rc == 0 && r->n_levels == N_LEVELS, "analyze: %s", err);
     if (rc || r->n_levels != N_LEVELS)
         return 1;
@@ -236,9 +228,7 @@ int main(void)
         fputs(lines[i].text, f);
     fclose(f);
 
-    rc = fit_load_run(path, &run, err, sizeof err);
-    CHECK(rc == 0, "reload: %s", err);
-    rc = rc ? rc : fit_analyze(run, NULL, &r, err, sizeof err);
+    rc = sim_load_fit(path, NULL, &run, &r, err, sizeof err);
     CHECK(rc == 0 && r->n_levels == N_LEVELS, "reanalyze: %s", err);
     if (rc || r->n_levels != N_LEVELS)
         return 1;

@@ -30,25 +30,10 @@ static const char *rec_path(const char *name)
 static fit_result *run_sim(const char *name, const sim_cfg *c, fit_run **run_out)
 {
     char err[512] = "";
-    fit_run *run = NULL;
-    fit_result *res = NULL;
+    fit_result *res;
     sim_stats st;
-    *run_out = NULL;
-    if (sim_write(rec_path(name), c, &st)) {
-        CHECK(0, "%s: sim_write failed", name);
-        return NULL;
-    }
-    int rc = fit_load_run(rec_path(name), &run, err, sizeof err);
-    CHECK(rc == 0, "%s: load: %s", name, err);
-    if (rc)
-        return NULL;
-    rc = fit_analyze(run, NULL, &res, err, sizeof err);
-    CHECK(rc == 0, "%s: analyze: %s", name, err);
-    if (rc) {
-        fit_run_free(run);
-        return NULL;
-    }
-    *run_out = run;
+    int rc = sim_fit(rec_path(name), c, NULL, &st, run_out, &res, err, sizeof err);
+    CHECK(rc == 0, "%s: %s", name, err);
     return res;
 }
 
