@@ -199,7 +199,7 @@ int cmd_serve(int argc, char **argv)
     while (sem_wait(&w.posted) != 0 && errno == EINTR)
         ;
     size_t n = eng_step_count(eng);
-    char why[256];
+    char why[512];
     int failed = eng_failed(eng, why, sizeof why);
     eng_stop(eng);
     if (failed) {

@@ -1,0 +1,395 @@
+/* bench_attn_cuda.cu: sparse MLA decode attention on the GPU, naive vs tiled,
+ * in the manner of llm.c's dev/cuda and bench/cpu/bench_attn.c:
+ *   1. every kernel is checked against engine/cpu/attn_ref.c on the very
+ *      inputs it is timed on (sequences 0 and N-1 of each batch, both
+ *      layouts); a kernel that fails is never timed (exit 1);
+ *   2. the roofs, measured in this run: a device copy kernel with 16-byte
+ *      loads over 2 x 1 GiB (GB/s, read + write counted) and the bf16 tensor
+ *      rate (cublasGemmEx 8192^3, bf16 in, fp32 accumulate);
+ *   3. for N = 1, 2, 4, ..., max (H = 64, top-k 2048 by default), both
+ *      layouts: each kernel's median time (CUDA events around each call,
+ *      after warm-up; the index sets rotate over the pool so L2 holds no
+ *      previous call's rows), unique KV bytes, FLOPs, GB/s over unique
+ *      bytes and TFLOP/s against the roofs, naive/tiled.
+ *
+ * Usage: bench_attn_cuda [--heads H] [--topk K] [--max-n N] [--iters I]
+ *                        [--csv FILE] [--no-roofs]
+ * Exit: 0; 1 a kernel failed its check or a CUDA call failed; 2 usage;
+ *       77 no CUDA device (prints SKIP: <reason>).
+ *
+ * Each sequence owns `topk` rows of the pool (disjoint), so unique KV bytes =
+ * valid entries x row bytes. Expectation (H200, not measured here): naive is
+ * fp32-FMA bound (~1.1 GFLOP per N x 64 heads, each block re-reads its rows);
+ * tiled is meant to be bandwidth bound at N >= 64, aiming at >= 70% of the
+ * copy roof (see engine/cuda/README.md for the reasoning and what limits it).
+ */
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "cuda_attn.h"
+#include "cuda_attn_check.h"
+
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "bench_attn_cuda: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,          \
+                    cudaGetErrorString(e_));                                                       \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+#define CKB(call)                                                                                  \
+    do {                                                                                           \
+        cublasStatus_t s_ = (call);                                                                \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                         \
+            fprintf(stderr, "bench_attn_cuda: %s:%d: %s: cublas status %d\n", __FILE__, __LINE__,   \
+                    #call, (int)s_);                                                               \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static double median(std::vector<float> v)
+{
+    std::sort(v.begin(), v.end());
+    size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* ---- roofs ------------------------------------------------------------------ */
+
+__global__ void copy16_kernel(const int4 *__restrict__ src, int4 *__restrict__ dst, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = src[i];
+}
+
+__global__ void fill_bf16_kernel(__nv_bfloat16 *p, size_t n, unsigned seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        unsigned x = (unsigned)i * 2654435761u ^ seed;
+        x ^= x >> 15;
+        x *= 2246822519u;
+        x ^= x >> 13;
+        p[i] = __float2bfloat16((float)(x & 0xffff) / 32768.0f - 1.0f);
+    }
+}
+
+/* read + write bytes per second */
+static double copy_roof_gbs(int sm)
+{
+    const size_t bytes = (size_t)1 << 30;
+    int4 *a, *b;
+    CK(cudaMalloc((void **)&a, bytes));
+    CK(cudaMalloc((void **)&b, bytes));
+    CK(cudaMemset(a, 1, bytes));
+    CK(cudaMemset(b, 2, bytes));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    std::vector<float> ms;
+    for (int it = 0; it < 12; it++) {
+        CK(cudaEventRecord(e0));
+        copy16_kernel<<<sm * 8, 512>>>(a, b, bytes / 16);
+        CK(cudaGetLastError());
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float t;
+        CK(cudaEventElapsedTime(&t, e0, e1));
+        if (it >= 2)
+            ms.push_back(t);
+    }
+    CK(cudaEventDestroy(e0));
+    CK(cudaEventDestroy(e1));
+    CK(cudaFree(a));
+    CK(cudaFree(b));
+    return 2.0 * bytes / (median(ms) * 1e-3) / 1e9;
+}
+
+static double gemm_roof_tflops(void)
+{
+    const int M = 8192;
+    __nv_bfloat16 *A, *B;
+    float *C;
+    CK(cudaMalloc((void **)&A, (size_t)M * M * 2));
+    CK(cudaMalloc((void **)&B, (size_t)M * M * 2));
+    CK(cudaMalloc((void **)&C, (size_t)M * M * 4));
+    fill_bf16_kernel<<<1024, 256>>>(A, (size_t)M * M, 1u);
+    CK(cudaGetLastError());
+    fill_bf16_kernel<<<1024, 256>>>(B, (size_t)M * M, 2u);
+    CK(cudaGetLastError());
+    cublasHandle_t h;
+    CKB(cublasCreate(&h));
+    const float alpha = 1.0f, beta = 0.0f;
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    std::vector<float> ms;
+    for (int it = 0; it < 10; it++) {
+        CK(cudaEventRecord(e0));
+        CKB(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, M, M, M, &alpha, A, CUDA_R_16BF, M, B, CUDA_R_16BF, M, &beta,
+                         C, CUDA_R_32F, M, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float t;
+        CK(cudaEventElapsedTime(&t, e0, e1));
+        if (it >= 2)
+            ms.push_back(t);
+    }
+    CK(cudaEventDestroy(e0));
+    CK(cudaEventDestroy(e1));
+    CKB(cublasDestroy(h));
+    CK(cudaFree(A));
+    CK(cudaFree(B));
+    CK(cudaFree(C));
+    return 2.0 * M * M * (double)M / (median(ms) * 1e-3) / 1e12;
+}
+
+/* ---- the attention runs --------------------------------------------------------- */
+
+typedef struct bench_dev {
+    float *q, *out, *lse;
+    uint8_t *kv;
+    int32_t *idx2; /* the (max_n, topk) index array twice, for rotation */
+    void *ws;
+    size_t ws_bytes;
+} bench_dev;
+
+static int launch(const cac_data *d, const bench_dev *g, cuda_attn_kind kind, int n, int rot_seq, int sm)
+{
+    cuda_attn_args a;
+    memset(&a, 0, sizeof a);
+    a.n_seq = n;
+    a.heads = d->c.heads;
+    a.topk = d->c.topk;
+    a.scale = d->scale;
+    a.layout = d->c.layout;
+    a.q = g->q;
+    a.kv = g->kv;
+    a.kv_rows = d->kv_rows;
+    a.idx = g->idx2 + (size_t)rot_seq * d->c.topk;
+    a.out = g->out;
+    a.lse = g->lse;
+    a.ws = g->ws;
+    a.ws_bytes = g->ws_bytes;
+    return cuda_attn_decode(kind, &a, sm, NULL);
+}
+
+static const char *kind_name(cuda_attn_kind k)
+{
+    return k == CUDA_ATTN_NAIVE ? "naive" : "tiled";
+}
+
+/* Check `kind` at batch n on rotation 0 (sequences 0..n-1): sequences 0 and
+ * n-1 against the reference. 0 ok, 1 failed. */
+static int check_kind(cac_data *d, const bench_dev *g, cuda_attn_kind kind, int n, int sm)
+{
+    size_t rows = (size_t)n * d->c.heads;
+    std::vector<float> out(rows * CUDA_ATTN_DV), lse(rows);
+    CK(cudaMemset(g->out, 0xff, rows * CUDA_ATTN_DV * 4));
+    CK(cudaMemset(g->lse, 0xff, rows * 4));
+    int rc = launch(d, g, kind, n, 0, sm);
+    if (rc) {
+        fprintf(stderr, "bench_attn_cuda: %s launch: %s\n", kind_name(kind), cudaGetErrorString((cudaError_t)rc));
+        return 1;
+    }
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(out.data(), g->out, rows * CUDA_ATTN_DV * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(lse.data(), g->lse, rows * 4, cudaMemcpyDeviceToHost));
+    int seqs[2] = {0, n - 1};
+    int ns = n > 1 ? 2 : 1;
+    if (cac_reference(d, seqs, ns) != 0) {
+        fprintf(stderr, "bench_attn_cuda: reference: out of memory\n");
+        return 1;
+    }
+    /* cac_compare reads rows of `out` at (n*H + h): the device buffer holds the
+     * first n sequences, the reference all max_n; same row numbering. */
+    std::vector<float> full((size_t)d->c.n_seq * d->c.heads * CUDA_ATTN_DV, NAN), full_lse((size_t)d->c.n_seq * d->c.heads, NAN);
+    std::copy(out.begin(), out.end(), full.begin());
+    std::copy(lse.begin(), lse.end(), full_lse.begin());
+    char msg[512];
+    long bad = cac_compare(d, full.data(), full_lse.data(), seqs, ns, msg, sizeof msg);
+    if (bad) {
+        fprintf(stderr, "bench_attn_cuda: %s %s N=%d FAILED the reference check (%ld bad): %s\n", kind_name(kind),
+                cuda_kv_layout_name(d->c.layout), n, bad, msg);
+        return 1;
+    }
+    return 0;
+}
+
+static double time_kind(const cac_data *d, const bench_dev *g, cuda_attn_kind kind, int n, int sm, int iters)
+{
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    std::vector<float> ms;
+    const int max_n = d->c.n_seq;
+    for (int it = -3; it < iters; it++) {
+        int rot = (int)(((long)(it + 3) * n) % max_n); /* sequences rot..rot+n-1 of the doubled array */
+        CK(cudaEventRecord(e0));
+        int rc = launch(d, g, kind, n, rot, sm);
+        if (rc) {
+            fprintf(stderr, "bench_attn_cuda: %s launch: %s\n", kind_name(kind), cudaGetErrorString((cudaError_t)rc));
+            exit(1);
+        }
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float t;
+        CK(cudaEventElapsedTime(&t, e0, e1));
+        if (it >= 0)
+            ms.push_back(t);
+    }
+    CK(cudaEventDestroy(e0));
+    CK(cudaEventDestroy(e1));
+    return median(ms);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: bench_attn_cuda [--heads H] [--topk K] [--max-n N] [--iters I] [--csv FILE] [--no-roofs]\n");
+}
+
+int main(int argc, char **argv)
+{
+    int heads = 64, topk = 2048, max_n = 256, iters = 40, roofs = 1;
+    const char *csv_path = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        int has = i + 1 < argc;
+        if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(o, "--heads") && has)
+            heads = atoi(argv[++i]);
+        else if (!strcmp(o, "--topk") && has)
+            topk = atoi(argv[++i]);
+        else if (!strcmp(o, "--max-n") && has)
+            max_n = atoi(argv[++i]);
+        else if (!strcmp(o, "--iters") && has)
+            iters = atoi(argv[++i]);
+        else if (!strcmp(o, "--csv") && has)
+            csv_path = argv[++i];
+        else if (!strcmp(o, "--no-roofs"))
+            roofs = 0;
+        else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (heads < 1 || topk < 1 || max_n < 1 || iters < 1) {
+        usage(stderr);
+        return 2;
+    }
+    int ndev = 0;
+    cudaError_t e = cudaGetDeviceCount(&ndev);
+    if (e != cudaSuccess || ndev < 1) {
+        printf("SKIP: no CUDA device: %s (error %d)\n",
+               e != cudaSuccess ? cudaGetErrorString(e) : "cudaGetDeviceCount returned 0", (int)e);
+        return 77;
+    }
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    int sm = prop.multiProcessorCount;
+    printf("device: %s (sm_%d%d, %d SMs, L2 %d MB)\n", prop.name, prop.major, prop.minor, sm, prop.l2CacheSize >> 20);
+
+    double copy_gbs = NAN, tc_tflops = NAN;
+    if (roofs) {
+        copy_gbs = copy_roof_gbs(sm);
+        tc_tflops = gemm_roof_tflops();
+        printf("roofs: copy %.0f GB/s (16-byte loads, read+write, 2 x 1 GiB); bf16 tensor %.0f TFLOP/s "
+               "(cublasGemmEx 8192^3)\n", copy_gbs, tc_tflops);
+    }
+    FILE *csv = NULL;
+    if (csv_path) {
+        csv = fopen(csv_path, "w");
+        if (!csv) {
+            perror(csv_path);
+            return 1;
+        }
+        fprintf(csv, "layout,n,heads,topk,naive_us,tiled_us,unique_kv_bytes,flops,naive_gbs,tiled_gbs,tiled_pct_copy,"
+                     "naive_tflops,tiled_tflops,tiled_pct_tc,naive_over_tiled,copy_gbs,tc_tflops\n");
+    }
+    printf("\n%-5s %4s %10s %10s %9s %8s %9s %9s %6s %8s %8s %6s %7s\n", "kv", "N", "naive_us", "tiled_us", "uniq_MB",
+           "GFLOP", "naive_GBs", "tiled_GBs", "%copy", "naive_TF", "tiled_TF", "%tc", "n/t");
+
+    char summary[2][256] = {"", ""};
+    for (int l = 0; l < 2; l++) {
+        cac_case c;
+        memset(&c, 0, sizeof c);
+        c.n_seq = max_n;
+        c.heads = heads;
+        c.topk = topk;
+        c.layout = (cuda_kv_layout)l;
+        c.ctx_rows = topk; /* each sequence selects all of its own rows: unique = valid */
+        c.seed = 42 + l;
+        cac_data d;
+        if (cac_make(&c, &d) != 0) {
+            fprintf(stderr, "bench_attn_cuda: out of host memory\n");
+            return 1;
+        }
+        bench_dev g;
+        memset(&g, 0, sizeof g);
+        size_t rows = (size_t)max_n * heads, nidx = (size_t)max_n * topk;
+        CK(cudaMalloc((void **)&g.q, rows * CUDA_ATTN_DQK * 4));
+        CK(cudaMalloc((void **)&g.out, rows * CUDA_ATTN_DV * 4));
+        CK(cudaMalloc((void **)&g.lse, rows * 4));
+        CK(cudaMalloc((void **)&g.kv, (size_t)d.kv_rows * d.row_bytes));
+        CK(cudaMalloc((void **)&g.idx2, 2 * nidx * 4));
+        g.ws_bytes = cuda_attn_ws_bytes(CUDA_ATTN_TILED, max_n, heads, topk, sm);
+        if (g.ws_bytes)
+            CK(cudaMalloc(&g.ws, g.ws_bytes));
+        CK(cudaMemcpy(g.q, d.q, rows * CUDA_ATTN_DQK * 4, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(g.kv, d.kv, (size_t)d.kv_rows * d.row_bytes, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(g.idx2, d.idx, nidx * 4, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(g.idx2 + nidx, d.idx, nidx * 4, cudaMemcpyHostToDevice));
+
+        for (int n = 1; n <= max_n; n *= 2) {
+            /* validate, then time (llm.c): both kinds on the inputs timed */
+            if (check_kind(&d, &g, CUDA_ATTN_NAIVE, n, sm) || check_kind(&d, &g, CUDA_ATTN_TILED, n, sm))
+                return 1;
+            double t_naive = time_kind(&d, &g, CUDA_ATTN_NAIVE, n, sm, iters);
+            double t_tiled = time_kind(&d, &g, CUDA_ATTN_TILED, n, sm, iters);
+            double bytes = cuda_attn_unique_kv_bytes(d.idx, n, topk, c.layout);
+            double flops = cuda_attn_flops(d.idx, n, heads, topk);
+            double gbs_n = bytes / (t_naive * 1e-3) / 1e9, gbs_t = bytes / (t_tiled * 1e-3) / 1e9;
+            double tf_n = flops / (t_naive * 1e-3) / 1e12, tf_t = flops / (t_tiled * 1e-3) / 1e12;
+            printf("%-5s %4d %10.1f %10.1f %9.2f %8.2f %9.0f %9.0f %5.0f%% %8.1f %8.1f %5.0f%% %7.1f\n",
+                   cuda_kv_layout_name(c.layout), n, t_naive * 1e3, t_tiled * 1e3, bytes / 1e6, flops / 1e9, gbs_n,
+                   gbs_t, 100 * gbs_t / copy_gbs, tf_n, tf_t, 100 * tf_t / tc_tflops, t_naive / t_tiled);
+            if (csv)
+                fprintf(csv, "%s,%d,%d,%d,%.3f,%.3f,%.0f,%.0f,%.1f,%.1f,%.2f,%.3f,%.3f,%.2f,%.3f,%.1f,%.1f\n",
+                        cuda_kv_layout_name(c.layout), n, heads, topk, t_naive * 1e3, t_tiled * 1e3, bytes, flops,
+                        gbs_n, gbs_t, 100 * gbs_t / copy_gbs, tf_n, tf_t, 100 * tf_t / tc_tflops, t_naive / t_tiled,
+                        copy_gbs, tc_tflops);
+            fflush(stdout);
+            if (n <= 64 || summary[l][0] == 0) /* the largest N <= 64 (or N = 1) */
+                snprintf(summary[l], sizeof summary[l],
+                         "summary %s N=%d: tiled %.0f GB/s = %.0f%% of copy (%.0f GB/s), %.1f TFLOP/s; naive %.1f TFLOP/s; "
+                         "naive/tiled %.1fx",
+                         cuda_kv_layout_name(c.layout), n, gbs_t, 100 * gbs_t / copy_gbs, copy_gbs, tf_t, tf_n,
+                         t_naive / t_tiled);
+        }
+        CK(cudaFree(g.q));
+        CK(cudaFree(g.out));
+        CK(cudaFree(g.lse));
+        CK(cudaFree(g.kv));
+        CK(cudaFree(g.idx2));
+        if (g.ws)
+            CK(cudaFree(g.ws));
+        cac_free(&d);
+    }
+    if (csv)
+        fclose(csv);
+    printf("\nchecked: every kernel at every N against attn_ref.c (sequences 0 and N-1) before timing\n");
+    for (int l = 0; l < 2; l++)
+        printf("%s\n", summary[l]);
+    return 0;
+}

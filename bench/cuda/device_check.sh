@@ -1,0 +1,398 @@
+#!/usr/bin/env bash
+# device_check.sh: the GPU check of the cuda backend and its kernels, as ONE
+# prepared run on a bare NVIDIA machine (the lent H200: nvcc 13, CMake,
+# ninja, PyTorch; none of this project's Debian libraries; no network).
+# Run from the repository root THERE, after bench/cuda/pack.sh HERE:
+#
+#   bash bench/cuda/pack.sh                                   # here: .devpack/
+#   run(carry=[".devpack"], command="bash bench/cuda/device_check.sh", timeout_s=540)
+#
+# Steps (each bounded in time; the whole run aims at < 8 minutes, and a step
+# that no longer fits is skipped, not started):
+#   gpu            nvidia-smi: the device, driver, memory (none -> every GPU
+#                  step below is skipped, and the run ends in seconds)
+#   toolchain      nvcc, cmake, gcc, glibc, python versions
+#   cublas         where libcublas.so.13 is (the toolkit's or the pip wheel's)
+#   kernels-build  the kernels' test and bench built here from source with
+#                  their standalone build (bench/cuda/standalone/)
+#   kernel-tests   the kernels against the cpu reference (test_cuda_*)
+#   bench          bench_attn_cuda: roofs, then naive/tiled over N
+#   loadlaw        the carried .devpack/bin/loadlaw starts (glibc, libraries)
+#   backend-tests  the carried cuda backend tests (cuda_backend, cuda_engine,
+#                  cuda_start)
+#   ab             loadlaw sweep scenarios/kernel-ab-cuda.json: naive vs
+#                  tiled end to end, compare, the expect_speedup gate
+#   nccl-tp        issue 16: libnccl.so.2 (pip nvidia-nccl-cu13 or the
+#                  toolkit), its version, an all-reduce with K=1 and K=2
+#                  (two ranks on one GPU: NCCL_MULTI_RANK_GPU_ENABLE=1),
+#                  the cuda backend's tp=2 against tp=1 (test_cuda_tp), and
+#                  if tp=2 initialised a short sweep of scenarios/tp-ab-cuda.json
+# then ONE summary block. Logs under $OUT (the device tool brings back at
+# most 8 files): summary.txt, device_check.log, logs.tar.gz, ab.tar.gz,
+# bench.csv, tp-ab.tar.gz.
+# Exit status: 0 when no step failed (skips allowed), 1 otherwise.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+root=$PWD
+OUT=${OUT:-/tmp/loadlaw-device-check}
+mkdir -p "$OUT"
+work=$(mktemp -d /tmp/loadlaw-dc.XXXXXX)
+logs=$work/logs
+mkdir -p "$logs"
+exec > >(tee "$OUT/device_check.log") 2>&1
+
+t_start=$(date +%s)
+budget_s=${DEVICE_CHECK_BUDGET_S:-450} # 7.5 minutes; the steps' bounds fit inside it
+nccl_reserve_s=${DEVICE_CHECK_NCCL_RESERVE_S:-150} # kept back from the kernel A/B for nccl-tp
+pack=$root/.devpack
+
+declare -a s_name=() s_state=() s_note=()
+record() { s_name+=("$1"); s_state+=("$2"); s_note+=("$3"); }
+left() { echo $((budget_s - ($(date +%s) - t_start))); }
+section() { printf '\n==== %s ====\n' "$*"; }
+
+# run_bounded NAME MAX_S CMD...: run with a time bound (the smaller of MAX_S
+# and what is left), output to $logs/NAME.log and the terminal; sets rc and
+# dur. rc 124 = stopped at its bound; rc 200 = not started (no time left).
+run_bounded() {
+    local name=$1 max=$2
+    shift 2
+    local l
+    l=$(left)
+    if [ "$l" -lt 20 ]; then
+        rc=200
+        dur=0
+        return
+    fi
+    [ "$max" -gt "$l" ] && max=$l
+    local t0
+    t0=$(date +%s)
+    timeout -k 5 "$max" "$@" >"$logs/$name.log" 2>&1
+    rc=$?
+    dur=$(($(date +%s) - t0))
+    tail -n 40 "$logs/$name.log"
+    [ "$rc" -eq 124 ] && echo "($name: stopped at its ${max}s bound)"
+}
+
+# "N passed, M failed" of a test log, or its last line
+test_line() { grep -E "passed, [0-9]+ failed|^SKIP" "$1" | tail -1 || tail -1 "$1"; }
+
+# ---- gpu ---------------------------------------------------------------------
+section gpu
+gpu=0
+if command -v nvidia-smi >/dev/null 2>&1 && timeout 20 nvidia-smi >"$logs/nvidia-smi.log" 2>&1; then
+    cat "$logs/nvidia-smi.log"
+    q=$(timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
+    gpu=1
+    record gpu ok "${q:-nvidia-smi answered}"
+else
+    why="no nvidia-smi"
+    command -v nvidia-smi >/dev/null 2>&1 && why="nvidia-smi failed: $(head -1 "$logs/nvidia-smi.log" 2>/dev/null)"
+    echo "no GPU: $why"
+    record gpu skip "no GPU ($why): every GPU step is skipped"
+fi
+
+# ---- toolchain ---------------------------------------------------------------------
+section toolchain
+nvcc_bin=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null || true)
+v_nvcc=$([ -n "$nvcc_bin" ] && "$nvcc_bin" --version | sed -n 's/.*release \([0-9.]*\), V\([0-9.]*\).*/\2/p')
+v_cmake=$(cmake --version 2>/dev/null | head -1 | awk '{print $3}')
+v_gcc=$(gcc -dumpfullversion 2>/dev/null)
+v_glibc=$(ldd --version 2>/dev/null | head -1 | awk '{print $NF}')
+v_py=$(timeout 20 python3 -c 'import sys; print(sys.version.split()[0])' 2>/dev/null)
+note="nvcc ${v_nvcc:-none}, cmake ${v_cmake:-none}, gcc ${v_gcc:-none}, glibc ${v_glibc:-?}, python ${v_py:-none}"
+echo "$note"
+record toolchain ok "$note"
+
+# ---- cublas --------------------------------------------------------------------------
+section cublas
+cublas_dir=""
+for d in /usr/local/cuda/lib64 /usr/local/cuda-13*/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+    [ -e "$d/libcublas.so.13" ] && { cublas_dir=$d; break; }
+done
+if [ -z "$cublas_dir" ]; then
+    d=$(timeout 30 python3 -c 'import os, nvidia.cublas as m; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null)
+    [ -n "$d" ] && [ -e "$d/libcublas.so.13" ] && cublas_dir=$d
+fi
+if [ -z "$cublas_dir" ]; then
+    f=$(timeout 30 find / -xdev -name 'libcublas.so.13' 2>/dev/null | head -1)
+    [ -n "$f" ] && cublas_dir=$(dirname "$f")
+fi
+if [ -n "$cublas_dir" ]; then
+    echo "libcublas.so.13 in $cublas_dir"
+    record cublas ok "$cublas_dir"
+else
+    echo "libcublas.so.13 not found: the carried loadlaw and backend tests cannot start"
+    record cublas fail "libcublas.so.13 not found (toolkit lib64, pip nvidia-cublas, find /)"
+fi
+export LOADLAW_SOURCE_DIR=$root # the carried tests read scenarios/ from this tree
+# Library paths per program, never exported: the pack's Debian libz, libssl,
+# ... must not reach the machine's own nvcc, cmake or python.
+k_env=(env "LD_LIBRARY_PATH=${cublas_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+ll_env=(env "LD_LIBRARY_PATH=$pack/lib${cublas_dir:+:$cublas_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+
+# ---- kernels: build, tests, bench ---------------------------------------------------------
+section kernels-build
+kbin=$work/kernels
+mkdir -p "$kbin"
+sa=$root/bench/cuda/standalone
+kbuilt=""
+if [ "$gpu" -eq 0 ]; then
+    record kernels-build skip "no GPU"
+elif [ -z "$nvcc_bin" ]; then
+    record kernels-build fail "no nvcc"
+else
+    if [ -f "$sa/build.sh" ]; then
+        # sm_90 only: the H200's, and half the compile time (README-device.txt)
+        run_bounded kernels-build 180 env ARCH="-gencode arch=compute_90,code=sm_90" bash "$sa/build.sh" "$kbin"
+        how="bench/cuda/standalone/build.sh"
+    elif [ -f "$sa/CMakeLists.txt" ]; then
+        run_bounded kernels-build 180 bash -c "cmake -S '$sa' -B '$kbin' -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90 && cmake --build '$kbin' -j"
+        how="bench/cuda/standalone/CMakeLists.txt"
+    else
+        rc=201
+        dur=0
+        how="none"
+    fi
+    if [ "$rc" -eq 0 ]; then
+        kbuilt=$kbin
+        spills=$(grep -cE "[1-9][0-9]* bytes spill" "$kbin/ptxas.summary" 2>/dev/null)
+        record kernels-build ok "$how, ${dur}s; ptxas: ${spills:-?} kernel(s) with spills (ptxas.summary in logs)"
+        cp "$kbin/ptxas.summary" "$logs/" 2>/dev/null
+    elif [ "$rc" -eq 201 ]; then
+        record kernels-build skip "no standalone build in bench/cuda/standalone/ (using carried binaries if any)"
+    elif [ "$rc" -eq 200 ]; then
+        record kernels-build skip "out of time"
+    else
+        record kernels-build fail "$how: exit $rc after ${dur}s (logs.tar.gz: kernels-build.log)"
+    fi
+fi
+# what to run: the fresh build's programs, else the ones carried in .devpack/bin
+kfind() {
+    local n=$1 f=""
+    [ -n "$kbuilt" ] && f=$(find "$kbuilt" -type f -name "$n" -perm -u+x 2>/dev/null | head -1)
+    [ -z "$f" ] && [ -x "$pack/bin/$n" ] && f=$pack/bin/$n
+    echo "$f"
+}
+
+section kernel-tests
+if [ "$gpu" -eq 0 ]; then
+    record kernel-tests skip "no GPU"
+else
+    ran=0
+    notes=""
+    state=ok
+    for t in test_cuda_attn test_cuda_kv_host; do
+        f=$(kfind $t)
+        [ -n "$f" ] || continue
+        ran=1
+        run_bounded "$t" 120 "${k_env[@]}" "$f"
+        line=$(test_line "$logs/$t.log")
+        case $rc in
+        0) notes+="$t: $line; " ;;
+        77) notes+="$t: skipped ($line); " ;;
+        200) notes+="$t: out of time; " ;;
+        *) notes+="$t: exit $rc ($line); "; state=fail ;;
+        esac
+    done
+    if [ "$ran" -eq 1 ]; then
+        record kernel-tests "$state" "$notes"
+    else
+        record kernel-tests fail "no kernels test program (not built, not carried)"
+    fi
+fi
+
+section bench
+if [ "$gpu" -eq 0 ]; then
+    record bench skip "no GPU"
+else
+    f=$(kfind bench_attn_cuda)
+    if [ -z "$f" ]; then
+        record bench fail "no bench_attn_cuda (not built, not carried)"
+    else
+        run_bounded bench 150 "${k_env[@]}" "$f" --csv "$OUT/bench.csv"
+        # the roofs, then per layout N = 1, 64, 256: times, % of copy bandwidth, naive/tiled
+        key=$({
+            grep -E "^roofs:" "$logs/bench.log" | cut -c1-90
+            awk '$1 ~ /^(bf16|fp8)$/ && ($2 == 1 || $2 == 64 || $2 == 256) {
+                printf "%s N=%s: naive %sus tiled %sus (%s of copy) n/t %s\n", $1, $2, $3, $4, $9, $13 }' "$logs/bench.log"
+        } | paste -sd ';' -)
+        case $rc in
+        0) record bench ok "${dur}s: ${key:-see bench.log}" ;;
+        77) record bench skip "$(test_line "$logs/bench.log")" ;;
+        200) record bench skip "out of time" ;;
+        *) record bench fail "exit $rc after ${dur}s: $(tail -1 "$logs/bench.log")" ;;
+        esac
+    fi
+fi
+
+# ---- the carried loadlaw ------------------------------------------------------------------
+section loadlaw
+ll_ok=0
+if [ ! -x "$pack/bin/loadlaw" ]; then
+    record loadlaw fail "no .devpack/bin/loadlaw: run bench/cuda/pack.sh where it was built and carry .devpack"
+else
+    if "${ll_env[@]}" "$pack/bin/loadlaw" --version >"$logs/loadlaw-version.log" 2>&1; then
+        ll_ok=1
+        record loadlaw ok "$(head -1 "$logs/loadlaw-version.log" | cut -c1-60)"
+    else
+        record loadlaw fail "the carried binary does not start here: $(head -1 "$logs/loadlaw-version.log")"
+    fi
+    cat "$logs/loadlaw-version.log"
+fi
+
+section backend-tests
+if [ "$ll_ok" -eq 0 ]; then
+    record backend-tests skip "the carried programs do not start (see loadlaw)"
+else
+    notes=""
+    state=ok
+    for t in test_cuda_start test_cuda_tp_host test_cuda_backend test_cuda_engine; do
+        [ -x "$pack/bin/$t" ] || { notes+="$t: not carried; "; state=fail; continue; }
+        run_bounded "$t" 120 "${ll_env[@]}" "$pack/bin/$t"
+        line=$(test_line "$logs/$t.log")
+        case $rc in
+        0) notes+="$t: $line; " ;;
+        77) notes+="$t: skip; " ;;
+        200) notes+="$t: out of time; " ;;
+        *) notes+="$t: exit $rc ($line); "; state=fail ;;
+        esac
+    done
+    [ "$gpu" -eq 0 ] && [ "$state" = ok ] && notes+="(GPU tests skip without a GPU)"
+    record backend-tests "$state" "$notes"
+fi
+
+# ---- end to end ------------------------------------------------------------------------------
+section ab
+if [ "$gpu" -eq 0 ]; then
+    record ab skip "no GPU"
+elif [ "$ll_ok" -eq 0 ]; then
+    record ab skip "the carried loadlaw does not start"
+else
+    ab=$work/ab
+    # leave nccl-tp (next) its share of the budget: its parts take ~150 s at most
+    ab_max=$(($(left) - nccl_reserve_s))
+    [ "$ab_max" -gt 240 ] && ab_max=240
+    [ "$ab_max" -lt 60 ] && ab_max=60
+    run_bounded ab "$ab_max" "${ll_env[@]}" "$pack/bin/loadlaw" sweep scenarios/kernel-ab-cuda.json -o "$ab" -q
+    # the two laws, slope B/A, attention's share, the C=64 row, the gate
+    key=$(grep -iE "step = |slope B/A|attention share|^ +64 +[0-9]|expect|speedup" "$logs/ab.log" |
+        head -8 | tr -s ' ' | cut -c1-110 | paste -sd ';' -)
+    (cd "$work" && tar czf "$OUT/ab.tar.gz" ab 2>/dev/null)
+    case $rc in
+    0) record ab ok "${dur}s: ${key:-see ab.log}" ;;
+    3) record ab fail "the expect_speedup gate failed (exit 3): ${key:-see ab.log}" ;;
+    200) record ab skip "out of time" ;;
+    124) record ab fail "stopped at its bound after ${dur}s" ;;
+    *) record ab fail "exit $rc after ${dur}s: $(tail -1 "$logs/ab.log")" ;;
+    esac
+fi
+
+# ---- issue 16: NCCL tensor parallelism ----------------------------------------------------------
+section "nccl-tp (issue 16)"
+# Each part time-bounded (a collective that never completes hangs, it does
+# not fail): find libnccl.so.2 (pip nvidia-nccl-cu13, the venv, the
+# toolkit), its version (test_comm_nccl load), a real all-reduce with K=1,
+# then K=2 (two GPUs, or both ranks on this one with
+# NCCL_MULTI_RANK_GPU_ENABLE=1: NCCL 2.30+, experimental), the cuda
+# backend's tp=2 against tp=1 (test_cuda_tp), and when tp=2 initialised a
+# short `loadlaw sweep scenarios/tp-ab-cuda.json`. One summary line: NCCL's
+# version and where, ok/fail/skip of each part, the two laws.
+ngpu=0
+[ "$gpu" -eq 1 ] && ngpu=$(timeout 20 nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)
+nccl=""
+d=$(timeout 30 python3 -c 'import os, nvidia.nccl as m; print(os.path.dirname(m.__file__) if m.__file__ else list(m.__path__)[0])' 2>/dev/null)
+[ -n "$d" ] && [ -e "$d/lib/libnccl.so.2" ] && nccl=$d/lib/libnccl.so.2
+if [ -z "$nccl" ]; then
+    for f in /usr/local/cuda*/lib64/libnccl.so.2 /usr/local/cuda*/lib/libnccl.so.2 /usr/lib/x86_64-linux-gnu/libnccl.so.2; do
+        [ -e "$f" ] && { nccl=$f; break; }
+    done
+fi
+if [ -z "$nccl" ] && [ "$gpu" -eq 1 ]; then
+    # a venv's or conda's site-packages, bounded
+    nccl=$(timeout 30 find / -xdev \( -path /proc -o -path /sys \) -prune -o -name 'libnccl.so.2' -print 2>/dev/null | head -1)
+fi
+tcn=$pack/bin/test_comm_nccl
+tct=$pack/bin/test_cuda_tp
+if [ "$gpu" -eq 0 ]; then
+    echo "no GPU${nccl:+ (libnccl.so.2 at $nccl)}"
+    record nccl-tp skip "no GPU${nccl:+; NCCL at $nccl}"
+elif [ -z "$nccl" ]; then
+    echo "libnccl.so.2 not found (pip nvidia-nccl-cu13, /usr/local/cuda*, find /)"
+    record nccl-tp fail "libnccl.so.2 not found (pip nvidia-nccl-cu13, /usr/local/cuda*, find /)"
+elif [ "$ll_ok" -eq 0 ] || [ ! -x "$tcn" ] || [ ! -x "$tct" ]; then
+    record nccl-tp fail "NCCL at $nccl; the carried test_comm_nccl / test_cuda_tp are missing or do not start (pack.sh)"
+else
+    n_env=(env "LOADLAW_NCCL_LIB=$nccl" NCCL_DEBUG=WARN)
+    multi=()
+    [ "$ngpu" -lt 2 ] && multi=(NCCL_MULTI_RANK_GPU_ENABLE=1)
+    state=ok
+    run_bounded nccl-version 30 "${ll_env[@]}" "${n_env[@]}" "$tcn" load
+    ver=$(sed -n 's/^NCCL \([0-9.]*\) loaded.*/\1/p' "$logs/nccl-version.log" | head -1)
+    notes="NCCL ${ver:-?} ($nccl), ${ngpu} GPU(s); "
+    [ -n "$ver" ] || state=fail
+    # K=1: the communicator and a collective on this GPU
+    run_bounded nccl-k1 45 "${ll_env[@]}" "${n_env[@]}" "$tcn" allreduce 1
+    case $rc in
+    0) notes+="allreduce K=1 ok; " ;;
+    77) notes+="allreduce K=1 skip ($(test_line "$logs/nccl-k1.log")); " ;;
+    124) notes+="allreduce K=1 HUNG (>45s); "; state=fail ;;
+    200) notes+="allreduce K=1 out of time; " ;;
+    *) notes+="allreduce K=1 fail: $(grep -m1 -E "CHECK|nccl" "$logs/nccl-k1.log" | cut -c1-120); "; state=fail ;;
+    esac
+    # K=2: two GPUs, or two ranks on this one (what NCCL says is the finding)
+    run_bounded nccl-k2 60 "${ll_env[@]}" "${n_env[@]}" "${multi[@]}" "$tcn" allreduce 2
+    k2=$rc
+    where="on 2 GPUs"
+    [ "$ngpu" -lt 2 ] && where="2 ranks on 1 GPU (NCCL_MULTI_RANK_GPU_ENABLE=1)"
+    case $rc in
+    0) notes+="allreduce K=2 $where ok; " ;;
+    124) notes+="allreduce K=2 $where HUNG (stopped at 60s); " ;;
+    200) notes+="allreduce K=2 out of time; " ;;
+    *) notes+="allreduce K=2 $where refused/failed: $(grep -m1 -iE "ncclCommInitAll|error|CHECK" "$logs/nccl-k2.log" | cut -c1-140); " ;;
+    esac
+    # a K=2 that fails on two real GPUs is a failure; on one GPU it is what
+    # this NCCL does (2.30+ needed), reported, not failed
+    [ "$ngpu" -ge 2 ] && [ "$k2" -ne 0 ] && [ "$k2" -ne 200 ] && state=fail
+    # the cuda backend: tp=2 against tp=1 (skips itself when NCCL refuses)
+    run_bounded cuda-tp 90 "${ll_env[@]}" "${n_env[@]}" "${multi[@]}" "$tct"
+    tp2=0
+    case $rc in
+    0) tp2=1; notes+="cuda tp=2 vs tp=1: $(test_line "$logs/cuda-tp.log"), $(grep -m1 "tokens:" "$logs/cuda-tp.log" | sed 's/^ *//'); " ;;
+    77) notes+="cuda tp=2: skip ($(grep -m1 "^SKIP" "$logs/cuda-tp.log" | cut -c1-160)); " ;;
+    124) notes+="cuda tp=2: HUNG (stopped at 90s); "; state=fail ;;
+    200) notes+="cuda tp=2: out of time; " ;;
+    *) notes+="cuda tp=2: exit $rc ($(test_line "$logs/cuda-tp.log")); "; state=fail ;;
+    esac
+    # the laws, tp=1 against tp=2, when tp=2 runs here
+    if [ "$tp2" -eq 1 ]; then
+        tpab=$work/tp-ab
+        run_bounded tp-ab 150 "${ll_env[@]}" "${n_env[@]}" "${multi[@]}" "$pack/bin/loadlaw" sweep scenarios/tp-ab-cuda.json -o "$tpab" -q
+        key=$(grep -iE "step = |slope B/A|nccl|communication" "$logs/tp-ab.log" | head -8 | tr -s ' ' | cut -c1-110 | paste -sd ';' -)
+        (cd "$work" && tar czf "$OUT/tp-ab.tar.gz" tp-ab 2>/dev/null)
+        case $rc in
+        0) notes+="sweep tp1/tp2 ${dur}s: ${key:-see tp-ab.log}" ;;
+        200) notes+="sweep: out of time" ;;
+        124) notes+="sweep: stopped at its bound after ${dur}s"; state=fail ;;
+        *) notes+="sweep: exit $rc: $(tail -1 "$logs/tp-ab.log" | cut -c1-120)"; state=fail ;;
+        esac
+    else
+        notes+="sweep not run (tp=2 did not initialise)"
+    fi
+    echo "$notes"
+    record nccl-tp "$state" "$notes"
+fi
+
+# ---- summary ------------------------------------------------------------------------------------
+(cd "$work" && tar czf "$OUT/logs.tar.gz" logs 2>/dev/null)
+failed=0
+for st in "${s_state[@]}"; do [ "$st" = fail ] && failed=1; done
+{
+    printf '\n==== loadlaw device check: summary (%ss) ====\n' "$(($(date +%s) - t_start))"
+    for i in "${!s_name[@]}"; do
+        printf '%-14s %-5s %s\n' "${s_name[$i]}" "${s_state[$i]}" "${s_note[$i]}"
+    done
+    echo "logs: $OUT (summary.txt, device_check.log, logs.tar.gz; ab.tar.gz / tp-ab.tar.gz when the A/Bs ran)"
+} | tee "$OUT/summary.txt"
+rm -rf "$work"
+exit $failed

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# pack.sh: build `loadlaw` and the cuda backend's tests HERE (the Debian dev
+# box) and pack them, with every shared library they need that a bare GPU
+# machine lacks, into .devpack/ (git-ignored), for bench/cuda/device_check.sh
+# to run THERE. The device tool carries it: run(carry=[".devpack"], ...).
+#
+#   bash bench/cuda/pack.sh            # -> .devpack/{bin,lib,MANIFEST}
+#   PACK_BUILD=/tmp/x PACK_ARCH=90 bash bench/cuda/pack.sh
+#
+# What goes in: bin/loadlaw, bin/test_cuda_{backend,engine,start}, the tp
+# checks bin/test_cuda_tp, test_cuda_tp_host, test_comm_nccl (NCCL itself is
+# not packed: it is dlopen'ed from the machine's pip nvidia-nccl-cu13 or
+# toolkit, LOADLAW_NCCL_LIB) and, when the kernels' targets exist, their
+# tests and bench; lib/: the libraries ldd
+# resolves for those, except what every Linux with an NVIDIA driver has or
+# must take from its own install: glibc's (libc, libm, libdl, librt,
+# libpthread, libresolv, ld-linux), libgcc_s, libstdc++, the driver's
+# (libcuda, libnvidia-*) and cuBLAS (libcublas*, CUDA 13 is there: the
+# device check finds it). Built with -DLOADLAW_MPI=OFF and
+# -DLOADLAW_OPENBLAS=OFF (the cuda backend needs neither; OpenBLAS alone is
+# 37 MB), for sm_90 (H100/H200) plus compute_90 PTX.
+# The pack must stay well under the device tool's 64 MiB working tree: this
+# script fails above 50 MiB.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+build=${PACK_BUILD:-/tmp/loadlaw-devpack-build}
+arch=${PACK_ARCH:-90}
+pack=$root/.devpack
+limit_mib=50
+
+gen=()
+# a new build dir uses ninja when there is one; an existing one keeps its generator
+[ ! -f "$build/CMakeCache.txt" ] && command -v ninja >/dev/null && gen=(-G Ninja)
+echo "pack: configuring $build (sm_$arch, MPI off, OpenBLAS off)" >&2
+cmake -S "$root" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DLOADLAW_MPI=OFF \
+    -DLOADLAW_OPENBLAS=OFF -DLOADLAW_SANITIZE=OFF -DCMAKE_CUDA_ARCHITECTURES="$arch" >"$build.configure.log" 2>&1 ||
+    { tail -20 "$build.configure.log" >&2; echo "pack: configure failed (log: $build.configure.log)" >&2; exit 1; }
+if ! grep -q "CUDA (nvcc)  : found" "$build.configure.log"; then
+    echo "pack: nvcc was not found: the packed loadlaw would have no cuda backend" >&2
+    exit 1
+fi
+
+# the targets this tree has (the kernels' tests and bench may not exist yet)
+want=(loadlaw test_cuda_backend test_cuda_engine test_cuda_start test_cuda_attn test_cuda_kv_host bench_attn_cuda
+      test_cuda_tp test_cuda_tp_host test_comm_nccl)
+have=()
+# (ninja's `help` lists only phony targets; `-t targets all` has the rest)
+targets=$({ cmake --build "$build" --target help; [ -f "$build/build.ninja" ] && ninja -C "$build" -t targets all; } 2>/dev/null || true)
+for t in "${want[@]}"; do
+    if grep -qE "(^|[ .:])$t(:|$| )" <<<"$targets"; then have+=("$t"); else echo "pack: no target $t here, skipped" >&2; fi
+done
+jobs=${PACK_JOBS:-$(nproc)}
+echo "pack: building ${have[*]} (-j$jobs)" >&2
+cmake --build "$build" -j "$jobs" --target "${have[@]}" >"$build.build.log" 2>&1 ||
+    { grep -E "error|Error" "$build.build.log" | head -20 >&2; echo "pack: build failed (log: $build.build.log)" >&2; exit 1; }
+
+rm -rf "$pack"
+mkdir -p "$pack/bin" "$pack/lib"
+bins=()
+for t in "${have[@]}"; do
+    f=$(find "$build" -type f -name "$t" -perm -u+x | head -1)
+    [ -n "$f" ] || { echo "pack: built $t but cannot find it" >&2; exit 1; }
+    cp "$f" "$pack/bin/$t"
+    strip --strip-debug "$pack/bin/$t" 2>/dev/null || true
+    bins+=("$pack/bin/$t")
+done
+
+# libraries: what ldd resolves, less the base system, the driver and cuBLAS
+skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|librt\.so|libpthread\.so|libresolv\.so|libutil\.so|libgcc_s\.so|libstdc\+\+\.so|libcuda\.so|libnvidia-|libcublas|libcublasLt|libcudart|libnccl)'
+declare -A seen=()
+for b in "${bins[@]}"; do
+    while read -r name _ path _; do
+        [ -n "${path:-}" ] && [ -f "$path" ] || continue
+        [[ $name =~ $skip ]] && continue
+        [ -n "${seen[$name]:-}" ] && continue
+        seen[$name]=1
+        cp -L "$path" "$pack/lib/$name"
+    done < <(ldd "$b" | grep "=> /")
+done
+missing=$(for b in "${bins[@]}"; do ldd "$b" | grep "not found" || true; done | sort -u)
+[ -z "$missing" ] || { echo "pack: unresolved here: $missing" >&2; exit 1; }
+
+{
+    echo "loadlaw device pack: $(git -C "$root" describe --always --dirty 2>/dev/null || echo '?'), $(date -u +%FT%TZ)"
+    echo "built on: $(. /etc/os-release && echo "$PRETTY_NAME"), $(ldd --version | head -1), nvcc $(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p'), sm_$arch"
+    echo "run there: LD_LIBRARY_PATH=.devpack/lib:<dir of libcublas.so.13> .devpack/bin/loadlaw ..."
+    echo
+    (cd "$pack" && find bin lib -type f -printf '%s\t%p\n' | sort -k2)
+} >"$pack/MANIFEST"
+
+bytes=$(du -sb "$pack" | cut -f1)
+mib=$(awk -v b="$bytes" 'BEGIN { printf "%.1f", b / 1048576 }')
+echo "pack: .devpack/ = $mib MiB ($(ls "$pack/bin" | wc -l) programs, $(ls "$pack/lib" | wc -l) libraries; list in .devpack/MANIFEST)"
+if [ "$bytes" -gt $((limit_mib * 1048576)) ]; then
+    echo "pack: over $limit_mib MiB: the device tool carries at most 64 MiB with the tree" >&2
+    exit 1
+fi

@@ -1,0 +1,551 @@
+/* backend_cuda.c: eng_backend_cuda, the cpu backend's decode step on an
+ * NVIDIA GPU (engine/cpu/backend_cpu.c is the model: same keys, same seeds,
+ * same phases).
+ *
+ * A step for the scheduler's batch enqueues, on one stream, with a CUDA event
+ * between phases (each phase is named after the kernel that does its work,
+ * so /metrics and the /start_profile trace read like a real server's):
+ *   kv_cache_fill_kernel       seeded KV rows: a slot's history on its first
+ *                              use, the prompt rows prefilled this step
+ *   embed_tokens_kernel        X (N, d_model) bf16 from each last token
+ *   cublasGemmEx_bf16_f32_dense  Hd = X · W, bf16 in, fp32 out (the law's a)
+ *   project_q_kv_kernel        queries and each sequence's new KV row
+ *   mla_topk_select_kernel     the indexer stand-in: global pool rows
+ *   mla_decode_{naive,tiled}_kernel   sparse MLA decode attention
+ *                              (cuda_attn.h; tiled's combine included)
+ *   cublasSgemm_logits         mean over heads, logits = mean · Wv
+ *   softmax_argmax_kernel      next tokens, copied back to the host
+ * then synchronises once, on the last event, and turns event offsets into
+ * phase times: start = (host clock when the step began) + offset.
+ *
+ * Memory (cuda_state.c), all cudaMalloc'd at create from the keys:
+ * the KV pool max_running x capacity x row bytes (1152 bf16, 656 fp8; slot s
+ * owns rows [s*capacity, (s+1)*capacity)), the dense weights, and step
+ * buffers for a batch of max_running. A request that does not fit fails
+ * create with the sizes in the message.
+ *
+ * Errors: no device, out of memory, a failed launch or kernel -> create's err
+ * or a failed step (LL_EIO) whose message eng_backend_ops.last_error gives
+ * the engine for /health. A CUDA error poisons the context, so after one
+ * failed step every later step fails at once.
+ *
+ * Tensor parallelism (tp=K > 1, cuda_tp.h; cuda_step_tp below): K ranks on
+ * their own devices and streams, driven from the scheduler thread, one NCCL
+ * all-reduce of the attention sums per step, rank 0 samples. tp=1 takes
+ * the path above and never touches NCCL.
+ *
+ * DESIGN (threads): the scheduler thread calls step(), eng_start's thread
+ * create(), eng_stop's destroy(); each first makes the backend's device
+ * current (cudaSetDevice is per host thread).
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend_cuda.h"
+#include "common.h"
+#include "cuda_state.h"
+
+/* ---- errors ----------------------------------------------------------------- */
+
+/* Record a failed step's reason (for last_error) and log it once. */
+static int step_fail(cuda_state *st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(st->last_err, sizeof st->last_err, fmt, ap);
+    va_end(ap);
+    st->broken = 1;
+    ll_error("%s", st->last_err);
+    return LL_EIO;
+}
+
+/* A CUDA runtime call in a step; on failure: the phase and the error. */
+#define STEP_CUDA(call, what)                                                                  \
+    do {                                                                                       \
+        cudaError_t e_ = (call);                                                               \
+        if (e_ != cudaSuccess)                                                                 \
+            return step_fail(st, "cuda backend: %s failed: %s", what, cuda_model_errstr(e_));  \
+    } while (0)
+
+/* A cuda_model.h call: 0, a cudaError_t, or (GEMMs) a cublasStatus_t. */
+#define STEP_MODEL(call, what, is_blas)                                                        \
+    do {                                                                                       \
+        int r_ = (call);                                                                       \
+        if (r_ != 0)                                                                           \
+            return step_fail(st, "cuda backend: %s failed: %s", what,                          \
+                             (is_blas) ? blas_status(r_) : cuda_model_errstr(r_));             \
+    } while (0)
+
+static const char *blas_status(int s)
+{
+    /* cublasStatus_t values (cublas_api.h); this file is C and includes
+     * only the runtime API, so name the common ones here */
+    switch (s) {
+    case 1: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case 3: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case 7: return "CUBLAS_STATUS_INVALID_VALUE";
+    case 8: return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case 11: return "CUBLAS_STATUS_MAPPING_ERROR";
+    case 13: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case 14: return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case 15: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    default: return "cuBLAS error";
+    }
+}
+
+/* ---- one step ----------------------------------------------------------------- */
+
+static int check_slot(cuda_state *st, int slot)
+{
+    if (slot < 0 || slot >= st->o.max_slots) {
+        ll_error("cuda backend: slot %d out of range [0, %d)", slot, st->o.max_slots);
+        return LL_ERANGE;
+    }
+    return 0;
+}
+
+/* Queue a slot's seeded history (cpu_kv_fill over its whole capacity) the
+ * first time it is used. */
+static void want_history(cuda_state *st, int slot, cuda_fill_item *items, int *n)
+{
+    if (st->filled[slot])
+        return;
+    st->filled[slot] = 1;
+    items[(*n)++] = (cuda_fill_item){.slot = slot, .n = st->o.capacity, .row0 = 0,
+                                     .seed = cpu_hash64_host(st->o.seed ^ (uint64_t)slot)};
+}
+
+typedef struct phase_mark {
+    const char *name;
+    int ev; /* the event that ends it; it starts at ev - 1 */
+} phase_mark;
+
+/* The step's upload in the pinned buffer: slots, last tokens, contexts, fill
+ * items (histories first, then this step's prefill rows); the bytes to copy. */
+static size_t build_upload(cuda_state *st, const eng_batch *b, int *n_hist_out, int *n_pre_out,
+                           int *max_pre_out)
+{
+    const cuda_opts *o = &st->o;
+    int n = b->n_decode;
+    const cuda_upload *u = &st->up;
+    int32_t *h_slot = (int32_t *)(st->h_up + u->off_slot);
+    int32_t *h_tok = (int32_t *)(st->h_up + u->off_tok);
+    int64_t *h_ctx = (int64_t *)(st->h_up + u->off_ctx);
+    cuda_fill_item *h_items = (cuda_fill_item *)(st->h_up + u->off_items);
+    int n_hist = 0, n_pre = 0, max_pre = 0; /* max_pre: most rows of one prefill item */
+    for (int i = 0; i < b->n_prefill; i++)
+        want_history(st, b->prefill_slot[i], h_items, &n_hist);
+    for (int i = 0; i < n; i++)
+        want_history(st, b->decode_slot[i], h_items, &n_hist);
+    cuda_fill_item *h_pre = h_items + n_hist;
+    for (int i = 0; i < b->n_prefill; i++) {
+        int slot = b->prefill_slot[i];
+        int64_t tok = b->prefill_tok[i];
+        if (tok <= 0)
+            continue;
+        /* rows past capacity wrap onto rows already written with the same
+         * values (a row's value depends only on its index): write each once */
+        int cnt = tok < o->capacity ? (int)tok : o->capacity;
+        h_pre[n_pre++] = (cuda_fill_item){
+            .slot = slot, .n = cnt, .row0 = st->prefilled[slot] % o->capacity,
+            .seed = cpu_hash64_host(o->seed ^ ((uint64_t)slot << 32) ^ 0x9f11ull)};
+        if (cnt > max_pre)
+            max_pre = cnt;
+        st->prefilled[slot] += tok;
+    }
+    for (int i = 0; i < n; i++) {
+        h_slot[i] = b->decode_slot[i];
+        h_tok[i] = st->token[b->decode_slot[i]];
+        h_ctx[i] = b->decode_ctx[i];
+    }
+    *n_hist_out = n_hist;
+    *n_pre_out = n_pre;
+    *max_pre_out = max_pre;
+    return u->off_items + (size_t)(n_hist + n_pre) * sizeof(cuda_fill_item);
+}
+
+/* ---- one step at tp=K > 1 (cuda_tp.h) ------------------------------------------
+ * From this (the scheduler) thread, for each rank in turn on its device and
+ * stream: the upload, fill, embed, its GEMM block (its W columns), its
+ * heads' queries and the new KV row into its own pool copy, top-k, its heads'
+ * attention and their sum (n, 512). Then one ncclGroupStart/End with the K
+ * all-reduces of those sums (eng_comm_allreduce_group, each on its rank's
+ * stream), and rank 0 samples from the sum over all heads; the tokens come
+ * back to the host, so the next step embeds the same tokens on every rank.
+ * Each rank's phases are timed with events on its own stream; the
+ * all-reduce phase is named like NCCL's kernel. If a rank fails before the
+ * all-reduce, no collective is issued (no rank waits for a peer that never
+ * comes) and the backend is broken from then on. */
+
+#define RANK_CUDA(call, what)                                                                  \
+    do {                                                                                       \
+        cudaError_t e_ = (call);                                                               \
+        if (e_ != cudaSuccess)                                                                 \
+            return step_fail(st, "cuda backend: tp rank %d (device %d): %s failed: %s",        \
+                             rk->rank, rk->device, what, cuda_model_errstr(e_));               \
+    } while (0)
+
+#define RANK_MODEL(call, what, is_blas)                                                        \
+    do {                                                                                       \
+        int r_ = (call);                                                                       \
+        if (r_ != 0)                                                                           \
+            return step_fail(st, "cuda backend: tp rank %d (device %d): %s failed: %s",        \
+                             rk->rank, rk->device, what,                                       \
+                             (is_blas) ? blas_status(r_) : cuda_model_errstr(r_));             \
+    } while (0)
+
+typedef struct rank_marks {
+    phase_mark pm[CUDA_TP_RANK_PHASES];
+    int np, ev;
+    int64_t t_host0; /* host clock when the rank's first event was recorded */
+} rank_marks;
+
+#define RANK_MARK(nm)                                                                          \
+    do {                                                                                       \
+        RANK_CUDA(cudaEventRecord(rk->ev[m->ev], rk->stream), "cudaEventRecord");              \
+        m->pm[m->np++] = (phase_mark){.name = (nm), .ev = m->ev++};                            \
+    } while (0)
+
+/* A rank's work up to its head sum. */
+static int rank_enqueue(cuda_state *st, cuda_rank *rk, rank_marks *m, const eng_batch *b,
+                        int n_hist, int n_pre, int max_pre, size_t up_bytes)
+{
+    const cuda_opts *o = &st->o;
+    const cuda_upload *u = &st->up;
+    int n = b->n_decode, hr = rk->h1 - rk->h0;
+    const int32_t *d_slot = (const int32_t *)(rk->d_up + u->off_slot);
+    const int32_t *d_tok = (const int32_t *)(rk->d_up + u->off_tok);
+    const int64_t *d_ctx = (const int64_t *)(rk->d_up + u->off_ctx);
+    const cuda_fill_item *d_items = (const cuda_fill_item *)(rk->d_up + u->off_items);
+    m->np = 0;
+    m->ev = 0;
+    RANK_CUDA(cudaSetDevice(rk->device), "cudaSetDevice");
+    m->t_host0 = ll_now_ns();
+    RANK_CUDA(cudaEventRecord(rk->ev[m->ev++], rk->stream), "cudaEventRecord");
+    if (rk->rank == 0 && st->steps == o->fault_step)
+        RANK_MODEL(cuda_model_fault_launch(rk->stream), "fault_fail_step (a testing aid): a launch", 0);
+    RANK_CUDA(cudaMemcpyAsync(rk->d_up, st->h_up, up_bytes, cudaMemcpyHostToDevice, rk->stream),
+              "uploading the batch (cudaMemcpyAsync)");
+    if (n_hist + n_pre > 0) {
+        RANK_MODEL(cuda_kv_fill(rk->d_pool, o->layout, o->capacity, d_items, n_hist,
+                                n_hist ? o->capacity : 0, rk->stream),
+                   CUDA_K_FILL " (slot history)", 0);
+        RANK_MODEL(cuda_kv_fill(rk->d_pool, o->layout, o->capacity, d_items + n_hist, n_pre,
+                                max_pre, rk->stream),
+                   CUDA_K_FILL " (prefill rows)", 0);
+        RANK_MARK(CUDA_K_FILL);
+    }
+    if (n == 0)
+        return 0;
+    RANK_MODEL(cuda_embed(&rk->dense, d_tok, n, o->seed, rk->d_x, rk->stream), CUDA_K_EMBED, 0);
+    RANK_MARK(CUDA_K_EMBED);
+    RANK_MODEL(cuda_dense_forward(&rk->dense, rk->d_x, n, rk->d_hd), CUDA_K_GEMM, 1);
+    RANK_MARK(CUDA_K_GEMM);
+    RANK_MODEL(cuda_project_shard(rk->d_hd, rk->ncols, n, rk->h0, hr, o->d_ff, rk->d_colmap, d_slot,
+                                  d_ctx, rk->d_pool, o->layout, o->capacity, rk->d_q, rk->stream),
+               CUDA_K_PROJECT, 0);
+    RANK_MARK(CUDA_K_PROJECT);
+    RANK_MODEL(cuda_topk(d_slot, d_ctx, n, o->topk, o->min_ctx, o->capacity, o->seed, rk->d_idx,
+                         rk->stream),
+               CUDA_K_TOPK, 0);
+    RANK_MARK(CUDA_K_TOPK);
+    cuda_attn_args a = {
+        .n_seq = n, .heads = hr, .topk = o->topk,
+        .scale = 1.0f / sqrtf((float)CUDA_ATTN_DQK), .layout = o->layout, .q = rk->d_q,
+        .kv = rk->d_pool, .kv_rows = st->pool_rows, .idx = rk->d_idx, .out = rk->d_out,
+        .lse = rk->d_lse, .ws = rk->d_ws, .ws_bytes = rk->ws_bytes,
+    };
+    RANK_MODEL(cuda_attn_decode(o->kind, &a, rk->sm_count, rk->stream), st->attn_name, 0);
+    RANK_CUDA(cudaGetLastError(), st->attn_name);
+    /* the row-parallel half: this rank's heads summed, for the all-reduce */
+    RANK_MODEL(cuda_head_sum(rk->d_out, n, hr, rk->d_sum, rk->stream), "head_sum_kernel", 0);
+    RANK_MARK(st->attn_name);
+    return 0;
+}
+
+static int cuda_step_tp(cuda_state *st, const eng_batch *b, int n_hist, int n_pre, int max_pre,
+                        size_t up_bytes, eng_phase *phases, int *n_phases)
+{
+    const cuda_opts *o = &st->o;
+    const int K = o->tp, n = b->n_decode;
+    rank_marks marks[CUDA_TP_MAX];
+    ++st->steps;
+    for (int r = 0; r < K; r++) {
+        int rc = rank_enqueue(st, &st->rk[r], &marks[r], b, n_hist, n_pre, max_pre, up_bytes);
+        if (rc != 0)
+            return rc;
+    }
+    if (n > 0) {
+        float *bufs[CUDA_TP_MAX];
+        void *streams[CUDA_TP_MAX];
+        for (int r = 0; r < K; r++) {
+            bufs[r] = st->rk[r].d_sum;
+            streams[r] = st->rk[r].stream;
+        }
+        if (eng_comm_allreduce_group(st->comm, bufs, (size_t)n * CUDA_ATTN_DV, streams) != 0)
+            return step_fail(st, "cuda backend: tp=%d all-reduce of the attention sums failed: %s",
+                             K, eng_comm_last_error(st->comm));
+        for (int r = 0; r < K; r++) {
+            cuda_rank *rk = &st->rk[r];
+            rank_marks *m = &marks[r];
+            RANK_CUDA(cudaSetDevice(rk->device), "cudaSetDevice");
+            RANK_MARK(CUDA_K_ALLREDUCE);
+        }
+        /* rank 0 samples; every rank embeds the tokens it sampled next step */
+        cuda_rank *rk = &st->rk[0];
+        rank_marks *m = &marks[0];
+        RANK_CUDA(cudaSetDevice(rk->device), "cudaSetDevice");
+        RANK_MODEL(cuda_logits_sum(&rk->dense, rk->d_sum, n, o->heads, rk->d_mean, rk->d_logits,
+                                   rk->stream),
+                   CUDA_K_LOGITS, 1);
+        RANK_MARK(CUDA_K_LOGITS);
+        RANK_MODEL(cuda_sample(rk->d_logits, n, o->vocab, rk->d_tok_out, rk->d_prob, rk->stream),
+                   CUDA_K_SAMPLE, 0);
+        RANK_CUDA(cudaMemcpyAsync(st->h_tok_out, rk->d_tok_out, (size_t)n * sizeof(int32_t),
+                                  cudaMemcpyDeviceToHost, rk->stream),
+                  "copying the tokens back (cudaMemcpyAsync)");
+        RANK_MARK(CUDA_K_SAMPLE);
+    }
+    /* one synchronisation per rank, on its last event */
+    for (int r = 0; r < K; r++) {
+        cuda_rank *rk = &st->rk[r];
+        const rank_marks *m = &marks[r];
+        RANK_CUDA(cudaSetDevice(rk->device), "cudaSetDevice");
+        cudaError_t e = cudaEventSynchronize(rk->ev[m->ev - 1]);
+        if (e != cudaSuccess)
+            return step_fail(st, "cuda backend: tp rank %d (device %d): step with %d decoding, %d "
+                             "prefilling (kernels %s .. %s) failed: %s", r, rk->device, n,
+                             b->n_prefill, m->np ? m->pm[0].name : "-",
+                             m->np ? m->pm[m->np - 1].name : "-", cuda_model_errstr(e));
+    }
+    int64_t t_end = ll_now_ns();
+    int np = 0;
+    for (int r = 0; r < K; r++) {
+        cuda_rank *rk = &st->rk[r];
+        const rank_marks *m = &marks[r];
+        float prev_ms = 0.0f;
+        for (int k = 0; k < m->np && np < ENG_MAX_PHASES; k++) {
+            float ms = 0.0f;
+            RANK_CUDA(cudaEventElapsedTime(&ms, rk->ev[0], rk->ev[m->pm[k].ev]),
+                      "cudaEventElapsedTime");
+            int64_t s0 = m->t_host0 + (int64_t)((double)prev_ms * 1e6);
+            int64_t s1 = m->t_host0 + (int64_t)((double)ms * 1e6);
+            if (s1 > t_end)
+                s1 = t_end;
+            if (s0 > s1)
+                s0 = s1;
+            phases[np++] = (eng_phase){.name = m->pm[k].name, .start_ns = s0, .dur_ns = s1 - s0,
+                                       .rank = r};
+            prev_ms = ms;
+        }
+    }
+    *n_phases = np;
+    for (int i = 0; i < n; i++)
+        st->token[b->decode_slot[i]] = st->h_tok_out[i];
+    if (n > 0)
+        st->last_n = n;
+    return 0;
+}
+
+static int cuda_create(const eng_config *cfg, void **state, char *err, size_t errlen)
+{
+    cuda_state *st = NULL;
+    int rc = cuda_state_create(cfg, &st, err, errlen);
+    *state = rc == 0 ? st : NULL;
+    return rc;
+}
+
+static void cuda_destroy(void *state) { cuda_state_destroy(state); }
+
+static int cuda_step(void *state, const eng_batch *b, int64_t step_start_ns, eng_phase *phases,
+                     int *n_phases)
+{
+    (void)step_start_ns;
+    cuda_state *st = state;
+    const cuda_opts *o = &st->o;
+    *n_phases = 0;
+    if (b->n_decode < 0 || b->n_prefill < 0 || b->n_decode > o->max_slots ||
+        b->n_prefill > o->max_slots)
+        return LL_EINVAL;
+    if (st->broken)
+        return LL_EIO; /* last_err still says why */
+    for (int i = 0; i < b->n_prefill; i++)
+        if (check_slot(st, b->prefill_slot[i]) != 0)
+            return LL_ERANGE;
+    for (int i = 0; i < b->n_decode; i++)
+        if (check_slot(st, b->decode_slot[i]) != 0)
+            return LL_ERANGE;
+    int n = b->n_decode;
+    if (n == 0 && b->n_prefill == 0)
+        return 0;
+
+    int n_hist = 0, n_pre = 0, max_pre = 0; /* max_pre: most rows of one prefill item */
+    size_t up_bytes = build_upload(st, b, &n_hist, &n_pre, &max_pre);
+    if (o->tp > 1)
+        return cuda_step_tp(st, b, n_hist, n_pre, max_pre, up_bytes, phases, n_phases);
+    const cuda_upload *u = &st->up;
+    const int32_t *d_slot = (const int32_t *)(st->d_up + u->off_slot);
+    const int32_t *d_tok = (const int32_t *)(st->d_up + u->off_tok);
+    const int64_t *d_ctx = (const int64_t *)(st->d_up + u->off_ctx);
+    const cuda_fill_item *d_items = (const cuda_fill_item *)(st->d_up + u->off_items);
+
+    STEP_CUDA(cudaSetDevice(o->device), "cudaSetDevice");
+    phase_mark pm[CUDA_MAX_PHASES];
+    int np = 0, ev = 0;
+    int64_t t_host0 = ll_now_ns();
+    STEP_CUDA(cudaEventRecord(st->ev[ev++], st->stream), "cudaEventRecord");
+    if (++st->steps == o->fault_step)
+        STEP_MODEL(cuda_model_fault_launch(st->stream), "fault_fail_step (a testing aid): a launch", 0);
+    STEP_CUDA(cudaMemcpyAsync(st->d_up, st->h_up, up_bytes, cudaMemcpyHostToDevice, st->stream),
+              "uploading the batch (cudaMemcpyAsync)");
+#define MARK(nm)                                                                               \
+    do {                                                                                       \
+        STEP_CUDA(cudaEventRecord(st->ev[ev], st->stream), "cudaEventRecord");                 \
+        pm[np++] = (phase_mark){.name = (nm), .ev = ev++};                                     \
+    } while (0)
+
+    if (n_hist + n_pre > 0) {
+        /* histories first: a slot's prompt rows land on top of its history */
+        STEP_MODEL(cuda_kv_fill(st->d_pool, o->layout, o->capacity, d_items, n_hist,
+                                n_hist ? o->capacity : 0, st->stream),
+                   CUDA_K_FILL " (slot history)", 0);
+        STEP_MODEL(cuda_kv_fill(st->d_pool, o->layout, o->capacity, d_items + n_hist, n_pre,
+                                max_pre, st->stream),
+                   CUDA_K_FILL " (prefill rows)", 0);
+        MARK(CUDA_K_FILL);
+    }
+    if (n > 0) {
+        STEP_MODEL(cuda_embed(&st->dense, d_tok, n, o->seed, st->d_x, st->stream), CUDA_K_EMBED, 0);
+        MARK(CUDA_K_EMBED);
+        STEP_MODEL(cuda_dense_forward(&st->dense, st->d_x, n, st->d_hd), CUDA_K_GEMM, 1);
+        MARK(CUDA_K_GEMM);
+        STEP_MODEL(cuda_project(&st->dense, st->d_hd, n, o->heads, d_slot, d_ctx, st->d_pool,
+                                o->layout, o->capacity, st->d_q, st->stream),
+                   CUDA_K_PROJECT, 0);
+        MARK(CUDA_K_PROJECT);
+        STEP_MODEL(cuda_topk(d_slot, d_ctx, n, o->topk, o->min_ctx, o->capacity, o->seed, st->d_idx,
+                             st->stream),
+                   CUDA_K_TOPK, 0);
+        MARK(CUDA_K_TOPK);
+        cuda_attn_args a = {
+            .n_seq = n, .heads = o->heads, .topk = o->topk,
+            .scale = 1.0f / sqrtf((float)CUDA_ATTN_DQK), .layout = o->layout, .q = st->d_q,
+            .kv = st->d_pool, .kv_rows = st->pool_rows, .idx = st->d_idx, .out = st->d_out,
+            .lse = st->d_lse, .ws = st->d_ws, .ws_bytes = st->ws_bytes,
+        };
+        STEP_MODEL(cuda_attn_decode(o->kind, &a, st->sm_count, st->stream), st->attn_name, 0);
+        STEP_CUDA(cudaGetLastError(), st->attn_name);
+        MARK(st->attn_name);
+        STEP_MODEL(cuda_logits(&st->dense, st->d_out, n, o->heads, st->d_mean, st->d_logits,
+                               st->stream),
+                   CUDA_K_LOGITS, 1);
+        MARK(CUDA_K_LOGITS);
+        STEP_MODEL(cuda_sample(st->d_logits, n, o->vocab, st->d_tok_out, st->d_prob, st->stream),
+                   CUDA_K_SAMPLE, 0);
+        STEP_CUDA(cudaMemcpyAsync(st->h_tok_out, st->d_tok_out, (size_t)n * sizeof(int32_t),
+                                  cudaMemcpyDeviceToHost, st->stream),
+                  "copying the tokens back (cudaMemcpyAsync)");
+        MARK(CUDA_K_SAMPLE);
+    }
+#undef MARK
+    /* the step's one synchronisation: a kernel's own failure shows here */
+    cudaError_t e = cudaEventSynchronize(st->ev[ev - 1]);
+    if (e != cudaSuccess)
+        return step_fail(st, "cuda backend: step with %d decoding, %d prefilling (kernels %s .. %s) "
+                         "failed: %s", n, b->n_prefill, np ? pm[0].name : "-",
+                         np ? pm[np - 1].name : "-", cuda_model_errstr(e));
+    int64_t t_end = ll_now_ns();
+    float prev_ms = 0.0f;
+    for (int k = 0; k < np; k++) {
+        float ms = 0.0f;
+        STEP_CUDA(cudaEventElapsedTime(&ms, st->ev[0], st->ev[pm[k].ev]), "cudaEventElapsedTime");
+        int64_t s0 = t_host0 + (int64_t)((double)prev_ms * 1e6);
+        int64_t s1 = t_host0 + (int64_t)((double)ms * 1e6);
+        /* the GPU clock and the host clock differ by a little: keep each
+         * phase inside the step as the host saw it */
+        if (s1 > t_end)
+            s1 = t_end;
+        if (s0 > s1)
+            s0 = s1;
+        phases[k] = (eng_phase){.name = pm[k].name, .start_ns = s0, .dur_ns = s1 - s0};
+        prev_ms = ms;
+    }
+    *n_phases = np;
+    for (int i = 0; i < n; i++)
+        st->token[b->decode_slot[i]] = st->h_tok_out[i];
+    if (n > 0)
+        st->last_n = n;
+    return 0;
+}
+
+static void cuda_release(void *state, int slot)
+{
+    cuda_state *st = state;
+    if (check_slot(st, slot) != 0)
+        return;
+    /* keep the rows (the pool is reused), forget the request */
+    st->prefilled[slot] = 0;
+    st->token[slot] = 0;
+}
+
+static const char *cuda_last_error(void *state)
+{
+    const cuda_state *st = state;
+    return st && st->last_err[0] ? st->last_err : NULL;
+}
+
+int cuda_backend_token(void *state, int slot)
+{
+    const cuda_state *st = state;
+    if (slot < 0 || slot >= st->o.max_slots)
+        return -1;
+    return st->token[slot];
+}
+
+int cuda_backend_view_rank(void *state, int r, cuda_backend_view *v)
+{
+    const cuda_state *st = state;
+    if (r < 0 || r >= st->o.tp)
+        return 1;
+    *v = (cuda_backend_view){
+        .n_seq = st->last_n, .heads = st->o.heads, .topk = st->o.topk,
+        .scale = 1.0f / sqrtf((float)CUDA_ATTN_DQK), .layout = st->o.layout, .kind = st->o.kind,
+        .d_q = st->d_q, .d_idx = st->d_idx, .d_out = st->d_out, .d_pool = st->d_pool,
+        .pool_rows = st->pool_rows, .row_bytes = st->row_bytes,
+        .tp = st->o.tp, .rank = 0, .device = st->o.device, .h0 = 0, .vocab = st->o.vocab,
+        .d_mean = st->d_mean, .d_logits = st->d_logits, .d_sum = NULL,
+    };
+    if (st->o.tp > 1) {
+        const cuda_rank *rk = &st->rk[r];
+        v->heads = rk->h1 - rk->h0;
+        v->h0 = rk->h0;
+        v->rank = r;
+        v->device = rk->device;
+        v->d_q = rk->d_q;
+        v->d_idx = rk->d_idx;
+        v->d_out = rk->d_out;
+        v->d_pool = rk->d_pool;
+        v->d_sum = rk->d_sum;
+        v->d_mean = st->rk[0].d_mean;
+        v->d_logits = st->rk[0].d_logits;
+    }
+    return 0;
+}
+
+void cuda_backend_view_get(void *state, cuda_backend_view *v)
+{
+    (void)cuda_backend_view_rank(state, 0, v);
+}
+
+const eng_backend_ops eng_backend_cuda = {
+    .name = "cuda",
+    .caps = 0, /* computes (on the GPU); its step time is measured */
+    .create = cuda_create,
+    .step = cuda_step,
+    .release = cuda_release,
+    .destroy = cuda_destroy,
+    .last_error = cuda_last_error,
+};

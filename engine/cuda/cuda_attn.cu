@@ -1,0 +1,664 @@
+/* cuda_attn.cu: sparse MLA decode attention on the GPU, naive and tiled
+ * (contract and math: cuda_attn.h; reference: engine/cpu/attn_ref.c).
+ *
+ * DESIGN
+ * naive  (mla_decode_naive_kernel) grid (H, N), 128 threads. The 4 warps of a
+ *        block take the sequence's entries j = warp, warp+4, ...; a warp reads
+ *        one selected row (lane l owns dims 2l+64i, i < 9), reduces the dot
+ *        product with shuffles and keeps its own online softmax (m, l, 16
+ *        output dims per lane); the 4 warps merge through shared memory. fp32
+ *        FMA only; every block reads its rows itself: KV traffic N*H*k*row.
+ * tiled  (mla_decode_tiled_kernel) grid (head groups, splits, N), 4 warps
+ *        per 16 heads: a block serves HB = 16 or 32 heads of one sequence and
+ *        one split of its top-k range, in tiles of BK = 16 rows:
+ *          1. the tile's rows are gathered once by cp.async (16 B, .cg: L2
+ *             only) into shared memory, NS-stage pipeline (bf16: 4 stages,
+ *             3 tiles = 56 KB in flight per block; fp8: 6 raw stages,
+ *             dequantised into one bf16 tile); all tiled variants stay
+ *             <= 99 KB, and on sm_90 two blocks share an SM (128 registers);
+ *          2. warp (hg, ds) holds Q of heads hg*16..+16, dims ds*144..+144 as
+ *             bf16 mma A fragments in registers (36 regs, loaded once) and
+ *             computes partial S = Q Kt (16 heads x 16 rows) over its 144
+ *             dims with mma.m16n8k16; the 4 partials of a head group meet
+ *             in shared memory and each of the 4 warps sums them in the same
+ *             order (bitwise-identical S in all four);
+ *          3. online softmax in registers, base 2 (scale*log2e applied to the
+ *             fp32 scores, so Q's bf16 rounding is the only one before S);
+ *          4. the C fragments of S become P's A fragments (bf16) without
+ *             shared memory; V B fragments come by ldmatrix.trans; warp
+ *             (hg, ds) accumulates O for its 16 heads x dims ds*128..+128
+ *             (64 fp32 regs).
+ *        Split-k (plan in cuda_kv_host.c) writes normalised partial O and
+ *        LSE to ws; mla_decode_combine_kernel merges them by LSE.
+ *
+ * mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 fragment layouts (PTX
+ * ISA 9.7.14.5.8), g = lane>>2 (groupID), t = lane&3 (threadID_in_group);
+ * the lower-numbered element sits in the low 16 bits of a .b32 register:
+ *   A (16x16, row-major), 4 regs: a0,a1: (row g,   col 2t+{0,1})
+ *                                 a2,a3: (row g+8, col 2t+{0,1})
+ *                                 a4,a5: (row g,   col 2t+8+{0,1})
+ *                                 a6,a7: (row g+8, col 2t+8+{0,1})
+ *   B (16x8, "col"), 2 regs:      b0,b1: (k 2t+{0,1},   n g)
+ *                                 b2,b3: (k 2t+8+{0,1}, n g)
+ *   C/D (16x8 fp32), 4 regs:      c0,c1: (row g, col 2t+{0,1}); c2,c3: row g+8.
+ * S = Q Kt: A = Q[head][dim], B[k=dim][n=row] = K[row][dim], so b0b1 is the
+ * 32-bit word K[row0+g][d0+2t..], b2b3 the word at d0+8+2t (plain LDS.32;
+ * banks: row stride 292 words = 4 mod 32, so (4g + t) covers all 32 banks).
+ * P V: A = P[head][row]: for rows 16kk..16kk+15, a0a1 = S-tile 2kk's (c0,c1),
+ * a2a3 = its (c2,c3), a4a5 = S-tile 2kk+1's (c0,c1), a6a7 = its (c2,c3).
+ * B[k=row][n=dim] = V[row][dim]: ldmatrix.x4.trans, lane L points at row
+ * 16kk + 8*(L>>3 & 1) + (L&7), dims d + 8*(L>>4); with .trans lane gets
+ * stored (row 2t+{0,1}, col g) of each 8x8 matrix: regs r0,r1 = b0b1,b2b3 of
+ * n-tile d, r2,r3 of n-tile d+8. Rows of 1168 B (73 x 16 B) make the 8 row
+ * addresses of each matrix hit 8 different 16-B bank groups.
+ */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "cuda_attn.h"
+
+#define DQK CUDA_ATTN_DQK
+#define DV CUDA_ATTN_DV
+#define BK CUDA_ATTN_TILE_ROWS /* KV rows per tile: 16 */
+#define NST_BF16 CUDA_ATTN_STAGES_BF16 /* bf16 tile stages: 4 */
+#define NST_FP8 CUDA_ATTN_STAGES_FP8   /* raw fp8 tile stages: 6 (+ one bf16 tile) */
+#define NTN (BK / 8)                   /* n-tiles of 8 rows in a score tile */
+#define NKV (BK / 16)                  /* k-steps of 16 rows in P V */
+#define ROWE 584               /* bf16 per shared row: 576 + 8 pad = 1168 B */
+#define ROWB (ROWE * 2)
+#define BF16_ROW 1152
+#define FP8_ROW 656
+#define FP8_SCALE_OFF 512
+#define FP8_ROPE_OFF 528
+
+static_assert(DQK == 4 * 144 && DV == 4 * 128, "warp split of dims");
+static_assert(BK % 16 == 0, "P V consumes rows in k-steps of 16");
+
+#define LOG2E_F 1.4426950408889634f
+#define LN2_F 0.6931471805599453f
+
+static const char *const names_naive[] = {"mla_decode_naive_kernel"};
+static const char *const names_tiled[] = {"mla_decode_tiled_kernel", "mla_decode_combine_kernel"};
+
+/* ---- small device helpers ------------------------------------------------- */
+
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
+{
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi); /* .x (low half) = lo */
+    return *reinterpret_cast<uint32_t *>(&v);
+}
+
+__device__ __forceinline__ float2 bf16x2_to_f2(uint32_t w)
+{
+    return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+}
+
+/* Two e4m3 bytes (low byte = first value) to floats; e4m3 -> half is exact. */
+__device__ __forceinline__ float2 e4m3x2_to_f2(uint16_t w)
+{
+    __half2_raw hr = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)w, __NV_E4M3);
+    __half2 h(hr);
+    return __half22float2(h);
+}
+
+__device__ __forceinline__ void mma_bf16(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const void *smem_row)
+{
+    uint32_t addr = (uint32_t)__cvta_generic_to_shared(smem_row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+/* 16 bytes global -> shared, L2 only; src_bytes 0 zero-fills the 16 bytes. */
+__device__ __forceinline__ void cp_async16(void *smem_dst, const void *gsrc, int src_bytes)
+{
+    uint32_t dst = (uint32_t)__cvta_generic_to_shared(smem_dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gsrc), "r"(src_bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_async_commit(void)
+{
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+/* wait until at most N of this thread's most recent groups are pending */
+template <int N>
+__device__ __forceinline__ void cp_async_wait(void)
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+/* idx entry -> row, or -1 when invalid (negative, past kv_rows, past kend). */
+__device__ __forceinline__ int64_t entry_row(const int32_t *idx_seq, int j, int kend, int64_t kv_rows)
+{
+    if (j >= kend)
+        return -1;
+    int32_t r = __ldg(idx_seq + j);
+    return (r >= 0 && (int64_t)r < kv_rows) ? (int64_t)r : -1;
+}
+
+/* ---- naive ------------------------------------------------------------------ */
+
+#define NAIVE_THREADS 128
+
+template <int LAYOUT>
+__global__ void __launch_bounds__(NAIVE_THREADS, 4)
+mla_decode_naive_kernel(const float *__restrict__ q, const uint8_t *__restrict__ kv, int64_t kv_rows,
+                        const int32_t *__restrict__ idx, int heads, int topk, float scale_log2,
+                        float *__restrict__ out, float *__restrict__ lse)
+{
+    const int h = blockIdx.x, n = blockIdx.y;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const float *qh = q + ((size_t)n * heads + h) * DQK;
+    const int32_t *idx_seq = idx + (size_t)n * topk;
+
+    /* lane owns dims 2*lane + 64*i (+0, +1), i < 9; i < 8 are the value dims */
+    float2 qf[9];
+#pragma unroll
+    for (int i = 0; i < 9; i++)
+        qf[i] = *reinterpret_cast<const float2 *>(qh + 2 * lane + 64 * i);
+    float2 o[8];
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+        o[i] = make_float2(0.f, 0.f);
+    float m = -INFINITY, l = 0.f;
+
+    for (int j = warp; j < topk; j += NAIVE_THREADS / 32) {
+        int64_t r = entry_row(idx_seq, j, topk, kv_rows); /* warp-uniform */
+        if (r < 0)
+            continue;
+        float2 v[9];
+        if (LAYOUT == CUDA_KV_BF16) {
+            const uint32_t *row = reinterpret_cast<const uint32_t *>(kv + (size_t)r * BF16_ROW);
+#pragma unroll
+            for (int i = 0; i < 9; i++)
+                v[i] = bf16x2_to_f2(__ldg(row + lane + 32 * i));
+        } else {
+            const uint8_t *row = kv + (size_t)r * FP8_ROW;
+            const float4 sc = __ldg(reinterpret_cast<const float4 *>(row + FP8_SCALE_OFF));
+            const float scs[4] = {sc.x, sc.y, sc.z, sc.w};
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                float2 f = e4m3x2_to_f2(__ldg(reinterpret_cast<const uint16_t *>(row + 2 * lane + 64 * i)));
+                v[i] = make_float2(f.x * scs[i / 2], f.y * scs[i / 2]); /* dims < 64(i+1) <= 128*(i/2+1) */
+            }
+            v[8] = bf16x2_to_f2(__ldg(reinterpret_cast<const uint32_t *>(row + FP8_ROPE_OFF) + lane));
+        }
+        float dot = 0.f;
+#pragma unroll
+        for (int i = 0; i < 9; i++)
+            dot = fmaf(qf[i].x, v[i].x, fmaf(qf[i].y, v[i].y, dot));
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1)
+            dot += __shfl_xor_sync(0xffffffffu, dot, off);
+        float s = dot * scale_log2;
+        float mn = fmaxf(m, s);               /* finite: s is finite */
+        float alpha = exp2f(m - mn);          /* m = -inf -> 0 */
+        float p = exp2f(s - mn);
+        l = l * alpha + p;
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            o[i].x = fmaf(p, v[i].x, o[i].x * alpha);
+            o[i].y = fmaf(p, v[i].y, o[i].y * alpha);
+        }
+        m = mn;
+    }
+
+    /* merge the 4 warps' (m, l, o) */
+    __shared__ float sm_m[4], sm_l[4];
+    __shared__ float sm_o[4][DV];
+    if (lane == 0) {
+        sm_m[warp] = m;
+        sm_l[warp] = l;
+    }
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+        *reinterpret_cast<float2 *>(&sm_o[warp][2 * lane + 64 * i]) = o[i];
+    __syncthreads();
+    float mx = fmaxf(fmaxf(sm_m[0], sm_m[1]), fmaxf(sm_m[2], sm_m[3]));
+    float w[4], lt = 0.f;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        w[k] = mx == -INFINITY ? 0.f : exp2f(sm_m[k] - mx);
+        lt += w[k] * sm_l[k];
+    }
+    float inv = lt > 0.f ? 1.f / lt : 0.f;
+    float *oh = out + ((size_t)n * heads + h) * DV;
+    for (int d = threadIdx.x; d < DV; d += NAIVE_THREADS) {
+        float acc = 0.f;
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            acc += w[k] * sm_o[k][d];
+        oh[d] = acc * inv;
+    }
+    if (lse && threadIdx.x == 0)
+        lse[(size_t)n * heads + h] = lt > 0.f ? (mx + log2f(lt)) * LN2_F : -INFINITY;
+}
+
+/* ---- tiled ------------------------------------------------------------------- */
+
+/* Shared memory layout (bytes); cuda_kv_host.c's tiled_smem_bytes must agree. */
+template <int LAYOUT, int HG>
+struct tiled_smem {
+    static constexpr int NS = LAYOUT == CUDA_KV_BF16 ? NST_BF16 : NST_FP8; /* copy stages */
+    static constexpr int TILE = BK * ROWB;                               /* one bf16 tile */
+    static constexpr int RAW = BK * FP8_ROW;                             /* one raw fp8 tile */
+    static constexpr int KV = LAYOUT == CUDA_KV_BF16 ? NS * TILE : TILE + NS * RAW;
+    static constexpr int SX_OFF = KV;                                    /* score exchange */
+    static constexpr int SX = HG * 4 * (BK / 2) * 32 * 4;
+    static constexpr int VALID_OFF = SX_OFF + SX;                        /* int[NS][BK] */
+    static constexpr int BYTES = VALID_OFF + NS * BK * 4;
+};
+static_assert(tiled_smem<CUDA_KV_FP8_V32, 2>::BYTES <= 99 * 1024, "fits SM120's 99 KB");
+static_assert(tiled_smem<CUDA_KV_BF16, 2>::BYTES <= 99 * 1024, "fits SM120's 99 KB");
+static_assert(NST_BF16 >= 2 && NST_FP8 >= 2, "the pipeline needs two stages");
+static_assert((BK * ROWB) % 16 == 0 && (BK * FP8_ROW) % 16 == 0, "16-byte aligned stages");
+
+/* Issue the cp.async copies of tile rows [j0, j0+BK) of one sequence into
+ * dst (row stride DST bytes) and record which rows are valid. */
+template <int ROWG, int DST, int NT>
+__device__ __forceinline__ void gather_issue(uint8_t *dst, int *valid, const uint8_t *kv, int64_t kv_rows,
+                                             const int32_t *idx_seq, int j0, int kend)
+{
+    constexpr int CH = ROWG / 16; /* 72 (bf16) or 41 (fp8) chunks per row */
+    for (int i = threadIdx.x; i < BK * CH; i += NT) {
+        int r = i / CH, c = i - r * CH;
+        int64_t row = entry_row(idx_seq, j0 + r, kend, kv_rows);
+        const uint8_t *src = kv + (row >= 0 ? (size_t)row * ROWG : 0) + c * 16;
+        cp_async16(dst + r * DST + c * 16, src, row >= 0 ? 16 : 0); /* invalid: zeros */
+        if (c == 0)
+            valid[r] = row >= 0;
+    }
+}
+
+/* Dequantise a raw fp8 tile (BK x 656 B) into the bf16 tile (BK x 1168 B). */
+template <int NT>
+__device__ __forceinline__ void fp8_convert(__nv_bfloat16 *tile, const uint8_t *raw)
+{
+    for (int i = threadIdx.x; i < BK * 72; i += NT) {
+        int r = i / 72, c = i - r * 72; /* c: 16-byte chunk of the bf16 row (8 dims) */
+        const uint8_t *src = raw + r * FP8_ROW;
+        uint4 w;
+        if (c < 64) {
+            float s = *reinterpret_cast<const float *>(src + FP8_SCALE_OFF + 4 * (c >> 4));
+            uint2 b = *reinterpret_cast<const uint2 *>(src + 8 * c);
+            float2 f0 = e4m3x2_to_f2((uint16_t)(b.x & 0xffff)), f1 = e4m3x2_to_f2((uint16_t)(b.x >> 16));
+            float2 f2 = e4m3x2_to_f2((uint16_t)(b.y & 0xffff)), f3 = e4m3x2_to_f2((uint16_t)(b.y >> 16));
+            w.x = pack_bf16(f0.x * s, f0.y * s); /* exact: power-of-two scale */
+            w.y = pack_bf16(f1.x * s, f1.y * s);
+            w.z = pack_bf16(f2.x * s, f2.y * s);
+            w.w = pack_bf16(f3.x * s, f3.y * s);
+        } else {
+            w = *reinterpret_cast<const uint4 *>(src + FP8_ROPE_OFF + 16 * (c - 64));
+        }
+        *reinterpret_cast<uint4 *>(reinterpret_cast<uint8_t *>(tile) + r * ROWB + 16 * c) = w;
+    }
+}
+
+/* Blocks per SM the tiled kernel is compiled for. sm_90: two (2 x <= 90 KB
+ * of the SM's 227 KB shared memory; ptxas then keeps the 256-thread kernel at
+ * 128 registers without spills), doubling the tiles in flight per SM. sm_120:
+ * one (its SMs hold one ~90 KB block; forcing 128 registers spills there). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200
+#define TILED_MIN_BLOCKS 1
+#else
+#define TILED_MIN_BLOCKS 2
+#endif
+
+template <int LAYOUT, int HG>
+__global__ void __launch_bounds__(HG * 128, TILED_MIN_BLOCKS)
+mla_decode_tiled_kernel(const float *__restrict__ q, const uint8_t *__restrict__ kv, int64_t kv_rows,
+                        const int32_t *__restrict__ idx, int n_seq, int heads, int topk, int tiles,
+                        int tiles_per_split, float scale_log2, float *__restrict__ out_final,
+                        float *__restrict__ lse_final, float *__restrict__ ws_lse, float *__restrict__ ws_out)
+{
+    constexpr int NT = HG * 128;
+    using L = tiled_smem<LAYOUT, HG>;
+    extern __shared__ __align__(16) uint8_t smem[];
+    float *sx = reinterpret_cast<float *>(smem + L::SX_OFF);
+    int *svalid = reinterpret_cast<int *>(smem + L::VALID_OFF);
+
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int hg = warp >> 2, ds = warp & 3;
+    const int g = lane >> 2, t = lane & 3;
+    const int hgrp = blockIdx.x, split = blockIdx.y, n = blockIdx.z, splits = gridDim.y;
+    const int h0 = hgrp * HG * 16 + hg * 16; /* this warp's first head */
+    const int32_t *idx_seq = idx + (size_t)n * topk;
+    const int t_begin = split * tiles_per_split;
+    const int t_end = min(t_begin + tiles_per_split, tiles);
+
+    /* Q fragments: heads h0+g, h0+g+8; dims ds*144 + 16ks + {2t, 2t+8} (+0,+1). */
+    uint32_t qa[9][4];
+    {
+        const bool ok0 = h0 + g < heads, ok1 = h0 + g + 8 < heads;
+        const float *q0 = q + ((size_t)n * heads + (ok0 ? h0 + g : 0)) * DQK + ds * 144 + 2 * t;
+        const float *q1 = q + ((size_t)n * heads + (ok1 ? h0 + g + 8 : 0)) * DQK + ds * 144 + 2 * t;
+#pragma unroll
+        for (int ks = 0; ks < 9; ks++) {
+            float2 x0 = ok0 ? *reinterpret_cast<const float2 *>(q0 + 16 * ks) : make_float2(0.f, 0.f);
+            float2 x1 = ok1 ? *reinterpret_cast<const float2 *>(q1 + 16 * ks) : make_float2(0.f, 0.f);
+            float2 x2 = ok0 ? *reinterpret_cast<const float2 *>(q0 + 16 * ks + 8) : make_float2(0.f, 0.f);
+            float2 x3 = ok1 ? *reinterpret_cast<const float2 *>(q1 + 16 * ks + 8) : make_float2(0.f, 0.f);
+            qa[ks][0] = pack_bf16(x0.x, x0.y);
+            qa[ks][1] = pack_bf16(x1.x, x1.y);
+            qa[ks][2] = pack_bf16(x2.x, x2.y);
+            qa[ks][3] = pack_bf16(x3.x, x3.y);
+        }
+    }
+
+    float o[16][4]; /* 16 n-tiles of 8 dims: dims ds*128 + 8j + 2t (+1), heads g / g+8 */
+#pragma unroll
+    for (int j = 0; j < 16; j++)
+        o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f; /* rows g and g+8; l per thread */
+
+    constexpr int NS = L::NS;
+    __nv_bfloat16 *tile0 = reinterpret_cast<__nv_bfloat16 *>(smem); /* bf16: stage 0; fp8: the tile */
+    uint8_t *raw0 = smem + L::TILE;                                   /* fp8 only: raw stage 0 */
+
+    /* Copy pipeline, NS stages: tile t_begin+i lives in stage i % NS and is
+     * commit group i. The prologue issues tiles 0..NS-2; iteration i waits
+     * until at most NS-2 groups are pending (so group i is complete), then
+     * a barrier (copies visible to all; every warp done with iteration i-1),
+     * then issues tile i+NS-1 into stage (i-1) % NS, the one iteration i-1
+     * used. One commit per step, empty or not, keeps the count exact. */
+#pragma unroll
+    for (int i = 0; i < NS - 1; i++) {
+        if (t_begin + i < t_end) {
+            if (LAYOUT == CUDA_KV_BF16)
+                gather_issue<BF16_ROW, ROWB, NT>(smem + i * L::TILE, svalid + i * BK, kv, kv_rows, idx_seq,
+                                                 (t_begin + i) * BK, topk);
+            else
+                gather_issue<FP8_ROW, FP8_ROW, NT>(raw0 + i * L::RAW, svalid + i * BK, kv, kv_rows, idx_seq,
+                                                   (t_begin + i) * BK, topk);
+        }
+        cp_async_commit();
+    }
+
+    for (int ti = t_begin; ti < t_end; ti++) {
+        const int i = ti - t_begin, st = i % NS, nx = (i + NS - 1) % NS;
+        const __nv_bfloat16 *tile;
+        cp_async_wait<NS - 2>();
+        __syncthreads();
+        if (ti + NS - 1 < t_end) {
+            if (LAYOUT == CUDA_KV_BF16)
+                gather_issue<BF16_ROW, ROWB, NT>(smem + nx * L::TILE, svalid + nx * BK, kv, kv_rows, idx_seq,
+                                                 (ti + NS - 1) * BK, topk);
+            else
+                gather_issue<FP8_ROW, FP8_ROW, NT>(raw0 + nx * L::RAW, svalid + nx * BK, kv, kv_rows, idx_seq,
+                                                   (ti + NS - 1) * BK, topk);
+        }
+        cp_async_commit();
+        if (LAYOUT == CUDA_KV_BF16) {
+            tile = tile0 + st * (BK * ROWE);
+        } else {
+            fp8_convert<NT>(tile0, raw0 + st * L::RAW); /* the tile's last readers passed the barrier */
+            __syncthreads();                            /* the bf16 tile is complete */
+            tile = tile0;
+        }
+        const int *valid = svalid + st * BK;
+
+        /* 1. partial S over this warp's 144 dims: NTN n-tiles of 8 rows */
+        float sp[NTN][4];
+#pragma unroll
+        for (int nt = 0; nt < NTN; nt++)
+            sp[nt][0] = sp[nt][1] = sp[nt][2] = sp[nt][3] = 0.f;
+#pragma unroll
+        for (int ks = 0; ks < 9; ks++) {
+            const int d0 = ds * 144 + 16 * ks + 2 * t;
+#pragma unroll
+            for (int nt = 0; nt < NTN; nt++) {
+                const __nv_bfloat16 *kr = tile + (nt * 8 + g) * ROWE + d0;
+                uint32_t b0 = *reinterpret_cast<const uint32_t *>(kr);
+                uint32_t b1 = *reinterpret_cast<const uint32_t *>(kr + 8);
+                mma_bf16(sp[nt], qa[ks], b0, b1);
+            }
+        }
+        /* 2. exchange: warp (hg, ds) writes slot ds; all 4 sum slots 0..3
+         * (slot: NE floats per lane, lane-contiguous: conflict-free) */
+        constexpr int NE = NTN * 4;
+        float *mine = sx + (hg * 4 + ds) * NE * 32;
+#pragma unroll
+        for (int e = 0; e < NE; e++)
+            mine[e * 32 + lane] = sp[e >> 2][e & 3];
+        __syncthreads();
+        float s[NTN][4];
+#pragma unroll
+        for (int e = 0; e < NE; e++) {
+            const float *base = sx + hg * 4 * NE * 32 + e * 32 + lane;
+            s[e >> 2][e & 3] = ((base[0] + base[NE * 32]) + base[2 * NE * 32]) + base[3 * NE * 32];
+        }
+
+        /* 3. online softmax, base 2; column (row of the tile) 8nt + 2t + (e&1) */
+        float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+        for (int nt = 0; nt < NTN; nt++) {
+            const bool v0 = valid[nt * 8 + 2 * t] != 0, v1 = valid[nt * 8 + 2 * t + 1] != 0;
+            s[nt][0] = v0 ? s[nt][0] * scale_log2 : -INFINITY;
+            s[nt][1] = v1 ? s[nt][1] * scale_log2 : -INFINITY;
+            s[nt][2] = v0 ? s[nt][2] * scale_log2 : -INFINITY;
+            s[nt][3] = v1 ? s[nt][3] * scale_log2 : -INFINITY;
+            mx0 = fmaxf(mx0, fmaxf(s[nt][0], s[nt][1]));
+            mx1 = fmaxf(mx1, fmaxf(s[nt][2], s[nt][3]));
+        }
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+        const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+        /* nothing valid yet: subtract 0 so exp2(-inf - 0) = 0, never inf - inf */
+        const float mu0 = mn0 == -INFINITY ? 0.f : mn0, mu1 = mn1 == -INFINITY ? 0.f : mn1;
+        const float al0 = exp2f(m0 - mu0), al1 = exp2f(m1 - mu1);
+        m0 = mn0;
+        m1 = mn1;
+        float rs0 = 0.f, rs1 = 0.f;
+#pragma unroll
+        for (int nt = 0; nt < NTN; nt++) {
+            s[nt][0] = exp2f(s[nt][0] - mu0);
+            s[nt][1] = exp2f(s[nt][1] - mu0);
+            s[nt][2] = exp2f(s[nt][2] - mu1);
+            s[nt][3] = exp2f(s[nt][3] - mu1);
+            rs0 += s[nt][0] + s[nt][1];
+            rs1 += s[nt][2] + s[nt][3];
+        }
+        l0 = l0 * al0 + rs0;
+        l1 = l1 * al1 + rs1;
+        /* rescale O only when some row's max moved (x1 is exact, so skipping
+         * changes no bit); rare after the first tiles */
+        if (__any_sync(0xffffffffu, al0 != 1.f || al1 != 1.f)) {
+#pragma unroll
+            for (int j = 0; j < 16; j++) {
+                o[j][0] *= al0;
+                o[j][1] *= al0;
+                o[j][2] *= al1;
+                o[j][3] *= al1;
+            }
+        }
+
+        /* 4. O += P V: NKV k-steps of 16 rows, 8 pairs of n-tiles of 8 dims */
+#pragma unroll
+        for (int kk = 0; kk < NKV; kk++) {
+            uint32_t pa[4];
+            pa[0] = pack_bf16(s[2 * kk][0], s[2 * kk][1]);
+            pa[1] = pack_bf16(s[2 * kk][2], s[2 * kk][3]);
+            pa[2] = pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+            pa[3] = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+            const __nv_bfloat16 *vrow =
+                tile + (16 * kk + 8 * ((lane >> 3) & 1) + (lane & 7)) * ROWE + ds * 128 + 8 * (lane >> 4);
+#pragma unroll
+            for (int np = 0; np < 8; np++) {
+                uint32_t b[4];
+                ldmatrix_x4_trans(b, vrow + 16 * np);
+                mma_bf16(o[2 * np], pa, b[0], b[1]);
+                mma_bf16(o[2 * np + 1], pa, b[2], b[3]);
+            }
+        }
+    }
+
+    /* the quad's 4 lanes hold disjoint columns of rows g / g+8: sum l */
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+    const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
+
+    float *dst_o;
+    float *dst_l;
+    size_t row_base; /* (n, head) row index in the destination */
+    if (splits == 1) {
+        dst_o = out_final;
+        dst_l = lse_final;
+        row_base = (size_t)n * heads;
+    } else {
+        dst_o = ws_out;
+        dst_l = ws_lse;
+        row_base = ((size_t)split * n_seq + n) * heads;
+    }
+    const int ha = h0 + g, hb = h0 + g + 8;
+#pragma unroll
+    for (int j = 0; j < 16; j++) {
+        const int d = ds * 128 + 8 * j + 2 * t;
+        if (ha < heads)
+            *reinterpret_cast<float2 *>(dst_o + (row_base + ha) * DV + d) = make_float2(o[j][0] * inv0, o[j][1] * inv0);
+        if (hb < heads)
+            *reinterpret_cast<float2 *>(dst_o + (row_base + hb) * DV + d) = make_float2(o[j][2] * inv1, o[j][3] * inv1);
+    }
+    if (dst_l && ds == 0 && t == 0) {
+        if (ha < heads)
+            dst_l[row_base + ha] = l0 > 0.f ? (m0 + log2f(l0)) * LN2_F : -INFINITY;
+        if (hb < heads)
+            dst_l[row_base + hb] = l1 > 0.f ? (m1 + log2f(l1)) * LN2_F : -INFINITY;
+    }
+}
+
+/* One block per (n, h) row: 128 threads x 4 dims. Same math as
+ * cuda_attn_combine_host. */
+__global__ void __launch_bounds__(128)
+mla_decode_combine_kernel(const float *__restrict__ ws_lse, const float *__restrict__ ws_out, int splits, int rows,
+                          float *__restrict__ out, float *__restrict__ lse)
+{
+    const int r = blockIdx.x;
+    float lmax = -INFINITY;
+    for (int s = 0; s < splits; s++)
+        lmax = fmaxf(lmax, ws_lse[(size_t)s * rows + r]);
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    float wsum = 0.f;
+    for (int s = 0; s < splits; s++) {
+        float w = lmax == -INFINITY ? 0.f : expf(ws_lse[(size_t)s * rows + r] - lmax);
+        float4 v = *reinterpret_cast<const float4 *>(ws_out + ((size_t)s * rows + r) * DV + 4 * threadIdx.x);
+        acc.x += w * v.x;
+        acc.y += w * v.y;
+        acc.z += w * v.z;
+        acc.w += w * v.w;
+        wsum += w;
+    }
+    const float inv = wsum > 0.f ? 1.f / wsum : 0.f;
+    *reinterpret_cast<float4 *>(out + (size_t)r * DV + 4 * threadIdx.x) =
+        make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
+    if (lse && threadIdx.x == 0)
+        lse[r] = wsum > 0.f ? lmax + logf(wsum) : -INFINITY;
+}
+
+/* ---- host side --------------------------------------------------------------- */
+
+template <int LAYOUT, int HG>
+static cudaError_t launch_tiled(const cuda_attn_args *a, const cuda_attn_plan *p, float scale_log2,
+                                cudaStream_t st)
+{
+    auto kern = mla_decode_tiled_kernel<LAYOUT, HG>;
+    if ((int)p->smem_bytes != tiled_smem<LAYOUT, HG>::BYTES || p->threads != HG * 128)
+        return cudaErrorInvalidConfiguration; /* cuda_kv_host.c and this file disagree */
+    cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)p->smem_bytes);
+    if (e != cudaSuccess)
+        return e;
+    /* a hint: the largest shared-memory carveout, so two blocks fit an SM90 SM */
+    e = cudaFuncSetAttribute(kern, cudaFuncAttributePreferredSharedMemoryCarveout, (int)cudaSharedmemCarveoutMaxShared);
+    if (e != cudaSuccess)
+        return e;
+    float *ws_lse = NULL, *ws_out = NULL;
+    if (p->splits > 1) {
+        size_t rows = (size_t)p->splits * a->n_seq * a->heads;
+        ws_lse = (float *)a->ws;
+        ws_out = (float *)((uint8_t *)a->ws + ((rows * 4 + 255) & ~(size_t)255));
+    }
+    dim3 grid((unsigned)p->head_groups, (unsigned)p->splits, (unsigned)a->n_seq);
+    kern<<<grid, p->threads, p->smem_bytes, st>>>(a->q, a->kv, a->kv_rows, a->idx, a->n_seq, a->heads, a->topk,
+                                                  p->tiles, p->tiles_per_split, scale_log2, a->out, a->lse,
+                                                  ws_lse, ws_out);
+    if ((e = cudaGetLastError()) != cudaSuccess)
+        return e;
+    if (p->splits > 1) {
+        int rows = a->n_seq * a->heads;
+        mla_decode_combine_kernel<<<rows, 128, 0, st>>>(ws_lse, ws_out, p->splits, rows, a->out, a->lse);
+        if ((e = cudaGetLastError()) != cudaSuccess)
+            return e;
+    }
+    return cudaSuccess;
+}
+
+extern "C" int cuda_attn_decode(cuda_attn_kind kind, const cuda_attn_args *a, int sm_count, void *stream)
+{
+    if (!a || a->n_seq < 0 || a->heads < 1 || a->topk < 1 || cuda_kv_row_bytes(a->layout) == 0 || a->kv_rows < 0)
+        return (int)cudaErrorInvalidValue;
+    if (a->n_seq == 0)
+        return 0;
+    if (!a->q || !a->kv || !a->idx || !a->out)
+        return (int)cudaErrorInvalidValue;
+    /* 16-byte cp.async / float4 stores, float2 query loads (cudaMalloc gives 256) */
+    if (((uintptr_t)a->kv & 15) || ((uintptr_t)a->out & 15) || ((uintptr_t)a->q & 7) || ((uintptr_t)a->ws & 15) ||
+        ((uintptr_t)a->idx & 3))
+        return (int)cudaErrorInvalidValue;
+    /* grid.y/z limits (65535) and 32-bit (n, head) row counts */
+    if (a->n_seq > 65535 || (int64_t)a->n_seq * a->heads > INT32_MAX / DV)
+        return (int)cudaErrorInvalidValue;
+    cudaStream_t st = (cudaStream_t)stream;
+    const float scale_log2 = a->scale * LOG2E_F;
+    cudaError_t e;
+    if (kind == CUDA_ATTN_NAIVE) {
+        dim3 grid((unsigned)a->heads, (unsigned)a->n_seq);
+        if (a->layout == CUDA_KV_BF16)
+            mla_decode_naive_kernel<CUDA_KV_BF16><<<grid, NAIVE_THREADS, 0, st>>>(
+                a->q, a->kv, a->kv_rows, a->idx, a->heads, a->topk, scale_log2, a->out, a->lse);
+        else
+            mla_decode_naive_kernel<CUDA_KV_FP8_V32><<<grid, NAIVE_THREADS, 0, st>>>(
+                a->q, a->kv, a->kv_rows, a->idx, a->heads, a->topk, scale_log2, a->out, a->lse);
+        return (int)cudaGetLastError();
+    }
+    if (kind != CUDA_ATTN_TILED)
+        return (int)cudaErrorInvalidValue;
+    cuda_attn_plan p;
+    if (cuda_attn_tiled_plan(a->n_seq, a->heads, a->topk, sm_count, a->layout, &p) != 0)
+        return (int)cudaErrorInvalidValue;
+    if (p.splits > 1 && (!a->ws || a->ws_bytes < p.ws_bytes))
+        return (int)cudaErrorInvalidValue;
+    if (a->layout == CUDA_KV_BF16)
+        e = p.heads_per_block == 16 ? launch_tiled<CUDA_KV_BF16, 1>(a, &p, scale_log2, st)
+                                    : launch_tiled<CUDA_KV_BF16, 2>(a, &p, scale_log2, st);
+    else
+        e = p.heads_per_block == 16 ? launch_tiled<CUDA_KV_FP8_V32, 1>(a, &p, scale_log2, st)
+                                    : launch_tiled<CUDA_KV_FP8_V32, 2>(a, &p, scale_log2, st);
+    return (int)e;
+}
+
+extern "C" const char *const *cuda_attn_kernel_names(cuda_attn_kind kind, int *n_names)
+{
+    if (kind == CUDA_ATTN_TILED) {
+        if (n_names)
+            *n_names = 2;
+        return names_tiled;
+    }
+    if (n_names)
+        *n_names = 1;
+    return names_naive;
+}

@@ -1,0 +1,187 @@
+/* test_cuda_attn.c: the CUDA attention kernels (naive, tiled with and
+ * without split-k) against engine/cpu/attn_ref.c on random inputs over many
+ * shapes, both KV layouts, ragged -1 entries (see cuda_attn_check.h for the
+ * tolerances). Outputs are poisoned with NaN before every launch, so an
+ * element a kernel forgot to write fails. Without a device: "SKIP: <reason>"
+ * and exit 77 (ctest SKIP_RETURN_CODE). Plain C on the CUDA runtime API.
+ *
+ * The tiled kernel accepts every H >= 1 (heads padded up to 16 or 32 per
+ * block; padded rows are computed on zero queries and never written). */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_attn.h"
+#include "cuda_attn_check.h"
+#include "testutil.h"
+
+#define CK(call)                                                                              \
+    do {                                                                                      \
+        cudaError_t e_ = (call);                                                              \
+        if (e_ != cudaSuccess) {                                                              \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            exit(1);                                                                          \
+        }                                                                                     \
+    } while (0)
+
+static int g_sm;
+
+typedef struct dev_case {
+    float *q, *out, *lse;
+    uint8_t *kv;
+    int32_t *idx;
+    void *ws;
+    size_t ws_bytes;
+} dev_case;
+
+/* Run `kind` with this sm_count (1: the tiled kernel never splits; g_sm: it
+ * splits for small N) and check. */
+static void run_check(const char *what, cac_data *d, dev_case *g, cuda_attn_kind kind, int sm_count)
+{
+    size_t rows = (size_t)d->c.n_seq * d->c.heads;
+    float *out = malloc(rows * CUDA_ATTN_DV * sizeof(float) + 1), *lse = malloc(rows * sizeof(float) + 1);
+    if (!out || !lse) {
+        CHECK(0, "malloc");
+        goto done;
+    }
+    CK(cudaMemset(g->out, 0xff, rows * CUDA_ATTN_DV * sizeof(float))); /* 0xffffffff is a NaN */
+    CK(cudaMemset(g->lse, 0xff, rows * sizeof(float)));
+    cuda_attn_args a = {.n_seq = d->c.n_seq, .heads = d->c.heads, .topk = d->c.topk, .scale = d->scale,
+                        .layout = d->c.layout, .q = g->q, .kv = g->kv, .kv_rows = d->kv_rows, .idx = g->idx,
+                        .out = g->out, .lse = g->lse, .ws = g->ws, .ws_bytes = g->ws_bytes};
+    int rc = cuda_attn_decode(kind, &a, sm_count, NULL);
+    CHECK(rc == 0, "%s: launch: %s", what, cudaGetErrorString((cudaError_t)rc));
+    if (rc != 0)
+        goto done;
+    cudaError_t e = cudaDeviceSynchronize(); /* a kernel's own fault shows here */
+    if (e != cudaSuccess) {
+        fprintf(stderr, "%s: kernel failed: %s (the CUDA context is lost; stopping)\n", what, cudaGetErrorString(e));
+        exit(1);
+    }
+    CK(cudaMemcpy(out, g->out, rows * CUDA_ATTN_DV * sizeof(float), cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(lse, g->lse, rows * sizeof(float), cudaMemcpyDeviceToHost));
+    char msg[512];
+    long bad = cac_compare(d, out, lse, NULL, 0, msg, sizeof msg);
+    CHECK(bad == 0, "%s: %ld bad elements: %s", what, bad, msg);
+    if (bad == 0)
+        printf("  ok  %-58s %s\n", what, msg);
+done:
+    free(out);
+    free(lse);
+}
+
+static void one_case(const cac_case *c)
+{
+    cac_data d;
+    if (cac_make(c, &d) != 0 || cac_reference(&d, NULL, 0) != 0) {
+        CHECK(0, "inputs/reference (out of memory)");
+        return;
+    }
+    dev_case g = {0};
+    size_t rows = (size_t)c->n_seq * c->heads;
+    CK(cudaMalloc((void **)&g.q, (rows ? rows : 1) * CUDA_ATTN_DQK * sizeof(float)));
+    CK(cudaMalloc((void **)&g.out, (rows ? rows : 1) * CUDA_ATTN_DV * sizeof(float)));
+    CK(cudaMalloc((void **)&g.lse, (rows ? rows : 1) * sizeof(float)));
+    CK(cudaMalloc((void **)&g.kv, (size_t)d.kv_rows * d.row_bytes));
+    CK(cudaMalloc((void **)&g.idx, ((size_t)c->n_seq * c->topk + 1) * sizeof(int32_t)));
+    g.ws_bytes = cuda_attn_ws_bytes(CUDA_ATTN_TILED, c->n_seq, c->heads, c->topk, g_sm);
+    if (g.ws_bytes)
+        CK(cudaMalloc(&g.ws, g.ws_bytes));
+    CK(cudaMemcpy(g.q, d.q, rows * CUDA_ATTN_DQK * sizeof(float), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(g.kv, d.kv, (size_t)d.kv_rows * d.row_bytes, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(g.idx, d.idx, (size_t)c->n_seq * c->topk * sizeof(int32_t), cudaMemcpyHostToDevice));
+
+    cuda_attn_plan p;
+    cuda_attn_tiled_plan(c->n_seq, c->heads, c->topk, g_sm, c->layout, &p);
+    char base[160], what[200];
+    snprintf(base, sizeof base, "N=%d H=%d k=%d %s%s%s%s", c->n_seq, c->heads, c->topk,
+             cuda_kv_layout_name(c->layout), c->ragged ? " ragged" : "", c->all_invalid ? " all-invalid" : "",
+             c->q_fp32 ? " q-fp32" : "");
+    snprintf(what, sizeof what, "naive %s", base);
+    run_check(what, &d, &g, CUDA_ATTN_NAIVE, g_sm);
+    snprintf(what, sizeof what, "tiled %s", base);
+    run_check(what, &d, &g, CUDA_ATTN_TILED, 1);
+    if (p.splits > 1) {
+        snprintf(what, sizeof what, "tiled split%d %s", p.splits, base);
+        run_check(what, &d, &g, CUDA_ATTN_TILED, g_sm);
+    }
+    cudaFree(g.q);
+    cudaFree(g.out);
+    cudaFree(g.lse);
+    cudaFree(g.kv);
+    cudaFree(g.idx);
+    cudaFree(g.ws);
+    cac_free(&d);
+}
+
+static void test_bad_args(void)
+{
+    float *dummy;
+    CK(cudaMalloc((void **)&dummy, 4096));
+    cuda_attn_args a = {.n_seq = 2, .heads = 0, .topk = 8, .scale = 1, .layout = CUDA_KV_BF16,
+                        .q = dummy, .kv = (const uint8_t *)dummy, .kv_rows = 1, .idx = (const int32_t *)dummy,
+                        .out = dummy};
+    CHECK(cuda_attn_decode(CUDA_ATTN_TILED, &a, g_sm, NULL) == (int)cudaErrorInvalidValue, "heads 0");
+    CHECK(cuda_attn_decode(CUDA_ATTN_NAIVE, &a, g_sm, NULL) == (int)cudaErrorInvalidValue, "heads 0 naive");
+    a.heads = 64;
+    a.topk = 0;
+    CHECK(cuda_attn_decode(CUDA_ATTN_TILED, &a, g_sm, NULL) == (int)cudaErrorInvalidValue, "topk 0");
+    a.topk = 2048;
+    a.ws = NULL;
+    a.ws_bytes = 0; /* N=2 splits on any real GPU: needs ws */
+    if (g_sm > 4)
+        CHECK(cuda_attn_decode(CUDA_ATTN_TILED, &a, g_sm, NULL) == (int)cudaErrorInvalidValue, "missing ws");
+    a.layout = (cuda_kv_layout)9;
+    CHECK(cuda_attn_decode(CUDA_ATTN_NAIVE, &a, g_sm, NULL) == (int)cudaErrorInvalidValue, "bad layout");
+    a.layout = CUDA_KV_BF16;
+    a.out = NULL;
+    CHECK(cuda_attn_decode(CUDA_ATTN_NAIVE, &a, g_sm, NULL) == (int)cudaErrorInvalidValue, "NULL out");
+    CK(cudaGetLastError());
+    cudaFree(dummy);
+}
+
+int main(int argc, char **argv)
+{
+    /* --quick: three small cases (split and not, both layouts, ragged), for
+     * compute-sanitizer --tool memcheck|racecheck|synccheck|initcheck */
+    int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    if (argc > 1 && !quick) {
+        fprintf(stderr, "usage: test_cuda_attn [--quick]\n");
+        return 2;
+    }
+    int ndev = 0;
+    cudaError_t e = cudaGetDeviceCount(&ndev);
+    if (e != cudaSuccess || ndev < 1) {
+        printf("SKIP: no CUDA device: %s (error %d)\n",
+               e != cudaSuccess ? cudaGetErrorString(e) : "cudaGetDeviceCount returned 0", (int)e);
+        return TEST_SKIP;
+    }
+    struct cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    CK(cudaDeviceGetAttribute(&g_sm, cudaDevAttrMultiProcessorCount, 0));
+    printf("device: %s, sm_%d%d, %d SMs\n", prop.name, prop.major, prop.minor, g_sm);
+
+    test_bad_args();
+    /* shapes: the brief's grid, sampled so the double reference stays ~10 s */
+    static const struct { int N, H, K, ragged, all_invalid, q_fp32; float q_amp; } cs[] = {
+        {1, 1, 1, 0, 0, 0, 0},       {2, 16, 17, 1, 0, 0, 0},   {3, 64, 64, 1, 0, 0, 0},
+        {7, 128, 100, 1, 0, 0, 0},   {16, 64, 2048, 1, 0, 0, 0}, {64, 64, 100, 1, 0, 0, 0},
+        {130, 16, 64, 1, 0, 0, 0},   {1, 128, 2048, 0, 0, 0, 0}, {2, 64, 2048, 0, 0, 0, 0},
+        {7, 1, 2048, 1, 0, 0, 0},    {64, 128, 17, 1, 0, 0, 0},  {3, 48, 100, 1, 0, 0, 0},
+        {130, 64, 64, 0, 0, 0, 0},   {1, 16, 1, 1, 0, 0, 0},    {3, 64, 64, 0, 1, 0, 0},
+        {4, 64, 2048, 1, 0, 1, 0},   {2, 64, 2048, 0, 0, 0, 30}, {16, 17, 1000, 1, 0, 0, 0},
+    };
+    /* (2,16,17): 16-head blocks; (64,64,100): 32-head blocks; (16,17,1000): split-k; all ragged */
+    static const size_t quick_cases[] = {1, 5, 17};
+    size_t ncase = quick ? sizeof quick_cases / sizeof *quick_cases : sizeof cs / sizeof *cs;
+    for (size_t ci = 0; ci < ncase; ci++)
+        for (int l = 0; l < 2; l++) {
+            size_t i = quick ? quick_cases[ci] : ci;
+            cac_case c = {.n_seq = cs[i].N, .heads = cs[i].H, .topk = cs[i].K, .layout = (cuda_kv_layout)l,
+                          .ragged = cs[i].ragged, .all_invalid = cs[i].all_invalid, .q_fp32 = cs[i].q_fp32,
+                          .q_amp = cs[i].q_amp, .seed = 1 + 2 * i + (uint64_t)l};
+            one_case(&c);
+        }
+    TEST_MAIN_END();
+}

@@ -1,0 +1,285 @@
+/* test_cuda_engine.c: the cuda backend inside the real engine, over real
+ * loopback HTTP (libcurl), on a GPU (skipped with the reason, exit 77, where
+ * none answers): completions come back with the requested token counts,
+ * /metrics shows the backend's kernel phases, the /start_profile trace has
+ * them as kernel events inside their steps (what `loadlaw trace` reads), the
+ * step log shows decode steps with the batch sizes the requests made, and a
+ * step that fails on the device turns /health into a 503 naming the error. */
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "backend_cuda.h"
+#include "cuda_model.h"
+#include "engine.h"
+#include "testutil.h"
+
+static size_t on_body(char *p, size_t size, size_t n, void *ud)
+{
+    return ll_buf_append(ud, p, size * n) == 0 ? size * n : 0;
+}
+
+/* Blocking request; returns the HTTP status (0 when the transfer failed). */
+static long http(const char *method, const char *url, const char *body, ll_buf *out)
+{
+    CURL *c = curl_easy_init();
+    if (!c)
+        return 0;
+    struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
+    long status = 0;
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
+    if (strcmp(method, "POST") == 0) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+    }
+    if (curl_easy_perform(c) == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(hdr);
+    curl_easy_cleanup(c);
+    return status;
+}
+
+typedef struct req_arg {
+    const char *url;
+    int max_tokens;
+    long status;
+    int completion_tokens;
+} req_arg;
+
+static void *one_request(void *p)
+{
+    req_arg *a = p;
+    char url[256], body[256];
+    snprintf(url, sizeof url, "%s/v1/completions", a->url);
+    snprintf(body, sizeof body,
+             "{\"prompt\":\"the quick brown fox jumps over the lazy dog\",\"max_tokens\":%d,"
+             "\"ignore_eos\":true}", a->max_tokens);
+    ll_buf b = {0};
+    a->status = http("POST", url, body, &b);
+    a->completion_tokens = -1;
+    if (b.p) {
+        cJSON *j = cJSON_ParseWithOpts(b.p, NULL, 0);
+        cJSON *u = j ? cJSON_GetObjectItemCaseSensitive(j, "usage") : NULL;
+        a->completion_tokens = (int)ll_json_i64(u, "completion_tokens", -1);
+        cJSON_Delete(j);
+    }
+    ll_buf_free(&b);
+    return NULL;
+}
+
+/* The /start_profile trace shows the backend's phases as separate kernel
+ * events (what `loadlaw trace` breaks down), each inside its step. */
+static void check_trace(eng_engine *e)
+{
+    char dir[] = "/tmp/loadlaw-cudatrace-XXXXXX", url[256], body[320];
+    if (!mkdtemp(dir)) {
+        CHECK(0, "mkdtemp");
+        return;
+    }
+    ll_buf b = {0};
+    snprintf(url, sizeof url, "%s/start_profile", eng_url(e));
+    /* a request names a plain folder under the engine's profile_dir (/tmp here) */
+    snprintf(body, sizeof body, "{\"output_dir\":\"%s\"}", dir + strlen("/tmp/"));
+    CHECK(http("POST", url, body, &b) == 200, "start_profile: %s", b.p ? b.p : "");
+    ll_buf_free(&b);
+    req_arg ra = {.url = eng_url(e), .max_tokens = 6};
+    one_request(&ra);
+    CHECK(ra.status == 200 && ra.completion_tokens == 6, "request while profiling");
+    snprintf(url, sizeof url, "%s/stop_profile", eng_url(e));
+    CHECK(http("POST", url, "", &b) == 200, "stop_profile: %s", b.p ? b.p : "");
+    cJSON *ans = b.p ? cJSON_Parse(b.p) : NULL;
+    const char *path = ll_json_str(ans, "path", "");
+    char *text = NULL;
+    size_t len = 0;
+    char err[256] = "";
+    CHECK(ll_read_file(path, &text, &len, err, sizeof err) == 0, "trace %s: %s", path, err);
+    cJSON *t = text ? cJSON_Parse(text) : NULL;
+    int steps = 0, dense = 0, attn = 0, sampling = 0, inside = 1, on_stream = 1;
+    double s0 = 0, s1 = 0;
+    const cJSON *ev;
+    cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(t, "traceEvents")) {
+        const char *cat = ll_json_str(ev, "cat", ""), *name = ll_json_str(ev, "name", "");
+        double ts = ll_json_num(ev, "ts", -1), dur = ll_json_num(ev, "dur", -1);
+        if (strcmp(cat, "user_annotation") == 0) {
+            steps++;
+            s0 = ts;
+            s1 = ts + dur;
+        } else if (strcmp(cat, "kernel") == 0) {
+            dense += strcmp(name, CUDA_K_GEMM) == 0;
+            attn += strcmp(name, "mla_decode_tiled_kernel") == 0;
+            sampling += strcmp(name, CUDA_K_SAMPLE) == 0;
+            on_stream &= ll_json_num(ev, "pid", -1) == 0 && ll_json_num(ev, "tid", -1) == 7;
+            /* kernels follow their step's annotation; 1 us of rounding slack */
+            inside &= steps > 0 && ts >= s0 - 1 && ts + dur <= s1 + 1;
+        }
+    }
+    /* 6 tokens: one from the prefill step, 5 decode steps with all three phases */
+    CHECK(steps >= 6 && dense >= 5 && dense == attn && attn == sampling,
+          "trace: %d steps, %d GEMM, %d attention, %d sampling kernel events", steps, dense, attn,
+          sampling);
+    CHECK(inside, "each kernel event lies inside its step");
+    CHECK(on_stream, "kernel events on the device's stream lane (pid 0, tid 7)");
+    cJSON_Delete(t);
+    free(text);
+    if (*path)
+        unlink(path);
+    cJSON_Delete(ans); /* owns path */
+    ll_buf_free(&b);
+    rmdir(dir);
+}
+
+/* A step that fails on the device (fault_fail_step: a kernel launch the
+ * runtime refuses) stops the engine: eng_failed and /health's 503 carry the
+ * CUDA error, not just "I/O error". */
+static void check_failure(void)
+{
+    eng_config cfg;
+    eng_config_default(&cfg);
+    char err[512] = "", why[512] = "", url[256];
+    int rc = eng_parse_spec("backend=cuda,heads=16,topk=256,max_running=4,d_model=512,d_ff=2048,"
+                            "vocab=64,capacity=512,fault_fail_step=3", &cfg, err, sizeof err);
+    CHECK(rc == 0, "fault spec: %s", err);
+    eng_engine *e = NULL;
+    if (rc == 0)
+        rc = eng_start(&cfg, &e, err, sizeof err);
+    CHECK(rc == 0, "start with fault_fail_step: %s", err);
+    if (rc != 0) {
+        eng_config_free(&cfg);
+        return;
+    }
+    req_arg ra = {.url = eng_url(e), .max_tokens = 10};
+    one_request(&ra);
+    CHECK(ra.status != 200 || ra.completion_tokens != 10, "the request was cut by the failure (%ld, %d)",
+          ra.status, ra.completion_tokens);
+    for (int i = 0; i < 1000 && eng_failed(e, why, sizeof why) == 0; i++)
+        usleep(10000);
+    CHECK(strstr(why, "backend cuda step failed") && strstr(why, "cudaErrorInvalidConfiguration"),
+          "eng_failed names the CUDA error: %s", why);
+    snprintf(url, sizeof url, "%s/health", eng_url(e));
+    ll_buf h = {0};
+    CHECK(http("GET", url, NULL, &h) == 503 && h.p && strstr(h.p, "cudaErrorInvalidConfiguration"),
+          "/health 503 with the reason: %s", h.p ? h.p : "");
+    ll_buf_free(&h);
+    eng_stop(e);
+    eng_config_free(&cfg);
+}
+
+int main(void)
+{
+    char why[400];
+    if (cuda_backend_probe(0, why, sizeof why) != 0) {
+        printf("SKIP: %s\n", why);
+        return TEST_SKIP;
+    }
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fprintf(stderr, "curl_global_init failed\n");
+        return 1;
+    }
+    /* 100+ tokens per request: the four requests overlap for tens of steps */
+    eng_config cfg;
+    eng_config_default(&cfg);
+    char err[256] = "";
+    int rc = eng_parse_spec("backend=cuda,attn=tiled,kv=bf16,device=0,heads=16,topk=256,max_running=8,"
+                            "d_model=512,d_ff=2048,vocab=64,capacity=512", &cfg, err, sizeof err);
+    CHECK(rc == 0, "spec: %s", err);
+    CHECK(cfg.d_model == 512 && cfg.d_ff == 2048 && cfg.vocab == 64 && cfg.capacity_tok == 512 &&
+          cfg.min_ctx_tok == -1 && cfg.device == 0 && strcmp(cfg.kv, "bf16") == 0,
+          "sizes from the spec");
+    eng_engine *e = NULL;
+    rc = eng_start(&cfg, &e, err, sizeof err);
+    CHECK(rc == 0, "start: %s", err);
+    if (rc != 0) {
+        eng_config_free(&cfg);
+        curl_global_cleanup();
+        TEST_MAIN_END();
+    }
+
+    /* a computing backend has no law to report, and is named */
+    ll_rec_engine_law law;
+    CHECK(strcmp(eng_backend_name(e), "cuda") == 0, "backend name %s", eng_backend_name(e));
+    CHECK(eng_law(e, &law) == 0 && law.present == 0, "the cuda backend plays no law");
+
+    /* four requests at once, so steps batch several sequences */
+    enum { NREQ = 4 };
+    req_arg ra[NREQ];
+    pthread_t tid[NREQ];
+    int started[NREQ] = {0};
+    for (int i = 0; i < NREQ; i++) {
+        ra[i] = (req_arg){.url = eng_url(e), .max_tokens = 100 + i};
+        started[i] = pthread_create(&tid[i], NULL, one_request, &ra[i]) == 0;
+        CHECK(started[i], "pthread_create");
+    }
+    for (int i = 0; i < NREQ; i++)
+        if (started[i])
+            pthread_join(tid[i], NULL);
+    for (int i = 0; i < NREQ; i++) {
+        CHECK(ra[i].status == 200, "request %d status %ld", i, ra[i].status);
+        CHECK(ra[i].completion_tokens == ra[i].max_tokens, "request %d: %d tokens, want %d", i,
+              ra[i].completion_tokens, ra[i].max_tokens);
+    }
+
+    char url[256];
+    snprintf(url, sizeof url, "%s/metrics", eng_url(e));
+    ll_buf m = {0};
+    CHECK(http("GET", url, NULL, &m) == 200, "GET /metrics");
+    const char *phases[] = {CUDA_K_FILL, CUDA_K_EMBED, CUDA_K_GEMM, CUDA_K_PROJECT, CUDA_K_TOPK,
+                            "mla_decode_tiled_kernel", CUDA_K_LOGITS, CUDA_K_SAMPLE};
+    for (int i = 0; i < 8; i++) {
+        char want[96];
+        snprintf(want, sizeof want, "loadlaw_phase_seconds_total{phase=\"%s\"}", phases[i]);
+        CHECK(m.p && strstr(m.p, want), "/metrics has %s", want);
+    }
+    ll_buf_free(&m);
+
+    /* the step log: every decode step ran real work, some with N >= 2. Each
+     * request's first token comes from its prefill step, the rest from decode
+     * steps. A step is logged before its tokens go out, so once every client
+     * has its whole response the log holds all of them: read it once. */
+    int want_tokens = 0;
+    for (int i = 0; i < NREQ; i++)
+        want_tokens += ra[i].max_tokens - 1;
+    static eng_step st[4096]; /* the 4 requests make at most ~420 steps */
+    int decode_steps = 0, batched = 0, tokens = 0, bad_dur = 0;
+    size_t n_steps = eng_steps(e, 0, st, 4096);
+    for (size_t i = 0; i < n_steps; i++) {
+        if (st[i].n_decode > 0) {
+            decode_steps++;
+            tokens += st[i].n_decode;
+            bad_dur += st[i].dur_ns <= 0;
+        }
+        if (st[i].n_decode >= 2)
+            batched++;
+    }
+    CHECK(bad_dur == 0, "%d decode steps without a duration", bad_dur);
+    CHECK(tokens == want_tokens, "decode tokens in the step log %d, want %d", tokens, want_tokens);
+    CHECK(batched > 0, "some steps batched several sequences (%d of %d)", batched, decode_steps);
+    snprintf(url, sizeof url, "%s/health", eng_url(e));
+    CHECK(http("GET", url, NULL, &m) == 200, "GET /health: 200 while the backend is healthy");
+    ll_buf_free(&m);
+    check_trace(e);
+    eng_stop(e);
+
+    /* a bad size is a clear error naming its key: at parse time from a
+     * spec, at start from a config filled in by hand */
+    eng_config bad;
+    CHECK(eng_config_copy(&bad, &cfg) == 0, "copy the config");
+    rc = eng_parse_spec("capacity=0", &bad, err, sizeof err);
+    CHECK(rc != 0 && strstr(err, "capacity") && bad.capacity_tok == 512, "capacity=0 refused: %s", err);
+    bad.capacity_tok = 0;
+    rc = eng_start(&bad, &e, err, sizeof err);
+    CHECK(rc != 0 && strstr(err, "capacity"), "capacity 0 refused at start: %s", err);
+    if (rc == 0)
+        eng_stop(e);
+    eng_config_free(&bad);
+    eng_config_free(&cfg);
+    check_failure();
+    curl_global_cleanup();
+    TEST_MAIN_END();
+}
