@@ -11,6 +11,7 @@
 #define LOADLAW_ENGINE_BACKEND_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "engine.h"
 
@@ -26,12 +27,34 @@ typedef struct eng_batch {
     int64_t ctx_tok_total;     /* sum of decode_ctx */
 } eng_batch;
 
-/* A timed phase inside a step (for /metrics and the profiler trace). */
-#define ENG_MAX_PHASES 8
+/* A timed phase inside a step (for /metrics and the profiler trace).
+ * A tensor-parallel backend reports each rank's phases (each rank's in time
+ * order); 32 leave room for 2 + 3 per rank up to tp = 10. */
+#define ENG_MAX_PHASES 32
 typedef struct eng_phase {
     const char *name;          /* static string: "prefill", "decode", "dense", "attention", ... */
     int64_t start_ns, dur_ns;
+    int rank;                  /* tensor-parallel rank that ran it; 0 without tp. Keep last:
+                                * positional initialisers elsewhere leave it 0 */
 } eng_phase;
+
+/* The phases that are communication between ranks: the cpu backend's
+ * "all_reduce" and NCCL-named ones ("ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+ * "nccl:all_reduce", ...). Their time is a step's comm_ns (records, /metrics). */
+static inline int eng_phase_is_comm(const char *name)
+{
+    return name && (strcmp(name, "all_reduce") == 0 || strncmp(name, "nccl", 4) == 0);
+}
+
+/* Rank 0's time in communication phases: a step's comm_ns. */
+static inline int64_t eng_phases_comm_ns(const eng_phase *ph, int n)
+{
+    int64_t t = 0;
+    for (int i = 0; i < n; i++)
+        if (ph[i].rank == 0 && eng_phase_is_comm(ph[i].name))
+            t += ph[i].dur_ns;
+    return t;
+}
 
 /* What a backend is like, for the scheduler and eng_law (eng_backend_ops.caps).
  * The scheduler asks these instead of knowing backends by name. */
@@ -57,9 +80,14 @@ typedef struct eng_backend_ops {
     /* A slot's sequence finished or was cancelled; its state may be reused. */
     void (*release)(void *state, int slot);
     void (*destroy)(void *state);
+    /* Optional (NULL = none): why the last step failed, in words ("cuda
+     * backend: ... failed: cudaErrorIllegalAddress: ..."), or NULL; the
+     * engine adds it to eng_failed's message and /health's 503. */
+    const char *(*last_error)(void *state);
 } eng_backend_ops;
 
 extern const eng_backend_ops eng_backend_synthetic;
 extern const eng_backend_ops eng_backend_cpu;  /* engine/cpu/backend_cpu.c */
+extern const eng_backend_ops eng_backend_cuda; /* engine/cuda/backend_cuda.c */
 
 #endif

@@ -30,3 +30,5 @@ const eng_backend_ops eng_backend_cpu = {
     .release = cpu_missing_release,
     .destroy = cpu_missing_destroy,
 };
+
+void eng_blas_single_thread(void) {}

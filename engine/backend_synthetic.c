@@ -54,11 +54,11 @@ static int syn_step(void *state, const eng_batch *b, int64_t start_ns, eng_phase
     int64_t pre = (int64_t)llround(prefill_ns);
     int n = 0;
     if (b->n_decode == 0) {
-        ph[n++] = (eng_phase){"prefill", start_ns, dur};
+        ph[n++] = (eng_phase){.name = "prefill", .start_ns = start_ns, .dur_ns = dur};
     } else {
         if (b->prefill_tok_total > 0)
-            ph[n++] = (eng_phase){"prefill", start_ns, pre};
-        ph[n++] = (eng_phase){"decode", start_ns + pre, dur - pre};
+            ph[n++] = (eng_phase){.name = "prefill", .start_ns = start_ns, .dur_ns = pre};
+        ph[n++] = (eng_phase){.name = "decode", .start_ns = start_ns + pre, .dur_ns = dur - pre};
     }
     *n_ph = n;
     ll_sleep_until_ns(start_ns + dur);

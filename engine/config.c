@@ -24,7 +24,8 @@
 /* ---- string fields ------------------------------------------------------- */
 
 /* The string fields and their slot in owned_str_. */
-enum { STR_BIND_ADDR, STR_MODEL, STR_ATTN, STR_PROFILE_DIR, STR_API_KEY, STR_CONTROL_KEY, STR__COUNT };
+enum { STR_BIND_ADDR, STR_MODEL, STR_ATTN, STR_PROFILE_DIR, STR_API_KEY, STR_CONTROL_KEY, STR_KV,
+       STR__COUNT };
 
 static const size_t str_field_off[STR__COUNT] = {
     [STR_BIND_ADDR] = offsetof(eng_config, bind_addr),
@@ -33,6 +34,7 @@ static const size_t str_field_off[STR__COUNT] = {
     [STR_PROFILE_DIR] = offsetof(eng_config, profile_dir),
     [STR_API_KEY] = offsetof(eng_config, api_key),
     [STR_CONTROL_KEY] = offsetof(eng_config, control_key),
+    [STR_KV] = offsetof(eng_config, kv),
 };
 
 static const char *const str_default[STR__COUNT] = {
@@ -42,6 +44,7 @@ static const char *const str_default[STR__COUNT] = {
     [STR_PROFILE_DIR] = "/tmp",
     [STR_API_KEY] = NULL,     /* no key: open */
     [STR_CONTROL_KEY] = NULL, /* api_key's rule */
+    [STR_KV] = "bf16",
 };
 
 _Static_assert(STR__COUNT == sizeof ((eng_config *)0)->owned_str_ / sizeof(char *),
@@ -87,6 +90,7 @@ void eng_config_default(eng_config *cfg)
     cfg->heads = 64;
     cfg->topk = 2048;
     cfg->threads = 1;
+    cfg->tp = 1;
     cfg->d_model = 2048;
     cfg->d_ff = 8192;
     cfg->vocab = 1024;
@@ -302,21 +306,30 @@ static const eng_key keys[] = {
     BOOL("metrics_vllm_names", metrics_vllm_names,
          "also export vLLM's vllm:num_requests_running/waiting in /metrics (colons: not "
          "promtool-clean)"),
+    INT("handoff_sample", handoff_sample, 0, 1 << 20, "K",
+        "record when every K-th token of each stream was handed to the socket, beside its "
+        "step's end (\"handoff\" records, while a sweep records; default 0 = off)"),
     {.name = "step_log_max", .type = KEY_BYTES, .off = OFF(step_log_max), .lo = 1, .hi = 1e9,
      .form = "N", .help = "steps the engine's step log keeps, newest first; older ones are "
      "dropped and counted in /metrics (default 1m = 40 MB)"},
     {.name = "attn", .type = KEY_CHOICE, .slot = STR_ATTN, .choices = "naive|tiled",
-     .form = "naive|tiled", .help = "cpu: decode attention kernel (default tiled)"},
-    INT("heads", heads, 1, 4096, "N", "cpu: query heads (default 64)"),
-    INT("topk", topk, 1, 1 << 24, "N", "cpu: KV rows selected per decode (default 2048)"),
+     .form = "naive|tiled", .help = "cpu/cuda: decode attention kernel (default tiled)"},
+    INT("heads", heads, 1, 4096, "N", "cpu/cuda: query heads (default 64)"),
+    INT("topk", topk, 1, 1 << 24, "N", "cpu/cuda: KV rows selected per decode (default 2048)"),
     INT("threads", threads, 0, 1024, "N", "cpu: compute threads, 0 = all cores (default 1)"),
-    INT("d_model", d_model, 1, 65536, "N", "cpu: model width (default 2048)"),
-    INT("d_ff", d_ff, 576, 262144, "N", "cpu: MLP width, at least one 576-wide row (default 8192)"),
-    INT("vocab", vocab, 2, 1 << 20, "N", "cpu: vocabulary (default 1024)"),
-    INT("capacity", capacity_tok, 1, 1 << 24, "N", "cpu: KV rows per sequence slot (default 4096)"),
-    CUSTOM("min_ctx", set_min_ctx, "N|topk", "cpu: rows attended at least (default topk; 0 = real context)"),
+    INT("tp", tp, 1, 64, "K", "cpu: tensor-parallel ranks; heads and d_ff must divide by K "
+        "(default 1)"),
+    INT("d_model", d_model, 1, 65536, "N", "cpu/cuda: model width (default 2048)"),
+    INT("d_ff", d_ff, 576, 262144, "N", "cpu/cuda: MLP width, at least one 576-wide row (default 8192)"),
+    INT("vocab", vocab, 2, 1 << 20, "N", "cpu/cuda: vocabulary (default 1024)"),
+    INT("capacity", capacity_tok, 1, 1 << 24, "N", "cpu/cuda: KV rows per sequence slot (default 4096)"),
+    CUSTOM("min_ctx", set_min_ctx, "N|topk", "cpu/cuda: rows attended at least (default topk; 0 = real context)"),
+    {.name = "kv", .type = KEY_CHOICE, .slot = STR_KV, .choices = "bf16|fp8", .form = "bf16|fp8",
+     .help = "cuda: KV cache layout, bf16 1152 B or DeepSeek-V3.2 fp8 656 B per row (default bf16)"},
+    INT("device", device, 0, 1023, "K", "cuda: CUDA device index (default 0)"),
     INT("fault_fail_step", fault_fail_step, 0, 1 << 30, "K",
-        "testing aid: the K-th step fails (synthetic only; default 0 = never)"),
+        "testing aid: the K-th step fails (synthetic; cuda: a refused kernel launch; default 0 = "
+        "never)"),
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
 #undef OFF

@@ -66,6 +66,8 @@ static const eng_backend_ops *backend_for(eng_backend_kind kind)
         return &eng_backend_synthetic;
     case ENG_BACKEND_CPU:
         return &eng_backend_cpu;
+    case ENG_BACKEND_CUDA:
+        return &eng_backend_cuda;
     default:
         return NULL;
     }
@@ -131,9 +133,10 @@ int eng_start(const eng_config *cfg, eng_engine **out, char *err, size_t errlen)
     atomic_init(&e->n_running, 0);
     atomic_init(&e->next_id, 1);
     atomic_init(&e->failed_rc, 0);
+    atomic_init(&e->handoff_dropped, 0);
     e->be = backend_for(cfg->backend);
     if (!e->be) {
-        ll_errf(err, errlen, "cuda backend not built in this version");
+        ll_errf(err, errlen, "engine: unknown backend %d", (int)cfg->backend);
         rc = LL_EINVAL;
         goto fail;
     }
@@ -245,6 +248,7 @@ void eng_stop(eng_engine *e)
     eng_server_stop(e);
     e->be->destroy(e->be_state);
     ll_vec_free(&e->prof.steps);
+    ll_vec_free(&e->prof.phases);
     ll_vec_free(&e->log);
     destroy_sync(e);
     eng_config_free(&e->cfg);

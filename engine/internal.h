@@ -47,6 +47,10 @@ enum { ENG_REQ_CHAT = 0, ENG_REQ_COMPLETION = 1 };
 #define ENG_UNSENT_MAX_BYTES (16 * 1024)
 #endif
 
+/* Handoff samples a stream may have in flight (unsent) at once; more are
+ * dropped, counted in eng_engine.handoff_dropped. */
+#define ENG_HANDOFF_PENDING 8
+
 typedef struct eng_req {
     atomic_int refs;
     atomic_int cancelled;          /* client went away: drop at the next step */
@@ -77,21 +81,32 @@ typedef struct eng_req {
     size_t out_off;
     int suspended, finished, aborted;
     int held;                      /* the scheduler waits for its backlog (sched.c) */
+    /* handoff samples (cfg.handoff_sample; under io_mu): tokens whose bytes
+     * end at byte end_off of the stream, waiting for read_cb to hand them on */
+    int64_t sent_total;            /* bytes handed to MHD so far */
+    struct {
+        int tok;
+        int64_t step_end_ns, end_off;
+    } hs[ENG_HANDOFF_PENDING];
+    int hs_head, hs_n;
+    char rid[LL_REC_HANDOFF_REQ_MAX + 1]; /* X-Request-Id, or "engine-<id>" */
 } eng_req;
 
 void eng_req_ref(eng_req *r);
 void eng_req_unref(eng_req *r);
 
 #define ENG_HIST_BUCKETS 14
-#define ENG_MAX_PHASE_NAMES 16
+#define ENG_MAX_PHASE_NAMES 64 /* (name, rank) pairs: 2 + 3 per tp rank */
 
 /* The most steps one profile capture holds (also num_steps' bound). */
 #define ENG_PROF_MAX_STEPS 10000000
 
+/* A captured step; its phases are prof.phases[phase0, phase0 + n_phases)
+ * (stored apart: a tp backend may report up to ENG_MAX_PHASES, most report 4). */
 typedef struct eng_prof_step {
     eng_step step;
     int n_phases;
-    eng_phase phases[ENG_MAX_PHASES];
+    size_t phase0;
 } eng_prof_step;
 
 typedef struct eng_engine {
@@ -111,7 +126,7 @@ typedef struct eng_engine {
     /* A failed backend step: fail_msg is written once, before failed_rc is
      * stored (release), so a reader that sees failed_rc != 0 sees the text. */
     atomic_int failed_rc;
-    char fail_msg[256];
+    char fail_msg[512];
     eng_req *wait_head, *wait_tail;
     int n_waiting;
     atomic_int n_running;
@@ -125,6 +140,7 @@ typedef struct eng_engine {
      * step costs the scheduler one wake-up, not one per stream. */
     pthread_cond_t drain_cv;
     int n_held;                    /* under io_mu */
+    atomic_uint_fast64_t handoff_dropped; /* samples not recorded (ring full, no writer) */
 
     /* step log (log_mu): a ring of the newest cfg.step_log_max steps. Step
      * index i lives at log.v[i % step_log_max]; log.n = min(log_total,
@@ -147,6 +163,8 @@ typedef struct eng_engine {
     uint64_t hist[ENG_HIST_BUCKETS];
     double step_sum_s;
     const char *phase_name[ENG_MAX_PHASE_NAMES];
+    int phase_rank[ENG_MAX_PHASE_NAMES]; /* with phase_name, the key (tp rank; 0 without tp) */
+    double comm_sum_s;             /* eng_step.comm_ns summed (loadlaw_comm_seconds_total) */
     double phase_sum_s[ENG_MAX_PHASE_NAMES];
     uint64_t phase_count[ENG_MAX_PHASE_NAMES];
     int n_phase_names;
@@ -159,6 +177,7 @@ typedef struct eng_engine {
         int gzip;
         char dir[512];
         LL_VEC(eng_prof_step) steps;
+        LL_VEC(eng_phase) phases;  /* of every captured step, in step order */
         struct MHD_Connection *waiter;  /* suspended /start_profile with num_steps */
         int waiter_suspended;
         unsigned seq;              /* captures written so far */

@@ -1,7 +1,12 @@
 /* metrics.c: step statistics and the Prometheus text served at /metrics.
  * Updated by the scheduler once per step, read by the HTTP thread; both under
  * eng->mu. Phase names come from the backend (static strings), so a cpu or
- * cuda backend's phases ("dense_gemm", "attention", ...) appear as they are. */
+ * cuda backend's phases ("dense_gemm", "attention", ...) appear as they are.
+ * With tensor parallelism each (phase, rank) is its own series: rank 0's keep
+ * the plain {phase="..."} label (the step's critical path, as without tp),
+ * the others add rank="r". The all-reduce is the phase "all_reduce" (NCCL's
+ * kernel name on a GPU); loadlaw_comm_seconds_total sums rank 0's
+ * communication phases, the same figure as the step records' comm_ns. */
 #include <string.h>
 
 #include "internal.h"
@@ -23,13 +28,16 @@ void eng_metrics_step(eng_engine *e, const eng_step *s, const eng_phase *ph, int
     while (b < ENG_HIST_BUCKETS - 1 && d > eng_hist_bounds_s[b])
         b++;
     e->hist[b]++;
+    e->comm_sum_s += (double)s->comm_ns * 1e-9;
     for (int i = 0; i < n_ph; i++) {
         int k = 0;
-        while (k < e->n_phase_names && strcmp(e->phase_name[k], ph[i].name) != 0)
+        while (k < e->n_phase_names &&
+               (e->phase_rank[k] != ph[i].rank || strcmp(e->phase_name[k], ph[i].name) != 0))
             k++;
         if (k == e->n_phase_names) {
             if (k == ENG_MAX_PHASE_NAMES)
                 continue; /* a backend with this many phase names is out of bounds */
+            e->phase_rank[k] = ph[i].rank;
             e->phase_name[e->n_phase_names++] = ph[i].name;
         }
         e->phase_sum_s[k] += (double)ph[i].dur_ns * 1e-9;
@@ -42,10 +50,20 @@ void eng_metrics_step(eng_engine *e, const eng_step *s, const eng_phase *ph, int
 #define COUNTER(b, name, help, fmt, v)                                         \
     ll_buf_printf(b, "# HELP " name " " help "\n# TYPE " name " counter\n" name " " fmt "\n", v)
 
+/* ",rank=\"r\"" for a tp rank other than 0, else "". */
+static const char *rank_label(int rank, char *buf, size_t len)
+{
+    if (rank == 0)
+        return "";
+    snprintf(buf, len, ",rank=\"%d\"", rank);
+    return buf;
+}
+
 /* The exposition text; the caller holds e->mu. 0 or the first ll_buf_printf error. */
 static int metrics_write(eng_engine *e, ll_buf *b)
 {
     int rc;
+    char rl[32];
     LL_TRY(GAUGE(b, "loadlaw_running_requests", "Sequences admitted to the batch (prefilling or decoding).",
                  "%d", atomic_load(&e->n_running)));
     LL_TRY(GAUGE(b, "loadlaw_waiting_requests", "Requests queued for admission.", "%d", e->n_waiting));
@@ -95,13 +113,18 @@ static int metrics_write(eng_engine *e, ll_buf *b)
     LL_TRY(ll_buf_printf(b, "# HELP loadlaw_phase_seconds_total Time spent in each backend phase.\n"
                             "# TYPE loadlaw_phase_seconds_total counter\n"));
     for (int k = 0; k < e->n_phase_names; k++)
-        LL_TRY(ll_buf_printf(b, "loadlaw_phase_seconds_total{phase=\"%s\"} %.9f\n",
-                             e->phase_name[k], e->phase_sum_s[k]));
+        LL_TRY(ll_buf_printf(b, "loadlaw_phase_seconds_total{phase=\"%s\"%s} %.9f\n",
+                             e->phase_name[k], rank_label(e->phase_rank[k], rl, sizeof rl),
+                             e->phase_sum_s[k]));
     LL_TRY(ll_buf_printf(b, "# HELP loadlaw_phase_total Steps that ran each backend phase.\n"
                             "# TYPE loadlaw_phase_total counter\n"));
     for (int k = 0; k < e->n_phase_names; k++)
-        LL_TRY(ll_buf_printf(b, "loadlaw_phase_total{phase=\"%s\"} %llu\n", e->phase_name[k],
+        LL_TRY(ll_buf_printf(b, "loadlaw_phase_total{phase=\"%s\"%s} %llu\n", e->phase_name[k],
+                             rank_label(e->phase_rank[k], rl, sizeof rl),
                              (unsigned long long)e->phase_count[k]));
+    LL_TRY(COUNTER(b, "loadlaw_comm_seconds_total",
+                   "Time rank 0 spent in communication phases (tensor-parallel all-reduce).",
+                   "%.9f", e->comm_sum_s));
 fail:
     return rc;
 }

@@ -6,6 +6,15 @@
  *   - each step is a "cat":"user_annotation" event on the host side (pid 1).
  * Times are microseconds (floats) on CLOCK_MONOTONIC, like the step log.
  *
+ * Tensor parallelism (tp=K): one device process per rank, named like the
+ * per-rank traces SGLang writes ("TP-0", "TP-1", ...): rank r is pid r
+ * (device r, as Kineto numbers GPUs), each with its stream 7 and
+ * args.device = r, and the host side moves to this process's pid, as in a
+ * Kineto trace (without tp: device pid 0 and host pid 1, as before). The all-reduce is a kernel event like any other
+ * ("all_reduce" on the cpu backend; NCCL's own kernel name on a GPU), so
+ * `loadlaw trace` files it under "communication" and prints that category's
+ * share of each device's time. Without tp the lanes are as before ("device 0").
+ *
  * A num_steps capture answers once it has its steps, or when the engine goes
  * idle with some captured, or after "timeout_s" (default 30) with none.
  *
@@ -106,6 +115,7 @@ int eng_prof_begin(eng_engine *e, const char *body, size_t len, char *msg, size_
     e->prof.deadline_ns = ll_now_ns() + (int64_t)(timeout_s * 1e9);
     e->prof.gzip = gz;
     e->prof.steps.n = 0;
+    e->prof.phases.n = 0;
     pthread_cond_signal(&e->cv); /* an idle scheduler starts watching the deadline */
     rc = 0;
 fail:
@@ -130,10 +140,16 @@ int eng_prof_record(eng_engine *e, const eng_step *s, const eng_phase *ph, int n
         prof_complete(e); /* keep what we have rather than lose the capture */
         return 1;
     }
+    if (ll_vec_reserve(&e->prof.phases, e->prof.phases.n + (size_t)n_ph)) {
+        prof_complete(e);
+        return 1;
+    }
     eng_prof_step *p = &e->prof.steps.v[e->prof.steps.n++];
     p->step = *s;
     p->n_phases = n_ph;
-    memcpy(p->phases, ph, (size_t)n_ph * sizeof *ph);
+    p->phase0 = e->prof.phases.n;
+    memcpy(e->prof.phases.v + e->prof.phases.n, ph, (size_t)n_ph * sizeof *ph);
+    e->prof.phases.n += (size_t)n_ph;
     /* A capture until /stop_profile is bounded like a num_steps one (its
      * largest num_steps), so a forgotten capture cannot grow forever. */
     if ((e->prof.want_steps > 0 && e->prof.steps.n >= (size_t)e->prof.want_steps) ||
@@ -155,32 +171,50 @@ int64_t eng_prof_idle(eng_engine *e)
     return e->prof.deadline_ns;
 }
 
-static int trace_json(ll_buf *b, const eng_prof_step *st, size_t n, const char *backend)
+
+static int trace_json(ll_buf *b, const eng_prof_step *st, size_t n, const eng_phase *phases,
+                      const char *backend)
 {
+    int ranks = 1;
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < st[i].n_phases; k++)
+            if (phases[st[i].phase0 + (size_t)k].rank >= ranks)
+                ranks = phases[st[i].phase0 + (size_t)k].rank + 1;
+    int host = ranks == 1 ? 1 : (int)getpid(); /* device pids are 0..ranks-1 */
     int rc = ll_buf_printf(b,
         "{\"schemaVersion\":1,\"displayTimeUnit\":\"ms\",\"deviceProperties\":[{\"id\":0,"
         "\"name\":\"loadlaw %s backend\"}],\"traceEvents\":[\n"
-        "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":0,\"tid\":0,\"args\":{\"name\":\"device 0\"}},\n"
-        "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":0,\"tid\":7,\"args\":{\"name\":\"stream 7\"}},\n"
-        "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"loadlaw engine\"}},\n"
-        "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":1,\"args\":{\"name\":\"scheduler\"}}",
-        backend);
+        "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"loadlaw engine\"}},\n"
+        "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":1,\"args\":{\"name\":\"scheduler\"}}",
+        backend, host, host);
+    for (int r = 0; r < ranks && !rc; r++) {
+        char pname[32];
+        if (ranks == 1)
+            snprintf(pname, sizeof pname, "device 0");
+        else
+            snprintf(pname, sizeof pname, "TP-%d", r);
+        rc = ll_buf_printf(b,
+            ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"%s\"}}"
+            ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"tid\":0,\"args\":{\"sort_index\":%d}}"
+            ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":7,\"args\":{\"name\":\"stream 7\"}}",
+            r, pname, r, r, r);
+    }
     for (size_t i = 0; i < n && !rc; i++) {
         const eng_step *s = &st[i].step;
         rc = ll_buf_printf(b,
-            ",\n{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"decode_step\",\"pid\":1,\"tid\":1,"
+            ",\n{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"decode_step\",\"pid\":%d,\"tid\":1,"
             "\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"step\":%zu,\"n_decode\":%d,\"n_running\":%d,"
             "\"prefill_tok\":%d,\"ctx_tok\":%" PRId64 "}}",
-            (double)s->start_ns / 1e3, (double)s->dur_ns / 1e3, i, s->n_decode, s->n_running,
-            s->prefill_tok, s->ctx_tok);
+            host, (double)s->start_ns / 1e3, (double)s->dur_ns / 1e3, i, s->n_decode,
+            s->n_running, s->prefill_tok, s->ctx_tok);
         for (int k = 0; k < st[i].n_phases && !rc; k++) {
-            const eng_phase *p = &st[i].phases[k];
+            const eng_phase *p = &phases[st[i].phase0 + (size_t)k];
             rc = ll_buf_printf(b,
-                ",\n{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"%s\",\"pid\":0,\"tid\":7,"
-                "\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"stream\":7,\"device\":0,\"step\":%zu,"
+                ",\n{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"%s\",\"pid\":%d,\"tid\":7,"
+                "\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"stream\":7,\"device\":%d,\"step\":%zu,"
                 "\"n_decode\":%d,\"prefill_tok\":%d}}",
-                p->name, (double)p->start_ns / 1e3, (double)p->dur_ns / 1e3, i, s->n_decode,
-                s->prefill_tok);
+                p->name, p->rank, (double)p->start_ns / 1e3, (double)p->dur_ns / 1e3,
+                p->rank, i, s->n_decode, s->prefill_tok);
         }
     }
     return rc ? rc : ll_buf_printf(b, "\n]}\n");
@@ -199,12 +233,15 @@ int eng_prof_write(eng_engine *e, char *path, size_t pathlen, size_t *n_steps,
     /* The capture leaves the engine: the file is written without mu. */
     eng_prof_step *steps = e->prof.steps.v;
     size_t n = e->prof.steps.n;
+    eng_phase *phases = e->prof.phases.v;
     int gz = e->prof.gzip;
     unsigned seq = ++e->prof.seq;
     char dir[sizeof e->prof.dir];
     memcpy(dir, e->prof.dir, sizeof dir);
     e->prof.steps.v = NULL;
     e->prof.steps.n = e->prof.steps.cap = 0;
+    e->prof.phases.v = NULL;
+    e->prof.phases.n = e->prof.phases.cap = 0;
     e->prof.active = e->prof.done = 0;
     /* A /start_profile still waiting on this capture (a /stop_profile came
      * first) is woken once the file exists and answers with its path. */
@@ -217,7 +254,7 @@ int eng_prof_write(eng_engine *e, char *path, size_t pathlen, size_t *n_steps,
         goto fail;
     snprintf(path, pathlen, "%s/loadlaw-%d-%u.pt.trace.json%s", dir, (int)getpid(), seq,
              gz ? ".gz" : "");
-    rc = trace_json(&b, steps, n, e->be->name);
+    rc = trace_json(&b, steps, n, phases, e->be->name);
     if (rc) {
         ll_errf(msg, msglen, "out of memory writing the trace");
         goto fail;
@@ -260,5 +297,6 @@ fail:
     pthread_mutex_unlock(&e->mu);
     ll_buf_free(&b);
     free(steps);
+    free(phases);
     return rc;
 }

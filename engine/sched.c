@@ -184,8 +184,9 @@ static void drop_cancelled_waiting(eng_engine *e)
 }
 
 /* Hand this step's tokens (one per sequence) to their streams. */
-static void emit(eng_engine *e, eng_sched *s, int n_dec, int n_pre_done)
+static void emit(eng_engine *e, eng_sched *s, int n_dec, int n_pre_done, int64_t step_end_ns)
 {
+    int k_sample = e->cfg.handoff_sample;
     pthread_mutex_lock(&e->io_mu);
     for (int k = 0; k < n_dec + n_pre_done; k++) {
         eng_req *r = k < n_dec ? s->dec_req[k] : s->pre_req[k - n_dec];
@@ -194,6 +195,17 @@ static void emit(eng_engine *e, eng_sched *s, int n_dec, int n_pre_done)
         int rc = 0;
         if (r->stream)
             rc = eng_sse_tokens(r, pos, 1);
+        if (k_sample > 0 && r->stream && !rc && pos % k_sample == 0) {
+            /* read_cb records it once the stream's bytes up to here are handed over */
+            if (r->hs_n < ENG_HANDOFF_PENDING) {
+                int i = (r->hs_head + r->hs_n++) % ENG_HANDOFF_PENDING;
+                r->hs[i].tok = pos;
+                r->hs[i].step_end_ns = step_end_ns;
+                r->hs[i].end_off = r->sent_total + (int64_t)(r->out.len - r->out_off);
+            } else {
+                atomic_fetch_add(&e->handoff_dropped, 1);
+            }
+        }
         if (r->gen == r->target_tok) {
             if (!r->stream && !rc)
                 rc = eng_json_full(r);
@@ -416,8 +428,9 @@ static eng_batch build_batch(eng_engine *e, eng_sched *s, int *n_pre_done)
 /* A failed backend step stops the scheduler for good (eng_failed). */
 static void record_failure(eng_engine *e, int rc)
 {
-    snprintf(e->fail_msg, sizeof e->fail_msg, "backend %s step failed (%s)", e->be->name,
-             ll_strerror(rc));
+    const char *why = e->be->last_error ? e->be->last_error(e->be_state) : NULL;
+    snprintf(e->fail_msg, sizeof e->fail_msg, "backend %s step failed (%s)%s%s", e->be->name,
+             ll_strerror(rc), why ? ": " : "", why ? why : "");
     atomic_store(&e->failed_rc, rc < 0 ? rc : LL_EIO);
     ll_error("engine: %s; stopping the scheduler", e->fail_msg);
 }
@@ -453,7 +466,8 @@ static int play_step(eng_engine *e, eng_sched *s, const eng_batch *b, step_clock
     *st = (eng_step){.start_ns = clk->prev_end, .dur_ns = end - clk->prev_end,
                      .n_decode = b->n_decode, .n_running = s->n_run,
                      .prefill_tok = b->prefill_tok_total, .ctx_tok = b->ctx_tok_total,
-                     .plan_ns = planned ? deadline - clk->plan : 0};
+                     .plan_ns = planned ? deadline - clk->plan : 0,
+                     .comm_ns = eng_phases_comm_ns(ph, *n_ph)};
     clk->last_dur = deadline - clk->plan;
     clk->plan = deadline;
     clk->prev_end = end;
@@ -469,7 +483,8 @@ static void put_step_record(eng_engine *e, const eng_step *st)
     if (e->rec && st->start_ns >= e->rec_epoch_ns) {
         ll_rec_step r = {.start_ns = st->start_ns - e->rec_epoch_ns, .dur_ns = st->dur_ns,
                          .n_decode = st->n_decode, .n_running = st->n_running,
-                         .prefill_tok = st->prefill_tok, .ctx_tok = st->ctx_tok};
+                         .prefill_tok = st->prefill_tok, .ctx_tok = st->ctx_tok,
+                         .comm_ns = st->comm_ns};
         int rc = ll_rec_put_step(e->rec, &r);
         if (rc && !e->rec_warned) {
             ll_warn("engine: writing step records failed (%s); later failures are not logged",
@@ -569,7 +584,7 @@ static void *sched_main(void *arg)
         if (play_step(e, s, &b, &clk, &st, ph, &n_ph))
             break;
         publish_step(e, &st, ph, n_ph, b.n_decode + n_pre_done);
-        emit(e, s, b.n_decode, n_pre_done);
+        emit(e, s, b.n_decode, n_pre_done, st.start_ns + st.dur_ns);
         drop_finished(e, s);
         wait_drained(e, s);
     }

@@ -15,6 +15,7 @@
  * each step instead (sched.c, client_left) and ends the response itself.
  */
 #include <arpa/inet.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,37 @@ static enum MHD_Result respond_json(struct MHD_Connection *conn, unsigned status
 }
 
 /* MHD calls this on its thread whenever the connection can take more bytes. */
+/* Record the handoff samples whose bytes have now all been handed to MHD
+ * (caller holds io_mu, which is released before the records writer is
+ * taken: io_mu is never held with rec_mu). */
+static void handoffs_due(eng_engine *e, eng_req *r)
+{
+    ll_rec_handoff h[ENG_HANDOFF_PENDING];
+    int n = 0;
+    int64_t now = ll_now_ns();
+    while (r->hs_n > 0 && r->hs[r->hs_head].end_off <= r->sent_total) {
+        h[n++] = (ll_rec_handoff){.req = r->rid, .tok = r->hs[r->hs_head].tok,
+                                  .step_end_ns = r->hs[r->hs_head].step_end_ns, .write_ns = now};
+        r->hs_head = (r->hs_head + 1) % ENG_HANDOFF_PENDING;
+        r->hs_n--;
+    }
+    pthread_mutex_unlock(&e->io_mu);
+    if (n == 0)
+        return;
+    pthread_mutex_lock(&e->rec_mu);
+    for (int i = 0; i < n; i++) {
+        if (!e->rec || h[i].step_end_ns < e->rec_epoch_ns) {
+            atomic_fetch_add(&e->handoff_dropped, 1);
+            continue;
+        }
+        h[i].step_end_ns -= e->rec_epoch_ns;
+        h[i].write_ns -= e->rec_epoch_ns;
+        if (ll_rec_put_handoff(e->rec, &h[i]))
+            atomic_fetch_add(&e->handoff_dropped, 1);
+    }
+    pthread_mutex_unlock(&e->rec_mu);
+}
+
 static ssize_t read_cb(void *cls, uint64_t pos, char *buf, size_t max)
 {
     (void)pos;
@@ -114,6 +146,7 @@ static ssize_t read_cb(void *cls, uint64_t pos, char *buf, size_t max)
         n = (ssize_t)(avail < max ? avail : max);
         memcpy(buf, r->out.p + r->out_off, (size_t)n);
         r->out_off += (size_t)n;
+        r->sent_total += n;
         if (r->out_off == r->out.len) {
             ll_buf_reset(&r->out);
             r->out_off = 0;
@@ -132,6 +165,10 @@ static ssize_t read_cb(void *cls, uint64_t pos, char *buf, size_t max)
         r->suspended = 1;
         MHD_suspend_connection(r->conn);
         n = 0;
+    }
+    if (r->hs_n > 0) {
+        handoffs_due(e, r); /* unlocks io_mu */
+        return n;
     }
     pthread_mutex_unlock(&e->io_mu);
     return n;
@@ -157,6 +194,17 @@ static enum MHD_Result start_generation(eng_engine *e, struct MHD_Connection *co
     if (!r)
         return respond_error(conn, (unsigned)status, param, msg, NULL);
     r->conn = conn;
+    /* The client's X-Request-Id names the request in handoff records (and
+     * what a log would say); printable ASCII up to 64 bytes, else our own. */
+    const char *rid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
+    size_t rid_len = rid ? strlen(rid) : 0;
+    for (size_t i = 0; i < rid_len; i++)
+        if (rid[i] < 0x21 || rid[i] > 0x7e)
+            rid_len = 0;
+    if (rid_len > 0 && rid_len < sizeof r->rid)
+        memcpy(r->rid, rid, rid_len + 1);
+    else
+        snprintf(r->rid, sizeof r->rid, "engine-%" PRIu64, r->id);
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     r->fd = ci ? (int)ci->connect_fd : -1; /* -1: a non-streaming client's exit goes unseen */
@@ -396,7 +444,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     case R_MODELS:
         return models(e, conn);
     case R_HEALTH: {
-        char why[256];
+        char why[512]; /* eng_engine.fail_msg's size */
         if (eng_failed(e, why, sizeof why))
             return respond_error(conn, 503, NULL, why, NULL);
         return respond(conn, 200, "application/json", "{\"status\":\"ok\"}", 15, NULL);

@@ -168,6 +168,49 @@ static int names_grow(rpt_trace *t)
     return 0;
 }
 
+static size_t ptr_slot(const char *p, size_t cap)
+{
+    return (size_t)(((uint64_t)(uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
+}
+
+/* Add dur_ns to the device row's total for the kernel named `name` (the
+ * trace's own copy: one pointer per distinct name). */
+static int dev_kernel_add(trace_stream *s, const char *name, int64_t dur_ns)
+{
+    if ((s->dk_n + 1) * 2 > s->dk_cap) {
+        size_t cap = s->dk_cap ? s->dk_cap * 2 : 64;
+        const char **nn = calloc(cap, sizeof *nn);
+        int64_t *nv = calloc(cap, sizeof *nv);
+        if (!nn || !nv) {
+            free(nn);
+            free(nv);
+            return LL_ENOMEM;
+        }
+        for (size_t i = 0; i < s->dk_cap; i++)
+            if (s->dk_name[i]) {
+                size_t j = ptr_slot(s->dk_name[i], cap);
+                while (nn[j])
+                    j = (j + 1) & (cap - 1);
+                nn[j] = s->dk_name[i];
+                nv[j] = s->dk_ns[i];
+            }
+        free(s->dk_name);
+        free(s->dk_ns);
+        s->dk_name = nn;
+        s->dk_ns = nv;
+        s->dk_cap = cap;
+    }
+    size_t j = ptr_slot(name, s->dk_cap);
+    while (s->dk_name[j] && s->dk_name[j] != name)
+        j = (j + 1) & (s->dk_cap - 1);
+    if (!s->dk_name[j]) {
+        s->dk_name[j] = name;
+        s->dk_n++;
+    }
+    s->dk_ns[j] += dur_ns;
+    return 0;
+}
+
 static trace_stream *stream_get(rpt_trace *t, const char *pid, const char *tid)
 {
     for (size_t i = 0; i < t->streams_n; i++)
@@ -223,10 +266,31 @@ int trace_add_gpu_event(rpt_trace *t, const char *name, size_t name_len, const c
         return LL_ENOMEM;
     s->pub.events++;
     s = stream_get(t, pid, "*");
-    if (!s || rpt_busy_add(&s->busy, ts_ns, ts_ns + dur_ns))
+    if (!s || rpt_busy_add(&s->busy, ts_ns, ts_ns + dur_ns) || dev_kernel_add(s, e->pub.name, dur_ns))
         return LL_ENOMEM;
     s->pub.events++;
     return 0;
+}
+
+int64_t rpt_trace_device_category_ns(const rpt_trace *t, const char *pid,
+                                     const rpt_categories *cats, const char *category,
+                                     int64_t *total_ns)
+{
+    int64_t in = 0, all = 0;
+    for (size_t i = 0; i < t->streams_n; i++) {
+        const trace_stream *s = &t->streams[i];
+        if (strcmp(s->tid, "*") != 0 || strcmp(s->pid, pid) != 0)
+            continue;
+        for (size_t j = 0; j < s->dk_cap; j++)
+            if (s->dk_name[j]) {
+                all += s->dk_ns[j];
+                if (strcmp(rpt_categories_classify(cats, s->dk_name[j]), category) == 0)
+                    in += s->dk_ns[j];
+            }
+    }
+    if (total_ns)
+        *total_ns = all;
+    return in;
 }
 
 static int kernel_cmp(const void *pa, const void *pb)
@@ -295,6 +359,8 @@ void rpt_trace_free(rpt_trace *t)
     for (size_t i = 0; i < t->streams_n; i++) {
         free(t->streams[i].pid);
         free(t->streams[i].tid);
+        free(t->streams[i].dk_name);
+        free(t->streams[i].dk_ns);
         rpt_busy_free(&t->streams[i].busy);
     }
     free(t->streams);

@@ -43,6 +43,12 @@ typedef struct trace_stream {
     rpt_trace_stream pub;
     char *pid, *tid;
     rpt_busy busy;
+    /* a device's ("*" row) kernel time by name, so categories can be split
+     * per device (tensor-parallel ranks): open addressing on the trace's own
+     * name strings (their pointers are stable), power-of-two dk_cap */
+    const char **dk_name;
+    int64_t *dk_ns;
+    size_t dk_n, dk_cap;
 } trace_stream;
 
 typedef struct trace_name {

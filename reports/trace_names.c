@@ -25,7 +25,7 @@ struct rpt_categories {
 static const struct {
     const char *name, *pattern;
 } builtin[] = {
-    {"communication", "nccl|allreduce|all_gather|allgather|reduce_scatter|cross_device"},
+    {"communication", "nccl|allreduce|all_reduce|all_gather|allgather|reduce_scatter|cross_device"},
     {"attention", "attn|attention|flash|mla|sparse_decode|fmha"},
     {"MoE", "moe|expert|topk|fused_moe"},
     {"GEMM", "gemm|cutlass|cublas|matmul|sm90_xmma|nvjet"},

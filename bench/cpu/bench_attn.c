@@ -94,11 +94,11 @@ static double time_kernel(kernel_fn fn, cpu_pool *pool, attn_ws *ws, const attn_
 
 static double time_dense(cpu_pool *pool, const cpu_dense *d, const float *x, int n, float *hd, double min_time_s)
 {
-    cpu_dense_forward(pool, d, x, n, hd);
+    cpu_dense_forward(pool, d, x, n, 0, d->d_ff, hd);
     double best = INFINITY, start = now_s();
     for (int r = 0; r < 3 || (now_s() - start < min_time_s && r < 200); r++) {
         double t0 = now_s();
-        cpu_dense_forward(pool, d, x, n, hd);
+        cpu_dense_forward(pool, d, x, n, 0, d->d_ff, hd);
         double t = now_s() - t0;
         if (t < best)
             best = t;

@@ -63,6 +63,23 @@ static void scores_tile(const float *qT, int hp, const float *kt, int nt, float 
                 for (int l = 0; l < 64; l++)
                     sT[(size_t)(t0 + j) * hp + h0 + l] = scale * a[j][l];
         }
+        /* 32 heads (a tp rank's share of 64): 8 accumulators, half the 64
+         * block's reuse but 3x faster than 16-wide blocks (measured here:
+         * H=32 in 16-wide blocks took 3.2x the time of H=64) */
+        for (; h0 + 32 <= hp; h0 += 32) {
+            float a[4][32] = {{0}};
+            for (int d = 0; d < ATTN_DQK; d++) {
+                const float *qd = qT + (size_t)d * hp + h0;
+                for (int j = 0; j < 4; j++) {
+                    float kv = k[j][d];
+                    for (int l = 0; l < 32; l++)
+                        a[j][l] += kv * qd[l];
+                }
+            }
+            for (int j = 0; j < 4 && t0 + j < nt; j++)
+                for (int l = 0; l < 32; l++)
+                    sT[(size_t)(t0 + j) * hp + h0 + l] = scale * a[j][l];
+        }
         for (; h0 < hp; h0 += HV) {
             float a[4][HV] = {{0}};
             for (int d = 0; d < ATTN_DQK; d++) {

@@ -26,6 +26,24 @@
  * DESIGN (threads): only the scheduler thread calls in (backend.h); inside a
  * step every phase runs on this backend's pool of cfg->threads threads (the
  * dense GEMM as column blocks with OpenBLAS single-threaded, see cpu_model.h).
+ *
+ * Tensor parallelism (tp=K, engine/cpu/README.md): K ranks, each a thread
+ * group with its own pool (the threads split as evenly as they go, at least
+ * one each; rank 0's group includes the scheduler thread, ranks 1..K-1 are
+ * led by the threads of `ranks`, a pool used with cpu_pool_run_each). Rank r
+ * owns heads [r·H/K, (r+1)·H/K) and the columns [r·d_ff/K, (r+1)·d_ff/K) of
+ * W. Per step, every rank:
+ *   dense_gemm  its columns of Hd = X · W (column-parallel; Hd is one shared
+ *               buffer, so the "all-gather" is a barrier), then its heads'
+ *               queries from the whole Hd; rank 0 writes the new KV rows
+ *               (the latent KV cache is one, shared, as MLA's is replicated
+ *               on every GPU); a second barrier before anyone attends
+ *   attention   its heads, then their sum (n, 512): the row-parallel part
+ *   all_reduce  the head sums over the ranks (comm_host): every rank holds
+ *               the sum over all H heads
+ * and rank 0 samples. With K = 1 there is no rank thread, no barrier, no
+ * all-reduce and no "all_reduce" phase: the step is the tp-less one,
+ * operation for operation (tests/cpu/test_cpu_tp.c checks the bits).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -33,12 +51,13 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "comm.h"
 #include "common.h"
 #include "cpu_kernels.h"
 #include "cpu_model.h"
 
 typedef struct cpu_opts {
-    int heads, topk, threads, tiled;
+    int heads, topk, threads, tiled, tp;
     int d_model, d_ff, vocab, capacity, min_ctx;
     int max_slots;
     uint64_t seed;
@@ -50,17 +69,35 @@ typedef struct cpu_slot {
     int32_t token;       /* last sampled token */
 } cpu_slot;
 
-typedef struct cpu_state {
-    cpu_opts o;
+/* One tensor-parallel rank: its heads, its columns of W, its threads and
+ * buffers, and the phases it timed in the current step. */
+typedef struct cpu_rank {
+    int h0, h1;          /* heads [h0, h1) */
+    int c0, c1;          /* columns [c0, c1) of W and Hd */
     cpu_pool *pool;
     attn_ws *ws;
+    float *q;            /* (cap_n, h1-h0, ATTN_DQK) */
+    float *out;          /* (cap_n, h1-h0, ATTN_DV) */
+    float *sum;          /* (cap_n, ATTN_DV) head sum; after the all-reduce, over all heads */
+    int rc;              /* this step's first error */
+    int n_ph;
+    eng_phase ph[3];
+} cpu_rank;
+
+typedef struct cpu_state {
+    cpu_opts o;
+    cpu_rank *rank;      /* (tp) */
+    cpu_pool *ranks;     /* tp threads leading ranks 1..tp-1 (NULL when tp = 1) */
+    eng_comm *comm;      /* host all-reduce over the ranks (NULL when tp = 1) */
     cpu_dense dense;
     cpu_slot *slots;     /* (max_slots) */
     /* per-step buffers, grown to the largest batch seen */
     int cap_n;
-    float *x, *hd, *q, *kv_new, *out, *mean, *logits;
+    float *x, *hd, *kv_new, *logits;
     int32_t *tokens, *idx;
     attn_seq *seqs;
+    const eng_batch *b; /* the step the ranks are running */
+    int64_t t_dense;    /* when the step's dense phase began (rank 0's embed) */
 } cpu_state;
 
 static int opts_from_config(const eng_config *cfg, cpu_opts *o, char *err, size_t errlen)
@@ -93,6 +130,19 @@ static int opts_from_config(const eng_config *cfg, cpu_opts *o, char *err, size_
         ll_errf(err, errlen, "cpu backend: heads <= 1024, topk <= 1048576, threads <= 1024");
         return LL_EINVAL;
     }
+    o->tp = cfg->tp > 0 ? cfg->tp : 1;
+    /* each rank reports 3 phases, plus prefill and sampling */
+    if (o->tp > (ENG_MAX_PHASES - 2) / 3) {
+        ll_errf(err, errlen, "cpu backend: tp must be in [1, %d], got %d",
+                (ENG_MAX_PHASES - 2) / 3, o->tp);
+        return LL_EINVAL;
+    }
+    if (o->heads % o->tp != 0 || o->d_ff % o->tp != 0) {
+        ll_errf(err, errlen, "cpu backend: tp=%d must divide heads (%d) and d_ff (%d): each rank "
+                "owns heads/tp heads and d_ff/tp columns of the dense weights", o->tp, o->heads,
+                o->d_ff);
+        return LL_EINVAL;
+    }
     if (o->capacity < 1 || o->capacity > 1 << 24) {
         ll_errf(err, errlen, "cpu backend: capacity must be in [1, 16777216] rows, got %d",
                 o->capacity);
@@ -115,12 +165,56 @@ static void cpu_destroy(void *state)
         for (int i = 0; i < st->o.max_slots; i++)
             free(st->slots[i].kv);
     free(st->slots);
-    free(st->x); free(st->hd); free(st->q); free(st->kv_new); free(st->out);
-    free(st->mean); free(st->logits); free(st->tokens); free(st->idx); free(st->seqs);
+    free(st->x); free(st->hd); free(st->kv_new);
+    free(st->logits); free(st->tokens); free(st->idx); free(st->seqs);
     cpu_dense_free(&st->dense);
-    attn_ws_free(st->ws);
-    cpu_pool_destroy(st->pool);
+    if (st->rank)
+        for (int r = 0; r < st->o.tp; r++) {
+            cpu_rank *k = &st->rank[r];
+            free(k->q); free(k->out); free(k->sum);
+            attn_ws_free(k->ws);
+            cpu_pool_destroy(k->pool);
+        }
+    free(st->rank);
+    cpu_pool_destroy(st->ranks);
+    eng_comm_destroy(st->comm);
     free(st);
+}
+
+/* Ranks, their shares of heads, columns and threads, their pools, and
+ * (tp > 1) the threads that lead them and the all-reduce between them. */
+static int create_ranks(cpu_state *st, char *err, size_t errlen)
+{
+    const cpu_opts *o = &st->o;
+    int k = o->tp;
+    st->rank = calloc((size_t)k, sizeof *st->rank);
+    if (!st->rank) {
+        ll_errf(err, errlen, "cpu backend: out of memory");
+        return LL_ENOMEM;
+    }
+    for (int r = 0; r < k; r++) {
+        cpu_rank *rk = &st->rank[r];
+        rk->h0 = r * (o->heads / k);
+        rk->h1 = rk->h0 + o->heads / k;
+        rk->c0 = r * (o->d_ff / k);
+        rk->c1 = rk->c0 + o->d_ff / k;
+        /* threads split as evenly as they go; a rank without a share still
+         * gets its leader (more threads than cores when threads < tp) */
+        int t = o->threads / k + (r < o->threads % k);
+        int rc = cpu_pool_create(t > 0 ? t : 1, &rk->pool, err, errlen);
+        if (rc != 0)
+            return rc;
+        if (!(rk->ws = attn_ws_new())) {
+            ll_errf(err, errlen, "cpu backend: out of memory");
+            return LL_ENOMEM;
+        }
+    }
+    if (k == 1)
+        return 0;
+    int rc = cpu_pool_create(k, &st->ranks, err, errlen);
+    if (rc == 0)
+        rc = eng_comm_host_create(k, &st->comm, err, errlen);
+    return rc;
 }
 
 static int cpu_create(const eng_config *cfg, void **state, char *err, size_t errlen)
@@ -134,22 +228,21 @@ static int cpu_create(const eng_config *cfg, void **state, char *err, size_t err
     int rc = opts_from_config(cfg, &st->o, err, errlen);
     if (rc != 0)
         goto fail;
-    rc = cpu_pool_create(st->o.threads, &st->pool, err, errlen);
+    rc = create_ranks(st, err, errlen);
     if (rc != 0)
         goto fail;
     rc = cpu_dense_init(&st->dense, st->o.d_model, st->o.d_ff, st->o.vocab, st->o.seed, err, errlen);
     if (rc != 0)
         goto fail;
-    st->ws = attn_ws_new();
     st->slots = calloc((size_t)st->o.max_slots, sizeof *st->slots);
-    if (!st->ws || !st->slots) {
+    if (!st->slots) {
         ll_errf(err, errlen, "cpu backend: out of memory");
         rc = LL_ENOMEM;
         goto fail;
     }
-    ll_info("cpu backend: attn=%s heads=%d topk=%d threads=%d dense %dx%d (%.0f MB fp32) "
+    ll_info("cpu backend: attn=%s heads=%d topk=%d threads=%d tp=%d dense %dx%d (%.0f MB fp32) "
             "capacity=%d min_ctx=%d", st->o.tiled ? "tiled" : "naive", st->o.heads, st->o.topk,
-            st->o.threads, st->o.d_model, st->o.d_ff,
+            st->o.threads, st->o.tp, st->o.d_model, st->o.d_ff,
             (double)st->o.d_model * st->o.d_ff * 4 / 1e6, st->o.capacity, st->o.min_ctx);
     *state = st;
     return 0;
@@ -164,27 +257,31 @@ static int grow_batch(cpu_state *st, int n)
         return 0;
     const cpu_opts *o = &st->o;
     size_t N = (size_t)n;
-    float *x = realloc(st->x, N * o->d_model * sizeof(float));
-    if (x) st->x = x;
-    float *hd = realloc(st->hd, N * o->d_ff * sizeof(float));
-    if (hd) st->hd = hd;
-    float *q = realloc(st->q, N * o->heads * ATTN_DQK * sizeof(float));
-    if (q) st->q = q;
-    float *kvn = realloc(st->kv_new, N * ATTN_DQK * sizeof(float));
-    if (kvn) st->kv_new = kvn;
-    float *out = realloc(st->out, N * o->heads * ATTN_DV * sizeof(float));
-    if (out) st->out = out;
-    float *mean = realloc(st->mean, N * ATTN_DV * sizeof(float));
-    if (mean) st->mean = mean;
-    float *lg = realloc(st->logits, N * o->vocab * sizeof(float));
-    if (lg) st->logits = lg;
-    int32_t *tok = realloc(st->tokens, N * sizeof(int32_t));
-    if (tok) st->tokens = tok;
-    int32_t *idx = realloc(st->idx, N * o->topk * sizeof(int32_t));
-    if (idx) st->idx = idx;
-    attn_seq *seqs = realloc(st->seqs, N * sizeof(attn_seq));
-    if (seqs) st->seqs = seqs;
-    if (!x || !hd || !q || !kvn || !out || !mean || !lg || !tok || !idx || !seqs)
+    int bad = 0;
+#define GROW(p, count)                                                         \
+    do {                                                                       \
+        void *g_ = realloc((p), (count) * sizeof *(p));                        \
+        if (g_)                                                                \
+            (p) = g_;                                                          \
+        else                                                                   \
+            bad = 1;                                                           \
+    } while (0)
+    GROW(st->x, N * o->d_model);
+    GROW(st->hd, N * o->d_ff);
+    GROW(st->kv_new, N * ATTN_DQK);
+    GROW(st->logits, N * o->vocab);
+    GROW(st->tokens, N);
+    GROW(st->idx, N * o->topk);
+    GROW(st->seqs, N);
+    for (int r = 0; r < o->tp; r++) {
+        cpu_rank *rk = &st->rank[r];
+        size_t hr = (size_t)(rk->h1 - rk->h0);
+        GROW(rk->q, N * hr * ATTN_DQK);
+        GROW(rk->out, N * hr * ATTN_DV);
+        GROW(rk->sum, N * ATTN_DV);
+    }
+#undef GROW
+    if (bad)
         return LL_ENOMEM;
     st->cap_n = n;
     return 0;
@@ -232,35 +329,25 @@ static int phase_prefill(cpu_state *st, const eng_batch *b)
     return 0;
 }
 
-static int phase_dense(cpu_state *st, const eng_batch *b)
-{
-    int n = b->n_decode;
-    for (int i = 0; i < n; i++) {
-        int rc = check_slot(st, b->decode_slot[i]);
-        if (rc != 0)
-            return rc;
-        if (!slot_kv(st, b->decode_slot[i]))
-            return LL_ENOMEM;
-        st->tokens[i] = st->slots[b->decode_slot[i]].token;
-    }
-    cpu_embed(&st->dense, st->tokens, n, st->o.seed, st->x);
-    cpu_dense_forward(st->pool, &st->dense, st->x, n, st->hd);
-    cpu_project(&st->dense, st->hd, n, st->o.heads, st->q, st->kv_new);
-    /* this step's token becomes row ctx-1 of the sequence's cache */
-    for (int i = 0; i < n; i++) {
-        cpu_slot *s = &st->slots[b->decode_slot[i]];
-        int64_t ctx = b->decode_ctx[i] > 0 ? b->decode_ctx[i] : 1;
-        uint16_t *row = s->kv + ((ctx - 1) % st->o.capacity) * ATTN_DQK;
-        for (int d = 0; d < ATTN_DQK; d++)
-            row[d] = f32_to_bf16(st->kv_new[(size_t)i * ATTN_DQK + d]);
-    }
-    return 0;
-}
-
-static int phase_attention(cpu_state *st, const eng_batch *b)
+/* Before the ranks start (scheduler thread): the slots are valid and have
+ * their rows, each sequence's last token is embedded into X, and each
+ * sequence's top-k rows are chosen (the indexer is not sharded: every rank
+ * reads the same rows for its heads). */
+static int step_prepare(cpu_state *st, const eng_batch *b)
 {
     const cpu_opts *o = &st->o;
-    for (int i = 0; i < b->n_decode; i++) {
+    int n = b->n_decode;
+    for (int i = 0; i < n; i++) {
+        int slot = b->decode_slot[i];
+        int rc = check_slot(st, slot);
+        if (rc != 0)
+            return rc;
+        if (!slot_kv(st, slot))
+            return LL_ENOMEM;
+        st->tokens[i] = st->slots[slot].token;
+    }
+    cpu_embed(&st->dense, st->tokens, n, o->seed, st->x);
+    for (int i = 0; i < n; i++) {
         int slot = b->decode_slot[i];
         int64_t ctx = b->decode_ctx[i] > o->min_ctx ? b->decode_ctx[i] : o->min_ctx;
         if (ctx > o->capacity)
@@ -270,14 +357,79 @@ static int phase_attention(cpu_state *st, const eng_batch *b)
         st->seqs[i].idx = idx;
         st->seqs[i].k = cpu_topk_select(ctx, o->topk, cpu_hash64(o->seed ^ (uint64_t)slot), idx);
     }
-    attn_batch ab = {.n_seq = b->n_decode, .heads = o->heads, .scale = 1.0f / sqrtf((float)ATTN_DQK),
-                     .q = st->q, .seq = st->seqs, .out = st->out};
-    return o->tiled ? attn_decode_tiled(st->pool, st->ws, &ab) : attn_decode_naive(st->pool, st->ws, &ab);
+    return 0;
+}
+
+static void rank_mark(cpu_rank *rk, int r, const char *name, int64_t t0)
+{
+    rk->ph[rk->n_ph++] = (eng_phase){.name = name, .start_ns = t0, .dur_ns = ll_now_ns() - t0,
+                                     .rank = r};
+}
+
+/* A collective failed: the rank keeps calling the others (so no rank waits
+ * forever in a barrier) and the step reports the first error. */
+static void rank_comm(cpu_state *st, cpu_rank *rk, int rc)
+{
+    if (rc != 0 && rk->rc == 0) {
+        ll_error("cpu backend: %s", eng_comm_last_error(st->comm));
+        rk->rc = rc;
+    }
+}
+
+/* One rank's share of the decode step (see the DESIGN note on top). Every
+ * rank calls every collective, even after an error of its own. */
+static void rank_step(void *vst, int r, int worker)
+{
+    (void)worker;
+    cpu_state *st = vst;
+    const cpu_opts *o = &st->o;
+    const eng_batch *b = st->b;
+    cpu_rank *rk = &st->rank[r];
+    int n = b->n_decode, hr = rk->h1 - rk->h0, k = o->tp;
+    rk->rc = 0;
+    rk->n_ph = 0;
+
+    int64_t t0 = r == 0 ? st->t_dense : ll_now_ns();
+    cpu_dense_forward(rk->pool, &st->dense, st->x, n, rk->c0, rk->c1, st->hd);
+    if (k > 1)
+        rank_comm(st, rk, eng_comm_barrier(st->comm, r)); /* every column of Hd is in */
+    cpu_project_q(&st->dense, st->hd, n, rk->h0, rk->h1, rk->q);
+    if (r == 0) {
+        /* this step's token becomes row ctx-1 of the sequence's cache */
+        cpu_project_kv(&st->dense, st->hd, n, st->kv_new);
+        for (int i = 0; i < n; i++) {
+            cpu_slot *s = &st->slots[b->decode_slot[i]];
+            int64_t ctx = b->decode_ctx[i] > 0 ? b->decode_ctx[i] : 1;
+            uint16_t *row = s->kv + ((ctx - 1) % o->capacity) * ATTN_DQK;
+            for (int d = 0; d < ATTN_DQK; d++)
+                row[d] = f32_to_bf16(st->kv_new[(size_t)i * ATTN_DQK + d]);
+        }
+    }
+    if (k > 1)
+        rank_comm(st, rk, eng_comm_barrier(st->comm, r)); /* the new KV rows are in */
+    rank_mark(rk, r, "dense_gemm", t0);
+
+    t0 = ll_now_ns();
+    attn_batch ab = {.n_seq = n, .heads = hr, .scale = 1.0f / sqrtf((float)ATTN_DQK),
+                     .q = rk->q, .seq = st->seqs, .out = rk->out};
+    int rc = o->tiled ? attn_decode_tiled(rk->pool, rk->ws, &ab)
+                      : attn_decode_naive(rk->pool, rk->ws, &ab);
+    if (rc != 0 && rk->rc == 0)
+        rk->rc = rc;
+    cpu_head_sum(rk->out, n, hr, rk->sum);
+    rank_mark(rk, r, "attention", t0);
+
+    if (k > 1) {
+        t0 = ll_now_ns();
+        rank_comm(st, rk, eng_comm_allreduce(st->comm, r, rk->sum, (size_t)n * ATTN_DV, NULL));
+        rank_mark(rk, r, "all_reduce", t0);
+    }
 }
 
 static void phase_sampling(cpu_state *st, const eng_batch *b)
 {
-    cpu_sample(&st->dense, st->out, b->n_decode, st->o.heads, st->mean, st->logits, st->tokens, NULL);
+    cpu_sample(&st->dense, st->rank[0].sum, b->n_decode, st->o.heads, st->logits, st->tokens,
+               NULL);
     for (int i = 0; i < b->n_decode; i++)
         st->slots[b->decode_slot[i]].token = st->tokens[i];
 }
@@ -286,9 +438,7 @@ static void phase_mark(eng_phase *ph, int *np, const char *name, int64_t t0)
 {
     if (*np >= ENG_MAX_PHASES)
         return;
-    ph[*np].name = name;
-    ph[*np].start_ns = t0;
-    ph[*np].dur_ns = ll_now_ns() - t0;
+    ph[*np] = (eng_phase){.name = name, .start_ns = t0, .dur_ns = ll_now_ns() - t0};
     (*np)++;
 }
 
@@ -313,17 +463,29 @@ static int cpu_step(void *state, const eng_batch *b, int64_t step_start_ns, eng_
     rc = grow_batch(st, b->n_decode);
     if (rc != 0)
         return rc;
+    st->t_dense = ll_now_ns();
+    rc = step_prepare(st, b);
+    if (rc != 0) {
+        phase_mark(phases, n_phases, "dense_gemm", st->t_dense);
+        return rc;
+    }
+    st->b = b;
+    if (st->o.tp == 1)
+        rank_step(st, 0, 0);
+    else
+        cpu_pool_run_each(st->ranks, rank_step, st);
+    st->b = NULL;
+    /* rank 0's phases, then each other rank's: each rank's in time order */
+    for (int r = 0; r < st->o.tp; r++) {
+        const cpu_rank *rk = &st->rank[r];
+        for (int i = 0; i < rk->n_ph && *n_phases < ENG_MAX_PHASES; i++)
+            phases[(*n_phases)++] = rk->ph[i];
+        if (rk->rc != 0 && rc == 0)
+            rc = rk->rc;
+    }
+    if (rc != 0)
+        return rc;
     int64_t t0 = ll_now_ns();
-    rc = phase_dense(st, b);
-    phase_mark(phases, n_phases, "dense_gemm", t0);
-    if (rc != 0)
-        return rc;
-    t0 = ll_now_ns();
-    rc = phase_attention(st, b);
-    phase_mark(phases, n_phases, "attention", t0);
-    if (rc != 0)
-        return rc;
-    t0 = ll_now_ns();
     phase_sampling(st, b);
     phase_mark(phases, n_phases, "sampling", t0);
     return 0;
@@ -337,6 +499,21 @@ static void cpu_release(void *state, int slot)
     /* keep the rows (the pool is reused), forget the request */
     st->slots[slot].prefilled = 0;
     st->slots[slot].token = 0;
+}
+
+const float *cpu_backend_attn_out(void *state, int i, int h)
+{
+    const cpu_state *st = state;
+    if (h < 0 || h >= st->o.heads || i < 0 || i >= st->cap_n)
+        return NULL;
+    const cpu_rank *rk = &st->rank[h / (st->o.heads / st->o.tp)];
+    return rk->out + ((size_t)i * (size_t)(rk->h1 - rk->h0) + (size_t)(h - rk->h0)) * ATTN_DV;
+}
+
+const float *cpu_backend_logits(void *state, int i)
+{
+    const cpu_state *st = state;
+    return i < 0 || i >= st->cap_n ? NULL : st->logits + (size_t)i * st->o.vocab;
 }
 
 int cpu_backend_token(void *state, int slot)

@@ -9,6 +9,7 @@
 
 #include "common.h"
 #include "cpu_kernels.h"
+#include "engine.h"
 
 /* Seeded uniform in [-1, 1) from one 64-bit hash. */
 static float hash_unit(uint64_t h) { return (float)((int64_t)(h >> 11) - (1ll << 52)) / (float)(1ll << 52); }
@@ -73,59 +74,66 @@ typedef struct dense_ctx {
     const cpu_dense *d;
     const float *x;
     float *hd;
-    int n, n_blocks;
+    int n, n_blocks, c0, c1;
 } dense_ctx;
 
-/* Columns [c0, c1) of Hd = X · W[:, c0:c1]; blocks are multiples of 16
- * columns so each starts on a cache line. */
+/* Columns [b0, b1) of Hd = X · W[:, b0:b1], block `task` of the range
+ * [c0, c1); blocks are multiples of 16 columns so each starts on a cache
+ * line when c0 does. With [c0, c1) = [0, d_ff) this is the tp=1 split. */
 static void dense_task(void *vctx, int task, int worker)
 {
     (void)worker;
     const dense_ctx *cx = vctx;
     const cpu_dense *d = cx->d;
-    int units = (d->d_ff + 15) / 16;
-    int c0 = (int)((int64_t)task * units / cx->n_blocks) * 16;
-    int c1 = (int)((int64_t)(task + 1) * units / cx->n_blocks) * 16;
-    if (c1 > d->d_ff)
-        c1 = d->d_ff;
-    if (c1 <= c0)
+    int units = (cx->c1 - cx->c0 + 15) / 16;
+    int b0 = cx->c0 + (int)((int64_t)task * units / cx->n_blocks) * 16;
+    int b1 = cx->c0 + (int)((int64_t)(task + 1) * units / cx->n_blocks) * 16;
+    if (b1 > cx->c1)
+        b1 = cx->c1;
+    if (b1 <= b0)
         return;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, cx->n, c1 - c0, d->d_model, 1.0f, cx->x,
-                d->d_model, d->w + c0, d->d_ff, 0.0f, cx->hd + c0, d->d_ff);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, cx->n, b1 - b0, d->d_model, 1.0f, cx->x,
+                d->d_model, d->w + b0, d->d_ff, 0.0f, cx->hd + b0, d->d_ff);
 }
 
-void cpu_dense_forward(cpu_pool *pool, const cpu_dense *d, const float *x, int n, float *hd)
+void cpu_dense_forward(cpu_pool *pool, const cpu_dense *d, const float *x, int n, int c0, int c1,
+                       float *hd)
 {
-    if (n <= 0)
+    if (n <= 0 || c1 <= c0)
         return;
-    dense_ctx cx = {.d = d, .x = x, .hd = hd, .n = n, .n_blocks = cpu_pool_threads(pool)};
+    dense_ctx cx = {.d = d, .x = x, .hd = hd, .n = n, .n_blocks = cpu_pool_threads(pool),
+                    .c0 = c0, .c1 = c1};
     cpu_pool_run(pool, cx.n_blocks, dense_task, &cx);
 }
 
-void cpu_project(const cpu_dense *d, const float *hd, int n, int heads, float *q, float *kv_new)
+void cpu_project_q(const cpu_dense *d, const float *hd, int n, int h0, int h1, float *q)
 {
     /* Head h's query is a window of Hd starting at a head-dependent offset,
-     * so heads differ and every value comes from this step's GEMM. */
+     * so heads differ and every value comes from this step's GEMM. h is the
+     * global head index: a rank's heads read the same windows at any tp. */
+    int hr = h1 - h0;
     for (int i = 0; i < n; i++) {
         const float *row = hd + (size_t)i * d->d_ff;
-        for (int h = 0; h < heads; h++) {
+        for (int h = h0; h < h1; h++) {
             size_t off = ((size_t)h * 97) % (size_t)d->d_ff;
-            float *qh = q + ((size_t)i * heads + h) * ATTN_DQK;
+            float *qh = q + ((size_t)i * hr + (h - h0)) * ATTN_DQK;
             for (int j = 0; j < ATTN_DQK; j++)
                 qh[j] = row[(off + (size_t)j) % (size_t)d->d_ff];
         }
-        for (int j = 0; j < ATTN_DQK; j++)
-            kv_new[(size_t)i * ATTN_DQK + j] = row[j];
     }
 }
 
-void cpu_sample(const cpu_dense *d, const float *attn_out, int n, int heads, float *mean,
-                float *logits, int32_t *tokens, float *prob)
+void cpu_project_kv(const cpu_dense *d, const float *hd, int n, float *kv_new)
 {
-    if (n <= 0)
-        return;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < ATTN_DQK; j++)
+            kv_new[(size_t)i * ATTN_DQK + j] = hd[(size_t)i * d->d_ff + j];
+}
+
+void cpu_head_sum(const float *attn_out, int n, int heads, float *sum)
+{
     for (int i = 0; i < n; i++) {
-        float *m = mean + (size_t)i * ATTN_DV;
+        float *m = sum + (size_t)i * ATTN_DV;
         for (int j = 0; j < ATTN_DV; j++)
             m[j] = 0.0f;
         for (int h = 0; h < heads; h++) {
@@ -133,10 +141,20 @@ void cpu_sample(const cpu_dense *d, const float *attn_out, int n, int heads, flo
             for (int j = 0; j < ATTN_DV; j++)
                 m[j] += o[j];
         }
+    }
+}
+
+void cpu_sample(const cpu_dense *d, float *sum, int n, int heads, float *logits, int32_t *tokens,
+                float *prob)
+{
+    if (n <= 0)
+        return;
+    for (int i = 0; i < n; i++) {
+        float *m = sum + (size_t)i * ATTN_DV;
         for (int j = 0; j < ATTN_DV; j++)
             m[j] *= 1.0f / (float)heads;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, d->vocab, ATTN_DV, 1.0f, mean,
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, d->vocab, ATTN_DV, 1.0f, sum,
                 ATTN_DV, d->wv, d->vocab, 0.0f, logits, d->vocab);
     for (int i = 0; i < n; i++) {
         const float *lg = logits + (size_t)i * d->vocab;
@@ -144,11 +162,13 @@ void cpu_sample(const cpu_dense *d, const float *attn_out, int n, int heads, flo
         for (int v = 1; v < d->vocab; v++)
             if (lg[v] > lg[best])
                 best = v;
-        double sum = 0;
+        double s = 0;
         for (int v = 0; v < d->vocab; v++)
-            sum += exp((double)(lg[v] - lg[best]));
+            s += exp((double)(lg[v] - lg[best]));
         tokens[i] = best;
         if (prob)
-            prob[i] = (float)(1.0 / sum);
+            prob[i] = (float)(1.0 / s);
     }
 }
+
+void eng_blas_single_thread(void) { openblas_set_num_threads(1); }

@@ -28,6 +28,7 @@ struct cpu_pool {
     cpu_pool_fn fn;
     void *ctx;
     int n_tasks;
+    int each;                 /* this run is cpu_pool_run_each: fn once per worker */
     atomic_int next_task;
 };
 
@@ -60,7 +61,10 @@ static void *pool_main(void *arg)
             break;
         seen = p->generation;
         pthread_mutex_unlock(&p->mu);
-        pool_drain(p, a.worker);
+        if (p->each)
+            p->fn(p->ctx, a.worker, a.worker);
+        else
+            pool_drain(p, a.worker);
         pthread_mutex_lock(&p->mu);
         if (++p->n_finished == p->threads - 1)
             pthread_cond_signal(&p->done);
@@ -150,6 +154,31 @@ void cpu_pool_run(cpu_pool *p, int n_tasks, cpu_pool_fn fn, void *ctx)
     pthread_mutex_lock(&p->mu);
     while (p->n_finished < p->threads - 1)
         pthread_cond_wait(&p->done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void cpu_pool_run_each(cpu_pool *p, cpu_pool_fn fn, void *ctx)
+{
+    p->fn = fn;
+    p->ctx = ctx;
+    p->n_tasks = p->threads;
+    if (p->threads == 1) {
+        fn(ctx, 0, 0);
+        return;
+    }
+    pthread_mutex_lock(&p->mu);
+    p->each = 1; /* published with the generation, under mu */
+    p->n_finished = 0;
+    p->generation++;
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+
+    fn(ctx, 0, 0);
+
+    pthread_mutex_lock(&p->mu);
+    while (p->n_finished < p->threads - 1)
+        pthread_cond_wait(&p->done, &p->mu);
+    p->each = 0;
     pthread_mutex_unlock(&p->mu);
 }
 

@@ -25,6 +25,11 @@ int cpu_pool_create(int threads, cpu_pool **out, char *err, size_t errlen);
 int cpu_pool_threads(const cpu_pool *p);
 /* Run fn for every task and return when all are done. */
 void cpu_pool_run(cpu_pool *p, int n_tasks, cpu_pool_fn fn, void *ctx);
+/* Run fn(ctx, w, w) exactly once on every thread w in [0, threads) (the
+ * caller is w = 0) and return when all are done: for work that must not
+ * share a thread, such as the tensor-parallel ranks that wait for each other
+ * in a barrier (dynamic tasks could queue two ranks on one thread). */
+void cpu_pool_run_each(cpu_pool *p, cpu_pool_fn fn, void *ctx);
 void cpu_pool_destroy(cpu_pool *p);
 
 #endif

@@ -93,6 +93,9 @@ typedef struct eng_config {
     int heads;                 /* [heads] query heads, default 64 (cpu: at most 1024) */
     int topk;                  /* [topk] KV rows selected per decode, default 2048 */
     int threads;               /* [threads] compute threads, 0 = all online cores, default 1 */
+    int tp;                    /* [tp] tensor-parallel ranks, 1..64, default 1: heads and the
+                                * dense weights sharded K ways, an all-reduce per step (cpu:
+                                * K thread groups sharing `threads`; cuda: future work) */
     int d_model, d_ff, vocab;  /* [d_model] [d_ff] [vocab] dense sizes: 1..65536, 576..262144,
                                 * 2..1048576, default 2048, 8192, 1024 */
     int capacity_tok;          /* [capacity] KV rows each sequence slot owns, 1..16777216,
@@ -101,6 +104,9 @@ typedef struct eng_config {
                                 * capacity), so short prompts still select topk rows;
                                 * -1 = topk (default; the spec value "topk"), 0 = the real
                                 * context only */
+    const char *kv;            /* [kv] cuda: KV cache layout, "bf16" (576 x 2 B rows, default)
+                                * | "fp8" (DeepSeek-V3.2's 656 B rows, engine/cuda/README.md) */
+    int device;                /* [device] cuda: CUDA device index, default 0 */
     /* added fields (spec keys in brackets) */
     int stop_after_tok;        /* [stop_after] a request without ignore_eos ends with
                                 * finish_reason "stop" after max(min_tokens, this) tokens
@@ -117,6 +123,10 @@ typedef struct eng_config {
     int no_control;            /* [no_control] 1: /start_profile and /stop_profile answer 404 */
     int metrics_vllm_names;    /* [metrics_vllm_names] 1: /metrics also has vLLM's
                                 * "vllm:..." gauges (colons: not lint-clean), default 0 */
+    int handoff_sample;        /* [handoff_sample] every K-th token of each stream (K = this)
+                                * gets a "handoff" record: when its step ended and when its
+                                * bytes were handed to the socket (docs/records.md); written
+                                * only while a records writer is attached; 0 = off (default) */
     size_t step_log_max;       /* [step_log_max] steps the log keeps (the newest); older ones
                                 * are dropped and counted, default 1000000 (40 MB) */
     /* A failed backend step stops the scheduler for good (eng_failed). When
@@ -125,12 +135,13 @@ typedef struct eng_config {
      * eng_stop (which joins that thread): post a semaphore instead. */
     void (*on_failure)(void *arg, const char *msg);
     void *on_failure_arg;
-    int fault_fail_step;       /* [fault_fail_step] TESTING AID, synthetic backend only:
-                                * the k-th step (1-based) fails with LL_EIO, so tests can
-                                * reach the failed-engine path; 0 = never (default) */
+    int fault_fail_step;       /* [fault_fail_step] TESTING AID, synthetic and cuda backends:
+                                * the k-th step (1-based) fails with LL_EIO (cuda: through a
+                                * kernel launch the runtime refuses), so tests can reach the
+                                * failed-engine path; 0 = never (default) */
     /* private (config.c): the strings this config owns, one slot per string
      * field; only eng_config_* touch it */
-    char *owned_str_[6];
+    char *owned_str_[7];
 } eng_config;
 
 /* Defaults, on a fresh config or one released by eng_config_free (a config
@@ -189,6 +200,13 @@ const char *eng_model(const eng_engine *e);
 /* The backend's name: "synthetic" | "cpu" | "cuda" (static). */
 const char *eng_backend_name(const eng_engine *e);
 
+/* The BLAS this program links for the cpu backend (OpenBLAS) also serves
+ * GSL's fits: make it single-threaded, so a client process's fit does not
+ * leave BLAS threads spinning on cores the measurement needs (the cpu
+ * backend runs its GEMM on its own pool anyway). A no-op without the cpu
+ * backend. Call once at start, before other threads. */
+void eng_blas_single_thread(void);
+
 /* The law the engine plays, as data for the records' run line. Only a
  * backend that plays a law (synthetic) has one: then out->present = 1, a_ms..
  * are in played milliseconds (the law as written times time_scale) and
@@ -223,6 +241,9 @@ typedef struct eng_step {
                                 * law with its jitter: the deadline minus the planned start),
                                 * whatever the machine made of it; 0 when the backend plans
                                 * nothing (a computing backend's step is its work) */
+    int64_t comm_ns;           /* time rank 0 spent in communication phases (tp all-reduce,
+                                * eng_phase_is_comm), waiting for the other ranks included;
+                                * 0 without tensor parallelism */
 } eng_step;
 
 /* Copy steps [from, from+max) of the step log into out; returns how many were

@@ -128,6 +128,12 @@ int rpt_categories_new(rpt_categories **out, char *err, size_t errlen);
  * missing '=' or a regex that does not compile. */
 int rpt_categories_set(rpt_categories *c, const char *spec, char *err, size_t errlen);
 const char *rpt_categories_classify(const rpt_categories *c, const char *kernel_name);
+/* Kernel time of device `pid` (a "*" row's pid) whose names classify as
+ * `category`; *total_ns (may be NULL) gets the device's kernel time. With one
+ * process lane per tensor-parallel rank this is each rank's communication. */
+int64_t rpt_trace_device_category_ns(const rpt_trace *t, const char *pid,
+                                     const rpt_categories *cats, const char *category,
+                                     int64_t *total_ns);
 size_t rpt_categories_count(const rpt_categories *c);       /* including "other" */
 const char *rpt_categories_name(const rpt_categories *c, size_t i);
 void rpt_categories_free(rpt_categories *c);

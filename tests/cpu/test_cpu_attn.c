@@ -186,9 +186,9 @@ static void test_kernels(int threads)
         attn_ws_free(ws);
         return;
     }
-    const int Hs[] = {1, 3, 16, 64}, Ks[] = {1, 7, 64, 100, 2048}, Ns[] = {1, 3, 8};
+    const int Hs[] = {1, 3, 16, 32, 48, 64}, Ks[] = {1, 7, 64, 100, 2048}, Ns[] = {1, 3, 8};
     uint64_t seed = 1000 + (uint64_t)threads;
-    for (int hi = 0; hi < 4; hi++)
+    for (int hi = 0; hi < 6; hi++) /* 32 and 48: the tiled kernel's 32-head block (a tp rank) */
         for (int ki = 0; ki < 5; ki++)
             for (int ni = 0; ni < 3; ni++) {
                 int H = Hs[hi], K = Ks[ki], N = Ns[ni];
