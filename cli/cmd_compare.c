@@ -1,5 +1,6 @@
 /* cmd_compare.c: `loadlaw compare RUN_A RUN_B` — per-level speedups of B over
- * A with bootstrap intervals, both laws and the slope ratio, a verdict line,
+ * A with bootstrap (or, for an interleaved A/B, paired) intervals, both laws
+ * and the slope ratio, a verdict line,
  * and a gate for CI jobs (--expect-speedup, exit 3 when missed). The work is
  * compare_runs (cli.h), which the "ab" form of `loadlaw sweep` calls too. */
 #include <stdio.h>
@@ -30,10 +31,15 @@ static const cli_cmd compare_cmd = {
     "compare",
     "usage: loadlaw compare RUN_A RUN_B [--expect-speedup X[@C]] [--html OUT.html] [--json]\n"
     "                       [--resamples N] [--seed S]",
-    "Compares run B against the baseline A at every closed-loop concurrency level\n"
-    "present in both: steady throughput B/A with a 95% bootstrap interval\n"
-    "(engine steps resampled, fixed seed), TTFT/TTFA/ITL percentile changes, both\n"
-    "laws and the ratio of their slopes, and a verdict line for a pull request.\n",
+    "Compares run B against the baseline A at every level present in both\n"
+    "(closed-loop levels by concurrency, open-loop ones by request rate): steady\n"
+    "throughput B/A with a 95% bootstrap interval (engine steps resampled, fixed\n"
+    "seed), TTFT/TTFA/ITL percentile changes, both laws and the ratio of their\n"
+    "slopes, and a verdict line for a pull request. The two sides of an\n"
+    "interleaved A/B (`loadlaw sweep` with two targets) are compared by pairs:\n"
+    "per level the geometric mean of the pairs' ratios, with a t interval over\n"
+    "the pairs that keeps each pair's step noise as a floor (README \"A/B:\n"
+    "interleaved and paired\").\n",
     compare_table,
     "The bootstrap resamples engine steps (all requests' tokens in one step move\n"
     "together), not requests: the C streams of a level share every step, and a\n"
@@ -134,7 +140,7 @@ static int load_and_compare(compared *k, const fit_compare_options *co)
 /* The level the verdict judges: expect_c's, else the highest shared one. */
 static int pick_gate_level(compared *k, const compare_opts *o)
 {
-    int idx = (int)k->c->n_levels - 1;
+    int idx = (int)fit_compare_default_level(k->c);
     if (o->have_expect && o->expect_c) {
         idx = fit_compare_find(k->c, o->expect_c);
         if (idx < 0) {

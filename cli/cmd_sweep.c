@@ -53,10 +53,12 @@
 
 /* ---- signals (cli/signals.h) ----------------------------------------------- */
 
-/* g_mu keeps the run and the writer alive while the signal thread uses them. */
+/* g_mu keeps the runs and the writers alive while the signal thread uses
+ * them. One slot per side: an interleaved A/B (cmd_sweep_ab.c) drives two
+ * runs at once, each on its own thread (sweep_job.slot). */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-static lg_run *g_run;
-static ll_rec_writer *g_writer;
+static lg_run *g_run[SWEEP_SLOTS];
+static ll_rec_writer *g_writer[SWEEP_SLOTS];
 static double g_drain_s = 10;
 
 /* Second signal (or a first one with no run going): keep what is queued, quit. */
@@ -66,8 +68,9 @@ static _Noreturn void on_second(int sig, void *ctx)
     (void)sig;
     (void)ctx;
     pthread_mutex_lock(&g_mu);
-    if (g_writer)
-        ll_rec_drain(g_writer, DRAIN_AT_EXIT_NS);
+    for (int k = 0; k < SWEEP_SLOTS; k++)
+        if (g_writer[k])
+            ll_rec_drain(g_writer[k], DRAIN_AT_EXIT_NS);
     if (write(2, m, sizeof m - 1) < 0) {
         /* nothing more to do */
     }
@@ -77,36 +80,42 @@ static _Noreturn void on_second(int sig, void *ctx)
 static void on_first(int sig, void *ctx)
 {
     pthread_mutex_lock(&g_mu);
-    lg_run *r = g_run;
-    if (!r) {
+    int any = 0;
+    for (int k = 0; k < SWEEP_SLOTS; k++)
+        any |= g_run[k] != NULL;
+    if (!any) {
         pthread_mutex_unlock(&g_mu);
         on_second(sig, ctx);
     }
     fprintf(stderr, "\nloadlaw: stopping: in-flight requests may finish within %.0f s "
                     "(Ctrl-C again to quit now)\n", g_drain_s);
-    lg_run_interrupt(r, g_drain_s);
+    for (int k = 0; k < SWEEP_SLOTS; k++)
+        if (g_run[k])
+            lg_run_interrupt(g_run[k], g_drain_s);
     pthread_mutex_unlock(&g_mu);
 }
 
 /* The bundled engine's scheduler stopped on a failed step (scheduler thread).
  * From now on every request would get a 503: stop issuing instead of
  * recording levels of failures; what was measured is kept, and the sweep
- * exits 1 with the engine's reason. */
+ * exits 1 with the engine's reason. Both sides of an A/B stop: a failed side
+ * leaves nothing to compare. */
 static void on_engine_failure(void *arg, const char *msg)
 {
     (void)arg;
     (void)msg; /* read back with eng_failed once the sweep returns */
     pthread_mutex_lock(&g_mu);
-    if (g_run)
-        lg_run_interrupt(g_run, 0);
+    for (int k = 0; k < SWEEP_SLOTS; k++)
+        if (g_run[k])
+            lg_run_interrupt(g_run[k], 0);
     pthread_mutex_unlock(&g_mu);
 }
 
-static void publish(lg_run *run, ll_rec_writer *w)
+static void publish(int slot, lg_run *run, ll_rec_writer *w)
 {
     pthread_mutex_lock(&g_mu);
-    g_run = run;
-    g_writer = w;
+    g_run[slot] = run;
+    g_writer[slot] = w;
     pthread_mutex_unlock(&g_mu);
 }
 
@@ -122,7 +131,8 @@ static int start_target(const sweep_job *j, host_engine *host, const char **url,
     if (*url) {
         if (*model)
             return CLI_OK;
-        fprintf(stderr, "loadlaw sweep: --model is required with a remote --url\n");
+        fprintf(stderr, "loadlaw sweep: --model is required with a remote --url%s\n",
+                j->slot ? " (B's: a second --model, or one for both)" : "");
         return CLI_USAGE;
     }
     int rc = host_engine_start(host, j->engine_spec, j->profile_dir, on_engine_failure, err, sizeof err);
@@ -202,7 +212,7 @@ static int run_levels(const sweep_job *j, const char *url, const char *model, ho
     /* How long rank 0 waits for a rank past its own share of a level: that
      * rank's last request may run a whole timeout, then a drain. */
     double wait_s = j->scn->timeout_s + j->scn->drain_s + 30;
-    const lg_dist *dist = NULL;
+    const lg_dist *dist = j->turns; /* an interleaved A/B's turns, or the ranks' hooks */
     if (j->mpi && mpi_sweep_dist(j->mpi, w, rec_path, wait_s, &dist)) {
         fprintf(stderr, "loadlaw sweep: out of memory\n");
         return CLI_FAIL;
@@ -220,7 +230,7 @@ static int run_levels(const sweep_job *j, const char *url, const char *model, ho
     }
     /* After the run line: a record before it would make the file unreadable. */
     host_engine_attach(host, w);
-    publish(run, w);
+    publish(j->slot, run, w);
     char why[256];
     if (bundled && host_engine_failed(host, why, sizeof why))
         lg_run_interrupt(run, 0); /* it failed before on_engine_failure could see the run */
@@ -245,16 +255,16 @@ static int run_levels(const sweep_job *j, const char *url, const char *model, ho
     if (j->mpi && (rc == 0 || rc == LL_EINTR))
         mpi_sweep_synced(j->mpi);
     /* The writer stays published: a second Ctrl-C still drains it. */
-    publish(NULL, w);
+    publish(j->slot, NULL, w);
     lg_run_free(run);
     return rc == LL_EINTR ? CLI_INTERRUPTED : rc ? CLI_FAIL : CLI_OK;
 }
 
 /* Detach the engine, then close the writer: every record is on disk. */
-static int close_records(host_engine *host, ll_rec_writer *w)
+static int close_records(int slot, host_engine *host, ll_rec_writer *w)
 {
     host_engine_detach(host);
-    publish(NULL, NULL);
+    publish(slot, NULL, NULL);
     int rc = ll_rec_close(w);
     if (rc)
         fprintf(stderr, "loadlaw sweep: writing the records failed: %s\n", ll_strerror(rc));
@@ -350,34 +360,51 @@ out:
     return ret;
 }
 
-int sweep_one(const sweep_job *j)
+int sweep_side_open(const sweep_job *j, sweep_side *sd)
 {
-    host_engine host = {0};
-    ll_rec_writer *w = NULL;
-    const char *url = NULL, *model = NULL;
-    size_t n_ok = 0;
-    char why[512], rec_path[4200], *hold_url = NULL, *hold_model = NULL;
+    memset(sd, 0, sizeof *sd);
     int rank = j->mpi ? mpi_sweep_rank(j->mpi) : 0;
-    int ret = rank == 0 ? start_target(j, &host, &url, &model) : CLI_OK;
+    int ret = rank == 0 ? start_target(j, &sd->host, &sd->url, &sd->model) : CLI_OK;
     if (j->mpi)
-        ret = sweep_share_target(j, ret, &url, &model, &hold_url, &hold_model);
+        ret = sweep_share_target(j, ret, &sd->url, &sd->model, &sd->hold_url, &sd->hold_model);
     if (ret == CLI_OK)
-        ret = open_records(j->run_dir, rank, &w, rec_path, sizeof rec_path);
-    if (ret != CLI_OK)
-        goto out;
-    ret = run_levels(j, url, model, &host, w, rec_path, &n_ok);
-    int crc = close_records(&host, w);
-    w = NULL;
-    if (ret == CLI_OK)
-        ret = crc;
+        ret = open_records(j->run_dir, rank, &sd->w, sd->rec_path, sizeof sd->rec_path);
+    return ret;
+}
+
+int sweep_side_run(const sweep_job *j, sweep_side *sd)
+{
+    int ret = run_levels(j, sd->url, sd->model, &sd->host, sd->w, sd->rec_path, &sd->n_ok);
+    int crc = close_records(j->slot, &sd->host, sd->w);
+    sd->w = NULL;
+    return ret == CLI_OK ? crc : ret;
+}
+
+void sweep_side_abandon(sweep_side *sd)
+{
+    if (sd->w) { /* opened, never run: the run line alone stays */
+        host_engine_detach(&sd->host);
+        ll_rec_close(sd->w);
+        sd->w = NULL;
+    }
+    host_engine_stop(&sd->host);
+    free(sd->hold_url);
+    free(sd->hold_model);
+    sd->hold_url = sd->hold_model = NULL;
+}
+
+int sweep_side_finish(const sweep_job *j, sweep_side *sd, int ret)
+{
+    char why[512];
+    int rank = j->mpi ? mpi_sweep_rank(j->mpi) : 0;
     if (rank != 0)
         goto out; /* its records are in rank 0's file; rank 0 fits and reports */
-    if (host_engine_failed(&host, why, sizeof why)) {
+    if (host_engine_failed(&sd->host, why, sizeof why)) {
         fprintf(stderr, "loadlaw sweep: the bundled engine failed: %s (records so far are kept)\n", why);
         ret = CLI_FAIL;
     }
     /* Failures are data, but a run where nothing succeeded measured nothing. */
-    int none_ok = ret == CLI_OK && n_ok == 0;
+    int none_ok = ret == CLI_OK && sd->n_ok == 0;
     /* An interrupted or failed run still gets the summary of what it recorded. */
     int frc = finish(j->run_dir, ret == CLI_OK && !none_ok && !j->no_report, none_ok ? 1.0 : j->scn->max_failed);
     if (none_ok) {
@@ -387,14 +414,20 @@ int sweep_one(const sweep_job *j)
     if (ret == CLI_OK)
         ret = frc;
 out:
-    if (w) {
-        host_engine_detach(&host);
-        ll_rec_close(w);
-    }
-    host_engine_stop(&host);
-    free(hold_url);
-    free(hold_model);
+    sweep_side_abandon(sd);
     return ret;
+}
+
+int sweep_one(const sweep_job *j)
+{
+    sweep_side sd;
+    int ret = sweep_side_open(j, &sd);
+    if (ret != CLI_OK) {
+        sweep_side_abandon(&sd);
+        return ret;
+    }
+    ret = sweep_side_run(j, &sd);
+    return sweep_side_finish(j, &sd, ret);
 }
 
 /* ---- the command ------------------------------------------------------------ */
@@ -546,7 +579,8 @@ int cmd_sweep(int argc, char **argv)
                      .api_key = key && key[0] ? key : NULL, .quiet = o.quiet, .no_report = o.no_report,
                      .mpi = mpi, .metrics_urls = o.metrics_urls, .n_metrics_urls = o.n_metrics_urls,
                      .metrics_interval_s = o.metrics_interval_s, .no_metrics = o.no_metrics,
-                     .gpu_off = o.gpu_off};
+                     .gpu_off = o.gpu_off,
+                     .api_key_b = o.n_api_keys == 2 && o.api_keys[1][0] ? o.api_keys[1] : NULL};
     ret = scn->ab.enabled ? sweep_ab(&job, run_dir) : sweep_one(&job);
     cli_signals_stop();
 out:

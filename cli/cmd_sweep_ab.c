@@ -1,14 +1,37 @@
-/* cmd_sweep_ab.c: `loadlaw sweep` of a scenario with "ab": the same sweep on
- * two bundled-engine specs (e.g. attn=naive vs attn=tiled), each side a
- * normal run directory OUT/<name> with its own in-process engine, then the
- * two compared exactly as `loadlaw compare OUT/<a> OUT/<b> --html
- * OUT/compare.html [--expect-speedup G]` does: this file calls compare_runs
- * (cli.h), the function behind that command.
+/* cmd_sweep_ab.c: `loadlaw sweep` with two targets: a scenario with "ab" (two
+ * bundled-engine specs, e.g. attn=naive vs attn=tiled) or two --url (two
+ * remote servers, each with its model and key). Each side is a normal run
+ * directory OUT/<name>; then the two are compared exactly as `loadlaw compare
+ * OUT/<a> OUT/<b> --html OUT/compare.html [--expect-speedup G]` does: this
+ * file calls compare_runs (cli.h), the function behind that command.
+ *
+ * DESIGN (order): interleaved (the default) runs each level on A, then on B,
+ * and with R repeats in ABBA order (scn_ab_side_at): a load that comes and
+ * goes on a shared machine, or a drift (thermal state, other tenants), then
+ * hits both sides of a level alike instead of one side's whole sweep, and a
+ * linear drift cancels within every two pairs. Each side's levels are the
+ * scenario's, each repeated R times in a row, tagged with their repeat, pair
+ * and place in the order (scn_level.repeat/pair/seq -> the level records),
+ * which is what compare pairs. Sequential runs all of A, then all of B.
+ *
+ * DESIGN (threads, interleaved): both targets are started and both records
+ * opened on this thread, one after the other. Then each side's sweep runs on
+ * its own thread, and the two take turns through loadgen's per-level hooks
+ * (lg_dist, with one rank): before_level blocks until the schedule names
+ * this side and level (and until both sides are ready, so B's setup never
+ * overlaps A's first level); after_level, once the level has drained, hands
+ * the turn on. So only one side is loaded at a time; the idle engine waits
+ * on its condition variable. A side that stops (interrupted, failed) stops
+ * the other at its next turn. The fits, tables and reports run only after
+ * both threads are joined, so they never load the machine while a side
+ * measures.
  *
  * Each side's engine writes its profiler traces into its run directory: both
  * engines live in one process, and the default name (pid and a per-engine
  * sequence number) would make side B overwrite side A's trace in /tmp. */
 #include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +40,53 @@
 #include "common.h"
 #include "report.h"
 #include "sweep.h"
+
+/* One line and CLI_USAGE, as the option table's errors (opts.h). */
+static int usage(const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "loadlaw sweep: %s\n", msg);
+    return CLI_USAGE;
+}
+
+/* Two --url: the "ab" of two remote sides, A and B, in RUN_DIR/a and /b. */
+static int apply_two_urls(const sweep_opts *o, scn_scenario *s)
+{
+    for (int k = 0; k < 2; k++) {
+        const char *u = o->urls[k], *m = o->models[o->n_models == 2 ? k : 0];
+        if (strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0)
+            return usage("--url: expected an http(s):// URL, got '%s'", u);
+        scn_ab_side *sd = &s->ab.side[k];
+        if (scn_set_str(&sd->name, k ? "b" : "a") || scn_set_str(&sd->url, u) ||
+            (m && scn_set_str(&sd->model, m)))
+            return usage("out of memory");
+    }
+    s->ab.enabled = 1;
+    s->ab.repeat = 1;
+    s->ab.order = SCN_AB_INTERLEAVED;
+    /* the sides hold the targets (the scenario's model stays, for a side
+     * without its own) */
+    return scn_set_str(&s->url, NULL) ? usage("out of memory") : 0;
+}
+
+int sweep_apply_ab_flags(const sweep_opts *o, scn_scenario *s)
+{
+    int rc;
+    if (o->n_urls == 2 && (rc = apply_two_urls(o, s)))
+        return rc;
+    if (!s->ab.enabled && (o->repeat > 0 || o->order))
+        return usage("%s: needs two targets (an \"ab\" scenario, or --url A --url B)",
+                     o->order ? "--order" : "--repeat");
+    if (o->repeat > 0)
+        s->ab.repeat = (int)o->repeat;
+    if (o->order)
+        s->ab.order = o->order[0] == 's' ? SCN_AB_SEQUENTIAL : SCN_AB_INTERLEAVED;
+    return 0;
+}
 
 /* The last profile record of a run that names a written trace. */
 typedef struct trace_find {
@@ -93,11 +163,228 @@ static void print_traces(const scn_ab *ab, char dirs[2][4096])
     rpt_categories_free(cats);
 }
 
+/* ---- the order ---------------------------------------------------------------- */
+
+/* Each side's levels: the scenario's, each R times in a row, tagged. The
+ * turns (interleaved): side and side-level index in the order they run. */
+typedef struct ab_turn {
+    int side, level;
+} ab_turn;
+
+typedef struct ab_plan {
+    scn_level *levels[2];
+    size_t n_levels;          /* per side: n * R */
+    ab_turn *turns;           /* 2 * n * R (interleaved only) */
+    size_t n_turns;
+} ab_plan;
+
+static void plan_free(ab_plan *p)
+{
+    free(p->levels[0]);
+    free(p->levels[1]);
+    free(p->turns);
+}
+
+static int plan_make(const scn_scenario *scn, ab_plan *p)
+{
+    int R = scn->ab.repeat > 0 ? scn->ab.repeat : 1, inter = scn->ab.order == SCN_AB_INTERLEAVED;
+    size_t n = scn->n_levels;
+    memset(p, 0, sizeof *p);
+    p->n_levels = n * (size_t)R;
+    p->levels[0] = calloc(p->n_levels ? p->n_levels : 1, sizeof *p->levels[0]);
+    p->levels[1] = calloc(p->n_levels ? p->n_levels : 1, sizeof *p->levels[1]);
+    p->turns = calloc(2 * p->n_levels + 1, sizeof *p->turns);
+    if (!p->levels[0] || !p->levels[1] || !p->turns) {
+        plan_free(p);
+        return LL_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int next[2] = {0, 0}; /* each side's next repeat of level i */
+        for (int k = 0; k < 2 * R; k++) {
+            int side = scn_ab_side_at(k), r = next[side]++;
+            size_t j = i * (size_t)R + (size_t)r;
+            scn_level *L = &p->levels[side][j];
+            *L = scn->levels[i];
+            L->ab_tagged = 1;
+            L->repeat = r;
+            /* Pair k/2 of level i holds repeat k/2 of each side. */
+            L->pair = inter ? (int)(i * (size_t)R) + k / 2 : -1;
+            L->seq = inter ? (int)(i * 2 * (size_t)R) + k : -1;
+            if (inter)
+                p->turns[p->n_turns++] = (ab_turn){side, (int)j};
+        }
+    }
+    return 0;
+}
+
+/* ---- taking turns (interleaved) ------------------------------------------------ */
+
+typedef struct ab_baton {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    const ab_turn *turns;
+    size_t n_turns, pos;      /* the turn running or next */
+    int ready;                /* sides that reached their first level */
+    int stop_rc;              /* 0, or why both stop: LL_EINTR (interrupted), LL_EIO (a side failed) */
+} ab_baton;
+
+typedef struct ab_hand {
+    ab_baton *b;
+    int side, seen;
+    lg_dist dist;
+} ab_hand;
+
+static int on_before(void *ctx, int level, int stop, int64_t *epoch_ns, char *err, size_t errlen)
+{
+    ab_hand *h = ctx;
+    ab_baton *b = h->b;
+    (void)epoch_ns; /* each side keeps its own run clock */
+    pthread_mutex_lock(&b->mu);
+    if (!h->seen) {
+        h->seen = 1;
+        b->ready++;
+        pthread_cond_broadcast(&b->cv);
+    }
+    if (stop && !b->stop_rc) {
+        b->stop_rc = LL_EINTR;
+        pthread_cond_broadcast(&b->cv);
+    }
+    while (!b->stop_rc && (b->ready < 2 || b->pos >= b->n_turns || b->turns[b->pos].side != h->side ||
+                           b->turns[b->pos].level != level))
+        pthread_cond_wait(&b->cv, &b->mu);
+    int rc = b->stop_rc;
+    pthread_mutex_unlock(&b->mu);
+    if (rc && rc != LL_EINTR)
+        ll_errf(err, errlen, "side %c stops: side %c did not finish", 'a' + h->side, 'a' + !h->side);
+    return rc;
+}
+
+static int on_after(void *ctx, int level, ll_rec_level_end *le, char *err, size_t errlen)
+{
+    ab_hand *h = ctx;
+    (void)level;
+    (void)le;
+    (void)err;
+    (void)errlen;
+    pthread_mutex_lock(&h->b->mu);
+    h->b->pos++;
+    pthread_cond_broadcast(&h->b->cv);
+    pthread_mutex_unlock(&h->b->mu);
+    return 0;
+}
+
+/* A side's thread ended: one that did not run all its turns stops the other. */
+static void side_done(ab_baton *b, int ret)
+{
+    pthread_mutex_lock(&b->mu);
+    if (ret != CLI_OK && !b->stop_rc)
+        b->stop_rc = ret == CLI_INTERRUPTED ? LL_EINTR : LL_EIO;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+}
+
+typedef struct ab_thread {
+    const sweep_job *job;
+    sweep_side *side;
+    ab_baton *baton;
+    int ret;
+} ab_thread;
+
+static void *side_main(void *arg)
+{
+    ab_thread *t = arg;
+    t->ret = sweep_side_run(t->job, t->side);
+    side_done(t->baton, t->ret);
+    return NULL;
+}
+
+/* The worse of two exit codes: interrupted, then failure, then usage, then ok. */
+static int worse(int a, int b)
+{
+    static const int rank[] = {CLI_INTERRUPTED, CLI_FAIL, CLI_USAGE, CLI_GATE, CLI_OK};
+    for (size_t i = 0; i < sizeof rank / sizeof rank[0]; i++)
+        if (a == rank[i] || b == rank[i])
+            return rank[i];
+    return a;
+}
+
+static int run_interleaved(const sweep_job jobs[2], const ab_plan *p)
+{
+    ab_baton b = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .turns = p->turns,
+                  .n_turns = p->n_turns};
+    ab_hand hands[2];
+    sweep_job j[2] = {jobs[0], jobs[1]};
+    sweep_side sd[2];
+    ab_thread th[2];
+    pthread_t tid[2];
+    int started[2] = {0, 0}, ret = CLI_OK;
+    for (int k = 0; k < 2; k++) {
+        hands[k] = (ab_hand){.b = &b, .side = k};
+        hands[k].dist = (lg_dist){.rank = 0, .ranks = 1, .before_level = on_before, .after_level = on_after,
+                                  .ctx = &hands[k]};
+        j[k].turns = &hands[k].dist;
+    }
+    /* Both targets up and both records open before any level runs. */
+    int orc[2] = {CLI_FAIL, CLI_FAIL};
+    for (int k = 0; k < 2; k++) {
+        fprintf(stderr, "loadlaw sweep: ab side %c (%s): %s\n", 'a' + k, j[k].run_dir,
+                j[k].scn->url ? j[k].scn->url : j[k].engine_spec ? j[k].engine_spec : "engine defaults");
+        if ((orc[k] = sweep_side_open(&j[k], &sd[k])) != CLI_OK)
+            break;
+    }
+    if (orc[0] != CLI_OK || orc[1] != CLI_OK) {
+        for (int k = 0; k < 2; k++)
+            if (k == 0 || orc[0] == CLI_OK) /* B was tried only when A opened */
+                sweep_side_abandon(&sd[k]);
+        return orc[0] != CLI_OK ? orc[0] : orc[1];
+    }
+    for (int k = 0; k < 2; k++) {
+        th[k] = (ab_thread){.job = &j[k], .side = &sd[k], .baton = &b, .ret = CLI_FAIL};
+        if (pthread_create(&tid[k], NULL, side_main, &th[k]) == 0) {
+            started[k] = 1;
+        } else {
+            fprintf(stderr, "loadlaw sweep: cannot start side %c's thread\n", 'a' + k);
+            side_done(&b, CLI_FAIL);
+        }
+    }
+    for (int k = 0; k < 2; k++)
+        if (started[k])
+            pthread_join(tid[k], NULL);
+    /* Both runs' records are complete: now fit them, one at a time. */
+    for (int k = 0; k < 2; k++) {
+        if (!started[k]) {
+            sweep_side_abandon(&sd[k]);
+            ret = worse(ret, CLI_FAIL);
+            continue;
+        }
+        printf("\n== %s\n", j[k].run_dir);
+        ret = worse(ret, sweep_side_finish(&j[k], &sd[k], th[k].ret));
+    }
+    pthread_mutex_destroy(&b.mu);
+    pthread_cond_destroy(&b.cv);
+    return ret;
+}
+
+static int run_sequential(const sweep_job jobs[2])
+{
+    for (int k = 0; k < 2; k++) {
+        fprintf(stderr, "loadlaw sweep: ab side %c (%s): %s\n", 'a' + k, jobs[k].run_dir,
+                jobs[k].scn->url ? jobs[k].scn->url : jobs[k].engine_spec ? jobs[k].engine_spec : "engine defaults");
+        int ret = sweep_one(&jobs[k]);
+        if (ret != CLI_OK)
+            return ret; /* an interrupted or failed side has nothing to compare */
+    }
+    return CLI_OK;
+}
+
 int sweep_ab(const sweep_job *base, const char *out_dir)
 {
     const scn_ab *ab = &base->scn->ab;
     const char *base_spec = base->engine_spec;
     char dirs[2][4096], spec[2][2048], html[4200], err[512];
+    scn_scenario scn[2];
+    sweep_job jobs[2];
+    ab_plan plan;
     int ret = CLI_OK;
     if (ll_mkdir_p(out_dir, err, sizeof err)) {
         fprintf(stderr, "loadlaw sweep: %s\n", err);
@@ -106,23 +393,38 @@ int sweep_ab(const sweep_job *base, const char *out_dir)
     for (int k = 0; k < 2; k++) {
         const scn_ab_side *s = &ab->side[k];
         /* The side's keys come last, so they win over the shared "engine". */
-        int ns = snprintf(spec[k], sizeof spec[k], "%s%s%s", base_spec ? base_spec : "", base_spec ? "," : "",
-                          s->engine);
+        int ns = snprintf(spec[k], sizeof spec[k], "%s%s%s", base_spec ? base_spec : "",
+                          base_spec && s->engine ? "," : "", s->engine ? s->engine : "");
         int nd = snprintf(dirs[k], sizeof dirs[k], "%s/%s", out_dir, s->name);
         if (ns >= (int)sizeof spec[k] || nd >= (int)sizeof dirs[k]) {
             fprintf(stderr, "loadlaw sweep: ab.%c: engine spec or run directory too long\n", 'a' + k);
             return CLI_USAGE;
         }
     }
-    for (int k = 0; k < 2; k++) {
-        sweep_job j = *base;
-        j.engine_spec = spec[k];
-        j.run_dir = dirs[k];
-        j.profile_dir = dirs[k];
-        fprintf(stderr, "loadlaw sweep: ab side %c (%s): %s\n", 'a' + k, ab->side[k].name, spec[k]);
-        if ((ret = sweep_one(&j)) != CLI_OK)
-            return ret; /* an interrupted or failed side has nothing to compare */
+    if (plan_make(base->scn, &plan)) {
+        fprintf(stderr, "loadlaw sweep: out of memory\n");
+        return CLI_FAIL;
     }
+    for (int k = 0; k < 2; k++) {
+        const scn_ab_side *s = &ab->side[k];
+        /* A shallow copy that owns nothing: the side's levels and target. */
+        scn[k] = *base->scn;
+        scn[k].levels = plan.levels[k];
+        scn[k].n_levels = plan.n_levels;
+        scn[k].url = s->url;
+        scn[k].model = s->model ? s->model : base->scn->model;
+        jobs[k] = *base;
+        jobs[k].scn = &scn[k];
+        jobs[k].engine_spec = s->url ? NULL : spec[k];
+        jobs[k].run_dir = dirs[k];
+        jobs[k].profile_dir = dirs[k];
+        jobs[k].slot = k;
+        jobs[k].api_key = k && base->api_key_b ? base->api_key_b : base->api_key;
+    }
+    ret = ab->order == SCN_AB_INTERLEAVED ? run_interleaved(jobs, &plan) : run_sequential(jobs);
+    plan_free(&plan);
+    if (ret != CLI_OK)
+        return ret;
     print_traces(ab, dirs);
     snprintf(html, sizeof html, "%s/compare.html", out_dir);
     compare_opts co;
@@ -131,7 +433,8 @@ int sweep_ab(const sweep_job *base, const char *out_dir)
     co.have_expect = ab->expect_x > 0;
     co.expect_x = ab->expect_x;
     co.expect_c = ab->expect_c;
-    printf("\n== compare %s (A) vs %s (B)\n", ab->side[0].name, ab->side[1].name);
+    printf("\n== compare %s (A) vs %s (B)%s\n", ab->side[0].name, ab->side[1].name,
+           ab->order == SCN_AB_INTERLEAVED ? ", paired (interleaved)" : "");
     fflush(stdout);
     return compare_runs(dirs[0], dirs[1], &co);
 }

@@ -4,15 +4,27 @@
 #ifndef LOADLAW_SWEEP_H
 #define LOADLAW_SWEEP_H
 
+#include "host_engine.h"
+#include "loadgen.h"
 #include "scenario.h"
 
 typedef struct mpi_sweep mpi_sweep; /* mpi_sweep.h */
+
+/* Runs that may be driven at once: the two sides of an interleaved A/B. */
+#define SWEEP_SLOTS 2
 
 /* The command line as given; NULL / -1 = not given (the scenario decides). */
 #define SWEEP_MAX_HEADERS 64
 #define SWEEP_MAX_METRICS_URLS 16
 typedef struct sweep_opts {
+    /* url, model, api_key: the first --url/--model/--api-key (A's); a second
+     * one of each is B's (urls[1], ...): two --url make an A/B of two remote
+     * servers; one --model or --api-key with two --url serves both. */
     const char *scenario, *url, *engine, *model, *endpoint, *api_key, *output, *prompts, *arrival;
+    const char *urls[2], *models[2], *api_keys[2];
+    int n_urls, n_models, n_api_keys;
+    long repeat;                         /* --repeat R (A/B only); -1 = not given */
+    const char *order;                   /* --order interleaved|sequential; NULL = not given */
     const char *conc, *rate, *timeout, *max_failed;
     const char *requests, *duration;     /* one value for every level, or one per level */
     const char *prompt_tokens, *prompt_words, *tokenizer, *extra_body, *endpoint_path;
@@ -62,6 +74,10 @@ typedef struct sweep_job {
     double metrics_interval_s;
     int no_metrics;
     int gpu_off;                 /* no NVML sampler (gpu_sample.h); rank 0 only */
+    int slot;                    /* 0, or 1 for an A/B's side B (signals' slot, SWEEP_SLOTS) */
+    const lg_dist *turns;        /* an interleaved A/B's turn-taking hooks (cmd_sweep_ab.c);
+                                  * NULL otherwise; never with mpi */
+    const char *api_key_b;       /* A/B: side B's key (NULL: api_key for both) */
 } sweep_job;
 
 /* K ranks (sweep_share.c). Rank 0's outcome of preparing the job (ret:
@@ -85,10 +101,36 @@ int sweep_share_target(const sweep_job *j, int ret, const char **url, const char
  * (CLI_INTERRUPTED after a SIGINT). */
 int sweep_one(const sweep_job *j);
 
-/* The scenario's "ab" form: sweep_one per side into out_dir/<name>, the
- * sides' trace breakdowns, then compare_runs (cli.h) of the two runs with
- * out_dir/compare.html and the scenario's gate. CLI_* exit code (CLI_GATE
- * when the gate is missed). */
+/* sweep_one in three steps, for an interleaved A/B that opens both sides
+ * first, runs them on two threads, then fits them one after the other:
+ * open (start the target, open the records; CLI_OK or an exit code, then
+ * sweep_side_abandon), run (every level, then close the records; the records
+ * are complete when it returns), finish (the fit, tables, summary, report;
+ * stops the engine; returns the exit code given ret, the run's). */
+typedef struct sweep_side {
+    host_engine host;
+    ll_rec_writer *w;
+    const char *url, *model;
+    char rec_path[4200];
+    char *hold_url, *hold_model;
+    size_t n_ok;
+} sweep_side;
+int sweep_side_open(const sweep_job *j, sweep_side *sd);
+int sweep_side_run(const sweep_job *j, sweep_side *sd);
+int sweep_side_finish(const sweep_job *j, sweep_side *sd, int ret);
+void sweep_side_abandon(sweep_side *sd);
+
+/* Two --url (sweep_opts.urls): the scenario's "ab" with two remote sides
+ * named "a" and "b", each with its model (--model once for both, or twice),
+ * and --order/--repeat laid over any "ab". 0, or CLI_USAGE after a one-line
+ * message (e.g. --repeat without two targets). */
+int sweep_apply_ab_flags(const sweep_opts *o, scn_scenario *s);
+
+/* The scenario's "ab" form: each side into out_dir/<name>, interleaved level
+ * by level (ABBA with repeats; scenario.h scn_ab) or one side after the
+ * other, the sides' trace breakdowns, then compare_runs (cli.h) of the two
+ * runs with out_dir/compare.html and the scenario's gate. CLI_* exit code
+ * (CLI_GATE when the gate is missed). */
 int sweep_ab(const sweep_job *base, const char *out_dir);
 
 #endif

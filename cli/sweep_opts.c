@@ -26,20 +26,28 @@ enum {
     K_URL = 256, K_ENGINE, K_MODEL, K_ENDPOINT, K_API_KEY, K_WARMUP, K_RATE, K_ARRIVAL, K_DURATION, K_THREADS,
     K_MAX_TOKENS, K_THINK_TOKENS, K_TIMEOUT, K_SEED, K_PROMPTS, K_NO_REPORT, K_PROMPT_TOKENS, K_PROMPT_WORDS,
     K_TOKENIZER, K_HEADER, K_EXTRA_BODY, K_ENDPOINT_PATH, K_NO_CONT_USAGE, K_MAX_FAILED,
-    K_METRICS_URL, K_METRICS_INTERVAL, K_NO_METRICS, K_GPU,
+    K_METRICS_URL, K_METRICS_INTERVAL, K_NO_METRICS, K_GPU, K_REPEAT, K_ORDER,
 };
 
 static const cli_opt sweep_table[] = {
     {NULL, 0, NULL, "target:"},
-    {"url", K_URL, "URL", "remote server (default: start the bundled engine in-process)"},
+    {"url", K_URL, "URL", "remote server (default: start the bundled engine in-process); twice: an A/B of "
+                "two servers (A the baseline, then B) into RUN_DIR/a and RUN_DIR/b, then compared"},
     {"engine", K_ENGINE, "SPEC", "bundled engine settings, e.g. backend=synthetic,law=52+30n,time_scale=0.1"},
-    {"model", K_MODEL, "NAME", "model to ask for (default: the bundled engine's name)"},
+    {"model", K_MODEL, "NAME", "model to ask for (default: the bundled engine's name); with two --url: "
+                "once for both, or twice (A's, then B's)"},
     {"endpoint", K_ENDPOINT, "chat|completions|responses|generate",
      "the API to call (responses: OpenAI Responses API; generate: SGLang's native /generate)"},
     {"endpoint-path", K_ENDPOINT_PATH, "PATH", "path under --url instead of the endpoint's standard one "
                 "(e.g. /openai/v1/chat/completions)"},
     {"header", K_HEADER, "'K: V'", "extra request header (repeatable; 'K:V' also accepted)"},
-    {"api-key", K_API_KEY, "KEY", "Bearer token (default: $OPENAI_API_KEY); never written anywhere"},
+    {"api-key", K_API_KEY, "KEY", "Bearer token (default: $OPENAI_API_KEY); never written anywhere; with "
+                "two --url: once for both, or twice (A's, then B's)"},
+    {NULL, 0, NULL, "A/B (an \"ab\" scenario, or two --url):"},
+    {"order", K_ORDER, "interleaved|sequential", "interleaved (default): level by level, A then B, one side "
+                "loaded at a time; sequential: all of A, then all of B"},
+    {"repeat", K_REPEAT, "R", "run each level R times per side (default 1); interleaved, in ABBA order "
+                "(A B B A A B ...) so a linear drift cancels"},
     {NULL, 0, NULL, "load:"},
     {"concurrency", 'c', "L", "closed-loop levels, e.g. 1,2,4,8,16,32,64"},
     {"requests", 'n', "N[,N..]", "measured requests per level: one value for all, or one per level "
@@ -94,10 +102,13 @@ static const cli_cmd sweep_cmd = {
     "The run line in records.jsonl says which (\"defaults\": \"bundled\", \"remote\", \"file\").\n"
     "Scenario names are looked up as given, then in the source tree, then in\n"
     "$LOADLAW_DATADIR (default " LOADLAW_DATADIR ")/scenarios.\n"
-    "A scenario with \"ab\" (e.g. scenarios/kernel-ab.json) runs the sweep once per side,\n"
+    "A scenario with \"ab\" (e.g. scenarios/kernel-ab.json) runs the sweep on both sides,\n"
     "each on its own bundled engine, into RUN_DIR/<side>, then compares them as\n"
     "`loadlaw compare` does (RUN_DIR/compare.html; exit 3 when its expect_speedup is\n"
-    "missed); --engine and --url are usage errors there (edit the sides instead).\n",
+    "missed); --engine and --url are usage errors there (edit the sides instead).\n"
+    "Two --url do the same with two remote servers (RUN_DIR/a, RUN_DIR/b). The sides\n"
+    "run interleaved by default: each level on A then on B, with --repeat R in ABBA\n"
+    "order, and compare pairs them (docs/records.md: level \"repeat\", \"pair\", \"seq\").\n",
     sweep_table,
     "exit codes: 0 ok, 1 failure, 2 usage error, 3 ab gate missed, 130 interrupted (records kept)\n",
 };
@@ -122,11 +133,33 @@ static int on_opt(const cli_opt *opt, const char *v, void *ctx)
         return 0;
     }
     switch (opt->key) {
-    case K_URL: o->url = v; break;
+    case K_URL:
+        if (o->n_urls == 2)
+            return cli_usage_error(&sweep_cmd, "--url: at most two (A, the baseline, then B)");
+        o->urls[o->n_urls++] = v;
+        o->url = o->urls[0];
+        break;
     case K_ENGINE: o->engine = v; break;
-    case K_MODEL: o->model = v; break;
+    case K_MODEL:
+        if (o->n_models == 2)
+            return cli_usage_error(&sweep_cmd, "--model: at most two (A's, then B's)");
+        o->models[o->n_models++] = v;
+        o->model = o->models[0];
+        break;
     case K_ENDPOINT: o->endpoint = v; break;
-    case K_API_KEY: o->api_key = v; break;
+    case K_API_KEY:
+        /* the key itself is never echoed, here or anywhere */
+        if (o->n_api_keys == 2)
+            return cli_usage_error(&sweep_cmd, "--api-key: at most two (A's, then B's)");
+        o->api_keys[o->n_api_keys++] = v;
+        o->api_key = o->api_keys[0];
+        break;
+    case K_ORDER:
+        if (strcmp(v, "interleaved") && strcmp(v, "sequential"))
+            return cli_usage_error(&sweep_cmd, "--order: expected interleaved or sequential, got '%s'", v);
+        o->order = v;
+        break;
+    case K_REPEAT: return parse_long("--repeat", v, 1, SCN_AB_MAX_REPEAT, &o->repeat);
     case 'o': o->output = v; break;
     case K_PROMPTS: o->prompts = v; break;
     case K_ARRIVAL: o->arrival = v; break;
@@ -182,8 +215,20 @@ static int on_opt(const cli_opt *opt, const char *v, void *ctx)
 int sweep_parse_args(int argc, char **argv, sweep_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->warmup = o->threads = o->max_tokens = o->think_tokens = o->seed = -1;
-    return cli_parse(&sweep_cmd, argc, argv, on_opt, o);
+    o->warmup = o->threads = o->max_tokens = o->think_tokens = o->seed = o->repeat = -1;
+    int rc = cli_parse(&sweep_cmd, argc, argv, on_opt, o);
+    if (rc != CLI_GO_ON)
+        return rc;
+    /* A second --model or --api-key is B's: it needs a B. */
+    if (o->n_urls < 2 && o->n_models == 2)
+        return cli_usage_error(&sweep_cmd, "--model given twice but %s --url (a second --model is B's; "
+                               "give --url A --url B)", o->n_urls ? "one" : "no");
+    if (o->n_urls < 2 && o->n_api_keys == 2)
+        return cli_usage_error(&sweep_cmd, "--api-key given twice but %s --url (a second --api-key is B's; "
+                               "give --url A --url B)", o->n_urls ? "one" : "no");
+    if (o->n_urls == 2 && o->engine)
+        return cli_usage_error(&sweep_cmd, "--engine with two --url: both sides are remote servers");
+    return rc;
 }
 
 static int is_file(const char *p)
@@ -520,7 +565,7 @@ int sweep_apply_flags(const sweep_opts *o, scn_scenario *s)
 {
     int rc;
     if ((rc = apply_target(o, s)) || (rc = apply_levels(o, s)) || (rc = apply_level_load(o, s)) ||
-        (rc = apply_request(o, s)) || (rc = apply_prompts(o, s)))
+        (rc = apply_request(o, s)) || (rc = apply_prompts(o, s)) || (rc = sweep_apply_ab_flags(o, s)))
         return rc;
     return 0;
 }

@@ -14,15 +14,20 @@
  * requests 0.86 / 0.48 / 0.30 (widths 0.009 vs 0.044 at C = 16, the
  * sqrt(C)-ish shrink). test_compare re-measures a smaller version. The RNG is
  * GSL's mt19937 with a fixed seed so the same runs always give the same
- * interval. */
+ * interval.
+
+ * The paired comparison of an interleaved A/B is compare_paired.c.
+ */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <gsl/gsl_cdf.h>
 #include <gsl/gsl_rng.h>
 
 #include "common.h"
+#include "compare_internal.h"
 #include "fit.h"
 
 void fit_compare_options_default(fit_compare_options *o)
@@ -31,25 +36,22 @@ void fit_compare_options_default(fit_compare_options *o)
     o->seed = 1;
     o->ci = 0.95;
     o->resample_requests = 0;
+    o->ignore_pairs = 0;
 }
 
 /* ---- per-request steady throughput ---------------------------------------- */
 
-typedef struct pair {
-    double tok, time_s;
-} pair;
-
-typedef LL_VEC(pair) pair_vec;
+typedef LL_VEC(cmp_unit) unit_vec;
 
 /* One unit per request: its whole decode span (first arrival -> last), for a
  * level without steady windows. */
-static int decode_span_units(const fit_run *run, const fit_level *L, pair_vec *out, size_t *n_req)
+static int decode_span_units(const fit_run *run, const fit_level *L, unit_vec *out, size_t *n_req)
 {
     for (size_t i = 0; i < fit_run_n_requests(run); i++) {
         const fit_request *q = fit_run_request(run, i);
         if (q->level != L->level || !q->ok || q->warmup || q->n_chunks < 2)
             continue;
-        pair u = {0, (q->chunks[q->n_chunks - 1].t_ns - q->chunks[0].t_ns) / 1e9};
+        cmp_unit u = {0, (q->chunks[q->n_chunks - 1].t_ns - q->chunks[0].t_ns) / 1e9};
         for (size_t k = 1; k < q->n_chunks; k++)
             u.tok += q->chunks[k].tokens;
         if (!(u.time_s > 0))
@@ -63,21 +65,21 @@ static int decode_span_units(const fit_run *run, const fit_level *L, pair_vec *o
 
 /* One unit per request: its steady gaps at N = C (tokens, seconds), the
  * resample_requests mode kept for test_compare's coverage check. */
-static int steady_request_units(const fit_result *res, size_t li, pair_vec *out, size_t *n_req)
+static int steady_request_units(const fit_result *res, size_t li, unit_vec *out, size_t *n_req)
 {
     const fit_level *L = &res->levels[li];
-    LL_VEC(pair) per = {0};
+    LL_VEC(cmp_unit) per = {0};
     LL_VEC(uint32_t) ids = {0};
     int rc = 0;
     for (size_t i = 0; i < res->n_samples && !rc; i++) {
         const fit_sample *s = &res->samples[i];
-        if (s->level_idx != (int32_t)li || !s->steady || s->n != L->concurrency)
+        if (s->level_idx != (int32_t)li || !s->steady || (L->closed_loop && s->n != L->concurrency))
             continue;
         /* samples are stream by stream: a new request starts a new unit */
         if (!ids.n || ids.v[ids.n - 1] != s->req_idx) {
             rc = ll_vec_push(&ids, s->req_idx);
             if (!rc)
-                rc = ll_vec_push(&per, ((pair){0, 0}));
+                rc = ll_vec_push(&per, ((cmp_unit){0, 0}));
         }
         if (!rc) {
             per.v[per.n - 1].tok += s->tokens;
@@ -97,11 +99,13 @@ static int steady_request_units(const fit_result *res, size_t li, pair_vec *out,
  * engine step"), or per request with per_request; their ratio is exactly
  * fit_level.steady_tok_per_s. steady = 0: one pair per request, its whole
  * decode span. *n_req counts the requests that contributed. */
-static int level_pairs(const fit_run *run, const fit_result *res, size_t li, int steady,
-                       int per_request, pair **out, size_t *n_out, size_t *n_req)
+static int level_units(const fit_run *run, const fit_result *res, size_t li, int steady,
+                       int per_request, cmp_unit **out, size_t *n_out, size_t *n_req)
 {
     const fit_level *L = &res->levels[li];
-    pair_vec v = {0};
+    /* closed loop: the steps at N = C; open loop: every steady step */
+    int at_n = L->closed_loop && L->concurrency > 0 ? L->concurrency : 0;
+    unit_vec v = {0};
     fit_step *st = NULL;
     size_t ns = 0;
     int rc = 0;
@@ -110,10 +114,10 @@ static int level_pairs(const fit_run *run, const fit_result *res, size_t li, int
         rc = decode_span_units(run, L, &v, n_req);
     } else if (per_request) {
         rc = steady_request_units(res, li, &v, n_req);
-    } else if (!(rc = fit_level_steps(res, li, L->concurrency, &st, &ns))) {
+    } else if (!(rc = fit_level_steps(res, li, at_n, &st, &ns))) {
         for (size_t k = 0; k < ns && !rc; k++)
-            rc = ll_vec_push(&v, ((pair){st[k].tokens, st[k].gap_ms / 1e3}));
-        pair_vec per_req = {0}; /* only to count the requests behind the steps */
+            rc = ll_vec_push(&v, ((cmp_unit){st[k].tokens, st[k].gap_ms / 1e3}));
+        unit_vec per_req = {0}; /* only to count the requests behind the steps */
         if (!rc)
             rc = steady_request_units(res, li, &per_req, n_req);
         ll_vec_free(&per_req);
@@ -128,7 +132,7 @@ static int level_pairs(const fit_run *run, const fit_result *res, size_t li, int
     return 0;
 }
 
-static double ratio_estimate(const pair *v, size_t n, int c)
+double cmp_ratio_estimate(const cmp_unit *v, size_t n, int c)
 {
     double tok = 0, t = 0;
     for (size_t i = 0; i < n; i++) {
@@ -138,11 +142,11 @@ static double ratio_estimate(const pair *v, size_t n, int c)
     return t > 0 ? c * tok / t : NAN;
 }
 
-static double resample_estimate(const gsl_rng *rng, const pair *v, size_t n, int c)
+static double resample_estimate(const gsl_rng *rng, const cmp_unit *v, size_t n, int c)
 {
     double tok = 0, t = 0;
     for (size_t i = 0; i < n; i++) {
-        const pair *p = &v[gsl_rng_uniform_int(rng, n)];
+        const cmp_unit *p = &v[gsl_rng_uniform_int(rng, n)];
         tok += p->tok;
         t += p->time_s;
     }
@@ -150,45 +154,74 @@ static double resample_estimate(const gsl_rng *rng, const pair *v, size_t n, int
 }
 
 /* Units hand back through *ua / *ub (caller frees) for the slope bootstrap. */
-static void level_latency(const fit_level *L, fit_level_latency *out)
+void cmp_level_latency(const fit_level *L, fit_level_latency *out)
 {
     out->ttft = L->ttft;
     out->ttfa = L->ttfa;
     out->itl = L->itl;
 }
 
+/* The factor c of X = c * sum tok / sum time: C for a closed level (X is its
+ * throughput), 1 for an open one (X is the per-stream decode rate). */
+int cmp_rate_factor(const fit_level *L)
+{
+    return L->closed_loop && L->concurrency > 0 ? L->concurrency : 1;
+}
+
+/* Units of level ia in a and ib in b, steady in both or decode spans in both. */
+int cmp_both_units(const fit_run *a, const fit_result *ra, size_t ia, const fit_run *b, const fit_result *rb,
+                   size_t ib, int rq, int *steady, cmp_unit **pa, size_t *na, size_t *nra, cmp_unit **pb,
+                   size_t *nb, size_t *nrb)
+{
+    const fit_level *La = &ra->levels[ia], *Lb = &rb->levels[ib];
+    /* an open level has no windows of D = C; its steps tell whether it was steady */
+    *steady = (La->n_windows > 0 || !La->closed_loop) && (Lb->n_windows > 0 || !Lb->closed_loop);
+    *pa = *pb = NULL;
+    if (level_units(a, ra, ia, *steady, rq, pa, na, nra) || level_units(b, rb, ib, *steady, rq, pb, nb, nrb))
+        return LL_ENOMEM;
+    if (*steady && (*na == 0 || *nb == 0)) {
+        /* windows exist but no gap lies inside one: use decode spans */
+        free(*pa);
+        free(*pb);
+        *pa = *pb = NULL;
+        *steady = 0;
+        if (level_units(a, ra, ia, 0, 0, pa, na, nra) || level_units(b, rb, ib, 0, 0, pb, nb, nrb))
+            return LL_ENOMEM;
+    }
+    return 0;
+}
+
+void cmp_level_key(fit_compare_level *out, const fit_level *La, const fit_level_info *ia_info)
+{
+    out->concurrency = La->concurrency;
+    out->open_loop = !La->closed_loop;
+    out->rate_per_s = out->open_loop ? ia_info->rate_per_s : NAN;
+}
+
 static int compare_level(const fit_run *a, const fit_result *ra, size_t ia, const fit_run *b,
                          const fit_result *rb, size_t ib, const fit_compare_options *o, gsl_rng *rng,
-                         fit_compare_level *out, pair **ua, pair **ub, char *err, size_t errlen)
+                         fit_compare_level *out, cmp_unit **ua, cmp_unit **ub, size_t *nua, size_t *nub, char *err,
+                         size_t errlen)
 {
     const fit_level *La = &ra->levels[ia], *Lb = &rb->levels[ib];
     int rc = LL_ENOMEM;
-    pair *pa = NULL, *pb = NULL;
+    cmp_unit *pa = NULL, *pb = NULL;
     double *boot = NULL;
     size_t na = 0, nb = 0;
     memset(out, 0, sizeof *out);
-    out->concurrency = La->concurrency;
+    cmp_level_key(out, La, fit_run_level(a, ia));
     out->level_a = La->level;
     out->level_b = Lb->level;
-    out->steady = La->n_windows > 0 && Lb->n_windows > 0;
-    int rq = o->resample_requests;
-    if (level_pairs(a, ra, ia, out->steady, rq, &pa, &na, &out->n_req_a) ||
-        level_pairs(b, rb, ib, out->steady, rq, &pb, &nb, &out->n_req_b))
+    out->ratio_method = "bootstrap";
+    out->within_var = out->between_var = out->df = NAN;
+    if (cmp_both_units(a, ra, ia, b, rb, ib, o->resample_requests, &out->steady, &pa, &na, &out->n_req_a, &pb, &nb,
+                   &out->n_req_b))
         goto fail;
-    if (out->steady && (na == 0 || nb == 0)) {
-        /* windows exist but no gap lies inside one: use decode spans */
-        free(pa);
-        free(pb);
-        pa = pb = NULL;
-        out->steady = 0;
-        if (level_pairs(a, ra, ia, 0, 0, &pa, &na, &out->n_req_a) ||
-            level_pairs(b, rb, ib, 0, 0, &pb, &nb, &out->n_req_b))
-            goto fail;
-    }
+    int ca = cmp_rate_factor(La), cb = cmp_rate_factor(Lb);
     out->n_units_a = na;
     out->n_units_b = nb;
-    out->tok_per_s_a = ratio_estimate(pa, na, La->concurrency);
-    out->tok_per_s_b = ratio_estimate(pb, nb, Lb->concurrency);
+    out->tok_per_s_a = cmp_ratio_estimate(pa, na, ca);
+    out->tok_per_s_b = cmp_ratio_estimate(pb, nb, cb);
     out->ratio = out->tok_per_s_b / out->tok_per_s_a;
     out->ratio_ci[0] = out->ratio_ci[1] = NAN;
     if (na > 0 && nb > 0 && o->n_resamples > 0) {
@@ -197,8 +230,8 @@ static int compare_level(const fit_run *a, const fit_result *ra, size_t ia, cons
             goto fail;
         size_t nbt = 0;
         for (int r = 0; r < o->n_resamples; r++) {
-            double xa = resample_estimate(rng, pa, na, La->concurrency);
-            double xb = resample_estimate(rng, pb, nb, Lb->concurrency);
+            double xa = resample_estimate(rng, pa, na, ca);
+            double xb = resample_estimate(rng, pb, nb, cb);
             if (xa > 0 && isfinite(xb))
                 boot[nbt++] = xb / xa;
         }
@@ -209,10 +242,12 @@ static int compare_level(const fit_run *a, const fit_result *ra, size_t ia, cons
             out->ratio_ci[1] = ll_quantile_sorted(boot, nbt, 1 - alpha);
         }
     }
-    level_latency(La, &out->lat_a);
-    level_latency(Lb, &out->lat_b);
+    cmp_level_latency(La, &out->lat_a);
+    cmp_level_latency(Lb, &out->lat_b);
     *ua = pa;
     *ub = pb;
+    *nua = na;
+    *nub = nb;
     pa = pb = NULL;
     rc = 0;
 fail:
@@ -224,12 +259,39 @@ fail:
     return rc;
 }
 
+/* ---- matching levels ------------------------------------------------------------ */
+
+/* Same load: closed levels by C; open ones by rate (relative 1e-9) and cap. */
+static int same_key(const fit_run *ra_run, const fit_result *ra, size_t i, const fit_run *rb_run,
+                    const fit_result *rb, size_t j)
+{
+    const fit_level *A = &ra->levels[i], *B = &rb->levels[j];
+    if (A->closed_loop != B->closed_loop || A->concurrency != B->concurrency)
+        return 0;
+    if (A->closed_loop)
+        return A->concurrency > 0;
+    double x = fit_run_level(ra_run, i)->rate_per_s, y = fit_run_level(rb_run, j)->rate_per_s;
+    return isfinite(x) && isfinite(y) && fabs(x - y) <= 1e-9 * fabs(x);
+}
+
+/* Order of keys: closed by C, then open by rate, then cap. */
+static int key_before(const fit_run *run, const fit_result *r, size_t i, size_t j)
+{
+    const fit_level *A = &r->levels[i], *B = &r->levels[j];
+    if (A->closed_loop != B->closed_loop)
+        return A->closed_loop;
+    if (A->closed_loop)
+        return A->concurrency < B->concurrency;
+    double x = fit_run_level(run, i)->rate_per_s, y = fit_run_level(run, j)->rate_per_s;
+    return x < y || (x == y && A->concurrency < B->concurrency);
+}
+
 /* Step time (ms per token per stream) of a set of units, resampled or not. */
-static double units_step_ms(const gsl_rng *rng, const pair *v, size_t n)
+static double units_step_ms(const gsl_rng *rng, const cmp_unit *v, size_t n)
 {
     double tok = 0, t = 0;
     for (size_t i = 0; i < n; i++) {
-        const pair *p = rng ? &v[gsl_rng_uniform_int(rng, n)] : &v[i];
+        const cmp_unit *p = rng ? &v[gsl_rng_uniform_int(rng, n)] : &v[i];
         tok += p->tok;
         t += p->time_s;
     }
@@ -256,10 +318,14 @@ static double ols_slope(const double *x, const double *y, size_t n)
 /* Slope ratio from the common levels' steady step times: OLS of step time
  * against C in each run, ratio B/A, percentile bootstrap resampling each
  * level's units. Needs two distinct levels. */
-static int slope_bootstrap(fit_compare *c, pair *const *ua, pair *const *ub, const fit_compare_options *o,
+static int slope_bootstrap(fit_compare *c, cmp_unit *const *ua, cmp_unit *const *ub, const fit_compare_options *o,
                            gsl_rng *rng)
 {
-    size_t n = c->n_levels;
+    size_t n = 0; /* the closed levels come first (key order) */
+    while (n < c->n_levels && !c->levels[n].open_loop)
+        n++;
+    if (n < 2)
+        return 0;
     double *x = malloc(n * sizeof *x), *ya = malloc(n * sizeof *ya), *yb = malloc(n * sizeof *yb);
     double *boot = malloc(((size_t)o->n_resamples + 1) * sizeof *boot);
     int rc = LL_ENOMEM;
@@ -330,13 +396,20 @@ void fit_compare_set_verdict(fit_compare *c, size_t i)
         return;
     }
     const fit_compare_level *L = &c->levels[i];
+    char at[64];
+    if (L->open_loop)
+        snprintf(at, sizeof at, "%g req/s (per-stream decode)", L->rate_per_s);
+    else
+        snprintf(at, sizeof at, "C=%d", L->concurrency);
     if (!isfinite(L->ratio)) {
-        snprintf(c->verdict, sizeof c->verdict, "no throughput to compare at C=%d%s", L->concurrency, slope);
+        snprintf(c->verdict, sizeof c->verdict, "no throughput to compare at %s%s", at, slope);
         return;
     }
-    snprintf(c->verdict, sizeof c->verdict, "B is %.2f\u00d7 A at C=%d [%.2f, %.2f]%s%s", L->ratio,
-             L->concurrency, L->ratio_ci[0], L->ratio_ci[1], slope,
-             L->steady ? "" : " (no steady window: decode spans)");
+    char pairs[48] = "";
+    if (L->n_pairs)
+        snprintf(pairs, sizeof pairs, " (%zu pair%s)", L->n_pairs, L->n_pairs > 1 ? "s" : "");
+    snprintf(c->verdict, sizeof c->verdict, "B is %.2f\u00d7 A at %s [%.2f, %.2f]%s%s%s", L->ratio, at,
+             L->ratio_ci[0], L->ratio_ci[1], pairs, slope, L->steady ? "" : " (no steady window: decode spans)");
 }
 
 int fit_compare_runs(const fit_run *a, const fit_result *ra, const fit_run *b,
@@ -353,8 +426,9 @@ int fit_compare_runs(const fit_run *a, const fit_result *ra, const fit_run *b,
     }
     int rc = LL_ENOMEM;
     gsl_rng *rng = NULL;
-    size_t cap = ra->n_levels ? ra->n_levels : 1;
-    pair **ua = calloc(cap, sizeof *ua), **ub = calloc(cap, sizeof *ub);
+    size_t cap = ra->n_levels ? ra->n_levels : 1, nk = 0, *keys = NULL, *nua = NULL, *nub = NULL;
+    cmp_level_pair *lp = NULL;
+    cmp_unit **ua = calloc(cap, sizeof *ua), **ub = calloc(cap, sizeof *ub);
     fit_compare *c = calloc(1, sizeof *c);
     if (!c || !ua || !ub)
         goto oom;
@@ -373,35 +447,59 @@ int fit_compare_runs(const fit_run *a, const fit_result *ra, const fit_run *b,
     c->n_resamples = o.n_resamples;
     c->seed = o.seed;
 
-    /* Levels by ascending concurrency, the first level of each C in each run. */
-    for (int pass_c = 0;;) {
-        int next = -1;
-        for (size_t i = 0; i < ra->n_levels; i++) {
-            const fit_level *L = &ra->levels[i];
-            if (L->closed_loop && L->concurrency > pass_c && (next < 0 || L->concurrency < next))
-                next = L->concurrency;
-        }
-        if (next < 0)
-            break;
-        pass_c = next;
-        size_t ia = SIZE_MAX, ib = SIZE_MAX;
-        for (size_t i = 0; i < ra->n_levels && ia == SIZE_MAX; i++)
-            if (ra->levels[i].closed_loop && ra->levels[i].concurrency == next)
-                ia = i;
-        for (size_t i = 0; i < rb->n_levels && ib == SIZE_MAX; i++)
-            if (rb->levels[i].closed_loop && rb->levels[i].concurrency == next)
-                ib = i;
-        if (ib == SIZE_MAX)
+    /* The keys (load) of a's levels, first occurrence each, in key order. */
+    keys = malloc(cap * sizeof *keys);
+    lp = malloc(cap * sizeof *lp);
+    nua = calloc(cap, sizeof *nua);
+    nub = calloc(cap, sizeof *nub);
+    if (!keys || !lp || !nua || !nub)
+        goto oom;
+    for (size_t i = 0; i < ra->n_levels; i++) {
+        const fit_level *L = &ra->levels[i];
+        if (L->closed_loop ? L->concurrency <= 0 : !isfinite(fit_run_level(a, i)->rate_per_s))
             continue;
-        rc = compare_level(a, ra, ia, b, rb, ib, &o, rng, &c->levels[c->n_levels], &ua[c->n_levels],
-                           &ub[c->n_levels], err, errlen);
+        size_t k = 0;
+        while (k < nk && !same_key(a, ra, keys[k], a, ra, i))
+            k++;
+        if (k < nk)
+            continue;
+        /* insertion in key order */
+        for (k = nk++; k > 0 && key_before(a, ra, i, keys[k - 1]); k--)
+            keys[k] = keys[k - 1];
+        keys[k] = i;
+    }
+    for (size_t k = 0; k < nk; k++) {
+        size_t ka = keys[k], m = 0, ib = SIZE_MAX, n = c->n_levels;
+        /* pairs: A's levels of this key with a pair number, and B's of the same */
+        for (size_t i = 0; i < ra->n_levels && !o.ignore_pairs; i++) {
+            int p = fit_run_level(a, i)->pair;
+            if (p < 0 || !same_key(a, ra, ka, a, ra, i))
+                continue;
+            for (size_t j = 0; j < rb->n_levels; j++)
+                if (fit_run_level(b, j)->pair == p && same_key(a, ra, i, b, rb, j)) {
+                    lp[m++] = (cmp_level_pair){i, j, p};
+                    break;
+                }
+        }
+        for (size_t j = 0; j < rb->n_levels && ib == SIZE_MAX; j++)
+            if (same_key(a, ra, ka, b, rb, j))
+                ib = j;
+        if (m > 0)
+            rc = cmp_paired_level(a, ra, b, rb, lp, m, &o, &c->levels[n], &ua[n], &ub[n], &nua[n], &nub[n],
+                                      err, errlen);
+        else if (ib != SIZE_MAX)
+            rc = compare_level(a, ra, ka, b, rb, ib, &o, rng, &c->levels[n], &ua[n], &ub[n], &nua[n], &nub[n],
+                               err, errlen);
+        else
+            continue;
         if (rc)
             goto fail;
+        c->paired |= m > 0;
         c->n_levels++;
     }
     if (c->n_levels == 0) {
         rc = LL_EINVAL;
-        ll_errf(err, errlen, "the runs share no closed-loop concurrency level");
+        ll_errf(err, errlen, "the runs share no level (no closed-loop concurrency, no open-loop rate)");
         goto fail;
     }
     c->slope_ratio = c->slope_ratio_ci[0] = c->slope_ratio_ci[1] = NAN;
@@ -425,7 +523,7 @@ int fit_compare_runs(const fit_run *a, const fit_result *ra, const fit_run *b,
     } else if (c->n_levels >= 2 && slope_bootstrap(c, ua, ub, &o, rng)) {
         goto oom;
     }
-    fit_compare_set_verdict(c, c->n_levels - 1);
+    fit_compare_set_verdict(c, fit_compare_default_level(c));
     gsl_rng_free(rng);
     for (size_t i = 0; i < c->n_levels; i++) {
         free(ua[i]);
@@ -433,6 +531,10 @@ int fit_compare_runs(const fit_run *a, const fit_result *ra, const fit_run *b,
     }
     free(ua);
     free(ub);
+    free(keys);
+    free(lp);
+    free(nua);
+    free(nub);
     *out = c;
     return 0;
 oom:
@@ -447,6 +549,10 @@ fail:
     }
     free(ua);
     free(ub);
+    free(keys);
+    free(lp);
+    free(nua);
+    free(nub);
     fit_compare_free(c);
     return rc;
 }
@@ -455,6 +561,8 @@ void fit_compare_free(fit_compare *c)
 {
     if (!c)
         return;
+    for (size_t i = 0; c->levels && i < c->n_levels; i++)
+        free(c->levels[i].pair_ratio);
     free(c->levels);
     free(c);
 }
@@ -462,7 +570,16 @@ void fit_compare_free(fit_compare *c)
 int fit_compare_find(const fit_compare *c, int concurrency)
 {
     for (size_t i = 0; i < c->n_levels; i++)
-        if (c->levels[i].concurrency == concurrency)
+        if (!c->levels[i].open_loop && c->levels[i].concurrency == concurrency)
             return (int)i;
     return -1;
+}
+
+size_t fit_compare_default_level(const fit_compare *c)
+{
+    /* closed levels come first, by C: the last of them; else the last open one */
+    size_t i = c->n_levels;
+    while (i > 0 && c->levels[i - 1].open_loop)
+        i--;
+    return i > 0 ? i - 1 : (c->n_levels ? c->n_levels - 1 : 0);
 }

@@ -44,6 +44,7 @@ static int level_slot(fit_run *r, int level, size_t *pos)
     L.n_ok_reported = -1;
     L.n_failed_reported = -1;
     L.closed_loop = 1;
+    L.repeat = L.pair = L.seq = -1;
     if (ll_vec_push(&r->levels, L))
         return LL_ENOMEM;
     *pos = r->levels.n - 1;
@@ -171,6 +172,11 @@ static int on_level(const ll_rec_level *lv, void *vctx)
     L->rate_per_s = lv->open_loop && lv->rate_per_s > 0 ? lv->rate_per_s : NAN;
     L->n_requests_planned = lv->n_requests;
     L->n_warmup_planned = lv->warmup;
+    if (lv->ab_tagged) {
+        L->repeat = lv->repeat;
+        L->pair = lv->pair;
+        L->seq = lv->seq;
+    }
     if (lv->start_ns >= 0 && (L->start_ns < 0 || lv->start_ns < L->start_ns))
         L->start_ns = lv->start_ns;
     return 0;

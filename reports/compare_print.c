@@ -69,20 +69,46 @@ void rpt_compare_print(FILE *f, const fit_compare *c, const char *label_a, const
                 n2(x[1], 64, c->slope_ratio_ci[0], 3), n2(x[2], 64, c->slope_ratio_ci[1], 3), c->slope_method,
                 c->slope_method[0] == 'b' ? ", steady step time per level against C" : " method, from the laws' standard errors");
 
-    fprintf(f, "\nper level: steady throughput B/A with a %.0f%% bootstrap interval (%d resamples of engine "
-               "steps)\n",
-            100 * c->ci, c->n_resamples);
+    if (c->paired)
+        fprintf(f, "\nper level: steady throughput B/A, paired (interleaved A/B): geometric mean of the pairs' "
+                   "ratios, %.0f%% t interval over pairs with each pair's step noise as a floor (fit.h)\n",
+                100 * c->ci);
+    else
+        fprintf(f, "\nper level: steady throughput B/A with a %.0f%% bootstrap interval (%d resamples of engine "
+                   "steps)\n",
+                100 * c->ci, c->n_resamples);
     fprintf(f, "  %5s %10s %10s %7s %17s  %-24s %-24s %-24s\n", "C", "A tok/s", "B tok/s", "B/A", "interval",
             "TTFT p50 ms A -> B", "TTFA p50 ms A -> B", "ITL p50 ms A -> B");
     for (size_t i = 0; i < c->n_levels; i++) {
         const fit_compare_level *L = &c->levels[i];
-        char iv[160];
+        char iv[160], key[32];
         snprintf(iv, sizeof iv, "[%s, %s]", n2(x[0], 64, L->ratio_ci[0], 2), n2(x[1], 64, L->ratio_ci[1], 2));
-        fprintf(f, "  %5d %10s %10s %7s %17s  %-24s %-24s %-24s%s\n", L->concurrency,
+        /* an open level by its rate (its tok/s are per-stream decode rates) */
+        if (L->open_loop)
+            snprintf(key, sizeof key, "%g/s", L->rate_per_s);
+        else
+            snprintf(key, sizeof key, "%d", L->concurrency);
+        fprintf(f, "  %5s %10s %10s %7s %17s  %-24s %-24s %-24s%s\n", key,
                 n2(x[2], 64, L->tok_per_s_a, 1), n2(x[3], 64, L->tok_per_s_b, 1), n2(x[4], 64, L->ratio, 2), iv,
                 change(x[5], 64, L->lat_a.ttft.p50_ms, L->lat_b.ttft.p50_ms),
                 change(x[6], 64, L->lat_a.ttfa.p50_ms, L->lat_b.ttfa.p50_ms),
                 change(x[7], 64, L->lat_a.itl.p50_ms, L->lat_b.itl.p50_ms), L->steady ? "" : "  (decode spans)");
+    }
+    for (size_t i = 0; i < c->n_levels; i++) {
+        const fit_compare_level *L = &c->levels[i];
+        if (!L->n_pairs)
+            continue;
+        if (L->open_loop)
+            fprintf(f, "  pairs at %g req/s:", L->rate_per_s);
+        else
+            fprintf(f, "  pairs at C=%d:", L->concurrency);
+        for (size_t k = 0; k < L->n_pairs; k++)
+            fprintf(f, " %s", n2(x[0], 64, L->pair_ratio[k], 3));
+        if (L->n_pairs == 1)
+            fprintf(f, "  (one pair: its step noise alone; --repeat 3 shows the spread between pairs)\n");
+        else
+            fprintf(f, "  (spread beyond step noise %s, t with %s df)\n", L->between_var > 0 ? "yes" : "no",
+                    n2(x[1], 64, L->df, 0));
     }
     fprintf(f, "\n  %5s %-24s %-24s %-24s\n", "C", "TTFT p99 ms A -> B", "TTFA p99 ms A -> B", "ITL p99 ms A -> B");
     for (size_t i = 0; i < c->n_levels; i++) {
@@ -161,7 +187,16 @@ cJSON *rpt_compare_to_json(const fit_compare *c)
             add_num(o, "tok_per_s_b", L->tok_per_s_b) || add_num(o, "ratio", L->ratio) ||
             add_pair(o, "ratio_ci", L->ratio_ci) || !cJSON_AddBoolToObject(o, "steady", L->steady) ||
             add_num(o, "n_req_a", (double)L->n_req_a) || add_num(o, "n_req_b", (double)L->n_req_b) ||
-            add_num(o, "n_units_a", (double)L->n_units_a) || add_num(o, "n_units_b", (double)L->n_units_b))
+            add_num(o, "n_units_a", (double)L->n_units_a) || add_num(o, "n_units_b", (double)L->n_units_b) ||
+            !cJSON_AddStringToObject(o, "mode", L->open_loop ? "open" : "closed") ||
+            add_num(o, "rate_per_s", L->rate_per_s) || !cJSON_AddStringToObject(o, "ratio_method", L->ratio_method) ||
+            add_num(o, "n_pairs", (double)L->n_pairs) || add_num(o, "df", L->df))
+            goto fail;
+        cJSON *pr = cJSON_AddArrayToObject(o, "pair_ratio");
+        for (size_t q = 0; pr && q < L->n_pairs; q++)
+            if (!cJSON_AddItemToArray(pr, jnum(L->pair_ratio[q])))
+                goto fail;
+        if (!pr)
             goto fail;
         for (int j = 0; j < 6; j++) {
             cJSON *dj = dist_json(d[j]);
@@ -185,6 +220,7 @@ cJSON *rpt_compare_to_json(const fit_compare *c)
         add_num(root, "slope_b_ms", c->slope_b_ms) ||
         !cJSON_AddStringToObject(root, "slope_method", c->slope_method) || add_pair(root, "slope_ratio_ci", c->slope_ratio_ci) ||
         add_num(root, "ci", c->ci) || add_num(root, "n_resamples", c->n_resamples) ||
+        !cJSON_AddBoolToObject(root, "paired", c->paired) ||
         !cJSON_AddStringToObject(root, "verdict", c->verdict))
         goto fail;
     return root;

@@ -1,6 +1,8 @@
-/* ab.c: the scenario's "ab" section: two engine specs for the same sweep and
- * an optional speedup gate (scenario.h, scn_ab). Strict like the rest of the
- * format: unknown keys and wrong types are errors naming the file and path. */
+/* ab.c: the scenario's "ab" section: two targets for the same sweep (engine
+ * specs, or remote URLs with their models), the order the sides run in, the
+ * repeats per level, and an optional speedup gate (scenario.h, scn_ab).
+ * Strict like the rest of the format: unknown keys and wrong types are errors
+ * naming the file and path. */
 #include "scn_internal.h"
 
 #include <math.h>
@@ -43,10 +45,26 @@ static int good_name(const char *s)
     return 1;
 }
 
+/* An optional non-empty string at path.key; 0 when absent. */
+static int opt_str(const cJSON *o, const char *path, const char *key, const char *origin, char **out, char *err,
+                   size_t errlen)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    char p[64];
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    snprintf(p, sizeof p, "%s.%s", path, key);
+    if (!cJSON_IsString(v) || !v->valuestring[0])
+        return bad(err, errlen, origin, p, "a non-empty string");
+    return scn_set_str(out, v->valuestring);
+}
+
+/* {"name":..,"engine":..} (a bundled engine) or {"name":..,"url":..,"model":..}
+ * (a remote server; what `sweep --url A --url B` writes into the run line). */
 static int load_side(const cJSON *o, const char *path, const char *origin, scn_ab_side *side, char *err,
                      size_t errlen)
 {
-    static const char *const keys[] = {"name", "engine", NULL};
+    static const char *const keys[] = {"name", "engine", "url", "model", NULL};
     char p[64];
     int rc;
     if (!cJSON_IsObject(o))
@@ -55,14 +73,57 @@ static int load_side(const cJSON *o, const char *path, const char *origin, scn_a
         return rc;
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, "name");
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "engine");
+    const cJSON *u = cJSON_GetObjectItemCaseSensitive(o, "url");
     snprintf(p, sizeof p, "%s.name", path);
     if (!cJSON_IsString(n) || !good_name(n->valuestring))
         return bad(err, errlen, origin, p, "a directory name of letters, digits, '.', '_' or '-'");
+    if ((rc = scn_set_str(&side->name, n->valuestring)))
+        return rc;
+    if (u && !cJSON_IsNull(u)) {
+        snprintf(p, sizeof p, "%s.engine", path);
+        if (e && !cJSON_IsNull(e))
+            return bad(err, errlen, origin, p, "no engine beside a url (a side is one or the other)");
+        if ((rc = opt_str(o, path, "url", origin, &side->url, err, errlen)) ||
+            (rc = opt_str(o, path, "model", origin, &side->model, err, errlen)))
+            return rc;
+        snprintf(p, sizeof p, "%s.url", path);
+        if (!side->url || (strncmp(side->url, "http://", 7) && strncmp(side->url, "https://", 8)))
+            return bad(err, errlen, origin, p, "an http(s):// URL");
+        return 0;
+    }
     snprintf(p, sizeof p, "%s.engine", path);
     if (!cJSON_IsString(e) || !e->valuestring[0])
         return bad(err, errlen, origin, p, "a non-empty engine spec string");
-    if ((rc = scn_set_str(&side->name, n->valuestring)) || (rc = scn_set_str(&side->engine, e->valuestring)))
+    if ((rc = scn_set_str(&side->engine, e->valuestring)))
         return rc;
+    return opt_str(o, path, "model", origin, &side->model, err, errlen);
+}
+
+int scn_ab_side_at(int k)
+{
+    /* ABBA: positions 0..3 of every block of four are A B B A */
+    int r = k % 4;
+    return r == 1 || r == 2;
+}
+
+/* "order" and "repeat". */
+static int load_order(const cJSON *v, const char *origin, scn_ab *ab, char *err, size_t errlen)
+{
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(v, "order");
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(v, "repeat");
+    ab->order = SCN_AB_INTERLEAVED;
+    ab->repeat = 1;
+    if (o && !cJSON_IsNull(o)) {
+        if (!cJSON_IsString(o) || (strcmp(o->valuestring, "interleaved") && strcmp(o->valuestring, "sequential")))
+            return bad(err, errlen, origin, "ab.order", "\"interleaved\" or \"sequential\"");
+        ab->order = o->valuestring[0] == 's' ? SCN_AB_SEQUENTIAL : SCN_AB_INTERLEAVED;
+    }
+    if (r && !cJSON_IsNull(r)) {
+        if (!cJSON_IsNumber(r) || r->valuedouble != floor(r->valuedouble) || r->valuedouble < 1 ||
+            r->valuedouble > SCN_AB_MAX_REPEAT)
+            return bad(err, errlen, origin, "ab.repeat", "an integer in [1, 1000]");
+        ab->repeat = (int)r->valuedouble;
+    }
     return 0;
 }
 
@@ -95,7 +156,7 @@ static int load_expect(const cJSON *v, scn_ab *ab)
 
 int scn_ab_load(const cJSON *v, const char *origin, scn_ab *ab, char *err, size_t errlen)
 {
-    static const char *const keys[] = {"a", "b", "expect_speedup", NULL};
+    static const char *const keys[] = {"a", "b", "expect_speedup", "order", "repeat", NULL};
     int rc;
     if (cJSON_IsNull(v)) {
         scn_ab_free(ab);
@@ -114,6 +175,8 @@ int scn_ab_load(const cJSON *v, const char *origin, scn_ab *ab, char *err, size_
     ab->expect_c = 0;
     if (x && !cJSON_IsNull(x) && load_expect(x, ab))
         return bad(err, errlen, origin, "ab.expect_speedup", "\"X\" or \"X@C\" (X > 0, C >= 1), or a number");
+    if ((rc = load_order(v, origin, ab, err, errlen)))
+        return rc;
     ab->enabled = 1;
     return 0;
 }
@@ -123,7 +186,7 @@ int scn_ab_validate(const scn_scenario *s, const char *origin, char *err, size_t
     if (!s->ab.enabled)
         return 0;
     if (s->url)
-        return bad(err, errlen, origin, "ab", "no target.url (each side starts its own bundled engine)");
+        return bad(err, errlen, origin, "ab", "no target.url (each side names its own target)");
     if (s->ab.expect_c) {
         for (size_t i = 0; i < s->n_levels; i++)
             if (s->levels[i].rate_per_s <= 0 && s->levels[i].concurrency == s->ab.expect_c)
@@ -141,9 +204,18 @@ static int ab_fields(cJSON *o, const scn_ab *ab)
     int rc;
     for (int k = 0; k < 2; k++) {
         LL_TRY((side = cJSON_AddObjectToObject(o, k ? "b" : "a")) ? 0 : LL_ENOMEM);
-        LL_TRY(cJSON_AddStringToObject(side, "name", ab->side[k].name) ? 0 : LL_ENOMEM);
-        LL_TRY(cJSON_AddStringToObject(side, "engine", ab->side[k].engine) ? 0 : LL_ENOMEM);
+        const scn_ab_side *sd = &ab->side[k];
+        LL_TRY(cJSON_AddStringToObject(side, "name", sd->name) ? 0 : LL_ENOMEM);
+        if (sd->engine)
+            LL_TRY(cJSON_AddStringToObject(side, "engine", sd->engine) ? 0 : LL_ENOMEM);
+        if (sd->url)
+            LL_TRY(cJSON_AddStringToObject(side, "url", sd->url) ? 0 : LL_ENOMEM);
+        if (sd->model)
+            LL_TRY(cJSON_AddStringToObject(side, "model", sd->model) ? 0 : LL_ENOMEM);
     }
+    LL_TRY(cJSON_AddStringToObject(o, "order", ab->order == SCN_AB_SEQUENTIAL ? "sequential" : "interleaved")
+               ? 0 : LL_ENOMEM);
+    LL_TRY(cJSON_AddNumberToObject(o, "repeat", ab->repeat > 0 ? ab->repeat : 1) ? 0 : LL_ENOMEM);
     if (ab->expect_x > 0) {
         char g[64];
         if (ab->expect_c)
@@ -173,6 +245,8 @@ void scn_ab_free(scn_ab *ab)
     for (int k = 0; k < 2; k++) {
         free(ab->side[k].name);
         free(ab->side[k].engine);
+        free(ab->side[k].url);
+        free(ab->side[k].model);
     }
     memset(ab, 0, sizeof *ab);
 }

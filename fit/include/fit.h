@@ -156,6 +156,10 @@ typedef struct fit_level_info {
     int n_ok_reported, n_failed_reported; /* from level_end (-1 if none) */
     ll_rec_client client;     /* level_end "client": what the client's threads did
                                * (present = 0 in older files) */
+    int repeat, pair, seq;    /* A/B runs (level record; docs/records.md): the
+                               * r-th run of this level on this side, its pair
+                               * number, its place in the order both sides ran
+                               * in; -1 when absent */
 } fit_level_info;
 size_t fit_run_n_levels(const fit_run *r);
 const fit_level_info *fit_run_level(const fit_run *r, size_t i); /* sorted by start */
@@ -729,7 +733,7 @@ cJSON *fit_plan_to_json(const fit_plan *p);
 void fit_plan_print(FILE *f, const fit_plan *p);
 /* ---- end capacity plan ---- */
 
-/* ---- A/B comparison (compare.c) ---- */
+/* ---- A/B comparison (compare.c, compare_paired.c) ---- */
 /* The latencies of one level as fit_level holds them (ttft, ttfa, itl). */
 typedef struct fit_level_latency {
     fit_dist ttft, ttfa, itl;
@@ -744,29 +748,56 @@ int fit_level_latency_get(const fit_run *run, int level, fit_level_latency *out,
 
 /* Comparison of run B against run A (the baseline).
  *
- * Per concurrency level C present in both runs (closed-loop levels; the first
- * level of each C): the steady throughput of each run is the ratio estimator
- *     X = C * sum tok / sum time
+ * Levels are matched by load: closed-loop levels by concurrency C, open-loop
+ * levels by request rate (and their cap on in-flight requests); closed ones
+ * come first by C, then open ones by rate. Per level the steady rate of each
+ * run is the ratio estimator
+ *     X = c * sum tok / sum time
  * over the gaps between consecutive chunks of its ok, non-warmup requests that
- * lie wholly inside the level's steady windows (P = 0, D = C): that is
- * fit_level.steady_tok_per_s. The 95% interval of X_B / X_A is a percentile
- * bootstrap over R resamples (GSL mt19937, fixed seed) that resamples engine
- * steps: each step at N = C (fit_level_steps, "One engine step") is one unit
- * (tokens, time). The C requests of a level share every step, so resampling
- * requests one by one would treat C copies of one step as independent and
- * give intervals about sqrt(C) too narrow. A level with no steady window
- * falls back to one unit per request (its decode span, first token -> end)
- * and says so (steady = 0).
+ * lie wholly inside the level's steady windows (P = 0, D = C), with c = C for
+ * a closed level (X is then fit_level.steady_tok_per_s) and c = 1 for an open
+ * one (X is the per-stream decode rate at that offered load, over every
+ * steady step whatever its N: the ratio is how much faster B decodes at the
+ * same arrival rate).
+ *
+ * Unpaired (a sequential A/B, or two unrelated runs: the first level of each
+ * key in each run): the 95% interval of X_B / X_A is a percentile bootstrap
+ * over R resamples (GSL mt19937, fixed seed) that resamples engine steps:
+ * each step (fit_level_steps, "One engine step") is one unit (tokens, time).
+ * The C requests of a level share every step, so resampling requests one by
+ * one would treat C copies of one step as independent and give intervals
+ * about sqrt(C) too narrow. A level with no steady window falls back to one
+ * unit per request (its decode span, first token -> end) and says so
+ * (steady = 0).
+ *
+ * Paired (an interleaved A/B: the level records carry "pair", docs/records.md):
+ * the levels of one key pair up by pair number, A_i with B_i from the same
+ * ABBA block, i = 1..m. Per pair y_i = log(X_B,i / X_A,i), with its own
+ * within-level variance v_i = var(log X_A,i) + var(log X_B,i) by the delta
+ * method over its steps (ratio estimator: var(log X) = sum (tok_k - X' t_k)^2
+ * / (n (n-1) mean(t)^2 X'^2), X' = sum tok / sum t). The estimate is
+ * exp(mean y_i), equal weights (see compare.c for why), and its interval
+ * exp(mean y +- q * sqrt(V)) with
+ *     V = max(s_y^2, mean v_i) / m,
+ * q = the t quantile with m - 1 df (the normal one when m = 1; s_y^2: the
+ * sample variance of the y_i, 0 when m = 1). The pairs' spread
+ * holds both the step noise and what moved one pair against another (load
+ * that came and went, drift); the step noise is the floor when the pairs
+ * agree better than their steps allow. between_var = max(0, s_y^2 - mean v_i)
+ * is the part the step noise does not explain. ratio_method says "paired"
+ * or "bootstrap"; pair_ratio holds each pair's X_B,i / X_A,i.
  *
  * The slope ratio: the ratio B/A of the two laws' b (fit_result.law, the
- * slopes printed beside it), with a delta-method interval on the log
+ * slopes printed beside it, fitted on every level of each run, repeats and
+ * all), with a delta-method interval on the log
  * scale, se(log r)^2 = (se_bA/b_A)^2 + (se_bB/b_B)^2 (slope_method "delta").
  * When a run has no law, it falls back to each run's steady step time per
  * level (1000 * time / tok, ms) against C, OLS over the common levels, with a
  * percentile bootstrap resampling every level's steps as above
  * (slope_method "bootstrap"; needs two common levels). The
  * verdict quotes the laws' b (fit_result.law). The latencies (lat_a, lat_b)
- * are copies of each level's fit_level ttft, ttfa and itl. */
+ * are copies of each level's fit_level ttft, ttfa and itl (the first level
+ * of the key in each run). */
 typedef struct fit_compare_options {
     int n_resamples;          /* default 2000 */
     uint64_t seed;            /* default 1 */
@@ -774,17 +805,26 @@ typedef struct fit_compare_options {
     int resample_requests;    /* 1: one unit per request (its steady tokens and
                                * time) instead of per engine step; default 0,
                                * kept for the coverage check in test_compare */
+    int ignore_pairs;         /* 1: compare as unpaired even when the records
+                               * pair the levels (tests; default 0) */
 } fit_compare_options;
 void fit_compare_options_default(fit_compare_options *o);
 
 typedef struct fit_compare_level {
-    int concurrency;
-    int level_a, level_b;     /* level indices in each run's records */
+    int concurrency;          /* C; an open level's cap on in-flight (0 = none) */
+    int open_loop;            /* 1: an open-loop level, matched by rate */
+    double rate_per_s;        /* open loop: the offered rate; NAN when closed */
+    int level_a, level_b;     /* level indices in each run's records (the first pair's) */
     int steady;               /* 1: steady windows in both; 0: decode-span fallback */
     size_t n_req_a, n_req_b;  /* requests contributing */
     size_t n_units_a, n_units_b; /* resampling units: steps (or requests when !steady) */
-    double tok_per_s_a, tok_per_s_b;
+    double tok_per_s_a, tok_per_s_b; /* X of each run (all pairs pooled when paired) */
     double ratio, ratio_ci[2];/* B / A; NAN when a side has no data */
+    const char *ratio_method; /* "bootstrap" | "paired" */
+    size_t n_pairs;           /* paired: pairs used (0 unpaired) */
+    double *pair_ratio;       /* paired: X_B,i / X_A,i per pair, by pair number (owned) */
+    double within_var, between_var; /* paired: mean v_i and tau^2 (log scale) */
+    double df;                /* paired: t degrees of freedom (INFINITY: normal) */
     fit_level_latency lat_a, lat_b;
 } fit_compare_level;
 
@@ -797,22 +837,33 @@ typedef struct fit_compare {
     double ci;
     int n_resamples;
     uint64_t seed;
+    int paired;               /* some level was compared by pairs */
     size_t n_levels;
-    fit_compare_level *levels;/* by concurrency, ascending */
+    fit_compare_level *levels;/* closed by C ascending, then open by rate */
     char verdict[320];        /* "B is 2.6x A at C=64 [2.4, 2.8]; slope 30.1 -> 10.4 ms per request" */
 } fit_compare;
 
+/* The paired interval above on given per-pair log-ratios y[0..m) and their
+ * within-level variances v[0..m) (NAN or negative v counts as 0): estimate
+ * (exp of the mean), interval at level ci, and the variance parts and df.
+ * LL_EINVAL when m == 0. Pure; exposed for tests (simulated coverage). */
+int fit_paired_ratio(const double *y, const double *v, size_t m, double ci, double *ratio, double ratio_ci[2],
+                     double *within_var, double *between_var, double *df);
+
 /* ra/rb: fit_analyze results of a/b (they give the laws and steady windows).
- * LL_EINVAL when the runs share no closed-loop concurrency level. *out: caller
+ * LL_EINVAL when the runs share no level (closed C or open rate). *out: caller
  * frees with fit_compare_free. */
 int fit_compare_runs(const fit_run *a, const fit_result *ra, const fit_run *b,
                      const fit_result *rb, const fit_compare_options *opt, fit_compare **out,
                      char *err, size_t errlen);
 void fit_compare_free(fit_compare *c);
-/* Index into c->levels of concurrency C, or -1. */
+/* Index into c->levels of the closed-loop level of concurrency C, or -1. */
 int fit_compare_find(const fit_compare *c, int concurrency);
+/* The level the default verdict judges: the highest common closed-loop C
+ * (the last open level when there is no closed one). */
+size_t fit_compare_default_level(const fit_compare *c);
 /* Rewrite c->verdict for level index i (the default verdict uses the highest
- * common level). */
+ * common closed-loop level). */
 void fit_compare_set_verdict(fit_compare *c, size_t i);
 /* JSON and tables of a comparison: reports/report.h (rpt_compare_to_json, rpt_compare_print). */
 /* ---- end A/B comparison ---- */

@@ -23,8 +23,9 @@
  *               "rate_per_s":0,"arrival":"poisson",
  *               "profile":{"when":"steady","num_steps":12,"style":"sglang"|"vllm"}}],
  *    "ab":{"a":{"name":"naive","engine":"attn=naive"},
- *          "b":{"name":"tiled","engine":"attn=tiled"},
- *          "expect_speedup":"2@16"|2},             (A/B: see scn_ab below)
+ *          "b":{"name":"tiled","engine":"attn=tiled"},  (or {"name","url","model"})
+ *          "expect_speedup":"2@16"|2,
+ *          "order":"interleaved"|"sequential","repeat":1},  (A/B: see scn_ab below)
  *    "output":"runs/x"}
  * "levels" and "load.concurrency" are exclusive. requests = 0 means
  * max(ceil(1.5*C), 8) for closed-loop levels.
@@ -93,30 +94,53 @@ typedef struct scn_level {
     int warmup;              /* extra requests sent first, marked warmup */
     double duration_s;       /* 0 = until n_requests are done */
     scn_profile profile;
+    /* Not part of the JSON format: an A/B sweep (cli/cmd_sweep_ab.c) sets them
+     * on each side's expanded levels and loadgen copies them into the level
+     * record (records.h ll_rec_level: repeat, pair, seq; -1 = not written). */
+    int ab_tagged, repeat, pair, seq;
 } scn_level;
 
-/* "ab": run the whole sweep twice, once per side, each against its own bundled
- * engine, then compare B against the baseline A (`loadlaw compare A B`). A
- * side's engine spec is appended to the scenario's "engine" (so the side's keys
- * win and the shared ones are written once). Side names are distinct
- * directory names ([A-Za-z0-9._-], not "." or ".."): the runs go to
- * OUTPUT/<name>. "ab" needs the bundled engine, so no target.url beside it.
- * expect_speedup "X" or "X@C" (or a number X): the gate of compare's
+/* "ab": the same sweep against two targets, then compare B against the
+ * baseline A (`loadlaw compare A B`). Each side is a bundled engine (its spec
+ * is appended to the scenario's "engine", so the side's keys win and the
+ * shared ones are written once) or, from the command line only
+ * (`sweep --url A --url B`), a remote URL with its own model. Side names are
+ * distinct directory names ([A-Za-z0-9._-], not "." or ".."): the runs go to
+ * OUTPUT/<name>. A scenario's "ab" needs the bundled engine, so no
+ * target.url beside it.
+ * "order": "interleaved" (default) runs level by level, A then B, only one
+ * side loaded at a time; with "repeat" R >= 2 each level runs R times per side
+ * in ABBA order (AB BA AB ...), so a linear drift cancels within every two
+ * pairs. "sequential" runs all of A, then all of B (each level R times in a
+ * row). expect_speedup "X" or "X@C" (or a number X): the gate of compare's
  * --expect-speedup; C must be the concurrency of a closed-loop level.
  * `loadlaw sweep` refuses --engine and --url with an "ab" scenario (usage
  * error: one spec for both sides would compare a run with itself); every
- * other flag applies to both sides. */
+ * other flag applies to both sides (--order and --repeat override the
+ * scenario's). */
 typedef struct scn_ab_side {
     char *name;
-    char *engine;
+    char *engine;            /* bundled: spec keys; NULL for a remote side */
+    char *url, *model;       /* remote side (command line only); NULL when bundled */
 } scn_ab_side;
+
+typedef enum scn_ab_order { SCN_AB_INTERLEAVED = 0, SCN_AB_SEQUENTIAL = 1 } scn_ab_order;
+#define SCN_AB_MAX_REPEAT 1000
 
 typedef struct scn_ab {
     int enabled;
     scn_ab_side side[2];     /* [0] = a (the baseline), [1] = b */
     double expect_x;         /* 0 = no gate */
     int expect_c;            /* 0 = the highest level both runs share */
+    scn_ab_order order;      /* default interleaved */
+    int repeat;              /* runs of each level per side, 1..SCN_AB_MAX_REPEAT (default 1) */
 } scn_ab;
+
+/* The side (0 = A, 1 = B) of position k in the interleaved order of one level
+ * run R times per side: ABBA blocks, so k = 0 1 2 3 4 5 ... gives
+ * A B B A A B B A ...; the pair of position k is k / 2 and a pair's first
+ * side alternates A, B, A, ... Pure; for tests and the sweep alike. */
+int scn_ab_side_at(int k);
 
 /* A level where more than this fraction of the measured requests failed is
  * not a measurement of the server's speed but of its failures: the sweep

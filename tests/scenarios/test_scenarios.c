@@ -364,6 +364,77 @@ static void test_ab(void)
     scn_free(s);
 }
 
+/* Issue 15: the A/B order. scn_ab_side_at is the ABBA generator the sweep
+ * expands every level with: for R repeats per side, positions 0..2R-1. */
+static void test_ab_order(void)
+{
+    /* R = 1: A B; R = 2: A B B A; R = 3 (odd): A B B A A B; R = 4: ABBA ABBA */
+    static const char *want[] = {"AB", "ABBA", "ABBAAB", "ABBAABBA"};
+    for (int R = 1; R <= 4; R++) {
+        char got[16] = "";
+        int count[2] = {0, 0}, pair_ok = 1;
+        for (int k = 0; k < 2 * R; k++) {
+            int side = scn_ab_side_at(k);
+            got[k] = side ? 'B' : 'A';
+            count[side]++;
+            /* each pair (k/2) holds one A and one B */
+            if (k % 2 == 1)
+                pair_ok &= scn_ab_side_at(k) != scn_ab_side_at(k - 1);
+        }
+        CHECK(!strcmp(got, want[R - 1]), "R=%d: %s, want %s", R, got, want[R - 1]);
+        CHECK(count[0] == R && count[1] == R && pair_ok, "R=%d: R runs a side, one of each per pair", R);
+    }
+    /* linear drift cancels for even R: the mean position of A's runs equals B's */
+    for (int R = 2; R <= 8; R += 2) {
+        int sum[2] = {0, 0};
+        for (int k = 0; k < 2 * R; k++)
+            sum[scn_ab_side_at(k)] += k;
+        CHECK(sum[0] == sum[1], "R=%d: A's and B's positions sum alike (%d, %d)", R, sum[0], sum[1]);
+    }
+    /* odd R leaves one AB pair uncancelled: B one position later in all */
+    int sum3[2] = {0, 0};
+    for (int k = 0; k < 6; k++)
+        sum3[scn_ab_side_at(k)] += k;
+    CHECK(sum3[1] - sum3[0] == 1, "R=3: B one position later in sum (%d vs %d)", sum3[1], sum3[0]);
+
+    expect_error("{\"ab\":{" AB_SIDES ",\"order\":\"abba\"}}", "ab.order", "interleaved");
+    expect_error("{\"ab\":{" AB_SIDES ",\"repeat\":0}}", "ab.repeat", "[1, 1000]");
+    expect_error("{\"ab\":{" AB_SIDES ",\"repeat\":2.5}}", "ab.repeat", "integer");
+    expect_error("{\"ab\":{\"a\":{\"name\":\"x\",\"engine\":\"a\",\"url\":\"http://h:1\"},"
+                 "\"b\":{\"name\":\"y\",\"engine\":\"b\"}}}",
+                 "ab.a.engine", "no engine beside a url");
+    expect_error("{\"ab\":{\"a\":{\"name\":\"x\",\"url\":\"h:1\"},\"b\":{\"name\":\"y\",\"engine\":\"b\"}}}",
+                 "ab.a.url", "http(s)://");
+    scn_scenario *s = NULL;
+    char err[512] = "";
+    int rc = scn_load_string("{\"ab\":{" AB_SIDES "}}", "ab.json", &s, err, sizeof err);
+    CHECK(rc == 0 && s->ab.order == SCN_AB_INTERLEAVED && s->ab.repeat == 1, "defaults: interleaved, R=1: %s", err);
+    scn_free(s);
+    s = NULL;
+    rc = scn_load_string("{\"ab\":{\"a\":{\"name\":\"a\",\"url\":\"http://h:1\",\"model\":\"m1\"},"
+                         "\"b\":{\"name\":\"b\",\"url\":\"https://h:2\",\"model\":\"m2\"},"
+                         "\"order\":\"sequential\",\"repeat\":3}}",
+                         "ab.json", &s, err, sizeof err);
+    CHECK(rc == 0, "remote sides load: %s", err);
+    if (rc)
+        return;
+    CHECK(s->ab.order == SCN_AB_SEQUENTIAL && s->ab.repeat == 3 && !s->ab.side[0].engine &&
+              !strcmp(s->ab.side[1].url, "https://h:2") && !strcmp(s->ab.side[1].model, "m2"),
+          "sequential, R=3, remote sides");
+    /* the run line's config loads back (what `sweep --url A --url B` writes) */
+    cJSON *j = scn_to_json(s);
+    char *text = j ? cJSON_PrintUnformatted(j) : NULL;
+    scn_scenario *back = NULL;
+    rc = text ? scn_load_string(text, "config", &back, err, sizeof err) : -1;
+    CHECK(rc == 0 && back->ab.repeat == 3 && back->ab.order == SCN_AB_SEQUENTIAL &&
+              !strcmp(back->ab.side[0].url, "http://h:1"),
+          "config round trip: %s", err);
+    scn_free(back);
+    free(text);
+    cJSON_Delete(j);
+    scn_free(s);
+}
+
 int main(void)
 {
     test_errors();
@@ -372,5 +443,6 @@ int main(void)
     test_shipped();
     test_prompts();
     test_ab();
+    test_ab_order();
     TEST_MAIN_END();
 }
