@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "common.h"
+#include "engine.h"
 
 static const struct {
     const char *name;
@@ -50,6 +51,7 @@ int main(int argc, char **argv)
     }
     /* GSL's default handler aborts the process; every gsl_* status is checked instead. */
     gsl_set_error_handler_off();
+    eng_blas_single_thread(); /* GSL's BLAS calls: no spinning threads beside the client's */
     /* Before any thread exists (curl_global_init is not thread-safe). */
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         fprintf(stderr, "loadlaw: curl_global_init failed\n");

@@ -57,7 +57,7 @@ int ll_err_class_parse(const char *name, ll_err_class *out)
 
 /* ---- the writer: queue ------------------------------------------------------- */
 
-enum rec_kind { K_LEVEL, K_LEVEL_END, K_REQUEST, K_STEP, K_JSON, K_CLOCK, K_LINES, K_METRIC };
+enum rec_kind { K_LEVEL, K_LEVEL_END, K_REQUEST, K_STEP, K_JSON, K_CLOCK, K_LINES, K_METRIC, K_HANDOFF };
 
 typedef struct rec_item {
     enum rec_kind kind;
@@ -68,6 +68,10 @@ typedef struct rec_item {
         ll_rec_step st;
         cJSON *obj;
         ll_rec_clock ck;
+        struct {
+            ll_rec_handoff h;     /* h.req points into req */
+            char req[LL_REC_HANDOFF_REQ_MAX + 1];
+        } handoff;
         struct {
             char *p;
             size_t len;
@@ -156,17 +160,29 @@ static int put_time(ll_buf *b, const char *key, int64_t t)
 
 static int format_level(ll_buf *b, const ll_rec_level *lv)
 {
+    int rc;
     if (lv->open_loop)
-        return ll_buf_printf(b,
+        LL_TRY(ll_buf_printf(b,
                              "{\"type\":\"level\",\"level\":%d,\"concurrency\":%d,\"mode\":\"open\","
                              "\"rate_per_s\":%.17g,\"arrival\":\"%s\",\"n_requests\":%d,\"warmup\":%d,"
-                             "\"start_ns\":%" PRId64 "}",
+                             "\"start_ns\":%" PRId64,
                              lv->level, lv->concurrency, lv->rate_per_s, lv->poisson ? "poisson" : "constant",
-                             lv->n_requests, lv->warmup, lv->start_ns);
-    return ll_buf_printf(b,
-                         "{\"type\":\"level\",\"level\":%d,\"concurrency\":%d,\"mode\":\"closed\","
-                         "\"rate_per_s\":null,\"n_requests\":%d,\"warmup\":%d,\"start_ns\":%" PRId64 "}",
-                         lv->level, lv->concurrency, lv->n_requests, lv->warmup, lv->start_ns);
+                             lv->n_requests, lv->warmup, lv->start_ns));
+    else
+        LL_TRY(ll_buf_printf(b,
+                             "{\"type\":\"level\",\"level\":%d,\"concurrency\":%d,\"mode\":\"closed\","
+                             "\"rate_per_s\":null,\"n_requests\":%d,\"warmup\":%d,\"start_ns\":%" PRId64,
+                             lv->level, lv->concurrency, lv->n_requests, lv->warmup, lv->start_ns));
+    /* A/B fields: only where the sweep set them, so other runs stay as before. */
+    if (lv->ab_tagged && lv->repeat >= 0)
+        LL_TRY(ll_buf_printf(b, ",\"repeat\":%d", lv->repeat));
+    if (lv->ab_tagged && lv->pair >= 0)
+        LL_TRY(ll_buf_printf(b, ",\"pair\":%d", lv->pair));
+    if (lv->ab_tagged && lv->seq >= 0)
+        LL_TRY(ll_buf_printf(b, ",\"seq\":%d", lv->seq));
+    LL_TRY(ll_buf_printf(b, "}"));
+fail:
+    return rc;
 }
 
 static int format_level_end(ll_buf *b, const ll_rec_level_end *le)
@@ -189,10 +205,16 @@ fail:
 
 static int format_step(ll_buf *b, const ll_rec_step *st)
 {
-    return ll_buf_printf(b,
+    int rc;
+    LL_TRY(ll_buf_printf(b,
                          "{\"type\":\"step\",\"start_ns\":%" PRId64 ",\"dur_ns\":%" PRId64
-                         ",\"n_decode\":%d,\"n_running\":%d,\"prefill_tok\":%d,\"ctx_tok\":%" PRId64 "}",
-                         st->start_ns, st->dur_ns, st->n_decode, st->n_running, st->prefill_tok, st->ctx_tok);
+                         ",\"n_decode\":%d,\"n_running\":%d,\"prefill_tok\":%d,\"ctx_tok\":%" PRId64,
+                         st->start_ns, st->dur_ns, st->n_decode, st->n_running, st->prefill_tok, st->ctx_tok));
+    if (st->comm_ns > 0) /* tensor parallelism only: other steps' lines stay as they were */
+        LL_TRY(ll_buf_printf(b, ",\"comm_ns\":%" PRId64, st->comm_ns));
+    LL_TRY(ll_buf_printf(b, "}"));
+fail:
+    return rc;
 }
 
 static int format_usage(ll_buf *b, const ll_rec_request *rq)
@@ -252,6 +274,15 @@ static int format_clock(ll_buf *b, const ll_rec_clock *ck)
                          ck->level, ck->rank, ck->offset_ns, ck->rtt_ns, ck->samples, ck->start_ns);
 }
 
+static int format_handoff(ll_buf *b, const ll_rec_handoff *h, const char *req)
+{
+    int rc = ll_buf_printf(b, "{\"type\":\"handoff\",\"req\":");
+    rc = rc ? rc : ll_json_escape(b, req);
+    return rc ? rc
+              : ll_buf_printf(b, ",\"tok\":%d,\"step_end_ns\":%" PRId64 ",\"write_ns\":%" PRId64 "}",
+                              h->tok, h->step_end_ns, h->write_ns);
+}
+
 static int format_metric(ll_buf *b, const ll_rec_metric *m)
 {
     int rc;
@@ -283,6 +314,8 @@ static int format_item(ll_buf *b, const rec_item *it)
         return format_clock(b, &it->u.ck);
     case K_METRIC:
         return format_metric(b, &it->u.metric.m);
+    case K_HANDOFF:
+        return format_handoff(b, &it->u.handoff.h, it->u.handoff.req);
     case K_LINES:
         return LL_EINVAL; /* written as they are (write_item) */
     case K_JSON:
@@ -514,6 +547,17 @@ int ll_rec_put_step(ll_rec_writer *w, const ll_rec_step *st)
 int ll_rec_put_clock(ll_rec_writer *w, const ll_rec_clock *ck)
 {
     rec_item it = {.kind = K_CLOCK, .u.ck = *ck};
+    return enqueue(w, &it);
+}
+
+int ll_rec_put_handoff(ll_rec_writer *w, const ll_rec_handoff *h)
+{
+    size_t n = h->req ? strlen(h->req) : 0;
+    if (!h->req || n > LL_REC_HANDOFF_REQ_MAX)
+        return LL_EINVAL;
+    rec_item it = {.kind = K_HANDOFF, .u.handoff.h = *h};
+    memcpy(it.u.handoff.req, h->req, n + 1);
+    it.u.handoff.h.req = NULL; /* pointed at the copy when formatted (the item moves) */
     return enqueue(w, &it);
 }
 

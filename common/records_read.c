@@ -173,6 +173,11 @@ static int rd_level(reader *r, const cJSON *o)
     lv.n_requests = rd_count(r, o, "n_requests", 0);
     lv.warmup = rd_count(r, o, "warmup", 0);
     lv.start_ns = rd_time(r, o, "start_ns", 1);
+    /* A/B fields (optional; -1 when absent) */
+    lv.repeat = (int)rd_int(r, o, "repeat", 0, 0, INT32_MAX, -1);
+    lv.pair = (int)rd_int(r, o, "pair", 0, 0, INT32_MAX, -1);
+    lv.seq = (int)rd_int(r, o, "seq", 0, 0, INT32_MAX, -1);
+    lv.ab_tagged = lv.repeat >= 0;
     if (!rd_keep(r) || !r->h->on_level)
         return 0;
     return r->h->on_level(&lv, r->ctx);
@@ -297,6 +302,7 @@ static int rd_step(reader *r, const cJSON *o)
     s.n_running = rd_count(r, o, "n_running", 0);
     s.prefill_tok = rd_count(r, o, "prefill_tok", 0);
     s.ctx_tok = rd_int(r, o, "ctx_tok", 0, 0, TIME_MAX_NS, 0);
+    s.comm_ns = rd_int(r, o, "comm_ns", 0, 0, TIME_MAX_NS, 0);
     if (!rd_keep(r) || !r->h->on_step)
         return 0;
     return r->h->on_step(&s, r->ctx);
@@ -354,6 +360,21 @@ static int rd_metric(reader *r, const cJSON *o)
     return r->h->on_metric(&m, r->ctx);
 }
 
+static int rd_handoff(reader *r, const cJSON *o)
+{
+    ll_rec_handoff h = {0};
+    rd_begin(r);
+    h.req = ll_json_str(o, "req", NULL);
+    if (!h.req)
+        r->missing = 1;
+    h.tok = rd_count(r, o, "tok", 1);
+    h.step_end_ns = rd_time(r, o, "step_end_ns", 1);
+    h.write_ns = rd_time(r, o, "write_ns", 1);
+    if (!rd_keep(r) || !r->h->on_handoff)
+        return 0;
+    return r->h->on_handoff(&h, r->ctx);
+}
+
 static int rd_line(const cJSON *o, size_t line_no, void *ctx)
 {
     reader *r = ctx;
@@ -384,6 +405,8 @@ static int rd_line(const cJSON *o, size_t line_no, void *ctx)
         return rd_clock(r, o);
     if (strcmp(type, LL_REC_METRIC) == 0)
         return rd_metric(r, o);
+    if (strcmp(type, LL_REC_HANDOFF) == 0)
+        return rd_handoff(r, o);
     if (strcmp(type, LL_REC_RUN) == 0) {
         r->st->n_rejected++; /* a second run line: the first one describes the run */
         return 0;

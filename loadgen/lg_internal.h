@@ -58,6 +58,10 @@ typedef struct lg_xfer {
                                     * the weights a disagreeing final usage is attributed by */
     int sent_cont_usage;           /* this body asked continuous_usage_stats */
     int retried;                   /* resent once without it after a 400 naming it */
+    /* "X-Request-Id: loadlaw-<run tag>-<id>" in front of the worker's headers
+     * (a list node of our own: no allocation per request) */
+    struct curl_slist rid_hdr;
+    char rid_line[64];
 } lg_xfer;
 
 struct lg_worker {
@@ -65,6 +69,9 @@ struct lg_worker {
     int index;
     CURLM *multi;
     struct curl_slist *headers;
+    int epfd, wake_fd;             /* the worker's epoll set (curl's sockets + wake_fd) */
+    int64_t timer_at;              /* curl's timer (CURLMOPT_TIMERFUNCTION), -1 = none */
+    int user_rid;                  /* the scenario's headers name X-Request-Id: no own one */
     pthread_t thread;
     /* current level */
     lg_level_ctx *lvl;
@@ -96,6 +103,7 @@ struct lg_run {
     const lg_dist *dist;
     lg_worker *workers;
     atomic_uint_fast64_t next_id;
+    char run_tag[17];              /* hex, this process's run: X-Request-Id's middle part */
     atomic_int stop_issue;
     atomic_int interrupted;
     atomic_llong abort_at_ns;      /* 0 = no abort deadline */
@@ -131,6 +139,8 @@ int lg_xfer_headers(const scn_scenario *s, struct curl_slist **list);
 
 /* worker.c */
 int lg_worker_init(lg_worker *w, lg_run *r, int index, char *err, size_t errlen);
+/* Wake the worker out of its wait (any thread; lg_run_interrupt). */
+void lg_worker_wake(lg_worker *w);
 void lg_worker_free(lg_worker *w);
 void *lg_worker_main(void *arg);
 

@@ -18,6 +18,7 @@
 #include "lg_internal.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +104,13 @@ int lg_run_create(const lg_config *cfg, lg_run **out, char *err, size_t errlen)
         free(r);
         return LL_EINVAL;
     }
+    /* X-Request-Id's run part: this process's start, its pid and the first
+     * address it allocated, hashed (xfer.c) */
+    uint64_t tag = (uint64_t)ll_wall_ns() ^ ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)r;
+    tag ^= tag >> 33;
+    tag *= 0xff51afd7ed558ccdULL;
+    tag ^= tag >> 33;
+    snprintf(r->run_tag, sizeof r->run_tag, "%016" PRIx64, tag);
     if (init_wakeup(r)) {
         ll_errf(err, errlen, "lg_run_create: pthread_cond_init failed");
         free(r);
@@ -179,8 +187,7 @@ void lg_run_interrupt(lg_run *r, double drain_s)
     atomic_store(&r->stop_issue, 1);
     atomic_compare_exchange_strong(&r->abort_at_ns, &zero, at > 0 ? at : 1);
     for (int i = 0; i < r->nthreads; i++)
-        if (r->workers[i].multi && curl_multi_wakeup(r->workers[i].multi) != CURLM_OK)
-            ll_warn("curl_multi_wakeup failed; worker %d notices within 100 ms", i); /* it polls at most 100 ms */
+        lg_worker_wake(&r->workers[i]); /* it waits at most 100 ms anyway */
 }
 
 int lg_run_interrupted(const lg_run *r) { return atomic_load(&r->interrupted); }
@@ -289,6 +296,7 @@ static int put_level_line(lg_run *r, const lg_level_ctx *L)
         .n_requests = whole ? scn_level_requests(lv) : L->total - L->warmup,
         .warmup = whole ? lv->warmup : L->warmup,
         .start_ns = L->start_ns - r->epoch_ns,
+        .ab_tagged = lv->ab_tagged, .repeat = lv->repeat, .pair = lv->pair, .seq = lv->seq,
     };
     return ll_rec_put_level(r->rec, &rec);
 }

@@ -10,9 +10,61 @@
  * interrupt deadline passes (then in-flight transfers are aborted). */
 #include "lg_internal.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
+
+/* ---- the event loop: curl's socket API on epoll --------------------------------
+ * curl says which sockets to watch (on_socket) and when it wants a call back
+ * (on_timer); each wake-up hands curl only the sockets that are ready, so a
+ * wake-up costs per ready stream. (curl_multi_poll + curl_multi_perform, used
+ * before, visit every transfer in flight on every wake-up: at C = 1024 that
+ * was 1024 transfers looked at for each few that had a token.) */
+
+static int on_socket(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
+{
+    (void)e;
+    lg_worker *w = userp;
+    if (what == CURL_POLL_REMOVE) {
+        /* ENOENT/EBADF: curl closed it already, which removed it */
+        epoll_ctl(w->epfd, EPOLL_CTL_DEL, s, NULL);
+        return 0;
+    }
+    struct epoll_event ev = {.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0u) |
+                                       ((what & CURL_POLL_OUT) ? EPOLLOUT : 0u),
+                             .data.fd = s};
+    int op = socketp ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+    if (epoll_ctl(w->epfd, op, s, &ev) != 0) {
+        /* a reused descriptor number: what curl calls new, epoll may still
+         * hold (and the other way round) */
+        op = errno == EEXIST ? EPOLL_CTL_MOD : errno == ENOENT ? EPOLL_CTL_ADD : -1;
+        if (op < 0 || epoll_ctl(w->epfd, op, s, &ev) != 0)
+            return -1;
+    }
+    if (!socketp)
+        curl_multi_assign(w->multi, s, w); /* known: the next change is a MOD */
+    return 0;
+}
+
+static int on_timer(CURLM *m, long timeout_ms, void *userp)
+{
+    (void)m;
+    lg_worker *w = userp;
+    w->timer_at = timeout_ms < 0 ? -1 : ll_now_ns() + (int64_t)timeout_ms * 1000000;
+    return 0;
+}
+
+void lg_worker_wake(lg_worker *w)
+{
+    uint64_t one = 1;
+    if (w->multi && w->wake_fd >= 0 && write(w->wake_fd, &one, sizeof one) < 0 && errno != EAGAIN)
+        ll_warn("waking worker %d failed; it notices within 100 ms", w->index);
+}
 
 int lg_worker_init(lg_worker *w, lg_run *r, int index, char *err, size_t errlen)
 {
@@ -20,9 +72,25 @@ int lg_worker_init(lg_worker *w, lg_run *r, int index, char *err, size_t errlen)
     memset(w, 0, sizeof *w);
     w->run = r;
     w->index = index;
+    w->epfd = w->wake_fd = -1;
+    w->timer_at = -1;
     if (!(w->multi = curl_multi_init())) {
         ll_errf(err, errlen, "curl_multi_init failed");
         return LL_ENOMEM;
+    }
+    struct epoll_event wev = {.events = EPOLLIN};
+    if ((w->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
+        (w->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
+        (wev.data.fd = w->wake_fd, epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->wake_fd, &wev)) != 0) {
+        ll_errf(err, errlen, "worker %d: epoll/eventfd: %s", index, strerror(errno));
+        return LL_ESYS;
+    }
+    if (curl_multi_setopt(w->multi, CURLMOPT_SOCKETFUNCTION, on_socket) != CURLM_OK ||
+        curl_multi_setopt(w->multi, CURLMOPT_SOCKETDATA, w) != CURLM_OK ||
+        curl_multi_setopt(w->multi, CURLMOPT_TIMERFUNCTION, on_timer) != CURLM_OK ||
+        curl_multi_setopt(w->multi, CURLMOPT_TIMERDATA, w) != CURLM_OK) {
+        ll_errf(err, errlen, "curl_multi_setopt (socket API) failed");
+        return LL_EINVAL;
     }
     /* No cap on connections: each in-flight stream needs its own HTTP/1.1
      * connection; keep idle ones for reuse across requests and levels. */
@@ -52,6 +120,9 @@ int lg_worker_init(lg_worker *w, lg_run *r, int index, char *err, size_t errlen)
      * here and there is sent twice */
     if (lg_xfer_headers(r->scn, &h))
         goto nomem;
+    for (t = h; t; t = t->next)
+        if (strncasecmp(t->data, "X-Request-Id:", 13) == 0)
+            w->user_rid = 1;
     w->headers = h;
     return 0;
 nomem:
@@ -64,11 +135,18 @@ static void abort_inflight(lg_worker *w);
 
 void lg_worker_free(lg_worker *w)
 {
+    if (!w->run)
+        return; /* never initialised (a zeroed slot of the workers' array) */
     abort_inflight(w);
     if (w->multi)
-        curl_multi_cleanup(w->multi);
+        curl_multi_cleanup(w->multi); /* may still call on_socket: epfd after it */
+    if (w->epfd >= 0)
+        close(w->epfd);
+    if (w->wake_fd >= 0)
+        close(w->wake_fd);
     curl_slist_free_all(w->headers);
     memset(w, 0, sizeof *w);
+    w->epfd = w->wake_fd = -1;
 }
 
 /* Open loop schedule: the arrival sequence of the level, walked in order. */
@@ -174,16 +252,33 @@ static void count_events(lg_worker *w, const lg_xfer *x)
     w->events += x->chunks.n;
 }
 
-/* Let curl move the bytes; finish the transfers that ended. Returns how many
- * ended, or -1 on a curl failure (w->rc set). */
-static int perform_and_collect(lg_worker *w)
+/* Hand curl one ready socket (or its timeout: CURL_SOCKET_TIMEOUT). -1 on a
+ * curl failure (w->rc set). */
+static int drive(lg_worker *w, curl_socket_t fd, int ev)
 {
-    int running = 0, finished = 0, q;
-    if (curl_multi_perform(w->multi, &running) != CURLM_OK) {
+    int running;
+    CURLMcode mc = curl_multi_socket_action(w->multi, fd, ev, &running);
+    if (mc != CURLM_OK) {
         w->rc = LL_EIO;
-        snprintf(w->err, sizeof w->err, "curl_multi_perform failed");
+        snprintf(w->err, sizeof w->err, "curl_multi_socket_action: %s", curl_multi_strerror(mc));
         return -1;
     }
+    return 0;
+}
+
+/* curl's timer, if due (it asks for one after every new transfer). */
+static int run_timer(lg_worker *w, int64_t now)
+{
+    if (w->timer_at < 0 || now < w->timer_at)
+        return 0;
+    w->timer_at = -1; /* before the call, which may set the next one */
+    return drive(w, CURL_SOCKET_TIMEOUT, 0);
+}
+
+/* Finish the transfers that ended; returns how many. */
+static int collect(lg_worker *w)
+{
+    int finished = 0, q;
     CURLMsg *m;
     while ((m = curl_multi_info_read(w->multi, &q))) {
         if (m->msg != CURLMSG_DONE)
@@ -199,14 +294,11 @@ static int perform_and_collect(lg_worker *w)
     return finished;
 }
 
-static int poll_ms(int64_t now, int64_t until)
-{
-    int64_t d = (until - now) / 1000000; /* rounded down; the caller sleeps a last fraction */
-    return d < 0 ? 0 : d > 100 ? 100 : (int)d;
-}
+#define LG_EPOLL_EVENTS 256
 
-/* Sleep until a socket is ready, the next arrival, the level's deadline, the
- * abort deadline or 100 ms, whichever comes first. -1 on a curl failure. */
+/* Sleep until a socket is ready, curl's timer, the next arrival, the level's
+ * deadline, the abort deadline or 100 ms, whichever comes first; then hand
+ * curl what is ready. -1 on a failure (w->rc set). */
 static int wait_for_work(walk *k, int64_t now, int64_t abort_at)
 {
     lg_worker *w = k->w;
@@ -218,16 +310,43 @@ static int wait_for_work(walk *k, int64_t now, int64_t abort_at)
     if (abort_at && abort_at < until)
         until = abort_at;
     int64_t t = ll_now_ns();
-    if (k->open && until > t && until - t < 1000000) {
-        /* poll() counts whole milliseconds: sleep the last fraction so an
+    if (k->open && until > t && until - t < 1000000 && (w->timer_at < 0 || w->timer_at >= until)) {
+        /* epoll counts whole milliseconds: sleep the last fraction so an
          * arrival is sent on time, not up to 1 ms late. */
         ll_sleep_until_ns(until);
         return 0;
     }
-    if (curl_multi_poll(w->multi, NULL, 0, poll_ms(t, until), NULL) != CURLM_OK) {
-        w->rc = LL_EIO;
-        snprintf(w->err, sizeof w->err, "curl_multi_poll failed");
+    /* whole ms, rounded down for our own deadlines (a last fraction is slept
+     * above or spun over in the caller's next turn), up for curl's timer (it
+     * counts in ms; waking early would only spin) */
+    int64_t d = until - t;
+    int ms = d <= 0 ? 0 : (int)(d / 1000000);
+    if (w->timer_at >= 0) {
+        int64_t dt = w->timer_at - t;
+        int tms = dt <= 0 ? 0 : (int)((dt + 999999) / 1000000);
+        ms = tms < ms ? tms : ms;
+    }
+    struct epoll_event ev[LG_EPOLL_EVENTS];
+    int n = epoll_wait(w->epfd, ev, LG_EPOLL_EVENTS, ms);
+    if (n < 0) {
+        if (errno == EINTR)
+            return 0;
+        w->rc = LL_ESYS;
+        snprintf(w->err, sizeof w->err, "epoll_wait: %s", strerror(errno));
         return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        if (ev[i].data.fd == w->wake_fd) {
+            uint64_t v;
+            if (read(w->wake_fd, &v, sizeof v) < 0 && errno != EAGAIN)
+                ll_warn("worker %d: reading its wake-up: %s", w->index, strerror(errno));
+            continue;
+        }
+        int bits = ((ev[i].events & EPOLLIN) ? CURL_CSELECT_IN : 0) |
+                   ((ev[i].events & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
+                   ((ev[i].events & (EPOLLERR | EPOLLHUP)) ? CURL_CSELECT_ERR : 0);
+        if (drive(w, ev[i].data.fd, bits))
+            return -1;
     }
     return 0;
 }
@@ -263,10 +382,9 @@ void *lg_worker_main(void *arg)
             issue_closed(&k);
         if (w->rc || (k.no_more && w->inflight == 0))
             break;
-        int finished = perform_and_collect(w);
-        if (finished < 0)
+        if (run_timer(w, ll_now_ns()))
             break;
-        if (finished)
+        if (collect(w))
             continue; /* refill the freed slots before waiting */
         if (wait_for_work(&k, now, abort_at))
             break;

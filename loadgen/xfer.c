@@ -15,6 +15,7 @@
  * continuous_usage_stats turns that field off for the run and resends once. */
 #include "lg_internal.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,7 +250,8 @@ static int setup_easy(lg_xfer *x)
     CURL *e = x->easy;
     long timeout_ms = (long)(r->scn->timeout_s * 1000.0);
     if (curl_easy_setopt(e, CURLOPT_URL, r->url_full) || curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) ||
-        curl_easy_setopt(e, CURLOPT_PRIVATE, x) || curl_easy_setopt(e, CURLOPT_HTTPHEADER, w->headers) ||
+        curl_easy_setopt(e, CURLOPT_PRIVATE, x) ||
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, w->user_rid ? w->headers : &x->rid_hdr) ||
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, x->body.p) ||
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->body.len) ||
         curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data) || curl_easy_setopt(e, CURLOPT_WRITEDATA, x) ||
@@ -291,6 +293,12 @@ int lg_xfer_start(lg_worker *w, int req_index, int64_t intended_ns)
     /* unique across ranks: rank r takes r, r+K, r+2K, ... */
     x->id = atomic_fetch_add(&r->next_id, 1) * (uint64_t)r->ranks + (uint64_t)r->rank;
     x->intended_ns = intended_ns;
+    /* Every request names itself (vLLM and others log X-Request-Id; the
+     * bundled engine's handoff records carry it): unique across runs and
+     * ranks, so two clients on one server never collide. */
+    snprintf(x->rid_line, sizeof x->rid_line, "X-Request-Id: loadlaw-%s-%" PRIu64, r->run_tag, x->id);
+    x->rid_hdr.data = x->rid_line;
+    x->rid_hdr.next = w->headers;
     x->header_ns = x->first_tok_ns = x->first_think_ns = x->first_answer_ns = x->end_ns = -1;
     init_parsers(x);
     LL_TRY(build_body(x));

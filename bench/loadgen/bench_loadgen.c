@@ -22,8 +22,10 @@
  *
  * usage: bench_loadgen [--quick | --parse]   (from the build dir: bench/loadgen/bench_loadgen)
  *        --parse: (1) alone */
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,13 +169,104 @@ static void bench_parse_all(int n_tok)
         bench_parse((stream_kind)k, n_tok, 5);
 }
 
+/* A handoff record (the engine's handoff_sample): request id (the numeric
+ * tail of X-Request-Id "loadlaw-<tag>-<id>"), token, and its two times. */
+typedef struct handoff {
+    uint64_t id;
+    int tok;
+    int64_t step_end_ns, write_ns;
+} handoff;
+
 typedef struct arrivals {
     int64_t epoch;
     LL_VEC(double) err_ms;   /* measured gap - true gap, per consecutive chunk pair */
     const int64_t *ends;
     size_t n_ends;
     LL_VEC(double) late_ms;
+    LL_VEC(handoff) ho;      /* sorted by (id, tok) before the requests are read */
+    LL_VEC(double) fanout_ms, lag_ms; /* step end -> write, write -> arrival */
+    size_t ho_matched;
 } arrivals;
+
+static int on_handoff(const ll_rec_handoff *h, void *ctx)
+{
+    arrivals *a = ctx;
+    const char *dash = strrchr(h->req, '-');
+    if (strncmp(h->req, "loadlaw-", 8) != 0 || !dash)
+        return 0;
+    handoff x = {.id = strtoull(dash + 1, NULL, 10), .tok = h->tok, .step_end_ns = h->step_end_ns,
+                 .write_ns = h->write_ns};
+    return ll_vec_push(&a->ho, x);
+}
+
+static int cmp_handoff(const void *x, const void *y)
+{
+    const handoff *p = x, *q = y;
+    if (p->id != q->id)
+        return p->id < q->id ? -1 : 1;
+    return (p->tok > q->tok) - (p->tok < q->tok);
+}
+
+/* Split each sampled token's delay: server fan-out (its step's end to the
+ * write) and client lag (the write to the chunk's arrival). */
+static int match_handoffs(arrivals *a, const ll_rec_request *rq)
+{
+    handoff key = {.id = rq->id, .tok = 0};
+    handoff *h = bsearch(&key, a->ho.v, a->ho.n, sizeof key, cmp_handoff);
+    if (!h && a->ho.n > 0) { /* the first sample of this id need not be token 0 */
+        size_t lo = 0, hi = a->ho.n;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (a->ho.v[mid].id < rq->id)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        h = lo < a->ho.n && a->ho.v[lo].id == rq->id ? &a->ho.v[lo] : NULL;
+    }
+    int64_t tok0 = 0; /* tokens before chunk i */
+    for (size_t i = 0; h && i < rq->n_chunks; i++) {
+        int64_t tok1 = tok0 + rq->chunks[i].tokens;
+        while (h < a->ho.v + a->ho.n && h->id == rq->id && h->tok < tok1) {
+            if (h->tok >= tok0) {
+                int64_t arr = rq->chunks[i].t_ns;
+                if (ll_vec_push(&a->fanout_ms, (double)(h->write_ns - h->step_end_ns) / 1e6) ||
+                    ll_vec_push(&a->lag_ms, (double)(arr - h->write_ns) / 1e6))
+                    return LL_ENOMEM;
+                a->ho_matched++;
+            }
+            h++;
+        }
+        tok0 = tok1;
+    }
+    return 0;
+}
+
+/* The machine's own timer-wake lateness while the level runs: how late an
+ * absolute-deadline sleep of 1 ms wakes (clock_nanosleep TIMER_ABSTIME). */
+typedef struct waker {
+    pthread_t th;
+    atomic_int stop;
+    LL_VEC(double) late_us;
+} waker;
+
+static void *waker_main(void *arg)
+{
+    waker *w = arg;
+    int64_t next = ll_now_ns();
+    while (!atomic_load(&w->stop)) {
+        next += 1000000;
+        struct timespec ts = {.tv_sec = next / 1000000000LL, .tv_nsec = next % 1000000000LL};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+            ;
+        int64_t now = ll_now_ns();
+        if (ll_vec_push(&w->late_us, (double)(now - next) / 1e3))
+            break;
+        if (now > next + 1000000)
+            next = now; /* fell behind: measure the next sleep, not the backlog */
+    }
+    return NULL;
+}
 
 static size_t step_of(const arrivals *a, int64_t t)
 {
@@ -191,6 +284,8 @@ static size_t step_of(const arrivals *a, int64_t t)
 static int on_request(const ll_rec_request *rq, void *ctx)
 {
     arrivals *a = ctx;
+    if (a->ho.n > 0 && match_handoffs(a, rq))
+        return LL_ENOMEM;
     int64_t prev_t = -1;
     size_t prev_s = 0;
     for (size_t i = 0; i < rq->n_chunks; i++) {
@@ -319,7 +414,17 @@ static void bench_itl(int C, const char *spec, int max_tokens, int threads)
     size_t step0 = eng ? eng_step_count(eng) : 0;
     lg_config lc = {.scn = scn, .prompts = pr, .url = eng ? eng_url(eng) : "", .model = ec.model, .records = rec};
     rc = rc ? rc : lg_run_create(&lc, &run, err, sizeof err);
+    if (!rc && eng)
+        eng_set_records(eng, rec);
+    waker wk = {0};
+    int wk_started = !rc && pthread_create(&wk.th, NULL, waker_main, &wk) == 0;
     rc = rc ? rc : lg_run_sweep(run, err, sizeof err);
+    if (wk_started) {
+        atomic_store(&wk.stop, 1);
+        pthread_join(wk.th, NULL);
+    }
+    if (eng)
+        eng_set_records(eng, NULL);
     if (rec)
         epoch = ll_rec_epoch_ns(rec);
     lg_run_free(run);
@@ -342,9 +447,12 @@ static void bench_itl(int C, const char *spec, int max_tokens, int threads)
         got += k;
     double step_sum = 0;
     size_t n_full = 0;
+    int n_max = 0; /* the fullest batch: at C = 4096 on 2 cores it can stay under C */
+    for (size_t i = 0; i < got; i++)
+        n_max = st[i].n_decode > n_max ? st[i].n_decode : n_max;
     for (size_t i = 0; i < got; i++) {
         ends[i] = st[i].start_ns + st[i].dur_ns;
-        if (st[i].n_decode >= C * 9 / 10) {
+        if (st[i].n_decode >= n_max * 9 / 10) {
             step_sum += (double)st[i].dur_ns / 1e6;
             n_full++;
         }
@@ -352,6 +460,9 @@ static void bench_itl(int C, const char *spec, int max_tokens, int threads)
     qsort(ends, got, sizeof *ends, cmp_i64);
     a.ends = ends;
     a.n_ends = got;
+    ll_rec_handlers h0 = {.on_handoff = on_handoff};
+    if (ll_rec_read(path, &h0, &a, NULL, err, sizeof err) == 0 && a.ho.n > 0)
+        qsort(a.ho.v, a.ho.n, sizeof *a.ho.v, cmp_handoff);
     ll_rec_handlers h = {.on_request = on_request};
     if (ll_rec_read(path, &h, &a, NULL, err, sizeof err) == 0 && a.err_ms.n > 0) {
         size_t n = a.err_ms.n;
@@ -362,13 +473,31 @@ static void bench_itl(int C, const char *spec, int max_tokens, int threads)
         ll_sort_doubles(a.late_ms.v, a.late_ms.n);
         if (abs_err)
             ll_sort_doubles(abs_err, n);
-        printf("C=%-5d %s: %zu gaps; true step (N>=0.9C) mean %.3f ms; measured ITL p50 %.3f ms\n", C, spec, n,
-               n_full ? step_sum / (double)n_full : NAN, fit_itl_p50(dir));
+        printf("C=%-5d %s: %zu gaps; true step (N >= 0.9 x the fullest batch, %d) mean %.3f ms; measured "
+               "ITL p50 %.3f ms\n", C, spec, n, n_max, n_full ? step_sum / (double)n_full : NAN, fit_itl_p50(dir));
         printf("        ITL error (measured - true): p50 %+.3f ms, p99 %+.3f ms; |error| p50 %.3f ms, p99 %.3f ms\n",
                ll_quantile_sorted(a.err_ms.v, n, 0.5), ll_quantile_sorted(a.err_ms.v, n, 0.99),
                abs_err ? ll_quantile_sorted(abs_err, n, 0.5) : NAN, abs_err ? ll_quantile_sorted(abs_err, n, 0.99) : NAN);
         printf("        arrival after step end: p50 %.3f ms, p99 %.3f ms (server write + loopback + client read)\n",
                ll_quantile_sorted(a.late_ms.v, a.late_ms.n, 0.5), ll_quantile_sorted(a.late_ms.v, a.late_ms.n, 0.99));
+        if (a.ho_matched > 0) {
+            ll_sort_doubles(a.fanout_ms.v, a.fanout_ms.n);
+            ll_sort_doubles(a.lag_ms.v, a.lag_ms.n);
+            printf("        split (%zu sampled tokens of %zu handoff records): server fan-out (step end -> "
+                   "write) p50 %.3f ms, p99 %.3f ms; client lag (write -> arrival) p50 %.3f ms, p99 %.3f ms\n",
+                   a.ho_matched, a.ho.n, ll_quantile_sorted(a.fanout_ms.v, a.fanout_ms.n, 0.5),
+                   ll_quantile_sorted(a.fanout_ms.v, a.fanout_ms.n, 0.99),
+                   ll_quantile_sorted(a.lag_ms.v, a.lag_ms.n, 0.5), ll_quantile_sorted(a.lag_ms.v, a.lag_ms.n, 0.99));
+        } else {
+            printf("        split: no handoff record matched a request (engine without handoff_sample?)\n");
+        }
+        if (wk.late_us.n > 0) {
+            ll_sort_doubles(wk.late_us.v, wk.late_us.n);
+            printf("        this machine's timer-wake lateness in the same run (1 ms absolute sleeps, %zu): "
+                   "p50 %.3f ms, p99 %.3f ms\n",
+                   wk.late_us.n, ll_quantile_sorted(wk.late_us.v, wk.late_us.n, 0.5) / 1e3,
+                   ll_quantile_sorted(wk.late_us.v, wk.late_us.n, 0.99) / 1e3);
+        }
         free(abs_err);
     }
 out2:
@@ -376,6 +505,10 @@ out2:
     free(ends);
     ll_vec_free(&a.err_ms);
     ll_vec_free(&a.late_ms);
+    ll_vec_free(&a.ho);
+    ll_vec_free(&a.fanout_ms);
+    ll_vec_free(&a.lag_ms);
+    ll_vec_free(&wk.late_us);
 out:
     if (run)
         lg_run_free(run);
@@ -408,9 +541,14 @@ int main(int argc, char **argv)
     }
     bench_writer(quick ? 20000 : 100000);
     /* 52+30n: at time scale 0.01 a C=64 step is 19.7 ms; at 0.001 a C=1024 step is 30.8 ms. */
-    bench_itl(64, "backend=synthetic,law=52+30n,time_scale=0.01,think=16", quick ? 32 : 64, 1);
-    bench_itl(1024, "backend=synthetic,law=52+30n,time_scale=0.001,think=16,max_running=1024,prefill_budget=131072",
-              quick ? 32 : 64, 2);
+    /* handoff_sample=8: every 8th token of each stream is timed at its
+     * socket write too, which splits the delay into fan-out and client lag. */
+    bench_itl(64, "backend=synthetic,law=52+30n,time_scale=0.01,think=16,handoff_sample=8", quick ? 32 : 64, 1);
+    bench_itl(1024, "backend=synthetic,law=52+30n,time_scale=0.001,think=16,max_running=1024,prefill_budget=131072,"
+              "handoff_sample=8", quick ? 32 : 64, 2);
+    if (!quick) /* at 0.0002 a C=4096 step is 24.6 ms */
+        bench_itl(4096, "backend=synthetic,law=52+30n,time_scale=0.0002,think=16,max_running=4096,"
+                  "prefill_budget=524288,max_connections=8192,handoff_sample=8", 32, 2);
     curl_global_cleanup();
     return 0;
 }

@@ -44,6 +44,7 @@
 #define LL_REC_PROFILE "profile"
 #define LL_REC_CLOCK "clock"      /* a K-rank run: one rank's clock estimate (docs/records.md) */
 #define LL_REC_METRIC "metric"    /* one sample scraped from a server's /metrics */
+#define LL_REC_HANDOFF "handoff"  /* a sampled token: when the engine handed it to the socket */
 
 /* Error class of a failed request (records.md "error_class"). */
 typedef enum ll_err_class {
@@ -101,6 +102,14 @@ typedef struct ll_rec_level {
     int poisson;              /* open loop: 1 poisson, 0 constant arrivals */
     int n_requests, warmup;   /* planned; n_requests excludes warmup */
     int64_t start_ns;
+    /* A/B runs (docs/records.md "level"), written only when ab_tagged (a
+     * zero-initialised level stays as before): the r-th run of this level on
+     * this side, the pair it forms with the other side's level of the same
+     * pair number, and its position in the order both sides ran in; pair and
+     * seq are written when >= 0. The reader sets ab_tagged when "repeat" is
+     * present and -1 for each absent value (older files lack them all). */
+    int ab_tagged;
+    int repeat, pair, seq;
 } ll_rec_level;
 
 /* What the client's own threads did during a level (level_end "client"):
@@ -166,7 +175,21 @@ typedef struct ll_rec_step {
     int64_t start_ns, dur_ns;
     int n_decode, n_running, prefill_tok;
     int64_t ctx_tok;
+    int64_t comm_ns;          /* tp all-reduce time of rank 0; written when > 0 (0 = none) */
 } ll_rec_step;
+
+/* A bundled engine with handoff_sample=K: for every K-th token of each
+ * stream, when its step ended and when its bytes were handed to the HTTP
+ * library (which writes them in the same loop turn). req is the request's
+ * X-Request-Id as the client sent it (loadlaw sends "loadlaw-<run>-<id>", id
+ * as in the request record), or "engine-<n>" when it sent none. Times on the
+ * run clock. */
+#define LL_REC_HANDOFF_REQ_MAX 64
+typedef struct ll_rec_handoff {
+    const char *req;
+    int tok;                  /* 0-based token index in the stream */
+    int64_t step_end_ns, write_ns;
+} ll_rec_handoff;
 
 typedef struct ll_rec_profile {
     int level;
@@ -224,6 +247,8 @@ int ll_rec_put_request(ll_rec_writer *w, ll_rec_request *rq);
 int ll_rec_put_step(ll_rec_writer *w, const ll_rec_step *st);
 int ll_rec_put_profile(ll_rec_writer *w, const ll_rec_profile *pr);
 int ll_rec_put_clock(ll_rec_writer *w, const ll_rec_clock *ck);
+/* LL_EINVAL for a NULL or over-long (> 64 bytes) req. */
+int ll_rec_put_handoff(ll_rec_writer *w, const ll_rec_handoff *h);
 /* LL_EINVAL for a non-finite value (JSON cannot hold it). */
 int ll_rec_put_metric(ll_rec_writer *w, const ll_rec_metric *m);
 /* Lines another writer formatted (a rank's request records, already on this
@@ -263,6 +288,7 @@ typedef struct ll_rec_handlers {
     /* Last, so positional initializers written before it stay valid. */
     int (*on_clock)(const ll_rec_clock *ck, void *ctx);
     int (*on_metric)(const ll_rec_metric *m, void *ctx);
+    int (*on_handoff)(const ll_rec_handoff *h, void *ctx);
 } ll_rec_handlers;
 
 typedef struct ll_rec_read_stats {

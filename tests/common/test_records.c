@@ -137,8 +137,8 @@ static void test_round_trip(void)
                       .config = config};
     CHECK(ll_rec_put_run(w, &run) == 0, "put run");
     cJSON_Delete(config); /* copied by the put */
-    ll_rec_level closed = {0, 8, 0, 0, 0, 12, 2, 1000};
-    ll_rec_level open = {1, 0, 1, 20.5, 1, 100, 0, 950000000};
+    ll_rec_level closed = {0, 8, 0, 0, 0, 12, 2, 1000, 0, -1, -1, -1};
+    ll_rec_level open = {1, 0, 1, 20.5, 1, 100, 0, 950000000, 0, -1, -1, -1};
     CHECK(ll_rec_put_level(w, &closed) == 0 && ll_rec_put_level(w, &open) == 0, "put levels");
     ll_rec_chunk *ch = malloc(3 * sizeof *ch);
     ch[0] = (ll_rec_chunk){52000000, 1, LL_CHUNK_THINK};
@@ -159,7 +159,7 @@ static void test_round_trip(void)
                           .usage_reasoning = -1};
     CHECK(ll_rec_put_request(w, &bad) == 0 && bad.error == NULL, "put failed request (error taken)");
     ll_rec_level_end le = {1, 1200000000, 1, 12, 3, {0}};
-    ll_rec_step st = {5000, 2650000, 8, 9, 17, 4096};
+    ll_rec_step st = {5000, 2650000, 8, 9, 17, 4096, 0};
     ll_rec_profile pr = {1, 4100000000, 12, "sglang", 200, 1, "{\"path\":\"/tmp/t.json\"}"};
     CHECK(ll_rec_put_level_end(w, &le) == 0 && ll_rec_put_step(w, &st) == 0 && ll_rec_put_profile(w, &pr) == 0,
           "put level_end, step, profile");
@@ -343,7 +343,7 @@ static void test_drain_close(void)
     ll_rec_run run = {.url = "u", .model = "m", .endpoint = "chat"};
     int rc = ll_rec_put_run(w, &run);
     for (int i = 0; i < 500 && rc == 0; i++) {
-        ll_rec_step st = {i, 1, 1, 1, 0, 0};
+        ll_rec_step st = {i, 1, 1, 1, 0, 0, 0};
         rc = ll_rec_put_step(w, &st);
     }
     CHECK(rc == 0, "500 puts through a queue of 2");
