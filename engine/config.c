@@ -317,8 +317,9 @@ static const eng_key keys[] = {
     INT("heads", heads, 1, 4096, "N", "cpu/cuda: query heads (default 64)"),
     INT("topk", topk, 1, 1 << 24, "N", "cpu/cuda: KV rows selected per decode (default 2048)"),
     INT("threads", threads, 0, 1024, "N", "cpu: compute threads, 0 = all cores (default 1)"),
-    INT("tp", tp, 1, 64, "K", "cpu: tensor-parallel ranks; heads and d_ff must divide by K "
-        "(default 1)"),
+    INT("tp", tp, 1, 64, "K", "tensor-parallel ranks (default 1); cpu: K thread groups, heads "
+        "and d_ff divide by K, K <= 10; cuda: rank r on GPU device+r over NCCL, heads divide by "
+        "K, K <= 4"),
     INT("d_model", d_model, 1, 65536, "N", "cpu/cuda: model width (default 2048)"),
     INT("d_ff", d_ff, 576, 262144, "N", "cpu/cuda: MLP width, at least one 576-wide row (default 8192)"),
     INT("vocab", vocab, 2, 1 << 20, "N", "cpu/cuda: vocabulary (default 1024)"),

@@ -95,7 +95,8 @@ typedef struct eng_config {
     int threads;               /* [threads] compute threads, 0 = all online cores, default 1 */
     int tp;                    /* [tp] tensor-parallel ranks, 1..64, default 1: heads and the
                                 * dense weights sharded K ways, an all-reduce per step (cpu:
-                                * K thread groups sharing `threads`; cuda: future work) */
+                                * K thread groups sharing `threads`; cuda: rank r on GPU
+                                * device+r, NCCL all-reduce, engine/cuda/README.md) */
     int d_model, d_ff, vocab;  /* [d_model] [d_ff] [vocab] dense sizes: 1..65536, 576..262144,
                                 * 2..1048576, default 2048, 8192, 1024 */
     int capacity_tok;          /* [capacity] KV rows each sequence slot owns, 1..16777216,
