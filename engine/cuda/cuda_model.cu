@@ -93,6 +93,24 @@ static const char *cublas_str(cublasStatus_t s)
     return buf;
 }
 
+/* The dense part's cuBLAS handle, on stream s: 0 or the cuBLAS status. */
+static int dense_cublas(cuda_dense *d, cudaStream_t s, const char *who, char *err, size_t errlen)
+{
+    cublasHandle_t h = NULL;
+    cublasStatus_t cs = cublasCreate(&h);
+    if (cs != CUBLAS_STATUS_SUCCESS) {
+        snprintf(err, errlen, "%scublasCreate failed: %s", who, cublas_str(cs));
+        return (int)cs;
+    }
+    d->cublas = h;
+    cs = cublasSetStream(h, s);
+    if (cs != CUBLAS_STATUS_SUCCESS) {
+        snprintf(err, errlen, "%scublasSetStream failed: %s", who, cublas_str(cs));
+        return (int)cs;
+    }
+    return 0;
+}
+
 extern "C" int cuda_dense_init(cuda_dense *d, int d_model, int d_ff, int vocab, uint64_t seed,
                                void *stream, char *err, size_t errlen)
 {
@@ -125,19 +143,7 @@ extern "C" int cuda_dense_init(cuda_dense *d, int d_model, int d_ff, int vocab, 
                  cuda_model_errstr(rc));
         return rc;
     }
-    cublasHandle_t h = NULL;
-    cublasStatus_t cs = cublasCreate(&h);
-    if (cs != CUBLAS_STATUS_SUCCESS) {
-        snprintf(err, errlen, "cuda backend: cublasCreate failed: %s", cublas_str(cs));
-        return (int)cs;
-    }
-    d->cublas = h;
-    cs = cublasSetStream(h, s);
-    if (cs != CUBLAS_STATUS_SUCCESS) {
-        snprintf(err, errlen, "cuda backend: cublasSetStream failed: %s", cublas_str(cs));
-        return (int)cs;
-    }
-    return 0;
+    return dense_cublas(d, s, "cuda backend: ", err, errlen);
 }
 
 extern "C" void cuda_dense_free(cuda_dense *d)
@@ -516,19 +522,7 @@ extern "C" int cuda_dense_init_cols(cuda_dense *d, int d_model, int d_ff, int vo
         snprintf(err, errlen, "generating the dense weight shard failed: %s", cuda_model_errstr(e));
         return (int)e;
     }
-    cublasHandle_t h = NULL;
-    cublasStatus_t cs = cublasCreate(&h);
-    if (cs != CUBLAS_STATUS_SUCCESS) {
-        snprintf(err, errlen, "cublasCreate failed: %s", cublas_str(cs));
-        return (int)cs;
-    }
-    d->cublas = h;
-    cs = cublasSetStream(h, s);
-    if (cs != CUBLAS_STATUS_SUCCESS) {
-        snprintf(err, errlen, "cublasSetStream failed: %s", cublas_str(cs));
-        return (int)cs;
-    }
-    return 0;
+    return dense_cublas(d, s, "", err, errlen);
 }
 
 /* project_q_kv_kernel through a rank's column map: blocks (i, hh < hr) make

@@ -12,59 +12,13 @@
 #include "common.h"
 #include "engine.h"
 #include "report.h"
+#include "tclient.h"
 #include "testutil.h"
-
-static size_t on_body(char *p, size_t size, size_t n, void *ud)
-{
-    return ll_buf_append(ud, p, size * n) == 0 ? size * n : 0;
-}
-
-static long http(const char *method, const char *url, const char *body, ll_buf *out)
-{
-    CURL *c = curl_easy_init();
-    if (!c)
-        return 0;
-    struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
-    long status = 0;
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
-    if (strcmp(method, "POST") == 0) {
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
-    }
-    if (curl_easy_perform(c) == CURLE_OK)
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_slist_free_all(hdr);
-    curl_easy_cleanup(c);
-    return status;
-}
-
-/* The value of the exposition line that starts with `series` + ' ', or -1. */
-static double metric(const char *text, const char *series)
-{
-    size_t n = strlen(series);
-    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-        if (strncmp(p, series, n) == 0 && p[n] == ' ')
-            return strtod(p + n + 1, NULL);
-    return -1;
-}
 
 static int completion(eng_engine *e, int max_tokens)
 {
-    char url[256], body[256];
-    snprintf(url, sizeof url, "%s/v1/completions", eng_url(e));
-    snprintf(body, sizeof body, "{\"prompt\":\"tensor parallel ranks\",\"max_tokens\":%d,"
-             "\"ignore_eos\":true}", max_tokens);
-    ll_buf b = {0};
-    long st = http("POST", url, body, &b);
-    cJSON *j = b.p ? cJSON_Parse(b.p) : NULL;
-    int got = (int)ll_json_i64(cJSON_GetObjectItemCaseSensitive(j, "usage"), "completion_tokens", -1);
-    cJSON_Delete(j);
-    ll_buf_free(&b);
-    return st == 200 ? got : -1;
+    int got = -1;
+    return tc_completion(eng_url(e), max_tokens, &got) == 200 ? got : -1;
 }
 
 static void check_trace(eng_engine *e)
@@ -77,11 +31,11 @@ static void check_trace(eng_engine *e)
     ll_buf b = {0};
     snprintf(url, sizeof url, "%s/start_profile", eng_url(e));
     snprintf(body, sizeof body, "{\"output_dir\":\"%s\"}", dir + strlen("/tmp/"));
-    CHECK(http("POST", url, body, &b) == 200, "start_profile: %s", b.p ? b.p : "");
+    CHECK(tc_http("POST", url, body, &b) == 200, "start_profile: %s", b.p ? b.p : "");
     ll_buf_free(&b);
     CHECK(completion(e, 6) == 6, "a request while profiling");
     snprintf(url, sizeof url, "%s/stop_profile", eng_url(e));
-    CHECK(http("POST", url, "", &b) == 200, "stop_profile: %s", b.p ? b.p : "");
+    CHECK(tc_http("POST", url, "", &b) == 200, "stop_profile: %s", b.p ? b.p : "");
     cJSON *ans = b.p ? cJSON_Parse(b.p) : NULL;
     const char *path = ll_json_str(ans, "path", "");
     char *text = NULL;
@@ -170,7 +124,7 @@ int main(void)
     char url[256];
     snprintf(url, sizeof url, "%s/metrics", eng_url(e));
     ll_buf m = {0};
-    CHECK(http("GET", url, NULL, &m) == 200 && m.p, "GET /metrics");
+    CHECK(tc_http("GET", url, NULL, &m) == 200 && m.p, "GET /metrics");
     const char *series[] = {
         "loadlaw_phase_seconds_total{phase=\"all_reduce\"}",
         "loadlaw_phase_seconds_total{phase=\"all_reduce\",rank=\"1\"}",
@@ -179,8 +133,8 @@ int main(void)
         "loadlaw_comm_seconds_total",
     };
     for (size_t i = 0; i < sizeof series / sizeof series[0]; i++)
-        CHECK(m.p && metric(m.p, series[i]) > 0, "/metrics: %s > 0", series[i]);
-    CHECK(m.p && metric(m.p, "loadlaw_phase_seconds_total{phase=\"sampling\",rank=\"1\"}") < 0,
+        CHECK(m.p && tc_metric(m.p, series[i]) > 0, "/metrics: %s > 0", series[i]);
+    CHECK(m.p && tc_metric(m.p, "loadlaw_phase_seconds_total{phase=\"sampling\",rank=\"1\"}") < 0,
           "sampling runs on rank 0 only");
     ll_buf_free(&m);
 

@@ -15,36 +15,8 @@
 #include "backend_cuda.h"
 #include "cuda_model.h"
 #include "engine.h"
+#include "tclient.h"
 #include "testutil.h"
-
-static size_t on_body(char *p, size_t size, size_t n, void *ud)
-{
-    return ll_buf_append(ud, p, size * n) == 0 ? size * n : 0;
-}
-
-/* Blocking request; returns the HTTP status (0 when the transfer failed). */
-static long http(const char *method, const char *url, const char *body, ll_buf *out)
-{
-    CURL *c = curl_easy_init();
-    if (!c)
-        return 0;
-    struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
-    long status = 0;
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
-    if (strcmp(method, "POST") == 0) {
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
-    }
-    if (curl_easy_perform(c) == CURLE_OK)
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_slist_free_all(hdr);
-    curl_easy_cleanup(c);
-    return status;
-}
 
 typedef struct req_arg {
     const char *url;
@@ -56,21 +28,7 @@ typedef struct req_arg {
 static void *one_request(void *p)
 {
     req_arg *a = p;
-    char url[256], body[256];
-    snprintf(url, sizeof url, "%s/v1/completions", a->url);
-    snprintf(body, sizeof body,
-             "{\"prompt\":\"the quick brown fox jumps over the lazy dog\",\"max_tokens\":%d,"
-             "\"ignore_eos\":true}", a->max_tokens);
-    ll_buf b = {0};
-    a->status = http("POST", url, body, &b);
-    a->completion_tokens = -1;
-    if (b.p) {
-        cJSON *j = cJSON_ParseWithOpts(b.p, NULL, 0);
-        cJSON *u = j ? cJSON_GetObjectItemCaseSensitive(j, "usage") : NULL;
-        a->completion_tokens = (int)ll_json_i64(u, "completion_tokens", -1);
-        cJSON_Delete(j);
-    }
-    ll_buf_free(&b);
+    a->status = tc_completion(a->url, a->max_tokens, &a->completion_tokens);
     return NULL;
 }
 
@@ -87,13 +45,13 @@ static void check_trace(eng_engine *e)
     snprintf(url, sizeof url, "%s/start_profile", eng_url(e));
     /* a request names a plain folder under the engine's profile_dir (/tmp here) */
     snprintf(body, sizeof body, "{\"output_dir\":\"%s\"}", dir + strlen("/tmp/"));
-    CHECK(http("POST", url, body, &b) == 200, "start_profile: %s", b.p ? b.p : "");
+    CHECK(tc_http("POST", url, body, &b) == 200, "start_profile: %s", b.p ? b.p : "");
     ll_buf_free(&b);
     req_arg ra = {.url = eng_url(e), .max_tokens = 6};
     one_request(&ra);
     CHECK(ra.status == 200 && ra.completion_tokens == 6, "request while profiling");
     snprintf(url, sizeof url, "%s/stop_profile", eng_url(e));
-    CHECK(http("POST", url, "", &b) == 200, "stop_profile: %s", b.p ? b.p : "");
+    CHECK(tc_http("POST", url, "", &b) == 200, "stop_profile: %s", b.p ? b.p : "");
     cJSON *ans = b.p ? cJSON_Parse(b.p) : NULL;
     const char *path = ll_json_str(ans, "path", "");
     char *text = NULL;
@@ -164,7 +122,7 @@ static void check_failure(void)
           "eng_failed names the CUDA error: %s", why);
     snprintf(url, sizeof url, "%s/health", eng_url(e));
     ll_buf h = {0};
-    CHECK(http("GET", url, NULL, &h) == 503 && h.p && strstr(h.p, "cudaErrorInvalidConfiguration"),
+    CHECK(tc_http("GET", url, NULL, &h) == 503 && h.p && strstr(h.p, "cudaErrorInvalidConfiguration"),
           "/health 503 with the reason: %s", h.p ? h.p : "");
     ll_buf_free(&h);
     eng_stop(e);
@@ -228,7 +186,7 @@ int main(void)
     char url[256];
     snprintf(url, sizeof url, "%s/metrics", eng_url(e));
     ll_buf m = {0};
-    CHECK(http("GET", url, NULL, &m) == 200, "GET /metrics");
+    CHECK(tc_http("GET", url, NULL, &m) == 200, "GET /metrics");
     const char *phases[] = {CUDA_K_FILL, CUDA_K_EMBED, CUDA_K_GEMM, CUDA_K_PROJECT, CUDA_K_TOPK,
                             "mla_decode_tiled_kernel", CUDA_K_LOGITS, CUDA_K_SAMPLE};
     for (int i = 0; i < 8; i++) {
@@ -261,7 +219,7 @@ int main(void)
     CHECK(tokens == want_tokens, "decode tokens in the step log %d, want %d", tokens, want_tokens);
     CHECK(batched > 0, "some steps batched several sequences (%d of %d)", batched, decode_steps);
     snprintf(url, sizeof url, "%s/health", eng_url(e));
-    CHECK(http("GET", url, NULL, &m) == 200, "GET /health: 200 while the backend is healthy");
+    CHECK(tc_http("GET", url, NULL, &m) == 200, "GET /health: 200 while the backend is healthy");
     ll_buf_free(&m);
     check_trace(e);
     eng_stop(e);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include <cjson/cJSON.h>
 #include <curl/curl.h>
 
 static size_t on_body(char *p, size_t sz, size_t n, void *ud)
@@ -69,6 +70,34 @@ int tc_request_hdr(const char *method, const char *url, const char *body, long b
 }
 
 void tc_resp_free(tc_resp *r) { ll_buf_free(&r->body); }
+
+long tc_http(const char *method, const char *url, const char *body, ll_buf *out)
+{
+    tc_resp r;
+    tc_request(method, url, body, -1, &r);
+    ll_buf_free(out);
+    *out = r.body; /* moved */
+    return r.status;
+}
+
+long tc_completion(const char *base_url, int max_tokens, int *completion_tokens)
+{
+    char url[256], body[256];
+    snprintf(url, sizeof url, "%s/v1/completions", base_url);
+    snprintf(body, sizeof body,
+             "{\"prompt\":\"the quick brown fox jumps over the lazy dog\",\"max_tokens\":%d,"
+             "\"ignore_eos\":true}", max_tokens);
+    tc_resp r;
+    tc_request("POST", url, body, -1, &r);
+    if (completion_tokens) {
+        cJSON *j = r.body.p ? cJSON_ParseWithOpts(r.body.p, NULL, 0) : NULL;
+        cJSON *u = j ? cJSON_GetObjectItemCaseSensitive(j, "usage") : NULL;
+        *completion_tokens = (int)ll_json_i64(u, "completion_tokens", -1);
+        cJSON_Delete(j);
+    }
+    tc_resp_free(&r);
+    return r.status;
+}
 
 int tc_sse_split(const char *body, tc_events *ev)
 {

@@ -23,6 +23,15 @@ int tc_request_hdr(const char *method, const char *url, const char *body, long b
                    const char *header, tc_resp *out);
 void tc_resp_free(tc_resp *r);
 
+/* tc_request with the body moved into *out (caller frees): the HTTP status,
+ * 0 when the transfer failed. */
+long tc_http(const char *method, const char *url, const char *body, ll_buf *out);
+
+/* POST base_url/v1/completions, a fixed prompt with max_tokens and
+ * ignore_eos: the HTTP status (0: no answer); *completion_tokens (may be
+ * NULL) gets usage.completion_tokens, -1 when absent. */
+long tc_completion(const char *base_url, int max_tokens, int *completion_tokens);
+
 /* The payloads of "data: ..." events, in order (caller frees with tc_events_free). */
 typedef struct tc_events {
     char **data;
