@@ -11,15 +11,13 @@
 #include "common.h"
 #include "fit.h"
 #include "opts.h"
+#include "slo_opts.h"
 
-enum { K_JSON = 256, K_ITL_SLO, K_TPOT_SLO, K_TTFT_SLO, K_E2E_SLO, K_C };
+enum { K_JSON = 256, K_C };
 
 static const cli_opt plan_table[] = {
-    {"itl-slo", K_ITL_SLO, "DUR", "per-token objective (50ms): the largest C whose mean step "
-                "meets it, and the TPOT part of goodput"},
-    {"tpot-slo", K_TPOT_SLO, "DUR", "the same objective under its other name (give one)"},
-    {"ttft-slo", K_TTFT_SLO, "DUR", "time-to-first-token objective for goodput"},
-    {"e2e-slo", K_E2E_SLO, "DUR", "end-to-end latency objective for goodput"},
+    CLI_SLO_ROWS("per-token objective (50ms): the largest C whose mean step meets it, and the "
+                 "TPOT part of goodput"),
     {"c", K_C, "LIST", "concurrencies to plan at (48 or 32,48,64; repeatable); default: the "
                 "measured ones"},
     {"json", K_JSON, NULL, "print one JSON object instead of the tables"},
@@ -44,22 +42,51 @@ static const cli_cmd plan_cmd = {
 typedef struct plan_args {
     const char *dir;
     int json;
-    double itl_ms, tpot_ms;
-    fit_slo slo;
+    cli_slo_args slo;
     int at_c[PLAN_MAX_C];
     size_t n_at_c;
 } plan_args;
 
-/* A positive duration into ms; CLI_USAGE (having said why) or 0. */
-static int parse_slo_ms(const cli_opt *o, const char *v, double *out_ms)
+/* ---- the objective options, shared with `loadlaw report` (slo_opts.h) ---- */
+
+void cli_slo_init(cli_slo_args *a)
 {
+    a->itl_ms = a->tpot_ms = NAN;
+    a->slo = (fit_slo){NAN, NAN, NAN};
+}
+
+int cli_slo_opt(const cli_cmd *c, const cli_opt *o, const char *v, cli_slo_args *a, int *rc)
+{
+    double *to;
+    switch (o->key) {
+    case CLI_SLO_KEY_ITL: to = &a->itl_ms; break;
+    case CLI_SLO_KEY_TPOT: to = &a->tpot_ms; break;
+    case CLI_SLO_KEY_TTFT: to = &a->slo.ttft_ms; break;
+    case CLI_SLO_KEY_E2E: to = &a->slo.e2e_ms; break;
+    default: return 0;
+    }
     double s;
-    if (ll_parse_duration_s(v, &s) || !(s > 0))
-        return cli_usage_error(&plan_cmd, "--%s: expected a positive duration (50ms, 2s), got '%s'",
-                               o->name, v);
-    *out_ms = s * 1e3;
+    if (ll_parse_duration_s(v, &s) || !(s > 0)) {
+        *rc = cli_usage_error(c, "--%s: expected a positive duration (50ms, 2s), got '%s'", o->name, v);
+        return 1;
+    }
+    *to = s * 1e3;
+    *rc = 0;
+    return 1;
+}
+
+int cli_slo_finish(const cli_cmd *c, const cli_slo_args *a, fit_slo *out)
+{
+    /* ITL and TPOT name one objective on per-token latency: the law's mean
+     * step is both; two different values would be two objectives */
+    if (!isnan(a->itl_ms) && !isnan(a->tpot_ms) && a->itl_ms != a->tpot_ms)
+        return cli_usage_error(c, "give one of --itl-slo and --tpot-slo (one per-token objective)");
+    *out = a->slo;
+    out->tpot_ms = isnan(a->itl_ms) ? a->tpot_ms : a->itl_ms;
     return 0;
 }
+
+/* ---- plan ------------------------------------------------------------------ */
 
 static int add_c_list(plan_args *a, const char *v)
 {
@@ -90,12 +117,11 @@ static int on_opt(const cli_opt *o, const char *v, void *ctx)
         a->dir = v;
         return 0;
     }
+    int rc;
+    if (cli_slo_opt(&plan_cmd, o, v, &a->slo, &rc))
+        return rc;
     switch (o->key) {
     case K_JSON: a->json = 1; return 0;
-    case K_ITL_SLO: return parse_slo_ms(o, v, &a->itl_ms);
-    case K_TPOT_SLO: return parse_slo_ms(o, v, &a->tpot_ms);
-    case K_TTFT_SLO: return parse_slo_ms(o, v, &a->slo.ttft_ms);
-    case K_E2E_SLO: return parse_slo_ms(o, v, &a->slo.e2e_ms);
     case K_C: return add_c_list(a, v);
     }
     return 0;
@@ -103,17 +129,16 @@ static int on_opt(const cli_opt *o, const char *v, void *ctx)
 
 int cmd_plan(int argc, char **argv)
 {
-    plan_args a = {.itl_ms = NAN, .tpot_ms = NAN, .slo = {NAN, NAN, NAN}};
+    plan_args a = {0};
+    cli_slo_init(&a.slo);
     int pr = cli_parse(&plan_cmd, argc, argv, on_opt, &a);
     if (pr != CLI_GO_ON)
         return pr;
     if (!a.dir)
         return cli_usage_error(&plan_cmd, "missing RUN_DIR (try loadlaw plan --help)");
-    /* ITL and TPOT name one objective on per-token latency: the law's mean
-     * step is both; two different values would be two objectives */
-    if (!isnan(a.itl_ms) && !isnan(a.tpot_ms) && a.itl_ms != a.tpot_ms)
-        return cli_usage_error(&plan_cmd, "give one of --itl-slo and --tpot-slo (one per-token objective)");
-    a.slo.tpot_ms = isnan(a.itl_ms) ? a.tpot_ms : a.itl_ms;
+    fit_slo slo;
+    if (cli_slo_finish(&plan_cmd, &a.slo, &slo))
+        return CLI_USAGE;
 
     char err[512] = "";
     fit_run *run = NULL;
@@ -121,7 +146,7 @@ int cmd_plan(int argc, char **argv)
     fit_plan *plan = NULL;
     fit_options fo;
     fit_options_default(&fo);
-    fit_plan_options po = {.slo = a.slo, .at_c = a.at_c, .n_at_c = a.n_at_c};
+    fit_plan_options po = {.slo = slo, .at_c = a.at_c, .n_at_c = a.n_at_c};
     int rc = CLI_FAIL;
     if (fit_load_run(a.dir, &run, err, sizeof err) ||
         fit_analyze(run, &fo, &res, err, sizeof err) ||

@@ -44,6 +44,27 @@ int html_write_file(const ll_buf *b, const char *path, char *err, size_t errlen)
 cJSON *rpt_run_chart_data(const fit_run *run, const fit_result *res, int full, char *err,
                           size_t errlen);
 
+/* The Pareto chart (report_pareto.c): the curve runs over C = 1 .. this times
+ * the largest measured C, at most RPT_PARETO_CURVE_POINTS + 2 C; a level
+ * "meets" the objectives when at least RPT_PARETO_ATTAINMENT of its measured
+ * requests do (DistServe's 90% attainment; plan's goodput counts them). */
+#define RPT_PARETO_BEYOND 1.25
+#define RPT_PARETO_CURVE_POINTS 80
+#define RPT_PARETO_ATTAINMENT 0.9
+
+/* {"max_measured_c", "no_curve": null | why there is no law curve,
+ * "curve":[{c, tok_per_s, user_tok_per_s, tok_per_s_ci:[lo,hi],
+ * user_tok_per_s_ci:[lo,hi], extrapolated}] (fit_plan_at at each C),
+ * "points":[{level, c, mode "closed"|"open", rate_per_s, tok_per_s,
+ * user_tok_per_s, basis, meets (null without objectives), best (plan's best
+ * goodput level, when its goodput is above 0), and with
+ * objectives n_measured, n_good, good_frac, goodput_req_per_s}],
+ * "objectives": null | {ttft_ms, tpot_ms, e2e_ms, user_tok_per_s_min
+ * (1000/tpot_ms), attainment, max_c: null | {n, n_ci, extrapolated}}}.
+ * slo may be NULL (no objectives). NAN becomes null. NULL on no memory. */
+cJSON *rpt_pareto_json(const fit_run *run, const fit_result *res, const fit_slo *slo, char *err,
+                       size_t errlen);
+
 /* A level's figures as summary.json names them (sent, ok, failed,
  * failed_by_class, duration_s, ramp_s, ttft_ms {n,p50,p90,p99,mean,max}, ...,
  * output_tok_per_s, req_per_s, steady_tok_per_s): the one JSON form of

@@ -86,7 +86,7 @@ static const char *style =
     ".law{font-size:18px;font-weight:600;margin:2px 0 6px}.muted{color:var(--muted)}\n"
     ".verdict{font-size:17px;font-weight:600;padding:10px 14px;border-left:4px solid var(--accent);background:#eff6ff}\n"
     ".grid2{display:grid;grid-template-columns:1fr 1fr;gap:14px}@media(max-width:900px){.grid2{grid-template-columns:1fr}}\n"
-    ".chart{position:relative;height:330px}.chart.small{height:250px}\n"
+    ".chart{position:relative;height:330px}.chart.small{height:250px}.chart.wide{height:440px}\n"
     "table{border-collapse:collapse;width:100%;font-size:13px;font-variant-numeric:tabular-nums}"
     "th,td{padding:5px 8px;border-bottom:1px solid var(--line);text-align:right;white-space:nowrap}"
     "th{background:#f9fafb;font-weight:600;color:#374151}td.l,th.l{text-align:left;white-space:normal}"

@@ -201,6 +201,127 @@
     });
   }
 
+  /* Text beside points: a dataset's llLabels[i] next to its i-th point. */
+  var labelPlugin = {
+    id: 'llLabels',
+    afterDatasetsDraw: function (chart) {
+      var ctx = chart.ctx;
+      ctx.save();
+      ctx.font = '11px ' + Chart.defaults.font.family;
+      ctx.fillStyle = '#374151';
+      ctx.textBaseline = 'middle';
+      chart.data.datasets.forEach(function (d, k) {
+        if (!d.llLabels || !chart.isDatasetVisible(k)) return;
+        var dy = d.llLabelDy || -8;
+        chart.getDatasetMeta(k).data.forEach(function (el, i) {
+          var t = d.llLabels[i];
+          if (!t) return;
+          /* near the right edge the text goes to the point's left */
+          var w = ctx.measureText(t).width, x = el.x + 7;
+          if (x + w > chart.chartArea.right) x = el.x - 7 - w;
+          ctx.fillText(t, x, el.y + dy);
+        });
+      });
+      ctx.restore();
+    }
+  };
+
+  /* Per-user against total tokens/s (report_pareto.c computes every number:
+   * the law's curve and band from `loadlaw plan`, the points, the goodput
+   * flags); this only draws them. */
+  function paretoChart(d, id) {
+    var p = d.pareto;
+    if (!p) return null;
+    var ds = [], xmax = 0;
+    var solid = [], dashed = [], lo = [], hi = [];
+    (p.curve || []).forEach(function (q) {
+      if (q.tok_per_s == null || q.user_tok_per_s == null) return;
+      var pt = { x: q.tok_per_s, y: q.user_tok_per_s, c: q.c };
+      (q.extrapolated ? dashed : solid).push(pt);
+      xmax = Math.max(xmax, q.tok_per_s);
+      /* the band's slow edge (step at its upper end) and fast edge */
+      if (q.tok_per_s_ci[0] != null && q.user_tok_per_s_ci[0] != null &&
+          q.tok_per_s_ci[1] != null && q.user_tok_per_s_ci[1] != null) {
+        lo.push({ x: q.tok_per_s_ci[0], y: q.user_tok_per_s_ci[0], c: q.c });
+        hi.push({ x: q.tok_per_s_ci[1], y: q.user_tok_per_s_ci[1], c: q.c });
+      }
+    });
+    if (solid.length && dashed.length) dashed.unshift(solid[solid.length - 1]);
+    if (lo.length) {
+      ds.push({ type: 'line', label: "law's 95% band", data: lo, borderWidth: 0, pointRadius: 0, fill: false,
+                backgroundColor: COL.band, llGuide: true });
+      ds.push({ type: 'line', label: '', data: hi, borderWidth: 0, pointRadius: 0, fill: '-1',
+                backgroundColor: COL.band, llGuide: true });
+    }
+    if (solid.length)
+      ds.push({ type: 'line', label: 'law, C = 1..' + p.max_measured_c + ' (measured range)', data: solid,
+                borderColor: COL.fit, borderWidth: 2, pointRadius: 0, llGuide: true });
+    if (dashed.length) {
+      var cEnd = dashed[dashed.length - 1].c;
+      ds.push({ type: 'line', label: (solid.length ? 'law beyond C = ' + p.max_measured_c :
+                                      'law (no closed-loop C measured)') + ', extrapolated to C = ' + cEnd,
+                data: dashed, borderColor: COL.fit, borderDash: [6, 4], borderWidth: 2, pointRadius: 0,
+                llGuide: true, llLabelDy: 12,
+                llLabels: dashed.map(function (q, i) { return i === dashed.length - 1 ? 'C=' + cEnd : ''; }) });
+    }
+    var groups = {};
+    (p.points || []).forEach(function (q) {
+      xmax = Math.max(xmax, q.tok_per_s);
+      var open = q.mode === 'open';
+      var key = (open ? 'open' : 'closed') + (q.meets === true ? '+' : q.meets === false ? '-' : '');
+      var g = groups[key];
+      if (!g) {
+        var col = q.meets === true ? COL.answer : q.meets === false ? COL.b : COL.a;
+        g = groups[key] = {
+          type: 'scatter', data: [], llLabels: [], backgroundColor: col, borderColor: col,
+          pointStyle: open ? 'triangle' : 'circle', pointRadius: 6, pointHoverRadius: 8,
+          label: (open ? 'open-loop levels' : 'measured levels (closed loop)') +
+            (q.meets === true ? ': meet every objective' : q.meets === false ? ': miss an objective' : '')
+        };
+      }
+      g.data.push({ x: q.tok_per_s, y: q.user_tok_per_s, c: q.c });
+      var name = open ? (q.rate_per_s != null ? q.rate_per_s + ' req/s' : 'open') : 'C=' + q.c;
+      if (q.good_frac != null) name += ' (' + fmt(100 * q.good_frac, 0) + '% good)';
+      if (q.best) name += ' best goodput';
+      g.llLabels.push(name);
+    });
+    ['closed', 'closed+', 'closed-', 'open', 'open+', 'open-'].forEach(function (k) {
+      if (groups[k]) ds.push(groups[k]);
+    });
+    xmax = xmax > 0 ? xmax * 1.05 : 1;
+    var mag = Math.pow(10, Math.floor(Math.log10(xmax)));
+    xmax = Math.ceil(xmax / mag * 2) * mag / 2;
+    var ob = p.objectives;
+    if (ob && ob.user_tok_per_s_min != null) {
+      var txt = 'ITL/TPOT ≤ ' + fmt(ob.tpot_ms, 1) + ' ms: ≥ ' + fmt(ob.user_tok_per_s_min, 2) + ' tok/s per user';
+      if (ob.max_c && ob.max_c.n != null)
+        txt += ' (law: max C = ' + ob.max_c.n + ', 95% [' + fmt(ob.max_c.n_ci[0], 0) + ', ' +
+          (ob.max_c.n_ci[1] == null ? '∞' : fmt(ob.max_c.n_ci[1], 0)) + ']' +
+          (ob.max_c.extrapolated ? ', extrapolated' : '') + ')';
+      ds.push({ type: 'line', label: txt,
+                data: [{ x: 0, y: ob.user_tok_per_s_min }, { x: xmax, y: ob.user_tok_per_s_min }],
+                borderColor: COL.b, borderDash: [3, 3], borderWidth: 1.5, pointRadius: 0, llGuide: true });
+    }
+    return makeChart(id, {
+      data: { datasets: ds },
+      plugins: [labelPlugin],
+      options: {
+        scales: { x: linAxis('total output tokens/s', { min: 0, max: xmax }),
+                  y: linAxis('per-user tokens/s (one stream, steady decode)', { min: 0 }) },
+        plugins: {
+          title: { display: true, text: 'Per-user against total tokens/s' },
+          subtitle: { display: !!p.no_curve, text: p.no_curve ? 'no law curve: ' + p.no_curve : '' },
+          legend: { labels: { filter: function (it) { return it.text !== ''; } } },
+          tooltip: { callbacks: { label: function (c) {
+            var r = c.raw || {};
+            return (r.c ? 'C=' + r.c + ': ' : '') + fmt(c.parsed.x, 1) + ' tok/s total, ' +
+              fmt(c.parsed.y, 2) + ' tok/s per user';
+          } } }
+        }
+      }
+    });
+  }
+
   function levelCharts(L, i) {
     var shade = [];
     (L.windows || []).forEach(function (w) { shade.push([w[0], w[1], COL.window]); });
@@ -324,6 +445,7 @@
     if (d.kind === 'run') {
       throughputChart(d, 'chart-throughput', [{ label: '', color: COL.a, levels: d.levels, law: d.law }]);
       stepChart(d, 'chart-step');
+      paretoChart(d, 'chart-pareto');
       d.levels.forEach(levelCharts);
     } else if (d.kind === 'compare') {
       d.runs[0].color = COL.a;

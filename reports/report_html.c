@@ -216,12 +216,63 @@ static int config_section(ll_buf *b, const fit_run *run, const fit_result *r)
     return ll_buf_printf(b, "</section>\n");
 }
 
-static int charts_section(ll_buf *b, const fit_result *r)
+/* The Pareto chart's frame and what it shows, in words that read without
+ * scripts: why there is no curve, the objectives. */
+static int pareto_section(ll_buf *b, const cJSON *pareto, const fit_slo *slo)
+{
+    const char *no_curve = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(pareto, "no_curve"));
+    char x[4][48];
+    if (ll_buf_printf(b, "<section><h2>Per-user against total tokens/s</h2>"
+                         "<div class='chart wide'><canvas id=chart-pareto></canvas></div>\n"
+                         "<p class=muted>Each measured level: total output tokens/s against the tokens/s one "
+                         "stream gets (closed loop: steady throughput and that over C; open loop, triangles: "
+                         "output tokens/s and 1000 / TPOT p50). "))
+        return LL_ENOMEM;
+    if (no_curve) {
+        if (ll_buf_printf(b, "<b>No law curve</b> (") || html_esc(b, no_curve) || ll_buf_printf(b, "). "))
+            return LL_ENOMEM;
+    } else if (ll_buf_printf(b, "The line is the law at C = 1, 2, &hellip; (total 1000&middot;C/(a+b&middot;C), "
+                                "per user 1000/(a+b&middot;C), steady decode, as <code>loadlaw plan</code> "
+                                "computes them) with its 95%% band; dashed beyond the largest measured C "
+                                "(extrapolation). ")) {
+        return LL_ENOMEM;
+    }
+    if (slo && isfinite(slo->tpot_ms) && slo->tpot_ms > 0 &&
+        ll_buf_printf(b, "Red line: ITL/TPOT &le; %s ms, i.e. at least %s tokens/s per user. ",
+                      html_num(x[0], 48, slo->tpot_ms, 1), html_num(x[1], 48, 1000.0 / slo->tpot_ms, 2)))
+        return LL_ENOMEM;
+    if (slo && ((isfinite(slo->tpot_ms) && slo->tpot_ms > 0) || (isfinite(slo->ttft_ms) && slo->ttft_ms > 0) ||
+                (isfinite(slo->e2e_ms) && slo->e2e_ms > 0))) {
+        static const char *const names[3] = {"TTFT", "TPOT", "E2E"};
+        const double v[3] = {slo->ttft_ms, slo->tpot_ms, slo->e2e_ms};
+        const char *sep = "";
+        if (ll_buf_printf(b, "Green points: at least %.0f%% of the level&#39;s measured requests met every "
+                             "objective (", 100 * RPT_PARETO_ATTAINMENT))
+            return LL_ENOMEM;
+        for (int k = 0; k < 3; k++) {
+            if (!(isfinite(v[k]) && v[k] > 0))
+                continue;
+            if (ll_buf_printf(b, "%s%s &le; %s ms", sep, names[k], html_num(x[k], 48, v[k], 1)))
+                return LL_ENOMEM;
+            sep = ", ";
+        }
+        if (ll_buf_printf(b, "; goodput as <code>loadlaw plan</code> counts it, the share beside each "
+                             "point); red ones did not."))
+            return LL_ENOMEM;
+    } else if (ll_buf_printf(b, "No objectives given (<code>loadlaw report RUN_DIR --itl-slo 50ms "
+                                "[--ttft-slo DUR] [--e2e-slo DUR]</code> adds them).")) {
+        return LL_ENOMEM;
+    }
+    return ll_buf_printf(b, "</p></section>\n");
+}
+
+static int charts_section(ll_buf *b, const fit_result *r, const cJSON *pareto, const fit_slo *slo)
 {
     if (ll_buf_printf(b, "<section><h2>Throughput and step time</h2><div class=grid2>"
                          "<div class=chart><canvas id=chart-throughput></canvas></div>"
-                         "<div class=chart><canvas id=chart-step></canvas></div></div></section>\n"
-                         "<section><h2>Each level</h2><p class=muted>Early tokens look slow because they share "
+                         "<div class=chart><canvas id=chart-step></canvas></div></div></section>\n") ||
+        pareto_section(b, pareto, slo) ||
+        ll_buf_printf(b, "<section><h2>Each level</h2><p class=muted>Early tokens look slow because they share "
                          "steps with prefill: the ramp is shaded orange, steady windows green.</p>\n"))
         return LL_ENOMEM;
     for (size_t i = 0; i < r->n_levels; i++) {
@@ -243,6 +294,14 @@ int rpt_write_html_from(const char *run_dir, const fit_run *run, const fit_resul
                         const char *out_path, char *path_out, size_t path_len, char *err,
                         size_t errlen)
 {
+    return rpt_write_html_with(run_dir, run, res, NULL, out_path, path_out, path_len, err, errlen);
+}
+
+int rpt_write_html_with(const char *run_dir, const fit_run *run, const fit_result *res,
+                        const fit_slo *slo, const char *out_path, char *path_out, size_t path_len,
+                        char *err, size_t errlen)
+{
+    cJSON *pareto = NULL;
     ll_buf b = {0};
     cJSON *data = NULL;
     char *path = NULL;
@@ -274,14 +333,18 @@ int rpt_write_html_from(const char *run_dir, const fit_run *run, const fit_resul
                   in->bundled ? in->engine_spec : "remote server", in->host) ||
         ll_buf_printf(&b, "</div></header>\n<main>\n"))
         goto oom;
-    if ((rc = law_section(&b, res)) || (rc = charts_section(&b, res)) ||
+    pareto = rpt_pareto_json(run, res, slo, err, errlen);
+    if (!pareto)
+        goto oom;
+    if ((rc = law_section(&b, res)) || (rc = charts_section(&b, res, pareto, slo)) ||
         (rc = level_table(&b, res)) || (rc = gpu_table(&b, res)) || (rc = config_section(&b, run, res)))
         goto fail;
     if (ll_buf_printf(&b, "</main>\n"))
         goto oom;
     data = rpt_run_chart_data(run, res, 1, err, errlen);
-    if (!data || !cJSON_AddStringToObject(data, "kind", "run"))
+    if (!data || !cJSON_AddStringToObject(data, "kind", "run") || !cJSON_AddItemToObject(data, "pareto", pareto))
         goto oom;
+    pareto = NULL; /* data owns it */
     if ((rc = html_page_end(&b, data, err, errlen)) || (rc = html_write_file(&b, path, err, errlen)))
         goto fail;
     if (path_out && path_len)
@@ -294,6 +357,7 @@ fail:
     if (rc == LL_ENOMEM)
         ll_errf(err, errlen, "out of memory writing the report");
 done:
+    cJSON_Delete(pareto);
     cJSON_Delete(data);
     ll_buf_free(&b);
     free(path);

@@ -52,6 +52,13 @@ int rpt_write_html(const char *run_dir, const char *out_path, char *path_out, si
 int rpt_write_html_from(const char *run_dir, const fit_run *run, const fit_result *res,
                         const char *out_path, char *path_out, size_t path_len, char *err,
                         size_t errlen);
+/* The same with objectives (NULL: none): the Pareto chart then draws the
+ * per-user rate 1000/tpot_ms that a per-token objective asks for, and marks
+ * the measured levels that meet every objective given (goodput as `loadlaw
+ * plan` counts it). rpt_write_html_from is this with slo = NULL. */
+int rpt_write_html_with(const char *run_dir, const fit_run *run, const fit_result *res,
+                        const fit_slo *slo, const char *out_path, char *path_out, size_t path_len,
+                        char *err, size_t errlen);
 /* Chart.js to inline: $LOADLAW_CHARTJS if set, else the path found at build
  * time (/usr/share/javascript/chart.js/chart.min.js on Debian). */
 const char *rpt_chartjs_path(void);

@@ -230,9 +230,25 @@ int main(int argc, char **argv)
         fprintf(stderr, "chromium not installed: skipping the rendering checks\n");
         return tu_fail ? 1 : TEST_SKIP;
     }
-    /* run page: throughput + step + 3 per level (timeline, rate, distributions) */
-    render(chromium, "rep_a/report.html", "report.png", 2 + 3 * 5, "report");
+    /* run page: throughput + step + Pareto + 3 per level (timeline, rate, distributions) */
+    render(chromium, "rep_a/report.html", "report.png", 3 + 3 * 5, "report");
     render(chromium, "compare.html", "compare.png", 3, "compare");
-    render(chromium, "rep_big/report.html", "report_big.png", 2 + 3 * 2, "big report");
+    render(chromium, "rep_big/report.html", "report_big.png", 3 + 3 * 2, "big report");
+    /* the Pareto chart with objectives (line, goodput flags), and with no law (points only) */
+    snprintf(cmd, sizeof cmd,
+             "%s report rep_a --itl-slo 100ms --ttft-slo 40ms -o rep_a/slo.html > /dev/null 2>&1", bin);
+    CHECK(sh(cmd) == 0, "report with objectives");
+    render(chromium, "rep_a/slo.html", "report_slo.png", 3 + 3 * 5, "report with objectives");
+    static const int one_level[] = {4};
+    gen_spec g1 = g;
+    g1.levels = one_level;
+    g1.n_levels = 1;
+    CHECK(gen_run("rep_one", &g1) == 0, "write one-level run");
+    snprintf(cmd, sizeof cmd, "%s report rep_one > /dev/null 2>&1", bin);
+    CHECK(sh(cmd) == 0, "one-level report");
+    page = slurp("rep_one/report.html");
+    CHECK(page && strstr(page, "<b>No law curve</b>"), "one level: the page says why there is no curve");
+    free(page);
+    render(chromium, "rep_one/report.html", "report_one.png", 3 + 3, "one-level report");
     TEST_MAIN_END();
 }
