@@ -36,29 +36,9 @@ static void *one_request(void *p)
  * events (what `loadlaw trace` breaks down), each inside its step. */
 static void check_trace(eng_engine *e)
 {
-    char dir[] = "/tmp/loadlaw-cudatrace-XXXXXX", url[256], body[320];
-    if (!mkdtemp(dir)) {
-        CHECK(0, "mkdtemp");
-        return;
-    }
-    ll_buf b = {0};
-    snprintf(url, sizeof url, "%s/start_profile", eng_url(e));
-    /* a request names a plain folder under the engine's profile_dir (/tmp here) */
-    snprintf(body, sizeof body, "{\"output_dir\":\"%s\"}", dir + strlen("/tmp/"));
-    CHECK(tc_http("POST", url, body, &b) == 200, "start_profile: %s", b.p ? b.p : "");
-    ll_buf_free(&b);
-    req_arg ra = {.url = eng_url(e), .max_tokens = 6};
-    one_request(&ra);
-    CHECK(ra.status == 200 && ra.completion_tokens == 6, "request while profiling");
-    snprintf(url, sizeof url, "%s/stop_profile", eng_url(e));
-    CHECK(tc_http("POST", url, "", &b) == 200, "stop_profile: %s", b.p ? b.p : "");
-    cJSON *ans = b.p ? cJSON_Parse(b.p) : NULL;
-    const char *path = ll_json_str(ans, "path", "");
-    char *text = NULL;
-    size_t len = 0;
-    char err[256] = "";
-    CHECK(ll_read_file(path, &text, &len, err, sizeof err) == 0, "trace %s: %s", path, err);
-    cJSON *t = text ? cJSON_Parse(text) : NULL;
+    char why[512] = "";
+    cJSON *t = tc_profile_trace(eng_url(e), 6, why, sizeof why);
+    CHECK(t != NULL, "profile capture: %s", why);
     int steps = 0, dense = 0, attn = 0, sampling = 0, inside = 1, on_stream = 1;
     double s0 = 0, s1 = 0;
     const cJSON *ev;
@@ -85,12 +65,6 @@ static void check_trace(eng_engine *e)
     CHECK(inside, "each kernel event lies inside its step");
     CHECK(on_stream, "kernel events on the device's stream lane (pid 0, tid 7)");
     cJSON_Delete(t);
-    free(text);
-    if (*path)
-        unlink(path);
-    cJSON_Delete(ans); /* owns path */
-    ll_buf_free(&b);
-    rmdir(dir);
 }
 
 /* A step that fails on the device (fault_fail_step: a kernel launch the

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
@@ -286,4 +287,50 @@ double tc_metric(const char *text, const char *name)
         if (strncmp(p, name, n) == 0 && p[n] == ' ')
             return strtod(p + n + 1, NULL);
     return -1;
+}
+
+cJSON *tc_profile_trace(const char *base_url, int max_tokens, char *why, size_t whylen)
+{
+    char dir[] = "/tmp/loadlaw-tctrace-XXXXXX", url[256], body[320];
+    cJSON *trace = NULL, *ans = NULL;
+    ll_buf b = {0};
+    char *text = NULL;
+    size_t len = 0;
+    int got = -1;
+    if (!mkdtemp(dir)) {
+        snprintf(why, whylen, "mkdtemp failed");
+        return NULL;
+    }
+    snprintf(url, sizeof url, "%s/start_profile", base_url);
+    /* a request names a plain folder under the engine's profile_dir */
+    snprintf(body, sizeof body, "{\"output_dir\":\"%s\"}", dir + strlen("/tmp/"));
+    long st = tc_http("POST", url, body, &b);
+    if (st != 200) {
+        snprintf(why, whylen, "start_profile: %ld %s", st, b.p ? b.p : "");
+        goto out;
+    }
+    if ((st = tc_completion(base_url, max_tokens, &got)) != 200 || got != max_tokens) {
+        snprintf(why, whylen, "the request while profiling: %ld, %d tokens", st, got);
+        goto out;
+    }
+    snprintf(url, sizeof url, "%s/stop_profile", base_url);
+    if ((st = tc_http("POST", url, "", &b)) != 200) {
+        snprintf(why, whylen, "stop_profile: %ld %s", st, b.p ? b.p : "");
+        goto out;
+    }
+    ans = b.p ? cJSON_Parse(b.p) : NULL;
+    const char *path = ll_json_str(ans, "path", "");
+    char err[256] = "";
+    if (ll_read_file(path, &text, &len, err, sizeof err) != 0)
+        snprintf(why, whylen, "trace %s: %s", path, err);
+    else if (!(trace = cJSON_Parse(text)))
+        snprintf(why, whylen, "trace %s: not JSON", path);
+    if (*path)
+        unlink(path);
+out:
+    cJSON_Delete(ans);
+    free(text);
+    ll_buf_free(&b);
+    rmdir(dir);
+    return trace;
 }

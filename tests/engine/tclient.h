@@ -6,6 +6,8 @@
 #include <pthread.h>
 #include <stddef.h>
 
+#include <cjson/cJSON.h>
+
 #include "common.h"
 #include "engine.h"
 
@@ -31,6 +33,13 @@ long tc_http(const char *method, const char *url, const char *body, ll_buf *out)
  * ignore_eos: the HTTP status (0: no answer); *completion_tokens (may be
  * NULL) gets usage.completion_tokens, -1 when absent. */
 long tc_completion(const char *base_url, int max_tokens, int *completion_tokens);
+
+/* A profiler capture around one completion of max_tokens: POST
+ * /start_profile into a fresh folder under /tmp (the engine's default
+ * profile_dir), the request, /stop_profile; the trace it wrote, parsed
+ * (caller frees with cJSON_Delete; the file and folder are removed), or NULL
+ * with the reason in why. */
+cJSON *tc_profile_trace(const char *base_url, int max_tokens, char *why, size_t whylen);
 
 /* The payloads of "data: ..." events, in order (caller frees with tc_events_free). */
 typedef struct tc_events {
