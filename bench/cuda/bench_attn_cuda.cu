@@ -8,8 +8,9 @@
  *      rate (cublasGemmEx 8192^3, bf16 in, fp32 accumulate);
  *   3. for N = 1, 2, 4, ..., max (H = 64, top-k 2048 by default), both
  *      layouts: each kernel's median time (CUDA events around each call,
- *      after warm-up; the index sets rotate over the pool so L2 holds no
- *      previous call's rows), unique KV bytes, FLOPs, GB/s over unique
+ *      after warm-up, each call queued behind a 100 us spin kernel so host
+ *      launch latency is not timed; the index sets rotate over the pool so L2
+ *      holds no previous call's rows), unique KV bytes, FLOPs, GB/s over unique
  *      bytes and TFLOP/s against the roofs, naive/tiled.
  *
  * Usage: bench_attn_cuda [--heads H] [--topk K] [--max-n N] [--iters I]
@@ -153,6 +154,19 @@ static double gemm_roof_tflops(void)
     return 2.0 * M * M * (double)M / (median(ms) * 1e-3) / 1e12;
 }
 
+/* Busy-waits `ns` nanoseconds (one thread): queued before a timed call so
+ * the host's launch work (cudaFuncSetAttribute, the launch itself) overlaps
+ * it and the start event fires with the kernel already queued; without it a
+ * ~10 us decode call is timed with the host launch latency inside. */
+__global__ void spin_kernel(unsigned long long ns)
+{
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    } while (t - t0 < ns);
+}
+
 /* ---- the attention runs --------------------------------------------------------- */
 
 typedef struct bench_dev {
@@ -234,6 +248,8 @@ static double time_kind(const cac_data *d, const bench_dev *g, cuda_attn_kind ki
     const int max_n = d->c.n_seq;
     for (int it = -3; it < iters; it++) {
         int rot = (int)(((long)(it + 3) * n) % max_n); /* sequences rot..rot+n-1 of the doubled array */
+        spin_kernel<<<1, 1>>>(100000); /* 100 us: covers the host's launch work */
+        CK(cudaGetLastError());
         CK(cudaEventRecord(e0));
         int rc = launch(d, g, kind, n, rot, sm);
         if (rc) {

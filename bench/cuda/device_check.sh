@@ -39,7 +39,8 @@ mkdir -p "$OUT"
 work=$(mktemp -d /tmp/loadlaw-dc.XXXXXX)
 logs=$work/logs
 mkdir -p "$logs"
-exec > >(tee "$OUT/device_check.log") 2>&1
+exec 3>&1 4>&2 > >(tee "$OUT/device_check.log") 2>&1
+tee_pid=$!
 
 t_start=$(date +%s)
 budget_s=${DEVICE_CHECK_BUDGET_S:-450} # 7.5 minutes; the steps' bounds fit inside it
@@ -107,12 +108,20 @@ record toolchain ok "$note"
 # ---- cublas --------------------------------------------------------------------------
 section cublas
 cublas_dir=""
-for d in /usr/local/cuda/lib64 /usr/local/cuda-13*/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+# the toolkit (lib64, or lib where it was assembled from wheels as here),
+# then CUDA 13's pip wheels, which install to nvidia/cu13/lib (there is no
+# nvidia.cublas module any more: nvidia-cublas 13 ships nvidia/cu13/...)
+venv_nv=/opt/torch/.venv/lib/python3.12/site-packages/nvidia
+for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda-13*/lib64 /usr/local/cuda-13*/lib \
+    /usr/local/cuda/targets/x86_64-linux/lib "$venv_nv/cu13/lib" "$venv_nv/cublas/lib"; do
     [ -e "$d/libcublas.so.13" ] && { cublas_dir=$d; break; }
 done
 if [ -z "$cublas_dir" ]; then
-    d=$(timeout 30 python3 -c 'import os, nvidia.cublas as m; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null)
-    [ -n "$d" ] && [ -e "$d/libcublas.so.13" ] && cublas_dir=$d
+    for d in $(timeout 30 python3 -c 'import os, nvidia
+for p in nvidia.__path__:
+    print(os.path.join(p, "cu13", "lib")); print(os.path.join(p, "cublas", "lib"))' 2>/dev/null); do
+        [ -e "$d/libcublas.so.13" ] && { cublas_dir=$d; break; }
+    done
 fi
 if [ -z "$cublas_dir" ]; then
     f=$(timeout 30 find / -xdev -name 'libcublas.so.13' 2>/dev/null | head -1)
@@ -301,14 +310,24 @@ section "nccl-tp (issue 16)"
 ngpu=0
 [ "$gpu" -eq 1 ] && ngpu=$(timeout 20 nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)
 nccl=""
-d=$(timeout 30 python3 -c 'import os, nvidia.nccl as m; print(os.path.dirname(m.__file__) if m.__file__ else list(m.__path__)[0])' 2>/dev/null)
-[ -n "$d" ] && [ -e "$d/lib/libnccl.so.2" ] && nccl=$d/lib/libnccl.so.2
+# pip nvidia-nccl-cu13 installs nvidia/nccl/lib/libnccl.so.2 (a namespace
+# package: no __file__); the venv's path first, then python's, the toolkit's
+for f in "$venv_nv/nccl/lib/libnccl.so.2" "$venv_nv/cu13/lib/libnccl.so.2"; do
+    [ -e "$f" ] && { nccl=$f; break; }
+done
+if [ -z "$nccl" ]; then
+    for d in $(timeout 30 python3 -c 'import os, nvidia
+for p in nvidia.__path__:
+    print(os.path.join(p, "nccl", "lib")); print(os.path.join(p, "cu13", "lib"))' 2>/dev/null); do
+        [ -e "$d/libnccl.so.2" ] && { nccl=$d/libnccl.so.2; break; }
+    done
+fi
 if [ -z "$nccl" ]; then
     for f in /usr/local/cuda*/lib64/libnccl.so.2 /usr/local/cuda*/lib/libnccl.so.2 /usr/lib/x86_64-linux-gnu/libnccl.so.2; do
         [ -e "$f" ] && { nccl=$f; break; }
     done
 fi
-if [ -z "$nccl" ] && [ "$gpu" -eq 1 ]; then
+if [ -z "$nccl" ] && [ "$gpu" -eq 1 ] && [ "$(left)" -ge 60 ]; then
     # a venv's or conda's site-packages, bounded
     nccl=$(timeout 30 find / -xdev \( -path /proc -o -path /sys \) -prune -o -name 'libnccl.so.2' -print 2>/dev/null | head -1)
 fi
@@ -395,4 +414,7 @@ for st in "${s_state[@]}"; do [ "$st" = fail ] && failed=1; done
     echo "logs: $OUT (summary.txt, device_check.log, logs.tar.gz; ab.tar.gz / tp-ab.tar.gz when the A/Bs ran)"
 } | tee "$OUT/summary.txt"
 rm -rf "$work"
+# let tee write its last lines (the summary) before the command returns
+exec 1>&3 2>&4 3>&- 4>&-
+wait "$tee_pid" 2>/dev/null
 exit $failed

@@ -75,10 +75,32 @@ static int step_fail(cuda_state *st, const char *fmt, ...)
     do {                                                                                       \
         int r_ = (call);                                                                       \
         if (r_ != 0)                                                                           \
-            return step_fail(st, "cuda backend: %s failed: %s", what,                          \
-                             (is_blas) ? blas_status(r_) : cuda_model_errstr(r_));             \
+            return step_fail(st, "cuda backend: %s failed: %s", what, model_status(r_, is_blas)); \
     } while (0)
 
+static const char *blas_status(int s);
+
+/* The reason of a failed cuda_model.h call. The GEMM phases return a
+ * cublasStatus_t, or the cudaError_t of the kernel launched before the
+ * GEMM (cuda_logits' head mean): a code that is no cuBLAS status is read as
+ * a CUDA error, and a cuBLAS failure names the CUDA error pending, if any
+ * (after an earlier kernel's fault cuBLAS only says EXECUTION_FAILED). */
+static const char *model_status(int r, int is_blas)
+{
+    if (!is_blas)
+        return cuda_model_errstr(r);
+    const char *b = blas_status(r);
+    if (!b)
+        return cuda_model_errstr(r);
+    cudaError_t ce = cudaPeekAtLastError();
+    if (ce == cudaSuccess)
+        return b;
+    static __thread char buf[384];
+    snprintf(buf, sizeof buf, "%s (pending CUDA error %s)", b, cuda_model_errstr(ce));
+    return buf;
+}
+
+/* The name of a cublasStatus_t, or NULL when s is none. */
 static const char *blas_status(int s)
 {
     /* cublasStatus_t values (cublas_api.h); this file is C and includes
@@ -92,7 +114,8 @@ static const char *blas_status(int s)
     case 13: return "CUBLAS_STATUS_EXECUTION_FAILED";
     case 14: return "CUBLAS_STATUS_INTERNAL_ERROR";
     case 15: return "CUBLAS_STATUS_NOT_SUPPORTED";
-    default: return "cuBLAS error";
+    case 16: return "CUBLAS_STATUS_LICENSE_ERROR";
+    default: return NULL;
     }
 }
 
@@ -193,8 +216,7 @@ static size_t build_upload(cuda_state *st, const eng_batch *b, int *n_hist_out, 
         int r_ = (call);                                                                       \
         if (r_ != 0)                                                                           \
             return step_fail(st, "cuda backend: tp rank %d (device %d): %s failed: %s",        \
-                             rk->rank, rk->device, what,                                       \
-                             (is_blas) ? blas_status(r_) : cuda_model_errstr(r_));             \
+                             rk->rank, rk->device, what, model_status(r_, is_blas));           \
     } while (0)
 
 typedef struct rank_marks {

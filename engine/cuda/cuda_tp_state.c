@@ -132,11 +132,19 @@ static int make_rank(cuda_state *st, cuda_rank *rk, const int32_t *cols, const i
         RANK_ALLOC(rk->d_prob, M * 4);
         RANK_ALLOC(rk->d_tok_out, M * 4);
     }
-    e = cudaMemcpy(rk->d_cols, cols, (size_t)rk->ncols * 4, cudaMemcpyHostToDevice);
+    /* On the rank's own stream: it is cudaStreamNonBlocking, so a plain
+     * cudaMemcpy (legacy stream; from pageable memory it may return before
+     * the DMA lands) would not be ordered before the shard kernel below.
+     * The stream is synchronised before cols/colmap are reused (and below). */
+    e = cudaMemcpyAsync(rk->d_cols, cols, (size_t)rk->ncols * 4, cudaMemcpyHostToDevice,
+                        rk->stream);
     if (e == cudaSuccess)
-        e = cudaMemcpy(rk->d_colmap, colmap, (size_t)o->d_ff * 4, cudaMemcpyHostToDevice);
+        e = cudaMemcpyAsync(rk->d_colmap, colmap, (size_t)o->d_ff * 4, cudaMemcpyHostToDevice,
+                            rk->stream);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(rk->stream);
     if (e != cudaSuccess)
-        return rank_fail(rk, e, "uploading the column map (cudaMemcpy)", err, errlen);
+        return rank_fail(rk, e, "uploading the column map (cudaMemcpyAsync)", err, errlen);
     char why[400] = "";
     int rc = cuda_dense_init_cols(&rk->dense, o->d_model, o->d_ff, o->vocab, o->seed, rk->d_cols,
                                   rk->ncols, rk->rank == 0, rk->stream, why, sizeof why);

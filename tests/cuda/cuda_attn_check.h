@@ -8,7 +8,7 @@
  * entries are compacted before the call and the LSE is a separate double
  * loop (cac_ref_lse).
  *
- * Tolerances (FlashMLA's tests): out |got - ref| <= 1e-3 + 2.01/128 |ref|;
+ * Tolerances (FlashMLA's tests): out |got - ref| <= 1e-3 + 2.01/128 |ref| + perr;
  * lse |got - ref| <= 8/65536 |ref| + 1e-5 + qerr, where
  *   1e-5: rtol alone is meaningless near lse = 0 (top-k 1 gives lse = one
  *         score); 1e-5 is ~50x the fp32 error of a 576-term dot of O(1)
@@ -16,6 +16,11 @@
  *   qerr: the kernels may round q to bf16 (tiled does); |d lse| <= max_j
  *         |d s_j| <= scale * sum_d |q_d - bf16(q_d)| * max|kv| (max|kv| <= 1
  *         for these inputs). 0 when the case's q is bf16-exact.
+ * perr = 2^-8 sum_j p_j |v_j[e]|: the tiled kernel rounds P to bf16 for the
+ * P.V mma (as FlashMLA does), |bf16(p) - p| <= 2^-8 p, and its l sums the
+ * unrounded p, so |d out[e]| <= 2^-8 sum_j p_j |v_j[e]| (split-k included).
+ * Without it the check fails the exact lane emulation at small valid counts
+ * (k = 17..100: err/tol up to 1.3; with fp32 P the same emulation gives 0.000).
  * A NaN (or an unwritten, NaN-poisoned element) never passes; a sequence
  * without valid entries must give out = 0 and lse = -inf exactly.
  */
@@ -55,6 +60,7 @@ typedef struct cac_data {
     int32_t *idx;       /* (N, topk) */
     float *ref_out;     /* (N, H, 512), valid where ref_done[n] */
     float *ref_lse;     /* (N, H) */
+    float *ref_pabs;    /* (N, H, 512): sum_j p_j |v_j[e]| (perr's scale) */
     unsigned char *ref_done; /* (N) */
     float kv_absmax;    /* max |value| over the pool (the qerr bound's max|kv|) */
 } cac_data;

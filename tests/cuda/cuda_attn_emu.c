@@ -9,7 +9,10 @@
  * independently of the kernel (mma_emu, ldmatrix_x4_trans_emu); the kernel's
  * per-lane code is transcribed statement by statement (same names). KEEP IN
  * STEP with engine/cuda/cuda_attn.cu: a change there must be mirrored here.
- * What this cannot see: races, cp.async ordering, barriers, bank conflicts.
+ * The copy pipeline's stage ring (which stage a tile is issued into and read
+ * from, the fp8 raw stages and their conversion) is modelled with copies that
+ * land at issue. What this cannot see: races, cp.async timing, barriers,
+ * bank conflicts.
  */
 #include "cuda_attn_emu.h"
 
@@ -122,39 +125,62 @@ typedef struct emu_warp {
     float m0[32], m1[32], l0[32], l1[32];
 } emu_warp;
 
-static void gather_tile(const cuda_attn_args *a, const int32_t *idx_seq, int j0, uint16_t *tile, int *valid)
+/* gather_issue: the copies of tile rows [j0, j0+BK) into dst (row stride
+ * dst_stride bytes) land at once (a cp.async may land any time before its
+ * wait; landing at issue makes a read of the wrong stage, or an overwrite of
+ * the stage being read, visible); invalid rows: src-size 0, zeros. */
+static void gather_issue(const cuda_attn_args *a, const int32_t *idx_seq, int j0, uint8_t *dst, int dst_stride,
+                         int *valid)
 {
+    const int rowg = a->layout == CUDA_KV_BF16 ? BF16_ROW : FP8_ROW;
     for (int r = 0; r < BK; r++) {
         int64_t row = entry_row(idx_seq, j0 + r, a->topk, a->kv_rows);
         valid[r] = row >= 0;
-        uint16_t *dst = tile + r * ROWE;
-        if (row < 0) {
-            memset(dst, 0, DQK * 2); /* cp.async src-size 0: zeros */
-            continue;
-        }
-        if (a->layout == CUDA_KV_BF16) {
-            memcpy(dst, a->kv + (size_t)row * BF16_ROW, BF16_ROW);
-        } else { /* fp8_convert */
-            const uint8_t *src = a->kv + (size_t)row * FP8_ROW;
-            for (int c = 0; c < 64; c++) {
-                float s;
-                memcpy(&s, src + 512 + 4 * (c >> 4), 4);
-                for (int e = 0; e < 8; e++)
-                    dst[8 * c + e] = f32_to_bf16(e4m3(src[8 * c + e]) * s);
-            }
-            memcpy(dst + 512, src + 528, 128);
+        if (row >= 0)
+            memcpy(dst + (size_t)r * dst_stride, a->kv + (size_t)row * rowg, rowg);
+        else
+            memset(dst + (size_t)r * dst_stride, 0, rowg);
+    }
+}
+
+/* fp8_convert: the raw fp8 tile (BK x 656 B) into the bf16 tile */
+static void fp8_convert(uint16_t *tile, const uint8_t *raw)
+{
+    for (int i = 0; i < BK * 72; i++) {
+        int r = i / 72, c = i - r * 72;
+        const uint8_t *src = raw + r * FP8_ROW;
+        uint16_t *dst = tile + r * ROWE + 8 * c;
+        if (c < 64) {
+            float sc;
+            memcpy(&sc, src + 512 + 4 * (c >> 4), 4);
+            for (int e = 0; e < 8; e++)
+                dst[e] = f32_to_bf16(e4m3(src[8 * c + e]) * sc);
+        } else {
+            memcpy(dst, src + 528 + 16 * (c - 64), 16);
         }
     }
 }
 
+#define EMU_NS_MAX (CUDA_ATTN_STAGES_BF16 > CUDA_ATTN_STAGES_FP8 ? CUDA_ATTN_STAGES_BF16 : CUDA_ATTN_STAGES_FP8)
+
 static void run_block(const cuda_attn_args *a, const cuda_attn_plan *p, int hgrp, int split, int n, float scale_log2,
-                      float *dst_out_all, float *dst_lse_all, emu_warp *W, uint16_t *tile, float *sx)
+                      float *dst_out_all, float *dst_lse_all, emu_warp *W, uint8_t *smem, float *sx)
 {
     const int HG = p->heads_per_block / 16, heads = a->heads;
     const int32_t *idx_seq = a->idx + (size_t)n * a->topk;
     const int t_begin = split * p->tiles_per_split;
     const int t_end = t_begin + p->tiles_per_split < p->tiles ? t_begin + p->tiles_per_split : p->tiles;
-    int valid[BK];
+    /* shared memory as the kernel lays it out: bf16 NS tiles; fp8 one bf16
+     * tile + NS raw tiles; NS x BK validity ints. Poisoned: bf16 NaN. */
+    const int NS = a->layout == CUDA_KV_BF16 ? CUDA_ATTN_STAGES_BF16 : CUDA_ATTN_STAGES_FP8;
+    const size_t TILE = (size_t)BK * ROWE * 2, RAW = (size_t)BK * FP8_ROW;
+    uint16_t *tile0 = (uint16_t *)smem;
+    uint8_t *raw0 = smem + TILE;
+    int svalid[EMU_NS_MAX * BK];
+    for (size_t k = 0; k < (size_t)EMU_NS_MAX * TILE / 2; k++)
+        tile0[k] = 0x7fc0;
+    for (int k = 0; k < EMU_NS_MAX * BK; k++)
+        svalid[k] = -1;
 
     for (int warp = 0; warp < HG * 4; warp++) {
         emu_warp *w = &W[warp];
@@ -178,8 +204,29 @@ static void run_block(const cuda_attn_args *a, const cuda_attn_plan *p, int hgrp
         }
     }
 
+    for (int i = 0; i < NS - 1; i++)
+        if (t_begin + i < t_end) {
+            if (a->layout == CUDA_KV_BF16)
+                gather_issue(a, idx_seq, (t_begin + i) * BK, smem + i * TILE, ROWE * 2, svalid + i * BK);
+            else
+                gather_issue(a, idx_seq, (t_begin + i) * BK, raw0 + i * RAW, FP8_ROW, svalid + i * BK);
+        }
     for (int ti = t_begin; ti < t_end; ti++) {
-        gather_tile(a, idx_seq, ti * BK, tile, valid);
+        const int i = ti - t_begin, st = i % NS, nx = (i + NS - 1) % NS;
+        const uint16_t *tile;
+        if (ti + NS - 1 < t_end) {
+            if (a->layout == CUDA_KV_BF16)
+                gather_issue(a, idx_seq, (ti + NS - 1) * BK, smem + nx * TILE, ROWE * 2, svalid + nx * BK);
+            else
+                gather_issue(a, idx_seq, (ti + NS - 1) * BK, raw0 + nx * RAW, FP8_ROW, svalid + nx * BK);
+        }
+        if (a->layout == CUDA_KV_BF16) {
+            tile = tile0 + st * (BK * ROWE);
+        } else {
+            fp8_convert(tile0, raw0 + st * RAW);
+            tile = tile0;
+        }
+        const int *valid = svalid + st * BK;
         static float sp[8][NTN][32][4]; /* [warp][nt][lane][e] partial scores */
         /* 1. partial S */
         for (int warp = 0; warp < HG * 4; warp++) {
@@ -343,10 +390,11 @@ int cuda_attn_tiled_emulate(const cuda_attn_args *a, int sm_count)
     int rc = -1;
     size_t rows = (size_t)a->n_seq * a->heads;
     emu_warp *W = malloc(8 * sizeof *W);
-    uint16_t *tile = malloc((size_t)BK * ROWE * 2);
+    /* the largest layout: EMU_NS_MAX bf16 tiles (covers 1 bf16 + NS raw fp8) */
+    uint8_t *smem = malloc((size_t)EMU_NS_MAX * BK * ROWE * 2);
     float *sx = malloc(2 * 4 * NE * 32 * sizeof(float));
     float *ws_out = NULL, *ws_lse = NULL;
-    if (!W || !tile || !sx)
+    if (!W || !smem || !sx)
         goto done;
     if (p.splits > 1) {
         ws_out = malloc((size_t)p.splits * rows * DV * sizeof(float));
@@ -359,13 +407,13 @@ int cuda_attn_tiled_emulate(const cuda_attn_args *a, int sm_count)
         for (int split = 0; split < p.splits; split++)
             for (int hgrp = 0; hgrp < p.head_groups; hgrp++)
                 run_block(a, &p, hgrp, split, n, scale_log2, p.splits > 1 ? ws_out : a->out,
-                          p.splits > 1 ? ws_lse : a->lse, W, tile, sx);
+                          p.splits > 1 ? ws_lse : a->lse, W, smem, sx);
     if (p.splits > 1)
         cuda_attn_combine_host(ws_out, ws_lse, p.splits, (int)rows, a->out, a->lse);
     rc = 0;
 done:
     free(W);
-    free(tile);
+    free(smem);
     free(sx);
     free(ws_out);
     free(ws_lse);
