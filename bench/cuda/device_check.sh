@@ -6,6 +6,8 @@
 #
 #   bash bench/cuda/pack.sh                                   # here: .devpack/
 #   run(carry=[".devpack"], command="bash bench/cuda/device_check.sh", timeout_s=540)
+#   # with SGLang's kernel beside ours: bash bench/cuda/fetch_sglang_ref.sh here, then
+#   run(carry=[".devpack", ".sglang_ref"], command="bash bench/cuda/device_check.sh", timeout_s=540)
 #
 # Steps (each bounded in time; the whole run aims at < 8 minutes, and a step
 # that no longer fits is skipped, not started):
@@ -27,6 +29,10 @@
 #                  (two ranks on one GPU: NCCL_MULTI_RANK_GPU_ENABLE=1),
 #                  the cuda backend's tp=2 against tp=1 (test_cuda_tp), and
 #                  if tp=2 initialised a short sweep of scenarios/tp-ab-cuda.json
+#   sglang-ref     optional: SGLang's Triton sparse decode kernel (carried in
+#                  .sglang_ref/ by bench/cuda/fetch_sglang_ref.sh, never
+#                  committed) checked and timed beside ours (bench/cuda/sglang_ref.py);
+#                  <= 90 s, only when that much budget is left; never fails the run
 # then ONE summary block. Logs under $OUT (the device tool brings back at
 # most 8 files): summary.txt, device_check.log, logs.tar.gz, ab.tar.gz,
 # bench.csv, tp-ab.tar.gz.
@@ -400,6 +406,44 @@ else
     fi
     echo "$notes"
     record nccl-tp "$state" "$notes"
+fi
+
+# ---- optional: SGLang's own Triton kernel beside ours ----------------------------------------
+section "sglang-ref (optional)"
+# bench/cuda/sglang_ref.py runs SGLang's _tiled_sparse_decode_kernel (and the
+# multi-head one when fetched) from the carried .sglang_ref/ (never committed:
+# bench/cuda/fetch_sglang_ref.sh), checks it against a float64 torch reference
+# and times it for N = 1, 8, 32, 64, 128. Their kernel reads only DeepSeek-V4's
+# FP8 cache (584 B/token, q.k over 512 dims), so its rows are the nearest
+# problem, not our exact inputs: same N, H, k, index pattern and scale. One
+# summary line per N puts theirs beside bench_attn_cuda's rows at that N.
+# Optional: it never fails the check (a problem is recorded as "warn").
+sg_max=90
+if [ "$gpu" -eq 0 ]; then
+    record sglang-ref skip "no GPU"
+elif [ ! -f "$root/.sglang_ref/flash_mla_sm120_triton.py" ]; then
+    record sglang-ref skip ".sglang_ref/ not carried (bash bench/cuda/fetch_sglang_ref.sh here; carry .sglang_ref)"
+elif [ "$(left)" -lt "$sg_max" ]; then
+    record sglang-ref skip "out of budget: $(left)s left, the step needs ${sg_max}s"
+else
+    run_bounded sglang-ref "$sg_max" env PYTHONUNBUFFERED=1 python3 bench/cuda/sglang_ref.py
+    sg_checks=$(grep -E "^check " "$logs/sglang-ref.log" | sed 's/^check //; s/ (N=2, k=100, one sequence all -1)//' |
+        cut -c1-70 | paste -sd ';' -)
+    case $rc in
+    0) record sglang-ref ok "${dur}s, checks: ${sg_checks:-none}" ;;
+    77) record sglang-ref skip "$(grep -m1 '^SKIP' "$logs/sglang-ref.log")" ;;
+    124) record sglang-ref warn "stopped at its ${sg_max}s bound; rows timed before that below" ;;
+    200) record sglang-ref skip "out of time" ;;
+    *) record sglang-ref warn "exit $rc after ${dur}s: $(tail -1 "$logs/sglang-ref.log" | cut -c1-100); ${sg_checks}" ;;
+    esac
+    # one line per N: theirs (us, GB/s over 584 B/row), ours from the bench step (bf16, fp8 V3.2)
+    while read -r n; do
+        theirs=$(awk -v n="$n" '$1 ~ /^(perhead|mhead)$/ && $2 == n && $10 == "ok" {
+            printf "%s%s %sus %sGB/s", sep, $1, $5, $7; sep = ", " }' "$logs/sglang-ref.log")
+        ours=$(awk -v n="$n" '$1 ~ /^(bf16|fp8)$/ && $2 == n {
+            printf "%s%s naive %sus tiled %sus %sGB/s", sep, $1, $3, $4, $8; sep = ", " }' "$logs/bench.log" 2>/dev/null)
+        record "sglang N=$n" info "theirs (V4 fp8 584B): $theirs | ours: ${ours:-no bench row}"
+    done < <(awk '$1 ~ /^(perhead|mhead)$/ && $10 == "ok" { print $2 }' "$logs/sglang-ref.log" | sort -nu)
 fi
 
 # ---- summary ------------------------------------------------------------------------------------
