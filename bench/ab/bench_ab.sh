@@ -61,11 +61,17 @@ cat >"$OUT/ab.json" <<JSON
  "ab":{"a":{"name":"a30","engine":"law=52+30n"},"b":{"name":"b10","engine":"law=52+10n"}}}
 JSON
 
+# The busy loops of a disturbance still running: killed on any exit, so an
+# interrupted benchmark leaves no core spinning.
+hogs=()
+trap 'for p in "${hogs[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
+
 # disturb PID SECONDS: the chosen disturbance for SECONDS or until PID ends.
 disturb() {
   local pid=$1 secs=$2
   if [[ $HOG == busy ]]; then
-    local hogs=() n; n=$(nproc)
+    local n; n=$(nproc)
+    hogs=()
     for ((i = 0; i < n; i++)); do
       nice -n "$HOG_NICE" sh -c 'while :; do :; done' &
       hogs+=($!)
@@ -80,6 +86,7 @@ while time.time() < end:
 PY
     for p in "${hogs[@]}"; do kill "$p" 2>/dev/null || true; done
     for p in "${hogs[@]}"; do wait "$p" 2>/dev/null || true; done
+    hogs=()
   else
     python3 - "$pid" "$secs" "$STOP_MS" "$PERIOD_MS" <<'PY'
 import os, signal, sys, time

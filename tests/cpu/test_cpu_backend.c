@@ -8,6 +8,7 @@
 #include "backend.h"
 #include "common.h"
 #include "cpu_model.h"
+#include "backend_script.h"
 #include "testutil.h"
 
 /* This test links the backend alone (not config.c), so it fills every field
@@ -30,8 +31,8 @@ static void small_config(eng_config *cfg, const char *attn)
 
 /* Runs a fixed script of steps; writes the token of each slot after each
  * decode step into tokens[step][slot]. */
-#define STEPS 6
-#define SLOTS 3
+#define STEPS SCRIPT_STEPS
+#define SLOTS SCRIPT_SLOTS
 static int run_script(const char *attn, int tokens[STEPS][SLOTS], int check_phases)
 {
     eng_config cfg;
@@ -42,29 +43,10 @@ static int run_script(const char *attn, int tokens[STEPS][SLOTS], int check_phas
     CHECK(rc == 0, "create %s: %s", attn, err);
     if (rc != 0)
         return rc;
-    int pslot[SLOTS] = {0, 1, 2}, ptok[SLOTS] = {40, 7, 300};
     for (int s = 0; s < STEPS; s++) {
-        int dslot[SLOTS] = {0, 1, 2};
-        int64_t dctx[SLOTS] = {41 + s, 8 + s, 301 + s};
-        int ps = 3, pt = 20;
-        eng_batch b = {0};
-        if (s == 0) { /* first step: prefill only */
-            b.n_prefill = SLOTS;
-            b.prefill_slot = pslot;
-            b.prefill_tok = ptok;
-            b.prefill_tok_total = 347;
-        } else {
-            b.n_decode = SLOTS;
-            b.decode_slot = dslot;
-            b.decode_ctx = dctx;
-            b.ctx_tok_total = dctx[0] + dctx[1] + dctx[2];
-        }
-        if (s == 3) { /* a step with both: slot 3 prefills while 0..2 decode */
-            b.n_prefill = 1;
-            b.prefill_slot = &ps;
-            b.prefill_tok = &pt;
-            b.prefill_tok_total = 20;
-        }
+        script_step sk;
+        eng_batch b;
+        script_batch(s, &sk, &b);
         eng_phase ph[ENG_MAX_PHASES];
         int nph = -1;
         int64_t t0 = ll_now_ns();

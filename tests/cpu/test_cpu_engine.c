@@ -13,20 +13,6 @@
 #include "tclient.h"
 #include "testutil.h"
 
-typedef struct req_arg {
-    const char *url;
-    int max_tokens;
-    long status;
-    int completion_tokens;
-} req_arg;
-
-static void *one_request(void *p)
-{
-    req_arg *a = p;
-    a->status = tc_completion(a->url, a->max_tokens, &a->completion_tokens);
-    return NULL;
-}
-
 /* The /start_profile trace shows the backend's phases as separate kernel
  * events (what `loadlaw trace` breaks down), each inside its step. */
 static void check_trace(eng_engine *e)
@@ -92,21 +78,12 @@ int main(void)
 
     /* four requests at once, so steps batch several sequences */
     enum { NREQ = 4 };
-    req_arg ra[NREQ];
-    pthread_t tid[NREQ];
-    int started[NREQ] = {0};
+    long status[NREQ];
+    int toks[NREQ];
+    CHECK(tc_completions_parallel(eng_url(e), NREQ, 100, status, toks) == 0, "threads started");
     for (int i = 0; i < NREQ; i++) {
-        ra[i] = (req_arg){.url = eng_url(e), .max_tokens = 100 + i};
-        started[i] = pthread_create(&tid[i], NULL, one_request, &ra[i]) == 0;
-        CHECK(started[i], "pthread_create");
-    }
-    for (int i = 0; i < NREQ; i++)
-        if (started[i])
-            pthread_join(tid[i], NULL);
-    for (int i = 0; i < NREQ; i++) {
-        CHECK(ra[i].status == 200, "request %d status %ld", i, ra[i].status);
-        CHECK(ra[i].completion_tokens == ra[i].max_tokens, "request %d: %d tokens, want %d", i,
-              ra[i].completion_tokens, ra[i].max_tokens);
+        CHECK(status[i] == 200, "request %d status %ld", i, status[i]);
+        CHECK(toks[i] == 100 + i, "request %d: %d tokens, want %d", i, toks[i], 100 + i);
     }
 
     char url[256];
@@ -127,7 +104,7 @@ int main(void)
      * has its whole response the log holds all of them: read it once. */
     int want_tokens = 0;
     for (int i = 0; i < NREQ; i++)
-        want_tokens += ra[i].max_tokens - 1;
+        want_tokens += 100 + i - 1;
     static eng_step st[4096]; /* the 4 requests make at most ~420 steps */
     int decode_steps = 0, batched = 0, tokens = 0, bad_dur = 0;
     size_t n_steps = eng_steps(e, 0, st, 4096);

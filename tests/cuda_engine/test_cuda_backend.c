@@ -22,6 +22,7 @@
 #include "cpu_kernels.h"
 #include "cuda_attn.h"
 #include "cuda_model.h"
+#include "backend_script.h"
 #include "testutil.h"
 
 static void small_config(eng_config *cfg, const char *attn, const char *kv)
@@ -140,8 +141,8 @@ out:
     free(dev); free(host); free(idx); free(want);
 }
 
-#define STEPS 6
-#define SLOTS 3
+#define STEPS SCRIPT_STEPS
+#define SLOTS SCRIPT_SLOTS
 static int run_script(const char *attn, const char *kv, int tokens[STEPS][SLOTS], int checks)
 {
     eng_config cfg;
@@ -154,29 +155,10 @@ static int run_script(const char *attn, const char *kv, int tokens[STEPS][SLOTS]
     CHECK(rc == 0, "create %s: %s", what, err);
     if (rc != 0)
         return rc;
-    int pslot[SLOTS] = {0, 1, 2}, ptok[SLOTS] = {40, 7, 300};
     for (int s = 0; s < STEPS; s++) {
-        int dslot[SLOTS] = {0, 1, 2};
-        int64_t dctx[SLOTS] = {41 + s, 8 + s, 301 + s};
-        int ps = 3, pt = 20;
-        eng_batch b = {0};
-        if (s == 0) {
-            b.n_prefill = SLOTS;
-            b.prefill_slot = pslot;
-            b.prefill_tok = ptok;
-            b.prefill_tok_total = 347;
-        } else {
-            b.n_decode = SLOTS;
-            b.decode_slot = dslot;
-            b.decode_ctx = dctx;
-            b.ctx_tok_total = dctx[0] + dctx[1] + dctx[2];
-        }
-        if (s == 3) {
-            b.n_prefill = 1;
-            b.prefill_slot = &ps;
-            b.prefill_tok = &pt;
-            b.prefill_tok_total = 20;
-        }
+        script_step sk;
+        eng_batch b;
+        script_batch(s, &sk, &b);
         eng_phase ph[ENG_MAX_PHASES];
         int nph = -1;
         int64_t t0 = ll_now_ns();
@@ -201,7 +183,7 @@ static int run_script(const char *attn, const char *kv, int tokens[STEPS][SLOTS]
             if (s == 2)
                 check_attention(st, what);
             if (s == 2 && strcmp(kv, "bf16") == 0)
-                check_rows_and_topk(st, dslot, dctx, SLOTS);
+                check_rows_and_topk(st, sk.dslot, sk.dctx, SLOTS);
         }
         for (int k = 0; k < SLOTS; k++)
             tokens[s][k] = cuda_backend_token(st, k);

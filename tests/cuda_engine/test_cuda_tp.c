@@ -32,10 +32,11 @@
 #include "cuda_attn.h"
 #include "cuda_model.h"
 #include "cuda_state.h"
+#include "backend_script.h"
 #include "testutil.h"
 
-#define STEPS 6
-#define SLOTS 3
+#define STEPS SCRIPT_STEPS
+#define SLOTS SCRIPT_SLOTS
 #define HEADS 16
 #define VOCAB 64
 #define CHECK_STEP 2
@@ -198,29 +199,10 @@ static int run_script(const char *attn, int tp, snap *sn)
     CHECK(rc == 0, "create %s: %s", what, err);
     if (rc != 0)
         return rc;
-    int pslot[SLOTS] = {0, 1, 2}, ptok[SLOTS] = {40, 7, 300};
     for (int s = 0; s < STEPS; s++) {
-        int dslot[SLOTS] = {0, 1, 2};
-        int64_t dctx[SLOTS] = {41 + s, 8 + s, 301 + s};
-        int ps = 3, pt = 20;
-        eng_batch b = {0};
-        if (s == 0) {
-            b.n_prefill = SLOTS;
-            b.prefill_slot = pslot;
-            b.prefill_tok = ptok;
-            b.prefill_tok_total = 347;
-        } else {
-            b.n_decode = SLOTS;
-            b.decode_slot = dslot;
-            b.decode_ctx = dctx;
-            b.ctx_tok_total = dctx[0] + dctx[1] + dctx[2];
-        }
-        if (s == 3) {
-            b.n_prefill = 1;
-            b.prefill_slot = &ps;
-            b.prefill_tok = &pt;
-            b.prefill_tok_total = 20;
-        }
+        script_step sk;
+        eng_batch b;
+        script_batch(s, &sk, &b);
         eng_phase ph[ENG_MAX_PHASES];
         int nph = -1;
         int64_t t0 = ll_now_ns();

@@ -289,6 +289,42 @@ double tc_metric(const char *text, const char *name)
     return -1;
 }
 
+typedef struct tc_par {
+    const char *url;
+    int max_tokens, tokens;
+    long status;
+} tc_par;
+
+static void *tc_par_main(void *p)
+{
+    tc_par *a = p;
+    a->status = tc_completion(a->url, a->max_tokens, &a->tokens);
+    return NULL;
+}
+
+int tc_completions_parallel(const char *base_url, int n, int max_tokens0, long *status, int *tokens)
+{
+    tc_par *a = calloc((size_t)n, sizeof *a);
+    pthread_t *th = calloc((size_t)n, sizeof *th);
+    char *ok = calloc((size_t)n, 1);
+    int rc = a && th && ok ? 0 : -1;
+    for (int i = 0; !rc && i < n; i++) {
+        a[i] = (tc_par){.url = base_url, .max_tokens = max_tokens0 + i, .tokens = -1};
+        ok[i] = pthread_create(&th[i], NULL, tc_par_main, &a[i]) == 0;
+        rc = ok[i] ? 0 : -1;
+    }
+    for (int i = 0; i < n && a && th && ok; i++) {
+        if (ok[i])
+            pthread_join(th[i], NULL);
+        status[i] = a[i].status;
+        tokens[i] = a[i].tokens;
+    }
+    free(a);
+    free(th);
+    free(ok);
+    return rc;
+}
+
 cJSON *tc_profile_trace(const char *base_url, int max_tokens, char *why, size_t whylen)
 {
     char dir[] = "/tmp/loadlaw-tctrace-XXXXXX", url[256], body[320];

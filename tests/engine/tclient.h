@@ -34,6 +34,11 @@ long tc_http(const char *method, const char *url, const char *body, ll_buf *out)
  * NULL) gets usage.completion_tokens, -1 when absent. */
 long tc_completion(const char *base_url, int max_tokens, int *completion_tokens);
 
+/* n completions at once, one thread each (request i asks max_tokens0 + i
+ * tokens): status[i] and tokens[i] as tc_completion gives them. 0, or -1
+ * when a thread could not start (its status stays 0). */
+int tc_completions_parallel(const char *base_url, int n, int max_tokens0, long *status, int *tokens);
+
 /* A profiler capture around one completion of max_tokens: POST
  * /start_profile into a fresh folder under /tmp (the engine's default
  * profile_dir), the request, /stop_profile; the trace it wrote, parsed
