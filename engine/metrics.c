@@ -82,6 +82,10 @@ static int metrics_write(eng_engine *e, ll_buf *b)
     LL_TRY(COUNTER(b, "loadlaw_step_log_dropped_total",
                    "Steps dropped from the step log's ring (step_log_max) to bound its memory.",
                    "%zu", dropped));
+    LL_TRY(COUNTER(b, "loadlaw_handoff_dropped_total",
+                   "handoff_sample tokens not recorded (8 unsent on one stream, or no records "
+                   "writer attached).",
+                   "%llu", (unsigned long long)atomic_load(&e->handoff_dropped)));
     LL_TRY(COUNTER(b, "loadlaw_steps_total", "Engine steps run.", "%llu",
                    (unsigned long long)e->steps_total));
     LL_TRY(COUNTER(b, "loadlaw_prompt_tokens_total", "Prompt tokens prefilled.", "%llu",

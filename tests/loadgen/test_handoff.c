@@ -24,6 +24,7 @@
 #include "engine.h"
 #include "loadgen.h"
 #include "scenario.h"
+#include "tclient.h"
 #include "testutil.h"
 
 #define N_REQ 12
@@ -189,8 +190,27 @@ int main(void)
     CHECK(dup_or_missing == 0, "%d (request, sampled token) pairs without exactly one record",
           dup_or_missing);
 
-    if (eng)
+    /* /metrics counts what was not recorded: nothing while the writer was
+     * attached; a stream after the detach drops its samples (tokens 0, 3). */
+    if (eng) {
+        char url[256], body[160];
+        tc_resp m, r;
+        snprintf(url, sizeof url, "%s/metrics", eng_url(eng));
+        tc_request("GET", url, NULL, -1, &m);
+        CHECK(tc_metric(m.body.p, "loadlaw_handoff_dropped_total") == 0,
+              "no sample dropped while recording (%g)", tc_metric(m.body.p, "loadlaw_handoff_dropped_total"));
+        tc_resp_free(&m);
+        snprintf(url, sizeof url, "%s/v1/completions", eng_url(eng));
+        snprintf(body, sizeof body, "{\"prompt\":\"a b\",\"max_tokens\":6,\"ignore_eos\":true,\"stream\":true}");
+        CHECK(tc_request("POST", url, body, -1, &r) == 0 && r.status == 200, "a stream after the detach");
+        tc_resp_free(&r);
+        snprintf(url, sizeof url, "%s/metrics", eng_url(eng));
+        tc_request("GET", url, NULL, -1, &m);
+        CHECK(tc_metric(m.body.p, "loadlaw_handoff_dropped_total") == 2,
+              "its 2 samples counted as dropped (%g)", tc_metric(m.body.p, "loadlaw_handoff_dropped_total"));
+        tc_resp_free(&m);
         eng_stop(eng);
+    }
     scn_prompts_free(pr);
     scn_free(scn);
     if (tu_fail == 0) {
