@@ -89,6 +89,7 @@ typedef struct summary_msg {
     int32_t level, ok, failed, interrupted, threads, pad;
     double cpu_s_max, cpu_s_sum;
     uint64_t reads, events, n_bytes;
+    int64_t reads_kstamp;
 } summary_msg;
 
 struct mpi_sweep {
@@ -424,6 +425,7 @@ static int after_rank(mpi_sweep *m, int level, const ll_rec_level_end *le, char 
     summary_msg s = {.level = level, .ok = le->ok, .failed = le->failed, .interrupted = le->interrupted,
                      .threads = le->client.threads, .cpu_s_max = le->client.cpu_s_max,
                      .cpu_s_sum = le->client.cpu_s_sum, .reads = le->client.reads,
+                     .reads_kstamp = le->client.reads_kstamp,
                      .events = le->client.events, .n_bytes = rc ? 0 : lines.len};
     /* The summary goes even when reading failed: rank 0 then counts, not waits. */
     int src = send_bytes(&s, sizeof s, 0, TAG_SUMMARY);
@@ -546,6 +548,8 @@ static int after_rank0(mpi_sweep *m, int level, ll_rec_level_end *le, char *err,
             le->client.cpu_s_max = s.cpu_s_max;
         le->client.cpu_s_sum += s.cpu_s_sum;
         le->client.reads += s.reads;
+        if (s.reads_kstamp > 0)
+            le->client.reads_kstamp += s.reads_kstamp;
         le->client.events += s.events;
     }
     return first_rc;

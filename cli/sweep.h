@@ -24,6 +24,7 @@ typedef struct sweep_opts {
     const char *urls[2], *models[2], *api_keys[2];
     int n_urls, n_models, n_api_keys;
     long repeat;                         /* --repeat R (A/B only); -1 = not given */
+    const char *arrival_stamp;           /* --arrival-stamp kernel|user; NULL = the scenario's */
     const char *order;                   /* --order interleaved|sequential; NULL = not given */
     const char *conc, *rate, *timeout, *max_failed;
     const char *requests, *duration;     /* one value for every level, or one per level */

@@ -26,7 +26,7 @@ enum {
     K_URL = 256, K_ENGINE, K_MODEL, K_ENDPOINT, K_API_KEY, K_WARMUP, K_RATE, K_ARRIVAL, K_DURATION, K_THREADS,
     K_MAX_TOKENS, K_THINK_TOKENS, K_TIMEOUT, K_SEED, K_PROMPTS, K_NO_REPORT, K_PROMPT_TOKENS, K_PROMPT_WORDS,
     K_TOKENIZER, K_HEADER, K_EXTRA_BODY, K_ENDPOINT_PATH, K_NO_CONT_USAGE, K_MAX_FAILED,
-    K_METRICS_URL, K_METRICS_INTERVAL, K_NO_METRICS, K_GPU, K_REPEAT, K_ORDER,
+    K_METRICS_URL, K_METRICS_INTERVAL, K_NO_METRICS, K_GPU, K_REPEAT, K_ORDER, K_ARRIVAL_STAMP,
 };
 
 static const cli_opt sweep_table[] = {
@@ -61,6 +61,8 @@ static const cli_opt sweep_table[] = {
     {"max-failed", K_MAX_FAILED, "FRAC", "exit 1 when more than FRAC of a level's requests failed "
                 "(default 0.1; 1 = never); the records, summary and report are kept"},
     {"threads", K_THREADS, "N", "worker threads (default: the cores this process may run on, its affinity mask)"},
+    {"arrival-stamp", K_ARRIVAL_STAMP, "kernel|user", "time each chunk by the kernel's receive stamp of its "
+                "socket read (default), or by the clock when a worker thread handles it"},
     {NULL, 0, NULL, "request:"},
     {"max-tokens", K_MAX_TOKENS, "N", "tokens to ask for per request"},
     {"think-tokens", K_THINK_TOKENS, "N", "thinking tokens per request (bundled engine)"},
@@ -160,6 +162,11 @@ static int on_opt(const cli_opt *opt, const char *v, void *ctx)
         o->order = v;
         break;
     case K_REPEAT: return parse_long("--repeat", v, 1, SCN_AB_MAX_REPEAT, &o->repeat);
+    case K_ARRIVAL_STAMP:
+        if (strcmp(v, "kernel") && strcmp(v, "user"))
+            return cli_usage_error(&sweep_cmd, "--arrival-stamp: expected kernel or user, got '%s'", v);
+        o->arrival_stamp = v;
+        break;
     case 'o': o->output = v; break;
     case K_PROMPTS: o->prompts = v; break;
     case K_ARRIVAL: o->arrival = v; break;
@@ -484,6 +491,8 @@ static int apply_request(const sweep_opts *o, scn_scenario *s)
     }
     if (o->threads > 0)
         s->threads = (int)o->threads;
+    if (o->arrival_stamp)
+        s->arrival_stamp = strcmp(o->arrival_stamp, "user") == 0 ? SCN_STAMP_USER : SCN_STAMP_KERNEL;
     if (o->max_tokens > 0)
         s->max_tokens = (int)o->max_tokens;
     if (o->think_tokens >= 0)

@@ -201,6 +201,14 @@ static int rd_level_end(reader *r, const cJSON *o)
         le.client.cpu_s_sum = rd_seconds(r, c, "cpu_s_sum");
         le.client.reads = (uint64_t)rd_int(r, c, "reads", 0, 0, TIME_MAX_NS, 0);
         le.client.events = (uint64_t)rd_int(r, c, "events", 0, 0, TIME_MAX_NS, 0);
+        le.client.reads_kstamp = rd_int(r, c, "reads_kstamp", 0, 0, TIME_MAX_NS, -1);
+        const cJSON *lag = cJSON_GetObjectItemCaseSensitive(c, "read_lag_ms");
+        le.client.read_lag_p50_ms = le.client.read_lag_p99_ms = le.client.read_lag_max_ms = NAN;
+        if (cJSON_IsObject(lag)) { /* ms in [0, 1e9]: the same bound as seconds */
+            le.client.read_lag_p50_ms = rd_seconds(r, lag, "p50");
+            le.client.read_lag_p99_ms = rd_seconds(r, lag, "p99");
+            le.client.read_lag_max_ms = rd_seconds(r, lag, "max");
+        }
     }
     if (!rd_keep(r) || !r->h->on_level_end)
         return 0;

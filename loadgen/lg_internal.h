@@ -17,6 +17,7 @@
 #include <curl/curl.h>
 
 #include "loadgen.h"
+#include "rxstamp.h"
 #include "sse.h"
 
 /* One level as the workers see it: read-only except the atomics. */
@@ -44,6 +45,7 @@ typedef struct lg_xfer {
     /* CLOCK_MONOTONIC ns, -1 = not reached */
     int64_t intended_ns, send_ns, header_ns, first_tok_ns, first_think_ns, first_answer_ns, end_ns;
     int64_t now_ns;                /* arrival time of the bytes being parsed */
+    int fd;                        /* its connection's socket, once seen (xfer.c arrival_ns); -1 before */
     long http_status;
     int status_known;
     ll_buf body, errbody;
@@ -72,6 +74,8 @@ struct lg_worker {
     int epfd, wake_fd;             /* the worker's epoll set (curl's sockets + wake_fd) */
     int64_t timer_at;              /* curl's timer (CURLMOPT_TIMERFUNCTION), -1 = none */
     int user_rid;                  /* the scenario's headers name X-Request-Id: no own one */
+    lg_rx rx;                      /* the stamp of this thread's last read (rxstamp.h) */
+    int active_fd;                 /* the socket handed to curl in this call, -1 none (a timeout) */
     pthread_t thread;
     /* current level */
     lg_level_ctx *lvl;
@@ -87,6 +91,8 @@ struct lg_worker {
      * worker thread only, read by the driver after the join */
     double cpu_s;                  /* CLOCK_THREAD_CPUTIME_ID over the level */
     uint64_t reads;                /* write callbacks with data (xfer.c on_data) */
+    uint64_t reads_kstamp;         /* of those, timed by the kernel's receive stamp */
+    ll_pct *read_lag;              /* their kernel stamp -> callback, ms (NULL: not kept) */
     uint64_t events;               /* token-carrying chunks parsed (counted as each
                                     * transfer is finished: worker.c) */
 };
@@ -104,6 +110,7 @@ struct lg_run {
     lg_worker *workers;
     atomic_uint_fast64_t next_id;
     char run_tag[17];              /* hex, this process's run: X-Request-Id's middle part */
+    int stamp_fd;                  /* lg_rx_keep_on's socket, -1 none */
     atomic_int stop_issue;
     atomic_int interrupted;
     atomic_llong abort_at_ns;      /* 0 = no abort deadline */

@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +118,9 @@ int lg_run_create(const lg_config *cfg, lg_run **out, char *err, size_t errlen)
         return LL_ESYS;
     }
     r->scn = cfg->scn;
+    /* The kernel turns receive stamping on a moment after the first socket
+     * asks: ask now, so the first request's packets are stamped too. */
+    r->stamp_fd = r->scn->arrival_stamp == SCN_STAMP_KERNEL ? lg_rx_keep_on() : -1;
     r->prompts = cfg->prompts;
     r->progress = cfg->progress;
     r->rec = cfg->records;
@@ -159,6 +163,8 @@ int lg_run_free(lg_run *r)
         for (int i = 0; i < r->nthreads; i++)
             lg_worker_free(&r->workers[i]);
     free(r->workers);
+    if (r->stamp_fd >= 0)
+        close(r->stamp_fd);
     if (r->api_key)
         memset(r->api_key, 0, strlen(r->api_key));
     free(r->api_key);
@@ -301,6 +307,24 @@ static int put_level_line(lg_run *r, const lg_level_ctx *L)
     return ll_rec_put_level(r->rec, &rec);
 }
 
+/* The workers' read lag (kernel stamp -> write callback) over the level. */
+static void read_lag_summary(const lg_run *r, ll_rec_client *c)
+{
+    c->read_lag_p50_ms = c->read_lag_p99_ms = c->read_lag_max_ms = NAN;
+    ll_pct *all = ll_pct_new(0);
+    for (int i = 0; all && i < r->nthreads; i++)
+        if (r->workers[i].read_lag && ll_pct_merge(all, r->workers[i].read_lag)) {
+            ll_pct_free(all);
+            return;
+        }
+    if (all && ll_pct_count(all) > 0) {
+        c->read_lag_p50_ms = ll_pct_quantile(all, 0.5);
+        c->read_lag_p99_ms = ll_pct_quantile(all, 0.99);
+        c->read_lag_max_ms = ll_pct_max(all);
+    }
+    ll_pct_free(all);
+}
+
 /* Split C over the workers: the first C % W get one more. */
 static void assign(lg_run *r, lg_level_ctx *L)
 {
@@ -311,7 +335,9 @@ static void assign(lg_run *r, lg_level_ctx *L)
         w->lvl = L;
         w->n_ok = w->n_failed = 0;
         w->cpu_s = 0;
-        w->reads = w->events = 0;
+        w->reads = w->reads_kstamp = w->events = 0;
+        ll_pct_free(w->read_lag);
+        w->read_lag = ll_pct_new(4096); /* NULL (no memory): the lag goes unrecorded */
         w->rc = 0;
         w->err[0] = '\0';
         w->slots = C / W + (i < C % W);
@@ -428,8 +454,10 @@ static int put_level_end(lg_run *r, const lg_level_ctx *L, int64_t end_ns, int *
             le.client.cpu_s_max = w->cpu_s;
         le.client.cpu_s_sum += w->cpu_s;
         le.client.reads += w->reads;
+        le.client.reads_kstamp += (int64_t)w->reads_kstamp;
         le.client.events += w->events;
     }
+    read_lag_summary(r, &le.client);
     if (r->dist && r->dist->after_level) {
         char herr[512] = "";
         int hrc = r->dist->after_level(r->dist->ctx, L->index, &le, herr, sizeof herr);

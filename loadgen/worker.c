@@ -28,13 +28,17 @@
 
 static int on_socket(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
 {
-    (void)e;
     lg_worker *w = userp;
     if (what == CURL_POLL_REMOVE) {
         /* ENOENT/EBADF: curl closed it already, which removed it */
         epoll_ctl(w->epfd, EPOLL_CTL_DEL, s, NULL);
         return 0;
     }
+    /* the transfer's socket, for the stamps of reads made in curl's timer
+     * calls (xfer.c arrival_ns) */
+    lg_xfer *x = NULL;
+    if (curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&x) == CURLE_OK && x)
+        x->fd = (int)s;
     struct epoll_event ev = {.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0u) |
                                        ((what & CURL_POLL_OUT) ? EPOLLOUT : 0u),
                              .data.fd = s};
@@ -72,7 +76,7 @@ int lg_worker_init(lg_worker *w, lg_run *r, int index, char *err, size_t errlen)
     memset(w, 0, sizeof *w);
     w->run = r;
     w->index = index;
-    w->epfd = w->wake_fd = -1;
+    w->epfd = w->wake_fd = w->active_fd = -1;
     w->timer_at = -1;
     if (!(w->multi = curl_multi_init())) {
         ll_errf(err, errlen, "curl_multi_init failed");
@@ -145,6 +149,7 @@ void lg_worker_free(lg_worker *w)
     if (w->wake_fd >= 0)
         close(w->wake_fd);
     curl_slist_free_all(w->headers);
+    ll_pct_free(w->read_lag);
     memset(w, 0, sizeof *w);
     w->epfd = w->wake_fd = -1;
 }
@@ -171,6 +176,7 @@ typedef struct walk {
     lg_level_ctx *L;
     int open;          /* open loop (rate_per_s > 0) */
     int no_more;       /* nothing left to send */
+    int stamped;       /* reads carry the kernel's stamp (w->rx attached) */
     arrivals a;        /* open loop: this worker's next arrival */
 } walk;
 
@@ -257,7 +263,12 @@ static void count_events(lg_worker *w, const lg_xfer *x)
 static int drive(lg_worker *w, curl_socket_t fd, int ev)
 {
     int running;
+    /* the socket whose data this call delivers: a stamp from any other is
+     * not taken (xfer.c arrival_ns) */
+    w->active_fd = fd == CURL_SOCKET_TIMEOUT ? -1 : (int)fd;
+    w->rx.t_ns = -1; /* only a read made in this call stamps what it delivers */
     CURLMcode mc = curl_multi_socket_action(w->multi, fd, ev, &running);
+    w->active_fd = -1;
     if (mc != CURLM_OK) {
         w->rc = LL_EIO;
         snprintf(w->err, sizeof w->err, "curl_multi_socket_action: %s", curl_multi_strerror(mc));
@@ -335,6 +346,8 @@ static int wait_for_work(walk *k, int64_t now, int64_t abort_at)
         snprintf(w->err, sizeof w->err, "epoll_wait: %s", strerror(errno));
         return -1;
     }
+    if (n > 0 && k->stamped)
+        lg_rx_clock(&w->rx); /* the stamps' clock offset, once per wake-up (rxstamp.h) */
     for (int i = 0; i < n; i++) {
         if (ev[i].data.fd == w->wake_fd) {
             uint64_t v;
@@ -369,6 +382,11 @@ void *lg_worker_main(void *arg)
     walk k;
     double cpu0_s = thread_cpu_s();
     walk_init(&k, w);
+    /* This thread's recv() calls (libcurl's) leave the kernel's stamp in w->rx. */
+    k.stamped = r->scn->arrival_stamp == SCN_STAMP_KERNEL;
+    w->rx.fd = -1;
+    w->rx.t_ns = -1;
+    lg_rx_attach(k.stamped ? &w->rx : NULL);
     while (w->rc == 0) {
         int64_t now = ll_now_ns();
         int64_t abort_at = atomic_load(&r->abort_at_ns);
@@ -390,6 +408,7 @@ void *lg_worker_main(void *arg)
             break;
     }
     abort_inflight(w);
+    lg_rx_attach(NULL);
     w->cpu_s = thread_cpu_s() - cpu0_s;
     /* The driver checks workers_left under its lock: notify after the decrement. */
     atomic_fetch_sub(&r->workers_left, 1);

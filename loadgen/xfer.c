@@ -1,9 +1,13 @@
 /* xfer.c: one streaming request: build it, time its bytes, classify it when
  * it ends and hand it to the records writer.
  *
- * Timing: every chunk is stamped with ll_now_ns() taken once per libcurl write
- * callback, on the worker thread, before parsing, so parse cost never shifts a
- * timestamp and all events of one read share its arrival time. Nothing here
+ * Timing: every chunk is stamped once per libcurl write callback, before
+ * parsing, so parse cost never shifts a timestamp and all events of one read
+ * share its arrival time: the kernel's receive stamp of the socket read that
+ * brought the bytes (rxstamp.h; load.arrival_stamp "kernel", the default),
+ * else ll_now_ns() on the worker thread. A read's stamp is its last packet's,
+ * so bytes that waited in the socket for a later packet are stamped late,
+ * never early. Nothing here
  * formats JSON for the records or touches the records file: lg_xfer_done fills
  * an ll_rec_request and queues it (common/records.h).
  *
@@ -196,11 +200,42 @@ static int on_event(void *ctx, const char *event, const char *data, size_t len)
     return 0;
 }
 
+/* When the bytes in hand reached this host (see the top of the file): the
+ * kernel's stamp of the read that brought them, if that read was on this
+ * transfer's socket and the stamp is not in the future nor before the
+ * request was sent; else the clock now (*now_ns). Never earlier than the
+ * transfer's previous arrival. *kernel: whether the stamp was the kernel's.
+ *
+ * The transfer's socket: the one this wake-up handed to curl (curl hands a
+ * write callback the bytes of the read it has just made on the transfer's
+ * connection), remembered for curl's timer calls, which name no socket; or
+ * the one curl asked to watch for it (worker.c on_socket); or, in a timer
+ * call for a transfer on a reused connection not seen yet, that of the read
+ * made in this call (worker.c drive forgets the stamps of earlier calls). */
+static int64_t arrival_ns(lg_xfer *x, int64_t *now_ns, int *kernel)
+{
+    int64_t now = ll_now_ns(), t = now;
+    const lg_rx *rx = &x->w->rx;
+    *kernel = 0;
+    if (x->w->active_fd >= 0)
+        x->fd = x->w->active_fd;
+    else if (x->fd < 0 && rx->t_ns >= 0)
+        x->fd = rx->fd; /* a timer call's read for a transfer not seen yet: the read just made */
+    if (rx->t_ns >= 0 && rx->fd == x->fd && rx->t_ns <= now && rx->t_ns >= x->send_ns) {
+        t = rx->t_ns;
+        *kernel = 1;
+    }
+    *now_ns = now;
+    return t < x->now_ns ? x->now_ns : t;
+}
+
 static size_t on_header(char *p, size_t sz, size_t nm, void *ud)
 {
     lg_xfer *x = ud;
+    int64_t now;
+    int kernel;
     if (x->header_ns < 0)
-        x->header_ns = ll_now_ns();
+        x->header_ns = arrival_ns(x, &now, &kernel);
     return sz * nm;
 }
 
@@ -208,8 +243,17 @@ static size_t on_data(char *p, size_t sz, size_t nm, void *ud)
 {
     lg_xfer *x = ud;
     size_t n = sz * nm;
-    x->now_ns = ll_now_ns();
-    x->w->reads++; /* level_end "client": socket reads with data (lg_worker.reads) */
+    lg_worker *w = x->w;
+    int64_t now;
+    int kernel;
+    x->now_ns = arrival_ns(x, &now, &kernel);
+    w->reads++; /* level_end "client": socket reads with data (lg_worker.reads) */
+    if (kernel) {
+        w->reads_kstamp++;
+        /* how long the bytes waited for this thread; ENOMEM: one sample fewer */
+        if (w->read_lag)
+            (void)ll_pct_add(w->read_lag, (double)(now - x->now_ns) / 1e6);
+    }
     if (!x->status_known) {
         if (curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->http_status) != CURLE_OK)
             x->http_status = 0;
@@ -242,6 +286,17 @@ static size_t on_data(char *p, size_t sz, size_t nm, void *ud)
  * per event at 2 KiB against 1.6 us at 16 KiB, within the run-to-run spread. */
 #define LG_RECV_BUFFER_BYTES 2048L
 
+/* A new connection's socket: the kernel is to stamp what it receives. A
+ * refusal only costs the stamps (the reads are then timed by the clock,
+ * and counted as such). */
+static int on_sockopt(void *ud, curl_socket_t fd, curlsocktype purpose)
+{
+    (void)ud;
+    if (purpose == CURLSOCKTYPE_IPCXN)
+        (void)lg_rx_enable((int)fd);
+    return CURL_SOCKOPT_OK;
+}
+
 /* The easy handle of one request: LL_EINVAL when curl refused an option. */
 static int setup_easy(lg_xfer *x)
 {
@@ -262,6 +317,8 @@ static int setup_easy(lg_xfer *x)
         curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L) ||
         curl_easy_setopt(e, CURLOPT_BUFFERSIZE, LG_RECV_BUFFER_BYTES) ||
         curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1))
+        return LL_EINVAL;
+    if (r->scn->arrival_stamp == SCN_STAMP_KERNEL && curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, on_sockopt))
         return LL_EINVAL;
     return 0;
 }
@@ -300,6 +357,7 @@ int lg_xfer_start(lg_worker *w, int req_index, int64_t intended_ns)
     x->rid_hdr.data = x->rid_line;
     x->rid_hdr.next = w->headers;
     x->header_ns = x->first_tok_ns = x->first_think_ns = x->first_answer_ns = x->end_ns = -1;
+    x->fd = -1;
     init_parsers(x);
     LL_TRY(build_body(x));
     LL_TRY((x->easy = curl_easy_init()) ? 0 : LL_ENOMEM);

@@ -248,6 +248,7 @@ static int get_obj(ld *c, const cJSON *obj, const char *path, const char *key, c
 /* ---- sections ------------------------------------------------------------- */
 
 static const char *const k_arrival[] = {"poisson", "constant", NULL};
+static const char *const k_stamp[] = {"kernel", "user", NULL};
 
 static int load_profile(ld *c, const cJSON *o, const char *path, scn_profile *p)
 {
@@ -301,7 +302,7 @@ static int load_levels(ld *c, const cJSON *root, scn_scenario *s)
 {
     static const char *const load_keys[] = {"threads", "concurrency", "requests", "warmup", "duration_s",
                                             "rate_per_s", "arrival", "drain_s", "max_failed", "profile",
-                                            NULL};
+                                            "arrival_stamp", NULL};
     static const char *const level_keys[] = {"concurrency", "requests", "warmup", "duration_s",
                                              "rate_per_s", "arrival", "profile", NULL};
     const cJSON *load, *levels = cJSON_GetObjectItemCaseSensitive(root, "levels");
@@ -311,12 +312,15 @@ static int load_levels(ld *c, const cJSON *root, scn_scenario *s)
     if ((rc = get_obj(c, root, "", "load", &load)))
         return rc;
     if (load) {
+        int st = (int)s->arrival_stamp;
         if ((rc = check_keys(c, load, "load", load_keys)) ||
+            (rc = get_enum(c, load, "load", "arrival_stamp", k_stamp, "\"kernel\" or \"user\"", &st)) ||
             (rc = get_int(c, load, "load", "threads", 0, 4096, &s->threads)) ||
             (rc = get_num(c, load, "load", "drain_s", 0, 86400, &s->drain_s)) ||
             (rc = get_num(c, load, "load", "max_failed", 0, 1, &s->max_failed)) ||
             (rc = load_level_fields(c, load, "load", &proto)))
             return rc;
+        s->arrival_stamp = (scn_stamp)st;
     }
     const cJSON *conc = load ? cJSON_GetObjectItemCaseSensitive(load, "concurrency") : NULL;
     if (conc && levels)
@@ -814,6 +818,7 @@ static int scenario_fields(cJSON *root, const scn_scenario *s)
     LL_TRY(ll_json_add_num(ld_, "threads", s->threads));
     LL_TRY(ll_json_add_num(ld_, "drain_s", s->drain_s));
     LL_TRY(ll_json_add_num(ld_, "max_failed", s->max_failed));
+    LL_TRY(add_str(ld_, "arrival_stamp", k_stamp[s->arrival_stamp]));
     for (size_t i = 0; i < s->n_levels; i++)
         LL_TRY(add_item(lv, NULL, level_json(&s->levels[i])));
     LL_TRY(add_str_or_null(root, "output", s->output));

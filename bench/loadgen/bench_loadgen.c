@@ -186,7 +186,14 @@ typedef struct arrivals {
     LL_VEC(handoff) ho;      /* sorted by (id, tok) before the requests are read */
     LL_VEC(double) fanout_ms, lag_ms; /* step end -> write, write -> arrival */
     size_t ho_matched;
+    ll_rec_client client;    /* the level's level_end "client" */
 } arrivals;
+
+static int on_level_end(const ll_rec_level_end *le, void *ctx)
+{
+    ((arrivals *)ctx)->client = le->client;
+    return 0;
+}
 
 static int on_handoff(const ll_rec_handoff *h, void *ctx)
 {
@@ -388,7 +395,9 @@ static int cmp_i64(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
-static void bench_itl(int C, const char *spec, int max_tokens, int threads)
+/* One level of C streams on the in-process engine `spec`; stamp: the
+ * client's load.arrival_stamp ("kernel" or "user"). */
+static void bench_itl(int C, const char *spec, int max_tokens, int threads, const char *stamp)
 {
     eng_config ec;
     eng_engine *eng = NULL;
@@ -400,9 +409,9 @@ static void bench_itl(int C, const char *spec, int max_tokens, int threads)
     char err[512] = "", dir[128], json[512], path[256];
     snprintf(dir, sizeof dir, "/tmp/lg_bench_%d", (int)getpid());
     snprintf(json, sizeof json,
-             "{\"load\":{\"threads\":%d},\"levels\":[{\"concurrency\":%d,\"requests\":%d}],"
-             "\"request\":{\"max_tokens\":%d}}",
-             threads, C, C, max_tokens);
+             "{\"load\":{\"threads\":%d,\"arrival_stamp\":\"%s\"},\"levels\":[{\"concurrency\":%d,"
+             "\"requests\":%d}],\"request\":{\"max_tokens\":%d}}",
+             threads, stamp, C, C, max_tokens);
     eng_config_default(&ec);
     int rc = eng_parse_spec(spec, &ec, err, sizeof err);
     rc = rc ? rc : eng_start(&ec, &eng, err, sizeof err);
@@ -460,7 +469,7 @@ static void bench_itl(int C, const char *spec, int max_tokens, int threads)
     qsort(ends, got, sizeof *ends, cmp_i64);
     a.ends = ends;
     a.n_ends = got;
-    ll_rec_handlers h0 = {.on_handoff = on_handoff};
+    ll_rec_handlers h0 = {.on_handoff = on_handoff, .on_level_end = on_level_end};
     if (ll_rec_read(path, &h0, &a, NULL, err, sizeof err) == 0 && a.ho.n > 0)
         qsort(a.ho.v, a.ho.n, sizeof *a.ho.v, cmp_handoff);
     ll_rec_handlers h = {.on_request = on_request};
@@ -473,8 +482,9 @@ static void bench_itl(int C, const char *spec, int max_tokens, int threads)
         ll_sort_doubles(a.late_ms.v, a.late_ms.n);
         if (abs_err)
             ll_sort_doubles(abs_err, n);
-        printf("C=%-5d %s: %zu gaps; true step (N >= 0.9 x the fullest batch, %d) mean %.3f ms; measured "
-               "ITL p50 %.3f ms\n", C, spec, n, n_max, n_full ? step_sum / (double)n_full : NAN, fit_itl_p50(dir));
+        printf("C=%-5d %s, %s stamps: %zu gaps; true step (N >= 0.9 x the fullest batch, %d) mean %.3f ms; "
+               "measured ITL p50 %.3f ms\n", C, spec, stamp, n, n_max, n_full ? step_sum / (double)n_full : NAN,
+               fit_itl_p50(dir));
         printf("        ITL error (measured - true): p50 %+.3f ms, p99 %+.3f ms; |error| p50 %.3f ms, p99 %.3f ms\n",
                ll_quantile_sorted(a.err_ms.v, n, 0.5), ll_quantile_sorted(a.err_ms.v, n, 0.99),
                abs_err ? ll_quantile_sorted(abs_err, n, 0.5) : NAN, abs_err ? ll_quantile_sorted(abs_err, n, 0.99) : NAN);
@@ -483,14 +493,23 @@ static void bench_itl(int C, const char *spec, int max_tokens, int threads)
         if (a.ho_matched > 0) {
             ll_sort_doubles(a.fanout_ms.v, a.fanout_ms.n);
             ll_sort_doubles(a.lag_ms.v, a.lag_ms.n);
-            printf("        split (%zu sampled tokens of %zu handoff records): server fan-out (step end -> "
-                   "write) p50 %.3f ms, p99 %.3f ms; client lag (write -> arrival) p50 %.3f ms, p99 %.3f ms\n",
+            printf("        split (%zu sampled tokens of %zu handoff records): engine fan-out (step end -> "
+                   "handed to MHD) p50 %.3f ms, p99 %.3f ms; then to the stamp (MHD's send, loopback%s) "
+                   "p50 %.3f ms, p99 %.3f ms\n",
                    a.ho_matched, a.ho.n, ll_quantile_sorted(a.fanout_ms.v, a.fanout_ms.n, 0.5),
                    ll_quantile_sorted(a.fanout_ms.v, a.fanout_ms.n, 0.99),
+                   strcmp(stamp, "user") == 0 ? ", the client's read" : "",
                    ll_quantile_sorted(a.lag_ms.v, a.lag_ms.n, 0.5), ll_quantile_sorted(a.lag_ms.v, a.lag_ms.n, 0.99));
         } else {
             printf("        split: no handoff record matched a request (engine without handoff_sample?)\n");
         }
+        if (a.client.present && a.client.reads > 0)
+            printf("        client: %.1f%% of %llu reads kernel-stamped; read lag (stamp -> the worker's "
+                   "callback) p50 %.3f ms, p99 %.3f ms, max %.3f ms; worker CPU %.2f us per event\n",
+                   a.client.reads_kstamp > 0 ? 100.0 * (double)a.client.reads_kstamp / (double)a.client.reads : 0.0,
+                   (unsigned long long)a.client.reads, a.client.read_lag_p50_ms, a.client.read_lag_p99_ms,
+                   a.client.read_lag_max_ms,
+                   a.client.events ? a.client.cpu_s_sum / (double)a.client.events * 1e6 : NAN);
         if (wk.late_us.n > 0) {
             ll_sort_doubles(wk.late_us.v, wk.late_us.n);
             printf("        this machine's timer-wake lateness in the same run (1 ms absolute sleeps, %zu): "
@@ -543,12 +562,22 @@ int main(int argc, char **argv)
     /* 52+30n: at time scale 0.01 a C=64 step is 19.7 ms; at 0.001 a C=1024 step is 30.8 ms. */
     /* handoff_sample=8: every 8th token of each stream is timed at its
      * socket write too, which splits the delay into fan-out and client lag. */
-    bench_itl(64, "backend=synthetic,law=52+30n,time_scale=0.01,think=16,handoff_sample=8", quick ? 32 : 64, 1);
-    bench_itl(1024, "backend=synthetic,law=52+30n,time_scale=0.001,think=16,max_running=1024,prefill_budget=131072,"
-              "handoff_sample=8", quick ? 32 : 64, 2);
-    if (!quick) /* at 0.0002 a C=4096 step is 24.6 ms */
-        bench_itl(4096, "backend=synthetic,law=52+30n,time_scale=0.0002,think=16,max_running=4096,"
-                  "prefill_budget=524288,max_connections=8192,handoff_sample=8", 32, 2);
+    /* Each level twice: chunks timed by the kernel's receive stamp (the
+     * default), then by the clock on the worker thread (the client's own lag
+     * then shows in the error). */
+    const char *c64 = "backend=synthetic,law=52+30n,time_scale=0.01,think=16,handoff_sample=8";
+    const char *c1024 = "backend=synthetic,law=52+30n,time_scale=0.001,think=16,max_running=1024,"
+                        "prefill_budget=131072,handoff_sample=8";
+    /* at 0.0002 a C=4096 step is 24.6 ms */
+    const char *c4096 = "backend=synthetic,law=52+30n,time_scale=0.0002,think=16,max_running=4096,"
+                        "prefill_budget=524288,max_connections=8192,handoff_sample=8";
+    for (int s = 0; s < 2; s++) {
+        const char *stamp = s == 0 ? "kernel" : "user";
+        bench_itl(64, c64, quick ? 32 : 64, 1, stamp);
+        bench_itl(1024, c1024, quick ? 32 : 64, 2, stamp);
+        if (!quick)
+            bench_itl(4096, c4096, 32, 2, stamp);
+    }
     curl_global_cleanup();
     return 0;
 }

@@ -121,6 +121,12 @@ typedef struct ll_rec_client {
     double cpu_s_max;         /* the busiest worker thread's CPU time (CLOCK_THREAD_CPUTIME_ID) */
     double cpu_s_sum;         /* all worker threads' CPU time */
     uint64_t reads;           /* libcurl write callbacks (socket reads with data) */
+    int64_t reads_kstamp;     /* of those, timed by the kernel's receive stamp
+                               * (loadgen/rxstamp.h); -1 = not recorded (older files) */
+    /* How far behind the worker threads read: kernel stamp -> write callback,
+     * over the kernel-stamped reads (ms; NAN = none). Not in the stamps: it
+     * says whether the client kept up, the way the server-side queue would. */
+    double read_lag_p50_ms, read_lag_p99_ms, read_lag_max_ms;
     uint64_t events;          /* token-carrying chunks received (a chunk split into
                                * thinking and answer counts twice) */
 } ll_rec_client;

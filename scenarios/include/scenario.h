@@ -17,7 +17,7 @@
  *               "count":1024,"seed":1},
  *    "load":{"threads":0,"concurrency":[1,2,4],"requests":0,"warmup":0,"duration_s":0,
  *            "rate_per_s":0,"arrival":"poisson"|"constant","drain_s":10,
- *            "max_failed":0.1,
+ *            "max_failed":0.1,"arrival_stamp":"kernel"|"user",
  *            "profile":{...}},                    (short form: one level per C)
  *    "levels":[{"concurrency":32,"requests":220,"warmup":0,"duration_s":0,
  *               "rate_per_s":0,"arrival":"poisson",
@@ -148,6 +148,11 @@ int scn_ab_side_at(int k);
  * top of a sweep; --max-failed 1 turns the check off. */
 #define SCN_MAX_FAILED_DEFAULT 0.1
 
+/* How the client times a chunk's arrival (load.arrival_stamp, --arrival-stamp):
+ * the kernel's receive stamp of the socket read that brought it (default;
+ * loadgen/rxstamp.h), or the clock when the worker thread handles it. */
+typedef enum scn_stamp { SCN_STAMP_KERNEL, SCN_STAMP_USER } scn_stamp;
+
 typedef struct scn_scenario {
     char *path;              /* file it came from, or NULL */
     char *name;
@@ -185,6 +190,7 @@ typedef struct scn_scenario {
     uint64_t seed;
     /* load */
     int threads;             /* 0 = the cores in the CPU affinity mask */
+    scn_stamp arrival_stamp; /* how a chunk's arrival is timed (load.arrival_stamp) */
     double drain_s;          /* after the first SIGINT, how long in-flight may finish */
     double max_failed;       /* fraction of a level's measured requests that may fail
                               * before the sweep exits 1 (records kept); 1 = never */

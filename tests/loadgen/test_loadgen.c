@@ -28,6 +28,7 @@ typedef struct level_tally {
     int ok, failed, cls[LL_ERRC__COUNT];
     long think, answer, usage_completion;
     int end_ok, end_failed;   /* as its level_end says (-1: none) */
+    ll_rec_client client;     /* its level_end "client" */
 } level_tally;
 
 /* What the records say, tallied. */
@@ -78,6 +79,7 @@ static int on_level_end(const ll_rec_level_end *le, void *ctx)
     if (le->level >= 0 && le->level < MAX_LEVELS) {
         t->lv[le->level].end_ok = le->ok;
         t->lv[le->level].end_failed = le->failed;
+        t->lv[le->level].client = le->client;
     }
     return 0;
 }
@@ -508,6 +510,52 @@ static void test_shaping(void)
     ts_stop(srv);
 }
 
+/* load.arrival_stamp: "kernel" (the default) times every read through real
+ * libcurl by the kernel's receive stamp (loadgen/rxstamp.c) and records how
+ * far behind the worker read; "user" by the clock, with no lag recorded. A
+ * typo is refused with the key's path. */
+static void test_arrival_stamp(void)
+{
+    ts_config c = {.mode = TS_OK, .think_tok = 3, .answer_tok = 5, .gap_us = 3000, .tokens_per_chunk = 1};
+    ts_server *srv;
+    sweep s;
+    char err[512];
+    CHECK(ts_start(&c, &srv) == 0, "server start");
+    for (int user = 0; user < 2; user++) {
+        char json[256];
+        snprintf(json, sizeof json, "{\"load\":{\"threads\":1,\"concurrency\":[4],\"requests\":8%s}}",
+                 user ? ",\"arrival_stamp\":\"user\"" : "");
+        if (sweep_open(&s, ts_url(srv), json, user ? "stamp_user" : "stamp_kernel"))
+            break;
+        CHECK(lg_run_sweep(s.run, err, sizeof err) == 0, "sweep: %s", err);
+        sweep_finish(&s);
+        tally t;
+        read_records(s.dir, &t);
+        const ll_rec_client *cl = &t.lv[0].client;
+        CHECK(t.ok == 8 && cl->present && cl->reads >= 8 * 8, "ok %d, reads %llu", t.ok,
+              (unsigned long long)cl->reads);
+        if (!user) {
+            CHECK(cl->reads_kstamp == (int64_t)cl->reads, "every read kernel-stamped: %lld of %llu",
+                  (long long)cl->reads_kstamp, (unsigned long long)cl->reads);
+            CHECK(isfinite(cl->read_lag_p50_ms) && cl->read_lag_p50_ms >= 0 &&
+                      cl->read_lag_p99_ms >= cl->read_lag_p50_ms && cl->read_lag_max_ms >= cl->read_lag_p99_ms,
+                  "read lag p50 %g <= p99 %g <= max %g ms", cl->read_lag_p50_ms, cl->read_lag_p99_ms,
+                  cl->read_lag_max_ms);
+        } else {
+            CHECK(cl->reads_kstamp == 0 && isnan(cl->read_lag_p50_ms), "user stamps: %lld kernel, lag %g",
+                  (long long)cl->reads_kstamp, cl->read_lag_p50_ms);
+        }
+        CHECK(t.order_bad == 0, "send <= first token <= end in every record (%d bad)", t.order_bad);
+        sweep_close(&s);
+    }
+    ts_stop(srv);
+    scn_scenario *bad = NULL;
+    int rc = scn_load_string("{\"load\":{\"arrival_stamp\":\"kernal\"}}", "typo", &bad, err, sizeof err);
+    CHECK(rc != 0 && strstr(err, "load.arrival_stamp") && strstr(err, "\"kernel\" or \"user\""),
+          "typo refused: %s", err);
+    scn_free(bad);
+}
+
 static void test_classes(void)
 {
     ts_config c = {.mode = TS_MIX, .think_tok = 2, .answer_tok = 3, .gap_us = 1000, .tokens_per_chunk = 1, .barrier = 0};
@@ -739,6 +787,7 @@ int main(void)
     test_counts(3);
     test_attributed(0);
     test_attributed(1);
+    test_arrival_stamp();
     test_shaping();
     test_tokenizer_counts();
     test_classes();

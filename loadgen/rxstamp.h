@@ -1,0 +1,50 @@
+/* rxstamp.h (internal to loadgen/): the kernel's receive time of the bytes a
+ * worker reads, so a token is stamped when it reached this host, not when
+ * the worker got round to it.
+ *
+ * DESIGN: at C = 1024 a step's 1,024 tokens arrive within a few hundred
+ * microseconds and one worker thread reads them one socket at a time; with a
+ * clock read in the write callback the last of them is stamped milliseconds
+ * late (bench_loadgen: client lag p99 ~29 ms on 2 shared cores), and that
+ * lateness is the client's, not the server's. Linux stamps every received
+ * packet (SO_TIMESTAMPNS) and hands the stamp back beside the data from
+ * recvmsg(). libcurl reads with recv() and offers no hook for the ancillary
+ * data, so loadgen defines recv() itself (rxstamp.c): the executable's
+ * definition comes first in the dynamic linker's lookup, and libcurl's calls
+ * land there. On a thread that has not attached an lg_rx (the engine's, the
+ * records writer, anything else) it is plain recvfrom(); on a worker thread
+ * it is recvmsg() with room for the stamp, which it leaves in that worker's
+ * lg_rx with the descriptor it came from. xfer.c takes the stamp only for its
+ * own socket and only when it is not later than the clock at the callback,
+ * else it falls back to the clock and counts the fallback (level_end
+ * "client".reads_kstamp, docs/records.md), so a libcurl that reads some
+ * other way costs precision, never correctness.
+ *
+ * The stamp is CLOCK_REALTIME; the run's clock is CLOCK_MONOTONIC. The offset
+ * between them is sampled once per epoll wake-up (lg_rx_clock): an NTP slew
+ * moves it by at most ~0.5 us per ms, and a stamp more than the wake-up's
+ * distance off is refused by the check above. */
+#ifndef LOADLAW_LOADGEN_RXSTAMP_H
+#define LOADLAW_LOADGEN_RXSTAMP_H
+
+#include <stdint.h>
+
+typedef struct lg_rx {
+    int fd;             /* the socket of the last read that returned data, -1 none */
+    int64_t t_ns;       /* its kernel receive time (CLOCK_MONOTONIC), -1 none */
+    int64_t rt_minus_mono; /* CLOCK_REALTIME - CLOCK_MONOTONIC at the last lg_rx_clock */
+} lg_rx;
+
+/* Stamp this thread's recv() calls into rx from now on; NULL stops it. */
+void lg_rx_attach(lg_rx *rx);
+/* Sample the realtime-to-monotonic offset (each wake-up, before reading). */
+void lg_rx_clock(lg_rx *rx);
+/* Ask the kernel to stamp what fd receives (SO_TIMESTAMPNS). 0 or -1 (errno). */
+int lg_rx_enable(int fd);
+/* A socket that only asks for stamps, held open for a run: Linux switches
+ * stamping on for all packets some time after the first socket asks (a
+ * deferred static-key update) and off when the last one closes, so without
+ * it the first packets of each run went unstamped. Its fd, or -1. */
+int lg_rx_keep_on(void);
+
+#endif

@@ -1,0 +1,173 @@
+/* test_rxstamp.c: loadgen's recv() (loadgen/rxstamp.c) on real loopback TCP
+ * sockets: bytes read 100 ms after they were written carry the time of the
+ * write, not of the read; a read of two writes carries the later one; a
+ * thread that has not attached, a socket without stamping and an empty
+ * non-blocking socket leave the stamp alone and behave as plain recv(). The
+ * bounds are the clock readings around each write(): no margin for load. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "rxstamp.h"
+#include "testutil.h"
+
+/* The realtime -> monotonic offset is estimated; it is good to microseconds. */
+#define SLACK_NS 1000000LL
+
+typedef struct pair {
+    int rd, wr; /* client (reads, stamped when enabled) and server side */
+} pair;
+
+static int pair_open(pair *p, int stamped)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof a;
+    int on = 1, l = socket(AF_INET, SOCK_STREAM, 0);
+    p->rd = p->wr = -1;
+    if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof a) || listen(l, 1) ||
+        getsockname(l, (struct sockaddr *)&a, &al))
+        goto fail;
+    p->rd = socket(AF_INET, SOCK_STREAM, 0);
+    if (p->rd < 0 || (stamped && lg_rx_enable(p->rd)) || connect(p->rd, (struct sockaddr *)&a, sizeof a))
+        goto fail;
+    p->wr = accept(l, NULL, NULL);
+    if (p->wr < 0 || setsockopt(p->wr, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on))
+        goto fail;
+    close(l);
+    return 0;
+fail:
+    CHECK(0, "loopback pair: %s", strerror(errno));
+    if (l >= 0)
+        close(l);
+    return -1;
+}
+
+static void pair_close(pair *p)
+{
+    close(p->rd);
+    close(p->wr);
+}
+
+/* write() s, with the clock read just before and just after it. */
+static void timed_write(int fd, const char *s, int64_t *before, int64_t *after)
+{
+    *before = ll_now_ns();
+    CHECK(write(fd, s, strlen(s)) == (ssize_t)strlen(s), "write: %s", strerror(errno));
+    *after = ll_now_ns();
+}
+
+static void test_late_read(void)
+{
+    pair p;
+    lg_rx rx;
+    char buf[64];
+    int64_t b0, a0, b1, a1;
+    if (pair_open(&p, 1))
+        return;
+    lg_rx_attach(&rx);
+    /* one write, read 100 ms later */
+    timed_write(p.wr, "data: one\n\n", &b0, &a0);
+    ll_sleep_until_ns(a0 + 100000000);
+    ssize_t n = recv(p.rd, buf, sizeof buf, 0);
+    int64_t t_read = ll_now_ns();
+    CHECK(n == 11 && memcmp(buf, "data: one\n\n", 11) == 0, "read the bytes (%zd)", n);
+    CHECK(rx.fd == p.rd, "stamp names its socket (%d, want %d)", rx.fd, p.rd);
+    CHECK(rx.t_ns >= b0 - SLACK_NS && rx.t_ns <= a0 + SLACK_NS,
+          "stamp within the write: %+.3f ms from its start, write took %.3f ms", (double)(rx.t_ns - b0) / 1e6,
+          (double)(a0 - b0) / 1e6);
+    CHECK(t_read - rx.t_ns >= 90000000, "the read came %.3f ms after the stamp", (double)(t_read - rx.t_ns) / 1e6);
+
+    /* two writes 40 ms apart, one read: the later packet's time (never the earlier) */
+    timed_write(p.wr, "data: a\n\n", &b0, &a0);
+    ll_sleep_until_ns(a0 + 40000000);
+    timed_write(p.wr, "data: b\n\n", &b1, &a1);
+    ll_sleep_until_ns(a1 + 20000000);
+    n = recv(p.rd, buf, sizeof buf, 0);
+    CHECK(n == 18, "both writes in one read (%zd)", n);
+    CHECK(rx.t_ns >= b1 - SLACK_NS && rx.t_ns <= a1 + SLACK_NS,
+          "a read of two writes takes the later: %+.3f ms from the second write",
+          (double)(rx.t_ns - b1) / 1e6);
+
+    /* an empty non-blocking socket: plain -1/EAGAIN, the stamp kept */
+    int64_t kept = rx.t_ns;
+    CHECK(fcntl(p.rd, F_SETFL, fcntl(p.rd, F_GETFL) | O_NONBLOCK) == 0, "non-blocking");
+    errno = 0;
+    n = recv(p.rd, buf, sizeof buf, 0);
+    CHECK(n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK), "empty socket: %zd, %s", n, strerror(errno));
+    CHECK(rx.t_ns == kept && rx.fd == p.rd, "nothing read: the stamp is unchanged");
+
+    /* a peek returns the bytes and consumes nothing: the stamp is left alone */
+    timed_write(p.wr, "xy", &b0, &a0);
+    ll_sleep_until_ns(a0 + 5000000);
+    n = recv(p.rd, buf, sizeof buf, MSG_PEEK);
+    CHECK(n == 2 && rx.t_ns == kept, "peek: %zd bytes, stamp unchanged", n);
+    n = recv(p.rd, buf, sizeof buf, 0);
+    CHECK(n == 2 && rx.t_ns >= b0 - SLACK_NS && rx.t_ns <= a0 + SLACK_NS, "then the read stamps them");
+    lg_rx_attach(NULL);
+    pair_close(&p);
+}
+
+/* A socket the kernel was not asked to stamp: the data, and no stamp. */
+static void test_unstamped_socket(void)
+{
+    pair p;
+    lg_rx rx;
+    char buf[16];
+    int64_t b, a;
+    if (pair_open(&p, 0))
+        return;
+    lg_rx_attach(&rx);
+    timed_write(p.wr, "hello", &b, &a);
+    ssize_t n = recv(p.rd, buf, sizeof buf, 0);
+    CHECK(n == 5 && rx.fd == p.rd && rx.t_ns == -1, "unstamped socket: %zd bytes, t %lld", n, (long long)rx.t_ns);
+    lg_rx_attach(NULL);
+    pair_close(&p);
+}
+
+typedef struct other {
+    int fd;
+    ssize_t n;
+    char buf[16];
+} other;
+
+static void *other_thread(void *arg)
+{
+    other *o = arg;
+    o->n = recv(o->fd, o->buf, sizeof o->buf, 0); /* no lg_rx on this thread */
+    return NULL;
+}
+
+/* Attached on this thread only: another thread's recv() is plain. */
+static void test_other_thread(void)
+{
+    pair p;
+    lg_rx rx;
+    int64_t b, a;
+    if (pair_open(&p, 1))
+        return;
+    lg_rx_attach(&rx);
+    timed_write(p.wr, "abc", &b, &a);
+    other o = {.fd = p.rd, .n = -2};
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, other_thread, &o) == 0, "thread");
+    pthread_join(th, NULL);
+    CHECK(o.n == 3 && memcmp(o.buf, "abc", 3) == 0, "the other thread read the bytes (%zd)", o.n);
+    CHECK(rx.fd == -1 && rx.t_ns == -1, "and left this thread's stamp alone (fd %d)", rx.fd);
+    lg_rx_attach(NULL);
+    pair_close(&p);
+}
+
+int main(void)
+{
+    test_late_read();
+    test_unstamped_socket();
+    test_other_thread();
+    TEST_MAIN_END();
+}
