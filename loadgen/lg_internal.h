@@ -45,7 +45,7 @@ typedef struct lg_xfer {
     /* CLOCK_MONOTONIC ns, -1 = not reached */
     int64_t intended_ns, send_ns, header_ns, first_tok_ns, first_think_ns, first_answer_ns, end_ns;
     int64_t now_ns;                /* arrival time of the bytes being parsed */
-    int fd;                        /* its connection's socket, once seen (xfer.c arrival_ns); -1 before */
+    int fd;                        /* its connection's socket, once known (xfer.c arrival_ns); -1 before */
     long http_status;
     int status_known;
     ll_buf body, errbody;
@@ -75,7 +75,6 @@ struct lg_worker {
     int64_t timer_at;              /* curl's timer (CURLMOPT_TIMERFUNCTION), -1 = none */
     int user_rid;                  /* the scenario's headers name X-Request-Id: no own one */
     lg_rx rx;                      /* the stamp of this thread's last read (rxstamp.h) */
-    int active_fd;                 /* the socket handed to curl in this call, -1 none (a timeout) */
     pthread_t thread;
     /* current level */
     lg_level_ctx *lvl;

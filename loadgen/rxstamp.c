@@ -1,11 +1,13 @@
-/* rxstamp.c: recv() with the kernel's receive stamp (rxstamp.h says why and
- * how). This file defines the process's recv(): keep it plain, reentrant and
- * errno-preserving, and never call recv() from it. */
+/* rxstamp.c: recv() with the kernel's receive stamp, and poll() that knows
+ * what the last read emptied (rxstamp.h says why and how). This file defines
+ * the process's recv() and poll(): keep them plain, reentrant and
+ * errno-preserving, and never call either from here. */
 #define _GNU_SOURCE
 #undef _FORTIFY_SOURCE /* glibc's fortified recv() is an inline of its own */
 #include "rxstamp.h"
 
 #include <netinet/in.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -21,7 +23,7 @@ static int64_t ts_ns(const struct timespec *t)
 void lg_rx_attach(lg_rx *rx)
 {
     if (rx) {
-        rx->fd = -1;
+        rx->fd = rx->drained_fd = -1;
         rx->t_ns = -1;
         lg_rx_clock(rx);
     }
@@ -68,6 +70,7 @@ ssize_t recv(int fd, void *buf, size_t len, int flags)
     if (n <= 0 || (flags & MSG_PEEK))
         return n; /* errno as recvmsg left it; a peek consumes nothing */
     rx->fd = fd;
+    rx->drained_fd = (size_t)n < len ? fd : -1;
     rx->t_ns = -1;
     if (m.msg_flags & MSG_CTRUNC)
         return n;
@@ -81,3 +84,20 @@ ssize_t recv(int fd, void *buf, size_t len, int flags)
         }
     return n;
 }
+
+/* glibc declares poll()'s array write-only (access attribute), so reading
+ * the caller's fd and events here looks uninitialised to GCC: it is not. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+int poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
+{
+    lg_rx *rx = tls_rx;
+    if (rx && nfds == 1 && timeout_ms == 0 && fds[0].fd >= 0 && fds[0].fd == rx->drained_fd &&
+        !(fds[0].events & ~(POLLIN | POLLRDNORM | POLLRDBAND | POLLPRI))) {
+        fds[0].revents = 0;
+        return 0; /* emptied by the read just made (see rxstamp.h) */
+    }
+    struct timespec ts = {.tv_sec = timeout_ms / 1000, .tv_nsec = (long)(timeout_ms % 1000) * 1000000L};
+    return ppoll(fds, nfds, timeout_ms < 0 ? NULL : &ts, NULL);
+}
+#pragma GCC diagnostic pop

@@ -34,8 +34,7 @@ static int on_socket(CURL *e, curl_socket_t s, int what, void *userp, void *sock
         epoll_ctl(w->epfd, EPOLL_CTL_DEL, s, NULL);
         return 0;
     }
-    /* the transfer's socket, for the stamps of reads made in curl's timer
-     * calls (xfer.c arrival_ns) */
+    /* the transfer's socket: its reads' stamps are its own (xfer.c arrival_ns) */
     lg_xfer *x = NULL;
     if (curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&x) == CURLE_OK && x)
         x->fd = (int)s;
@@ -76,7 +75,7 @@ int lg_worker_init(lg_worker *w, lg_run *r, int index, char *err, size_t errlen)
     memset(w, 0, sizeof *w);
     w->run = r;
     w->index = index;
-    w->epfd = w->wake_fd = w->active_fd = -1;
+    w->epfd = w->wake_fd = -1;
     w->timer_at = -1;
     if (!(w->multi = curl_multi_init())) {
         ll_errf(err, errlen, "curl_multi_init failed");
@@ -263,12 +262,9 @@ static void count_events(lg_worker *w, const lg_xfer *x)
 static int drive(lg_worker *w, curl_socket_t fd, int ev)
 {
     int running;
-    /* the socket whose data this call delivers: a stamp from any other is
-     * not taken (xfer.c arrival_ns) */
-    w->active_fd = fd == CURL_SOCKET_TIMEOUT ? -1 : (int)fd;
-    w->rx.t_ns = -1; /* only a read made in this call stamps what it delivers */
+    w->rx.t_ns = -1;       /* only a read made in this call stamps what it delivers */
+    w->rx.drained_fd = -1; /* nor answers poll() for it (rxstamp.h) */
     CURLMcode mc = curl_multi_socket_action(w->multi, fd, ev, &running);
-    w->active_fd = -1;
     if (mc != CURLM_OK) {
         w->rc = LL_EIO;
         snprintf(w->err, sizeof w->err, "curl_multi_socket_action: %s", curl_multi_strerror(mc));

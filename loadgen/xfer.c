@@ -206,21 +206,21 @@ static int on_event(void *ctx, const char *event, const char *data, size_t len)
  * request was sent; else the clock now (*now_ns). Never earlier than the
  * transfer's previous arrival. *kernel: whether the stamp was the kernel's.
  *
- * The transfer's socket: the one this wake-up handed to curl (curl hands a
- * write callback the bytes of the read it has just made on the transfer's
- * connection), remembered for curl's timer calls, which name no socket; or
- * the one curl asked to watch for it (worker.c on_socket); or, in a timer
- * call for a transfer on a reused connection not seen yet, that of the read
- * made in this call (worker.c drive forgets the stamps of earlier calls). */
+ * The transfer's socket is the one curl asked the worker to watch for it
+ * (worker.c on_socket: curl names every transfer that joins a socket, a
+ * reused connection's too). Not the socket the wake-up handed to curl: one
+ * call also runs other transfers whose timers expired. Before curl has named
+ * it (a response read in the transfer's first run) it is taken from the
+ * read made in this call: curl hands a write callback the bytes of the read
+ * it has just made on the transfer's connection, and worker.c drive forgets
+ * the reads of earlier calls. */
 static int64_t arrival_ns(lg_xfer *x, int64_t *now_ns, int *kernel)
 {
     int64_t now = ll_now_ns(), t = now;
     const lg_rx *rx = &x->w->rx;
     *kernel = 0;
-    if (x->w->active_fd >= 0)
-        x->fd = x->w->active_fd;
-    else if (x->fd < 0 && rx->t_ns >= 0)
-        x->fd = rx->fd; /* a timer call's read for a transfer not seen yet: the read just made */
+    if (x->fd < 0 && rx->t_ns >= 0)
+        x->fd = rx->fd; /* before curl named its socket: the read just made (see above) */
     if (rx->t_ns >= 0 && rx->fd == x->fd && rx->t_ns <= now && rx->t_ns >= x->send_ns) {
         t = rx->t_ns;
         *kernel = 1;

@@ -171,4 +171,18 @@ void cpu_sample(const cpu_dense *d, float *sum, int n, int heads, float *logits,
     }
 }
 
-void eng_blas_single_thread(void) { openblas_set_num_threads(1); }
+/* OpenBLAS's pthreads build starts its worker threads in its library
+ * constructor, before main, and each spins ~0.1 s (2^28 TSC cycles, its
+ * THREAD_TIMEOUT) waiting for work: in a profile of `loadlaw sweep` on 2
+ * cores, 15% of the process's samples. One thread's BLAS needs none of them,
+ * so they are stopped; a later openblas_set_num_threads(N > 1) would start
+ * them again. Weak: OpenBLAS's OpenMP and serial builds have no such
+ * function (and no such threads). */
+extern int blas_thread_shutdown_(void) __attribute__((weak));
+
+void eng_blas_single_thread(void)
+{
+    openblas_set_num_threads(1);
+    if (blas_thread_shutdown_)
+        (void)blas_thread_shutdown_();
+}

@@ -204,8 +204,9 @@ const char *eng_backend_name(const eng_engine *e);
 /* The BLAS this program links for the cpu backend (OpenBLAS) also serves
  * GSL's fits: make it single-threaded, so a client process's fit does not
  * leave BLAS threads spinning on cores the measurement needs (the cpu
- * backend runs its GEMM on its own pool anyway). A no-op without the cpu
- * backend. Call once at start, before other threads. */
+ * backend runs its GEMM on its own pool anyway), and stop the threads
+ * OpenBLAS started before main (engine/cpu/cpu_model.c). A no-op without the
+ * cpu backend. Call at start, before other threads use BLAS. */
 void eng_blas_single_thread(void);
 
 /* The law the engine plays, as data for the records' run line. Only a

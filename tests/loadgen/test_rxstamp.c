@@ -3,12 +3,15 @@
  * write, not of the read; a read of two writes carries the later one; a
  * thread that has not attached, a socket without stamping and an empty
  * non-blocking socket leave the stamp alone and behave as plain recv(). The
- * bounds are the clock readings around each write(): no margin for load. */
+ * bounds are the clock readings around each write(): no margin for load.
+ * And loadgen's poll(): a zero-timeout poll of the socket a read has just
+ * emptied answers "nothing" without the kernel; any other goes to it. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -164,10 +167,50 @@ static void test_other_thread(void)
     pair_close(&p);
 }
 
+static int poll_in(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int n = poll(&p, 1, 0);
+    return n == 1 && (p.revents & POLLIN) ? 1 : n;
+}
+
+static void test_poll_after_drain(void)
+{
+    pair p;
+    lg_rx rx;
+    char buf[64];
+    int64_t b, a;
+    if (pair_open(&p, 1))
+        return;
+    lg_rx_attach(&rx);
+    timed_write(p.wr, "abc", &b, &a);
+    ll_sleep_until_ns(a + 5000000);
+    CHECK(recv(p.rd, buf, sizeof buf, 0) == 3 && rx.drained_fd == p.rd, "a short read marks its socket emptied");
+    timed_write(p.wr, "def", &b, &a);
+    ll_sleep_until_ns(a + 5000000);
+    CHECK(poll_in(p.rd) == 0, "zero-timeout poll right after: nothing (no system call)");
+    struct pollfd pw = {.fd = p.rd, .events = POLLIN | POLLOUT};
+    CHECK(poll(&pw, 1, 0) == 1 && (pw.revents & POLLIN), "a poll for more than reading goes to the kernel");
+    struct pollfd pt = {.fd = p.rd, .events = POLLIN};
+    CHECK(poll(&pt, 1, 10) == 1 && (pt.revents & POLLIN), "a poll with a timeout goes to the kernel");
+    rx.drained_fd = -1; /* the worker's next curl call (worker.c drive) */
+    CHECK(poll_in(p.rd) == 1, "next call: the kernel says readable");
+    /* a read that fills the buffer does not mark the socket: more may wait */
+    CHECK(recv(p.rd, buf, 2, 0) == 2 && rx.drained_fd == -1 && poll_in(p.rd) == 1,
+          "a full read leaves poll to the kernel");
+    CHECK(recv(p.rd, buf, sizeof buf, 0) == 1 && rx.drained_fd == p.rd, "the rest, short");
+    lg_rx_attach(NULL);
+    timed_write(p.wr, "g", &b, &a);
+    ll_sleep_until_ns(a + 5000000);
+    CHECK(poll_in(p.rd) == 1, "not attached: every poll goes to the kernel");
+    pair_close(&p);
+}
+
 int main(void)
 {
     test_late_read();
     test_unstamped_socket();
     test_other_thread();
+    test_poll_after_drain();
     TEST_MAIN_END();
 }
