@@ -319,6 +319,7 @@ static void test_new_flag_usage(void)
         {"--endpoint", "embeddings", NULL, NULL, "--endpoint"},
         {"--endpoint-path", "v1/chat", NULL, NULL, "--endpoint-path"},
         {"--no-continuous-usage=1", NULL, NULL, NULL, "no-continuous-usage"},
+        {"--arrival-stamp", "nic", NULL, NULL, "--arrival-stamp: expected kernel or user, got 'nic'"},
     };
     char errf[300];
     snprintf(errf, sizeof errf, "%s/flag.err", g_tmp);
