@@ -10,8 +10,11 @@
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 #include <cublas_v2.h>
+#include <dlfcn.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_model.h"
@@ -86,10 +89,83 @@ __global__ void init_weights_f32_kernel(float *w, size_t n, float scale, uint64_
         w[i] = scale * hash_unit(hash64(seed + i));
 }
 
+/* ---- cuBLAS, loaded at run time ------------------------------------------------
+ * DESIGN: cuBLAS is opened with dlopen when a cuda backend starts, as NCCL
+ * is (engine/comm_nccl.c), not linked: a loadlaw built with CUDA then starts
+ * without the toolkit's libraries (every client command, the cpu and
+ * synthetic backends) and does not map ~100 MB of libcublas/libcublasLt at
+ * each start (~75 ms when it was linked). The pointers keep cublas_v2.h's
+ * own types (decltype), so a call through them is checked like a direct one.
+ * $LOADLAW_CUBLAS_LIB names another file; the default is this toolkit's
+ * major version (libcublas.so.13 for CUDA 13). */
+#define CUBLAS_XSTR(x) CUBLAS_STR(x)
+#define CUBLAS_STR(x) #x
+#define CUBLAS_SONAME "libcublas.so." CUBLAS_XSTR(CUBLAS_VER_MAJOR)
+
+static struct {
+    decltype(&cublasCreate) create;
+    decltype(&cublasDestroy) destroy;
+    decltype(&cublasSetStream) set_stream;
+    /* the C entry point (C++ also sees an inline overload taking cudaDataType_t) */
+    cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void *,
+                              const void *, cudaDataType, int, const void *, cudaDataType, int, const void *,
+                              void *, cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+    decltype(&cublasSgemm) sgemm;
+    decltype(&cublasGetStatusName) status_name;
+    decltype(&cublasGetStatusString) status_string;
+} cb;
+static pthread_once_t cb_once = PTHREAD_ONCE_INIT;
+static char cb_err[512]; /* empty: loaded */
+
+static void cublas_open(void)
+{
+    const char *lib = getenv("LOADLAW_CUBLAS_LIB");
+    if (!lib || !*lib)
+        lib = CUBLAS_SONAME;
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(cb_err, sizeof cb_err,
+                 "cuBLAS could not be loaded (%s); put the folder that holds %s on LD_LIBRARY_PATH "
+                 "or name the file in LOADLAW_CUBLAS_LIB", dlerror(), CUBLAS_SONAME);
+        return;
+    }
+    /* the names the macros of cublas_v2.h expand to (cublasCreate_v2, ...) */
+    struct {
+        void **slot;
+        const char *name;
+    } syms[] = {
+        {(void **)&cb.create, CUBLAS_XSTR(cublasCreate)},
+        {(void **)&cb.destroy, CUBLAS_XSTR(cublasDestroy)},
+        {(void **)&cb.set_stream, CUBLAS_XSTR(cublasSetStream)},
+        {(void **)&cb.gemm_ex, CUBLAS_XSTR(cublasGemmEx)},
+        {(void **)&cb.sgemm, CUBLAS_XSTR(cublasSgemm)},
+        {(void **)&cb.status_name, CUBLAS_XSTR(cublasGetStatusName)},
+        {(void **)&cb.status_string, CUBLAS_XSTR(cublasGetStatusString)},
+    };
+    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
+        if (!(*syms[i].slot = dlsym(h, syms[i].name))) {
+            snprintf(cb_err, sizeof cb_err, "cuBLAS (%s) has no %s", lib, syms[i].name);
+            dlclose(h);
+            memset(&cb, 0, sizeof cb);
+            return;
+        }
+    /* kept open for the process: handles outlive any one engine */
+}
+
+extern "C" int cuda_cublas_load(char *err, size_t errlen)
+{
+    pthread_once(&cb_once, cublas_open);
+    if (cb_err[0]) {
+        snprintf(err, errlen, "%s", cb_err);
+        return -1;
+    }
+    return 0;
+}
+
 static const char *cublas_str(cublasStatus_t s)
 {
     static __thread char buf[160];
-    snprintf(buf, sizeof buf, "%s: %s", cublasGetStatusName(s), cublasGetStatusString(s));
+    snprintf(buf, sizeof buf, "%s: %s", cb.status_name(s), cb.status_string(s));
     return buf;
 }
 
@@ -97,13 +173,18 @@ static const char *cublas_str(cublasStatus_t s)
 static int dense_cublas(cuda_dense *d, cudaStream_t s, const char *who, char *err, size_t errlen)
 {
     cublasHandle_t h = NULL;
-    cublasStatus_t cs = cublasCreate(&h);
+    char lerr[512];
+    if (cuda_cublas_load(lerr, sizeof lerr)) {
+        snprintf(err, errlen, "%s%s", who, lerr);
+        return (int)CUBLAS_STATUS_NOT_INITIALIZED;
+    }
+    cublasStatus_t cs = cb.create(&h);
     if (cs != CUBLAS_STATUS_SUCCESS) {
         snprintf(err, errlen, "%scublasCreate failed: %s", who, cublas_str(cs));
         return (int)cs;
     }
     d->cublas = h;
-    cs = cublasSetStream(h, s);
+    cs = cb.set_stream(h, s);
     if (cs != CUBLAS_STATUS_SUCCESS) {
         snprintf(err, errlen, "%scublasSetStream failed: %s", who, cublas_str(cs));
         return (int)cs;
@@ -149,7 +230,7 @@ extern "C" int cuda_dense_init(cuda_dense *d, int d_model, int d_ff, int vocab, 
 extern "C" void cuda_dense_free(cuda_dense *d)
 {
     if (d->cublas)
-        cublasDestroy((cublasHandle_t)d->cublas);
+        cb.destroy((cublasHandle_t)d->cublas);
     cudaFree(d->d_w);
     cudaFree(d->d_wv);
     d->cublas = NULL;
@@ -268,10 +349,10 @@ extern "C" int cuda_dense_forward(const cuda_dense *d, const uint16_t *d_x, int 
      * cuBLAS's column-major terms, Hd^T (d_ff x n) = W^T (d_ff x d_model) ·
      * X^T (d_model x n): no transposes, leading dimensions d_ff, d_model, d_ff. */
     const float one = 1.0f, zero = 0.0f;
-    cublasStatus_t s = cublasGemmEx((cublasHandle_t)d->cublas, CUBLAS_OP_N, CUBLAS_OP_N, d->d_ff, n,
-                                    d->d_model, &one, d->d_w, CUDA_R_16BF, d->d_ff, d_x, CUDA_R_16BF,
-                                    d->d_model, &zero, d_hd, CUDA_R_32F, d->d_ff, CUBLAS_COMPUTE_32F,
-                                    CUBLAS_GEMM_DEFAULT);
+    cublasStatus_t s = cb.gemm_ex((cublasHandle_t)d->cublas, CUBLAS_OP_N, CUBLAS_OP_N, d->d_ff, n,
+                                  d->d_model, &one, d->d_w, CUDA_R_16BF, d->d_ff, d_x, CUDA_R_16BF,
+                                  d->d_model, &zero, d_hd, CUDA_R_32F, d->d_ff, CUBLAS_COMPUTE_32F,
+                                  CUBLAS_GEMM_DEFAULT);
     return s == CUBLAS_STATUS_SUCCESS ? 0 : (int)s;
 }
 
@@ -402,9 +483,9 @@ extern "C" int cuda_logits(const cuda_dense *d, const float *d_attn_out, int n, 
         return rc;
     /* logits^T (vocab x n) = Wv^T (vocab x 512) · mean^T (512 x n), column-major */
     const float one = 1.0f, zero = 0.0f;
-    cublasStatus_t s = cublasSgemm((cublasHandle_t)d->cublas, CUBLAS_OP_N, CUBLAS_OP_N, d->vocab, n,
-                                   CUDA_ATTN_DV, &one, d->d_wv, d->vocab, d_mean, CUDA_ATTN_DV, &zero,
-                                   d_logits, d->vocab);
+    cublasStatus_t s = cb.sgemm((cublasHandle_t)d->cublas, CUBLAS_OP_N, CUBLAS_OP_N, d->vocab, n,
+                                CUDA_ATTN_DV, &one, d->d_wv, d->vocab, d_mean, CUDA_ATTN_DV, &zero,
+                                d_logits, d->vocab);
     return s == CUBLAS_STATUS_SUCCESS ? 0 : (int)s;
 }
 
@@ -608,9 +689,9 @@ extern "C" int cuda_logits_sum(const cuda_dense *d, const float *d_sum, int n, i
     if (rc != 0)
         return rc;
     const float one = 1.0f, zero = 0.0f;
-    cublasStatus_t s = cublasSgemm((cublasHandle_t)d->cublas, CUBLAS_OP_N, CUBLAS_OP_N, d->vocab, n,
-                                   CUDA_ATTN_DV, &one, d->d_wv, d->vocab, d_mean, CUDA_ATTN_DV, &zero,
-                                   d_logits, d->vocab);
+    cublasStatus_t s = cb.sgemm((cublasHandle_t)d->cublas, CUBLAS_OP_N, CUBLAS_OP_N, d->vocab, n,
+                                CUDA_ATTN_DV, &one, d->d_wv, d->vocab, d_mean, CUDA_ATTN_DV, &zero,
+                                d_logits, d->vocab);
     return s == CUBLAS_STATUS_SUCCESS ? 0 : (int)s;
 }
 

@@ -12,6 +12,8 @@
  * What this cannot check (launch shapes, cuBLAS, events) the GPU tests do. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "cpu_kernels.h"
@@ -124,8 +126,49 @@ static void test_embed(void)
     CHECK(in_range && differ > 200 && same_again, "embedding: in [-1, 1], per token, seeded (%d differ)", differ);
 }
 
+/* cuBLAS is opened at run time (cuda_model.cu): in a child each, since the
+ * load happens once per process. A missing file is an error that names it
+ * and how to point at the right one; the toolkit's file loads. */
+static int cublas_child(const char *lib, char *err, size_t errlen)
+{
+    int fd[2];
+    if (pipe(fd))
+        return -2;
+    pid_t pid = fork();
+    if (pid == 0) {
+        char e[512] = "";
+        setenv("LOADLAW_CUBLAS_LIB", lib, 1);
+        int rc = cuda_cublas_load(e, sizeof e);
+        if (write(fd[1], e, strlen(e)) < 0)
+            _exit(3);
+        _exit(rc == 0 ? 0 : 1);
+    }
+    close(fd[1]);
+    ssize_t n = read(fd[0], err, errlen - 1);
+    err[n > 0 ? n : 0] = '\0';
+    close(fd[0]);
+    int st;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+        return -2;
+    return WEXITSTATUS(st);
+}
+
+static void test_cublas_load(void)
+{
+    char err[512];
+    int rc = cublas_child("/nonexistent/libcublas.so.99", err, sizeof err);
+    CHECK(rc == 1 && strstr(err, "/nonexistent/libcublas.so.99") && strstr(err, "LOADLAW_CUBLAS_LIB") &&
+              strstr(err, "LD_LIBRARY_PATH"),
+          "a missing cuBLAS: %d, '%s'", rc, err);
+#ifdef LOADLAW_TOOLKIT_CUBLAS
+    rc = cublas_child(LOADLAW_TOOLKIT_CUBLAS, err, sizeof err);
+    CHECK(rc == 0 && !err[0], "the toolkit's cuBLAS (%s) loads: %d, '%s'", LOADLAW_TOOLKIT_CUBLAS, rc, err);
+#endif
+}
+
 int main(void)
 {
+    test_cublas_load();
     test_fill_rows();
     test_store_row();
     test_topk();
