@@ -714,6 +714,7 @@ int main(int argc, char **argv)
         setrlimit(RLIMIT_NOFILE, &rl);
     }
     gsl_set_error_handler_off(); /* fit: GSL's default handler aborts */
+    eng_blas_single_thread();    /* OpenBLAS's spinning threads off, as loadlaw does */
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         return 1;
     printf("bench_loadgen (%s)\n", quick ? "--quick" : parse_only ? "--parse" : "full");
