@@ -193,17 +193,17 @@ static int format_level_end(ll_buf *b, const ll_rec_level_end *le)
                          "{\"type\":\"level_end\",\"level\":%d,\"end_ns\":%" PRId64
                          ",\"interrupted\":%s,\"ok\":%d,\"failed\":%d",
                          le->level, le->end_ns, le->interrupted ? "true" : "false", le->ok, le->failed));
-    if (c->present)
+    if (c->present) {
         LL_TRY(ll_buf_printf(b,
                              ",\"client\":{\"threads\":%d,\"wall_s\":%.9g,\"cpu_s_max\":%.9g,"
-                             "\"cpu_s_sum\":%.9g,\"reads\":%" PRIu64 ",\"reads_kstamp\":%" PRId64
-                             ",\"events\":%" PRIu64 "}",
-                             c->threads, c->wall_s, c->cpu_s_max, c->cpu_s_sum, c->reads,
-                             c->reads_kstamp < 0 ? (int64_t)0 : c->reads_kstamp, c->events));
-    if (c->present && isfinite(c->read_lag_p50_ms)) {
-        b->len--; /* reopen "client" */
-        LL_TRY(ll_buf_printf(b, ",\"read_lag_ms\":{\"p50\":%.6g,\"p99\":%.6g,\"max\":%.6g}}",
-                             c->read_lag_p50_ms, c->read_lag_p99_ms, c->read_lag_max_ms));
+                             "\"cpu_s_sum\":%.9g,\"reads\":%" PRIu64 ",\"events\":%" PRIu64,
+                             c->threads, c->wall_s, c->cpu_s_max, c->cpu_s_sum, c->reads, c->events));
+        if (c->reads_kstamp >= 0) /* -1: not recorded (read from an older file) */
+            LL_TRY(ll_buf_printf(b, ",\"reads_kstamp\":%" PRId64, c->reads_kstamp));
+        if (c->reads_kstamp > 0 && isfinite(c->read_lag_p50_ms))
+            LL_TRY(ll_buf_printf(b, ",\"read_lag_ms\":{\"p50\":%.6g,\"p99\":%.6g,\"max\":%.6g}",
+                                 c->read_lag_p50_ms, c->read_lag_p99_ms, c->read_lag_max_ms));
+        LL_TRY(ll_buf_append(b, "}", 1));
     }
     LL_TRY(ll_buf_append(b, "}", 1));
 fail:

@@ -193,6 +193,8 @@ static int rd_level_end(reader *r, const cJSON *o)
     le.ok = rd_count(r, o, "ok", 0);
     le.failed = rd_count(r, o, "failed", 0);
     const cJSON *c = cJSON_GetObjectItemCaseSensitive(o, "client");
+    le.client.reads_kstamp = -1; /* as in an older file: not recorded */
+    le.client.read_lag_p50_ms = le.client.read_lag_p99_ms = le.client.read_lag_max_ms = NAN;
     if (cJSON_IsObject(c)) {
         le.client.present = 1;
         le.client.threads = rd_count(r, c, "threads", 0);
@@ -203,7 +205,6 @@ static int rd_level_end(reader *r, const cJSON *o)
         le.client.events = (uint64_t)rd_int(r, c, "events", 0, 0, TIME_MAX_NS, 0);
         le.client.reads_kstamp = rd_int(r, c, "reads_kstamp", 0, 0, TIME_MAX_NS, -1);
         const cJSON *lag = cJSON_GetObjectItemCaseSensitive(c, "read_lag_ms");
-        le.client.read_lag_p50_ms = le.client.read_lag_p99_ms = le.client.read_lag_max_ms = NAN;
         if (cJSON_IsObject(lag)) { /* ms in [0, 1e9]: the same bound as seconds */
             le.client.read_lag_p50_ms = rd_seconds(r, lag, "p50");
             le.client.read_lag_p99_ms = rd_seconds(r, lag, "p99");

@@ -46,6 +46,7 @@ typedef struct lg_xfer {
     int64_t intended_ns, send_ns, header_ns, first_tok_ns, first_think_ns, first_answer_ns, end_ns;
     int64_t now_ns;                /* arrival time of the bytes being parsed */
     int fd;                        /* its connection's socket, once known (xfer.c arrival_ns); -1 before */
+    int64_t empty_ns;              /* when a read last found that socket empty (rxstamp.h), -1 never */
     long http_status;
     int status_known;
     ll_buf body, errbody;
@@ -109,7 +110,6 @@ struct lg_run {
     lg_worker *workers;
     atomic_uint_fast64_t next_id;
     char run_tag[17];              /* hex, this process's run: X-Request-Id's middle part */
-    int stamp_fd;                  /* lg_rx_keep_on's socket, -1 none */
     atomic_int stop_issue;
     atomic_int interrupted;
     atomic_llong abort_at_ns;      /* 0 = no abort deadline */

@@ -119,8 +119,9 @@ int lg_run_create(const lg_config *cfg, lg_run **out, char *err, size_t errlen)
     }
     r->scn = cfg->scn;
     /* The kernel turns receive stamping on a moment after the first socket
-     * asks: ask now, so the first request's packets are stamped too. */
-    r->stamp_fd = r->scn->arrival_stamp == SCN_STAMP_KERNEL ? lg_rx_keep_on() : -1;
+     * asks: ask now (once per process), so the first packets are stamped too. */
+    if (r->scn->arrival_stamp == SCN_STAMP_KERNEL)
+        (void)lg_rx_keep_on();
     r->prompts = cfg->prompts;
     r->progress = cfg->progress;
     r->rec = cfg->records;
@@ -163,8 +164,6 @@ int lg_run_free(lg_run *r)
         for (int i = 0; i < r->nthreads; i++)
             lg_worker_free(&r->workers[i]);
     free(r->workers);
-    if (r->stamp_fd >= 0)
-        close(r->stamp_fd);
     if (r->api_key)
         memset(r->api_key, 0, strlen(r->api_key));
     free(r->api_key);

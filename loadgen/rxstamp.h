@@ -32,6 +32,17 @@
  * are not lost: the worker's epoll set is level-triggered and reports the
  * socket again at once. Any other poll() goes to the kernel (ppoll).
  *
+ * A read's stamp is that of the last packet it copied. After a loss, TCP
+ * holds later packets back until the retransmission arrives and may merge
+ * them with it, so a read can carry a stamp from before its first bytes
+ * arrived. Such a read is recognised, with no system call, when its stamp
+ * is older than the last moment the transfer's socket was found empty
+ * (read_at_ns of a read that drained it: whatever was in order then was
+ * read then), less 1 ms for the packets stamped but not yet queued to the
+ * socket at that moment; xfer.c then takes the clock. A held-back packet
+ * that arrived after that moment (or within the 1 ms) still passes: early
+ * by at most the time from its arrival to the retransmission's.
+ *
  * The stamp is CLOCK_REALTIME; the run's clock is CLOCK_MONOTONIC. The offset
  * between them is sampled once per epoll wake-up (lg_rx_clock): an NTP slew
  * moves it by at most ~0.5 us per ms. A step of the wall clock between two
@@ -45,6 +56,7 @@
 typedef struct lg_rx {
     int fd;             /* the socket of the last read that returned data, -1 none */
     int64_t t_ns;       /* its kernel receive time (CLOCK_MONOTONIC), -1 none */
+    int64_t read_at_ns; /* the clock just before that read (CLOCK_MONOTONIC) */
     int drained_fd;     /* a socket a read emptied (fewer bytes than asked) since the
                          * worker last cleared it (worker.c drive), -1 none */
     int64_t rt_minus_mono; /* CLOCK_REALTIME - CLOCK_MONOTONIC at the last lg_rx_clock */
@@ -56,10 +68,12 @@ void lg_rx_attach(lg_rx *rx);
 void lg_rx_clock(lg_rx *rx);
 /* Ask the kernel to stamp what fd receives (SO_TIMESTAMPNS). 0 or -1 (errno). */
 int lg_rx_enable(int fd);
-/* A socket that only asks for stamps, held open for a run: Linux switches
- * stamping on for all packets some time after the first socket asks (a
- * deferred static-key update) and off when the last one closes, so without
- * it the first packets of each run went unstamped. Its fd, or -1. */
+/* A socket that only asks for stamps, opened once per process and kept:
+ * Linux switches stamping on for all packets some time after the first
+ * socket asks (a deferred static-key update) and off when the last one
+ * closes, so without it the first packets of each run went unstamped. The
+ * first call waits (at most ~50 ms) until a datagram it sends itself comes
+ * back stamped. Its fd, or -1 (then stamps come when the kernel is ready). */
 int lg_rx_keep_on(void);
 
 #endif

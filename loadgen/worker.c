@@ -265,6 +265,8 @@ static int drive(lg_worker *w, curl_socket_t fd, int ev)
     w->rx.t_ns = -1;       /* only a read made in this call stamps what it delivers */
     w->rx.drained_fd = -1; /* nor answers poll() for it (rxstamp.h) */
     CURLMcode mc = curl_multi_socket_action(w->multi, fd, ev, &running);
+    w->rx.t_ns = -1; /* nor any curl call between two of these */
+    w->rx.drained_fd = -1;
     if (mc != CURLM_OK) {
         w->rc = LL_EIO;
         snprintf(w->err, sizeof w->err, "curl_multi_socket_action: %s", curl_multi_strerror(mc));

@@ -6,8 +6,9 @@
  * share its arrival time: the kernel's receive stamp of the socket read that
  * brought the bytes (rxstamp.h; load.arrival_stamp "kernel", the default),
  * else ll_now_ns() on the worker thread. A read's stamp is its last packet's,
- * so bytes that waited in the socket for a later packet are stamped late,
- * never early. Nothing here
+ * so bytes that waited in the socket for a later packet are stamped late;
+ * early only in the one case rxstamp.h describes (TCP holding packets back
+ * after a loss), which is caught where it can be without a system call. Nothing here
  * formats JSON for the records or touches the records file: lg_xfer_done fills
  * an ll_rec_request and queues it (common/records.h).
  *
@@ -200,6 +201,13 @@ static int on_event(void *ctx, const char *event, const char *data, size_t len)
     return 0;
 }
 
+/* A packet is stamped as the network hands it over, a moment before TCP puts
+ * it in the socket (microseconds; more when softirqs queue up on a busy
+ * host): a stamp this much older than the last time the socket was found
+ * empty may still be an ordinary arrival. Older than that, the packet was
+ * held back after a loss (rxstamp.h) and the clock is taken instead. */
+#define LG_RX_HELD_SLACK_NS 1000000
+
 /* When the bytes in hand reached this host (see the top of the file): the
  * kernel's stamp of the read that brought them, if that read was on this
  * transfer's socket and the stamp is not in the future nor before the
@@ -221,10 +229,13 @@ static int64_t arrival_ns(lg_xfer *x, int64_t *now_ns, int *kernel)
     *kernel = 0;
     if (x->fd < 0 && rx->t_ns >= 0)
         x->fd = rx->fd; /* before curl named its socket: the read just made (see above) */
-    if (rx->t_ns >= 0 && rx->fd == x->fd && rx->t_ns <= now && rx->t_ns >= x->send_ns) {
+    if (rx->t_ns >= 0 && rx->fd == x->fd && rx->t_ns <= now && rx->t_ns >= x->send_ns &&
+        rx->t_ns >= x->empty_ns - LG_RX_HELD_SLACK_NS) { /* older: held back by TCP (rxstamp.h) */
         t = rx->t_ns;
         *kernel = 1;
     }
+    if (rx->drained_fd == x->fd && rx->fd == x->fd)
+        x->empty_ns = rx->read_at_ns;
     *now_ns = now;
     return t < x->now_ns ? x->now_ns : t;
 }
@@ -358,6 +369,7 @@ int lg_xfer_start(lg_worker *w, int req_index, int64_t intended_ns)
     x->rid_hdr.next = w->headers;
     x->header_ns = x->first_tok_ns = x->first_think_ns = x->first_answer_ns = x->end_ns = -1;
     x->fd = -1;
+    x->empty_ns = -1;
     init_parsers(x);
     LL_TRY(build_body(x));
     LL_TRY((x->easy = curl_easy_init()) ? 0 : LL_ENOMEM);
@@ -600,6 +612,8 @@ static int retry_without_cont_usage(lg_xfer *x, const char *msg)
     x->chunks.n = x->chunk_bytes.n = 0;
     x->think_tok = x->answer_tok = 0;
     x->header_ns = x->first_tok_ns = x->first_think_ns = x->first_answer_ns = x->end_ns = -1;
+    x->fd = -1; /* curl may send the retry on another connection */
+    x->empty_ns = -1;
     x->http_status = 0;
     x->status_known = 0;
     x->curl_err[0] = '\0';

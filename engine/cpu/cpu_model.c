@@ -176,8 +176,8 @@ void cpu_sample(const cpu_dense *d, float *sum, int n, int heads, float *logits,
  * THREAD_TIMEOUT) waiting for work: in a profile of `loadlaw sweep` on 2
  * cores, 15% of the process's samples. One thread's BLAS needs none of them,
  * so they are stopped; a later openblas_set_num_threads(N > 1) would start
- * them again. Weak: OpenBLAS's OpenMP and serial builds have no such
- * function (and no such threads). */
+ * them again. Weak: a serial OpenBLAS has no such function (its OpenMP
+ * build has one, which only frees buffers: harmless). */
 extern int blas_thread_shutdown_(void) __attribute__((weak));
 
 void eng_blas_single_thread(void)

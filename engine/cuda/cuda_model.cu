@@ -113,6 +113,7 @@ static struct {
     decltype(&cublasSgemm) sgemm;
     decltype(&cublasGetStatusName) status_name;
     decltype(&cublasGetStatusString) status_string;
+    decltype(&cublasGetProperty) get_property;
 } cb;
 static pthread_once_t cb_once = PTHREAD_ONCE_INIT;
 static char cb_err[512]; /* empty: loaded */
@@ -141,14 +142,24 @@ static void cublas_open(void)
         {(void **)&cb.sgemm, CUBLAS_XSTR(cublasSgemm)},
         {(void **)&cb.status_name, CUBLAS_XSTR(cublasGetStatusName)},
         {(void **)&cb.status_string, CUBLAS_XSTR(cublasGetStatusString)},
+        {(void **)&cb.get_property, CUBLAS_XSTR(cublasGetProperty)},
     };
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
         if (!(*syms[i].slot = dlsym(h, syms[i].name))) {
-            snprintf(cb_err, sizeof cb_err, "cuBLAS (%s) has no %s", lib, syms[i].name);
+            snprintf(cb_err, sizeof cb_err, "cuBLAS (%s) has no %s: %s", lib, syms[i].name, dlerror());
             dlclose(h);
             memset(&cb, 0, sizeof cb);
             return;
         }
+    /* the types above are this toolkit's: another major version may differ */
+    int major = -1;
+    if (cb.get_property(MAJOR_VERSION, &major) != CUBLAS_STATUS_SUCCESS || major != CUBLAS_VER_MAJOR) {
+        snprintf(cb_err, sizeof cb_err, "cuBLAS (%s) is major version %d; loadlaw was built against %d", lib,
+                 major, CUBLAS_VER_MAJOR);
+        dlclose(h);
+        memset(&cb, 0, sizeof cb);
+        return;
+    }
     /* kept open for the process: handles outlive any one engine */
 }
 

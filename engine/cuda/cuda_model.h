@@ -50,13 +50,14 @@ typedef struct cuda_fill_item {
     uint64_t seed;
 } cuda_fill_item;
 
-/* The dense weights: W (d_model, d_ff) bf16 and Wv (512, vocab) fp32, made on
- * the device from the seed (cpu_dense_init's values; W rounded to bf16). */
 /* Open cuBLAS (dlopen, once per process; $LOADLAW_CUBLAS_LIB overrides the
- * toolkit's libcublas.so.<major>). 0, or -1 with err saying what could not be
- * loaded and how to point at it. cuda_dense_init calls it. */
+ * toolkit's libcublas.so.<major>, which must be of the same major version).
+ * 0, or -1 with err saying what could not be loaded and how to point at it.
+ * cuda_dense_init calls it. */
 int cuda_cublas_load(char *err, size_t errlen);
 
+/* The dense weights: W (d_model, d_ff) bf16 and Wv (512, vocab) fp32, made on
+ * the device from the seed (cpu_dense_init's values; W rounded to bf16). */
 typedef struct cuda_dense {
     int d_model, d_ff, vocab;
     uint16_t *d_w;  /* (d_model, d_ff) bf16 */

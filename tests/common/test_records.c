@@ -613,6 +613,62 @@ static void test_metric(void)
     CHECK(rs.n_rejected == 3 && rs.n_unknown == 0, "hostile metric lines dropped: rejected %zu", rs.n_rejected);
 }
 
+/* level_end "client": the kernel-stamped reads and the read lag round-trip;
+ * a client without them (user stamps) and a level_end without a client read
+ * back as "not recorded" (-1, NaN), and are not written as zeros. */
+typedef struct les {
+    int n;
+    ll_rec_client c[3];
+} les;
+
+static int on_le(const ll_rec_level_end *le, void *ctx)
+{
+    les *l = ctx;
+    if (l->n < 3)
+        l->c[l->n++] = le->client;
+    return 0;
+}
+
+static void test_level_end_client(void)
+{
+    char path[300], err[256] = "", *text = NULL;
+    size_t len;
+    ll_rec_writer *w = NULL;
+    path_of(path, sizeof path, "le_client.jsonl");
+    CHECK(ll_rec_open(path, 0, &w, err, sizeof err) == 0, "open: %s", err);
+    if (!w)
+        return;
+    ll_rec_level_end k = {.level = 0, .end_ns = 10, .client = {.present = 1, .threads = 2, .wall_s = 1.5,
+                          .cpu_s_max = 0.25, .cpu_s_sum = 0.5, .reads = 100, .reads_kstamp = 99, .events = 120,
+                          .read_lag_p50_ms = 0.125, .read_lag_p99_ms = 2.5, .read_lag_max_ms = 4}};
+    ll_rec_level_end u = {.level = 1, .end_ns = 20, .client = {.present = 1, .threads = 1, .reads = 7,
+                          .reads_kstamp = 0, .events = 7, .read_lag_p50_ms = NAN, .read_lag_p99_ms = NAN,
+                          .read_lag_max_ms = NAN}};
+    ll_rec_level_end none = {.level = 2, .end_ns = 30};
+    ll_rec_run run = {.ranks = 1, .threads = 2, .url = "http://127.0.0.1:1", .model = "m", .endpoint = "chat"};
+    CHECK(ll_rec_put_run(w, &run) == 0 && ll_rec_put_level_end(w, &k) == 0 && ll_rec_put_level_end(w, &u) == 0 &&
+              ll_rec_put_level_end(w, &none) == 0 && ll_rec_close(w) == 0,
+          "put three level_ends");
+    CHECK(ll_read_file(path, &text, &len, err, sizeof err) == 0, "read back: %s", err);
+    if (text) {
+        CHECK(strstr(text, "\"reads\":100,\"events\":120,\"reads_kstamp\":99,"
+                           "\"read_lag_ms\":{\"p50\":0.125,\"p99\":2.5,\"max\":4}}}\n") != NULL,
+              "kernel-stamped client line: %s", text);
+        CHECK(strstr(text, "\"reads\":7,\"events\":7,\"reads_kstamp\":0}}\n") != NULL,
+              "user-stamped client line: no read lag");
+        free(text);
+    }
+    les l = {0};
+    ll_rec_handlers h = {.on_level_end = on_le};
+    CHECK(ll_rec_read(path, &h, &l, NULL, err, sizeof err) == 0 && l.n == 3, "read %d level_ends: %s", l.n, err);
+    CHECK(l.c[0].reads_kstamp == 99 && l.c[0].read_lag_p50_ms == 0.125 && l.c[0].read_lag_p99_ms == 2.5 &&
+              l.c[0].read_lag_max_ms == 4,
+          "kstamp and lag read back");
+    CHECK(l.c[1].present && l.c[1].reads_kstamp == 0 && isnan(l.c[1].read_lag_p50_ms), "user stamps read back");
+    CHECK(!l.c[2].present && l.c[2].reads_kstamp == -1 && isnan(l.c[2].read_lag_p99_ms),
+          "no client: not recorded (-1, NaN)");
+}
+
 int main(void)
 {
     snprintf(g_dir, sizeof g_dir, "%s/ll_records_%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
@@ -623,6 +679,7 @@ int main(void)
     }
     test_err_class_names();
     test_round_trip();
+    test_level_end_client();
     test_clock_and_lines();
     test_metric();
     test_drain_close();

@@ -160,6 +160,8 @@ static void test_cublas_load(void)
     CHECK(rc == 1 && strstr(err, "/nonexistent/libcublas.so.99") && strstr(err, "LOADLAW_CUBLAS_LIB") &&
               strstr(err, "LD_LIBRARY_PATH"),
           "a missing cuBLAS: %d, '%s'", rc, err);
+    rc = cublas_child("libm.so.6", err, sizeof err); /* a library, but not cuBLAS */
+    CHECK(rc == 1 && strstr(err, "has no cublasCreate_v2"), "not cuBLAS: %d, '%s'", rc, err);
 #ifdef LOADLAW_TOOLKIT_CUBLAS
     rc = cublas_child(LOADLAW_TOOLKIT_CUBLAS, err, sizeof err);
     CHECK(rc == 0 && !err[0], "the toolkit's cuBLAS (%s) loads: %d, '%s'", LOADLAW_TOOLKIT_CUBLAS, rc, err);

@@ -535,7 +535,9 @@ static void test_arrival_stamp(void)
         CHECK(t.ok == 8 && cl->present && cl->reads >= 8 * 8, "ok %d, reads %llu", t.ok,
               (unsigned long long)cl->reads);
         if (!user) {
-            CHECK(cl->reads_kstamp == (int64_t)cl->reads, "every read kernel-stamped: %lld of %llu",
+            /* one read may race the kernel (a packet stamped but not yet in
+             * its socket when the previous read found it empty: xfer.c) */
+            CHECK(cl->reads_kstamp >= (int64_t)cl->reads - 1, "every read kernel-stamped: %lld of %llu",
                   (long long)cl->reads_kstamp, (unsigned long long)cl->reads);
             CHECK(isfinite(cl->read_lag_p50_ms) && cl->read_lag_p50_ms >= 0 &&
                       cl->read_lag_p99_ms >= cl->read_lag_p50_ms && cl->read_lag_max_ms >= cl->read_lag_p99_ms,

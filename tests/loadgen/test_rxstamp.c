@@ -3,7 +3,8 @@
  * write, not of the read; a read of two writes carries the later one; a
  * thread that has not attached, a socket without stamping and an empty
  * non-blocking socket leave the stamp alone and behave as plain recv(). The
- * bounds are the clock readings around each write(): no margin for load.
+ * bounds are the clock readings around each write() (and 1 ms for the
+ * estimate of the realtime-to-monotonic offset): no margin for load.
  * And loadgen's poll(): a zero-timeout poll of the socket a read has just
  * emptied answers "nothing" without the kernel; any other goes to it. */
 #include <arpa/inet.h>
@@ -78,10 +79,13 @@ static void test_late_read(void)
     /* one write, read 100 ms later */
     timed_write(p.wr, "data: one\n\n", &b0, &a0);
     ll_sleep_until_ns(a0 + 100000000);
+    int64_t t_before = ll_now_ns();
     ssize_t n = recv(p.rd, buf, sizeof buf, 0);
     int64_t t_read = ll_now_ns();
     CHECK(n == 11 && memcmp(buf, "data: one\n\n", 11) == 0, "read the bytes (%zd)", n);
-    CHECK(rx.fd == p.rd, "stamp names its socket (%d, want %d)", rx.fd, p.rd);
+    CHECK(rx.fd == p.rd && rx.t_ns >= 0, "a stamp, naming its socket (fd %d, want %d; t %lld)", rx.fd, p.rd,
+          (long long)rx.t_ns);
+    CHECK(rx.read_at_ns >= t_before && rx.read_at_ns <= t_read, "read_at_ns is the clock at the read");
     CHECK(rx.t_ns >= b0 - SLACK_NS && rx.t_ns <= a0 + SLACK_NS,
           "stamp within the write: %+.3f ms from its start, write took %.3f ms", (double)(rx.t_ns - b0) / 1e6,
           (double)(a0 - b0) / 1e6);
@@ -93,7 +97,7 @@ static void test_late_read(void)
     timed_write(p.wr, "data: b\n\n", &b1, &a1);
     ll_sleep_until_ns(a1 + 20000000);
     n = recv(p.rd, buf, sizeof buf, 0);
-    CHECK(n == 18, "both writes in one read (%zd)", n);
+    CHECK(n == 18 && rx.t_ns >= 0, "both writes in one read (%zd), stamped", n);
     CHECK(rx.t_ns >= b1 - SLACK_NS && rx.t_ns <= a1 + SLACK_NS,
           "a read of two writes takes the later: %+.3f ms from the second write",
           (double)(rx.t_ns - b1) / 1e6);
@@ -208,6 +212,8 @@ static void test_poll_after_drain(void)
 
 int main(void)
 {
+    /* as a run does (loadgen/run.c): stamping on, and seen to be, first */
+    CHECK(lg_rx_keep_on() >= 0, "the keeper socket");
     test_late_read();
     test_unstamped_socket();
     test_other_thread();
