@@ -30,11 +30,16 @@ static int64_t mono_ns(void)
     return ts_ns(&t);
 }
 
+void lg_rx_reset(lg_rx *rx)
+{
+    rx->fd = rx->drained_fd = -1;
+    rx->t_ns = rx->read_at_ns = -1;
+}
+
 void lg_rx_attach(lg_rx *rx)
 {
     if (rx) {
-        rx->fd = rx->drained_fd = -1;
-        rx->t_ns = rx->read_at_ns = -1;
+        lg_rx_reset(rx);
         lg_rx_clock(rx);
     }
     tls_rx = rx;

@@ -62,6 +62,8 @@ typedef struct lg_rx {
     int64_t rt_minus_mono; /* CLOCK_REALTIME - CLOCK_MONOTONIC at the last lg_rx_clock */
 } lg_rx;
 
+/* Forget the last read (no stamp, no socket found empty). */
+void lg_rx_reset(lg_rx *rx);
 /* Stamp this thread's recv() calls into rx from now on; NULL stops it. */
 void lg_rx_attach(lg_rx *rx);
 /* Sample the realtime-to-monotonic offset (each wake-up, before reading). */

@@ -262,11 +262,11 @@ static void count_events(lg_worker *w, const lg_xfer *x)
 static int drive(lg_worker *w, curl_socket_t fd, int ev)
 {
     int running;
-    w->rx.t_ns = -1;       /* only a read made in this call stamps what it delivers */
-    w->rx.drained_fd = -1; /* nor answers poll() for it (rxstamp.h) */
     CURLMcode mc = curl_multi_socket_action(w->multi, fd, ev, &running);
-    w->rx.t_ns = -1; /* nor any curl call between two of these */
-    w->rx.drained_fd = -1;
+    /* Only a read made in one call stamps what that call delivers, and
+     * answers poll() for its socket (rxstamp.h): the worker's recv() calls
+     * are all made inside this one. */
+    lg_rx_reset(&w->rx);
     if (mc != CURLM_OK) {
         w->rc = LL_EIO;
         snprintf(w->err, sizeof w->err, "curl_multi_socket_action: %s", curl_multi_strerror(mc));
@@ -382,8 +382,7 @@ void *lg_worker_main(void *arg)
     walk_init(&k, w);
     /* This thread's recv() calls (libcurl's) leave the kernel's stamp in w->rx. */
     k.stamped = r->scn->arrival_stamp == SCN_STAMP_KERNEL;
-    w->rx.fd = -1;
-    w->rx.t_ns = -1;
+    lg_rx_reset(&w->rx);
     lg_rx_attach(k.stamped ? &w->rx : NULL);
     while (w->rc == 0) {
         int64_t now = ll_now_ns();
