@@ -66,6 +66,19 @@ int eng_comm_allreduce_group(eng_comm *c, float *const *bufs, size_t count, void
  * whose ranks order work through streams instead). */
 int eng_comm_barrier(eng_comm *c, int rank);
 
+/* Whether a collective already enqueued has failed since (nccl: the
+ * communicators' asynchronous error, ncclCommGetAsyncError; a peer that
+ * failed leaves the others waiting inside the collective's kernel, and only
+ * this says so). 0, or LL_ESYS with eng_comm_last_error set. host: always 0
+ * (its collectives fail in the call). */
+int eng_comm_check(eng_comm *c);
+
+/* Stop every collective in flight and make the comm unusable (nccl:
+ * ncclCommAbort on every communicator, which ends their kernels, so the
+ * GPUs and the process are not left waiting on a peer that failed). Later
+ * collectives fail with LL_EINVAL; eng_comm_destroy still frees. host: no-op. */
+void eng_comm_abort(eng_comm *c);
+
 /* The message of the last failed collective (static or owned by c). */
 const char *eng_comm_last_error(const eng_comm *c);
 

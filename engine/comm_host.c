@@ -183,6 +183,17 @@ int eng_comm_allreduce_group(eng_comm *c, float *const *bufs, size_t count, void
     return c->ops->allreduce_group(c, bufs, count, streams);
 }
 
+int eng_comm_check(eng_comm *c)
+{
+    return c->ops->check ? c->ops->check(c) : 0;
+}
+
+void eng_comm_abort(eng_comm *c)
+{
+    if (c->ops->abort)
+        c->ops->abort(c);
+}
+
 int eng_comm_barrier(eng_comm *c, int rank)
 {
     if (rank < 0 || rank >= c->ranks || !c->ops->barrier) {

@@ -11,6 +11,8 @@ typedef struct eng_comm_ops {
     int (*allreduce)(eng_comm *c, int rank, float *buf, size_t count, void *stream);
     int (*allreduce_group)(eng_comm *c, float *const *bufs, size_t count, void *const *streams);
     int (*barrier)(eng_comm *c, int rank);
+    int (*check)(eng_comm *c);   /* NULL: nothing fails behind the caller's back */
+    void (*abort)(eng_comm *c);  /* NULL: nothing to stop */
     void (*destroy)(eng_comm *c);
 } eng_comm_ops;
 

@@ -15,7 +15,10 @@
  * between ncclGroupStart and ncclGroupEnd (one thread driving every GPU
  * must group them, or the first call would wait for peers never launched);
  * eng_comm_allreduce is the one-thread-per-GPU form. Both only enqueue on
- * the given streams: the caller synchronises them. In a profiler trace the
+ * the given streams: the caller synchronises them, and while it waits asks
+ * eng_comm_check (ncclCommGetAsyncError) whether NCCL failed behind its
+ * back; when a rank fails, eng_comm_abort (ncclCommAbort) ends the peers'
+ * collective kernels, which would otherwise wait for it forever. In a profiler trace the
  * kernel appears as ncclDevKernel_AllReduce_Sum_f32_RING_LL (or _LL128 /
  * _SIMPLE, NCCL's protocol choice), the name `loadlaw trace` files under
  * "communication" (as it does the cpu backend's "all_reduce" phase).
@@ -32,7 +35,7 @@
 typedef struct nccl_comm_opaque *nccl_comm_t;
 typedef int nccl_result_t;            /* ncclResult_t: 0 = ncclSuccess */
 typedef struct { char internal[128]; } nccl_unique_id;
-enum { NCCL_SUCCESS = 0, NCCL_FLOAT32 = 7, NCCL_SUM = 0 };
+enum { NCCL_SUCCESS = 0, NCCL_IN_PROGRESS = 7, NCCL_FLOAT32 = 7, NCCL_SUM = 0 };
 
 typedef struct nccl_lib {
     void *dl;
@@ -44,13 +47,16 @@ typedef struct nccl_lib {
     nccl_result_t (*group_start)(void);
     nccl_result_t (*group_end)(void);
     nccl_result_t (*comm_destroy)(nccl_comm_t comm);
+    nccl_result_t (*comm_abort)(nccl_comm_t comm);
+    nccl_result_t (*comm_get_async_error)(nccl_comm_t comm, nccl_result_t *async_error);
     const char *(*error_string)(nccl_result_t r);
 } nccl_lib;
 
 typedef struct nccl_comm {
     eng_comm base;
     nccl_lib lib;
-    nccl_comm_t *comms;  /* (ranks) */
+    nccl_comm_t *comms;  /* (ranks); NULL entries after an abort */
+    int aborted;
 } nccl_comm;
 
 static const char *lib_path(const char *lib)
@@ -88,6 +94,8 @@ static int nccl_load(const char *lib, nccl_lib *l, char *err, size_t errlen)
         {"ncclGroupStart", offsetof(nccl_lib, group_start)},
         {"ncclGroupEnd", offsetof(nccl_lib, group_end)},
         {"ncclCommDestroy", offsetof(nccl_lib, comm_destroy)},
+        {"ncclCommAbort", offsetof(nccl_lib, comm_abort)},
+        {"ncclCommGetAsyncError", offsetof(nccl_lib, comm_get_async_error)},
         {"ncclGetErrorString", offsetof(nccl_lib, error_string)},
     };
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
@@ -132,9 +140,18 @@ static int nccl_fail(nccl_comm *n, const char *what, nccl_result_t r)
     return LL_ESYS;
 }
 
+static int nccl_aborted(nccl_comm *n)
+{
+    snprintf(n->base.last_error, sizeof n->base.last_error,
+             "nccl: the communicators were aborted after a failure; no more collectives");
+    return LL_EINVAL;
+}
+
 static int nccl_allreduce(eng_comm *c, int rank, float *buf, size_t count, void *stream)
 {
     nccl_comm *n = (nccl_comm *)c;
+    if (n->aborted)
+        return nccl_aborted(n);
     nccl_result_t r = n->lib.all_reduce(buf, buf, count, NCCL_FLOAT32, NCCL_SUM, n->comms[rank],
                                         stream);
     return r == NCCL_SUCCESS ? 0 : nccl_fail(n, "ncclAllReduce", r);
@@ -144,6 +161,8 @@ static int nccl_allreduce_group(eng_comm *c, float *const *bufs, size_t count,
                                 void *const *streams)
 {
     nccl_comm *n = (nccl_comm *)c;
+    if (n->aborted)
+        return nccl_aborted(n);
     nccl_result_t r = n->lib.group_start();
     if (r != NCCL_SUCCESS)
         return nccl_fail(n, "ncclGroupStart", r);
@@ -159,6 +178,37 @@ static int nccl_allreduce_group(eng_comm *c, float *const *bufs, size_t count,
     if (!rc && r != NCCL_SUCCESS)
         rc = nccl_fail(n, "ncclGroupEnd", r);
     return rc;
+}
+
+static int nccl_check(eng_comm *c)
+{
+    nccl_comm *n = (nccl_comm *)c;
+    if (n->aborted)
+        return nccl_aborted(n);
+    for (int k = 0; k < c->ranks; k++) {
+        nccl_result_t a = NCCL_SUCCESS, r = n->lib.comm_get_async_error(n->comms[k], &a);
+        if (r != NCCL_SUCCESS)
+            return nccl_fail(n, "ncclCommGetAsyncError", r);
+        if (a != NCCL_SUCCESS && a != NCCL_IN_PROGRESS) {
+            snprintf(c->last_error, sizeof c->last_error, "nccl: rank %d's communicator failed: %s", k,
+                     nccl_msg(&n->lib, a));
+            return LL_ESYS;
+        }
+    }
+    return 0;
+}
+
+/* ncclCommAbort frees the communicator too: the entries are cleared so
+ * destroy does not free them again. */
+static void nccl_abort(eng_comm *c)
+{
+    nccl_comm *n = (nccl_comm *)c;
+    for (int k = 0; k < c->ranks; k++)
+        if (n->comms[k]) {
+            n->lib.comm_abort(n->comms[k]);
+            n->comms[k] = NULL;
+        }
+    n->aborted = 1;
 }
 
 static void nccl_destroy(eng_comm *c)
@@ -178,6 +228,8 @@ static const eng_comm_ops nccl_ops = {
     .allreduce = nccl_allreduce,
     .allreduce_group = nccl_allreduce_group,
     .barrier = NULL,
+    .check = nccl_check,
+    .abort = nccl_abort,
     .destroy = nccl_destroy,
 };
 

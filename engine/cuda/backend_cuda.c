@@ -39,6 +39,7 @@
  * current (cudaSetDevice is per host thread).
  */
 #include <math.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -288,6 +289,39 @@ static int rank_enqueue(cuda_state *st, cuda_rank *rk, rank_marks *m, const eng_
     return 0;
 }
 
+/* cuda_tp_wait's view of a step's ranks: each rank's last event. */
+typedef struct tp_poll {
+    cuda_state *st;
+    const rank_marks *marks;
+    cudaError_t err;  /* the failed rank's error */
+} tp_poll;
+
+static int tp_query(void *ctx, int r)
+{
+    tp_poll *p = ctx;
+    const rank_marks *m = &p->marks[r];
+    cudaError_t e = cudaSetDevice(p->st->rk[r].device);
+    if (e == cudaSuccess)
+        e = cudaEventQuery(p->st->rk[r].ev[m->ev - 1]);
+    if (e == cudaSuccess)
+        return 0;
+    if (e == cudaErrorNotReady)
+        return 1;
+    p->err = e;
+    return -1;
+}
+
+static int tp_comm_failed(void *ctx)
+{
+    return eng_comm_check(((tp_poll *)ctx)->st->comm) != 0;
+}
+
+static void tp_pause(void *ctx)
+{
+    (void)ctx;
+    sched_yield(); /* as the runtime's own spin-then-yield wait does */
+}
+
 static int cuda_step_tp(cuda_state *st, const eng_batch *b, int n_hist, int n_pre, int max_pre,
                         size_t up_bytes, eng_phase *phases, int *n_phases)
 {
@@ -331,17 +365,23 @@ static int cuda_step_tp(cuda_state *st, const eng_batch *b, int n_hist, int n_pr
                   "copying the tokens back (cudaMemcpyAsync)");
         RANK_MARK(CUDA_K_SAMPLE);
     }
-    /* one synchronisation per rank, on its last event */
-    for (int r = 0; r < K; r++) {
-        cuda_rank *rk = &st->rk[r];
-        const rank_marks *m = &marks[r];
-        RANK_CUDA(cudaSetDevice(rk->device), "cudaSetDevice");
-        cudaError_t e = cudaEventSynchronize(rk->ev[m->ev - 1]);
-        if (e != cudaSuccess)
-            return step_fail(st, "cuda backend: tp rank %d (device %d): step with %d decoding, %d "
-                             "prefilling (kernels %s .. %s) failed: %s", r, rk->device, n,
-                             b->n_prefill, m->np ? m->pm[0].name : "-",
-                             m->np ? m->pm[m->np - 1].name : "-", cuda_model_errstr(e));
+    /* Every rank's last event, polled together with NCCL's own error: a
+     * blocking wait on one rank would hang if another failed (cuda_tp.h). */
+    tp_poll poll = {.st = st, .marks = marks};
+    cuda_tp_waiter w = {.query = tp_query, .comm_failed = tp_comm_failed, .pause = tp_pause, .ctx = &poll};
+    int failed = -1, why = cuda_tp_wait(&w, K, &failed);
+    if (why != CUDA_TP_WAIT_DONE) {
+        /* end the peers' all-reduce kernels before anything else touches the GPUs */
+        eng_comm_abort(st->comm);
+        if (why == CUDA_TP_WAIT_COMM)
+            return step_fail(st, "cuda backend: tp=%d step with %d decoding: %s (communicators "
+                             "aborted)", K, n, eng_comm_last_error(st->comm));
+        cuda_rank *rk = &st->rk[failed];
+        const rank_marks *m = &marks[failed];
+        return step_fail(st, "cuda backend: tp rank %d (device %d): step with %d decoding, %d "
+                         "prefilling (kernels %s .. %s) failed: %s (communicators aborted)", failed,
+                         rk->device, n, b->n_prefill, m->np ? m->pm[0].name : "-",
+                         m->np ? m->pm[m->np - 1].name : "-", cuda_model_errstr(poll.err));
     }
     int64_t t_end = ll_now_ns();
     int np = 0;

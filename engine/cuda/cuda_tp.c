@@ -94,3 +94,23 @@ int cuda_tp_shard(int heads, int d_ff, int tp, int r, int *h0, int *h1, int32_t 
     *ncols = n;
     return 0;
 }
+
+int cuda_tp_wait(const cuda_tp_waiter *w, int tp, int *rank)
+{
+    for (;;) {
+        int running = 0;
+        for (int r = 0; r < tp; r++) {
+            int q = w->query(w->ctx, r);
+            if (q < 0) {
+                *rank = r;
+                return CUDA_TP_WAIT_RANK;
+            }
+            running += q > 0;
+        }
+        if (!running)
+            return CUDA_TP_WAIT_DONE;
+        if (w->comm_failed(w->ctx))
+            return CUDA_TP_WAIT_COMM;
+        w->pause(w->ctx);
+    }
+}

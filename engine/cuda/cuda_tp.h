@@ -60,6 +60,26 @@ const char *cuda_tp_devices_str(const int *devs, int tp, char *buf, size_t len);
 int cuda_tp_shard(int heads, int d_ff, int tp, int r, int *h0, int *h1, int32_t *cols, int *ncols,
                   int32_t *colmap);
 
+/* Waiting for the K ranks of a step (backend_cuda.c). A blocking wait on one
+ * rank's last event would hang when another rank failed before the
+ * all-reduce completed: the waited-for rank's collective kernel waits for
+ * that peer's data forever. So the ranks are polled together: query(ctx, r)
+ * says whether rank r's work is done (0), still running (1) or failed (-1,
+ * e.g. cudaEventQuery returned a CUDA error); comm_failed(ctx) whether the
+ * communicator reported an asynchronous error (nonzero); between rounds,
+ * pause(ctx) (a yield). Returns CUDA_TP_WAIT_DONE when every rank is done,
+ * CUDA_TP_WAIT_RANK with *rank set to the first rank that failed, or
+ * CUDA_TP_WAIT_COMM. A failed rank is reported even while others still
+ * run; then the caller aborts the communicator (eng_comm_abort). */
+enum { CUDA_TP_WAIT_DONE = 0, CUDA_TP_WAIT_RANK = 1, CUDA_TP_WAIT_COMM = 2 };
+typedef struct cuda_tp_waiter {
+    int (*query)(void *ctx, int rank);
+    int (*comm_failed)(void *ctx);
+    void (*pause)(void *ctx);
+    void *ctx;
+} cuda_tp_waiter;
+int cuda_tp_wait(const cuda_tp_waiter *w, int tp, int *rank);
+
 #ifdef __cplusplus
 }
 #endif

@@ -150,6 +150,14 @@ int main(void)
     float x = 1;
     CHECK(eng_comm_allreduce(c, 2, &x, 1, NULL) == LL_EINVAL, "rank out of range refused");
     CHECK(strstr(eng_comm_last_error(c), "rank 2") != NULL, "says which: %s", eng_comm_last_error(c));
+    /* host collectives fail in the call: nothing asynchronous to report,
+     * nothing to abort (the comm still works after) */
+    CHECK(eng_comm_check(c) == 0, "host check");
+    eng_comm_abort(c);
+    float y = 3, *xs[2] = {&x, &y};
+    x = 1;
+    CHECK(eng_comm_allreduce_group(c, xs, 1, NULL) == 0 && x == 4 && y == 4,
+          "host comm after abort: %g %g", x, y);
     eng_comm_destroy(c);
     TEST_MAIN_END();
 }

@@ -175,6 +175,15 @@ static int test_allreduce(int want_k)
     CHECK(bad == 0, "%d elements differ from the serial sum", bad);
     printf("NCCL %d all-reduce over %d rank(s) on %d GPU(s): %s\n", v, k, ndev,
            bad ? "WRONG" : "exact");
+    /* after a clean collective NCCL reports no asynchronous error; once
+     * aborted (what a step does when a rank fails) the comm refuses work */
+    CHECK(eng_comm_check(c) == 0, "no asynchronous error: %s", eng_comm_last_error(c));
+    eng_comm_abort(c);
+    float dummy = 0, *one[4] = {&dummy, &dummy, &dummy, &dummy}; /* count 0: never read */
+    CHECK(eng_comm_allreduce_group(c, one, 0, NULL) == LL_EINVAL &&
+              strstr(eng_comm_last_error(c), "aborted"),
+          "after ncclCommAbort: %s", eng_comm_last_error(c));
+    CHECK(eng_comm_check(c) != 0, "an aborted comm reports it");
     free(host);
     free(want);
     eng_comm_destroy(c);

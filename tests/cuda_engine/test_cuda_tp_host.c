@@ -8,7 +8,10 @@
  *     the column map inverts it; the shards are narrower than d_ff at the
  *     default sizes (column-parallel); tp=1 holds the whole of d_ff;
  *   - the backend refuses tp > CUDA_TP_MAX and heads % tp != 0 cleanly
- *     (before looking for a device). */
+ *     (before looking for a device);
+ *   - waiting for a step's ranks (cuda_tp_wait) reports a rank that failed
+ *     while a peer still runs (that peer would wait in the all-reduce
+ *     forever), and a communicator error, instead of waiting on rank 0. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -145,9 +148,66 @@ static void test_options(void)
           "tp=3 with 16 heads: %s", err);
 }
 
+/* A scripted step: rank r is running until poll done_at[r], then done, or
+ * fails from poll fail_at[r]; the communicator fails from check comm_at.
+ * -1 = never. A rank still running after 10,000 polls "fails", so a wait
+ * that only watched rank 0 would end with the wrong rank, not hang. */
+typedef struct script {
+    int done_at[CUDA_TP_MAX], fail_at[CUDA_TP_MAX], comm_at;
+    int polls[CUDA_TP_MAX], checks, pauses;
+} script;
+
+static int s_query(void *ctx, int r)
+{
+    script *s = ctx;
+    int k = s->polls[r]++;
+    if (s->fail_at[r] >= 0 && k >= s->fail_at[r])
+        return -1;
+    if (s->done_at[r] >= 0 && k >= s->done_at[r])
+        return 0;
+    return k >= 10000 ? -1 : 1;
+}
+static int s_comm(void *ctx)
+{
+    script *s = ctx;
+    return s->comm_at >= 0 && s->checks++ >= s->comm_at;
+}
+static void s_pause(void *ctx) { ((script *)ctx)->pauses++; }
+
+static int run_wait(script *s, int tp, int *rank)
+{
+    cuda_tp_waiter w = {.query = s_query, .comm_failed = s_comm, .pause = s_pause, .ctx = s};
+    *rank = -1;
+    return cuda_tp_wait(&w, tp, rank);
+}
+
+static void test_wait(void)
+{
+    int rank;
+    script a = {.done_at = {3, 5}, .fail_at = {-1, -1}, .comm_at = -1};
+    CHECK(run_wait(&a, 2, &rank) == CUDA_TP_WAIT_DONE && a.pauses == 5 && rank == -1,
+          "both ranks finish: done after %d pauses (5), rank %d", a.pauses, rank);
+    /* rank 0 waits in the all-reduce for rank 1, which faulted at its 4th poll */
+    script b = {.done_at = {-1, -1}, .fail_at = {-1, 3}, .comm_at = -1};
+    CHECK(run_wait(&b, 2, &rank) == CUDA_TP_WAIT_RANK && rank == 1 && b.pauses == 3,
+          "a peer's fault while rank 0 still runs: rank %d (1) after %d pauses (3)", rank, b.pauses);
+    script c = {.done_at = {-1, -1, -1, -1}, .fail_at = {-1, -1, -1, -1}, .comm_at = 2};
+    CHECK(run_wait(&c, 4, &rank) == CUDA_TP_WAIT_COMM && c.pauses == 2 && rank == -1,
+          "NCCL's asynchronous error: after %d pauses (2)", c.pauses);
+    /* a failed rank is named even when the communicator failed too */
+    script d = {.done_at = {0, -1}, .fail_at = {-1, 0}, .comm_at = 0};
+    CHECK(run_wait(&d, 2, &rank) == CUDA_TP_WAIT_RANK && rank == 1 && d.checks == 0,
+          "rank and comm both failed: rank %d, %d checks", rank, d.checks);
+    /* done ranks are fine while another finishes later; tp=1 never checks the comm early */
+    script e = {.done_at = {0}, .fail_at = {-1}, .comm_at = 0};
+    CHECK(run_wait(&e, 1, &rank) == CUDA_TP_WAIT_DONE && e.checks == 0 && e.pauses == 0,
+          "one rank already done: no check, no pause");
+}
+
 int main(void)
 {
     test_devices();
+    test_wait();
     test_shards();
     test_options();
     TEST_MAIN_END();
