@@ -24,11 +24,16 @@
 
 #include "internal.h"
 
-/* The response block MHD allocates with each streaming response, the most
- * read_cb hands over per call. An SSE event is ~300 B and a step queues one
- * per stream, so 4 KiB holds a dozen; at 8 KiB it was ~40% of a stream's
- * memory (issue 17: RSS slope per stream, bench/scale.sh). */
-#define ENG_RESPONSE_BLOCK_BYTES 4096
+/* The response block MHD allocates with each streaming response. With
+ * HTTP/1.1 (chunked, what every streaming client speaks) libmicrohttpd
+ * 0.9.75 never uses it: read_cb writes straight into the connection's write
+ * buffer, from its memory pool (connection.c try_ready_chunked_body), as
+ * much as that has room for. Only an HTTP/1.0 client's body goes through
+ * it, at most this much per read_cb call: 512 B holds one SSE event (~300 B).
+ * At 4 KiB it was a quarter of a stream's memory for nothing: bench/scale.sh
+ * 1024,4096, serve's RSS slope 15.3 KB per stream at 4096 B, 11.6 at 256 B,
+ * 12.4 at 1024 B. */
+#define ENG_RESPONSE_BLOCK_BYTES 512
 
 enum { R_CHAT, R_COMPL, R_MODELS, R_HEALTH, R_METRICS, R_START_PROF, R_STOP_PROF, R_NONE };
 

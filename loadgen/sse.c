@@ -158,6 +158,21 @@ void lg_delta_free(lg_delta *d)
 {
     ll_buf_free(&d->think_text);
     ll_buf_free(&d->answer_text);
+    free(d->errmsg);
+    d->errmsg = NULL;
+}
+
+void lg_delta_set_error(lg_delta *d, const char *msg)
+{
+    d->error = 1;
+    if (!d->errmsg && !(d->errmsg = malloc(LG_DELTA_ERRMSG_BYTES)))
+        return; /* out of memory: the error stands, without its message */
+    snprintf(d->errmsg, LG_DELTA_ERRMSG_BYTES, "%s", msg);
+}
+
+const char *lg_delta_errmsg(const lg_delta *d)
+{
+    return d->errmsg ? d->errmsg : "";
 }
 
 /* Text kept for a tokenizer. Out of memory loses only text (the count then
@@ -377,11 +392,12 @@ static void responses_event(lg_delta *d, const char *event, const lg_jtape *t, l
         const lg_jnode *resp = lg_jget(t, root, "response");
         size_t ml = 0;
         const char *msg = lg_jstr(t, root, "message", &ml);
-        if (!msg && !err_from_json(t, resp ? resp : root, d->errmsg, sizeof d->errmsg))
+        char m[LG_DELTA_ERRMSG_BYTES];
+        if (!msg && !err_from_json(t, resp ? resp : root, m, sizeof m))
             msg = type, ml = tl;
         if (msg)
-            set_msg(d->errmsg, sizeof d->errmsg, msg, ml);
-        d->error = 1;
+            set_msg(m, sizeof m, msg, ml);
+        lg_delta_set_error(d, m);
         return;
     } else {
         return; /* response.created, *.added, *.done, ...: no tokens */
@@ -456,6 +472,7 @@ static void openai_event(lg_delta *d, const lg_jtape *t, lg_delta_out *out)
 void lg_delta_event(lg_delta *d, const char *event, const char *data, size_t len, lg_delta_out *out)
 {
     lg_jtape t;
+    char m[LG_DELTA_ERRMSG_BYTES];
     memset(out, 0, sizeof *out);
     if (len == 6 && memcmp(data, "[DONE]", 6) == 0) {
         d->done = 1;
@@ -466,18 +483,18 @@ void lg_delta_event(lg_delta *d, const char *event, const char *data, size_t len
     if (event && strcmp(event, "error") == 0) {
         /* "event: error" with a JSON error object, or plain text */
         size_t ml = 0;
-        const char *m = root ? lg_jstr(&t, root, "message", &ml) : NULL; /* Responses' error */
-        if (m)
-            set_msg(d->errmsg, sizeof d->errmsg, m, ml);
-        else if (!root || !err_from_json(&t, root, d->errmsg, sizeof d->errmsg))
-            snprintf(d->errmsg, sizeof d->errmsg, "%.*s", (int)(len < 200 ? len : 200), data);
-        d->error = 1;
+        const char *rm = root ? lg_jstr(&t, root, "message", &ml) : NULL; /* Responses' error */
+        if (rm)
+            set_msg(m, sizeof m, rm, ml);
+        else if (!root || !err_from_json(&t, root, m, sizeof m))
+            snprintf(m, sizeof m, "%.*s", (int)(len < 200 ? len : 200), data);
+        lg_delta_set_error(d, m);
     } else if (!root) {
         d->bad_events++;
     } else if (d->dialect == LG_DIALECT_RESPONSES) {
         responses_event(d, event, &t, out);
-    } else if (err_from_json(&t, root, d->errmsg, sizeof d->errmsg)) {
-        d->error = 1;
+    } else if (err_from_json(&t, root, m, sizeof m)) {
+        lg_delta_set_error(d, m);
     } else if (d->dialect == LG_DIALECT_GENERATE) {
         generate_event(d, &t, out);
     } else {

@@ -280,8 +280,9 @@ static size_t on_data(char *p, size_t sz, size_t nm, void *ud)
     int rc = lg_sse_feed(&x->sse, p, n);
     if (rc == LL_ERANGE && !x->delta.error) {
         /* Say why curl's "write error" happened: classified as a stream error. */
-        x->delta.error = 1;
-        snprintf(x->delta.errmsg, sizeof x->delta.errmsg, "SSE line or event over %u bytes", LG_SSE_MAX_BYTES);
+        char m[64];
+        snprintf(m, sizeof m, "SSE line or event over %u bytes", LG_SSE_MAX_BYTES);
+        lg_delta_set_error(&x->delta, m);
     }
     return rc ? 0 : n; /* 0 aborts: out of memory or an endless line */
 }
@@ -401,7 +402,7 @@ static ll_err_class classify(lg_xfer *x, CURLcode res, char *msg, size_t msglen)
         return LL_ERRC_OTHER;
     }
     if (x->delta.error) {
-        snprintf(msg, msglen, "%s", x->delta.errmsg);
+        snprintf(msg, msglen, "%s", lg_delta_errmsg(&x->delta));
         return LL_ERRC_STREAM;
     }
     if (res != CURLE_OK) {

@@ -500,7 +500,7 @@ static void bench_itl(int C, const char *spec, int max_tokens, int threads, cons
             ll_sort_doubles(a.fanout_ms.v, a.fanout_ms.n);
             ll_sort_doubles(a.lag_ms.v, a.lag_ms.n);
             printf("        split (%zu sampled tokens of %zu handoff records): engine fan-out (step end -> "
-                   "handed to MHD) p50 %.3f ms, p99 %.3f ms; then to the stamp (MHD's send, loopback%s) "
+                   "handed to MHD) p50 %.3f ms, p99 %.3f ms; then to the stamp (MHD's next pass and send, loopback%s) "
                    "p50 %.3f ms, p99 %.3f ms\n",
                    a.ho_matched, a.ho.n, ll_quantile_sorted(a.fanout_ms.v, a.fanout_ms.n, 0.5),
                    ll_quantile_sorted(a.fanout_ms.v, a.fanout_ms.n, 0.99),

@@ -243,11 +243,11 @@ static void test_error_messages(void)
 {
     harness h;
     run(&h, case_stream("nested error event mid-stream"), 3, 0, LG_DIALECT_OPENAI);
-    CHECK(strcmp(h.d.errmsg, "out of KV cache") == 0, "nested error message '%s'", h.d.errmsg);
+    CHECK(strcmp(lg_delta_errmsg(&h.d), "out of KV cache") == 0, "nested error message '%s'", lg_delta_errmsg(&h.d));
     run(&h, case_stream("flat error event"), 7, 0, LG_DIALECT_OPENAI);
-    CHECK(strcmp(h.d.errmsg, "engine died") == 0, "flat error message '%s'", h.d.errmsg);
+    CHECK(strcmp(lg_delta_errmsg(&h.d), "engine died") == 0, "flat error message '%s'", lg_delta_errmsg(&h.d));
     run(&h, case_stream("SSE error event with a text body"), 5, 0, LG_DIALECT_OPENAI);
-    CHECK(strcmp(h.d.errmsg, "upstream timed out") == 0, "event: error message '%s'", h.d.errmsg);
+    CHECK(strcmp(lg_delta_errmsg(&h.d), "upstream timed out") == 0, "event: error message '%s'", lg_delta_errmsg(&h.d));
     char m[64];
     const char *b = "{\"error\":{\"message\":\"model not found\",\"code\":404}}";
     CHECK(lg_error_message(b, strlen(b), m, sizeof m) && strcmp(m, "model not found") == 0, "http body: %s", m);
@@ -384,12 +384,12 @@ static void test_dialect_errors(void)
 {
     harness h;
     run(&h, case_stream("responses: error event"), 1000, 0, LG_DIALECT_RESPONSES);
-    CHECK(strcmp(h.d.errmsg, "overloaded") == 0, "responses error message '%s'", h.d.errmsg);
+    CHECK(strcmp(lg_delta_errmsg(&h.d), "overloaded") == 0, "responses error message '%s'", lg_delta_errmsg(&h.d));
     run(&h, case_stream("responses: response.failed"), 1000, 0, LG_DIALECT_RESPONSES);
-    CHECK(strcmp(h.d.errmsg, "engine died") == 0, "response.failed message '%s'", h.d.errmsg);
+    CHECK(strcmp(lg_delta_errmsg(&h.d), "engine died") == 0, "response.failed message '%s'", lg_delta_errmsg(&h.d));
     run(&h, case_stream("generate: no meta counts, one token per event; error object"), 1000, 0,
         LG_DIALECT_GENERATE);
-    CHECK(strcmp(h.d.errmsg, "aborted") == 0, "generate error message '%s'", h.d.errmsg);
+    CHECK(strcmp(lg_delta_errmsg(&h.d), "aborted") == 0, "generate error message '%s'", lg_delta_errmsg(&h.d));
 }
 
 /* The hooks run.c and worker.c call: the request path and extra headers. */
