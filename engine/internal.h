@@ -116,6 +116,13 @@ typedef struct eng_engine {
     char url[96];
     int port;
     struct MHD_Daemon *mhd;
+    /* server.c, mhd_nudge_main: an eventfd in MHD's epoll set, written every
+     * ENG_MHD_NUDGE_NS by mhd_nudge_thread so that MHD's loop never waits long
+     * with work on its ready list (-1: none) */
+    int mhd_nudge_fd;
+    pthread_t mhd_nudge_thread;
+    int mhd_nudge_started;
+    atomic_int mhd_nudge_stop;
     pthread_t sched_thread;
     int sched_started;
     struct eng_sched *sched;       /* scheduler-thread state (sched.c) */

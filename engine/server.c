@@ -20,7 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -527,8 +531,67 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     ll_debug("libmicrohttpd: %s", line);
 }
 
+/* libmicrohttpd 0.9.75's epoll loop (daemon.c, MHD_epoll) computes its
+ * epoll_wait timeout once per pass, before draining, and calls epoll_wait
+ * again with that same timeout for as long as a call returns a full batch
+ * (MAX_EVENTS, 128). When exactly 128 or 256 sockets turn readable at once
+ * (a burst of new requests) and nothing else is pending, the last call waits
+ * with the idle timeout (up to 120 s) although the calls before it have put
+ * those connections on MHD's ready list: none is read or dispatched until
+ * some other event reaches the epoll set. This thread is that event every
+ * ENG_MHD_NUDGE_NS while MHD has a connection: it writes an eventfd
+ * registered edge-triggered in MHD's epoll set with data.ptr NULL, which
+ * MHD_epoll skips ("shutdown signal"), so such a lapse lasts at most one
+ * period. (A periodic timerfd would not do: it re-arms only when read.) */
+#define ENG_MHD_NUDGE_NS 10000000L /* 10 ms */
+
+static void *mhd_nudge_main(void *arg)
+{
+    eng_engine *e = arg;
+    const uint64_t one = 1;
+    const struct timespec period = {0, ENG_MHD_NUDGE_NS};
+    while (!atomic_load(&e->mhd_nudge_stop)) {
+        nanosleep(&period, NULL);
+        /* No connection, nothing to miss: an idle server stays asleep. */
+        const union MHD_DaemonInfo *ci =
+            MHD_get_daemon_info(e->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+        if (ci && ci->num_connections == 0)
+            continue;
+        if (write(e->mhd_nudge_fd, &one, sizeof one) < 0) { /* EAGAIN after 2^64 writes */
+            uint64_t n;
+            if (read(e->mhd_nudge_fd, &n, sizeof n) < 0)
+                break;
+        }
+    }
+    return NULL;
+}
+
+static int mhd_nudge_start(eng_engine *e)
+{
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(e->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+    int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (!info || fd < 0)
+        goto fail;
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.ptr = NULL};
+    if (epoll_ctl(info->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0)
+        goto fail;
+    e->mhd_nudge_fd = fd;
+    atomic_store(&e->mhd_nudge_stop, 0);
+    if (pthread_create(&e->mhd_nudge_thread, NULL, mhd_nudge_main, e) != 0)
+        goto fail; /* closing the fd takes it out of the set */
+    e->mhd_nudge_started = 1;
+    return 0;
+fail:
+    if (fd >= 0)
+        close(fd);
+    e->mhd_nudge_fd = -1;
+    return -1;
+}
+
 int eng_server_start(eng_engine *e, char *err, size_t errlen)
 {
+    e->mhd_nudge_fd = -1;
+    e->mhd_nudge_started = 0;
     struct sockaddr_in sa;
     memset(&sa, 0, sizeof sa);
     sa.sin_family = AF_INET;
@@ -546,12 +609,13 @@ int eng_server_start(eng_engine *e, char *err, size_t errlen)
         ll_warn("engine: listening on %s without an API key: anyone who can reach this port can "
                 "use every endpoint (set api_key / serve --api-key or LOADLAW_API_KEY)", host);
     /* MHD_USE_TURBO: libmicrohttpd reads, writes and accepts before epoll
-     * says a socket is ready. Without it, 0.9.75's epoll loop left a burst of
-     * new streams on a fresh server (about one burst in three of 256 from
-     * another process) read off their sockets but never dispatched: no step
-     * ran until another connection woke the loop or the 120 s idle timeout
-     * (tests/engine/test_engine_burst.c). Plain poll() also cured it but cost
-     * 60% of the events/s at 4096 streams; TURBO costs nothing there. */
+     * says a socket is ready. 0.9.75's epoll loop can sleep with connections
+     * on its ready list when exactly 128·k sockets turn readable at once
+     * (mhd_nudge_main above has the mechanism and the cure); TURBO, which
+     * reads a new connection in the pass that accepts it, makes that rarer
+     * (25 bursts of 256 in 70 stalled without it) and costs nothing in
+     * events/s. Plain poll() has no such loop but cost 60% of the events/s
+     * at 4096 streams. */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO |
                      MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     e->mhd = MHD_start_daemon(flags, (uint16_t)e->cfg.port, NULL, NULL, on_access, e,
@@ -579,6 +643,9 @@ int eng_server_start(eng_engine *e, char *err, size_t errlen)
     }
     snprintf(e->url, sizeof e->url, "http://%s:%d",
              strcmp(host, "0.0.0.0") == 0 ? "127.0.0.1" : host, e->port);
+    if (mhd_nudge_start(e))
+        ll_warn("engine: could not start the HTTP loop's wake-up thread: a burst of new requests "
+                "may wait for the next connection");
     return 0;
 }
 
@@ -595,6 +662,15 @@ void eng_server_stop(eng_engine *e)
         MHD_resume_connection(e->prof.waiter);
     }
     pthread_mutex_unlock(&e->mu);
+    if (e->mhd_nudge_started) {
+        atomic_store(&e->mhd_nudge_stop, 1);
+        pthread_join(e->mhd_nudge_thread, NULL);
+        e->mhd_nudge_started = 0;
+    }
     MHD_stop_daemon(e->mhd);
     e->mhd = NULL;
+    if (e->mhd_nudge_fd >= 0) {
+        close(e->mhd_nudge_fd);
+        e->mhd_nudge_fd = -1;
+    }
 }
