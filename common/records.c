@@ -285,9 +285,12 @@ static int format_handoff(ll_buf *b, const ll_rec_handoff *h, const char *req)
 {
     int rc = ll_buf_printf(b, "{\"type\":\"handoff\",\"req\":");
     rc = rc ? rc : ll_json_escape(b, req);
-    return rc ? rc
-              : ll_buf_printf(b, ",\"tok\":%d,\"step_end_ns\":%" PRId64 ",\"write_ns\":%" PRId64 "}",
-                              h->tok, h->step_end_ns, h->write_ns);
+    rc = rc ? rc
+            : ll_buf_printf(b, ",\"tok\":%d,\"step_end_ns\":%" PRId64 ",\"write_ns\":%" PRId64, h->tok,
+                            h->step_end_ns, h->write_ns);
+    if (!rc && h->send_ns >= 0)
+        rc = ll_buf_printf(b, ",\"send_ns\":%" PRId64, h->send_ns);
+    return rc ? rc : ll_buf_printf(b, "}");
 }
 
 static int format_metric(ll_buf *b, const ll_rec_metric *m)

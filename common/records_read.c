@@ -379,6 +379,7 @@ static int rd_handoff(reader *r, const cJSON *o)
     h.tok = rd_count(r, o, "tok", 1);
     h.step_end_ns = rd_time(r, o, "step_end_ns", 1);
     h.write_ns = rd_time(r, o, "write_ns", 1);
+    h.send_ns = rd_time(r, o, "send_ns", 0); /* -1 when absent (older engines) */
     if (!rd_keep(r) || !r->h->on_handoff)
         return 0;
     return r->h->on_handoff(&h, r->ctx);

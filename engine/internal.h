@@ -89,6 +89,15 @@ typedef struct eng_req {
         int64_t step_end_ns, end_off;
     } hs[ENG_HANDOFF_PENDING];
     int hs_head, hs_n;
+    /* MHD's thread only (server.c, "when a sampled token's bytes left"):
+     * samples handed to MHD whose bytes it has not written yet, and the
+     * socket registered for them (-1: none) */
+    struct {
+        int tok;
+        int64_t step_end_ns, write_ns;
+    } hh[ENG_HANDOFF_PENDING];
+    int hh_n;
+    int send_fd;
     char rid[LL_REC_HANDOFF_REQ_MAX + 1]; /* X-Request-Id, or "engine-<id>" */
 } eng_req;
 

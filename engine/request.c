@@ -279,6 +279,7 @@ static eng_req *new_req(eng_engine *e, int kind, int prompt, const req_opts *o)
     atomic_init(&r->cancelled, 0);
     r->eng = e;
     r->fd = -1;
+    r->send_fd = -1;
     r->slot = -1;
     r->id = atomic_fetch_add(&e->next_id, 1);
     /* splitmix-style mix so neighbouring ids give unrelated word sequences */

@@ -13,8 +13,13 @@
  * drops it at its next step. A non-streaming response writes nothing until it
  * ends, so there the scheduler looks at the suspended connection's socket
  * each step instead (sched.c, client_left) and ends the response itself.
+ * Two additions work around 0.9.75's loop: a wake-up thread (mhd_nudge_main)
+ * so a batch of exactly 128·k ready sockets is not left asleep, and this
+ * file's send()/sendmsg(), which time when sampled tokens really left
+ * (handoff records' send_ns).
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -22,7 +27,9 @@
 #include <strings.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -111,22 +118,46 @@ static enum MHD_Result respond_json(struct MHD_Connection *conn, unsigned status
     return ok;
 }
 
-/* MHD calls this on its thread whenever the connection can take more bytes. */
-/* Record the handoff samples whose bytes have now all been handed to MHD
- * (caller holds io_mu, which is released before the records writer is
- * taken: io_mu is never held with rec_mu). */
-static void handoffs_due(eng_engine *e, eng_req *r)
+/* ---- handoff records -----------------------------------------------------------
+ * A sampled token (cfg.handoff_sample) is timed three times: its step's end
+ * (sched.c), when read_cb hands its last byte to MHD (write_ns), and when the
+ * socket write carrying that byte returns (send_ns). The last two differ:
+ * libmicrohttpd 0.9.75 calls the content callbacks of all the ready
+ * connections in one pass and send()s what they gave in the next, so at
+ * C = 1024 the bytes wait milliseconds in MHD's buffer.
+ *
+ * MHD writes with send() (sendmsg() when headers and body go out together);
+ * the program defines both (the executable's definitions come first in the
+ * dynamic linker's lookup, as loadgen/rxstamp.c's recv() does). On an MHD
+ * thread, a write that took every byte it was asked to -- MHD always asks for
+ * all it holds for the connection -- stamps the samples read_cb handed on
+ * that socket. Streams with samples register their socket in a table by
+ * descriptor (MHD's thread sets, reads and clears an entry; the response's
+ * free callback, which MHD runs before it closes the socket, clears it).
+ * Every other thread, and every unregistered socket, goes straight to the
+ * kernel. */
+static __thread int tls_mhd_thread; /* this thread runs an engine's MHD loop */
+static eng_req **fd_req;            /* (fd_cap) the stream registered on each socket */
+static size_t fd_cap;
+static pthread_once_t fd_once = PTHREAD_ONCE_INIT;
+
+static void fd_table_alloc(void)
 {
-    ll_rec_handoff h[ENG_HANDOFF_PENDING];
-    int n = 0;
-    int64_t now = ll_now_ns();
-    while (r->hs_n > 0 && r->hs[r->hs_head].end_off <= r->sent_total) {
-        h[n++] = (ll_rec_handoff){.req = r->rid, .tok = r->hs[r->hs_head].tok,
-                                  .step_end_ns = r->hs[r->hs_head].step_end_ns, .write_ns = now};
-        r->hs_head = (r->hs_head + 1) % ENG_HANDOFF_PENDING;
-        r->hs_n--;
-    }
-    pthread_mutex_unlock(&e->io_mu);
+    /* as many entries as descriptors may exist (untouched pages cost no memory) */
+    struct rlimit rl;
+    size_t cap = 65536;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max > cap)
+        cap = (size_t)rl.rlim_max;
+    if (cap > (size_t)1 << 20)
+        cap = (size_t)1 << 20;
+    if ((fd_req = calloc(cap, sizeof *fd_req)))
+        fd_cap = cap;
+}
+
+/* Hand samples to the records writer (rebased to the run clock), or count
+ * them dropped. Takes rec_mu: never with io_mu held. */
+static void put_handoffs(eng_engine *e, ll_rec_handoff *h, int n)
+{
     if (n == 0)
         return;
     pthread_mutex_lock(&e->rec_mu);
@@ -137,10 +168,97 @@ static void handoffs_due(eng_engine *e, eng_req *r)
         }
         h[i].step_end_ns -= e->rec_epoch_ns;
         h[i].write_ns -= e->rec_epoch_ns;
+        if (h[i].send_ns >= 0)
+            h[i].send_ns -= e->rec_epoch_ns;
         if (ll_rec_put_handoff(e->rec, &h[i]))
             atomic_fetch_add(&e->handoff_dropped, 1);
     }
     pthread_mutex_unlock(&e->rec_mu);
+}
+
+/* The samples read_cb handed on r's socket, now out (send_ns) or never to
+ * be (-1: the response ended first). MHD's thread. */
+static void flush_handed(eng_req *r, int64_t send_ns)
+{
+    ll_rec_handoff h[ENG_HANDOFF_PENDING];
+    int n = r->hh_n;
+    for (int i = 0; i < n; i++)
+        h[i] = (ll_rec_handoff){.req = r->rid, .tok = r->hh[i].tok, .step_end_ns = r->hh[i].step_end_ns,
+                                .write_ns = r->hh[i].write_ns, .send_ns = send_ns};
+    r->hh_n = 0;
+    put_handoffs(r->eng, h, n);
+}
+
+/* A write on fd took every byte asked: the samples handed for it are out. */
+static void sent_all(int fd)
+{
+    if (fd < 0 || (size_t)fd >= fd_cap)
+        return;
+    eng_req *r = fd_req[fd];
+    if (r && r->hh_n > 0) {
+        int saved = errno;
+        flush_handed(r, ll_now_ns());
+        errno = saved;
+    }
+}
+
+ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+    ssize_t n = sendto(fd, buf, len, flags, NULL, 0);
+    if (tls_mhd_thread && n > 0 && (size_t)n == len)
+        sent_all(fd);
+    return n;
+}
+
+ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
+{
+    ssize_t n = syscall(SYS_sendmsg, fd, m, flags);
+    if (tls_mhd_thread && n > 0) {
+        size_t want = 0;
+        for (size_t i = 0; i < (size_t)m->msg_iovlen; i++)
+            want += m->msg_iov[i].iov_len;
+        if ((size_t)n == want)
+            sent_all(fd);
+    }
+    return n;
+}
+
+/* Register r's socket for send_ns (MHD's thread, before MHD writes for r). */
+static void track_sends(eng_req *r)
+{
+    tls_mhd_thread = 1;
+    pthread_once(&fd_once, fd_table_alloc);
+    if (r->fd >= 0 && (size_t)r->fd < fd_cap) {
+        fd_req[r->fd] = r;
+        r->send_fd = r->fd;
+    }
+}
+
+/* Record the handoff samples whose bytes have now all been handed to MHD:
+ * held for their send() when r's socket is tracked, else recorded now
+ * (caller holds io_mu, which is released before the records writer is
+ * taken: io_mu is never held with rec_mu). */
+static void handoffs_due(eng_engine *e, eng_req *r)
+{
+    ll_rec_handoff h[ENG_HANDOFF_PENDING];
+    int n = 0;
+    int64_t now = ll_now_ns();
+    while (r->hs_n > 0 && r->hs[r->hs_head].end_off <= r->sent_total) {
+        int tok = r->hs[r->hs_head].tok;
+        int64_t step_end = r->hs[r->hs_head].step_end_ns;
+        r->hs_head = (r->hs_head + 1) % ENG_HANDOFF_PENDING;
+        r->hs_n--;
+        if (r->send_fd >= 0 && r->hh_n < ENG_HANDOFF_PENDING) {
+            r->hh[r->hh_n].tok = tok;
+            r->hh[r->hh_n].step_end_ns = step_end;
+            r->hh[r->hh_n++].write_ns = now;
+        } else {
+            h[n++] = (ll_rec_handoff){.req = r->rid, .tok = tok, .step_end_ns = step_end, .write_ns = now,
+                                      .send_ns = -1};
+        }
+    }
+    pthread_mutex_unlock(&e->io_mu);
+    put_handoffs(e, h, n);
 }
 
 static ssize_t read_cb(void *cls, uint64_t pos, char *buf, size_t max)
@@ -183,7 +301,19 @@ static ssize_t read_cb(void *cls, uint64_t pos, char *buf, size_t max)
     return n;
 }
 
-static void free_cb(void *cls) { eng_req_unref(cls); }
+/* The response is gone (MHD runs this before it closes the socket): the
+ * socket's entry goes with it. */
+static void free_cb(void *cls)
+{
+    eng_req *r = cls;
+    if (r->send_fd >= 0) {
+        if (fd_req[r->send_fd] == r)
+            fd_req[r->send_fd] = NULL;
+        r->send_fd = -1;
+        flush_handed(r, -1);
+    }
+    eng_req_unref(r);
+}
 
 static enum MHD_Result start_generation(eng_engine *e, struct MHD_Connection *conn, eng_conn *c)
 {
@@ -238,6 +368,8 @@ static enum MHD_Result start_generation(eng_engine *e, struct MHD_Connection *co
                              NULL);
     }
     enum MHD_Result ok = MHD_queue_response(conn, MHD_HTTP_OK, resp);
+    if (ok == MHD_YES && e->cfg.handoff_sample > 0)
+        track_sends(r); /* before MHD writes anything for it: this is its thread */
     MHD_destroy_response(resp);
     if (ok != MHD_YES)
         atomic_store(&r->cancelled, 1);

@@ -176,11 +176,11 @@ static void bench_parse_all(int n_tok)
 }
 
 /* A handoff record (the engine's handoff_sample): request id (the numeric
- * tail of X-Request-Id "loadlaw-<tag>-<id>"), token, and its two times. */
+ * tail of X-Request-Id "loadlaw-<tag>-<id>"), token, and its times. */
 typedef struct handoff {
     uint64_t id;
     int tok;
-    int64_t step_end_ns, write_ns;
+    int64_t step_end_ns, write_ns, send_ns;
 } handoff;
 
 typedef struct arrivals {
@@ -191,6 +191,11 @@ typedef struct arrivals {
     LL_VEC(double) late_ms;
     LL_VEC(handoff) ho;      /* sorted by (id, tok) before the requests are read */
     LL_VEC(double) fanout_ms, lag_ms; /* step end -> write, write -> arrival */
+    /* with the engine's send_ns: handed -> send() returned (MHD's pass), and
+     * send() returned -> arrival (the wire and, with user stamps, the
+     * client's read; a loopback packet is stamped inside the send, so a
+     * kernel stamp comes microseconds before it returns: negative) */
+    LL_VEC(double) pass_ms, wire_ms;
     size_t ho_matched;
     ll_rec_client client;    /* the level's level_end "client" */
 } arrivals;
@@ -208,7 +213,7 @@ static int on_handoff(const ll_rec_handoff *h, void *ctx)
     if (strncmp(h->req, "loadlaw-", 8) != 0 || !dash)
         return 0;
     handoff x = {.id = strtoull(dash + 1, NULL, 10), .tok = h->tok, .step_end_ns = h->step_end_ns,
-                 .write_ns = h->write_ns};
+                 .write_ns = h->write_ns, .send_ns = h->send_ns};
     return ll_vec_push(&a->ho, x);
 }
 
@@ -245,6 +250,9 @@ static int match_handoffs(arrivals *a, const ll_rec_request *rq)
                 int64_t arr = rq->chunks[i].t_ns;
                 if (ll_vec_push(&a->fanout_ms, (double)(h->write_ns - h->step_end_ns) / 1e6) ||
                     ll_vec_push(&a->lag_ms, (double)(arr - h->write_ns) / 1e6))
+                    return LL_ENOMEM;
+                if (h->send_ns >= 0 && (ll_vec_push(&a->pass_ms, (double)(h->send_ns - h->write_ns) / 1e6) ||
+                                        ll_vec_push(&a->wire_ms, (double)(arr - h->send_ns) / 1e6)))
                     return LL_ENOMEM;
                 a->ho_matched++;
             }
@@ -506,6 +514,18 @@ static void bench_itl(int C, const char *spec, int max_tokens, int threads, cons
                    ll_quantile_sorted(a.fanout_ms.v, a.fanout_ms.n, 0.99),
                    strcmp(stamp, "user") == 0 ? ", the client's read" : "",
                    ll_quantile_sorted(a.lag_ms.v, a.lag_ms.n, 0.5), ll_quantile_sorted(a.lag_ms.v, a.lag_ms.n, 0.99));
+            if (a.wire_ms.n > 0) {
+                ll_sort_doubles(a.pass_ms.v, a.pass_ms.n);
+                ll_sort_doubles(a.wire_ms.v, a.wire_ms.n);
+                printf("        of which (%zu with the engine's send time): MHD's pass (handed -> its send() "
+                       "returned) p50 %.3f ms, p99 %.3f ms; client lag (send() returned -> arrival%s) "
+                       "p50 %+.4f ms, p99 %+.4f ms\n",
+                       a.wire_ms.n, ll_quantile_sorted(a.pass_ms.v, a.pass_ms.n, 0.5),
+                       ll_quantile_sorted(a.pass_ms.v, a.pass_ms.n, 0.99),
+                       strcmp(stamp, "user") == 0 ? ", the client's read" : ", the kernel's stamp",
+                       ll_quantile_sorted(a.wire_ms.v, a.wire_ms.n, 0.5),
+                       ll_quantile_sorted(a.wire_ms.v, a.wire_ms.n, 0.99));
+            }
         } else {
             printf("        split: no handoff record matched a request (engine without handoff_sample?)\n");
         }
@@ -533,6 +553,8 @@ out2:
     ll_vec_free(&a.ho);
     ll_vec_free(&a.fanout_ms);
     ll_vec_free(&a.lag_ms);
+    ll_vec_free(&a.pass_ms);
+    ll_vec_free(&a.wire_ms);
     ll_vec_free(&wk.late_us);
 out:
     if (run)

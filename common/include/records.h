@@ -185,8 +185,10 @@ typedef struct ll_rec_step {
 } ll_rec_step;
 
 /* A bundled engine with handoff_sample=K: for every K-th token of each
- * stream, when its step ended and when its bytes were handed to the HTTP
- * library (which writes them in the same loop turn). req is the request's
+ * stream, when its step ended, when its bytes were handed to the HTTP
+ * library (write_ns) and when the socket write that carried its last byte
+ * returned (send_ns; libmicrohttpd writes on its next pass over the
+ * connections, not in the turn it takes the bytes; -1 when not known). req is the request's
  * X-Request-Id as the client sent it (loadlaw sends "loadlaw-<run>-<id>", id
  * as in the request record), or "engine-<n>" when it sent none. Times on the
  * run clock. */
@@ -195,6 +197,7 @@ typedef struct ll_rec_handoff {
     const char *req;
     int tok;                  /* 0-based token index in the stream */
     int64_t step_end_ns, write_ns;
+    int64_t send_ns;          /* written when >= 0; read back -1 when absent */
 } ll_rec_handoff;
 
 typedef struct ll_rec_profile {

@@ -2,6 +2,7 @@
  * through the writer and back through the reader with exact values, the
  * writer's drain/close and write-error semantics, many producer threads
  * (no line lost, none interleaved), and hostile files for the reader. */
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -669,6 +670,58 @@ static void test_level_end_client(void)
           "no client: not recorded (-1, NaN)");
 }
 
+typedef struct hos {
+    ll_rec_handoff h[4];
+    char req[4][LL_REC_HANDOFF_REQ_MAX + 1];
+    int n;
+} hos;
+
+static int on_ho(const ll_rec_handoff *h, void *ctx)
+{
+    hos *s = ctx;
+    if (s->n < 4) {
+        s->h[s->n] = *h;
+        snprintf(s->req[s->n], sizeof s->req[s->n], "%s", h->req);
+        s->h[s->n].req = s->req[s->n];
+    }
+    s->n++;
+    return 0;
+}
+
+/* handoff: send_ns written when known, read back -1 when absent (an older
+ * engine's records, or a sample whose bytes never went out) */
+static void test_handoff_send(void)
+{
+    char path[300], err[256] = "", *text = NULL;
+    size_t len;
+    ll_rec_writer *w = NULL;
+    path_of(path, sizeof path, "handoff.jsonl");
+    CHECK(ll_rec_open(path, 0, &w, err, sizeof err) == 0, "open: %s", err);
+    if (!w)
+        return;
+    ll_rec_handoff a = {.req = "loadlaw-00ff-7", .tok = 8, .step_end_ns = 1000, .write_ns = 1500, .send_ns = 4200};
+    ll_rec_handoff b = {.req = "engine-3", .tok = 0, .step_end_ns = 2000, .write_ns = 2100, .send_ns = -1};
+    ll_rec_run run = {.ranks = 1, .threads = 1, .url = "http://127.0.0.1:1", .model = "m", .endpoint = "chat"};
+    CHECK(ll_rec_put_run(w, &run) == 0 && ll_rec_put_handoff(w, &a) == 0 && ll_rec_put_handoff(w, &b) == 0 &&
+              ll_rec_close(w) == 0,
+          "put two handoffs");
+    CHECK(ll_read_file(path, &text, &len, err, sizeof err) == 0, "read back: %s", err);
+    if (text) {
+        CHECK(strstr(text, "{\"type\":\"handoff\",\"req\":\"loadlaw-00ff-7\",\"tok\":8,\"step_end_ns\":1000,"
+                           "\"write_ns\":1500,\"send_ns\":4200}\n") != NULL,
+              "with send_ns: %s", text);
+        CHECK(strstr(text, "\"tok\":0,\"step_end_ns\":2000,\"write_ns\":2100}\n") != NULL,
+              "without send_ns: %s", text);
+        free(text);
+    }
+    hos s = {0};
+    ll_rec_handlers h = {.on_handoff = on_ho};
+    CHECK(ll_rec_read(path, &h, &s, NULL, err, sizeof err) == 0 && s.n == 2, "read %d handoffs: %s", s.n, err);
+    CHECK(s.h[0].send_ns == 4200 && s.h[0].write_ns == 1500 && strcmp(s.h[0].req, "loadlaw-00ff-7") == 0,
+          "send_ns read back: %" PRId64, s.h[0].send_ns);
+    CHECK(s.h[1].send_ns == -1 && s.h[1].tok == 0, "absent send_ns reads -1: %" PRId64, s.h[1].send_ns);
+}
+
 int main(void)
 {
     snprintf(g_dir, sizeof g_dir, "%s/ll_records_%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
@@ -680,6 +733,7 @@ int main(void)
     test_err_class_names();
     test_round_trip();
     test_level_end_client();
+    test_handoff_send();
     test_clock_and_lines();
     test_metric();
     test_drain_close();

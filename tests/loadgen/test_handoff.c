@@ -11,7 +11,13 @@
  *     below its token count, each once;
  *   - each handoff's step end is the end of a recorded step;
  *   - causality on one clock: step end <= write <= the token's arrival at
- *     the client (no bound on how long either took: the machine is shared). */
+ *     the client (no bound on how long either took: the machine is shared);
+ *   - every sample has the time its bytes' socket write returned (send_ns,
+ *     the engine's send()), not before it was handed to MHD; and since a
+ *     loopback packet is stamped by the receiving kernel inside the sender's
+ *     write, the token's arrival (that stamp) comes just before send_ns:
+ *     the median of send_ns - arrival is in [0, 1 ms], where a send_ns taken
+ *     at the wrong write would be off by a step (2-4 ms here) or negative. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +42,7 @@
 typedef struct ho {
     char req[LL_REC_HANDOFF_REQ_MAX + 1];
     int tok;
-    int64_t step_end_ns, write_ns;
+    int64_t step_end_ns, write_ns, send_ns;
 } ho;
 
 typedef struct rq {
@@ -63,6 +69,7 @@ static int on_handoff(const ll_rec_handoff *h, void *ctx)
         b->h[b->n_h].tok = h->tok;
         b->h[b->n_h].step_end_ns = h->step_end_ns;
         b->h[b->n_h].write_ns = h->write_ns;
+        b->h[b->n_h].send_ns = h->send_ns;
     }
     b->n_h++;
     return 0;
@@ -139,7 +146,9 @@ int main(void)
 
     /* one run tag for all: "loadlaw-" + 16 hex + "-" */
     char tag[32] = "";
-    int bad_name = 0, bad_step = 0, bad_order = 0, unmatched = 0;
+    int bad_name = 0, bad_step = 0, bad_order = 0, unmatched = 0, no_send = 0, send_before = 0;
+    double wire[MAX_HO];
+    int n_wire = 0;
     for (int i = 0; i < b.n_h && i < MAX_HO; i++) {
         const ho *x = &b.h[i];
         const char *dash = strrchr(x->req, '-');
@@ -169,6 +178,22 @@ int main(void)
                 fprintf(stderr, "%s tok %d: step end %" PRId64 ", write %" PRId64 ", arrival %" PRId64 "\n",
                         x->req, x->tok, x->step_end_ns, x->write_ns, q->arr[x->tok]);
         }
+        if (x->send_ns < 0) {
+            no_send++;
+            continue;
+        }
+        send_before += x->send_ns < x->write_ns;
+        wire[n_wire++] = (double)(x->send_ns - q->arr[x->tok]) / 1e6;
+    }
+    CHECK(no_send == 0, "%d handoff records without send_ns", no_send);
+    CHECK(send_before == 0, "%d handoffs sent before they were handed to MHD", send_before);
+    if (n_wire > 0) {
+        ll_sort_doubles(wire, (size_t)n_wire);
+        double med = wire[n_wire / 2];
+        CHECK(med >= 0 && med <= 1.0, "send_ns - arrival: median %.3f ms over %d samples (want [0, 1 ms])",
+              med, n_wire);
+        printf("send_ns - kernel arrival stamp: median %.4f ms, min %.4f, max %.4f (%d samples)\n", med,
+               wire[0], wire[n_wire - 1], n_wire);
     }
     CHECK(bad_name == 0, "%d handoff records without one loadlaw-<tag>-<id> name", bad_name);
     CHECK(unmatched == 0, "%d handoff records name no request record or a token not sampled",

@@ -16,6 +16,7 @@ typedef struct harness {
     int think, answer, chunks, events;
     char kinds[256]; /* one char per token-carrying chunk entry */
     long think_bytes, answer_bytes;
+    char errmsg[LG_DELTA_ERRMSG_BYTES]; /* run(): the delta's message, kept after it is freed */
 } harness;
 
 /* The same accumulation xfer.c does, minus timestamps. */
@@ -61,6 +62,8 @@ static void run(harness *h, const char *s, size_t step, size_t split, lg_dialect
     }
     lg_sse_finish(&h->sse);
     lg_sse_free(&h->sse);
+    snprintf(h->errmsg, sizeof h->errmsg, "%s", lg_delta_errmsg(&h->d));
+    lg_delta_free(&h->d); /* its counters stay readable */
 }
 
 typedef struct expect {
@@ -243,11 +246,11 @@ static void test_error_messages(void)
 {
     harness h;
     run(&h, case_stream("nested error event mid-stream"), 3, 0, LG_DIALECT_OPENAI);
-    CHECK(strcmp(lg_delta_errmsg(&h.d), "out of KV cache") == 0, "nested error message '%s'", lg_delta_errmsg(&h.d));
+    CHECK(strcmp(h.errmsg, "out of KV cache") == 0, "nested error message '%s'", h.errmsg);
     run(&h, case_stream("flat error event"), 7, 0, LG_DIALECT_OPENAI);
-    CHECK(strcmp(lg_delta_errmsg(&h.d), "engine died") == 0, "flat error message '%s'", lg_delta_errmsg(&h.d));
+    CHECK(strcmp(h.errmsg, "engine died") == 0, "flat error message '%s'", h.errmsg);
     run(&h, case_stream("SSE error event with a text body"), 5, 0, LG_DIALECT_OPENAI);
-    CHECK(strcmp(lg_delta_errmsg(&h.d), "upstream timed out") == 0, "event: error message '%s'", lg_delta_errmsg(&h.d));
+    CHECK(strcmp(h.errmsg, "upstream timed out") == 0, "event: error message '%s'", h.errmsg);
     char m[64];
     const char *b = "{\"error\":{\"message\":\"model not found\",\"code\":404}}";
     CHECK(lg_error_message(b, strlen(b), m, sizeof m) && strcmp(m, "model not found") == 0, "http body: %s", m);
@@ -384,12 +387,12 @@ static void test_dialect_errors(void)
 {
     harness h;
     run(&h, case_stream("responses: error event"), 1000, 0, LG_DIALECT_RESPONSES);
-    CHECK(strcmp(lg_delta_errmsg(&h.d), "overloaded") == 0, "responses error message '%s'", lg_delta_errmsg(&h.d));
+    CHECK(strcmp(h.errmsg, "overloaded") == 0, "responses error message '%s'", h.errmsg);
     run(&h, case_stream("responses: response.failed"), 1000, 0, LG_DIALECT_RESPONSES);
-    CHECK(strcmp(lg_delta_errmsg(&h.d), "engine died") == 0, "response.failed message '%s'", lg_delta_errmsg(&h.d));
+    CHECK(strcmp(h.errmsg, "engine died") == 0, "response.failed message '%s'", h.errmsg);
     run(&h, case_stream("generate: no meta counts, one token per event; error object"), 1000, 0,
         LG_DIALECT_GENERATE);
-    CHECK(strcmp(lg_delta_errmsg(&h.d), "aborted") == 0, "generate error message '%s'", lg_delta_errmsg(&h.d));
+    CHECK(strcmp(h.errmsg, "aborted") == 0, "generate error message '%s'", h.errmsg);
 }
 
 /* The hooks run.c and worker.c call: the request path and extra headers. */
