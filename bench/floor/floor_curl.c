@@ -19,10 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
-#include <time.h>
 
 #include <curl/curl.h>
+
+#include "floor_common.h"
 
 typedef struct fc_conn {
     CURL *easy;
@@ -38,68 +38,14 @@ typedef struct fc_loop {
     double timer_at; /* curl's timer (CLOCK_MONOTONIC s), -1 = none */
 } fc_loop;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double cpu_s(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-           (double)ru.ru_stime.tv_usec / 1e6;
-}
-
-/* The body loadgen's xfer.c builds for the chat endpoint with remote defaults (as floor_reader). */
-static char *build_body(const char *model, int tokens, int words)
-{
-    size_t cap = (size_t)words * 8 + 1024;
-    char *body = malloc(cap);
-    if (!body)
-        return NULL;
-    int n = snprintf(body, cap, "{\"model\":\"%s\",\"messages\":[{\"role\":\"user\",\"content\":\"", model);
-    for (int i = 0; i < words; i++)
-        n += snprintf(body + n, cap - (size_t)n, "%sword%d", i ? " " : "", i % 1000);
-    snprintf(body + n, cap - (size_t)n,
-             "\"}],\"max_tokens\":%d,\"stream_options\":{\"include_usage\":true,"
-             "\"continuous_usage_stats\":true},\"stream\":true}",
-             tokens);
-    return body;
-}
-
-/* The split, as floor_reader's: a frame ends at "\n\n". */
+/* The split, as floor_reader's. */
 static size_t on_data(char *buf, size_t size, size_t nmemb, void *ud)
 {
     fc_conn *x = ud;
     size_t r = size * nmemb;
     x->reads++;
     x->bytes += r;
-    if (r == 0)
-        return 0;
-    const char *p = buf, *end = buf + r;
-    if (x->last_nl && *p == '\n') {
-        x->frames++;
-        p++;
-    }
-    x->last_nl = 0;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        if (!nl)
-            break;
-        if (nl + 1 == end) {
-            x->last_nl = 1;
-            break;
-        }
-        if (nl[1] == '\n') {
-            x->frames++;
-            p = nl + 2;
-        } else {
-            p = nl + 1;
-        }
-    }
+    x->frames += floor_split(buf, r, &x->last_nl);
     return r;
 }
 
@@ -124,57 +70,24 @@ static int on_socket(CURL *e, curl_socket_t s, int what, void *userp, void *sock
 static int on_timer(CURLM *m, long timeout_ms, void *userp)
 {
     (void)m;
-    ((fc_loop *)userp)->timer_at = timeout_ms < 0 ? -1 : now_s() + (double)timeout_ms / 1e3;
+    ((fc_loop *)userp)->timer_at = timeout_ms < 0 ? -1 : floor_now_s() + (double)timeout_ms / 1e3;
     return 0;
 }
 
 int main(int argc, char **argv)
 {
-    const char *host = "127.0.0.1", *model = "loadlaw-synthetic";
-    int port = 0, conns = 256, tokens = 256, words = 190;
-    struct {
-        const char *name;
-        int *num;
-        const char **str;
-    } opt[] = {{"--port", &port, NULL},   {"--conns", &conns, NULL}, {"--tokens", &tokens, NULL},
-               {"--prompt-words", &words, NULL}, {"--host", NULL, &host}, {"--model", NULL, &model}};
-    for (int i = 1; i < argc; i += 2) {
-        size_t k = 0;
-        while (k < sizeof opt / sizeof opt[0] && strcmp(argv[i], opt[k].name) != 0)
-            k++;
-        if (k == sizeof opt / sizeof opt[0] || i + 1 >= argc) {
-            fprintf(stderr, "floor_curl: unknown option or missing value: %s\n", argv[i]);
-            return 2;
-        }
-        if (opt[k].str) {
-            *opt[k].str = argv[i + 1];
-            continue;
-        }
-        char *end;
-        errno = 0;
-        long v = strtol(argv[i + 1], &end, 10);
-        if (errno || *end || end == argv[i + 1] || v < 0 || v > 1000000000L) {
-            fprintf(stderr, "floor_curl: %s wants a whole number, not '%s'\n", argv[i], argv[i + 1]);
-            return 2;
-        }
-        *opt[k].num = (int)v;
-    }
-    if (port <= 0 || conns <= 0 || tokens <= 0) {
-        fprintf(stderr, "usage: floor_curl --port P [--host H] [--conns N] [--tokens T] [--model M]\n");
-        return 2;
-    }
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
+    floor_opts o;
+    int prc = floor_parse("floor_curl", argc, argv, &o);
+    if (prc)
+        return prc;
+    int conns = o.conns, tokens = o.tokens;
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         fprintf(stderr, "floor_curl: curl_global_init failed\n");
         return 1;
     }
     char url[300];
-    snprintf(url, sizeof url, "http://%s:%d/v1/chat/completions", host, port);
-    char *body = build_body(model, tokens, words);
+    snprintf(url, sizeof url, "http://%s:%d/v1/chat/completions", o.host, o.port);
+    char *body = floor_body(&o);
     fc_conn *c = calloc((size_t)conns, sizeof *c);
     fc_loop L = {.multi = curl_multi_init(), .ep = epoll_create1(0), .timer_at = -1};
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
@@ -190,7 +103,7 @@ int main(int argc, char **argv)
     curl_multi_setopt(L.multi, CURLMOPT_TIMERDATA, &L);
     curl_multi_setopt(L.multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, 0L);
     curl_multi_setopt(L.multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
-    double c0 = cpu_s(), t0 = now_s();
+    double c0 = floor_cpu_s(), t0 = floor_now_s();
     for (int i = 0; i < conns; i++) {
         CURL *e = c[i].easy = curl_easy_init();
         if (!e || curl_easy_setopt(e, CURLOPT_URL, url) || curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) ||
@@ -211,7 +124,7 @@ int main(int argc, char **argv)
     while (running > 0) {
         int wait_ms = 30000;
         if (L.timer_at >= 0) {
-            double left = (L.timer_at - now_s()) * 1e3;
+            double left = (L.timer_at - floor_now_s()) * 1e3;
             wait_ms = left <= 0 ? 0 : (int)left + 1;
         }
         int n = epoll_wait(L.ep, evs, 256, wait_ms);
@@ -221,7 +134,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "floor_curl: epoll_wait: %s\n", strerror(errno));
             return 1;
         }
-        int due = L.timer_at >= 0 && now_s() >= L.timer_at;
+        int due = L.timer_at >= 0 && floor_now_s() >= L.timer_at;
         if (n == 0 && !due) {
             fprintf(stderr, "floor_curl: no progress for 30 s with %d transfers running\n", running);
             errors += running;
@@ -244,7 +157,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "floor_curl: a transfer failed: %s\n", curl_easy_strerror(m->data.result));
             }
     }
-    double wall = now_s() - t0, cpu = cpu_s() - c0;
+    double wall = floor_now_s() - t0, cpu = floor_cpu_s() - c0;
     long frames = 0, reads = 0, short_streams = 0;
     unsigned long long bytes = 0;
     for (int i = 0; i < conns; i++) {
@@ -256,13 +169,7 @@ int main(int argc, char **argv)
         curl_multi_remove_handle(L.multi, c[i].easy);
         curl_easy_cleanup(c[i].easy);
     }
-    long tok_events = (long)conns * tokens;
-    printf("conns=%d tokens=%d frames=%ld frames_per_stream=%.2f token_events=%ld bytes=%llu "
-           "bytes_per_frame=%.1f reads=%ld frames_per_read=%.2f wall_s=%.4f cpu_s=%.4f "
-           "cpu_us_per_token_event=%.4f token_events_per_s=%.0f short_streams=%ld errors=%ld\n",
-           conns, tokens, frames, (double)frames / conns, tok_events, bytes, (double)bytes / (double)frames,
-           reads, (double)frames / (double)reads, wall, cpu, cpu / (double)tok_events * 1e6,
-           (double)tok_events / wall, short_streams, errors);
+    floor_report(&o, frames, bytes, reads, wall, cpu, short_streams, errors);
     curl_multi_cleanup(L.multi);
     curl_slist_free_all(h);
     curl_global_cleanup();

@@ -78,6 +78,40 @@ static void scan(conn *c, const char *buf, size_t n)
     c->tail[keep] = '\0';
 }
 
+/* Read the n connections until each has ended (or BOUND_S after t0), each
+ * read scanned; *first_s (may be NULL): seconds from t0 to the first byte. */
+static void drain(conn *c, struct pollfd *pf, int n_conn, int64_t t0, double *first_s)
+{
+    int64_t end = t0 + (int64_t)BOUND_S * 1000000000LL;
+    static char buf[65536];
+    int open = 0;
+    for (int i = 0; i < n_conn; i++)
+        open += !c[i].done;
+    while (open > 0 && ll_now_ns() < end) {
+        int np = 0;
+        for (int i = 0; i < n_conn; i++)
+            if (!c[i].done)
+                pf[np++] = (struct pollfd){.fd = c[i].fd, .events = POLLIN};
+        if (poll(pf, (nfds_t)np, 200) < 0 && errno != EINTR)
+            break;
+        for (int k = 0, i = 0; k < np; k++) {
+            while (c[i].done || c[i].fd != pf[k].fd)
+                i++;
+            if (!(pf[k].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            ssize_t n = read(c[i].fd, buf, sizeof buf);
+            if (n > 0) {
+                if (first_s && *first_s < 0)
+                    *first_s = (double)(ll_now_ns() - t0) / 1e9;
+                scan(&c[i], buf, (size_t)n);
+            } else if (n == 0 || errno != EAGAIN) {
+                c[i].done = 1;
+                open--;
+            }
+        }
+    }
+}
+
 /* The client side of one burst, in its own process (as a load generator
  * is): streams that ended with [DONE] and carried their tokens. */
 static int client(int port, int round)
@@ -111,30 +145,7 @@ static int client(int port, int round)
     for (int i = 0; i < N_CONN; i++)
         if (!c[i].done && write(c[i].fd, req, (size_t)rlen) != rlen)
             c[i].done = 1;
-    int64_t end = ll_now_ns() + (int64_t)BOUND_S * 1000000000LL;
-    char buf[65536];
-    int open = N_CONN;
-    while (open > 0 && ll_now_ns() < end) {
-        int np = 0;
-        for (int i = 0; i < N_CONN; i++)
-            if (!c[i].done)
-                pf[np++] = (struct pollfd){.fd = c[i].fd, .events = POLLIN};
-        if (poll(pf, (nfds_t)np, 200) < 0 && errno != EINTR)
-            break;
-        for (int k = 0, i = 0; k < np; k++) {
-            while (c[i].done || c[i].fd != pf[k].fd)
-                i++;
-            if (!(pf[k].revents & (POLLIN | POLLHUP | POLLERR)))
-                continue;
-            ssize_t n = read(c[i].fd, buf, sizeof buf);
-            if (n > 0) {
-                scan(&c[i], buf, (size_t)n);
-            } else if (n == 0 || errno != EAGAIN) {
-                c[i].done = 1;
-                open--;
-            }
-        }
-    }
+    drain(c, pf, N_CONN, ll_now_ns(), NULL);
     int ok = 0, tok_ok = 0;
     for (int i = 0; i < N_CONN; i++) {
         ok += c[i].got_done;
@@ -226,33 +237,8 @@ static int exact_client(int port, pid_t engine_pid, double *first_s)
     set_policy(engine_pid, SCHED_OTHER);
     if (idled < 2 || wrote != N_EXACT)
         return -1;
-    int64_t end = t0 + (int64_t)BOUND_S * 1000000000LL;
-    char buf[65536];
-    int open = N_EXACT;
     *first_s = -1;
-    while (open > 0 && ll_now_ns() < end) {
-        int np = 0;
-        for (int i = 0; i < N_EXACT; i++)
-            if (!c[i].done)
-                pf[np++] = (struct pollfd){.fd = c[i].fd, .events = POLLIN};
-        if (poll(pf, (nfds_t)np, 200) < 0 && errno != EINTR)
-            break;
-        for (int k = 0, i = 0; k < np; k++) {
-            while (c[i].done || c[i].fd != pf[k].fd)
-                i++;
-            if (!(pf[k].revents & (POLLIN | POLLHUP | POLLERR)))
-                continue;
-            ssize_t n = read(c[i].fd, buf, sizeof buf);
-            if (n > 0) {
-                if (*first_s < 0)
-                    *first_s = (double)(ll_now_ns() - t0) / 1e9;
-                scan(&c[i], buf, (size_t)n);
-            } else if (n == 0 || errno != EAGAIN) {
-                c[i].done = 1;
-                open--;
-            }
-        }
-    }
+    drain(c, pf, N_EXACT, t0, first_s);
     int ok = 0;
     for (int i = 0; i < N_EXACT; i++) {
         ok += c[i].got_done;
