@@ -1,6 +1,6 @@
 /* floor_common.h: what the two client floors (floor_reader.c, floor_curl.c) share, so they
  * send the same request, split the same way and print the same figures. Plain libc: the
- * floors must not share loadlaw's code, or its costs. Header-only (static functions): each
+ * floors must not share loadlaw's code, or its costs. Header-only (static inline functions): each
  * floor is one file and one executable. */
 #ifndef LOADLAW_FLOOR_COMMON_H
 #define LOADLAW_FLOOR_COMMON_H
@@ -18,7 +18,7 @@ typedef struct floor_opts {
     int port, conns, tokens, words;
 } floor_opts;
 
-static double floor_now_s(void)
+static inline double floor_now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -26,7 +26,7 @@ static double floor_now_s(void)
 }
 
 /* The process's CPU (user + system), seconds. */
-static double floor_cpu_s(void)
+static inline double floor_cpu_s(void)
 {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -36,7 +36,7 @@ static double floor_cpu_s(void)
 
 /* 0, or 2 after a message naming the program (an exit status). Also raises the soft
  * open-file limit to the hard one: C streams need C descriptors. */
-static int floor_parse(const char *prog, int argc, char **argv, floor_opts *o)
+static inline int floor_parse(const char *prog, int argc, char **argv, floor_opts *o)
 {
     *o = (floor_opts){.host = "127.0.0.1", .model = "loadlaw-synthetic", .conns = 256, .tokens = 256, .words = 190};
     /* Options as a table: each takes one value, numbers checked whole with strtol. */
@@ -81,7 +81,7 @@ static int floor_parse(const char *prog, int argc, char **argv, floor_opts *o)
 
 /* The body loadgen's xfer.c builds for the chat endpoint with remote defaults (continuous
  * usage on): malloc'd, NULL out of memory. */
-static char *floor_body(const floor_opts *o)
+static inline char *floor_body(const floor_opts *o)
 {
     size_t cap = (size_t)o->words * 8 + 1024;
     char *body = malloc(cap);
@@ -99,7 +99,7 @@ static char *floor_body(const floor_opts *o)
 
 /* The split: a frame ends at "\n\n"; memchr finds each '\n' at libc speed. *last_nl (was the
  * previous byte '\n') carries a frame cut across two reads, so it is counted once. */
-static long floor_split(const char *buf, size_t r, int *last_nl)
+static inline long floor_split(const char *buf, size_t r, int *last_nl)
 {
     long frames = 0;
     const char *p = buf, *end = buf + r;
@@ -129,7 +129,7 @@ static long floor_split(const char *buf, size_t r, int *last_nl)
 }
 
 /* The one line of key=value figures both floors print. */
-static void floor_report(const floor_opts *o, long frames, unsigned long long bytes, long reads, double wall,
+static inline void floor_report(const floor_opts *o, long frames, unsigned long long bytes, long reads, double wall,
                          double cpu, long short_streams, long errors)
 {
     long tok_events = (long)o->conns * o->tokens;

@@ -27,6 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "floor_common.h"
+
 typedef struct wc_ctx {
     int conns, frame_bytes;
     double seconds;
@@ -36,13 +38,6 @@ typedef struct wc_ctx {
     unsigned long long read_bytes;
     double cpu_w_s;
 } wc_ctx;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static double thread_cpu_s(void)
 {
@@ -63,9 +58,9 @@ static void *writer_main(void *p)
     frame[w->frame_bytes - 3] = '}';
     frame[w->frame_bytes - 2] = '\n';
     frame[w->frame_bytes - 1] = '\n';
-    double c0 = thread_cpu_s(), t_end = now_s() + w->seconds;
+    double c0 = thread_cpu_s(), t_end = floor_now_s() + w->seconds;
     long n = 0;
-    while (now_s() < t_end) {
+    while (floor_now_s() < t_end) {
         for (int i = 0; i < w->conns; i++) {
             if (write(w->wfd[i], frame, (size_t)w->frame_bytes) != w->frame_bytes) {
                 fprintf(stderr, "write_ceiling: write: %s\n", strerror(errno));
@@ -144,7 +139,7 @@ int main(int argc, char **argv)
     }
     char *buf = malloc(65536);
     pthread_t th;
-    double t0 = now_s();
+    double t0 = floor_now_s();
     if (!buf || pthread_create(&th, NULL, writer_main, &w) != 0) {
         fprintf(stderr, "write_ceiling: cannot start the writer\n");
         return 1;
@@ -169,7 +164,7 @@ int main(int argc, char **argv)
             }
         }
     }
-    double wall = now_s() - t0, cpu_r = thread_cpu_s() - c0;
+    double wall = floor_now_s() - t0, cpu_r = thread_cpu_s() - c0;
     pthread_join(th, NULL);
     long frames_read = (long)(w.read_bytes / (unsigned long long)w.frame_bytes);
     printf("conns=%d frame_bytes=%d frames_written=%ld frames_read=%ld wall_s=%.3f events_per_s=%.0f "
