@@ -11,13 +11,17 @@
  *     below its token count, each once;
  *   - each handoff's step end is the end of a recorded step;
  *   - causality on one clock: step end <= write <= the token's arrival at
- *     the client (no bound on how long either took: the machine is shared);
+ *     the client (no bound on how long either took: the machine is shared),
+ *     the arrival within CLOCK_SLACK_NS: it is the kernel's realtime stamp
+ *     put on the run's monotonic clock by an offset read between two
+ *     monotonic readings up to 20 us apart (loadgen/rxstamp.c), and the
+ *     engine hands a token to MHD microseconds before it is written;
  *   - every sample has the time its bytes' socket write returned (send_ns,
  *     the engine's send()), not before it was handed to MHD; and since a
  *     loopback packet is stamped by the receiving kernel inside the sender's
  *     write, the token's arrival (that stamp) comes just before send_ns:
- *     the median of send_ns - arrival is in [0, 1 ms], where a send_ns taken
- *     at the wrong write would be off by a step (2-4 ms here) or negative. */
+ *     the median of send_ns - arrival is in [-CLOCK_SLACK, 1 ms], where a
+ *     send_ns taken at a later write would be off by a step (2-4 ms here). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +42,7 @@
 #define SAMPLE 3
 #define MAX_HO 256
 #define MAX_STEPS 4096
+#define CLOCK_SLACK_NS 50000
 
 typedef struct ho {
     char req[LL_REC_HANDOFF_REQ_MAX + 1];
@@ -173,7 +178,7 @@ int main(void)
             unmatched++;
             continue;
         }
-        if (!(x->step_end_ns <= x->write_ns && x->write_ns <= q->arr[x->tok])) {
+        if (!(x->step_end_ns <= x->write_ns && x->write_ns <= q->arr[x->tok] + CLOCK_SLACK_NS)) {
             if (bad_order++ == 0)
                 fprintf(stderr, "%s tok %d: step end %" PRId64 ", write %" PRId64 ", arrival %" PRId64 "\n",
                         x->req, x->tok, x->step_end_ns, x->write_ns, q->arr[x->tok]);
@@ -190,8 +195,9 @@ int main(void)
     if (n_wire > 0) {
         ll_sort_doubles(wire, (size_t)n_wire);
         double med = wire[n_wire / 2];
-        CHECK(med >= 0 && med <= 1.0, "send_ns - arrival: median %.3f ms over %d samples (want [0, 1 ms])",
-              med, n_wire);
+        CHECK(med >= -CLOCK_SLACK_NS / 1e6 && med <= 1.0,
+              "send_ns - arrival: median %.3f ms over %d samples (want [-%.3f, 1 ms])", med, n_wire,
+              CLOCK_SLACK_NS / 1e6);
         printf("send_ns - kernel arrival stamp: median %.4f ms, min %.4f, max %.4f (%d samples)\n", med,
                wire[0], wire[n_wire - 1], n_wire);
     }
@@ -199,7 +205,8 @@ int main(void)
     CHECK(unmatched == 0, "%d handoff records name no request record or a token not sampled",
           unmatched);
     CHECK(bad_step == 0, "%d handoff records whose step end is no recorded step's end", bad_step);
-    CHECK(bad_order == 0, "%d handoffs out of order (step end <= write <= arrival)", bad_order);
+    CHECK(bad_order == 0, "%d handoffs out of order (step end <= write <= arrival + %d us)", bad_order,
+          CLOCK_SLACK_NS / 1000);
     /* each request: its sampled tokens, each once */
     int dup_or_missing = 0;
     for (int k = 0; k < b.n_r && k < N_REQ; k++) {
