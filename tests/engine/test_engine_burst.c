@@ -235,8 +235,10 @@ static int exact_client(int port, pid_t engine_pid, double *first_s)
     for (int i = 0; i < N_EXACT; i++)
         wrote += write(c[i].fd, req, (size_t)rlen) == rlen;
     set_policy(engine_pid, SCHED_OTHER);
-    if (idled < 2 || wrote != N_EXACT)
+    if (wrote != N_EXACT)
         return -1;
+    if (idled < 2)
+        return -2; /* the policy could not be lowered (a seccomp filter): no exact batch */
     *first_s = -1;
     drain(c, pf, N_EXACT, t0, first_s);
     int ok = 0;
@@ -280,9 +282,15 @@ static void exact_batch(void)
     eng_stop(e);
     if (pinned)
         sched_setaffinity(0, sizeof was, &was);
+    if (res.ok == -2) {
+        printf("exact batch of %d: not run: sched_setscheduler(SCHED_IDLE) refused here, so the requests "
+               "could not be made to arrive together (the random bursts below still run)\n", N_EXACT);
+        return;
+    }
     CHECK(res.ok == N_EXACT, "exactly %d requests arriving at once on idle connections: %d finished within %d s "
           "(first byte after %.3f s)", N_EXACT, res.ok, BOUND_S, res.first_s);
-    printf("exact batch of %d: all served, first byte after %.3f s\n", N_EXACT, res.first_s);
+    if (res.ok == N_EXACT)
+        printf("exact batch of %d: all served, first byte after %.3f s\n", N_EXACT, res.first_s);
 }
 
 int main(void)
