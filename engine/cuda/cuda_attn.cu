@@ -60,6 +60,9 @@
 #include <stdint.h>
 
 #include "cuda_attn.h"
+#ifdef CUEMU
+#include "cuemu.h"
+#endif
 
 #define DQK CUDA_ATTN_DQK
 #define DV CUDA_ATTN_DV
@@ -105,6 +108,13 @@ __device__ __forceinline__ float2 e4m3x2_to_f2(uint16_t w)
     return __half22float2(h);
 }
 
+#ifdef CUEMU
+/* Compiled as host C++ for the CPU emulation (tests/cuda/emu/cuemu.h): the
+ * helpers below, __syncthreads, shuffles and votes come from the emulator. */
+#define LAUNCH(k, grid, block, smem, stream) CUEMU_LAUNCH(k, grid, block, smem, stream)
+#else
+#define LAUNCH(k, grid, block, smem, stream) k<<<grid, block, smem, stream>>>
+
 __device__ __forceinline__ void mma_bf16(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
 {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
@@ -138,6 +148,13 @@ __device__ __forceinline__ void cp_async_wait(void)
 {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
+/* the block's dynamic shared memory (the launch's third argument) */
+__device__ __forceinline__ uint8_t *dyn_smem(void)
+{
+    extern __shared__ __align__(16) uint8_t smem_[];
+    return smem_;
+}
+#endif /* CUEMU */
 
 /* idx entry -> row, or -1 when invalid (negative, past kv_rows, past kend). */
 __device__ __forceinline__ int64_t entry_row(const int32_t *idx_seq, int j, int kend, int64_t kv_rows)
@@ -325,7 +342,7 @@ mla_decode_tiled_kernel(const float *__restrict__ q, const uint8_t *__restrict__
 {
     constexpr int NT = HG * 128;
     using L = tiled_smem<LAYOUT, HG>;
-    extern __shared__ __align__(16) uint8_t smem[];
+    uint8_t *const smem = dyn_smem();
     float *sx = reinterpret_cast<float *>(smem + L::SX_OFF);
     int *svalid = reinterpret_cast<int *>(smem + L::VALID_OFF);
 
@@ -593,14 +610,14 @@ static cudaError_t launch_tiled(const cuda_attn_args *a, const cuda_attn_plan *p
         ws_out = (float *)((uint8_t *)a->ws + ((rows * 4 + 255) & ~(size_t)255));
     }
     dim3 grid((unsigned)p->head_groups, (unsigned)p->splits, (unsigned)a->n_seq);
-    kern<<<grid, p->threads, p->smem_bytes, st>>>(a->q, a->kv, a->kv_rows, a->idx, a->n_seq, a->heads, a->topk,
+    LAUNCH(kern, grid, p->threads, p->smem_bytes, st)(a->q, a->kv, a->kv_rows, a->idx, a->n_seq, a->heads, a->topk,
                                                   p->tiles, p->tiles_per_split, scale_log2, a->out, a->lse,
                                                   ws_lse, ws_out);
     if ((e = cudaGetLastError()) != cudaSuccess)
         return e;
     if (p->splits > 1) {
         int rows = a->n_seq * a->heads;
-        mla_decode_combine_kernel<<<rows, 128, 0, st>>>(ws_lse, ws_out, p->splits, rows, a->out, a->lse);
+        LAUNCH(mla_decode_combine_kernel, rows, 128, 0, st)(ws_lse, ws_out, p->splits, rows, a->out, a->lse);
         if ((e = cudaGetLastError()) != cudaSuccess)
             return e;
     }
@@ -628,10 +645,10 @@ extern "C" int cuda_attn_decode(cuda_attn_kind kind, const cuda_attn_args *a, in
     if (kind == CUDA_ATTN_NAIVE) {
         dim3 grid((unsigned)a->heads, (unsigned)a->n_seq);
         if (a->layout == CUDA_KV_BF16)
-            mla_decode_naive_kernel<CUDA_KV_BF16><<<grid, NAIVE_THREADS, 0, st>>>(
+            LAUNCH(mla_decode_naive_kernel<CUDA_KV_BF16>, grid, NAIVE_THREADS, 0, st)(
                 a->q, a->kv, a->kv_rows, a->idx, a->heads, a->topk, scale_log2, a->out, a->lse);
         else
-            mla_decode_naive_kernel<CUDA_KV_FP8_V32><<<grid, NAIVE_THREADS, 0, st>>>(
+            LAUNCH(mla_decode_naive_kernel<CUDA_KV_FP8_V32>, grid, NAIVE_THREADS, 0, st)(
                 a->q, a->kv, a->kv_rows, a->idx, a->heads, a->topk, scale_log2, a->out, a->lse);
         return (int)cudaGetLastError();
     }

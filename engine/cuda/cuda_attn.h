@@ -56,14 +56,19 @@ extern "C" {
 #define CUDA_ATTN_DQK 576
 #define CUDA_ATTN_DV 512
 
+/* The _MAX_ members make every int a value of the enum in C++ (where the
+ * .cu host code reads them): a caller's bad value is then an error the
+ * functions report, not undefined behaviour (UBSan checked it in cuemu). */
 typedef enum cuda_kv_layout {
     CUDA_KV_BF16 = 0,
     CUDA_KV_FP8_V32 = 1,
+    CUDA_KV_LAYOUT_MAX_ = 0x7fffffff,
 } cuda_kv_layout;
 
 typedef enum cuda_attn_kind {
     CUDA_ATTN_NAIVE = 0,
     CUDA_ATTN_TILED = 1,
+    CUDA_ATTN_KIND_MAX_ = 0x7fffffff,
 } cuda_attn_kind;
 
 /* Bytes of one pool row in a layout (1152 or 656); 0 for an unknown layout. */

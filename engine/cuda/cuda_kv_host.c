@@ -27,6 +27,7 @@ size_t cuda_kv_row_bytes(cuda_kv_layout layout)
     switch (layout) {
     case CUDA_KV_BF16: return CUDA_ATTN_DQK * 2;
     case CUDA_KV_FP8_V32: return FP8_ROW_BYTES;
+    case CUDA_KV_LAYOUT_MAX_: break;
     }
     return 0;
 }
@@ -36,6 +37,7 @@ const char *cuda_kv_layout_name(cuda_kv_layout layout)
     switch (layout) {
     case CUDA_KV_BF16: return "bf16";
     case CUDA_KV_FP8_V32: return "fp8";
+    case CUDA_KV_LAYOUT_MAX_: break;
     }
     return NULL;
 }

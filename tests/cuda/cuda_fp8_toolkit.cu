@@ -4,7 +4,7 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
-#include "cuda_attn_emu.h"
+#include "cuda_fp8_toolkit.h"
 
 extern "C" float cuda_fp8_toolkit_e4m3_to_f32(uint8_t code)
 {

@@ -3,7 +3,9 @@
  * shapes, both KV layouts, ragged -1 entries (see cuda_attn_check.h for the
  * tolerances). Outputs are poisoned with NaN before every launch, so an
  * element a kernel forgot to write fails. Without a device: "SKIP: <reason>"
- * and exit 77 (ctest SKIP_RETURN_CODE). Plain C on the CUDA runtime API.
+ * and exit 77 (ctest SKIP_RETURN_CODE). Plain C on the CUDA runtime API, so
+ * the same test also links against cuemu (tests/cuda/emu), which runs the
+ * kernels' source on the CPU: `--emu` picks the cases sized for it.
  *
  * The tiled kernel accepts every H >= 1 (heads padded up to 16 or 32 per
  * block; padded rows are computed on zero queries and never written). */
@@ -71,40 +73,36 @@ done:
     free(lse);
 }
 
-static void one_case(const cac_case *c)
+/* Upload d and check naive, tiled without split-k (sm_count 1) and, where
+ * the plan for split_sm SMs splits, tiled with split-k. The sm_count only
+ * plans the grid, so a case plans the same on every device. */
+static void run_data(cac_data *d, const char *label, int split_sm)
 {
-    cac_data d;
-    if (cac_make(c, &d) != 0 || cac_reference(&d, NULL, 0) != 0) {
-        CHECK(0, "inputs/reference (out of memory)");
-        return;
-    }
+    const cac_case *c = &d->c;
     dev_case g = {0};
     size_t rows = (size_t)c->n_seq * c->heads;
     CK(cudaMalloc((void **)&g.q, (rows ? rows : 1) * CUDA_ATTN_DQK * sizeof(float)));
     CK(cudaMalloc((void **)&g.out, (rows ? rows : 1) * CUDA_ATTN_DV * sizeof(float)));
     CK(cudaMalloc((void **)&g.lse, (rows ? rows : 1) * sizeof(float)));
-    CK(cudaMalloc((void **)&g.kv, (size_t)d.kv_rows * d.row_bytes));
+    CK(cudaMalloc((void **)&g.kv, (size_t)d->kv_rows * d->row_bytes));
     CK(cudaMalloc((void **)&g.idx, ((size_t)c->n_seq * c->topk + 1) * sizeof(int32_t)));
-    g.ws_bytes = cuda_attn_ws_bytes(CUDA_ATTN_TILED, c->n_seq, c->heads, c->topk, g_sm);
+    g.ws_bytes = cuda_attn_ws_bytes(CUDA_ATTN_TILED, c->n_seq, c->heads, c->topk, split_sm);
     if (g.ws_bytes)
         CK(cudaMalloc(&g.ws, g.ws_bytes));
-    CK(cudaMemcpy(g.q, d.q, rows * CUDA_ATTN_DQK * sizeof(float), cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(g.kv, d.kv, (size_t)d.kv_rows * d.row_bytes, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(g.idx, d.idx, (size_t)c->n_seq * c->topk * sizeof(int32_t), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(g.q, d->q, rows * CUDA_ATTN_DQK * sizeof(float), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(g.kv, d->kv, (size_t)d->kv_rows * d->row_bytes, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(g.idx, d->idx, (size_t)c->n_seq * c->topk * sizeof(int32_t), cudaMemcpyHostToDevice));
 
     cuda_attn_plan p;
-    cuda_attn_tiled_plan(c->n_seq, c->heads, c->topk, g_sm, c->layout, &p);
-    char base[160], what[200];
-    snprintf(base, sizeof base, "N=%d H=%d k=%d %s%s%s%s", c->n_seq, c->heads, c->topk,
-             cuda_kv_layout_name(c->layout), c->ragged ? " ragged" : "", c->all_invalid ? " all-invalid" : "",
-             c->q_fp32 ? " q-fp32" : "");
-    snprintf(what, sizeof what, "naive %s", base);
-    run_check(what, &d, &g, CUDA_ATTN_NAIVE, g_sm);
-    snprintf(what, sizeof what, "tiled %s", base);
-    run_check(what, &d, &g, CUDA_ATTN_TILED, 1);
+    cuda_attn_tiled_plan(c->n_seq, c->heads, c->topk, split_sm, c->layout, &p);
+    char what[240];
+    snprintf(what, sizeof what, "naive %s", label);
+    run_check(what, d, &g, CUDA_ATTN_NAIVE, split_sm);
+    snprintf(what, sizeof what, "tiled %s", label);
+    run_check(what, d, &g, CUDA_ATTN_TILED, 1);
     if (p.splits > 1) {
-        snprintf(what, sizeof what, "tiled split%d %s", p.splits, base);
-        run_check(what, &d, &g, CUDA_ATTN_TILED, g_sm);
+        snprintf(what, sizeof what, "tiled split%d %s", p.splits, label);
+        run_check(what, d, &g, CUDA_ATTN_TILED, split_sm);
     }
     cudaFree(g.q);
     cudaFree(g.out);
@@ -112,7 +110,61 @@ static void one_case(const cac_case *c)
     cudaFree(g.kv);
     cudaFree(g.idx);
     cudaFree(g.ws);
+}
+
+static void one_case(const cac_case *c)
+{
+    cac_data d;
+    if (cac_make(c, &d) != 0 || cac_reference(&d, NULL, 0) != 0) {
+        CHECK(0, "inputs/reference (out of memory)");
+        return;
+    }
+    char base[160];
+    snprintf(base, sizeof base, "N=%d H=%d k=%d %s%s%s%s", c->n_seq, c->heads, c->topk,
+             cuda_kv_layout_name(c->layout), c->ragged ? " ragged" : "", c->all_invalid ? " all-invalid" : "",
+             c->q_fp32 ? " q-fp32" : c->q_amp > 0 ? " sharp" : "");
+    run_data(&d, base, g_sm);
     cac_free(&d);
+}
+
+/* Hand-made holes, which random ragged inputs almost never produce: whole
+ * invalid tiles after valid ones and at the start of a split, a split with
+ * no valid row (its partial lse is -inf in the combine), a sequence valid
+ * only in its last, partial tile, entries >= kv_rows and INT32_MAX; H = 20
+ * (32-head blocks, 12 padded heads), both layouts. Planned for 132 SMs on
+ * any device: 4 splits of 5 tiles. */
+static void test_holes(void)
+{
+    for (int l = 0; l < 2; l++) {
+        cac_case c = {.n_seq = 3, .heads = 20, .topk = 300, .layout = (cuda_kv_layout)l, .seed = 900 + l};
+        cac_data d;
+        if (cac_make(&c, &d) != 0) {
+            CHECK(0, "cac_make");
+            return;
+        }
+        int32_t *i0 = d.idx, *i1 = d.idx + c.topk, *i2 = d.idx + 2 * c.topk;
+        for (int j = 16; j < 48; j++) /* seq 0: tiles 1, 2 (after valid tile 0) */
+            i0[j] = -1;
+        for (int j = 160; j < 176; j++) /* seq 0: tile 10, the first of split 2 */
+            i0[j] = j & 1 ? (int32_t)d.kv_rows : INT32_MAX;
+        for (int j = 80; j < 160; j++) /* seq 1: all of split 1 (tiles 5..9) */
+            i1[j] = -1;
+        for (int j = 0; j < 288; j++) /* seq 2: only the last, partial tile (288..299) */
+            i2[j] = -1;
+        i2[295] = -1;
+        cuda_attn_plan p;
+        cuda_attn_tiled_plan(c.n_seq, c.heads, c.topk, 132, c.layout, &p);
+        CHECK(p.splits == 4 && p.tiles_per_split == 5, "holes plan: splits %d tiles/split %d", p.splits,
+              p.tiles_per_split);
+        if (cac_reference(&d, NULL, 0) != 0) {
+            CHECK(0, "reference");
+        } else {
+            char base[80];
+            snprintf(base, sizeof base, "holes N=3 H=20 k=300 %s", cuda_kv_layout_name(c.layout));
+            run_data(&d, base, 132);
+        }
+        cac_free(&d);
+    }
 }
 
 static void test_bad_args(void)
@@ -144,10 +196,12 @@ static void test_bad_args(void)
 int main(int argc, char **argv)
 {
     /* --quick: three small cases (split and not, both layouts, ragged), for
-     * compute-sanitizer --tool memcheck|racecheck|synccheck|initcheck */
-    int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
-    if (argc > 1 && !quick) {
-        fprintf(stderr, "usage: test_cuda_attn [--quick]\n");
+     * compute-sanitizer --tool memcheck|racecheck|synccheck|initcheck;
+     * --emu: the cases sized for the CPU emulation (tests/cuda/emu), which
+     * runs the kernels ~10^5 times slower than a GPU */
+    int quick = argc > 1 && strcmp(argv[1], "--quick") == 0, emu = argc > 1 && strcmp(argv[1], "--emu") == 0;
+    if (argc > 2 || (argc > 1 && !quick && !emu)) {
+        fprintf(stderr, "usage: test_cuda_attn [--quick | --emu]\n");
         return 2;
     }
     int ndev = 0;
@@ -171,17 +225,26 @@ int main(int argc, char **argv)
         {7, 1, 2048, 1, 0, 0, 0},    {64, 128, 17, 1, 0, 0, 0},  {3, 48, 100, 1, 0, 0, 0},
         {130, 64, 64, 0, 0, 0, 0},   {1, 16, 1, 1, 0, 0, 0},    {3, 64, 64, 0, 1, 0, 0},
         {4, 64, 2048, 1, 0, 1, 0},   {2, 64, 2048, 0, 0, 0, 30}, {16, 17, 1000, 1, 0, 0, 0},
+        {2, 64, 300, 1, 0, 1, 0},    {2, 32, 600, 0, 0, 0, 30},
     };
-    /* (2,16,17): 16-head blocks; (64,64,100): 32-head blocks; (16,17,1000): split-k; all ragged */
+    /* (2,16,17): 16-head blocks; (64,64,100): 32-head blocks; (16,17,1000): split-k; all ragged;
+     * the last two: fp32 and sharp q at a top-k the emulation can afford */
     static const size_t quick_cases[] = {1, 5, 17};
-    size_t ncase = quick ? sizeof quick_cases / sizeof *quick_cases : sizeof cs / sizeof *cs;
+    /* emu: every block size, split-k, padded heads, all-invalid, fp32 and sharp q, both layouts */
+    static const size_t emu_cases[] = {0, 1, 2, 11, 13, 14, 17, 18, 19};
+    const size_t *pick = quick ? quick_cases : emu ? emu_cases : NULL;
+    size_t ncase = quick ? sizeof quick_cases / sizeof *quick_cases
+                   : emu ? sizeof emu_cases / sizeof *emu_cases
+                         : sizeof cs / sizeof *cs;
     for (size_t ci = 0; ci < ncase; ci++)
         for (int l = 0; l < 2; l++) {
-            size_t i = quick ? quick_cases[ci] : ci;
+            size_t i = pick ? pick[ci] : ci;
             cac_case c = {.n_seq = cs[i].N, .heads = cs[i].H, .topk = cs[i].K, .layout = (cuda_kv_layout)l,
                           .ragged = cs[i].ragged, .all_invalid = cs[i].all_invalid, .q_fp32 = cs[i].q_fp32,
                           .q_amp = cs[i].q_amp, .seed = 1 + 2 * i + (uint64_t)l};
             one_case(&c);
         }
+    if (!quick)
+        test_holes();
     TEST_MAIN_END();
 }

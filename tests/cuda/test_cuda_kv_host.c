@@ -9,7 +9,7 @@
 
 #include "cuda_attn.h"
 #include "cuda_attn_check.h"
-#include "cuda_attn_emu.h"
+#include "cuda_fp8_toolkit.h"
 #include "cpu_kernels.h"
 #include "testutil.h"
 
@@ -320,111 +320,6 @@ done:
     cac_free(&d);
 }
 
-/* The tiled kernel emulated lane by lane (cuda_attn_emu.c) against the
- * reference: split and no split, both layouts, padded heads, ragged -1. */
-static void test_tiled_emulation(void)
-{
-    static const struct { int N, H, K, sm, ragged, all_invalid, q_fp32; cuda_kv_layout l; } cs[] = {
-        {2, 64, 2048, 132, 1, 0, 0, CUDA_KV_BF16},   {2, 64, 2048, 132, 1, 0, 0, CUDA_KV_FP8_V32},
-        {3, 17, 100, 1, 1, 0, 0, CUDA_KV_FP8_V32},   {1, 48, 64, 132, 0, 0, 0, CUDA_KV_BF16},
-        {5, 16, 257, 188, 1, 0, 0, CUDA_KV_BF16},    {2, 64, 64, 132, 0, 1, 0, CUDA_KV_FP8_V32},
-        {1, 1, 1, 132, 0, 0, 0, CUDA_KV_BF16},       {4, 32, 300, 132, 1, 0, 1, CUDA_KV_BF16},
-        {2, 64, 2048, 132, 0, 0, 2, CUDA_KV_FP8_V32}, /* q_fp32 = 2: bf16 q x 30, a sharp softmax */
-    };
-    for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
-        cac_case c = {.n_seq = cs[i].N, .heads = cs[i].H, .topk = cs[i].K, .layout = cs[i].l,
-                      .ragged = cs[i].ragged, .all_invalid = cs[i].all_invalid, .q_fp32 = cs[i].q_fp32 == 1,
-                      .q_amp = cs[i].q_fp32 == 2 ? 30.0f : 0.0f, .seed = 500 + i};
-        cac_data d;
-        if (cac_make(&c, &d) != 0 || cac_reference(&d, NULL, 0) != 0) {
-            CHECK(0, "inputs");
-            return;
-        }
-        size_t rows = (size_t)c.n_seq * c.heads;
-        float *out = malloc(rows * CUDA_ATTN_DV * sizeof(float)), *lse = malloc(rows * sizeof(float));
-        if (out && lse) {
-            for (size_t k = 0; k < rows * CUDA_ATTN_DV; k++)
-                out[k] = NAN; /* poison: every element must be written */
-            for (size_t k = 0; k < rows; k++)
-                lse[k] = NAN;
-            cuda_attn_args a = {.n_seq = c.n_seq, .heads = c.heads, .topk = c.topk, .scale = d.scale,
-                                .layout = c.layout, .q = d.q, .kv = d.kv, .kv_rows = d.kv_rows, .idx = d.idx,
-                                .out = out, .lse = lse};
-            cuda_attn_plan p;
-            cuda_attn_tiled_plan(c.n_seq, c.heads, c.topk, cs[i].sm, c.layout, &p);
-            CHECK(cuda_attn_tiled_emulate(&a, cs[i].sm) == 0, "emulate");
-            char msg[512];
-            long bad = cac_compare(&d, out, lse, NULL, 0, msg, sizeof msg);
-            CHECK(bad == 0, "tiled emulation N=%d H=%d k=%d %s splits %d: %ld bad: %s", c.n_seq, c.heads, c.topk,
-                  cuda_kv_layout_name(c.layout), p.splits, bad, msg);
-            if (bad == 0)
-                printf("  ok  tiled emulation N=%d H=%d k=%d %s splits %d: %s\n", c.n_seq, c.heads, c.topk,
-                       cuda_kv_layout_name(c.layout), p.splits, msg);
-        } else {
-            CHECK(0, "malloc");
-        }
-        free(out);
-        free(lse);
-        cac_free(&d);
-    }
-}
-
-/* The tiled emulation on hand-made holes (what random ragged inputs almost
- * never produce): whole invalid tiles after valid ones and at the start of a
- * split, a split with no valid row (partial lse = -inf into the combine), a
- * sequence valid only in its last, partial tile, entries >= kv_rows and
- * INT32_MAX; H = 20 (32-head blocks, 12 padded heads), both layouts. */
-static void test_tiled_emulation_holes(void)
-{
-    for (int l = 0; l < 2; l++)
-        for (int sm = 1; sm <= 132; sm += 131) { /* sm 1: no split; 132: 4 splits of 5 tiles */
-            cac_case c = {.n_seq = 3, .heads = 20, .topk = 300, .layout = (cuda_kv_layout)l, .seed = 900 + l};
-            cac_data d;
-            if (cac_make(&c, &d) != 0) {
-                CHECK(0, "cac_make");
-                return;
-            }
-            int32_t *i0 = d.idx, *i1 = d.idx + c.topk, *i2 = d.idx + 2 * c.topk;
-            for (int j = 16; j < 48; j++) /* seq 0: tiles 1, 2 (after valid tile 0) */
-                i0[j] = -1;
-            for (int j = 160; j < 176; j++) /* seq 0: tile 10, the first of split 2 */
-                i0[j] = j & 1 ? (int32_t)d.kv_rows : INT32_MAX;
-            for (int j = 80; j < 160; j++) /* seq 1: all of split 1 (tiles 5..9) */
-                i1[j] = -1;
-            for (int j = 0; j < 288; j++) /* seq 2: only the last, partial tile (288..299) */
-                i2[j] = -1;
-            i2[295] = -1;
-            cuda_attn_plan p;
-            cuda_attn_tiled_plan(c.n_seq, c.heads, c.topk, sm, c.layout, &p);
-            CHECK(sm == 1 ? p.splits == 1 : (p.splits == 4 && p.tiles_per_split == 5), "holes plan: splits %d tps %d",
-                  p.splits, p.tiles_per_split);
-            size_t rows = (size_t)c.n_seq * c.heads;
-            float *out = malloc(rows * CUDA_ATTN_DV * sizeof(float)), *lse = malloc(rows * sizeof(float));
-            if (cac_reference(&d, NULL, 0) != 0 || !out || !lse) {
-                CHECK(0, "reference/malloc");
-            } else {
-                for (size_t k = 0; k < rows * CUDA_ATTN_DV; k++)
-                    out[k] = NAN;
-                for (size_t k = 0; k < rows; k++)
-                    lse[k] = NAN;
-                cuda_attn_args a = {.n_seq = c.n_seq, .heads = c.heads, .topk = c.topk, .scale = d.scale,
-                                    .layout = c.layout, .q = d.q, .kv = d.kv, .kv_rows = d.kv_rows, .idx = d.idx,
-                                    .out = out, .lse = lse};
-                CHECK(cuda_attn_tiled_emulate(&a, sm) == 0, "emulate");
-                char msg[512];
-                long bad = cac_compare(&d, out, lse, NULL, 0, msg, sizeof msg);
-                CHECK(bad == 0, "tiled emulation holes %s splits %d: %ld bad: %s", cuda_kv_layout_name(c.layout),
-                      p.splits, bad, msg);
-                if (bad == 0)
-                    printf("  ok  tiled emulation holes N=3 H=20 k=300 %s splits %d: %s\n",
-                           cuda_kv_layout_name(c.layout), p.splits, msg);
-            }
-            free(out);
-            free(lse);
-            cac_free(&d);
-        }
-}
-
 int main(void)
 {
     test_layouts();
@@ -433,7 +328,5 @@ int main(void)
     test_plan();
     test_combine_emulation();
     test_compare_rejects();
-    test_tiled_emulation();
-    test_tiled_emulation_holes();
     TEST_MAIN_END();
 }

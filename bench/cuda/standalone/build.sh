@@ -22,7 +22,7 @@ ref=("$root/engine/cuda/cuda_kv_host.c" "$root/tests/cuda/cuda_attn_check.c" "$r
 
 # the kernels once (ptxas report kept), then each program links the object
 "$nvcc" "${common[@]}" -Xptxas -v -c "$root/engine/cuda/cuda_attn.cu" -o "$out/cuda_attn.o" 2>"$out/ptxas.log"
-"$nvcc" "${common[@]}" "$root/tests/cuda/test_cuda_kv_host.c" "$root/tests/cuda/cuda_attn_emu.c" \
+"$nvcc" "${common[@]}" "$root/tests/cuda/test_cuda_kv_host.c" \
     "$root/tests/cuda/cuda_fp8_toolkit.cu" "${ref[@]}" "$out/cuda_attn.o" -o "$out/test_cuda_kv_host"
 "$nvcc" "${common[@]}" "$root/tests/cuda/test_cuda_attn.c" "${ref[@]}" "$out/cuda_attn.o" -o "$out/test_cuda_attn"
 "$nvcc" "${common[@]}" "$root/bench/cuda/bench_attn_cuda.cu" "${ref[@]}" "$out/cuda_attn.o" -lcublas \
