@@ -71,53 +71,29 @@ static int step_fail(cuda_state *st, const char *fmt, ...)
             return step_fail(st, "cuda backend: %s failed: %s", what, cuda_model_errstr(e_));  \
     } while (0)
 
-/* A cuda_model.h call: 0, a cudaError_t, or (GEMMs) a cublasStatus_t. */
-#define STEP_MODEL(call, what, is_blas)                                                        \
+/* A cuda_model.h call: 0, a cudaError_t, or CUDA_MODEL_BLAS + a cuBLAS status. */
+#define STEP_MODEL(call, what)                                                                 \
     do {                                                                                       \
         int r_ = (call);                                                                       \
         if (r_ != 0)                                                                           \
-            return step_fail(st, "cuda backend: %s failed: %s", what, model_status(r_, is_blas)); \
+            return step_fail(st, "cuda backend: %s failed: %s", what, model_status(r_));       \
     } while (0)
 
-static const char *blas_status(int s);
-
-/* The reason of a failed cuda_model.h call. The GEMM phases return a
- * cublasStatus_t, or the cudaError_t of the kernel launched before the
- * GEMM (cuda_logits' head mean): a code that is no cuBLAS status is read as
- * a CUDA error, and a cuBLAS failure names the CUDA error pending, if any
- * (after an earlier kernel's fault cuBLAS only says EXECUTION_FAILED). */
-static const char *model_status(int r, int is_blas)
+/* The reason of a failed cuda_model.h call; a cuBLAS failure also names the
+ * CUDA error pending, if any (after an earlier kernel's fault cuBLAS only
+ * says EXECUTION_FAILED). */
+static const char *model_status(int r)
 {
-    if (!is_blas)
+    if (r < CUDA_MODEL_BLAS)
         return cuda_model_errstr(r);
-    const char *b = blas_status(r);
-    if (!b)
-        return cuda_model_errstr(r);
-    cudaError_t ce = cudaPeekAtLastError();
-    if (ce == cudaSuccess)
-        return b;
     static __thread char buf[384];
-    snprintf(buf, sizeof buf, "%s (pending CUDA error %s)", b, cuda_model_errstr(ce));
-    return buf;
-}
-
-/* The name of a cublasStatus_t, or NULL when s is none. */
-static const char *blas_status(int s)
-{
-    /* cublasStatus_t values (cublas_api.h); this file is C and includes
-     * only the runtime API, so name the common ones here */
-    switch (s) {
-    case 1: return "CUBLAS_STATUS_NOT_INITIALIZED";
-    case 3: return "CUBLAS_STATUS_ALLOC_FAILED";
-    case 7: return "CUBLAS_STATUS_INVALID_VALUE";
-    case 8: return "CUBLAS_STATUS_ARCH_MISMATCH";
-    case 11: return "CUBLAS_STATUS_MAPPING_ERROR";
-    case 13: return "CUBLAS_STATUS_EXECUTION_FAILED";
-    case 14: return "CUBLAS_STATUS_INTERNAL_ERROR";
-    case 15: return "CUBLAS_STATUS_NOT_SUPPORTED";
-    case 16: return "CUBLAS_STATUS_LICENSE_ERROR";
-    default: return NULL;
+    cudaError_t ce = cudaPeekAtLastError();
+    snprintf(buf, sizeof buf, "%s", cuda_model_errstr(r));
+    if (ce != cudaSuccess) {
+        size_t used = strlen(buf);
+        snprintf(buf + used, sizeof buf - used, " (pending CUDA error %s)", cuda_model_errstr(ce));
     }
+    return buf;
 }
 
 /* ---- one step ----------------------------------------------------------------- */
@@ -212,12 +188,12 @@ static size_t build_upload(cuda_state *st, const eng_batch *b, int *n_hist_out, 
                              rk->rank, rk->device, what, cuda_model_errstr(e_));               \
     } while (0)
 
-#define RANK_MODEL(call, what, is_blas)                                                        \
+#define RANK_MODEL(call, what)                                                                 \
     do {                                                                                       \
         int r_ = (call);                                                                       \
         if (r_ != 0)                                                                           \
             return step_fail(st, "cuda backend: tp rank %d (device %d): %s failed: %s",        \
-                             rk->rank, rk->device, what, model_status(r_, is_blas));           \
+                             rk->rank, rk->device, what, model_status(r_));                    \
     } while (0)
 
 typedef struct rank_marks {
@@ -249,31 +225,31 @@ static int rank_enqueue(cuda_state *st, cuda_rank *rk, rank_marks *m, const eng_
     m->t_host0 = ll_now_ns();
     RANK_CUDA(cudaEventRecord(rk->ev[m->ev++], rk->stream), "cudaEventRecord");
     if (rk->rank == 0 && st->steps == o->fault_step)
-        RANK_MODEL(cuda_model_fault_launch(rk->stream), "fault_fail_step (a testing aid): a launch", 0);
+        RANK_MODEL(cuda_model_fault_launch(rk->stream), "fault_fail_step (a testing aid): a launch");
     RANK_CUDA(cudaMemcpyAsync(rk->d_up, st->h_up, up_bytes, cudaMemcpyHostToDevice, rk->stream),
               "uploading the batch (cudaMemcpyAsync)");
     if (n_hist + n_pre > 0) {
         RANK_MODEL(cuda_kv_fill(rk->d_pool, o->layout, o->capacity, d_items, n_hist,
                                 n_hist ? o->capacity : 0, rk->stream),
-                   CUDA_K_FILL " (slot history)", 0);
+                   CUDA_K_FILL " (slot history)");
         RANK_MODEL(cuda_kv_fill(rk->d_pool, o->layout, o->capacity, d_items + n_hist, n_pre,
                                 max_pre, rk->stream),
-                   CUDA_K_FILL " (prefill rows)", 0);
+                   CUDA_K_FILL " (prefill rows)");
         RANK_MARK(CUDA_K_FILL);
     }
     if (n == 0)
         return 0;
-    RANK_MODEL(cuda_embed(&rk->dense, d_tok, n, o->seed, rk->d_x, rk->stream), CUDA_K_EMBED, 0);
+    RANK_MODEL(cuda_embed(&rk->dense, d_tok, n, o->seed, rk->d_x, rk->stream), CUDA_K_EMBED);
     RANK_MARK(CUDA_K_EMBED);
-    RANK_MODEL(cuda_dense_forward(&rk->dense, rk->d_x, n, rk->d_hd), CUDA_K_GEMM, 1);
+    RANK_MODEL(cuda_dense_forward(&rk->dense, rk->d_x, n, rk->d_hd), CUDA_K_GEMM);
     RANK_MARK(CUDA_K_GEMM);
-    RANK_MODEL(cuda_project_shard(rk->d_hd, rk->ncols, n, rk->h0, hr, o->d_ff, rk->d_colmap, d_slot,
+    RANK_MODEL(cuda_project_shard(rk->d_hd, rk->dense.ld, n, rk->h0, hr, o->d_ff, rk->d_colmap, d_slot,
                                   d_ctx, rk->d_pool, o->layout, o->capacity, rk->d_q, rk->stream),
-               CUDA_K_PROJECT, 0);
+               CUDA_K_PROJECT);
     RANK_MARK(CUDA_K_PROJECT);
     RANK_MODEL(cuda_topk(d_slot, d_ctx, n, o->topk, o->min_ctx, o->capacity, o->seed, rk->d_idx,
                          rk->stream),
-               CUDA_K_TOPK, 0);
+               CUDA_K_TOPK);
     RANK_MARK(CUDA_K_TOPK);
     cuda_attn_args a = {
         .n_seq = n, .heads = hr, .topk = o->topk,
@@ -281,10 +257,10 @@ static int rank_enqueue(cuda_state *st, cuda_rank *rk, rank_marks *m, const eng_
         .kv = rk->d_pool, .kv_rows = st->pool_rows, .idx = rk->d_idx, .out = rk->d_out,
         .lse = rk->d_lse, .ws = rk->d_ws, .ws_bytes = rk->ws_bytes,
     };
-    RANK_MODEL(cuda_attn_decode(o->kind, &a, rk->sm_count, rk->stream), st->attn_name, 0);
+    RANK_MODEL(cuda_attn_decode(o->kind, &a, rk->sm_count, rk->stream), st->attn_name);
     RANK_CUDA(cudaGetLastError(), st->attn_name);
     /* the row-parallel half: this rank's heads summed, for the all-reduce */
-    RANK_MODEL(cuda_head_sum(rk->d_out, n, hr, rk->d_sum, rk->stream), "head_sum_kernel", 0);
+    RANK_MODEL(cuda_head_sum(rk->d_out, n, hr, rk->d_sum, rk->stream), "head_sum_kernel");
     RANK_MARK(st->attn_name);
     return 0;
 }
@@ -305,8 +281,13 @@ static int tp_query(void *ctx, int r)
         e = cudaEventQuery(p->st->rk[r].ev[m->ev - 1]);
     if (e == cudaSuccess)
         return 0;
-    if (e == cudaErrorNotReady)
+    if (e == cudaErrorNotReady) {
+        /* the runtime also keeps "not ready" as this thread's last error:
+         * left there, the next step's first launch check (cudaGetLastError)
+         * would fail on it (PyTorch's CUDAEvent::query clears it the same way) */
+        (void)cudaGetLastError();
         return 1;
+    }
     p->err = e;
     return -1;
 }
@@ -341,9 +322,14 @@ static int cuda_step_tp(cuda_state *st, const eng_batch *b, int n_hist, int n_pr
             bufs[r] = st->rk[r].d_sum;
             streams[r] = st->rk[r].stream;
         }
-        if (eng_comm_allreduce_group(st->comm, bufs, (size_t)n * CUDA_ATTN_DV, streams) != 0)
-            return step_fail(st, "cuda backend: tp=%d all-reduce of the attention sums failed: %s",
-                             K, eng_comm_last_error(st->comm));
+        if (eng_comm_allreduce_group(st->comm, bufs, (size_t)n * CUDA_ATTN_DV, streams) != 0) {
+            /* some ranks' collectives may be queued already, waiting for peers
+             * that never come: abort them, or destroy's stream syncs hang */
+            int rc = step_fail(st, "cuda backend: tp=%d all-reduce of the attention sums failed: %s", K,
+                               eng_comm_last_error(st->comm));
+            eng_comm_abort(st->comm);
+            return rc;
+        }
         for (int r = 0; r < K; r++) {
             cuda_rank *rk = &st->rk[r];
             rank_marks *m = &marks[r];
@@ -356,10 +342,10 @@ static int cuda_step_tp(cuda_state *st, const eng_batch *b, int n_hist, int n_pr
         RANK_CUDA(cudaSetDevice(rk->device), "cudaSetDevice");
         RANK_MODEL(cuda_logits_sum(&rk->dense, rk->d_sum, n, o->heads, rk->d_mean, rk->d_logits,
                                    rk->stream),
-                   CUDA_K_LOGITS, 1);
+                   CUDA_K_LOGITS);
         RANK_MARK(CUDA_K_LOGITS);
         RANK_MODEL(cuda_sample(rk->d_logits, n, o->vocab, rk->d_tok_out, rk->d_prob, rk->stream),
-                   CUDA_K_SAMPLE, 0);
+                   CUDA_K_SAMPLE);
         RANK_CUDA(cudaMemcpyAsync(st->h_tok_out, rk->d_tok_out, (size_t)n * sizeof(int32_t),
                                   cudaMemcpyDeviceToHost, rk->stream),
                   "copying the tokens back (cudaMemcpyAsync)");
@@ -460,7 +446,7 @@ static int cuda_step(void *state, const eng_batch *b, int64_t step_start_ns, eng
     int64_t t_host0 = ll_now_ns();
     STEP_CUDA(cudaEventRecord(st->ev[ev++], st->stream), "cudaEventRecord");
     if (++st->steps == o->fault_step)
-        STEP_MODEL(cuda_model_fault_launch(st->stream), "fault_fail_step (a testing aid): a launch", 0);
+        STEP_MODEL(cuda_model_fault_launch(st->stream), "fault_fail_step (a testing aid): a launch");
     STEP_CUDA(cudaMemcpyAsync(st->d_up, st->h_up, up_bytes, cudaMemcpyHostToDevice, st->stream),
               "uploading the batch (cudaMemcpyAsync)");
 #define MARK(nm)                                                                               \
@@ -473,24 +459,24 @@ static int cuda_step(void *state, const eng_batch *b, int64_t step_start_ns, eng
         /* histories first: a slot's prompt rows land on top of its history */
         STEP_MODEL(cuda_kv_fill(st->d_pool, o->layout, o->capacity, d_items, n_hist,
                                 n_hist ? o->capacity : 0, st->stream),
-                   CUDA_K_FILL " (slot history)", 0);
+                   CUDA_K_FILL " (slot history)");
         STEP_MODEL(cuda_kv_fill(st->d_pool, o->layout, o->capacity, d_items + n_hist, n_pre,
                                 max_pre, st->stream),
-                   CUDA_K_FILL " (prefill rows)", 0);
+                   CUDA_K_FILL " (prefill rows)");
         MARK(CUDA_K_FILL);
     }
     if (n > 0) {
-        STEP_MODEL(cuda_embed(&st->dense, d_tok, n, o->seed, st->d_x, st->stream), CUDA_K_EMBED, 0);
+        STEP_MODEL(cuda_embed(&st->dense, d_tok, n, o->seed, st->d_x, st->stream), CUDA_K_EMBED);
         MARK(CUDA_K_EMBED);
-        STEP_MODEL(cuda_dense_forward(&st->dense, st->d_x, n, st->d_hd), CUDA_K_GEMM, 1);
+        STEP_MODEL(cuda_dense_forward(&st->dense, st->d_x, n, st->d_hd), CUDA_K_GEMM);
         MARK(CUDA_K_GEMM);
         STEP_MODEL(cuda_project(&st->dense, st->d_hd, n, o->heads, d_slot, d_ctx, st->d_pool,
                                 o->layout, o->capacity, st->d_q, st->stream),
-                   CUDA_K_PROJECT, 0);
+                   CUDA_K_PROJECT);
         MARK(CUDA_K_PROJECT);
         STEP_MODEL(cuda_topk(d_slot, d_ctx, n, o->topk, o->min_ctx, o->capacity, o->seed, st->d_idx,
                              st->stream),
-                   CUDA_K_TOPK, 0);
+                   CUDA_K_TOPK);
         MARK(CUDA_K_TOPK);
         cuda_attn_args a = {
             .n_seq = n, .heads = o->heads, .topk = o->topk,
@@ -498,15 +484,15 @@ static int cuda_step(void *state, const eng_batch *b, int64_t step_start_ns, eng
             .kv = st->d_pool, .kv_rows = st->pool_rows, .idx = st->d_idx, .out = st->d_out,
             .lse = st->d_lse, .ws = st->d_ws, .ws_bytes = st->ws_bytes,
         };
-        STEP_MODEL(cuda_attn_decode(o->kind, &a, st->sm_count, st->stream), st->attn_name, 0);
+        STEP_MODEL(cuda_attn_decode(o->kind, &a, st->sm_count, st->stream), st->attn_name);
         STEP_CUDA(cudaGetLastError(), st->attn_name);
         MARK(st->attn_name);
         STEP_MODEL(cuda_logits(&st->dense, st->d_out, n, o->heads, st->d_mean, st->d_logits,
                                st->stream),
-                   CUDA_K_LOGITS, 1);
+                   CUDA_K_LOGITS);
         MARK(CUDA_K_LOGITS);
         STEP_MODEL(cuda_sample(st->d_logits, n, o->vocab, st->d_tok_out, st->d_prob, st->stream),
-                   CUDA_K_SAMPLE, 0);
+                   CUDA_K_SAMPLE);
         STEP_CUDA(cudaMemcpyAsync(st->h_tok_out, st->d_tok_out, (size_t)n * sizeof(int32_t),
                                   cudaMemcpyDeviceToHost, st->stream),
                   "copying the tokens back (cudaMemcpyAsync)");

@@ -57,14 +57,7 @@ __host__ __device__ static inline float from_bf16(uint16_t h)
 
 /* ---- errors ------------------------------------------------------------- */
 
-extern "C" const char *cuda_model_errstr(int e)
-{
-    /* one buffer per thread: the scheduler and a test may both ask */
-    static __thread char buf[256];
-    snprintf(buf, sizeof buf, "%s: %s", cudaGetErrorName((cudaError_t)e),
-             cudaGetErrorString((cudaError_t)e));
-    return buf;
-}
+
 
 static int launched(void)
 {
@@ -180,6 +173,28 @@ static const char *cublas_str(cublasStatus_t s)
     return buf;
 }
 
+extern "C" const char *cuda_model_errstr(int e)
+{
+    if (e >= CUDA_MODEL_BLAS) {
+        cublasStatus_t b = (cublasStatus_t)(e - CUDA_MODEL_BLAS);
+        if (cb.status_name)
+            return cublas_str(b);
+        static __thread char bbuf[64];
+        snprintf(bbuf, sizeof bbuf, "cuBLAS status %d", (int)b);
+        return bbuf;
+    }
+    /* one buffer per thread: the scheduler and a test may both ask */
+    static __thread char buf[256];
+    snprintf(buf, sizeof buf, "%s: %s", cudaGetErrorName((cudaError_t)e), cudaGetErrorString((cudaError_t)e));
+    return buf;
+}
+
+/* A cuBLAS call's status as this file's functions return it. */
+static int blas_rc(cublasStatus_t s)
+{
+    return s == CUBLAS_STATUS_SUCCESS ? 0 : CUDA_MODEL_BLAS + (int)s;
+}
+
 /* The dense part's cuBLAS handle, on stream s: 0 or the cuBLAS status. */
 static int dense_cublas(cuda_dense *d, cudaStream_t s, const char *who, char *err, size_t errlen)
 {
@@ -187,18 +202,18 @@ static int dense_cublas(cuda_dense *d, cudaStream_t s, const char *who, char *er
     char lerr[512];
     if (cuda_cublas_load(lerr, sizeof lerr)) {
         snprintf(err, errlen, "%s%s", who, lerr);
-        return (int)CUBLAS_STATUS_NOT_INITIALIZED;
+        return blas_rc(CUBLAS_STATUS_NOT_INITIALIZED);
     }
     cublasStatus_t cs = cb.create(&h);
     if (cs != CUBLAS_STATUS_SUCCESS) {
         snprintf(err, errlen, "%scublasCreate failed: %s", who, cublas_str(cs));
-        return (int)cs;
+        return blas_rc(cs);
     }
     d->cublas = h;
     cs = cb.set_stream(h, s);
     if (cs != CUBLAS_STATUS_SUCCESS) {
         snprintf(err, errlen, "%scublasSetStream failed: %s", who, cublas_str(cs));
-        return (int)cs;
+        return blas_rc(cs);
     }
     return 0;
 }
@@ -211,6 +226,7 @@ extern "C" int cuda_dense_init(cuda_dense *d, int d_model, int d_ff, int vocab, 
     d->cublas = NULL;
     d->d_model = d_model;
     d->d_ff = d_ff;
+    d->ld = d_ff;
     d->vocab = vocab;
     cudaStream_t s = (cudaStream_t)stream;
     size_t nw = (size_t)d_model * d_ff, nv = (size_t)CUDA_ATTN_DV * vocab;
@@ -358,13 +374,14 @@ extern "C" int cuda_dense_forward(const cuda_dense *d, const uint16_t *d_x, int 
         return 0;
     /* Row-major Hd (n, d_ff) = X (n, d_model) · W (d_model, d_ff) is, in
      * cuBLAS's column-major terms, Hd^T (d_ff x n) = W^T (d_ff x d_model) ·
-     * X^T (d_model x n): no transposes, leading dimensions d_ff, d_model, d_ff. */
+     * X^T (d_model x n): no transposes, leading dimensions ld, d_model, ld
+     * (ld = d_ff, or a shard's padded stride). */
     const float one = 1.0f, zero = 0.0f;
     cublasStatus_t s = cb.gemm_ex((cublasHandle_t)d->cublas, CUBLAS_OP_N, CUBLAS_OP_N, d->d_ff, n,
-                                  d->d_model, &one, d->d_w, CUDA_R_16BF, d->d_ff, d_x, CUDA_R_16BF,
-                                  d->d_model, &zero, d_hd, CUDA_R_32F, d->d_ff, CUBLAS_COMPUTE_32F,
+                                  d->d_model, &one, d->d_w, CUDA_R_16BF, d->ld, d_x, CUDA_R_16BF,
+                                  d->d_model, &zero, d_hd, CUDA_R_32F, d->ld, CUBLAS_COMPUTE_32F,
                                   CUBLAS_GEMM_DEFAULT);
-    return s == CUBLAS_STATUS_SUCCESS ? 0 : (int)s;
+    return blas_rc(s);
 }
 
 /* Max |x| of each group of 128 latent dims of a bf16 row. */
@@ -497,7 +514,7 @@ extern "C" int cuda_logits(const cuda_dense *d, const float *d_attn_out, int n, 
     cublasStatus_t s = cb.sgemm((cublasHandle_t)d->cublas, CUBLAS_OP_N, CUBLAS_OP_N, d->vocab, n,
                                 CUDA_ATTN_DV, &one, d->d_wv, d->vocab, d_mean, CUDA_ATTN_DV, &zero,
                                 d_logits, d->vocab);
-    return s == CUBLAS_STATUS_SUCCESS ? 0 : (int)s;
+    return blas_rc(s);
 }
 
 #define SAMPLE_THREADS 256
@@ -565,14 +582,14 @@ extern "C" int cuda_sample(const float *d_logits, int n, int vocab, int32_t *d_t
 
 /* W shard (d_model, ncols): column lc is the full W's column cols[lc], the
  * same value init_weights_bf16_kernel gives element k * d_ff + cols[lc]. */
-__global__ void init_weights_cols_bf16_kernel(uint16_t *w, int d_model, int d_ff, const int32_t *cols,
+__global__ void init_weights_cols_bf16_kernel(uint16_t *w, int ld, int d_model, int d_ff, const int32_t *cols,
                                               int ncols, float scale, uint64_t seed)
 {
     size_t n = (size_t)d_model * ncols;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         size_t k = i / (size_t)ncols, lc = i % (size_t)ncols;
-        w[i] = to_bf16(scale * hash_unit(hash64(seed + k * (size_t)d_ff + (size_t)cols[lc])));
+        w[k * ld + lc] = to_bf16(scale * hash_unit(hash64(seed + k * (size_t)d_ff + (size_t)cols[lc])));
     }
 }
 
@@ -585,9 +602,10 @@ extern "C" int cuda_dense_init_cols(cuda_dense *d, int d_model, int d_ff, int vo
     d->cublas = NULL;
     d->d_model = d_model;
     d->d_ff = ncols;
+    d->ld = cuda_dense_ld(ncols);
     d->vocab = vocab;
     cudaStream_t s = (cudaStream_t)stream;
-    size_t nw = (size_t)d_model * ncols, nv = with_wv ? (size_t)CUDA_ATTN_DV * vocab : 0;
+    size_t nw = (size_t)d_model * d->ld, nv = with_wv ? (size_t)CUDA_ATTN_DV * vocab : 0;
     cudaError_t e = cudaMalloc((void **)&d->d_w, nw * sizeof(uint16_t));
     if (e == cudaSuccess && nv)
         e = cudaMalloc((void **)&d->d_wv, nv * sizeof(float));
@@ -597,7 +615,7 @@ extern "C" int cuda_dense_init_cols(cuda_dense *d, int d_model, int d_ff, int vo
         (void)cudaGetLastError();
         return (int)e;
     }
-    init_weights_cols_bf16_kernel<<<1024, 256, 0, s>>>(d->d_w, d_model, d_ff, d_cols, ncols,
+    init_weights_cols_bf16_kernel<<<1024, 256, 0, s>>>(d->d_w, d->ld, d_model, d_ff, d_cols, ncols,
                                                        1.0f / sqrtf((float)d_model), seed);
     int rc = launched();
     if (rc == 0 && nv) {
@@ -703,7 +721,7 @@ extern "C" int cuda_logits_sum(const cuda_dense *d, const float *d_sum, int n, i
     cublasStatus_t s = cb.sgemm((cublasHandle_t)d->cublas, CUBLAS_OP_N, CUBLAS_OP_N, d->vocab, n,
                                 CUDA_ATTN_DV, &one, d->d_wv, d->vocab, d_mean, CUDA_ATTN_DV, &zero,
                                 d_logits, d->vocab);
-    return s == CUBLAS_STATUS_SUCCESS ? 0 : (int)s;
+    return blas_rc(s);
 }
 
 /* ---- testing aid ------------------------------------------------------------------ */

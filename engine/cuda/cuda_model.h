@@ -14,9 +14,11 @@
  *   sample   mean over heads (N, 512), logits (N, vocab) = mean · Wv (fp32
  *            cublasSgemm), softmax and argmax per row (first maximum wins)
  *
- * Every function here enqueues work on `stream` and returns 0 or a
- * cudaError_t / cublasStatus_t as a nonzero int (what failed is said in err
- * when err is not NULL); nothing synchronises except where stated.
+ * Every function here enqueues work on `stream` and returns 0, a
+ * cudaError_t, or CUDA_MODEL_BLAS + a cublasStatus_t (the two sets of codes
+ * overlap: 1 is both cudaErrorInvalidValue and NOT_INITIALIZED), as a nonzero
+ * int; cuda_model_errstr names either (what failed is also said in err when
+ * err is not NULL); nothing synchronises except where stated.
  * Pointers named d_* are device pointers.
  */
 #ifndef LOADLAW_CUDA_MODEL_H
@@ -60,14 +62,35 @@ int cuda_cublas_load(char *err, size_t errlen);
  * the device from the seed (cpu_dense_init's values; W rounded to bf16). */
 typedef struct cuda_dense {
     int d_model, d_ff, vocab;
-    uint16_t *d_w;  /* (d_model, d_ff) bf16 */
+    int ld;         /* row stride of W and of Hd: d_ff, or for a shard (cuda_dense_init_cols)
+                       cuda_dense_ld(ncols) */
+    uint16_t *d_w;  /* (d_model, ld) bf16, columns d_ff..ld unused */
     float *d_wv;    /* (512, vocab) fp32 */
     void *cublas;   /* cublasHandle_t, bound to the stream */
 } cuda_dense;
 
-/* A readable message for a CUDA runtime error code ("cudaErrorNoDevice: no
- * CUDA-capable device is detected"), static. */
-const char *cuda_model_errstr(int cuda_err);
+/* The row stride of a W shard and its Hd block of ncols columns: rounded up
+ * to 8 (16-byte bf16 rows), which cuBLAS's tensor-core GEMM kernels want
+ * (a shard is 3,583 columns at the defaults with tp=2). */
+static inline int cuda_dense_ld(int ncols)
+{
+    return (ncols + 7) & ~7;
+}
+
+/* A failed cuBLAS call's return: CUDA_MODEL_BLAS + its cublasStatus_t. */
+#define CUDA_MODEL_BLAS 100000
+/* Whether a code says out of memory: cudaErrorMemoryAllocation (2) or
+ * CUBLAS_STATUS_ALLOC_FAILED (3). */
+static inline int cuda_model_is_oom(int code)
+{
+    return code == 2 || code == CUDA_MODEL_BLAS + 3;
+}
+
+/* A readable message for a code these functions return: a CUDA runtime
+ * error ("cudaErrorNoDevice: no CUDA-capable device is detected") or
+ * CUDA_MODEL_BLAS + a cuBLAS status ("CUBLAS_STATUS_EXECUTION_FAILED: ...");
+ * per thread, valid until the next call. */
+const char *cuda_model_errstr(int code);
 
 /* Allocate and generate the weights, create the cuBLAS handle on `stream`.
  * 0 or nonzero with err set. Free with cuda_dense_free (safe when zeroed). */
@@ -83,7 +106,7 @@ int cuda_kv_fill(uint8_t *d_pool, cuda_kv_layout layout, int64_t capacity,
 /* X (n, d_model) bf16 from tokens (n) on the device. */
 int cuda_embed(const cuda_dense *d, const int32_t *d_tokens, int n, uint64_t seed, uint16_t *d_x,
                void *stream);
-/* Hd (n, d_ff) fp32 = X · W. A cublasStatus_t on failure. */
+/* Hd (n, d_ff) fp32 = X · W. CUDA_MODEL_BLAS + the cublasStatus_t on failure. */
 int cuda_dense_forward(const cuda_dense *d, const uint16_t *d_x, int n, float *d_hd);
 /* q (n, heads, 576) from Hd, and each sequence's new KV row (Hd[i][0:576])
  * stored at pool row slot*capacity + (ctx-1) % capacity (ctx < 1 taken as 1). */

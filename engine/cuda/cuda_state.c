@@ -163,6 +163,12 @@ typedef struct cuda_sizes {
     size_t pool, weights, step, ws, total;
 } cuda_sizes;
 
+size_t cuda_mem_reserve(size_t total_bytes)
+{
+    size_t r = total_bytes / 32;
+    return r > ((size_t)512 << 20) ? r : (size_t)512 << 20;
+}
+
 static void plan_memory(cuda_state *st, cuda_sizes *z)
 {
     const cuda_opts *o = &st->o;
@@ -253,14 +259,15 @@ int cuda_state_create(const eng_config *cfg, cuda_state **out, char *err, size_t
         rc = create_fail(st, e, "cudaMemGetInfo", err, errlen);
         goto fail;
     }
-    if (z.total > free_b) {
+    if (z.total + cuda_mem_reserve(total_b) > free_b) {
         ll_errf(err, errlen,
-                "cuda backend: needs %.1f MiB of device memory but device %d (%s) has %.1f MiB free "
+                "cuda backend: needs %.1f MiB of device memory (+ %.0f MiB kept free for cuBLAS, NCCL "
+                "and kernel stacks) but device %d (%s) has %.1f MiB free "
                 "of %.1f MiB: KV pool %.1f MiB (max_running %d x capacity %d x %zu B per row, "
                 "kv=%s), dense weights %.1f MiB, step buffers %.1f MiB, attention scratch %.1f MiB; "
-                "lower max_running or capacity", MB(z.total), st->o.device, st->dev_name,
-                MB(free_b), MB(total_b), MB(z.pool), st->o.max_slots, st->o.capacity, st->row_bytes,
-                cuda_kv_layout_name(st->o.layout), MB(z.weights), MB(z.step), MB(z.ws));
+                "lower max_running or capacity", MB(z.total), MB(cuda_mem_reserve(total_b)), st->o.device,
+                st->dev_name, MB(free_b), MB(total_b), MB(z.pool), st->o.max_slots, st->o.capacity,
+                st->row_bytes, cuda_kv_layout_name(st->o.layout), MB(z.weights), MB(z.step), MB(z.ws));
         rc = LL_ENOMEM;
         goto fail;
     }
@@ -302,7 +309,7 @@ int cuda_state_create(const eng_config *cfg, cuda_state **out, char *err, size_t
     rc = cuda_dense_init(&st->dense, st->o.d_model, st->o.d_ff, st->o.vocab, st->o.seed, st->stream,
                          err, errlen);
     if (rc != 0) {
-        rc = rc == (int)cudaErrorMemoryAllocation ? LL_ENOMEM : LL_EIO;
+        rc = cuda_model_is_oom(rc) ? LL_ENOMEM : LL_EIO;
         goto fail;
     }
     /* the weights' kernels ran: their errors show here, not in step 1 */

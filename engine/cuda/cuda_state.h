@@ -140,5 +140,10 @@ void cuda_tp_state_free(cuda_state *st);
 /* The offsets of the step upload for max_slots sequences (cuda_state.c's
  * layout, shared by both paths). */
 void cuda_upload_plan(cuda_upload *u, int max_slots);
+/* Device memory create leaves free beyond what it allocates: cuBLAS's
+ * workspace, NCCL's buffers, and the local memory the driver reserves for
+ * every resident thread at a kernel's first launch (kv_cache_fill_kernel's
+ * ~1.2 KB frame: ~320 MB on an H200). max(512 MiB, 1/32 of the device). */
+size_t cuda_mem_reserve(size_t total_bytes);
 
 #endif

@@ -13,8 +13,9 @@
  * KV row is made of. A head h's query is the window Hd[(h*97 + j) % d_ff],
  * j < 576 (cuda_model.cu's project_q_kv_kernel, cpu_project_q), so the
  * heads of a rank read one circular range of columns: the rank's GEMM is
- * column-parallel (its range is about d_ff/K + 479 columns at the default
- * sizes, never the whole W unless the windows cover it) and no all-gather
+ * column-parallel (its range is (H/K - 1)*97 + 576 columns, whatever d_ff:
+ * 3,583 of 8,192 at the defaults with K = 2; never the whole W unless the
+ * windows cover it) and no all-gather
  * of Hd is needed. The KV columns are replicated on every rank, as MLA's
  * latent KV projection (kv_a_proj) is under tensor parallelism: every rank
  * keeps a full copy of the latent KV pool (shared by all heads, so it is not

@@ -22,7 +22,7 @@ typedef struct rank_sizes {
 static void plan_rank(const cuda_state *st, const cuda_rank *rk, rank_sizes *z)
 {
     const cuda_opts *o = &st->o;
-    size_t M = (size_t)o->max_slots, Hr = (size_t)(rk->h1 - rk->h0), C = (size_t)rk->ncols;
+    size_t M = (size_t)o->max_slots, Hr = (size_t)(rk->h1 - rk->h0), C = (size_t)cuda_dense_ld(rk->ncols);
     z->pool = (size_t)st->pool_rows * st->row_bytes;
     z->weights = (size_t)o->d_model * C * 2 + (rk->rank == 0 ? (size_t)CUDA_ATTN_DV * o->vocab * 4 : 0);
     z->step = M * o->d_model * 2 + M * C * 4 + M * Hr * CUDA_ATTN_DQK * 4 +
@@ -30,7 +30,7 @@ static void plan_rank(const cuda_state *st, const cuda_rank *rk, rank_sizes *z)
     if (rk->rank == 0)
         z->step += M * CUDA_ATTN_DV * 4 + M * o->vocab * 4 + M * 4 + M * 4;
     z->ws = cuda_attn_ws_bytes(o->kind, o->max_slots, (int)Hr, o->topk, rk->sm_count);
-    z->cols = C * 4 + (size_t)o->d_ff * 4;
+    z->cols = (size_t)rk->ncols * 4 + (size_t)o->d_ff * 4;
     z->up = st->up.bytes;
     z->total = z->pool + z->weights + z->step + z->ws + z->cols + z->up;
 }
@@ -40,7 +40,11 @@ void cuda_tp_state_free(cuda_state *st)
     if (!st || (!st->rk && !st->comm))
         return;
     /* Errors are ignored: the backend is being torn down either way. The
-     * streams drain before NCCL's communicators go. */
+     * streams drain before NCCL's communicators go; after a failed step a
+     * rank's collective may wait for peers forever, so abort first (NCCL's
+     * kernels then return) and drain after. */
+    if (st->broken && st->comm)
+        eng_comm_abort(st->comm);
     if (st->rk)
         for (int r = 0; r < st->o.tp; r++) {
             cuda_rank *rk = &st->rk[r];
@@ -117,7 +121,7 @@ static int make_rank(cuda_state *st, cuda_rank *rk, const int32_t *cols, const i
     RANK_ALLOC(rk->d_colmap, (size_t)o->d_ff * 4);
     RANK_ALLOC(rk->d_pool, z.pool);
     RANK_ALLOC(rk->d_x, M * o->d_model * 2);
-    RANK_ALLOC(rk->d_hd, M * (size_t)rk->ncols * 4);
+    RANK_ALLOC(rk->d_hd, M * (size_t)cuda_dense_ld(rk->ncols) * 4); /* rows of dense.ld */
     RANK_ALLOC(rk->d_q, M * Hr * CUDA_ATTN_DQK * 4);
     RANK_ALLOC(rk->d_out, M * Hr * CUDA_ATTN_DV * 4);
     RANK_ALLOC(rk->d_lse, M * Hr * 4);
@@ -152,7 +156,7 @@ static int make_rank(cuda_state *st, cuda_rank *rk, const int32_t *cols, const i
         ll_errf(err, errlen, "cuda backend: tp rank %d on device %d (%s): %s", rk->rank, rk->device,
                 rk->dev_name, why);
         (void)cudaGetLastError();
-        return rc == (int)cudaErrorMemoryAllocation ? LL_ENOMEM : LL_EIO;
+        return cuda_model_is_oom(rc) ? LL_ENOMEM : LL_EIO;
     }
     ll_info("cuda backend: tp rank %d/%d on device %d %s (%d SMs): heads %d..%d, W columns %d of "
             "%d (%.1f MiB bf16%s): %.1f MiB on the device (KV pool %.1f MiB, a full copy; step "
@@ -239,14 +243,16 @@ int cuda_tp_state_create(cuda_state *st, char *err, size_t errlen)
             rc = rank_fail(&st->rk[r], e, "cudaMemGetInfo", err, errlen);
             goto out;
         }
-        if (need > free_b) {
+        if (need + cuda_mem_reserve(total_b) > free_b) {
             ll_errf(err, errlen,
                     "cuda backend: tp=%d on devices %s: device %d (%s) holds %d rank(s) (rank %d "
-                    "first) that need %.1f MiB but has %.1f MiB free of %.1f MiB: per rank a full "
+                    "first) that need %.1f MiB (+ %.0f MiB kept free for cuBLAS, NCCL and kernel "
+                    "stacks) but has %.1f MiB free of %.1f MiB: per rank a full "
                     "KV pool %.1f MiB (max_running %d x capacity %d x %zu B per row, kv=%s), "
                     "its W shard %.1f MiB, step buffers %.1f MiB, attention scratch %.1f MiB; "
                     "lower max_running or capacity", K, dl, d, st->rk[r].dev_name, on, r,
-                    MB(need), MB(free_b), MB(total_b), MB(z[r].pool), o->max_slots, o->capacity,
+                    MB(need), MB(cuda_mem_reserve(total_b)), MB(free_b), MB(total_b), MB(z[r].pool),
+                    o->max_slots, o->capacity,
                     st->row_bytes, cuda_kv_layout_name(o->layout), MB(z[r].weights),
                     MB(z[r].step), MB(z[r].ws));
             rc = LL_ENOMEM;

@@ -51,7 +51,9 @@ static void small_config(eng_config *cfg, const char *attn, int tp)
     cfg->max_running = 8;
     cfg->seed = 5;
     cfg->d_model = 256;
-    cfg->d_ff = 2048; /* rank 1 holds a circular range of columns plus the KV ones */
+    /* rank 1's heads 8..15 read columns 776..2030 mod 1600: a range that wraps
+     * past the end of W, plus the KV columns 0..575 (at d_ff 2048 it would not wrap) */
+    cfg->d_ff = 1600;
     cfg->vocab = VOCAB;
     cfg->capacity_tok = 512;
     cfg->min_ctx_tok = -1;
