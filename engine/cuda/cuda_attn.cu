@@ -60,9 +60,7 @@
 #include <stdint.h>
 
 #include "cuda_attn.h"
-#ifdef CUEMU
-#include "cuemu.h"
-#endif
+#include "cuda_launch.h"
 
 #define DQK CUDA_ATTN_DQK
 #define DV CUDA_ATTN_DV
@@ -108,13 +106,7 @@ __device__ __forceinline__ float2 e4m3x2_to_f2(uint16_t w)
     return __half22float2(h);
 }
 
-#ifdef CUEMU
-/* Compiled as host C++ for the CPU emulation (tests/cuda/emu/cuemu.h): the
- * helpers below, __syncthreads, shuffles and votes come from the emulator. */
-#define LAUNCH(k, grid, block, smem, stream) CUEMU_LAUNCH(k, grid, block, smem, stream)
-#else
-#define LAUNCH(k, grid, block, smem, stream) k<<<grid, block, smem, stream>>>
-
+#ifndef CUEMU /* the CPU emulation (tests/cuda/emu/cuemu.h) defines these helpers */
 __device__ __forceinline__ void mma_bf16(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
 {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "

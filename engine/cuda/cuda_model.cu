@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cuda_model.h"
+#include "cuda_launch.h"
 
 /* ---- shared with the cpu backend (cpu_kernels.h, cpu_model.c, topk.c) ---- */
 
@@ -239,10 +240,10 @@ extern "C" int cuda_dense_init(cuda_dense *d, int d_model, int d_ff, int vocab, 
         (void)cudaGetLastError(); /* clear a non-sticky allocation error */
         return (int)e;
     }
-    init_weights_bf16_kernel<<<1024, 256, 0, s>>>(d->d_w, nw, 1.0f / sqrtf((float)d_model), seed);
+    LAUNCH(init_weights_bf16_kernel, 1024, 256, 0, s)(d->d_w, nw, 1.0f / sqrtf((float)d_model), seed);
     int rc = launched();
     if (rc == 0) {
-        init_weights_f32_kernel<<<256, 256, 0, s>>>(d->d_wv, nv, 1.0f / sqrtf((float)CUDA_ATTN_DV),
+        LAUNCH(init_weights_f32_kernel, 256, 256, 0, s)(d->d_wv, nv, 1.0f / sqrtf((float)CUDA_ATTN_DV),
                                                    hash64(seed ^ 0x5eedull));
         rc = launched();
     }
@@ -336,7 +337,7 @@ extern "C" int cuda_kv_fill(uint8_t *d_pool, cuda_kv_layout layout, int64_t capa
     if (n_items > 65535)
         return (int)cudaErrorInvalidValue;
     dim3 grid((unsigned)((max_rows + 63) / 64), (unsigned)n_items);
-    kv_cache_fill_kernel<<<grid, 64, 0, (cudaStream_t)stream>>>(
+    LAUNCH(kv_cache_fill_kernel, grid, 64, 0, (cudaStream_t)stream)(
         d_pool, (int)layout, cuda_kv_row_bytes(layout), capacity, d_items);
     return launched();
 }
@@ -364,7 +365,7 @@ extern "C" int cuda_embed(const cuda_dense *d, const int32_t *d_tokens, int n, u
     if (n <= 0)
         return 0;
     dim3 grid((unsigned)((d->d_model + 255) / 256), (unsigned)n);
-    embed_tokens_kernel<<<grid, 256, 0, (cudaStream_t)stream>>>(d_tokens, d->d_model, seed, d_x);
+    LAUNCH(embed_tokens_kernel, grid, 256, 0, (cudaStream_t)stream)(d_tokens, d->d_model, seed, d_x);
     return launched();
 }
 
@@ -432,7 +433,7 @@ extern "C" int cuda_project(const cuda_dense *d, const float *d_hd, int n, int h
     if (heads + 1 > 65535)
         return (int)cudaErrorInvalidValue;
     dim3 grid((unsigned)n, (unsigned)(heads + 1));
-    project_q_kv_kernel<<<grid, 192, 0, (cudaStream_t)stream>>>(
+    LAUNCH(project_q_kv_kernel, grid, 192, 0, (cudaStream_t)stream)(
         d_hd, d->d_ff, heads, d_slot, d_ctx, d_pool, (int)layout, cuda_kv_row_bytes(layout), capacity,
         d_q);
     return launched();
@@ -482,7 +483,7 @@ extern "C" int cuda_topk(const int32_t *d_slot, const int64_t *d_ctx, int n, int
     if (n > 65535)
         return (int)cudaErrorInvalidValue;
     dim3 grid((unsigned)((topk + 255) / 256), (unsigned)n);
-    mla_topk_select_kernel<<<grid, 256, 0, (cudaStream_t)stream>>>(d_slot, d_ctx, topk, min_ctx,
+    LAUNCH(mla_topk_select_kernel, grid, 256, 0, (cudaStream_t)stream)(d_slot, d_ctx, topk, min_ctx,
                                                                    capacity, seed, d_idx);
     return launched();
 }
@@ -505,7 +506,7 @@ extern "C" int cuda_logits(const cuda_dense *d, const float *d_attn_out, int n, 
 {
     if (n <= 0)
         return 0;
-    head_mean_kernel<<<(unsigned)n, 256, 0, (cudaStream_t)stream>>>(d_attn_out, heads, d_mean);
+    LAUNCH(head_mean_kernel, (unsigned)n, 256, 0, (cudaStream_t)stream)(d_attn_out, heads, d_mean);
     int rc = launched();
     if (rc != 0)
         return rc;
@@ -573,7 +574,7 @@ extern "C" int cuda_sample(const float *d_logits, int n, int vocab, int32_t *d_t
 {
     if (n <= 0)
         return 0;
-    softmax_argmax_kernel<<<(unsigned)n, SAMPLE_THREADS, 0, (cudaStream_t)stream>>>(d_logits, vocab,
+    LAUNCH(softmax_argmax_kernel, (unsigned)n, SAMPLE_THREADS, 0, (cudaStream_t)stream)(d_logits, vocab,
                                                                                   d_tokens, d_prob);
     return launched();
 }
@@ -615,11 +616,11 @@ extern "C" int cuda_dense_init_cols(cuda_dense *d, int d_model, int d_ff, int vo
         (void)cudaGetLastError();
         return (int)e;
     }
-    init_weights_cols_bf16_kernel<<<1024, 256, 0, s>>>(d->d_w, d->ld, d_model, d_ff, d_cols, ncols,
+    LAUNCH(init_weights_cols_bf16_kernel, 1024, 256, 0, s)(d->d_w, d->ld, d_model, d_ff, d_cols, ncols,
                                                        1.0f / sqrtf((float)d_model), seed);
     int rc = launched();
     if (rc == 0 && nv) {
-        init_weights_f32_kernel<<<256, 256, 0, s>>>(d->d_wv, nv, 1.0f / sqrtf((float)CUDA_ATTN_DV),
+        LAUNCH(init_weights_f32_kernel, 256, 256, 0, s)(d->d_wv, nv, 1.0f / sqrtf((float)CUDA_ATTN_DV),
                                                    hash64(seed ^ 0x5eedull));
         rc = launched();
     }
@@ -674,7 +675,7 @@ extern "C" int cuda_project_shard(const float *d_hd, int ld_hd, int n, int h0, i
     if (hr + 1 > 65535)
         return (int)cudaErrorInvalidValue;
     dim3 grid((unsigned)n, (unsigned)(hr + 1));
-    project_q_kv_shard_kernel<<<grid, 192, 0, (cudaStream_t)stream>>>(
+    LAUNCH(project_q_kv_shard_kernel, grid, 192, 0, (cudaStream_t)stream)(
         d_hd, ld_hd, d_ff, h0, hr, d_colmap, d_slot, d_ctx, d_pool, (int)layout,
         cuda_kv_row_bytes(layout), capacity, d_q);
     return launched();
@@ -695,7 +696,7 @@ extern "C" int cuda_head_sum(const float *d_attn_out, int n, int heads, float *d
 {
     if (n <= 0)
         return 0;
-    head_sum_kernel<<<(unsigned)n, 256, 0, (cudaStream_t)stream>>>(d_attn_out, heads, d_sum);
+    LAUNCH(head_sum_kernel, (unsigned)n, 256, 0, (cudaStream_t)stream)(d_attn_out, heads, d_sum);
     return launched();
 }
 
@@ -712,7 +713,7 @@ extern "C" int cuda_logits_sum(const cuda_dense *d, const float *d_sum, int n, i
     if (n <= 0)
         return 0;
     size_t cnt = (size_t)n * CUDA_ATTN_DV;
-    scale_mean_kernel<<<(unsigned)((cnt + 255) / 256), 256, 0, (cudaStream_t)stream>>>(
+    LAUNCH(scale_mean_kernel, (unsigned)((cnt + 255) / 256), 256, 0, (cudaStream_t)stream)(
         d_sum, cnt, 1.0f / (float)heads, d_mean);
     int rc = launched();
     if (rc != 0)
@@ -730,7 +731,7 @@ extern "C" int cuda_model_fault_launch(void *stream)
 {
     /* a grid of 0 blocks: refused at launch (cudaErrorInvalidConfiguration,
      * not sticky), so the backend's real launch-failure path runs */
-    embed_tokens_kernel<<<dim3(0, 1), 1, 0, (cudaStream_t)stream>>>(NULL, 0, 0, NULL);
+    LAUNCH(embed_tokens_kernel, dim3(0, 1), 1, 0, (cudaStream_t)stream)(NULL, 0, 0, NULL);
     return launched();
 }
 

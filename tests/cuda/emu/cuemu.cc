@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include <algorithm>
 #include <map>
@@ -697,6 +698,16 @@ void launch(const void *kernel, dim3 grid, dim3 block, size_t smem, void (*body)
 using cuemu::g_last;
 using cuemu::g_sticky;
 
+/* CUEMU_DEVICES devices (default 1), all of them this host's memory; the
+ * current one is per host thread, as in cudart */
+static int env_devices(void)
+{
+    const char *e = getenv("CUEMU_DEVICES");
+    int v = e ? atoi(e) : 0;
+    return v > 0 ? v : 1;
+}
+static thread_local int g_device;
+
 static int env_sms(void)
 {
     const char *e = getenv("CUEMU_SMS");
@@ -708,14 +719,14 @@ extern "C" {
 
 cudaError_t cudaGetDeviceCount(int *count)
 {
-    *count = 1;
+    *count = env_devices();
     return cudaSuccess;
 }
 
 cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int device)
 {
-    if (device != 0)
-        return cudaErrorInvalidDevice;
+    if (device < 0 || device >= env_devices())
+        return g_last = cudaErrorInvalidDevice;
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "cuemu (host emulation, sm_90 limits)");
     p->major = 9;
@@ -731,8 +742,8 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int device)
 
 cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
 {
-    if (device != 0)
-        return cudaErrorInvalidDevice;
+    if (device < 0 || device >= env_devices())
+        return g_last = cudaErrorInvalidDevice;
     switch (attr) {
     case cudaDevAttrMultiProcessorCount: *value = env_sms(); return cudaSuccess;
     case cudaDevAttrComputeCapabilityMajor: *value = 9; return cudaSuccess;
@@ -757,22 +768,230 @@ cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, 
     return g_last = cudaErrorInvalidValue;
 }
 
+/* Device memory: heap blocks of the exact size (ASan sees overruns),
+ * counted against CUEMU_MEM_MIB (default 16 GiB) so out-of-memory paths
+ * run as on a device. */
+struct alloc_rec {
+    size_t bytes;
+    int device;
+};
+static std::map<void *, alloc_rec> g_alloc;
+static std::map<int, size_t> g_alloc_bytes; /* per device */
+
+static size_t mem_total(void)
+{
+    const char *e = getenv("CUEMU_MEM_MIB");
+    long v = e ? atol(e) : 0;
+    return (v > 0 ? (size_t)v : (size_t)16384) << 20;
+}
+
 cudaError_t cudaMalloc(void **p, size_t n)
 {
-    /* cudaMalloc's 256-byte alignment; the exact size, so ASan sees overruns */
     *p = NULL;
     if (g_sticky != cudaSuccess)
         return g_sticky;
+    std::lock_guard<std::mutex> lk(cuemu::g_mu);
     void *q = NULL;
-    if (posix_memalign(&q, 256, n ? n : 1) != 0)
-        return cudaErrorMemoryAllocation;
+    size_t &used = g_alloc_bytes[g_device];
+    if (n > mem_total() - used || posix_memalign(&q, 256, n ? n : 1) != 0)
+        return g_last = cudaErrorMemoryAllocation; /* as cudart: also the last error */
+    g_alloc[q] = alloc_rec{n, g_device};
+    used += n;
     *p = q;
     return cudaSuccess;
 }
 
 cudaError_t cudaFree(void *p)
 {
+    if (!p)
+        return cudaSuccess;
+    std::lock_guard<std::mutex> lk(cuemu::g_mu);
+    auto it = g_alloc.find(p);
+    if (it == g_alloc.end())
+        return g_last = cudaErrorInvalidValue;
+    g_alloc_bytes[it->second.device] -= it->second.bytes;
+    g_alloc.erase(it);
     free(p);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total_b)
+{
+    std::lock_guard<std::mutex> lk(cuemu::g_mu);
+    *total_b = mem_total();
+    *free_b = *total_b - g_alloc_bytes[g_device];
+    return g_sticky;
+}
+
+cudaError_t cudaMallocHost(void **p, size_t n)
+{
+    *p = malloc(n ? n : 1);
+    return *p ? cudaSuccess : (g_last = cudaErrorMemoryAllocation);
+}
+
+cudaError_t cudaHostAlloc(void **p, size_t n, unsigned int flags)
+{
+    (void)flags;
+    return cudaMallocHost(p, n);
+}
+
+cudaError_t cudaFreeHost(void *p)
+{
+    free(p);
+    return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device)
+{
+    if (device < 0 || device >= env_devices())
+        return g_last = cudaErrorInvalidDevice;
+    g_device = device;
+    return g_sticky;
+}
+
+cudaError_t cudaGetDevice(int *device)
+{
+    *device = g_device;
+    return cudaSuccess;
+}
+
+/* Streams: the emulation runs every launch and copy when it is enqueued,
+ * so a stream only orders its events: completing one completes those
+ * recorded before it on the same stream, as on a device. Streams are kept
+ * (marked destroyed) so an event never points at freed memory. */
+struct CUstream_st {
+    unsigned flags;
+    uint64_t recorded, done; /* events recorded; the last one known complete */
+    bool destroyed;
+};
+/* never destroyed (a static vector would be, before LeakSanitizer looks) */
+static std::vector<CUstream_st *> &g_streams = *new std::vector<CUstream_st *>;
+static CUstream_st g_default_stream;
+
+static CUstream_st *stream_of(cudaStream_t s)
+{
+    return s ? s : &g_default_stream;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags)
+{
+    std::lock_guard<std::mutex> lk(cuemu::g_mu);
+    *s = new CUstream_st{flags, 0, 0, false};
+    g_streams.push_back(*s);
+    return g_sticky;
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t s)
+{
+    if (!s || s->destroyed)
+        return g_last = cudaErrorInvalidResourceHandle;
+    s->destroyed = true;
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t s)
+{
+    CUstream_st *st = stream_of(s);
+    st->done = st->recorded;
+    return g_sticky;
+}
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s)
+{
+    (void)s;
+    return cudaMemcpy(dst, src, n, kind);
+}
+
+cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s)
+{
+    (void)s;
+    return cudaMemset(p, v, n);
+}
+
+/* Events: the host clock when recorded (the stream's earlier work has run).
+ * cudaEventQuery answers "not ready" CUEMU_EVENT_POLLS times (default 1)
+ * after each record, and, as cudart does, leaves cudaErrorNotReady as the
+ * thread's last error: a caller that polls and does not clear it fails its
+ * next launch check here as it would on a GPU. */
+struct CUevent_st {
+    int64_t t_ns;
+    CUstream_st *stream;
+    uint64_t seq; /* 0: never recorded */
+    int polls_left;
+};
+
+static int env_event_polls(void)
+{
+    const char *e = getenv("CUEMU_EVENT_POLLS");
+    return e ? atoi(e) : 1;
+}
+
+static bool event_done(const CUevent_st *ev)
+{
+    return ev->polls_left <= 0 || ev->seq <= ev->stream->done;
+}
+
+static void event_complete(CUevent_st *ev)
+{
+    ev->polls_left = 0;
+    if (ev->stream->done < ev->seq)
+        ev->stream->done = ev->seq;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t *ev)
+{
+    *ev = new CUevent_st{-1, &g_default_stream, 0, 0};
+    return g_sticky;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t ev)
+{
+    delete ev;
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t s)
+{
+    if (!ev)
+        return g_last = cudaErrorInvalidResourceHandle;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    ev->t_ns = (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+    ev->stream = stream_of(s);
+    ev->seq = ++ev->stream->recorded;
+    ev->polls_left = env_event_polls();
+    return g_sticky;
+}
+
+cudaError_t cudaEventQuery(cudaEvent_t ev)
+{
+    if (g_sticky != cudaSuccess)
+        return g_sticky;
+    if (ev->seq && !event_done(ev)) {
+        ev->polls_left--;
+        return g_last = cudaErrorNotReady;
+    }
+    if (ev->seq)
+        event_complete(ev);
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t ev)
+{
+    if (ev->seq)
+        event_complete(ev);
+    return g_sticky;
+}
+
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
+{
+    if (g_sticky != cudaSuccess)
+        return g_sticky;
+    if (!a->seq || !b->seq)
+        return g_last = cudaErrorInvalidResourceHandle;
+    if (!event_done(a) || !event_done(b))
+        return g_last = cudaErrorNotReady;
+    *ms = (float)((double)(b->t_ns - a->t_ns) / 1e6);
     return cudaSuccess;
 }
 
@@ -795,10 +1014,11 @@ cudaError_t cudaMemset(void *p, int v, size_t n)
     return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize(void) { return g_sticky; }
-cudaError_t cudaStreamSynchronize(cudaStream_t s)
+cudaError_t cudaDeviceSynchronize(void)
 {
-    (void)s;
+    g_default_stream.done = g_default_stream.recorded;
+    for (CUstream_st *st : g_streams)
+        st->done = st->recorded;
     return g_sticky;
 }
 
@@ -820,6 +1040,8 @@ const char *cudaGetErrorName(cudaError_t e)
     case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
     case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
     case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+    case cudaErrorNotReady: return "cudaErrorNotReady";
+    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
     default: return "cudaErrorUnknown";
     }
 }
@@ -833,6 +1055,8 @@ const char *cudaGetErrorString(cudaError_t e)
     case cudaErrorInvalidConfiguration: return "invalid configuration argument";
     case cudaErrorInvalidDevice: return "invalid device ordinal";
     case cudaErrorLaunchFailure: return "unspecified launch failure (cuemu: a kernel fault, printed above)";
+    case cudaErrorNotReady: return "device not ready";
+    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
     default: return "unknown error (cuemu)";
     }
 }

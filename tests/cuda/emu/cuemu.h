@@ -92,14 +92,14 @@ struct launcher {
     void (*k)(P...);
     dim3 grid, block;
     size_t smem;
-    template <class... A>
-    void operator()(A &&...a) const
+    /* the kernel's own parameter types: the call converts as a launch does
+     * (NULL to a pointer included), and the values are copied once */
+    void operator()(P... a) const
     {
-        /* the arguments converted once, as a launch copies them */
         struct pack {
             void (*k)(P...);
             std::tuple<typename std::decay<P>::type...> args;
-        } pk{k, std::tuple<typename std::decay<P>::type...>(std::forward<A>(a)...)};
+        } pk{k, std::tuple<typename std::decay<P>::type...>(a...)};
         launch((const void *)k, grid, block, smem,
                [](void *c) {
                    pack *p = static_cast<pack *>(c);
