@@ -29,6 +29,15 @@
  *   - addresses: ldmatrix and cp.async targets inside the block's shared
  *     memory and 16-byte aligned; global buffers are plain heap blocks, so
  *     an AddressSanitizer build catches out-of-bounds reads.
+ * The runtime (cuemu.cc) is the subset of cudart the project calls: memory
+ * is host memory counted per device against CUEMU_MEM_MIB (16384); there are
+ * CUEMU_DEVICES devices (1) of CUEMU_SMS SMs (132, an H200's) with sm_90's
+ * launch limits; work runs when enqueued, streams order their events, and
+ * cudaEventQuery says "not ready" CUEMU_EVENT_POLLS times (1) after each
+ * record, leaving it as the last error as cudart does. cuBLAS and NCCL are
+ * cublas_cuemu.cc and nccl_cuemu.cc, loaded where the backend dlopens the
+ * real ones (LOADLAW_CUBLAS_LIB, LOADLAW_NCCL_LIB).
+ *
  * The PTX instructions are emulated from their definitions in the PTX ISA
  * (fragment layouts in cuemu.cc), written apart from the kernels. What it
  * cannot see: timing, bank conflicts, register limits, memory-model
