@@ -139,6 +139,7 @@ const char *const coll_name[] = {"none", "__shfl_xor_sync", "__any_sync", "mma.s
 struct warp_slot {
     int arrived, live, lanes; /* lanes: threads of the block in this warp */
     coll kind;
+    const void *site; /* the kernel's instruction: the caller's return address */
     uint32_t in[32][10];
     const void *ptr[32];
     uint32_t out[32][4];
@@ -370,8 +371,8 @@ void perform(const cp_op &o)
 
 /* Arrive at a warp collective; returns when it has completed, with this
  * lane's result in out. */
-void collective(coll kind, uint32_t mask, const uint32_t *in, int nin, const void *ptr, uint32_t *out, int nout,
-                void (*compute)(warp_slot &))
+void collective(coll kind, const void *site, uint32_t mask, const uint32_t *in, int nin, const void *ptr,
+                uint32_t *out, int nout, void (*compute)(warp_slot &))
 {
     fiber *f = L->running;
     warp_slot &w = L->w[f->warp];
@@ -381,11 +382,17 @@ void collective(coll kind, uint32_t mask, const uint32_t *in, int nin, const voi
               full);
     if (w.live != w.lanes)
         fault("%s in warp %d after %d of its lanes exited", coll_name[kind], f->warp, w.lanes - w.live);
-    if (w.arrived == 0)
+    if (w.arrived == 0) {
         w.kind = kind;
-    else if (w.kind != kind)
+        w.site = site;
+    } else if (w.kind != kind) {
         fault("lanes of warp %d at different collectives (%s, %s): divergent warp", f->warp, coll_name[w.kind],
               coll_name[kind]);
+    } else if (w.site != site) {
+        /* .aligned: every lane executes the same instruction */
+        fault("lanes of warp %d at two different %s instructions (%p, %p): divergent warp", f->warp,
+              coll_name[kind], w.site, site);
+    }
     memcpy(w.in[f->lane], in, (size_t)nin * 4);
     w.ptr[f->lane] = ptr;
     if (++w.arrived == w.live) {
@@ -443,8 +450,9 @@ uint32_t shfl_xor(uint32_t mask, uint32_t v, int lane_mask, int width)
 {
     if (width < 1 || width > 32 || (width & (width - 1)))
         fault("__shfl_xor_sync width %d", width);
-    uint32_t in[3] = {v, (uint32_t)lane_mask, (uint32_t)width}, out;
-    collective(C_SHFL, mask, in, 3, NULL, &out, 1, [](warp_slot &w) {
+    /* the hardware takes the lane mask's low 5 bits (shfl.bfly b[4:0]) */
+    uint32_t in[3] = {v, (uint32_t)lane_mask & 31u, (uint32_t)width}, out;
+    collective(C_SHFL, __builtin_return_address(0), mask, in, 3, NULL, &out, 1, [](warp_slot &w) {
         for (int l = 0; l < w.lanes; l++) {
             if (w.in[l][1] != w.in[0][1] || w.in[l][2] != w.in[0][2])
                 fault("__shfl_xor_sync: lanes disagree on the lane mask or width");
@@ -460,7 +468,7 @@ uint32_t shfl_xor(uint32_t mask, uint32_t v, int lane_mask, int width)
 int any(uint32_t mask, int pred)
 {
     uint32_t in = pred != 0, out;
-    collective(C_ANY, mask, &in, 1, NULL, &out, 1, [](warp_slot &w) {
+    collective(C_ANY, __builtin_return_address(0), mask, &in, 1, NULL, &out, 1, [](warp_slot &w) {
         uint32_t r = 0;
         for (int l = 0; l < w.lanes; l++)
             r |= w.in[l][0];
@@ -480,7 +488,7 @@ void mma_m16n8k16_bf16(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1
 {
     uint32_t in[10] = {a[0], a[1], a[2], a[3], b0, b1, f_bits(c[0]), f_bits(c[1]), f_bits(c[2]), f_bits(c[3])};
     uint32_t out[4];
-    collective(C_MMA, 0xffffffffu, in, 10, NULL, out, 4, [](warp_slot &w) {
+    collective(C_MMA, __builtin_return_address(0), 0xffffffffu, in, 10, NULL, out, 4, [](warp_slot &w) {
         if (w.lanes != 32)
             fault("mma.sync needs a full warp");
         float A[16][16], B[16][8], C[16][8];
@@ -520,7 +528,7 @@ void ldmatrix_x4_trans(uint32_t r[4], const void *smem_row)
         fault("ldmatrix row address %p: not 16-byte aligned inside the block's %zu B of dynamic shared memory",
               smem_row, L->blk.smem_bytes);
     uint32_t none = 0;
-    collective(C_LDM, 0xffffffffu, &none, 0, smem_row, r, 4, [](warp_slot &w) {
+    collective(C_LDM, __builtin_return_address(0), 0xffffffffu, &none, 0, smem_row, r, 4, [](warp_slot &w) {
         if (w.lanes != 32)
             fault("ldmatrix .x4 needs a full warp");
         for (int l = 0; l < 32; l++) {
@@ -545,7 +553,7 @@ void cp_async16(void *smem_dst, const void *gsrc, int src_bytes)
               smem_dst, L->blk.smem_bytes);
     if (src_bytes < 0 || src_bytes > 16)
         fault("cp.async src-size %d (0..16)", src_bytes);
-    if (src_bytes > 0 && ((uintptr_t)gsrc & 15))
+    if ((uintptr_t)gsrc & 15) /* the address must be aligned to cp-size, read or not */
         fault("cp.async source %p not 16-byte aligned", gsrc);
     cp_op o = {(uint8_t *)smem_dst, (const uint8_t *)gsrc, src_bytes};
     if (g_cp_early)

@@ -24,8 +24,10 @@
  *     filled with (NaN), an overwrite of a stage still being read shows up
  *     in the early mode;
  *   - divergence the hardware does not allow: lanes of a warp at different
- *     collectives, a full-mask collective with an exited lane, a barrier
- *     some threads never reach (deadlock) -- each a launch failure;
+ *     collective instructions (told apart by the kernel's call site, so two
+ *     shuffles in the two arms of a branch are caught), a full-mask
+ *     collective with an exited lane, a barrier some threads never reach
+ *     (deadlock) -- each a launch failure;
  *   - addresses: ldmatrix and cp.async targets inside the block's shared
  *     memory and 16-byte aligned; global buffers are plain heap blocks, so
  *     an AddressSanitizer build catches out-of-bounds reads.
