@@ -170,7 +170,7 @@ launch_state *L; /* the launch in progress (one at a time: g_mu) */
 std::mutex g_mu;
 
 /* runtime error state */
-cudaError_t g_last = cudaSuccess;   /* launch errors, cleared by cudaGetLastError */
+thread_local cudaError_t g_last = cudaSuccess; /* per host thread, as cudart: cleared by cudaGetLastError */
 cudaError_t g_sticky = cudaSuccess; /* a kernel fault: the context is lost */
 std::map<const void *, int> g_max_dyn;
 
