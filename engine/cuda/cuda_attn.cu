@@ -602,9 +602,9 @@ static cudaError_t launch_tiled(const cuda_attn_args *a, const cuda_attn_plan *p
         ws_out = (float *)((uint8_t *)a->ws + ((rows * 4 + 255) & ~(size_t)255));
     }
     dim3 grid((unsigned)p->head_groups, (unsigned)p->splits, (unsigned)a->n_seq);
-    LAUNCH(kern, grid, p->threads, p->smem_bytes, st)(a->q, a->kv, a->kv_rows, a->idx, a->n_seq, a->heads, a->topk,
-                                                  p->tiles, p->tiles_per_split, scale_log2, a->out, a->lse,
-                                                  ws_lse, ws_out);
+    LAUNCH(kern, grid, p->threads, p->smem_bytes, st)(a->q, a->kv, a->kv_rows, a->idx, a->n_seq, a->heads,
+                                                      a->topk, p->tiles, p->tiles_per_split, scale_log2, a->out,
+                                                      a->lse, ws_lse, ws_out);
     if ((e = cudaGetLastError()) != cudaSuccess)
         return e;
     if (p->splits > 1) {

@@ -58,7 +58,7 @@ __host__ __device__ static inline float from_bf16(uint16_t h)
 
 /* ---- errors ------------------------------------------------------------- */
 
-
+/* cuda_model_errstr is below cuBLAS's loader: it names cuBLAS statuses too. */
 
 static int launched(void)
 {
@@ -244,7 +244,7 @@ extern "C" int cuda_dense_init(cuda_dense *d, int d_model, int d_ff, int vocab, 
     int rc = launched();
     if (rc == 0) {
         LAUNCH(init_weights_f32_kernel, 256, 256, 0, s)(d->d_wv, nv, 1.0f / sqrtf((float)CUDA_ATTN_DV),
-                                                   hash64(seed ^ 0x5eedull));
+                                                        hash64(seed ^ 0x5eedull));
         rc = launched();
     }
     if (rc != 0) {
@@ -483,8 +483,8 @@ extern "C" int cuda_topk(const int32_t *d_slot, const int64_t *d_ctx, int n, int
     if (n > 65535)
         return (int)cudaErrorInvalidValue;
     dim3 grid((unsigned)((topk + 255) / 256), (unsigned)n);
-    LAUNCH(mla_topk_select_kernel, grid, 256, 0, (cudaStream_t)stream)(d_slot, d_ctx, topk, min_ctx,
-                                                                   capacity, seed, d_idx);
+    LAUNCH(mla_topk_select_kernel, grid, 256, 0, (cudaStream_t)stream)(d_slot, d_ctx, topk, min_ctx, capacity,
+                                                                       seed, d_idx);
     return launched();
 }
 
@@ -574,8 +574,8 @@ extern "C" int cuda_sample(const float *d_logits, int n, int vocab, int32_t *d_t
 {
     if (n <= 0)
         return 0;
-    LAUNCH(softmax_argmax_kernel, (unsigned)n, SAMPLE_THREADS, 0, (cudaStream_t)stream)(d_logits, vocab,
-                                                                                  d_tokens, d_prob);
+    LAUNCH(softmax_argmax_kernel, (unsigned)n, SAMPLE_THREADS, 0, (cudaStream_t)stream)(d_logits, vocab, d_tokens,
+                                                                                        d_prob);
     return launched();
 }
 
@@ -617,11 +617,11 @@ extern "C" int cuda_dense_init_cols(cuda_dense *d, int d_model, int d_ff, int vo
         return (int)e;
     }
     LAUNCH(init_weights_cols_bf16_kernel, 1024, 256, 0, s)(d->d_w, d->ld, d_model, d_ff, d_cols, ncols,
-                                                       1.0f / sqrtf((float)d_model), seed);
+                                                           1.0f / sqrtf((float)d_model), seed);
     int rc = launched();
     if (rc == 0 && nv) {
         LAUNCH(init_weights_f32_kernel, 256, 256, 0, s)(d->d_wv, nv, 1.0f / sqrtf((float)CUDA_ATTN_DV),
-                                                   hash64(seed ^ 0x5eedull));
+                                                        hash64(seed ^ 0x5eedull));
         rc = launched();
     }
     if (rc != 0) {
