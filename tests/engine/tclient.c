@@ -10,6 +10,17 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 
+/* A request's time limit: a safety net against a hung server, far above
+ * what a request takes. TC_TIMEOUT_S raises it where the engine runs slowly
+ * on purpose (the CUDA backend on cuemu, under the sanitizers, on a busy CI
+ * host: tests/cuda_engine/CMakeLists.txt). */
+static long tc_timeout_s(long dflt)
+{
+    const char *v = getenv("TC_TIMEOUT_S");
+    long t = v ? strtol(v, NULL, 10) : 0;
+    return t > dflt ? t : dflt;
+}
+
 static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 {
     return ll_buf_append(ud, p, sz * n) ? 0 : sz * n;
@@ -48,7 +59,7 @@ int tc_request_hdr(const char *method, const char *url, const char *body, long b
         hdr = curl_slist_append(hdr, header);
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, tc_timeout_s(60));
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &out->body);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
@@ -201,7 +212,7 @@ int tc_streams(const char *url, const char *body, int n, tc_stream *out)
             goto out;
         curl_easy_setopt(h[i], CURLOPT_URL, url);
         curl_easy_setopt(h[i], CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(h[i], CURLOPT_TIMEOUT, 120L);
+        curl_easy_setopt(h[i], CURLOPT_TIMEOUT, tc_timeout_s(120));
         curl_easy_setopt(h[i], CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(h[i], CURLOPT_HTTPHEADER, hdr);
         curl_easy_setopt(h[i], CURLOPT_WRITEFUNCTION, on_stream);

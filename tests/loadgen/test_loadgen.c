@@ -535,9 +535,13 @@ static void test_arrival_stamp(void)
         CHECK(t.ok == 8 && cl->present && cl->reads >= 8 * 8, "ok %d, reads %llu", t.ok,
               (unsigned long long)cl->reads);
         if (!user) {
-            /* one read may race the kernel (a packet stamped but not yet in
-             * its socket when the previous read found it empty: xfer.c) */
-            CHECK(cl->reads_kstamp >= (int64_t)cl->reads - 1, "every read kernel-stamped: %lld of %llu",
+            /* A read whose packet was stamped over 1 ms before an earlier
+             * read found the socket empty takes the clock instead (xfer.c
+             * LG_RX_HELD_SLACK_NS): on loopback that is a softirq held up on
+             * a busy host. Alone, none or one; CI, with the sanitizers and
+             * another test beside it, saw 2 of 96. Broken stamping (a socket
+             * not matched, the stamp not read) loses most of them. */
+            CHECK(cl->reads_kstamp * 8 >= (int64_t)cl->reads * 7, "reads kernel-stamped: %lld of %llu",
                   (long long)cl->reads_kstamp, (unsigned long long)cl->reads);
             CHECK(isfinite(cl->read_lag_p50_ms) && cl->read_lag_p50_ms >= 0 &&
                       cl->read_lag_p99_ms >= cl->read_lag_p50_ms && cl->read_lag_max_ms >= cl->read_lag_p99_ms,
