@@ -198,10 +198,13 @@ int main(int argc, char **argv)
     /* --quick: three small cases (split and not, both layouts, ragged), for
      * compute-sanitizer --tool memcheck|racecheck|synccheck|initcheck;
      * --emu: the cases sized for the CPU emulation (tests/cuda/emu), which
-     * runs the kernels ~10^5 times slower than a GPU */
+     * runs the kernels ~10^5 times slower than a GPU; --emu-small: one of
+     * them (16-head blocks; the holes case adds split-k), for the
+     * emulator's slower ucontext build */
     int quick = argc > 1 && strcmp(argv[1], "--quick") == 0, emu = argc > 1 && strcmp(argv[1], "--emu") == 0;
-    if (argc > 2 || (argc > 1 && !quick && !emu)) {
-        fprintf(stderr, "usage: test_cuda_attn [--quick | --emu]\n");
+    int emu_small = argc > 1 && strcmp(argv[1], "--emu-small") == 0;
+    if (argc > 2 || (argc > 1 && !quick && !emu && !emu_small)) {
+        fprintf(stderr, "usage: test_cuda_attn [--quick | --emu | --emu-small]\n");
         return 2;
     }
     int ndev = 0;
@@ -232,10 +235,12 @@ int main(int argc, char **argv)
     static const size_t quick_cases[] = {1, 5, 17};
     /* emu: every block size, split-k, padded heads, all-invalid, fp32 and sharp q, both layouts */
     static const size_t emu_cases[] = {0, 1, 2, 11, 13, 14, 17, 18, 19};
-    const size_t *pick = quick ? quick_cases : emu ? emu_cases : NULL;
-    size_t ncase = quick ? sizeof quick_cases / sizeof *quick_cases
-                   : emu ? sizeof emu_cases / sizeof *emu_cases
-                         : sizeof cs / sizeof *cs;
+    static const size_t emu_small_cases[] = {1};
+    const size_t *pick = quick ? quick_cases : emu ? emu_cases : emu_small ? emu_small_cases : NULL;
+    size_t ncase = quick       ? sizeof quick_cases / sizeof *quick_cases
+                   : emu       ? sizeof emu_cases / sizeof *emu_cases
+                   : emu_small ? sizeof emu_small_cases / sizeof *emu_small_cases
+                               : sizeof cs / sizeof *cs;
     for (size_t ci = 0; ci < ncase; ci++)
         for (int l = 0; l < 2; l++) {
             size_t i = pick ? pick[ci] : ci;

@@ -5,11 +5,12 @@
  * DESIGN
  * A launch runs its blocks one after another on the calling thread. A block
  * is one fiber per thread, switched by a few instructions of assembly
- * (x86-64; elsewhere ucontext, slower): a fiber runs until it blocks at a
- * barrier or a warp collective, the scheduler then resumes the next runnable
- * fiber in the order CUEMU_ORDER names. A collective completes in the lane
- * that arrives last, which computes every lane's result from the inputs the
- * lanes left in the warp's slot; the other lanes read theirs when resumed
+ * (x86-64; elsewhere, or with -DCUEMU_UCONTEXT, ucontext: slower): a fiber
+ * runs until it blocks at a barrier or a warp collective, the scheduler then
+ * resumes the next runnable fiber in the order CUEMU_ORDER names. A
+ * collective completes in the lane that arrives last, which computes every
+ * lane's result from the inputs the lanes left in the warp's slot; the other
+ * lanes read theirs when resumed
  * (no lane can overwrite the slot before all have read it: that needs all
  * of them at the next collective). A fault stops the block where it is; its
  * fibers are dropped, not unwound (kernels own no host resources).
@@ -45,7 +46,13 @@
 #include <sanitizer/common_interface_defs.h>
 #endif
 
-#if !defined(__x86_64__)
+/* The switch: assembly on x86-64, ucontext elsewhere or where CUEMU_UCONTEXT
+ * asks for it (tests/cuda/CMakeLists.txt builds one test so, to keep the
+ * fallback tested on the x86-64 hosts that run CI). */
+#if defined(__x86_64__) && !defined(CUEMU_UCONTEXT)
+#define CUEMU_ASM_SWITCH 1
+#endif
+#ifndef CUEMU_ASM_SWITCH
 #include <ucontext.h>
 #endif
 
@@ -58,7 +65,7 @@ namespace {
 
 /* ---- context switch ----------------------------------------------------------- */
 
-#if defined(__x86_64__)
+#ifdef CUEMU_ASM_SWITCH
 extern "C" void cuemu_swap(void **save_sp, void *load_sp);
 extern "C" void cuemu_trampoline(void);
 /* Saves the callee-saved registers, mxcsr and the x87 control word on the
@@ -125,7 +132,7 @@ struct fiber {
     /* stack and saved context */
     uint8_t *stack;
     size_t stack_bytes;
-#if defined(__x86_64__)
+#ifdef CUEMU_ASM_SWITCH
     void *sp;
 #else
     ucontext_t uc;
@@ -157,7 +164,7 @@ struct launch_state {
     bool faulted;
     char fault_msg[512];
     fiber *running;
-#if defined(__x86_64__)
+#ifdef CUEMU_ASM_SWITCH
     void *sched_sp;
 #else
     ucontext_t sched_uc;
@@ -212,7 +219,7 @@ void to_fiber(fiber *f)
     void *fake = NULL;
     __sanitizer_start_switch_fiber(&fake, f->stack, f->stack_bytes);
 #endif
-#if defined(__x86_64__)
+#ifdef CUEMU_ASM_SWITCH
     cuemu_swap(&L->sched_sp, f->sp);
 #else
     swapcontext(&L->sched_uc, &f->uc);
@@ -233,7 +240,7 @@ void to_sched(bool exiting)
 #else
     (void)exiting;
 #endif
-#if defined(__x86_64__)
+#ifdef CUEMU_ASM_SWITCH
     cuemu_swap(&f->sp, L->sched_sp);
 #else
     swapcontext(&f->uc, &L->sched_uc);
@@ -251,7 +258,7 @@ extern "C" void cuemu_fiber_entry(fiber *f)
     fiber_main(f);
 }
 
-#if !defined(__x86_64__)
+#ifndef CUEMU_ASM_SWITCH
 void uc_entry(unsigned hi, unsigned lo)
 {
     cuemu_fiber_entry((fiber *)(((uintptr_t)hi << 32) | lo));
@@ -264,7 +271,7 @@ void fiber_init(fiber *f)
     /* a stack is reused by the next block: its last frames never returned */
     __asan_unpoison_memory_region(f->stack, f->stack_bytes);
 #endif
-#if defined(__x86_64__)
+#ifdef CUEMU_ASM_SWITCH
     uintptr_t top = ((uintptr_t)f->stack + f->stack_bytes) & ~(uintptr_t)15;
     uint64_t *s = (uint64_t *)top;
     uint32_t csr[2] = {0, 0};
