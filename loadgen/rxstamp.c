@@ -103,8 +103,9 @@ static void keeper_open(void)
     }
     keeper_fd = fd;
     /* Linux turns stamping on a moment after the first socket asks (a
-     * deferred switch): wait for it, at most ~50 ms */
-    for (int i = 0; i < 5 && !stamping_live(fd); i++)
+     * deferred switch, run by a kernel worker a busy host may hold up):
+     * wait for it, at most ~1 s; usually the first check finds it on */
+    for (int i = 0; i < 50 && !stamping_live(fd); i++)
         nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
 }
 

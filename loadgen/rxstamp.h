@@ -74,8 +74,9 @@ int lg_rx_enable(int fd);
  * Linux switches stamping on for all packets some time after the first
  * socket asks (a deferred static-key update) and off when the last one
  * closes, so without it the first packets of each run went unstamped. The
- * first call waits (at most ~50 ms) until a datagram it sends itself comes
- * back stamped. Its fd, or -1 (then stamps come when the kernel is ready). */
+ * first call waits (at most ~1 s; usually not at all) until a datagram it
+ * sends itself comes back stamped. Its fd, or -1 (then stamps come when the
+ * kernel is ready). */
 int lg_rx_keep_on(void);
 
 #endif

@@ -300,6 +300,21 @@ double tc_metric(const char *text, const char *name)
     return -1;
 }
 
+double tc_wait_metric(const char *metrics_url, const char *name, double want, double timeout_s)
+{
+    int64_t end = ll_now_ns() + (int64_t)(timeout_s * 1e9);
+    double v;
+    for (;;) {
+        tc_resp r;
+        tc_request("GET", metrics_url, NULL, 0, &r);
+        v = r.status == 200 ? tc_metric(r.body.p, name) : -1;
+        tc_resp_free(&r);
+        if (v == want || ll_now_ns() >= end)
+            return v;
+        usleep(2000);
+    }
+}
+
 typedef struct tc_par {
     const char *url;
     int max_tokens, tokens;

@@ -90,4 +90,9 @@ int tc_stream_tokens(const char *body);
 /* Value of the Prometheus sample `name` (with its labels) in text; -1 if absent. */
 double tc_metric(const char *text, const char *name);
 
+/* GETs metrics_url until the sample `name` reads `want` or timeout_s passes
+ * (a gauge that follows the scheduler's thread, which a busy host may hold
+ * up); returns the last value read (-1: absent or no answer). */
+double tc_wait_metric(const char *metrics_url, const char *name, double want, double timeout_s);
+
 #endif

@@ -320,7 +320,8 @@ static void test_bad_input(void)
     url_of(mu, sizeof mu, "/metrics");
     tc_bg_start(&bg, u, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":1000,"
                      "\"ignore_eos\":true,\"stream\":true}");
-    /* wait until the stream is decoding (1000 steps of about 1 ms follow) */
+    /* wait until the stream is decoding (1000 steps of about 3 ms follow:
+     * time for the requests below under the sanitizers on a busy host) */
     tc_resp m;
     for (int i = 0; i < 500; i++) {
         tc_request("GET", mu, NULL, 0, &m);
@@ -415,8 +416,9 @@ static void test_metrics(eng_engine *e)
 {
     char u[256];
     tc_resp r;
-    usleep(20000); /* finished requests leave the running gauge just after their last tokens */
     url_of(u, sizeof u, "/metrics");
+    /* finished requests leave the running gauge just after their last tokens */
+    tc_wait_metric(u, "loadlaw_running_requests", 0, 10);
     tc_request("GET", u, NULL, 0, &r);
     CHECK(r.status == 200, "metrics status");
     /* Prometheus text format 0.0.4: every sample line is name{labels} value
@@ -506,7 +508,7 @@ int main(void)
         return 1;
     char spec[256];
     snprintf(spec, sizeof spec,
-             "law=1+0.05n,stop_after=50,max_tokens_limit=1000,max_body=4096,model=m-test,profile_dir=%s", dir);
+             "law=3+0.05n,stop_after=50,max_tokens_limit=1000,max_body=4096,model=m-test,profile_dir=%s", dir);
     eng_engine *e = tc_start(spec);
     snprintf(base, sizeof base, "%s", eng_url(e));
 

@@ -78,7 +78,8 @@ static void test_profile(const char *dir)
     tc_bg bg;
     tc_resp r;
     snprintf(u, sizeof u, "%s/v1/completions", base);
-    tc_bg_start(&bg, u, "{\"prompt\":\"p q r\",\"max_tokens\":120,\"ignore_eos\":true,\"stream\":true}");
+    /* ~1 s of steps: what follows needs ~0.13 s, more under the sanitizers */
+    tc_bg_start(&bg, u, "{\"prompt\":\"p q r\",\"max_tokens\":1000,\"ignore_eos\":true,\"stream\":true}");
     usleep(10000);
     /* output_dir: a plain subdirectory of --profile-dir (dir) */
     snprintf(body, sizeof body, "{\"num_steps\":5,\"output_dir\":\"caps\"}");
@@ -129,7 +130,7 @@ static void test_profile(const char *dir)
     tc_resp_free(&r);
 
     tc_bg_join(&bg);
-    CHECK(tc_stream_tokens(bg.resp.body.p) == 120, "stream during profiling complete");
+    CHECK(tc_stream_tokens(bg.resp.body.p) == 1000, "stream during profiling complete");
 
     /* on an idle engine a num_steps capture answers at its timeout, empty */
     snprintf(body, sizeof body, "{\"num_steps\":3,\"output_dir\":\"caps\",\"timeout_s\":0.2}");
@@ -176,15 +177,19 @@ static size_t leave_after_headers(char *p, size_t sz, size_t n, void *ud)
 
 static void test_queue_and_disconnect(void)
 {
-    eng_engine *e = tc_start("law=2,max_running=1,max_waiting=1");
+    /* 10 ms steps: a's 100 tokens (1 s) outlast b's and c's arrival on a busy host */
+    eng_engine *e = tc_start("law=10,max_running=1,max_waiting=1");
     char u[256];
     snprintf(u, sizeof u, "%s/v1/completions", eng_url(e));
     const char *body = "{\"prompt\":\"x\",\"max_tokens\":100,\"stream\":true}";
+    char mu[256];
+    snprintf(mu, sizeof mu, "%s/metrics", eng_url(e));
     tc_bg a, b;
     tc_bg_start(&a, u, body);
-    usleep(30000);
+    double running = tc_wait_metric(mu, "loadlaw_running_requests", 1, 10);
     tc_bg_start(&b, u, body);
-    usleep(30000); /* a runs, b waits: the queue (1) is full */
+    double waiting = tc_wait_metric(mu, "loadlaw_waiting_requests", 1, 10);
+    CHECK(running == 1 && waiting == 1, "a runs (%g), b waits (%g): the queue (1) is full", running, waiting);
     tc_resp r;
     tc_request("POST", u, body, -1, &r);
     CHECK(r.status == 503, "full queue answers 503, got %ld: %s", r.status, r.body.p);
@@ -197,7 +202,7 @@ static void test_queue_and_disconnect(void)
     tc_resp_free(&a.resp);
     tc_resp_free(&b.resp);
 
-    /* A 5000-token stream (10 s at 2 ms a step) holds the only slot; its client
+    /* A 5000-token stream (50 s at 10 ms a step) holds the only slot; its client
      * leaves after 3 events. The next request must get the slot at once: the
      * steps run until it is served are a handful, not the 5000 the stream
      * would have taken. */

@@ -172,8 +172,10 @@ int main(void)
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         return 1;
     gsl_set_error_handler_off();
-    const law L = {.a = 52, .b = 30, .scale = 0.01};
-    eng_engine *e = tc_start("law=52+30n,time_scale=0.01,max_running=64");
+    /* scale 0.02: a stream alone runs its 60 tokens in ~100 ms, time for the
+     * level's other streams to connect on a busy host and batch with it */
+    const law L = {.a = 52, .b = 30, .scale = 0.02};
+    eng_engine *e = tc_start("law=52+30n,time_scale=0.02,max_running=64");
     char url[160];
     snprintf(url, sizeof url, "%s/v1/chat/completions", eng_url(e));
     const char *body = "{\"messages\":[{\"role\":\"user\",\"content\":\"fit me a law\"}],"

@@ -20,8 +20,9 @@
  *     the engine's send()), not before it was handed to MHD; and since a
  *     loopback packet is stamped by the receiving kernel inside the sender's
  *     write, the token's arrival (that stamp) comes just before send_ns:
- *     the median of send_ns - arrival is in [-CLOCK_SLACK, 1 ms], where a
- *     send_ns taken at a later write would be off by a step (2-4 ms here). */
+ *     the median of send_ns - arrival is in [-CLOCK_SLACK, WIRE_MAX_MS], where
+ *     a send_ns taken at a later write would be off by a step (15-24 ms
+ *     here: steps that long leave room for a writer the host holds up). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,7 @@
 #define MAX_HO 256
 #define MAX_STEPS 4096
 #define CLOCK_SLACK_NS 50000
+#define WIRE_MAX_MS 5.0
 
 typedef struct ho {
     char req[LL_REC_HANDOFF_REQ_MAX + 1];
@@ -117,7 +119,7 @@ int main(void)
     lg_run *run = NULL;
     ll_rec_writer *rec = NULL;
     eng_config_default(&ec);
-    int rc = eng_parse_spec("backend=synthetic,law=4+1n,time_scale=0.5,handoff_sample=3", &ec, err,
+    int rc = eng_parse_spec("backend=synthetic,law=4+1n,time_scale=3,handoff_sample=3", &ec, err,
                             sizeof err);
     rc = rc ? rc : eng_start(&ec, &eng, err, sizeof err);
     char json[256];
@@ -195,9 +197,9 @@ int main(void)
     if (n_wire > 0) {
         ll_sort_doubles(wire, (size_t)n_wire);
         double med = wire[n_wire / 2];
-        CHECK(med >= -CLOCK_SLACK_NS / 1e6 && med <= 1.0,
-              "send_ns - arrival: median %.3f ms over %d samples (want [-%.3f, 1 ms])", med, n_wire,
-              CLOCK_SLACK_NS / 1e6);
+        CHECK(med >= -CLOCK_SLACK_NS / 1e6 && med <= WIRE_MAX_MS,
+              "send_ns - arrival: median %.3f ms over %d samples (want [-%.3f, %.0f ms])", med, n_wire,
+              CLOCK_SLACK_NS / 1e6, WIRE_MAX_MS);
         printf("send_ns - kernel arrival stamp: median %.4f ms, min %.4f, max %.4f (%d samples)\n", med,
                wire[0], wire[n_wire - 1], n_wire);
     }

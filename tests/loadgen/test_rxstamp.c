@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -59,6 +60,19 @@ static void pair_close(pair *p)
     close(p->wr);
 }
 
+/* Waits (5 s at most) until fd holds n bytes to read. The stamp is taken in
+ * write(), but a busy host may defer the softirq that puts the packet in the
+ * reader's socket past the sleeps below; FIONREAD is neither recv() nor
+ * poll(), so it leaves the stamp and the emptied mark alone. */
+static void wait_bytes(int fd, int n)
+{
+    int64_t end = ll_now_ns() + 5000000000LL;
+    int have = 0;
+    while (ioctl(fd, FIONREAD, &have) == 0 && have < n && ll_now_ns() < end)
+        usleep(1000);
+    CHECK(have >= n, "%d bytes arrived in 5 s, want %d", have, n);
+}
+
 /* write() s, with the clock read just before and just after it. */
 static void timed_write(int fd, const char *s, int64_t *before, int64_t *after)
 {
@@ -96,6 +110,7 @@ static void test_late_read(void)
     ll_sleep_until_ns(a0 + 40000000);
     timed_write(p.wr, "data: b\n\n", &b1, &a1);
     ll_sleep_until_ns(a1 + 20000000);
+    wait_bytes(p.rd, 18);
     n = recv(p.rd, buf, sizeof buf, 0);
     CHECK(n == 18 && rx.t_ns >= 0, "both writes in one read (%zd), stamped", n);
     CHECK(rx.t_ns >= b1 - SLACK_NS && rx.t_ns <= a1 + SLACK_NS,
@@ -113,6 +128,7 @@ static void test_late_read(void)
     /* a peek returns the bytes and consumes nothing: the stamp is left alone */
     timed_write(p.wr, "xy", &b0, &a0);
     ll_sleep_until_ns(a0 + 5000000);
+    wait_bytes(p.rd, 2);
     n = recv(p.rd, buf, sizeof buf, MSG_PEEK);
     CHECK(n == 2 && rx.t_ns == kept, "peek: %zd bytes, stamp unchanged", n);
     n = recv(p.rd, buf, sizeof buf, 0);
@@ -189,9 +205,11 @@ static void test_poll_after_drain(void)
     lg_rx_attach(&rx);
     timed_write(p.wr, "abc", &b, &a);
     ll_sleep_until_ns(a + 5000000);
+    wait_bytes(p.rd, 3);
     CHECK(recv(p.rd, buf, sizeof buf, 0) == 3 && rx.drained_fd == p.rd, "a short read marks its socket emptied");
     timed_write(p.wr, "def", &b, &a);
     ll_sleep_until_ns(a + 5000000);
+    wait_bytes(p.rd, 3);
     CHECK(poll_in(p.rd) == 0, "zero-timeout poll right after: nothing (no system call)");
     struct pollfd pw = {.fd = p.rd, .events = POLLIN | POLLOUT};
     CHECK(poll(&pw, 1, 0) == 1 && (pw.revents & POLLIN), "a poll for more than reading goes to the kernel");
@@ -206,6 +224,7 @@ static void test_poll_after_drain(void)
     lg_rx_attach(NULL);
     timed_write(p.wr, "g", &b, &a);
     ll_sleep_until_ns(a + 5000000);
+    wait_bytes(p.rd, 1);
     CHECK(poll_in(p.rd) == 1, "not attached: every poll goes to the kernel");
     pair_close(&p);
 }

@@ -232,7 +232,9 @@ static void check_merged(const char *what, const seen *s, int k)
                   (double)(s->start_ns[L] - s->agreed_ns[L]) / 1e6);
         for (int r = 1; r < want_ranks; r++) {
             int64_t d = s->first_send[L][r] - s->first_send[L][0];
-            CHECK(llabs(d) < 100000000, "%s: level %d: rank %d's first send %.3f ms from rank 0's", what, L, r,
+            /* 500 ms: a rank held up by the host is not a skew; an
+             * uncorrected clock (SKEW_NS) is 2 s off */
+            CHECK(llabs(d) < 500000000, "%s: level %d: rank %d's first send %.3f ms from rank 0's", what, L, r,
                   (double)d / 1e6);
             CHECK(s->agreed_ns[L] >= 0 && s->first_send[L][r] >= s->agreed_ns[L] - 1000000,
                   "%s: level %d: rank %d sent %.3f ms before the agreed start", what, L, r,
