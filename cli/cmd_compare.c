@@ -3,6 +3,7 @@
  * and the slope ratio, a verdict line,
  * and a gate for CI jobs (--expect-speedup, exit 3 when missed). The work is
  * compare_runs (cli.h), which the "ab" form of `loadlaw sweep` calls too. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,7 @@ static const cli_opt compare_table[] = {
                 "A C the runs do not share is a usage error (2)."},
     {"html", K_HTML, "FILE", "also write a comparison page overlaying both runs"},
     {"json", K_JSON, NULL, "machine-readable output instead of tables"},
-    {"resamples", K_RESAMPLES, "N", "bootstrap resamples (default 2000)"},
+    {"resamples", K_RESAMPLES, "N", "bootstrap resamples (default 2000, at least 200)"},
     {"seed", K_SEED, "S", "bootstrap seed (default 1)"},
     {0},
 };
@@ -93,8 +94,11 @@ static int on_opt(const cli_opt *opt, const char *v, void *ctx)
         a->o.have_expect = 1;
         return 0;
     }
-    if (ll_parse_int64(v, &n) || n < (opt->key == K_SEED ? 0 : 1) || n > 1000000000)
-        return cli_usage_error(&compare_cmd, "--%s wants a whole number, got '%s'", opt->name, v);
+    _Static_assert(FIT_COMPARE_MIN_RESAMPLES == 200, "the message below says 200");
+    if (ll_parse_int64(v, &n) || n < (opt->key == K_SEED ? 0 : FIT_COMPARE_MIN_RESAMPLES) || n > 1000000000)
+        return cli_usage_error(&compare_cmd, opt->key == K_SEED ? "--%s wants a whole number, got '%s'"
+                                                                : "--%s wants a whole number >= 200, got '%s'",
+                               opt->name, v);
     if (opt->key == K_SEED)
         a->o.co.seed = (uint64_t)n;
     else
@@ -202,8 +206,20 @@ static int check_gate(const compared *k, const compare_opts *o)
         return CLI_FAIL;
     }
     int met = gate_met(k, o);
-    fprintf(stderr, "gate: expected >= %.3g\u00d7 at C=%d; interval [%.3f, %.3f]: %s\n", o->expect_x,
-            k->gate->concurrency, k->gate->ratio_ci[0], k->gate->ratio_ci[1], met ? "met" : "MISSED");
+    const fit_compare_level *g = k->gate;
+    char at[64], iv[96];
+    if (g->open_loop)
+        snprintf(at, sizeof at, "%g req/s", g->rate_per_s);
+    else
+        snprintf(at, sizeof at, "C=%d", g->concurrency);
+    if (isfinite(g->ratio_ci[0]) && isfinite(g->ratio_ci[1])) {
+        int d = fit_ci_decimals(g->ratio_ci[0], g->ratio_ci[1]);
+        d = d < 3 ? 3 : d;
+        snprintf(iv, sizeof iv, "interval [%.*f, %.*f]", d, g->ratio_ci[0], d, g->ratio_ci[1]);
+    } else {
+        snprintf(iv, sizeof iv, "no interval (too few steps or pairs to tell)");
+    }
+    fprintf(stderr, "gate: expected >= %.3g\u00d7 at %s; %s: %s\n", o->expect_x, at, iv, met ? "met" : "MISSED");
     return met ? CLI_OK : CLI_GATE;
 }
 

@@ -224,7 +224,7 @@ static int compare_level(const fit_run *a, const fit_result *ra, size_t ia, cons
     out->tok_per_s_b = cmp_ratio_estimate(pb, nb, cb);
     out->ratio = out->tok_per_s_b / out->tok_per_s_a;
     out->ratio_ci[0] = out->ratio_ci[1] = NAN;
-    if (na > 0 && nb > 0 && o->n_resamples > 0) {
+    if (na >= FIT_COMPARE_MIN_UNITS && nb >= FIT_COMPARE_MIN_UNITS && o->n_resamples > 0) {
         boot = malloc((size_t)o->n_resamples * sizeof *boot);
         if (!boot)
             goto fail;
@@ -324,8 +324,11 @@ static int slope_bootstrap(fit_compare *c, cmp_unit *const *ua, cmp_unit *const 
     size_t n = 0; /* the closed levels come first (key order) */
     while (n < c->n_levels && !c->levels[n].open_loop)
         n++;
-    if (n < 2)
+    if (n < 2 || o->n_resamples < 1)
         return 0;
+    for (size_t i = 0; i < n; i++)
+        if (c->levels[i].n_units_a < FIT_COMPARE_MIN_UNITS || c->levels[i].n_units_b < FIT_COMPARE_MIN_UNITS)
+            return 0; /* too few steps to resample (fit.h) */
     double *x = malloc(n * sizeof *x), *ya = malloc(n * sizeof *ya), *yb = malloc(n * sizeof *yb);
     double *boot = malloc(((size_t)o->n_resamples + 1) * sizeof *boot);
     int rc = LL_ENOMEM;
@@ -336,9 +339,7 @@ static int slope_bootstrap(fit_compare *c, cmp_unit *const *ua, cmp_unit *const 
         ya[i] = units_step_ms(NULL, ua[i], c->levels[i].n_units_a);
         yb[i] = units_step_ms(NULL, ub[i], c->levels[i].n_units_b);
     }
-    c->slope_a_ms = ols_slope(x, ya, n);
-    c->slope_b_ms = ols_slope(x, yb, n);
-    c->slope_ratio = c->slope_b_ms / c->slope_a_ms;
+    double slope_a = ols_slope(x, ya, n), slope_b = ols_slope(x, yb, n);
     size_t nb = 0;
     for (int r = 0; r < o->n_resamples; r++) {
         for (size_t i = 0; i < n; i++) {
@@ -349,7 +350,11 @@ static int slope_bootstrap(fit_compare *c, cmp_unit *const *ua, cmp_unit *const 
         if (sa > 0 && isfinite(sb))
             boot[nb++] = sb / sa;
     }
-    if (nb > 0 && c->slope_a_ms > 0) {
+    if (nb > 0 && slope_a > 0 && isfinite(slope_b)) {
+        /* only a ratio with its interval: a slope of A <= 0 gives none */
+        c->slope_a_ms = slope_a;
+        c->slope_b_ms = slope_b;
+        c->slope_ratio = slope_b / slope_a;
         ll_sort_doubles(boot, nb);
         c->slope_ratio_ci[0] = ll_quantile_sorted(boot, nb, (1 - o->ci) / 2);
         c->slope_ratio_ci[1] = ll_quantile_sorted(boot, nb, 1 - (1 - o->ci) / 2);
@@ -408,8 +413,17 @@ void fit_compare_set_verdict(fit_compare *c, size_t i)
     char pairs[48] = "";
     if (L->n_pairs)
         snprintf(pairs, sizeof pairs, " (%zu pair%s)", L->n_pairs, L->n_pairs > 1 ? "s" : "");
-    snprintf(c->verdict, sizeof c->verdict, "B is %.2f\u00d7 A at %s [%.2f, %.2f]%s%s%s", L->ratio, at,
-             L->ratio_ci[0], L->ratio_ci[1], pairs, slope, L->steady ? "" : " (no steady window: decode spans)");
+    /* the interval with the decimals that keep it from collapsing onto the
+     * estimate (a gate missed by 0.004 must not read "[1.87, 1.87]") */
+    int d = fit_ci_decimals(L->ratio_ci[0], L->ratio_ci[1]);
+    d = d < 2 ? 2 : d;
+    char iv[96];
+    if (isfinite(L->ratio_ci[0]) && isfinite(L->ratio_ci[1]))
+        snprintf(iv, sizeof iv, " [%.*f, %.*f]", d, L->ratio_ci[0], d, L->ratio_ci[1]);
+    else
+        snprintf(iv, sizeof iv, " (no interval)");
+    snprintf(c->verdict, sizeof c->verdict, "B is %.*f\u00d7 A at %s%s%s%s%s", d, L->ratio, at, iv, pairs, slope,
+             L->steady ? "" : " (no steady window: decode spans)");
 }
 
 int fit_compare_runs(const fit_run *a, const fit_result *ra, const fit_run *b,
@@ -420,8 +434,10 @@ int fit_compare_runs(const fit_run *a, const fit_result *ra, const fit_run *b,
     fit_compare_options_default(&o);
     if (opt)
         o = *opt;
-    if (o.n_resamples < 0 || !(o.ci > 0 && o.ci < 1)) {
-        ll_errf(err, errlen, "compare: bad options (resamples %d, ci %g)", o.n_resamples, o.ci);
+    if (o.n_resamples < 0 || (o.n_resamples > 0 && o.n_resamples < FIT_COMPARE_MIN_RESAMPLES) ||
+        !(o.ci > 0 && o.ci < 1)) {
+        ll_errf(err, errlen, "compare: bad options (resamples %d: 0 or at least %d; ci %g)", o.n_resamples,
+                FIT_COMPARE_MIN_RESAMPLES, o.ci);
         return LL_EINVAL;
     }
     int rc = LL_ENOMEM;

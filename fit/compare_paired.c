@@ -71,12 +71,18 @@ int fit_paired_ratio(const double *y, const double *v, size_t m, double ci, doub
     if (m == 0 || !(ci > 0 && ci < 1))
         return LL_EINVAL;
     double my = 0, mv = 0, s2 = 0;
+    size_t nv = 0;
     for (size_t i = 0; i < m; i++) {
         my += y[i];
-        mv += isfinite(v[i]) && v[i] > 0 ? v[i] : 0;
+        if (isfinite(v[i]) && v[i] >= 0) {
+            mv += v[i];
+            nv++;
+        }
     }
     my /= (double)m;
-    mv /= (double)m;
+    /* the step noise of the pairs that have one: a pair whose side had one
+     * unit has none to show, and counting it as 0 would lower the floor */
+    mv = nv ? mv / (double)nv : 0;
     for (size_t i = 0; i < m; i++)
         s2 += (y[i] - my) * (y[i] - my);
     s2 = m > 1 ? s2 / (double)(m - 1) : 0;
@@ -88,14 +94,21 @@ int fit_paired_ratio(const double *y, const double *v, size_t m, double ci, doub
      * pair spread three times the step noise: s^2 small by chance is exactly
      * when the spread is underestimated); one pair has no spread to see, its
      * steps' interval (normal quantile) is all there is. */
+    *ratio = exp(my);
+    *within_var = nv ? mv : NAN;
+    if (m == 1 && !(mv > 0)) {
+        /* one pair and no step noise to see: no interval (a gate fails) */
+        ratio_ci[0] = ratio_ci[1] = NAN;
+        *between_var = NAN;
+        *df = NAN;
+        return 0;
+    }
     double tau2 = s2 > mv ? s2 - mv : 0;
     double var = (s2 > mv ? s2 : mv) / (double)m;
     double nu = m > 1 ? (double)(m - 1) : INFINITY;
     double q = isfinite(nu) ? gsl_cdf_tdist_Pinv(1 - (1 - ci) / 2, nu) : gsl_cdf_ugaussian_Pinv(1 - (1 - ci) / 2);
-    *ratio = exp(my);
     ratio_ci[0] = exp(my - q * sqrt(var));
     ratio_ci[1] = exp(my + q * sqrt(var));
-    *within_var = mv;
     *between_var = tau2;
     *df = nu;
     return 0;

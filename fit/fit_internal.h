@@ -52,8 +52,9 @@ void fit_server_level(const fit_run *run, fit_level *L);
  * mean (avg = 1) over the samples of kind; *n_out scrapes; NAN when none. */
 double fit_server_gauge(const fit_run *run, const fit_level *L, int kind, int avg, size_t *n_out);
 /* The increase of a counter kind over [t0, t1], per series with resets,
- * summed over series; the span (and first/last sample times, either may be
- * NULL) of the series seen. NAN when no series has two samples. */
+ * summed over series; the series' spans (last - first sample) summed, and
+ * the first/last sample time of any (either may be NULL). NAN when no series
+ * has two samples. */
 double fit_server_counter(const fit_run *run, int kind, int64_t t0, int64_t t1, int64_t *span_ns,
                           int64_t *first_ns, int64_t *last_ns);
 /* The server's N over L (start to end) as fit.h "The law against the

@@ -313,10 +313,7 @@ fail:
     return NULL;
 }
 
-/* Decimals that show an interval of this width with two significant digits,
- * so "[5.199, 5.202]" never collapses to "[5.2, 5.2]"; -1 when the width is
- * zero or not a number (a noise-free fit), meaning "%.6g". */
-static int ci_decimals(double lo, double hi)
+int fit_ci_decimals(double lo, double hi)
 {
     double w = hi - lo;
     if (!(w > 0) || !isfinite(w))
@@ -357,7 +354,7 @@ void fit_print_law_line(FILE *f, const fit_result *r)
         return;
     }
     char x[6][48];
-    int da = ci_decimals(L->a_ci_ms[0], L->a_ci_ms[1]), db = ci_decimals(L->b_ci_ms[0], L->b_ci_ms[1]);
+    int da = fit_ci_decimals(L->a_ci_ms[0], L->a_ci_ms[1]), db = fit_ci_decimals(L->b_ci_ms[0], L->b_ci_ms[1]);
     fprintf(f, "step(N) = %s + %s*N ms  (a 95%% [%s, %s], b 95%% [%s, %s])", fmt_dec(x[0], L->a_ms, da),
             fmt_dec(x[1], L->b_ms, db), fmt_dec(x[2], L->a_ci_ms[0], da), fmt_dec(x[3], L->a_ci_ms[1], da),
             fmt_dec(x[4], L->b_ci_ms[0], db), fmt_dec(x[5], L->b_ci_ms[1], db));
@@ -366,8 +363,8 @@ void fit_print_law_line(FILE *f, const fit_result *r)
          * so the line reads in the law the user configured ("52+30n"), with
          * the decimals the interval needs at that scale (at least one). */
         double k = 1.0 / r->time_scale;
-        int ua = ci_decimals(k * L->a_ci_ms[0], k * L->a_ci_ms[1]);
-        int ub = ci_decimals(k * L->b_ci_ms[0], k * L->b_ci_ms[1]);
+        int ua = fit_ci_decimals(k * L->a_ci_ms[0], k * L->a_ci_ms[1]);
+        int ub = fit_ci_decimals(k * L->b_ci_ms[0], k * L->b_ci_ms[1]);
         if (r->time_scale != 1)
             fprintf(f, " = %s + %s*N ms at time scale 1", fmt_dec(x[0], k * L->a_ms, ua < 1 ? 1 : ua),
                     fmt_dec(x[1], k * L->b_ms, ub < 1 ? 1 : ub));
@@ -400,7 +397,7 @@ static void print_law_row(FILE *f, const char *name, const fit_law *L)
     }
     /* The decimals each interval needs, so a tight one never prints as [3, 3]. */
     char x[6][48];
-    int da = ci_decimals(L->a_ci_ms[0], L->a_ci_ms[1]), db = ci_decimals(L->b_ci_ms[0], L->b_ci_ms[1]);
+    int da = fit_ci_decimals(L->a_ci_ms[0], L->a_ci_ms[1]), db = fit_ci_decimals(L->b_ci_ms[0], L->b_ci_ms[1]);
     fprintf(f, "  %-22s a = %9s ms [%s, %s]   b = %9s ms [%s, %s]   R2 %.4f  sd %.3g ms  n %zu\n", name,
             fmt_dec(x[0], L->a_ms, da), fmt_dec(x[1], L->a_ci_ms[0], da), fmt_dec(x[2], L->a_ci_ms[1], da),
             fmt_dec(x[3], L->b_ms, db), fmt_dec(x[4], L->b_ci_ms[0], db), fmt_dec(x[5], L->b_ci_ms[1], db),

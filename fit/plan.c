@@ -241,8 +241,8 @@ int fit_plan_compute(const fit_run *run, const fit_result *res, const fit_plan_o
             fit_level_goodput_count(run, L->level, &opt->slo, &g->n_measured, &g->n_good);
             g->good_frac = g->n_measured ? (double)g->n_good / (double)g->n_measured : NAN;
             g->goodput_req_per_s = L->duration_s > 0 ? (double)g->n_good / L->duration_s : NAN;
-            if (!isfinite(g->goodput_req_per_s))
-                continue;
+            if (!isfinite(g->goodput_req_per_s) || g->n_good == 0)
+                continue; /* a level that met the SLOs nowhere is no best */
             int b = p->best_goodput_idx;
             if (b < 0 || g->goodput_req_per_s > p->goodput[b].goodput_req_per_s ||
                 (g->goodput_req_per_s == p->goodput[b].goodput_req_per_s &&

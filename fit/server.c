@@ -97,7 +97,7 @@ double fit_server_gauge(const fit_run *run, const fit_level *L, int kind, int av
 }
 
 /* fit_internal.h. A drop: the counter restarted, its new value is the
- * increase. *span_ns: the longest last - first sample of a series. */
+ * increase. *span_ns: the sum over the series counted of last - first. */
 double fit_server_counter(const fit_run *run, int kind, int64_t t0, int64_t t1, int64_t *span_ns,
                           int64_t *first_ns, int64_t *last_ns)
 {
@@ -120,8 +120,7 @@ double fit_server_counter(const fit_run *run, int kind, int64_t t0, int64_t t1, 
         }
         if (first >= 0 && last > first) {
             total = isfinite(total) ? total + d : d;
-            if (last - first > *span_ns)
-                *span_ns = last - first;
+            *span_ns += last - first;
             lo = lo < 0 || first < lo ? first : lo;
             hi = last > hi ? last : hi;
         }
@@ -208,6 +207,8 @@ void fit_server_level(const fit_run *run, fit_level *L)
     dsum = fit_server_counter(run, FIT_SMK_VLLM_ITER_SUM, t0, t1, &span_ns, NULL, NULL);
     dcount = fit_server_counter(run, FIT_SMK_VLLM_ITER_COUNT, t0, t1, &span2_ns, NULL, NULL);
     if (dcount > 0 && !isfinite(L->server_step_ms)) {
+        /* each engine's (series') span over its own steps, summed: k
+         * data-parallel engines step k times as often as one, not faster */
         L->server_step_ms = span2_ns / 1e6 / dcount;
         L->server_tok_per_step = isfinite(dsum) ? dsum / dcount : NAN;
     }

@@ -18,15 +18,13 @@ static const char *n2(char *b, size_t n, double x, int d)
     return b;
 }
 
-/* Decimals that keep an interval of this width from collapsing ("[1.00,
- * 1.00]"): two significant digits of the width, at least min_d. */
+/* Decimals that keep an interval from collapsing ("[1.00, 1.00]"): those of
+ * fit_ci_decimals, at least min_d. */
+_Static_assert(FIT_COMPARE_MIN_UNITS == 10, "the notes below say 10");
 static int ci_decimals(const double ci[2], int min_d)
 {
-    double w = ci[1] - ci[0];
-    if (!(w > 0) || !isfinite(w))
-        return min_d;
-    int d = 1 - (int)floor(log10(w));
-    return d < min_d ? min_d : d > 9 ? 9 : d;
+    int d = fit_ci_decimals(ci[0], ci[1]);
+    return d < min_d ? min_d : d;
 }
 
 static void law_line(FILE *f, const char *tag, const char *label, const fit_law *l, double asym)
@@ -82,7 +80,12 @@ void rpt_compare_print(FILE *f, const fit_compare *c, const char *label_a, const
     for (size_t i = 0; i < c->n_levels; i++) {
         const fit_compare_level *L = &c->levels[i];
         char iv[160], key[32];
-        snprintf(iv, sizeof iv, "[%s, %s]", n2(x[0], 64, L->ratio_ci[0], 2), n2(x[1], 64, L->ratio_ci[1], 2));
+        int d = ci_decimals(L->ratio_ci, 2);
+        snprintf(iv, sizeof iv, "[%s, %s]", n2(x[0], 64, L->ratio_ci[0], d), n2(x[1], 64, L->ratio_ci[1], d));
+        const char *note = !L->steady ? "  (decode spans)" : "";
+        if (!L->n_pairs && isfinite(L->ratio) && !isfinite(L->ratio_ci[0]) &&
+            (L->n_units_a < FIT_COMPARE_MIN_UNITS || L->n_units_b < FIT_COMPARE_MIN_UNITS))
+            note = L->steady ? "  (under 10 steps a side: no interval)" : "  (decode spans; under 10 a side: no interval)";
         /* an open level by its rate (its tok/s are per-stream decode rates) */
         if (L->open_loop)
             snprintf(key, sizeof key, "%g/s", L->rate_per_s);
@@ -92,7 +95,7 @@ void rpt_compare_print(FILE *f, const fit_compare *c, const char *label_a, const
                 n2(x[2], 64, L->tok_per_s_a, 1), n2(x[3], 64, L->tok_per_s_b, 1), n2(x[4], 64, L->ratio, 2), iv,
                 change(x[5], 64, L->lat_a.ttft.p50_ms, L->lat_b.ttft.p50_ms),
                 change(x[6], 64, L->lat_a.ttfa.p50_ms, L->lat_b.ttfa.p50_ms),
-                change(x[7], 64, L->lat_a.itl.p50_ms, L->lat_b.itl.p50_ms), L->steady ? "" : "  (decode spans)");
+                change(x[7], 64, L->lat_a.itl.p50_ms, L->lat_b.itl.p50_ms), note);
     }
     for (size_t i = 0; i < c->n_levels; i++) {
         const fit_compare_level *L = &c->levels[i];
@@ -104,7 +107,9 @@ void rpt_compare_print(FILE *f, const fit_compare *c, const char *label_a, const
             fprintf(f, "  pairs at C=%d:", L->concurrency);
         for (size_t k = 0; k < L->n_pairs; k++)
             fprintf(f, " %s", n2(x[0], 64, L->pair_ratio[k], 3));
-        if (L->n_pairs == 1)
+        if (L->n_pairs == 1 && !isfinite(L->ratio_ci[0]))
+            fprintf(f, "  (one pair, with no step noise to see: no interval; --repeat 3 gives pairs to compare)\n");
+        else if (L->n_pairs == 1)
             fprintf(f, "  (one pair: its step noise alone; --repeat 3 shows the spread between pairs)\n");
         else
             fprintf(f, "  (spread beyond step noise %s, t with %s df)\n", L->between_var > 0 ? "yes" : "no",

@@ -273,6 +273,12 @@ typedef enum fit_model_kind {
 } fit_model_kind;
 const char *fit_model_name(fit_model_kind k); /* "linear" | "quadratic" | "piecewise" */
 
+/* Decimals that show an interval [lo, hi] with two significant digits of its
+ * width, so "[5.199, 5.202]" never collapses to "[5.2, 5.2]" (nor a missed
+ * gate's interval to its estimate); -1 when the width is zero, not a number
+ * or under 1e-9 (print "%.6g" then). */
+int fit_ci_decimals(double lo, double hi);
+
 typedef struct fit_model_check {
     int done;                 /* 0: too few distinct N to check (needs 3) */
     fit_model_kind best;
@@ -371,7 +377,9 @@ typedef struct fit_dist {
  *  server waiting  the waiting gauge, the same way.
  *  server step     loadlaw: delta sum / delta count of loadlaw_step_duration_seconds;
  *                  vLLM: span / delta count of vllm:iteration_tokens_total (the
- *                  engine is busy throughout a steady window), tokens per step =
+ *                  engine is busy throughout a steady window; with several
+ *                  engines, data-parallel series, their spans summed over
+ *                  their counts summed), tokens per step =
  *                  delta sum / delta count. Counters are differenced over the
  *                  span from the first steady window's start to the last one's
  *                  end, per series, a drop counted as a reset (the new value is
@@ -711,7 +719,7 @@ typedef struct fit_plan {
     fit_plan_at *at;
     size_t n_goodput;         /* 0 without objectives */
     fit_plan_goodput *goodput;/* per measured level, in the result's order */
-    int best_goodput_idx;     /* into goodput; -1 when none */
+    int best_goodput_idx;     /* into goodput; -1 when none (no level had a good request) */
 } fit_plan;
 
 /* LL_EINVAL (message in err, the result's no_law) when res has no law;
@@ -768,7 +776,11 @@ int fit_level_latency_get(const fit_run *run, int level, fit_level_latency *out,
  * one would treat C copies of one step as independent and give intervals
  * about sqrt(C) too narrow. A level with no steady window falls back to one
  * unit per request (its decode span, first token -> end) and says so
- * (steady = 0).
+ * (steady = 0). Fewer than FIT_COMPARE_MIN_UNITS units on either side: no
+ * interval (NAN ends, so a gate fails): a bootstrap over one unit repeats
+ * the estimate R times, and over a handful it has almost nothing to vary.
+ * R below FIT_COMPARE_MIN_RESAMPLES is refused (the 2.5% tail of a 95%
+ * interval needs some resamples in it).
  *
  * Paired (an interleaved A/B: the level records carry "pair", docs/records.md):
  * the levels of one key pair up by pair number, A_i with B_i from the same
@@ -780,7 +792,9 @@ int fit_level_latency_get(const fit_run *run, int level, fit_level_latency *out,
  * exp(mean y +- q * sqrt(V)) with
  *     V = max(s_y^2, mean v_i) / m,
  * q = the t quantile with m - 1 df (the normal one when m = 1; s_y^2: the
- * sample variance of the y_i, 0 when m = 1). The pairs' spread
+ * sample variance of the y_i, 0 when m = 1; mean v_i over the pairs whose v_i
+ * is known: a side of one step has none; one pair without a known v_i > 0
+ * has no interval). The pairs' spread
  * holds both the step noise and what moved one pair against another (load
  * that came and went, drift); the step noise is the floor when the pairs
  * agree better than their steps allow. between_var = max(0, s_y^2 - mean v_i)
@@ -794,12 +808,15 @@ int fit_level_latency_get(const fit_run *run, int level, fit_level_latency *out,
  * When a run has no law, it falls back to each run's steady step time per
  * level (1000 * time / tok, ms) against C, OLS over the common levels, with a
  * percentile bootstrap resampling every level's steps as above
- * (slope_method "bootstrap"; needs two common levels). The
+ * (slope_method "bootstrap"; needs two common levels, each with
+ * FIT_COMPARE_MIN_UNITS units a side; otherwise "none", no ratio). The
  * verdict quotes the laws' b (fit_result.law). The latencies (lat_a, lat_b)
  * are copies of each level's fit_level ttft, ttfa and itl (the first level
  * of the key in each run). */
+#define FIT_COMPARE_MIN_UNITS 10
+#define FIT_COMPARE_MIN_RESAMPLES 200
 typedef struct fit_compare_options {
-    int n_resamples;          /* default 2000 */
+    int n_resamples;          /* default 2000; 0: no intervals, else >= FIT_COMPARE_MIN_RESAMPLES */
     uint64_t seed;            /* default 1 */
     double ci;                /* default 0.95 */
     int resample_requests;    /* 1: one unit per request (its steady tokens and
@@ -844,8 +861,10 @@ typedef struct fit_compare {
 } fit_compare;
 
 /* The paired interval above on given per-pair log-ratios y[0..m) and their
- * within-level variances v[0..m) (NAN or negative v counts as 0): estimate
- * (exp of the mean), interval at level ci, and the variance parts and df.
+ * within-level variances v[0..m) (a NAN or negative v is unknown: the floor
+ * is the mean of the known ones; none known gives no floor): estimate (exp
+ * of the mean), interval at level ci, and the variance parts and df. One
+ * pair without a positive known v has no interval (NAN ends, NAN df).
  * LL_EINVAL when m == 0. Pure; exposed for tests (simulated coverage). */
 int fit_paired_ratio(const double *y, const double *v, size_t m, double ci, double *ratio, double ratio_ci[2],
                      double *within_var, double *between_var, double *df);

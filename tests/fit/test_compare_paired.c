@@ -97,6 +97,18 @@ static void test_paired_coverage(void)
     CHECK(bv == 0 && df == 1, "agreeing pairs: no spread beyond the steps, df 1");
     CHECK_REL(ci[1], 2 * exp(12.706204736174696 * sqrt(1e-4 / 2)), 1e-6, "floor: t(1) * sqrt(mean v / m)");
     CHECK(fit_paired_ratio(y2, v2, 0, 0.95, &ratio, ci, &wv, &bv, &df) == LL_EINVAL, "m=0 is an error");
+    /* a pair whose side had one unit has no step noise (NAN): it is not a
+     * zero. One such pair alone has no interval, so a gate cannot pass on it */
+    double vn = NAN;
+    CHECK(fit_paired_ratio(&y, &vn, 1, 0.95, &ratio, ci, &wv, &bv, &df) == 0 && isnan(ci[0]) && isnan(ci[1]) &&
+              isnan(df) && isnan(wv),
+          "m=1 without step noise: no interval [%g, %g]", ci[0], ci[1]);
+    CHECK_REL(ratio, 2.0, 1e-12, "m=1 without step noise: the estimate stays");
+    /* two agreeing pairs, one without noise: the floor is the other's v, not half of it */
+    double v4[2] = {1e-4, NAN};
+    CHECK(fit_paired_ratio(y3, v4, 2, 0.95, &ratio, ci, &wv, &bv, &df) == 0, "m=2, one v unknown");
+    CHECK(wv == 1e-4 && df == 1, "floor from the known v: %g", wv);
+    CHECK_REL(ci[1], 2 * exp(12.706204736174696 * sqrt(1e-4 / 2)), 1e-6, "unknown v left out of the floor");
     gsl_rng_free(r);
 }
 

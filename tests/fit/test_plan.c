@@ -257,6 +257,19 @@ static void test_goodput_levels(void)
         CHECK(missed > 0, "some requests miss the objectives");
     }
     fit_plan_free(p);
+    p = NULL;
+    /* objectives no request meets: no level is the best (the report's
+     * Pareto chart draws none either) */
+    fit_plan_options none = {.slo = {0.001, 0.001, NAN}};
+    CHECK(fit_plan_compute(run, res, &none, &p, err, sizeof err) == 0, "plan: %s", err);
+    if (p) {
+        size_t good = 0;
+        for (size_t i = 0; i < p->n_goodput; i++)
+            good += p->goodput[i].n_good;
+        CHECK(good == 0 && p->n_goodput > 0 && p->best_goodput_idx == -1,
+              "no good request (%zu): no best level (%d)", good, p->best_goodput_idx);
+    }
+    fit_plan_free(p);
     fit_result_free(res);
     fit_run_free(run);
 }

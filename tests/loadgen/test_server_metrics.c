@@ -73,12 +73,19 @@ static void vllm_text(ll_buf *b, double t)
                   "vllm:iteration_tokens_total_bucket{engine=\"0\",le=\"+Inf\",model_name=\"Qwen/Qwen3-8B\"} %.1f\n"
                   "vllm:iteration_tokens_total_count{engine=\"0\",model_name=\"Qwen/Qwen3-8B\"} %.1f\n"
                   "vllm:iteration_tokens_total_sum{engine=\"0\",model_name=\"Qwen/Qwen3-8B\"} %.1f\n"
+                  /* a second data-parallel engine stepping at the same rate:
+                   * the step is still 10 ms, not 5 */
+                  "vllm:iteration_tokens_total_bucket{engine=\"1\",le=\"8.0\",model_name=\"Qwen/Qwen3-8B\"} %.1f\n"
+                  "vllm:iteration_tokens_total_bucket{engine=\"1\",le=\"+Inf\",model_name=\"Qwen/Qwen3-8B\"} %.1f\n"
+                  "vllm:iteration_tokens_total_count{engine=\"1\",model_name=\"Qwen/Qwen3-8B\"} %.1f\n"
+                  "vllm:iteration_tokens_total_sum{engine=\"1\",model_name=\"Qwen/Qwen3-8B\"} %.1f\n"
                   "# HELP vllm:inter_token_latency_seconds Histogram of inter-token latency in seconds.\n"
                   "# TYPE vllm:inter_token_latency_seconds histogram\n"
                   "vllm:inter_token_latency_seconds_bucket{engine=\"0\",le=\"0.01\",model_name=\"Qwen/Qwen3-8B\"} 0.0\n"
                   "vllm:inter_token_latency_seconds_count{engine=\"0\",model_name=\"Qwen/Qwen3-8B\"} %.1f\n"
                   "vllm:inter_token_latency_seconds_sum{engine=\"0\",model_name=\"Qwen/Qwen3-8B\"} %.4f\n",
-                  count, count, count, TOK_PER_STEP * count, TOK_PER_STEP * count, 0.01 * TOK_PER_STEP * count);
+                  count, count, count, TOK_PER_STEP * count, count, count, count, TOK_PER_STEP * count,
+                  TOK_PER_STEP * count, 0.01 * TOK_PER_STEP * count);
 }
 
 static void sglang_text(ll_buf *b, double t)
@@ -342,7 +349,7 @@ static void test_recorded(const char *tmp)
     CHECK(fabs(L->server_tok_per_step - TOK_PER_STEP) < 1e-9, "tokens per step across the reset: %.6g",
           L->server_tok_per_step);
     CHECK(fabs(L->server_step_ms / (1000.0 / STEPS_PER_S) - 1) < 0.10,
-          "vLLM step %.4g ms across a counter reset (10 ms)", L->server_step_ms);
+          "vLLM step %.4g ms across a counter reset, two engines (10 ms)", L->server_step_ms);
     CHECK(L->server_stale_s > FIT_SGLANG_STALE_S && has_note(res, "SGLang", "--decode-log-interval 1"),
           "SGLang's frozen gauge noted (%.3g s)", L->server_stale_s);
 out:

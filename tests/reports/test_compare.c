@@ -294,6 +294,45 @@ int main(int argc, char **argv)
     fit_result_free(fc3);
     fit_run_free(rc3);
 
+    /* Too few units to resample: one request of 3 tokens a side at C=1.
+     * The estimate stays; the interval does not (a bootstrap over one unit
+     * repeats it: "[1.06, 1.06]" once passed a gate), so a gate fails. */
+    static const int one[] = {1};
+    gen_spec gs = g;
+    gs.levels = one;
+    gs.n_levels = 1;
+    gs.waves = 1;
+    gs.tokens = 3;
+    gs.think = 0;
+    gs.b_ms = BA_MS;
+    gen_run("cmp_small_a", &gs);
+    gs.b_ms = BB_MS;
+    gen_run("cmp_small_b", &gs);
+    fit_run *rsa = NULL, *rsb = NULL;
+    fit_result *fsa = NULL, *fsb = NULL;
+    if (analyse("cmp_small_a", &rsa, &fsa) == 0 && analyse("cmp_small_b", &rsb, &fsb) == 0) {
+        fit_compare *cs = NULL;
+        CHECK(fit_compare_runs(rsa, fsa, rsb, fsb, &o, &cs, err, sizeof err) == 0, "compare small: %s", err);
+        if (cs) {
+            const fit_compare_level *L = &cs->levels[0];
+            CHECK(L->n_units_a < FIT_COMPARE_MIN_UNITS && isfinite(L->ratio) && L->ratio > 1 &&
+                      isnan(L->ratio_ci[0]) && isnan(L->ratio_ci[1]),
+                  "%zu/%zu units: ratio %.3f, no interval [%g, %g]", L->n_units_a, L->n_units_b, L->ratio,
+                  L->ratio_ci[0], L->ratio_ci[1]);
+            CHECK(strstr(cs->verdict, "(no interval)"), "verdict says so: %s", cs->verdict);
+            fit_compare_free(cs);
+        }
+        /* resamples: 0 (no intervals) or enough for the tails */
+        fit_compare_options few = o;
+        few.n_resamples = FIT_COMPARE_MIN_RESAMPLES - 1;
+        CHECK(fit_compare_runs(ra, fa, rb, fb, &few, &cs, err, sizeof err) == LL_EINVAL && strstr(err, "resamples"),
+              "%d resamples refused: %s", few.n_resamples, err);
+    }
+    fit_result_free(fsa);
+    fit_result_free(fsb);
+    fit_run_free(rsa);
+    fit_run_free(rsb);
+
     if (argc > 1) {
         /* The gate. At C=16 the true speedup is 212/84 = 2.52. */
         char cmd[2048];
@@ -306,6 +345,7 @@ int main(int argc, char **argv)
             {"--expect-speedup 1.2@1", 0},
             {"--expect-speedup 1.2@5", 2},      /* no such level: usage error */
             {"--expect-speedup abc", 2},
+            {"--resamples 1 --expect-speedup 2.0", 2}, /* one draw is no interval */
         };
         for (size_t i = 0; i < sizeof gate / sizeof gate[0]; i++) {
             snprintf(cmd, sizeof cmd, "%s compare cmp_a cmp_b %s >gate_%zu.out 2>&1", bin, gate[i].args, i);
@@ -347,6 +387,9 @@ int main(int argc, char **argv)
             CHECK(v && gl && gl > v && strstr(gl, ": met\n"), "gate line after the verdict:\n%s", text);
             free(text);
         }
+        snprintf(cmd, sizeof cmd, "%s compare cmp_small_a cmp_small_b --expect-speedup 1.0@1 >gate_small.out 2>&1",
+                 bin);
+        CHECK(run_cmd(cmd) == 3, "a gate on one unit a side fails (see gate_small.out)");
         CHECK(run_cmd("false") == 1, "sanity");
         snprintf(cmd, sizeof cmd, "%s compare cmp_a /nonexistent >/dev/null 2>&1", bin);
         CHECK(run_cmd(cmd) == 1, "missing run dir -> 1");
