@@ -47,6 +47,9 @@ typedef struct lg_xfer {
     int64_t now_ns;                /* arrival time of the bytes being parsed */
     int fd;                        /* its connection's socket, once known (xfer.c arrival_ns); -1 before */
     int64_t empty_ns;              /* when a read last found that socket empty (rxstamp.h), -1 never */
+    int64_t read_ns, read_t_ns;    /* the last read timed (its rx read_at_ns, -1 none) and its time */
+    int read_kernel;               /* that time was the kernel's stamp */
+    int64_t counted_ns;            /* the last read counted in lg_worker.reads (its read_at_ns) */
     long http_status;
     int status_known;
     ll_buf body, errbody;
@@ -90,7 +93,8 @@ struct lg_worker {
      * records.h ll_rec_client): reset by the driver (assign), written by the
      * worker thread only, read by the driver after the join */
     double cpu_s;                  /* CLOCK_THREAD_CPUTIME_ID over the level */
-    uint64_t reads;                /* write callbacks with data (xfer.c on_data) */
+    uint64_t reads;                /* socket reads with data (xfer.c on_data; with user
+                                    * stamps, libcurl write callbacks) */
     uint64_t reads_kstamp;         /* of those, timed by the kernel's receive stamp */
     ll_pct *read_lag;              /* their kernel stamp -> callback, ms (NULL: not kept) */
     uint64_t events;               /* token-carrying chunks parsed (counted as each

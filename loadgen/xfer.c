@@ -214,6 +214,14 @@ static int on_event(void *ctx, const char *event, const char *data, size_t len)
  * request was sent; else the clock now (*now_ns). Never earlier than the
  * transfer's previous arrival. *kernel: whether the stamp was the kernel's.
  *
+ * One read often makes several callbacks (the headers, then one per HTTP
+ * chunk: an engine writes an event per chunk). The first judges the read and
+ * marks the socket emptied if the read drained it; the others reuse that
+ * judgement. Judging them again would compare the read's stamp with the
+ * empty mark the read itself just set, and a read that waited over
+ * LG_RX_HELD_SLACK_NS in the socket (a lagging client: high C) would give
+ * its later events the clock, a false gap the size of the lag.
+ *
  * The transfer's socket is the one curl asked the worker to watch for it
  * (worker.c on_socket: curl names every transfer that joins a socket, a
  * reused connection's too). Not the socket the wake-up handed to curl: one
@@ -227,16 +235,27 @@ static int64_t arrival_ns(lg_xfer *x, int64_t *now_ns, int *kernel)
     int64_t now = ll_now_ns(), t = now;
     const lg_rx *rx = &x->w->rx;
     *kernel = 0;
+    *now_ns = now;
     if (x->fd < 0 && rx->t_ns >= 0)
         x->fd = rx->fd; /* before curl named its socket: the read just made (see above) */
-    if (rx->t_ns >= 0 && rx->fd == x->fd && rx->t_ns <= now && rx->t_ns >= x->send_ns &&
-        rx->t_ns >= x->empty_ns - LG_RX_HELD_SLACK_NS) { /* older: held back by TCP (rxstamp.h) */
-        t = rx->t_ns;
-        *kernel = 1;
+    int ours = rx->read_at_ns >= 0 && rx->fd == x->fd;
+    if (ours && rx->read_at_ns == x->read_ns) { /* a read already judged (see above) */
+        *kernel = x->read_kernel;
+        t = x->read_t_ns;
+    } else {
+        if (rx->t_ns >= 0 && rx->fd == x->fd && rx->t_ns <= now && rx->t_ns >= x->send_ns &&
+            rx->t_ns >= x->empty_ns - LG_RX_HELD_SLACK_NS) { /* older: held back by TCP (rxstamp.h) */
+            t = rx->t_ns;
+            *kernel = 1;
+        }
+        if (rx->drained_fd == x->fd && ours)
+            x->empty_ns = rx->read_at_ns;
+        if (ours) {
+            x->read_ns = rx->read_at_ns;
+            x->read_t_ns = t;
+            x->read_kernel = *kernel;
+        }
     }
-    if (rx->drained_fd == x->fd && rx->fd == x->fd)
-        x->empty_ns = rx->read_at_ns;
-    *now_ns = now;
     return t < x->now_ns ? x->now_ns : t;
 }
 
@@ -258,8 +277,14 @@ static size_t on_data(char *p, size_t sz, size_t nm, void *ud)
     int64_t now;
     int kernel;
     x->now_ns = arrival_ns(x, &now, &kernel);
-    w->reads++; /* level_end "client": socket reads with data (lg_worker.reads) */
-    if (kernel) {
+    /* level_end "client": socket reads with data (lg_worker.reads), each once
+     * however many callbacks it made; untimed by rx (user stamps): each callback */
+    const lg_rx *rx = &w->rx;
+    int new_read = rx->read_at_ns < 0 || rx->fd != x->fd || rx->read_at_ns != x->counted_ns;
+    if (new_read && rx->read_at_ns >= 0 && rx->fd == x->fd)
+        x->counted_ns = rx->read_at_ns;
+    w->reads += new_read;
+    if (kernel && new_read) {
         w->reads_kstamp++;
         /* how long the bytes waited for this thread; ENOMEM: one sample fewer */
         if (w->read_lag)
@@ -370,7 +395,7 @@ int lg_xfer_start(lg_worker *w, int req_index, int64_t intended_ns)
     x->rid_hdr.next = w->headers;
     x->header_ns = x->first_tok_ns = x->first_think_ns = x->first_answer_ns = x->end_ns = -1;
     x->fd = -1;
-    x->empty_ns = -1;
+    x->empty_ns = x->read_ns = x->counted_ns = -1;
     init_parsers(x);
     LL_TRY(build_body(x));
     LL_TRY((x->easy = curl_easy_init()) ? 0 : LL_ENOMEM);
@@ -614,7 +639,7 @@ static int retry_without_cont_usage(lg_xfer *x, const char *msg)
     x->think_tok = x->answer_tok = 0;
     x->header_ns = x->first_tok_ns = x->first_think_ns = x->first_answer_ns = x->end_ns = -1;
     x->fd = -1; /* curl may send the retry on another connection */
-    x->empty_ns = -1;
+    x->empty_ns = x->read_ns = x->counted_ns = -1;
     x->http_status = 0;
     x->status_known = 0;
     x->curl_err[0] = '\0';

@@ -72,6 +72,15 @@ static int send_event(int fd, const char *json)
     return send_chunk(fd, buf);
 }
 
+/* An event as its HTTP chunk, appended to b (cap bytes in all); its length. */
+static size_t format_event(char *b, size_t cap, const char *json)
+{
+    char ev[900];
+    snprintf(ev, sizeof ev, "data: %s\n\n", json);
+    int n = snprintf(b, cap, "%zx\r\n%s\r\n", strlen(ev), ev);
+    return n > 0 && (size_t)n < cap ? (size_t)n : 0;
+}
+
 static void sleep_us(int us)
 {
     struct timespec ts = {us / 1000000, (long)(us % 1000000) * 1000};
@@ -145,9 +154,11 @@ static void stream_begin(ts_server *s)
 static int send_tokens(ts_server *s, int fd, const char *field, int count, int *ct)
 {
     int per = s->cfg.tokens_per_chunk > 1 ? s->cfg.tokens_per_chunk : 1;
-    char ev[512];
+    char ev[512], pend[2048];
+    size_t pend_n = 0;
     for (int i = 0; i < count; i += per) {
         int k = count - i < per ? count - i : per;
+        int second = s->cfg.pairs && (i / per) % 2 == 1; /* the second of a pair */
         char text[128] = "";
         for (int j = 0; j < k; j++)
             snprintf(text + strlen(text), sizeof text - strlen(text), "%c%d ", field[0], i + j);
@@ -159,10 +170,21 @@ static int send_tokens(ts_server *s, int fd, const char *field, int count, int *
                  "{\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,"
                  "\"delta\":{\"%s\":\"%s\"},\"finish_reason\":null}]%s}",
                  field, text, usage);
-        if (s->cfg.gap_us > 0)
+        if (s->cfg.gap_us > 0 && !second)
             sleep_us(s->cfg.gap_us);
-        if (send_event(fd, ev))
+        if (s->cfg.pairs && !second && i + per < count) {
+            pend_n = format_event(pend, sizeof pend, ev); /* sent with the next one */
+            continue;
+        }
+        if (pend_n) {
+            size_t n = format_event(pend + pend_n, sizeof pend - pend_n, ev);
+            int bad = !n || send_all(fd, pend, pend_n + n);
+            pend_n = 0;
+            if (bad)
+                return -1;
+        } else if (send_event(fd, ev)) {
             return -1;
+        }
     }
     return 0;
 }
