@@ -68,7 +68,9 @@ void fit_request_latency_ms(const fit_request *q, fit_request_ms *out)
     out->ttft_ms = q->first_token_ns >= 0 ? ms_between(q->send_ns, q->first_token_ns) : NAN;
     out->e2e_ms = ms_between(q->send_ns, q->end_ns);
     out->tpot_ms = NAN;
-    int64_t tok = q->think_tok + q->answer_tok;
+    int64_t tok = 0; /* streamed: hidden reasoning has no chunks (fit.h) */
+    for (size_t k = 0; k < q->n_chunks; k++)
+        tok += q->chunks[k].tokens;
     if (tok <= 1 || q->n_chunks == 0 || q->first_token_ns < 0)
         return;
     int64_t last = q->chunks[q->n_chunks - 1].t_ns;

@@ -597,12 +597,21 @@ static ll_counts reconcile(lg_xfer *x, int64_t *st_think, int64_t *st_answer)
         return LL_COUNTS_STREAM;
     for (size_t i = 0; i < x->chunks.n; i++)
         *(x->chunks.v[i].kind == LL_CHUNK_THINK ? &nt : &na) += 1;
-    /* A kind with tokens but no chunks (hidden reasoning), or chunks but no
-     * tokens (a server that reports reasoning_tokens 0): the kind split is
-     * not usable, the total still is. */
-    if (think >= 0 && ((think > 0) != (nt > 0) || (answer > 0) != (na > 0)))
+    /* Hidden reasoning (reasoning_tokens with no thinking streamed, as
+     * OpenAI's reasoning models and servers told not to stream it do): the
+     * reasoning happened before the first visible token; the answer chunks
+     * carry the answer's tokens only, and think_tok the hidden ones with no
+     * chunks. Spread over the answer chunks, they made its per-token gaps
+     * (total / answer) times too short. */
+    int hidden = think > 0 && nt == 0 && na > 0 && answer > 0;
+    /* Otherwise a kind with tokens but no chunks, or chunks but no tokens (a
+     * server that reports reasoning_tokens 0): the kind split is not usable,
+     * the total still is. */
+    if (!hidden && think >= 0 && ((think > 0) != (nt > 0) || (answer > 0) != (na > 0)))
         think = answer = -1;
-    if (think >= 0) {
+    if (hidden) {
+        attribute(x->chunks.v, x->chunk_bytes.v, x->chunks.n, LL_CHUNK_ANSWER, answer);
+    } else if (think >= 0) {
         attribute(x->chunks.v, x->chunk_bytes.v, x->chunks.n, LL_CHUNK_THINK, think);
         attribute(x->chunks.v, x->chunk_bytes.v, x->chunks.n, LL_CHUNK_ANSWER, answer);
     } else {
@@ -611,6 +620,8 @@ static ll_counts reconcile(lg_xfer *x, int64_t *st_think, int64_t *st_answer)
     x->think_tok = x->answer_tok = 0;
     for (size_t i = 0; i < x->chunks.n; i++)
         *(x->chunks.v[i].kind == LL_CHUNK_THINK ? &x->think_tok : &x->answer_tok) += x->chunks.v[i].tokens;
+    if (hidden)
+        x->think_tok = (int)think;
     return how;
 }
 

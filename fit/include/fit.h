@@ -325,7 +325,9 @@ typedef struct fit_window {
  *        step samples (which also keep those after an interrupted level's cut
  *        out of the law, and warmup ones with include_warmup; the ITL never
  *        does either).
- *  TPOT  per request: (last token - first token) / (tokens - 1).
+ *  TPOT  per request: (last token - first token) / (tokens - 1), over the
+ *        tokens its chunks carry (reasoning a server did not stream, in
+ *        think_tok with no chunks, came before the first token).
  *  E2E   send -> end of the response.
  *  Open loop, from the intended send time (no coordinated omission):
  *  client lag = send - intended; TTFT/E2E sched = first token / end - intended.

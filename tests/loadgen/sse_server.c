@@ -262,8 +262,11 @@ static int respond(ts_server *s, int fd, ts_mode mode, const char *reqbody)
     }
     switch (mode) {
     case TS_OK:
+        if (s->cfg.hidden_think)
+            ct += s->cfg.think_tok; /* reasoned, not streamed */
         if (s->cfg.inline_think ? send_inline(s, fd, &ct)
-                                : (send_tokens(s, fd, "reasoning_content", s->cfg.think_tok, &ct) ||
+                                : ((!s->cfg.hidden_think &&
+                                    send_tokens(s, fd, "reasoning_content", s->cfg.think_tok, &ct)) ||
                                    send_tokens(s, fd, "content", s->cfg.answer_tok, &ct)))
             goto out;
         snprintf(ev, sizeof ev, "{\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":%d,"

@@ -36,6 +36,8 @@ typedef struct ts_config {
                                    packed with the answer tokens (a chunk may hold both) */
     int reject_cont_usage;      /* a body asking continuous_usage_stats gets a 400 naming it */
     int no_usage;               /* TS_OK: no usage anywhere (with usage_at_end: no final one either) */
+    int hidden_think;           /* TS_OK (not inline): the think_tok reasoning tokens are not
+                                   streamed, only counted in the final usage (reasoning_tokens) */
     int pairs;                  /* TS_OK (not inline): token chunks two at a time, two HTTP
                                    chunks in one send() as an engine's burst: one read brings
                                    both, and libcurl makes a write callback for each */

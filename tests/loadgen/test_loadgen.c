@@ -516,6 +516,40 @@ static void test_shaping(void)
     ts_stop(srv);
 }
 
+/* Hidden reasoning: usage says 30 reasoning tokens, none were streamed (as
+ * OpenAI's reasoning models do). The answer chunks carry the 10 answer
+ * tokens, think_tok the 30 with no chunks, and the per-token gaps are the
+ * server's 2 ms, not a quarter of it (all 40 spread over 10 chunks). */
+static void test_hidden_reasoning(void)
+{
+    ts_config c = {.mode = TS_OK, .think_tok = 30, .answer_tok = 10, .gap_us = 2000, .tokens_per_chunk = 1,
+                   .usage_at_end = 1, .hidden_think = 1};
+    ts_server *srv;
+    sweep s;
+    char err[512];
+    CHECK(ts_start(&c, &srv) == 0, "server start");
+    if (sweep_open(&s, ts_url(srv), "{\"load\":{\"threads\":1,\"concurrency\":[1],\"requests\":3}}", "hidden") ==
+        0) {
+        CHECK(lg_run_sweep(s.run, err, sizeof err) == 0, "sweep: %s", err);
+        sweep_finish(&s);
+        tally t;
+        read_records(s.dir, &t);
+        CHECK(t.ok == 3 && t.think == 30 * 3 && t.answer == 10 * 3 && t.chunk_tok == 10 * 3,
+              "think %ld (hidden), answer %ld, streamed %ld", t.think, t.answer, t.chunk_tok);
+        CHECK(t.counts[LL_COUNTS_ATTRIBUTED] == 3 && t.usage_completion == 40 * 3, "attributed from usage %ld",
+              t.usage_completion);
+        fitted f;
+        if (fit_dir(s.dir, &f) == 0) {
+            const fit_level *L = fit_level_of(&f, 0);
+            CHECK(L && L->itl.p50_ms > 1.8 && L->tpot.p50_ms > 1.8, "itl p50 %.3f, tpot p50 %.3f ms (2 ms a token)",
+                  L ? L->itl.p50_ms : -1.0, L ? L->tpot.p50_ms : -1.0);
+            fit_done(&f);
+        }
+        sweep_close(&s);
+    }
+    ts_stop(srv);
+}
+
 /* load.arrival_stamp: "kernel" (the default) times every read through real
  * libcurl by the kernel's receive stamp (loadgen/rxstamp.c) and records how
  * far behind the worker read; "user" by the clock, with no lag recorded. A
@@ -818,6 +852,7 @@ int main(void)
     test_attributed(0);
     test_attributed(1);
     test_arrival_stamp();
+    test_hidden_reasoning();
     test_shaping();
     test_tokenizer_counts();
     test_classes();
