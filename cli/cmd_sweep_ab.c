@@ -298,6 +298,15 @@ static void *side_main(void *arg)
     return NULL;
 }
 
+/* "ab side a (DIR): TARGET" on stderr; an engine spec with its keys hidden */
+static void side_banner(const sweep_job *j, int k)
+{
+    char *spec = j->scn->url ? NULL : ll_redact_spec(j->engine_spec);
+    fprintf(stderr, "loadlaw sweep: ab side %c (%s): %s\n", 'a' + k, j->run_dir,
+            j->scn->url ? j->scn->url : spec ? spec : "engine defaults");
+    free(spec);
+}
+
 /* The worse of two exit codes: interrupted, then failure, then usage, then ok. */
 static int worse(int a, int b)
 {
@@ -327,8 +336,7 @@ static int run_interleaved(const sweep_job jobs[2], const ab_plan *p)
     /* Both targets up and both records open before any level runs. */
     int orc[2] = {CLI_FAIL, CLI_FAIL};
     for (int k = 0; k < 2; k++) {
-        fprintf(stderr, "loadlaw sweep: ab side %c (%s): %s\n", 'a' + k, j[k].run_dir,
-                j[k].scn->url ? j[k].scn->url : j[k].engine_spec ? j[k].engine_spec : "engine defaults");
+        side_banner(&j[k], k);
         if ((orc[k] = sweep_side_open(&j[k], &sd[k])) != CLI_OK)
             break;
     }
@@ -368,8 +376,7 @@ static int run_interleaved(const sweep_job jobs[2], const ab_plan *p)
 static int run_sequential(const sweep_job jobs[2])
 {
     for (int k = 0; k < 2; k++) {
-        fprintf(stderr, "loadlaw sweep: ab side %c (%s): %s\n", 'a' + k, jobs[k].run_dir,
-                jobs[k].scn->url ? jobs[k].scn->url : jobs[k].engine_spec ? jobs[k].engine_spec : "engine defaults");
+        side_banner(&jobs[k], k);
         int ret = sweep_one(&jobs[k]);
         if (ret != CLI_OK)
             return ret; /* an interrupted or failed side has nothing to compare */

@@ -79,9 +79,38 @@ int sweep_share_target(const sweep_job *j, int ret, const char **url, const char
     return ret;
 }
 
+/* The scenario's headers as rank 0 sends them: scn_to_json redacts the
+ * values of secret-looking ones ("X-Api-Key: (hidden)"), which the others
+ * would then send. The job carries them whole, as it carries the key, and
+ * the others put them back. */
+static int add_headers(cJSON *job, const scn_scenario *s)
+{
+    cJSON *a = cJSON_AddArrayToObject(job, "headers");
+    for (size_t i = 0; a && i < s->n_headers; i++)
+        if (!cJSON_AddItemToArray(a, cJSON_CreateString(s->headers[i])))
+            return -1;
+    return a ? 0 : -1;
+}
+
+static int restore_headers(scn_scenario *s, const cJSON *a)
+{
+    size_t n = (size_t)cJSON_GetArraySize(a);
+    if (!cJSON_IsArray(a) || n != s->n_headers)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        const char *h = cJSON_GetStringValue(cJSON_GetArrayItem(a, (int)i));
+        char *d = h ? strdup(h) : NULL;
+        if (!d)
+            return -1;
+        free(s->headers[i]);
+        s->headers[i] = d;
+    }
+    return 0;
+}
+
 /* K ranks: rank 0's outcome of prepare and, when it went on, the effective
- * scenario (scn_to_json: flags already laid over it), the run directory,
- * the key and the output switches, to every rank. The others rebuild the
+ * scenario (scn_to_json: flags already laid over it), its headers whole,
+ * the run directory, the key and the output switches, to every rank. The others rebuild the
  * scenario with scn_load_string. Returns rank 0's outcome everywhere (so a
  * usage error ends every rank with 2); strings the others need stay in
  * *hold (cJSON; caller deletes). */
@@ -102,7 +131,7 @@ int sweep_share_job(mpi_sweep *mpi, int ret, sweep_opts *o, scn_scenario **scn, 
         if (!bad && ret == CLI_GO_ON &&
             (!cJSON_AddStringToObject(job, "run_dir", run_dir) ||
              ((*scn)->path && !cJSON_AddStringToObject(job, "path", (*scn)->path)) ||
-             (*key && (*key)[0] && !cJSON_AddStringToObject(job, "api_key", *key)) ||
+             (*key && (*key)[0] && !cJSON_AddStringToObject(job, "api_key", *key)) || add_headers(job, *scn) ||
              !cJSON_AddBoolToObject(job, "quiet", o->quiet) || !cJSON_AddBoolToObject(job, "no_report", o->no_report)))
             bad = 1;
         text = bad ? NULL : cJSON_PrintUnformatted(job);
@@ -143,6 +172,8 @@ int sweep_share_job(mpi_sweep *mpi, int ret, sweep_opts *o, scn_scenario **scn, 
     if (!sj || !(sj_text = cJSON_PrintUnformatted(sj)) ||
         scn_load_string(sj_text, "rank 0's scenario", scn, err, sizeof err) ||
         scn_set_str(&(*scn)->path, ll_json_str(job, "path", NULL)) ||
+        (restore_headers(*scn, cJSON_GetObjectItemCaseSensitive(job, "headers")) &&
+         snprintf(err, sizeof err, "its headers do not match its scenario's")) ||
         scn_validate(*scn, err, sizeof err)) {
         fprintf(stderr, "loadlaw sweep: rank %d: the job from rank 0: %s\n", rank, err[0] ? err : "malformed");
         goto out;

@@ -122,3 +122,56 @@ int ll_parse_int_list(const char *s, int **out, size_t *n)
     *n = k;
     return 0;
 }
+
+static int holds(const char *name, size_t len, const char *word)
+{
+    size_t k = strlen(word);
+    for (size_t j = 0; j + k <= len; j++)
+        if (strncasecmp(name + j, word, k) == 0)
+            return 1;
+    return 0;
+}
+
+int ll_secret_name(const char *name, size_t len)
+{
+    static const char *const secret[] = {"auth", "key", "token", "secret", "password", "cookie"};
+    for (size_t i = 0; i < sizeof secret / sizeof *secret; i++)
+        if (holds(name, len, secret[i]))
+            return 1;
+    return 0;
+}
+
+static int secret_spec_key(const char *k, size_t len)
+{
+    return (len >= 3 && strncasecmp(k + len - 3, "key", 3) == 0) || holds(k, len, "secret") ||
+           holds(k, len, "password");
+}
+
+char *ll_redact_spec(const char *spec)
+{
+    static const char hidden[] = "(hidden)";
+    if (!spec)
+        return NULL;
+    /* at most one "(hidden)" per key, each key at least "k=" plus a comma */
+    size_t n = strlen(spec), cap = n + (n / 2 + 1) * (sizeof hidden - 1) + 1, o = 0;
+    char *out = malloc(cap);
+    if (!out)
+        return NULL;
+    for (const char *p = spec; *p;) {
+        size_t item = strcspn(p, ","), klen = strcspn(p, "=,");
+        if (klen < item && secret_spec_key(p, klen)) {
+            memcpy(out + o, p, klen + 1); /* "k=" */
+            o += klen + 1;
+            memcpy(out + o, hidden, sizeof hidden - 1);
+            o += sizeof hidden - 1;
+        } else {
+            memcpy(out + o, p, item);
+            o += item;
+        }
+        p += item;
+        if (*p == ',')
+            out[o++] = *p++;
+    }
+    out[o] = '\0';
+    return out;
+}

@@ -30,6 +30,7 @@ static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 static int put_run_line(lg_run *r, const lg_config *cfg)
 {
     cJSON *config = scn_to_json(r->scn);
+    char *spec = ll_redact_spec(cfg->engine_spec); /* records are shared: api_key=(hidden) */
     ll_rec_run run = {
         .ranks = r->ranks,
         .threads = r->nthreads,
@@ -37,17 +38,21 @@ static int put_run_line(lg_run *r, const lg_config *cfg)
         .model = r->model,
         .endpoint = scn_endpoint_name(r->scn->endpoint),
         .bundled = cfg->engine_spec != NULL,
-        .engine = cfg->engine_spec,
+        .engine = spec,
         .backend = cfg->engine_backend,
         .scenario = cfg->scenario_name,
         .config = config,
     };
-    if (!config)
+    if (!config || (cfg->engine_spec && !spec)) {
+        cJSON_Delete(config);
+        free(spec);
         return LL_ENOMEM;
+    }
     if (cfg->engine_law && cfg->engine_law->present)
         run.law = *cfg->engine_law;
     int rc = ll_rec_put_run(r->rec, &run);
     cJSON_Delete(config);
+    free(spec);
     return rc;
 }
 

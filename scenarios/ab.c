@@ -206,8 +206,12 @@ static int ab_fields(cJSON *o, const scn_ab *ab)
         LL_TRY((side = cJSON_AddObjectToObject(o, k ? "b" : "a")) ? 0 : LL_ENOMEM);
         const scn_ab_side *sd = &ab->side[k];
         LL_TRY(cJSON_AddStringToObject(side, "name", sd->name) ? 0 : LL_ENOMEM);
-        if (sd->engine)
-            LL_TRY(cJSON_AddStringToObject(side, "engine", sd->engine) ? 0 : LL_ENOMEM);
+        if (sd->engine) {
+            char *spec = ll_redact_spec(sd->engine); /* records are shared: api_key=(hidden) */
+            rc = spec && cJSON_AddStringToObject(side, "engine", spec) ? 0 : LL_ENOMEM;
+            free(spec);
+            LL_TRY(rc);
+        }
         if (sd->url)
             LL_TRY(cJSON_AddStringToObject(side, "url", sd->url) ? 0 : LL_ENOMEM);
         if (sd->model)

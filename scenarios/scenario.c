@@ -749,19 +749,12 @@ static cJSON *dist_json(const scn_dist *d)
  * otherwise land in records.jsonl, which users share). */
 static const char *redacted_header(const char *h, char *buf, size_t n)
 {
-    static const char *const secret[] = {"authorization", "key", "token", "secret", "cookie", "auth", NULL};
     const char *colon = strchr(h, ':');
     size_t nl = colon ? (size_t)(colon - h) : strlen(h);
-    char name[128];
-    snprintf(name, sizeof name, "%.*s", (int)(nl < sizeof name - 1 ? nl : sizeof name - 1), h);
-    for (char *q = name; *q; q++)
-        *q = (char)(*q >= 'A' && *q <= 'Z' ? *q - 'A' + 'a' : *q);
-    for (size_t i = 0; secret[i]; i++)
-        if (strstr(name, secret[i])) {
-            snprintf(buf, n, "%.*s: (hidden)", (int)nl, h);
-            return buf;
-        }
-    return h;
+    if (!ll_secret_name(h, nl))
+        return h;
+    snprintf(buf, n, "%.*s: (hidden)", (int)nl, h);
+    return buf;
 }
 
 static cJSON *level_json(const scn_level *l)
@@ -794,7 +787,10 @@ static int scenario_fields(cJSON *root, const scn_scenario *s)
     LL_TRY((hs = cJSON_AddArrayToObject(t, "headers")) ? 0 : LL_ENOMEM);
     for (size_t i = 0; i < s->n_headers; i++)
         LL_TRY(add_item(hs, NULL, cJSON_CreateString(redacted_header(s->headers[i], hbuf, sizeof hbuf))));
-    LL_TRY(add_str_or_null(root, "engine", s->engine_spec));
+    char *spec = ll_redact_spec(s->engine_spec); /* api_key=(hidden) */
+    rc = s->engine_spec && !spec ? LL_ENOMEM : add_str_or_null(root, "engine", spec);
+    free(spec);
+    LL_TRY(rc);
     LL_TRY(ll_json_add_num(r, "max_tokens", s->max_tokens));
     if (s->think_tokens >= 0)
         LL_TRY(ll_json_add_num(r, "think_tokens", s->think_tokens));

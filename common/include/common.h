@@ -132,6 +132,16 @@ int ll_parse_duration_s(const char *s, double *out_s);
 /* "1,2,4,8" -> array (caller frees). Ranges "1-8" are not accepted. */
 int ll_parse_int_list(const char *s, int **out, size_t *n);
 
+/* Secrets kept out of records and logs (users share run directories): 1
+ * when a header's name of len bytes may carry one, case-insensitively: it
+ * holds "auth", "key", "token", "secret", "password" or "cookie". */
+int ll_secret_name(const char *name, size_t len);
+/* A "k=v,k=v" spec (--engine) with the value of every key that names a
+ * secret (ends in "key", as api_key and control_key, or holds "secret" or
+ * "password"; not "token": max_tokens_limit) replaced by "(hidden)";
+ * malloc'ed, NULL when out of memory (or spec is). */
+char *ll_redact_spec(const char *spec);
+
 /* ---- random numbers (xoshiro256**, seeded; one per thread) ---------------- */
 
 typedef struct ll_rng { uint64_t s[4]; } ll_rng;

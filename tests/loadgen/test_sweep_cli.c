@@ -549,6 +549,18 @@ static void test_api_key_hidden(void)
     CHECK(rc == 0, "sweep with --api-key: exit %d", rc);
     CHECK(dir_has(dir, "KEY-hidden") == 0 && !file_has(errf, "KEY-hidden") && !file_has(outf, "KEY-hidden"),
           "the --api-key key appears nowhere");
+    /* the bundled engine's own keys, in the --engine spec the run line keeps */
+    snprintf(dir, sizeof dir, "%s/key3", g_tmp);
+    char *a3[] = {"loadlaw", "sweep", "-c", "2", "-n", "4", "--max-tokens", "8", "--api-key", "sk-eng-KEY-secret",
+                  "--engine", "backend=synthetic,law=52+30n,time_scale=0.02,api_key=sk-eng-KEY-secret,"
+                  "control_key=ctl-KEY-secret,max_tokens_limit=64",
+                  "-o", dir, "--no-report", NULL};
+    rc = wait_exit(spawn_out(a3, errf, outf), 30);
+    CHECK(rc == 0, "sweep against an engine with keys: exit %d", rc);
+    CHECK(dir_has(dir, "KEY-secret") == 0 && !file_has(errf, "KEY-secret") && !file_has(outf, "KEY-secret"),
+          "the engine's api_key and control_key appear nowhere");
+    CHECK(dir_has(dir, "api_key=(hidden),control_key=(hidden),max_tokens_limit=64") == 1,
+          "the spec is kept, its keys hidden (and only those)");
 }
 
 /* A server where 7 requests in 8 fail (500, 429, errors mid-stream, a cut, a

@@ -333,6 +333,24 @@ int main(int argc, char **argv)
         }
     }
 
+    /* A secret passed as a header, not --api-key: every rank sends it whole
+     * (rank 0's scenario text redacts it; the job carries it as is) */
+    snprintf(dir, sizeof dir, "%s/hdr", g_tmp);
+    snprintf(errf, sizeof errf, "%s/hdr.err", g_tmp);
+    {
+        char *args[] = {(char *)g_mpirun, "--oversubscribe", "-x", "LOADLAW_MPI_WAIT_S=5", "-np", "2",
+                        (char *)g_loadlaw, "sweep", "--engine",
+                        "backend=synthetic,law=5+1n,time_scale=0.2,api_key=sk-mpi-test-KEY", "--header",
+                        "Authorization: Bearer sk-mpi-test-KEY", "-c", "2", "-n", "8", "--max-tokens", "4",
+                        "--threads", "1", "-q", "--no-report", "-o", dir, NULL};
+        rc = run(args, errf);
+        CHECK(rc == 0, "header key: exit %d (see %s)", rc, errf);
+        if (read_run(dir, 0, &s) == 0)
+            CHECK(s.n_req[0] == 8 && s.ended_ok[0] == 8 && s.by_rank[0][1] > 0,
+                  "header key: %d requests, %d ok, %d from rank 1 (a redacted key gets 401)", s.n_req[0],
+                  s.ended_ok[0], s.by_rank[0][1]);
+    }
+
     /* a rank that dies in level 1 */
     snprintf(dir, sizeof dir, "%s/dead", g_tmp);
     snprintf(errf, sizeof errf, "%s/dead.err", g_tmp);
