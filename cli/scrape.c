@@ -165,12 +165,13 @@ static int scrape_round(void *arg)
 static int endpoint_init(endpoint *e, const scrape_target *t, double interval_s)
 {
     int rc = LL_ENOMEM;
-    char auth[1100];
     if (!(e->url = strdup(t->url)) || !(e->easy = curl_easy_init()))
         return LL_ENOMEM;
     if (t->auth) {
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", t->auth);
-        if (!(e->headers = curl_slist_append(NULL, auth)))
+        char *auth = ll_bearer_header(t->auth);
+        e->headers = auth ? curl_slist_append(NULL, auth) : NULL;
+        ll_wipe_free(auth);
+        if (!e->headers)
             return LL_ENOMEM;
     }
     long timeout_ms = (long)(fmax(1.0, interval_s) * 1000);

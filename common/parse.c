@@ -1,4 +1,5 @@
-/* parse.c: checked number parsing with unit suffixes ("30s", "2m", "4k"). */
+/* parse.c: checked number parsing with unit suffixes ("30s", "2m", "4k"), and
+ * the few string rules that keep secrets out of records and logs. */
 #include "common.h"
 
 #include <errno.h>
@@ -174,4 +175,22 @@ char *ll_redact_spec(const char *spec)
     }
     out[o] = '\0';
     return out;
+}
+
+char *ll_bearer_header(const char *key)
+{
+    static const char pre[] = "Authorization: Bearer ";
+    size_t n = sizeof pre + strlen(key);
+    char *h = malloc(n);
+    if (h)
+        snprintf(h, n, "%s%s", pre, key);
+    return h;
+}
+
+void ll_wipe_free(char *s)
+{
+    if (s) {
+        explicit_bzero(s, strlen(s));
+        free(s);
+    }
 }

@@ -71,7 +71,6 @@ void lg_worker_wake(lg_worker *w)
 
 int lg_worker_init(lg_worker *w, lg_run *r, int index, char *err, size_t errlen)
 {
-    char auth[1024];
     memset(w, 0, sizeof *w);
     w->run = r;
     w->index = index;
@@ -112,9 +111,9 @@ int lg_worker_init(lg_worker *w, lg_run *r, int index, char *err, size_t errlen)
         h = t;
     }
     if (r->api_key) {
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", r->api_key);
-        t = curl_slist_append(h, auth);
-        memset(auth, 0, sizeof auth);
+        char *auth = ll_bearer_header(r->api_key); /* any length: JWTs run past 1 KB */
+        t = auth ? curl_slist_append(h, auth) : NULL;
+        ll_wipe_free(auth);
         if (!t)
             goto nomem;
         h = t;

@@ -141,6 +141,10 @@ int ll_secret_name(const char *name, size_t len);
  * "password"; not "token": max_tokens_limit) replaced by "(hidden)";
  * malloc'ed, NULL when out of memory (or spec is). */
 char *ll_redact_spec(const char *spec);
+/* "Authorization: Bearer KEY", malloc'ed to fit any key (NULL: no memory);
+ * free it with ll_wipe_free, which zeroes a string before freeing it. */
+char *ll_bearer_header(const char *key);
+void ll_wipe_free(char *s);
 
 /* ---- random numbers (xoshiro256**, seeded; one per thread) ---------------- */
 

@@ -31,7 +31,7 @@ struct ts_server {
     pthread_t *threads;
     size_t n_threads, cap_threads;
     char profile_body[256];
-    char auth[256];                /* under mu */
+    char auth[2048];               /* under mu */
     char body[4096];               /* under mu: last completion request body */
     char head[4096];               /* under mu: its request line and headers */
     atomic_int rejected;

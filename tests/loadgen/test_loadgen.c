@@ -233,6 +233,8 @@ typedef struct sweep {
     char dir[256];
 } sweep;
 
+static const char *g_api_key = "sk-secret-never-written";
+
 static int sweep_open(sweep *s, const char *url, const char *scenario_json, const char *tag)
 {
     char err[512] = "", path[400];
@@ -247,7 +249,7 @@ static int sweep_open(sweep *s, const char *url, const char *scenario_json, cons
     if (rc == 0)
         rc = ll_rec_open(path, 0, &s->rec, err, sizeof err);
     lg_config c = {.scn = s->scn, .prompts = s->prompts, .url = url, .model = "test-model",
-                   .api_key = "sk-secret-never-written", .records = s->rec, .scenario_name = tag};
+                   .api_key = g_api_key, .records = s->rec, .scenario_name = tag};
     if (rc == 0)
         rc = lg_run_create(&c, &s->run, err, sizeof err);
     CHECK(rc == 0, "%s: setup: %s", tag, err);
@@ -513,6 +515,33 @@ static void test_shaping(void)
         cJSON_Delete(b);
         sweep_close(&s);
     }
+    ts_stop(srv);
+}
+
+/* A key of 1,500 characters (a JWT, an Azure AD token) goes out whole: the
+ * header was built in 1 KiB and cut, so every request got a 401. */
+static void test_long_key(void)
+{
+    static char key[1501];
+    for (int i = 0; i < 1500; i++)
+        key[i] = (char)('a' + i % 26);
+    key[1500] = '\0';
+    ts_config c = {.mode = TS_OK, .answer_tok = 2, .tokens_per_chunk = 1};
+    ts_server *srv;
+    sweep s;
+    char err[512];
+    CHECK(ts_start(&c, &srv) == 0, "server start");
+    g_api_key = key;
+    if (sweep_open(&s, ts_url(srv), "{\"load\":{\"threads\":1,\"concurrency\":[1],\"requests\":1}}", "longkey") ==
+        0) {
+        CHECK(lg_run_sweep(s.run, err, sizeof err) == 0, "sweep: %s", err);
+        const char *a = ts_last_auth(srv);
+        CHECK(strncmp(a, "Bearer ", 7) == 0 && strcmp(a + 7, key) == 0, "the whole key sent (%zu of %d characters)",
+              strlen(a) > 7 ? strlen(a) - 7 : 0, 1500);
+        sweep_finish(&s);
+        sweep_close(&s);
+    }
+    g_api_key = "sk-secret-never-written";
     ts_stop(srv);
 }
 
@@ -853,6 +882,7 @@ int main(void)
     test_attributed(1);
     test_arrival_stamp();
     test_hidden_reasoning();
+    test_long_key();
     test_shaping();
     test_tokenizer_counts();
     test_classes();
