@@ -453,6 +453,13 @@ static ll_err_class classify(lg_xfer *x, CURLcode res, char *msg, size_t msglen)
             snprintf(msg, msglen, "HTTP %ld: %.200s", x->http_status, x->errbody.p ? x->errbody.p : "");
         return x->http_status >= 500 ? LL_ERRC_HTTP_5XX : x->http_status >= 400 ? LL_ERRC_HTTP_4XX : LL_ERRC_OTHER;
     }
+    if (x->delta.bad_events > 0) {
+        /* tokens in them are lost: counted as ok, the request would show a
+         * gap where they were and fewer tokens than the server sent */
+        snprintf(msg, msglen, "%d event%s not JSON (the tokens in %s are not counted)", x->delta.bad_events,
+                 x->delta.bad_events > 1 ? "s were" : " was", x->delta.bad_events > 1 ? "them" : "it");
+        return LL_ERRC_STREAM;
+    }
     if (!x->delta.done) {
         snprintf(msg, msglen, "stream ended before [DONE]");
         return LL_ERRC_TRUNCATED;

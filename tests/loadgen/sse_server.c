@@ -286,6 +286,13 @@ static int respond(ts_server *s, int fd, ts_mode mode, const char *reqbody)
             goto out;
         keep = 1;
         break;
+    case TS_BADJSON:
+        if (send_tokens(s, fd, "content", 2, &ct) ||
+            send_event(fd, "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lost ") ||
+            send_tokens(s, fd, "content", 2, &ct) || send_event(fd, "[DONE]") || send_all(fd, "0\r\n\r\n", 5))
+            goto out;
+        keep = 1;
+        break;
     case TS_CUT:
         send_tokens(s, fd, "content", 2, &ct);
         break; /* close without the terminating chunk */

@@ -18,6 +18,7 @@ typedef enum ts_mode {
     TS_RESET,         /* 1 token, then a TCP reset */
     TS_MIX,           /* request i gets mode (i % 8) */
     TS_ENDLESS,       /* 1 token, then one "data:" line that never ends (at most 64 MiB) */
+    TS_BADJSON,       /* 2 tokens, an event cut mid-JSON, 2 tokens, [DONE]: a stream that ends well */
 } ts_mode;
 
 typedef struct ts_server ts_server;

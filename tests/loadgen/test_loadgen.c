@@ -706,6 +706,33 @@ static void test_endless_line(void)
     ts_stop(srv);
 }
 
+/* An event that is not JSON in a stream that otherwise ends well: its tokens
+ * are lost, so the request is a stream error that says so, with the chunks
+ * it did read kept (counted ok, it showed a gap and one token too few). */
+static void test_bad_event(void)
+{
+    ts_config c = {.mode = TS_BADJSON, .gap_us = 1000, .tokens_per_chunk = 1};
+    ts_server *srv;
+    sweep s;
+    char err[512];
+    CHECK(ts_start(&c, &srv) == 0, "server start");
+    if (sweep_open(&s, ts_url(srv), "{\"load\":{\"threads\":1,\"concurrency\":[1],\"requests\":2}}", "badjson") ==
+        0) {
+        CHECK(lg_run_sweep(s.run, err, sizeof err) == 0, "sweep completes: %s", err);
+        sweep_finish(&s);
+        tally t;
+        read_records(s.dir, &t);
+        CHECK(t.lv[0].failed == 2 && t.lv[0].cls[LL_ERRC_STREAM] == 2 && t.cls_tok[LL_ERRC_STREAM] == 2 * 4,
+              "bad event: failed %d, stream errors %d, tokens kept %ld", t.lv[0].failed,
+              t.lv[0].cls[LL_ERRC_STREAM], t.cls_tok[LL_ERRC_STREAM]);
+        char path[400];
+        snprintf(path, sizeof path, "%s/records.jsonl", s.dir);
+        CHECK(file_contains(path, "1 event was not JSON") == 1, "bad event: reason recorded");
+        sweep_close(&s);
+    }
+    ts_stop(srv);
+}
+
 static void test_refused(void)
 {
     sweep s;
@@ -883,6 +910,7 @@ int main(void)
     test_arrival_stamp();
     test_hidden_reasoning();
     test_long_key();
+    test_bad_event();
     test_shaping();
     test_tokenizer_counts();
     test_classes();
