@@ -298,12 +298,12 @@ static void *side_main(void *arg)
     return NULL;
 }
 
-/* "ab side a (DIR): TARGET" on stderr; an engine spec with its keys hidden */
+/* "ab side a (DIR): TARGET" on stderr; secrets in the URL or engine spec hidden */
 static void side_banner(const sweep_job *j, int k)
 {
-    char *spec = j->scn->url ? NULL : ll_redact_spec(j->engine_spec);
+    char *spec = j->scn->url ? ll_redact_url(j->scn->url) : ll_redact_spec(j->engine_spec);
     fprintf(stderr, "loadlaw sweep: ab side %c (%s): %s\n", 'a' + k, j->run_dir,
-            j->scn->url ? j->scn->url : spec ? spec : "engine defaults");
+            spec ? spec : j->scn->url ? "(url)" : "engine defaults");
     free(spec);
 }
 

@@ -32,6 +32,7 @@
 
 typedef struct endpoint {
     char *url;
+    char *shown;              /* url with its secrets hidden: records and messages */
     CURL *easy;
     struct curl_slist *headers;
     ll_buf body;
@@ -123,7 +124,7 @@ static void say_failure(endpoint *e, const char *why)
     if (e->said)
         return;
     e->said = 1;
-    fprintf(stderr, "loadlaw sweep: metrics: %s: %s (counted; the sweep goes on without them)\n", e->url, why);
+    fprintf(stderr, "loadlaw sweep: metrics: %s: %s (counted; the sweep goes on without them)\n", e->shown, why);
 }
 
 static void scrape_one(sweep_scrape *sc, endpoint *e)
@@ -148,7 +149,7 @@ static void scrape_one(sweep_scrape *sc, endpoint *e)
     e->n_ok++;
     /* The server took its snapshot somewhere between send and receive. */
     sc->t_ns = t0 + (t1 - t0) / 2 - sc->epoch_ns;
-    sc->src = e->url;
+    sc->src = e->shown;
     ll_prom_parse(e->body.p ? e->body.p : "", e->body.len, on_sample, sc, NULL);
 }
 
@@ -165,7 +166,7 @@ static int scrape_round(void *arg)
 static int endpoint_init(endpoint *e, const scrape_target *t, double interval_s)
 {
     int rc = LL_ENOMEM;
-    if (!(e->url = strdup(t->url)) || !(e->easy = curl_easy_init()))
+    if (!(e->url = strdup(t->url)) || !(e->shown = ll_redact_url(t->url)) || !(e->easy = curl_easy_init()))
         return LL_ENOMEM;
     if (t->auth) {
         char *auth = ll_bearer_header(t->auth);
@@ -196,6 +197,7 @@ static void scrape_free(sweep_scrape *sc)
         curl_slist_free_all(e->headers);
         ll_buf_free(&e->body);
         free(e->url);
+        free(e->shown);
     }
     free(sc->ep);
     ll_buf_free(&sc->labels);
@@ -238,7 +240,7 @@ void scrape_stop(sweep_scrape *sc)
     ll_ticker_stop(sc->ticker);
     for (size_t i = 0; i < sc->n_ep; i++)
         if (sc->ep[i].n_failed && sc->ep[i].n_ok)
-            fprintf(stderr, "loadlaw sweep: metrics: %s: %zu of %zu scrapes failed\n", sc->ep[i].url,
+            fprintf(stderr, "loadlaw sweep: metrics: %s: %zu of %zu scrapes failed\n", sc->ep[i].shown,
                     sc->ep[i].n_failed, sc->ep[i].n_failed + sc->ep[i].n_ok);
     scrape_free(sc);
 }

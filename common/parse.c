@@ -177,6 +177,58 @@ char *ll_redact_spec(const char *spec)
     return out;
 }
 
+char *ll_redact_url(const char *url)
+{
+    static const char hidden[] = "(hidden)";
+    if (!url)
+        return NULL;
+    size_t n = strlen(url);
+    /* each replaced span is at least 1 byte, so at most n + 1 of them */
+    char *out = malloc(n + (n + 1) * (sizeof hidden - 1) + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    const char *p = url, *scheme = strstr(url, "://");
+    if (scheme) {
+        const char *auth = scheme + 3, *end = auth + strcspn(auth, "/?#"), *at = memchr(auth, '@', (size_t)(end - auth));
+        memcpy(out, url, (size_t)(auth - url));
+        o = (size_t)(auth - url);
+        if (at) { /* user:password@host */
+            memcpy(out + o, hidden, sizeof hidden - 1);
+            o += sizeof hidden - 1;
+            auth = at;
+        }
+        p = auth;
+    }
+    const char *q = strchr(p, '?');
+    size_t head = q ? (size_t)(q - p) + 1 : strlen(p);
+    memcpy(out + o, p, head);
+    o += head;
+    for (p += head; q && *p;) {
+        size_t item = strcspn(p, "&#"), klen = strcspn(p, "=&#");
+        if (klen < item && ll_secret_name(p, klen)) {
+            memcpy(out + o, p, klen + 1);
+            o += klen + 1;
+            memcpy(out + o, hidden, sizeof hidden - 1);
+            o += sizeof hidden - 1;
+        } else {
+            memcpy(out + o, p, item);
+            o += item;
+        }
+        p += item;
+        if (*p == '&')
+            out[o++] = *p++;
+        else if (*p == '#') {
+            size_t rest = strlen(p);
+            memcpy(out + o, p, rest);
+            o += rest;
+            break;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
 char *ll_bearer_header(const char *key)
 {
     static const char pre[] = "Authorization: Bearer ";

@@ -31,10 +31,11 @@ static int put_run_line(lg_run *r, const lg_config *cfg)
 {
     cJSON *config = scn_to_json(r->scn);
     char *spec = ll_redact_spec(cfg->engine_spec); /* records are shared: api_key=(hidden) */
+    char *url = ll_redact_url(r->url_base);
     ll_rec_run run = {
         .ranks = r->ranks,
         .threads = r->nthreads,
-        .url = r->url_base,
+        .url = url,
         .model = r->model,
         .endpoint = scn_endpoint_name(r->scn->endpoint),
         .bundled = cfg->engine_spec != NULL,
@@ -43,9 +44,10 @@ static int put_run_line(lg_run *r, const lg_config *cfg)
         .scenario = cfg->scenario_name,
         .config = config,
     };
-    if (!config || (cfg->engine_spec && !spec)) {
+    if (!config || (cfg->engine_spec && !spec) || !url) {
         cJSON_Delete(config);
         free(spec);
+        free(url);
         return LL_ENOMEM;
     }
     if (cfg->engine_law && cfg->engine_law->present)
@@ -53,6 +55,7 @@ static int put_run_line(lg_run *r, const lg_config *cfg)
     int rc = ll_rec_put_run(r->rec, &run);
     cJSON_Delete(config);
     free(spec);
+    free(url);
     return rc;
 }
 

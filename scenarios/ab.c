@@ -212,8 +212,12 @@ static int ab_fields(cJSON *o, const scn_ab *ab)
             free(spec);
             LL_TRY(rc);
         }
-        if (sd->url)
-            LL_TRY(cJSON_AddStringToObject(side, "url", sd->url) ? 0 : LL_ENOMEM);
+        if (sd->url) {
+            char *url = ll_redact_url(sd->url);
+            rc = url && cJSON_AddStringToObject(side, "url", url) ? 0 : LL_ENOMEM;
+            free(url);
+            LL_TRY(rc);
+        }
         if (sd->model)
             LL_TRY(cJSON_AddStringToObject(side, "model", sd->model) ? 0 : LL_ENOMEM);
     }

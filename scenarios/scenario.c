@@ -780,7 +780,10 @@ static int scenario_fields(cJSON *root, const scn_scenario *s)
     LL_TRY(add_obj(root, "prompts", &p));
     LL_TRY(add_obj(root, "load", &ld_));
     LL_TRY((lv = cJSON_AddArrayToObject(root, "levels")) ? 0 : LL_ENOMEM);
-    LL_TRY(add_str_or_null(t, "url", s->url));
+    char *url = ll_redact_url(s->url); /* user:password@, ?key= */
+    rc = s->url && !url ? LL_ENOMEM : add_str_or_null(t, "url", url);
+    free(url);
+    LL_TRY(rc);
     LL_TRY(add_str_or_null(t, "model", s->model));
     LL_TRY(add_str(t, "endpoint", scn_endpoint_name(s->endpoint)));
     LL_TRY(add_str(t, "path", s->endpoint_path ? s->endpoint_path : scn_endpoint_path(s->endpoint)));

@@ -141,6 +141,10 @@ int ll_secret_name(const char *name, size_t len);
  * "password"; not "token": max_tokens_limit) replaced by "(hidden)";
  * malloc'ed, NULL when out of memory (or spec is). */
 char *ll_redact_spec(const char *spec);
+/* A URL with its user:password (before the host) and the values of its
+ * secret-named query parameters (ll_secret_name: ?key=, ?api_key=, ?token=)
+ * written "(hidden)"; malloc'ed, NULL when out of memory (or url is). */
+char *ll_redact_url(const char *url);
 /* "Authorization: Bearer KEY", malloc'ed to fit any key (NULL: no memory);
  * free it with ll_wipe_free, which zeroes a string before freeing it. */
 char *ll_bearer_header(const char *key);

@@ -140,8 +140,40 @@ static void test_ticker(void)
     ll_ticker_stop(NULL);
 }
 
+/* Secrets out of records: URLs, engine specs, header names. */
+static void test_redact(void)
+{
+    static const struct { const char *in, *want; } urls[] = {
+        {"http://127.0.0.1:8000", "http://127.0.0.1:8000"},
+        {"https://user:pw@host:1/v1?api-version=2024-06-01&key=SEC&x=1#f",
+         "https://(hidden)@host:1/v1?api-version=2024-06-01&key=(hidden)&x=1#f"},
+        {"http://h/v1?access_token=abc", "http://h/v1?access_token=(hidden)"},
+        {"http://h/p?k&Auth=&z=2", "http://h/p?k&Auth=(hidden)&z=2"},
+        {"http://h/a@b", "http://h/a@b"}, /* an @ in the path is no user */
+        {"h:8000/v1", "h:8000/v1"},
+    };
+    for (size_t i = 0; i < sizeof urls / sizeof *urls; i++) {
+        char *r = ll_redact_url(urls[i].in);
+        CHECK(r && strcmp(r, urls[i].want) == 0, "url %s -> %s, want %s", urls[i].in, r ? r : "NULL", urls[i].want);
+        free(r);
+    }
+    char *r = ll_redact_spec("backend=synthetic,api_key=K1,control_key=,max_tokens_limit=64,db_password=x,seed");
+    CHECK(r && strcmp(r, "backend=synthetic,api_key=(hidden),control_key=(hidden),max_tokens_limit=64,"
+                         "db_password=(hidden),seed") == 0,
+          "spec: %s", r ? r : "NULL");
+    free(r);
+    CHECK(ll_redact_spec(NULL) == NULL && ll_redact_url(NULL) == NULL, "NULL in, NULL out");
+    CHECK(ll_secret_name("X-Api-Key", 9) && ll_secret_name("Authorization", 13) && ll_secret_name("Cookie", 6) &&
+              !ll_secret_name("X-Request-Id", 12) && !ll_secret_name("X-Api-Key", 5),
+          "header names (len bounds the name)");
+    char *h = ll_bearer_header("sk-1");
+    CHECK(h && strcmp(h, "Authorization: Bearer sk-1") == 0, "bearer header %s", h ? h : "NULL");
+    ll_wipe_free(h);
+}
+
 int main(void)
 {
+    test_redact();
     test_parse();
     test_pct();
     test_jsonl();
