@@ -293,6 +293,19 @@ static int respond(ts_server *s, int fd, ts_mode mode, const char *reqbody)
             goto out;
         keep = 1;
         break;
+    case TS_USAGE_JUMP:
+        for (int i = 0; i < 5; i++) {
+            snprintf(ev, sizeof ev,
+                     "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"j%d \"}}],"
+                     "\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":%d}}",
+                     i, i % 2 ? 0 : 1000000000);
+            if (send_event(fd, ev))
+                goto out;
+        }
+        if (send_event(fd, "[DONE]") || send_all(fd, "0\r\n\r\n", 5))
+            goto out;
+        keep = 1;
+        break;
     case TS_CUT:
         send_tokens(s, fd, "content", 2, &ct);
         break; /* close without the terminating chunk */

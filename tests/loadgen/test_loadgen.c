@@ -733,6 +733,31 @@ static void test_bad_event(void)
     ts_stop(srv);
 }
 
+/* A running usage total that falls and climbs again: each count is sane
+ * (<= 1e9), their sum is not; a stream error, not an int overflow. */
+static void test_usage_jump(void)
+{
+    ts_config c = {.mode = TS_USAGE_JUMP};
+    ts_server *srv;
+    sweep s;
+    char err[512];
+    CHECK(ts_start(&c, &srv) == 0, "server start");
+    if (sweep_open(&s, ts_url(srv), "{\"load\":{\"threads\":1,\"concurrency\":[1],\"requests\":1}}", "jump") ==
+        0) {
+        CHECK(lg_run_sweep(s.run, err, sizeof err) == 0, "sweep completes: %s", err);
+        sweep_finish(&s);
+        tally t;
+        read_records(s.dir, &t);
+        CHECK(t.lv[0].cls[LL_ERRC_STREAM] == 1 && t.cls_tok[LL_ERRC_STREAM] == 1000000000,
+              "usage jump: stream errors %d, tokens kept %ld", t.lv[0].cls[LL_ERRC_STREAM], t.cls_tok[LL_ERRC_STREAM]);
+        char path[400];
+        snprintf(path, sizeof path, "%s/records.jsonl", s.dir);
+        CHECK(file_contains(path, "token counts past 1e9") == 1, "usage jump: reason recorded");
+        sweep_close(&s);
+    }
+    ts_stop(srv);
+}
+
 static void test_refused(void)
 {
     sweep s;
@@ -911,6 +936,7 @@ int main(void)
     test_hidden_reasoning();
     test_long_key();
     test_bad_event();
+    test_usage_jump();
     test_shaping();
     test_tokenizer_counts();
     test_classes();
