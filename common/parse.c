@@ -148,9 +148,23 @@ static int secret_spec_key(const char *k, size_t len)
            holds(k, len, "password");
 }
 
+static const char hidden[] = "(hidden)";
+
+/* One "k=v" item of item bytes (its key klen) into out: as is, or with its
+ * value "(hidden)" when secret; the bytes written. */
+static size_t put_item(char *out, const char *p, size_t item, size_t klen, int secret)
+{
+    if (!secret) {
+        memcpy(out, p, item);
+        return item;
+    }
+    memcpy(out, p, klen + 1); /* "k=" */
+    memcpy(out + klen + 1, hidden, sizeof hidden - 1);
+    return klen + sizeof hidden;
+}
+
 char *ll_redact_spec(const char *spec)
 {
-    static const char hidden[] = "(hidden)";
     if (!spec)
         return NULL;
     /* at most one "(hidden)" per key, each key at least "k=" plus a comma */
@@ -160,15 +174,7 @@ char *ll_redact_spec(const char *spec)
         return NULL;
     for (const char *p = spec; *p;) {
         size_t item = strcspn(p, ","), klen = strcspn(p, "=,");
-        if (klen < item && secret_spec_key(p, klen)) {
-            memcpy(out + o, p, klen + 1); /* "k=" */
-            o += klen + 1;
-            memcpy(out + o, hidden, sizeof hidden - 1);
-            o += sizeof hidden - 1;
-        } else {
-            memcpy(out + o, p, item);
-            o += item;
-        }
+        o += put_item(out + o, p, item, klen, klen < item && secret_spec_key(p, klen));
         p += item;
         if (*p == ',')
             out[o++] = *p++;
@@ -179,7 +185,6 @@ char *ll_redact_spec(const char *spec)
 
 char *ll_redact_url(const char *url)
 {
-    static const char hidden[] = "(hidden)";
     if (!url)
         return NULL;
     size_t n = strlen(url);
@@ -206,15 +211,7 @@ char *ll_redact_url(const char *url)
     o += head;
     for (p += head; q && *p;) {
         size_t item = strcspn(p, "&#"), klen = strcspn(p, "=&#");
-        if (klen < item && ll_secret_name(p, klen)) {
-            memcpy(out + o, p, klen + 1);
-            o += klen + 1;
-            memcpy(out + o, hidden, sizeof hidden - 1);
-            o += sizeof hidden - 1;
-        } else {
-            memcpy(out + o, p, item);
-            o += item;
-        }
+        o += put_item(out + o, p, item, klen, klen < item && ll_secret_name(p, klen));
         p += item;
         if (*p == '&')
             out[o++] = *p++;
