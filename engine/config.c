@@ -41,7 +41,7 @@ static const char *const str_default[STR__COUNT] = {
     [STR_BIND_ADDR] = "127.0.0.1",
     [STR_MODEL] = "loadlaw-synthetic",
     [STR_ATTN] = "tiled",
-    [STR_PROFILE_DIR] = "/tmp",
+    [STR_PROFILE_DIR] = NULL, /* private: $TMPDIR/loadlaw-profile-<uid> (profile.c) */
     [STR_API_KEY] = NULL,     /* no key: open */
     [STR_CONTROL_KEY] = NULL, /* api_key's rule */
     [STR_KV] = "bf16",
@@ -295,7 +295,8 @@ static const eng_key keys[] = {
      "fit: ~7 KB at 8k; more answer 431); the server's memory per stream (default 8k)"},
     STR("profile_dir", STR_PROFILE_DIR, "DIR",
         "where /start_profile writes traces; a request's output_dir may only name a plain "
-        "subdirectory of it (default /tmp)"),
+        "subdirectory of it (default $TMPDIR/loadlaw-profile-<uid>, or under /tmp, made "
+        "mode 0700)"),
     SECRET("api_key", STR_API_KEY,
            "every endpoint but /health needs \"Authorization: Bearer KEY\" (default: none, open; "
            "serve also reads LOADLAW_API_KEY)"),

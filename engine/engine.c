@@ -1,6 +1,7 @@
 /* engine.c: eng_start / eng_stop, the step log reader and the engine's
  * facts for the records (eng_law, eng_set_records); the glue between the
  * backend, the scheduler thread and the HTTP server. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -9,12 +10,14 @@
 #include "internal.h"
 
 /* Every stream is a socket (two when the client is in the same process), so
- * thousands of streams need more than the usual soft limit of 1024. */
-static void raise_nofile(unsigned max_connections)
+ * thousands of streams need more than the usual soft limit of 1024. Returns
+ * the lowest socket number a request is refused on (ENG_FD_RESERVE below
+ * the limit; INT_MAX without one). */
+static int raise_nofile(unsigned max_connections)
 {
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
-        return;
+        return INT_MAX;
     if (rl.rlim_cur < rl.rlim_max) {
         rlim_t want = rl.rlim_max;
         rl.rlim_cur = want;
@@ -22,14 +25,20 @@ static void raise_nofile(unsigned max_connections)
             ll_warn("engine: could not raise the open-file limit to %llu",
                     (unsigned long long)want);
         if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
-            return;
+            return INT_MAX;
     }
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= (rlim_t)INT_MAX)
+        return INT_MAX;
+    int lim = (int)rl.rlim_cur;
+    int fd_max = lim > 2 * ENG_FD_RESERVE ? lim - ENG_FD_RESERVE : lim / 2;
     /* Say so when the limit, not max_connections, will be what refuses
      * connections (each stream is one descriptor here, plus a few of our own). */
-    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)max_connections + 64)
-        ll_warn("engine: the open-file limit (%llu) is below max_connections (%u): connections "
-                "beyond it will be refused (raise it with ulimit -n)",
-                (unsigned long long)rl.rlim_cur, max_connections);
+    if ((rlim_t)lim < (rlim_t)max_connections + 2 * ENG_FD_RESERVE)
+        ll_warn("engine: the open-file limit (%d) is below max_connections (%u) + %d: once %d "
+                "descriptors are open, each new request is answered 503 and its connection "
+                "closed (raise the limit with ulimit -n)", lim, max_connections,
+                2 * ENG_FD_RESERVE, fd_max);
+    return fd_max;
 }
 
 static int check_config(const eng_config *c, char *err, size_t errlen)
@@ -122,14 +131,15 @@ int eng_start(const eng_config *cfg, eng_engine **out, char *err, size_t errlen)
     eng_engine *e = NULL;
     *out = NULL;
     LL_TRY(check_config(cfg, err, errlen));
-    raise_nofile(cfg->max_connections);
     e = calloc(1, sizeof *e);
     if (!e) {
         ll_errf(err, errlen, "engine: out of memory");
         rc = LL_ENOMEM;
         goto fail;
     }
+    e->conn_fd_max = raise_nofile(cfg->max_connections);
     LL_TRY(take_config(e, cfg, err, errlen));
+    LL_TRY(eng_prof_init(e, err, errlen));
     atomic_init(&e->n_running, 0);
     atomic_init(&e->next_id, 1);
     atomic_init(&e->failed_rc, 0);

@@ -107,6 +107,16 @@ void eng_req_unref(eng_req *r);
 #define ENG_HIST_BUCKETS 14
 #define ENG_MAX_PHASE_NAMES 64 /* (name, rank) pairs: 2 + 3 per tp rank */
 
+/* Descriptors kept free at the top of the open-file limit. A request that
+ * arrives on a socket numbered in this band is answered 503 and its
+ * connection closed (server.c, fd_exhausted; Linux hands out the lowest free
+ * number, so a socket up there means the rest are taken). Without the band,
+ * accept() fails with EMFILE at the limit, libmicrohttpd 0.9.75 then stops
+ * accepting (daemon.c, at_limit) and new connections wait unanswered in the
+ * listen backlog until an idle one times out. The band leaves MHD room to
+ * accept, answer and close, and the engine room for a trace file. */
+#define ENG_FD_RESERVE 32
+
 /* The most steps one profile capture holds (also num_steps' bound). */
 #define ENG_PROF_MAX_STEPS 10000000
 
@@ -125,6 +135,9 @@ typedef struct eng_engine {
     char url[96];
     int port;
     struct MHD_Daemon *mhd;
+    /* A request on a socket numbered at or above this is answered 503 and
+     * its connection closed (ENG_FD_RESERVE); INT_MAX without a limit. */
+    int conn_fd_max;
     /* server.c, mhd_nudge_main: an eventfd in MHD's epoll set, written every
      * ENG_MHD_NUDGE_NS by mhd_nudge_thread so that MHD's loop never waits long
      * with work on its ready list (-1: none) */
@@ -185,13 +198,17 @@ typedef struct eng_engine {
     uint64_t phase_count[ENG_MAX_PHASE_NAMES];
     int n_phase_names;
 
-    /* profiler (under mu) */
+    /* profiler (under mu, but base and base_private are set before the
+     * threads start and never change) */
     struct {
+        char base[448];            /* cfg.profile_dir, or the private default */
+        int base_private;          /* base is the default: ours alone, mode 0700 */
         int active, done;          /* capturing; capture complete, file not yet written */
         int want_steps;            /* 0 = until /stop_profile */
         int64_t deadline_ns;       /* a num_steps capture ends by then even if idle */
         int gzip;
-        char dir[512];
+        char dir[512];             /* base/sub, as the answers name it */
+        char sub[72];              /* the request's output_dir ("" for none) */
         LL_VEC(eng_prof_step) steps;
         LL_VEC(eng_phase) phases;  /* of every captured step, in step order */
         struct MHD_Connection *waiter;  /* suspended /start_profile with num_steps */
@@ -241,7 +258,15 @@ void eng_metrics_step(eng_engine *e, const eng_step *s, const eng_phase *ph, int
 int eng_metrics_text(eng_engine *e, ll_buf *b);
 
 /* profile.c */
-/* Begin a capture from a /start_profile body (may be empty). Caller holds mu. */
+/* Settle where traces go (prof.base): cfg.profile_dir, or by default
+ * "$TMPDIR/loadlaw-profile-<uid>" ($TMPDIR unset or relative: /tmp), made
+ * mode 0700 when first used. Reads the environment: call before the threads
+ * start. LL_EINVAL when the path is too long. */
+int eng_prof_init(eng_engine *e, char *err, size_t errlen);
+/* Begin a capture from a /start_profile body (may be empty). Caller holds mu
+ * (the capture directory is opened, and made if missing, under it: a few
+ * metadata calls, never the trace's I/O). LL_EINVAL: the request is at fault
+ * (400); LL_EIO: the profile directory is (500). */
 int eng_prof_begin(eng_engine *e, const char *body, size_t len, char *msg, size_t msglen);
 /* Record one step when capturing; returns 1 when the capture just completed.
  * Caller holds mu. */
@@ -251,7 +276,10 @@ int eng_prof_record(eng_engine *e, const eng_step *s, const eng_phase *ph, int n
  * at to check again (0: none). Caller holds mu. */
 int64_t eng_prof_idle(eng_engine *e);
 /* Write the captured steps as a Chrome trace; *path receives the file name.
- * Caller must not hold mu (file I/O); takes and releases mu itself. */
+ * The file is always a new one (mode 0600): never an existing name, never a
+ * symlink's target. Caller must not hold mu (file I/O); takes and releases mu
+ * itself. LL_EINVAL: no capture, or output_dir is no longer a plain
+ * directory (400); LL_EIO: the directory or the file failed (500). */
 int eng_prof_write(eng_engine *e, char *path, size_t pathlen, size_t *n_steps,
                    char *msg, size_t msglen);
 

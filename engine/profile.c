@@ -20,11 +20,24 @@
  *
  * DESIGN: the scheduler only copies steps into the capture (under eng->mu);
  * the file is written on the HTTP thread that answers the request, so file
- * I/O never stretches a step. */
+ * I/O never stretches a step.
+ *
+ * Confinement: a request only names one plain directory under the profile
+ * directory (plain_subdir), and that name is opened from the profile
+ * directory's descriptor with O_NOFOLLOW | O_DIRECTORY, at /start_profile
+ * and again when the file is written, so a symlink planted there (before or
+ * during a capture) is refused, not followed. Trace names are predictable
+ * (loadlaw-<pid>-<seq>), so the file is created with O_CREAT | O_EXCL |
+ * O_NOFOLLOW, mode 0600: a file or link already under that name is left as
+ * it is and the next name is taken. The default profile directory is private
+ * ($TMPDIR/loadlaw-profile-<uid>, mode 0700) and refused when it is a
+ * symlink, someone else's, or open to group or others. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <zlib.h>
@@ -48,11 +61,122 @@ static int plain_subdir(const char *s)
     return 1;
 }
 
+/* A "\u0000" escape anywhere in a JSON text (valid JSON: a backslash only
+ * starts an escape inside a string, and each escape is skipped whole, so the
+ * text \\u0000 is not one). cJSON decodes it into a NUL that ends the C
+ * string: "a\u0000b" would read as "a". */
+static int json_has_nul_escape(const char *s, size_t n)
+{
+    for (size_t i = 0; i + 1 < n; i++) {
+        if (s[i] != '\\')
+            continue;
+        if (s[i + 1] == 'u' && i + 5 < n && memcmp(s + i + 2, "0000", 4) == 0)
+            return 1;
+        i++; /* the escaped character */
+    }
+    return 0;
+}
+
+int eng_prof_init(eng_engine *e, char *err, size_t errlen)
+{
+    int n;
+    if (e->cfg.profile_dir) {
+        n = snprintf(e->prof.base, sizeof e->prof.base, "%s", e->cfg.profile_dir);
+        e->prof.base_private = 0;
+    } else {
+        /* TMPDIR, not XDG_RUNTIME_DIR: a capture can be gigabytes, and the
+         * runtime directory is a small tmpfs. */
+        const char *t = getenv("TMPDIR");
+        if (!t || t[0] != '/')
+            t = "/tmp";
+        n = snprintf(e->prof.base, sizeof e->prof.base, "%s/loadlaw-profile-%lu", t,
+                     (unsigned long)geteuid());
+        e->prof.base_private = 1;
+    }
+    if (n <= 0 || (size_t)n >= sizeof e->prof.base) {
+        ll_errf(err, errlen, "engine: the profile directory's path is over %zu bytes",
+                sizeof e->prof.base - 1);
+        return LL_EINVAL;
+    }
+    return 0;
+}
+
+/* Open the profile directory. An operator's --profile-dir is made if missing
+ * and taken as it is (a symlink there is the operator's choice). The default
+ * one is made mode 0700 and must be a directory (not a symlink) of ours that
+ * group and others cannot enter: the parent ($TMPDIR, /tmp) is shared, so
+ * anyone could have made it first. A descriptor, or LL_EIO with msg. */
+static int open_base(const eng_engine *e, char *msg, size_t msglen)
+{
+    const char *dir = e->prof.base;
+    int fd;
+    if (!e->prof.base_private) {
+        if (ll_mkdir_p(dir, msg, msglen))
+            return LL_EIO;
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+            ll_errf(msg, msglen, "the profile directory %s: %s", dir, strerror(errno));
+            return LL_EIO;
+        }
+        return fd;
+    }
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        ll_errf(msg, msglen, "the profile directory %s: %s", dir, strerror(errno));
+        return LL_EIO;
+    }
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0) {
+        /* a symlink fails with ELOOP, or ENOTDIR when O_DIRECTORY is checked first */
+        int err = errno;
+        int link = (err == ELOOP || err == ENOTDIR) && lstat(dir, &st) == 0 && S_ISLNK(st.st_mode);
+        ll_errf(msg, msglen, "the profile directory %s: %s: refused (remove it, or set "
+                "--profile-dir)", dir, link ? "a symbolic link" : strerror(err));
+        return LL_EIO;
+    }
+    if (fstat(fd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+        ll_errf(msg, msglen, "the profile directory %s is not private (owner uid %lu, mode %03o; "
+                "it must be ours, mode 0700): refused (remove it, or set --profile-dir)", dir,
+                (unsigned long)st.st_uid, (unsigned)(st.st_mode & 0777));
+        close(fd);
+        return LL_EIO;
+    }
+    return fd;
+}
+
+/* Open the capture's directory: the profile directory, or sub inside it, made
+ * (mode 0700) if missing and opened from the profile directory's descriptor
+ * without following a symlink. sub is one component (plain_subdir), so that
+ * one openat covers every component a request names. A descriptor, or
+ * LL_EINVAL (sub is a symlink or not a directory: the request's fault) or
+ * LL_EIO, with msg. */
+static int open_capture_dir(const eng_engine *e, const char *sub, char *msg, size_t msglen)
+{
+    int base = open_base(e, msg, msglen);
+    if (base < 0 || !*sub)
+        return base;
+    const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    int fd = openat(base, sub, flags);
+    if (fd < 0 && errno == ENOENT && (mkdirat(base, sub, 0700) == 0 || errno == EEXIST))
+        fd = openat(base, sub, flags);
+    int err = errno;
+    close(base);
+    if (fd >= 0)
+        return fd;
+    if (err == ELOOP || err == ENOTDIR) {
+        ll_errf(msg, msglen, "'output_dir' %s/%s is a symbolic link or not a directory: refused "
+                "(traces are written only inside the profile directory)", e->prof.base, sub);
+        return LL_EINVAL;
+    }
+    ll_errf(msg, msglen, "%s/%s: %s", e->prof.base, sub, strerror(err));
+    return LL_EIO;
+}
+
 int eng_prof_begin(eng_engine *e, const char *body, size_t len, char *msg, size_t msglen)
 {
     int want = 0, gz = 0;
     double timeout_s = 30;
-    const char *dir = e->cfg.profile_dir ? e->cfg.profile_dir : "/tmp";
+    const char *dir = e->prof.base;
     const char *sub = NULL; /* the request's subdirectory of dir */
     cJSON *root = NULL;
     int rc = LL_EINVAL;
@@ -65,6 +189,11 @@ int eng_prof_begin(eng_engine *e, const char *body, size_t len, char *msg, size_
         root = memchr(body, '\0', len) ? NULL : cJSON_ParseWithOpts(body, &end, 1);
         if (!cJSON_IsObject(root)) {
             ll_errf(msg, msglen, "profile request body must be a JSON object");
+            goto fail;
+        }
+        if (json_has_nul_escape(body, len)) {
+            ll_errf(msg, msglen, "profile request body must not contain \\u0000 (a NUL cuts "
+                                 "a name short)");
             goto fail;
         }
         const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "num_steps");
@@ -108,7 +237,14 @@ int eng_prof_begin(eng_engine *e, const char *body, size_t len, char *msg, size_
         ll_errf(msg, msglen, "the profile directory's path is too long");
         goto fail;
     }
+    int dfd = open_capture_dir(e, sub ? sub : "", msg, msglen);
+    if (dfd < 0) {
+        rc = dfd;
+        goto fail;
+    }
+    close(dfd);
     snprintf(e->prof.dir, sizeof e->prof.dir, "%s%s%s", dir, sub ? "/" : "", sub ? sub : "");
+    snprintf(e->prof.sub, sizeof e->prof.sub, "%s", sub ? sub : "");
     e->prof.active = 1;
     e->prof.done = 0;
     e->prof.want_steps = want;
@@ -220,10 +356,64 @@ static int trace_json(ll_buf *b, const eng_prof_step *st, size_t n, const eng_ph
     return rc ? rc : ll_buf_printf(b, "\n]}\n");
 }
 
+/* Names a trace may take before the write gives up: loadlaw-<pid>-<seq>,
+ * then -<seq>-1 .. when a file or link is already there. */
+#define ENG_PROF_NAME_TRIES 16
+
+/* Create the trace file in dfd: a new file only (O_EXCL: an existing name,
+ * even a dangling symlink, is never opened, so never truncated or written
+ * through), mode 0600. The name goes into name. A descriptor, or LL_EIO with
+ * msg. */
+static int create_trace(int dfd, const char *dir, unsigned seq, int gz, char *name,
+                        size_t namelen, char *msg, size_t msglen)
+{
+    const char *ext = gz ? ".pt.trace.json.gz" : ".pt.trace.json";
+    for (int k = 0; k < ENG_PROF_NAME_TRIES; k++) {
+        if (k == 0)
+            snprintf(name, namelen, "loadlaw-%d-%u%s", (int)getpid(), seq, ext);
+        else
+            snprintf(name, namelen, "loadlaw-%d-%u-%d%s", (int)getpid(), seq, k, ext);
+        int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0)
+            return fd;
+        if (errno != EEXIST) {
+            ll_errf(msg, msglen, "%s/%s: %s", dir, name, strerror(errno));
+            return LL_EIO;
+        }
+    }
+    ll_errf(msg, msglen, "%s: the trace names loadlaw-%d-%u*%s are all taken by other files "
+            "(left untouched)", dir, (int)getpid(), seq, ext);
+    return LL_EIO;
+}
+
+/* Write len bytes of p to fd (taken: closed here), gzipped or not. */
+static int write_trace(int fd, int gz, const char *p, size_t len)
+{
+    if (gz) {
+        gzFile f = gzdopen(fd, "wb");
+        if (!f) {
+            close(fd);
+            return LL_EIO;
+        }
+        int w = gzwrite(f, p, (unsigned)len);
+        int c = gzclose(f);
+        return w == (int)len && c == Z_OK ? 0 : LL_EIO;
+    }
+    FILE *f = fdopen(fd, "wb");
+    if (!f) {
+        close(fd);
+        return LL_EIO;
+    }
+    size_t w = fwrite(p, 1, len, f);
+    return fclose(f) == 0 && w == len ? 0 : LL_EIO;
+}
+
 int eng_prof_write(eng_engine *e, char *path, size_t pathlen, size_t *n_steps,
                    char *msg, size_t msglen)
 {
     ll_buf b = {0};
+    int dfd = -1;
+    char name[96];
     pthread_mutex_lock(&e->mu);
     if (!e->prof.active) {
         pthread_mutex_unlock(&e->mu);
@@ -236,8 +426,9 @@ int eng_prof_write(eng_engine *e, char *path, size_t pathlen, size_t *n_steps,
     eng_phase *phases = e->prof.phases.v;
     int gz = e->prof.gzip;
     unsigned seq = ++e->prof.seq;
-    char dir[sizeof e->prof.dir];
+    char dir[sizeof e->prof.dir], sub[sizeof e->prof.sub];
     memcpy(dir, e->prof.dir, sizeof dir);
+    memcpy(sub, e->prof.sub, sizeof sub);
     e->prof.steps.v = NULL;
     e->prof.steps.n = e->prof.steps.cap = 0;
     e->prof.phases.v = NULL;
@@ -249,43 +440,29 @@ int eng_prof_write(eng_engine *e, char *path, size_t pathlen, size_t *n_steps,
     e->prof.waiter_suspended = 0;
     pthread_mutex_unlock(&e->mu);
 
-    int rc = ll_mkdir_p(dir, msg, msglen);
+    *path = '\0';
+    /* opened again, not reused from /start_profile: output_dir may have been
+     * swapped for a symlink while the capture ran */
+    dfd = open_capture_dir(e, sub, msg, msglen);
+    int rc = dfd < 0 ? dfd : 0;
     if (rc)
         goto fail;
-    snprintf(path, pathlen, "%s/loadlaw-%d-%u.pt.trace.json%s", dir, (int)getpid(), seq,
-             gz ? ".gz" : "");
     rc = trace_json(&b, steps, n, phases, e->be->name);
     if (rc) {
         ll_errf(msg, msglen, "out of memory writing the trace");
         goto fail;
     }
-    if (gz) {
-        gzFile f = gzopen(path, "wb");
-        if (!f) {
-            ll_errf(msg, msglen, "%s: %s", path, strerror(errno));
-            rc = LL_EIO;
-            goto fail;
-        }
-        int w = gzwrite(f, b.p, (unsigned)b.len);
-        int c = gzclose(f);
-        if (w != (int)b.len || c != Z_OK) {
-            ll_errf(msg, msglen, "%s: gzip write failed", path);
-            rc = LL_EIO;
-            goto fail;
-        }
-    } else {
-        FILE *f = fopen(path, "wb");
-        if (!f) {
-            ll_errf(msg, msglen, "%s: %s", path, strerror(errno));
-            rc = LL_EIO;
-            goto fail;
-        }
-        size_t w = fwrite(b.p, 1, b.len, f);
-        if (fclose(f) != 0 || w != b.len) {
-            ll_errf(msg, msglen, "%s: write failed", path);
-            rc = LL_EIO;
-            goto fail;
-        }
+    int fd = create_trace(dfd, dir, seq, gz, name, sizeof name, msg, msglen);
+    if (fd < 0) {
+        rc = fd;
+        goto fail;
+    }
+    snprintf(path, pathlen, "%s/%s", dir, name);
+    rc = write_trace(fd, gz, b.p, b.len);
+    if (rc) {
+        ll_errf(msg, msglen, "%s: write failed", path);
+        unlinkat(dfd, name, 0); /* ours, made just now by O_EXCL */
+        goto fail;
     }
     *n_steps = n;
 fail:
@@ -295,6 +472,8 @@ fail:
     if (waiter)
         MHD_resume_connection(waiter);
     pthread_mutex_unlock(&e->mu);
+    if (dfd >= 0)
+        close(dfd);
     ll_buf_free(&b);
     free(steps);
     free(phases);

@@ -419,13 +419,13 @@ static enum MHD_Result write_profile(eng_engine *e, struct MHD_Connection *conn)
 
 static enum MHD_Result start_profile(eng_engine *e, struct MHD_Connection *conn, eng_conn *c)
 {
-    char msg[256];
+    char msg[700];
     pthread_mutex_lock(&e->mu);
     int rc = e->stopping ? LL_EINTR
                          : eng_prof_begin(e, c->body.p ? c->body.p : "", c->body.len, msg, sizeof msg);
     if (rc) {
         pthread_mutex_unlock(&e->mu);
-        return respond_error(conn, rc == LL_EINTR ? 503 : 400, NULL,
+        return respond_error(conn, rc == LL_EINTR ? 503 : rc == LL_EINVAL ? 400 : 500, NULL,
                              rc == LL_EINTR ? "the server is shutting down" : msg, NULL);
     }
     if (e->prof.want_steps > 0) {
@@ -516,6 +516,37 @@ static int authorized(const eng_engine *e, struct MHD_Connection *conn, int rout
 
 static int is_control(int route) { return route == R_START_PROF || route == R_STOP_PROF; }
 
+/* 1 when conn's socket is numbered in the reserve under the open-file limit
+ * (ENG_FD_RESERVE): nearly every descriptor is taken, so this connection is
+ * answered and closed rather than served. */
+static int fd_exhausted(const eng_engine *e, struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return ci && (int)ci->connect_fd >= e->conn_fd_max;
+}
+
+/* 503 with "Connection: close": the connection's descriptor goes back at
+ * once, and the client learns now, not after a timeout. */
+static enum MHD_Result respond_fd_exhausted(eng_engine *e, struct MHD_Connection *conn)
+{
+    char msg[200];
+    ll_buf b = {0};
+    ll_errf(msg, sizeof msg, "the server is at its open-file limit (%d or more descriptors "
+            "open): this connection is closed; retry later", e->conn_fd_max);
+    struct MHD_Response *resp = NULL;
+    enum MHD_Result ok = MHD_NO;
+    if (eng_json_error(&b, 503, NULL, msg) == 0 &&
+        (resp = MHD_create_response_from_buffer(b.len, b.p, MHD_RESPMEM_MUST_COPY)) &&
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json") == MHD_YES &&
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close") == MHD_YES)
+        ok = MHD_queue_response(conn, 503, resp);
+    if (resp)
+        MHD_destroy_response(resp);
+    ll_buf_free(&b);
+    return ok;
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
                                  const char *method, const char *version,
                                  const char *upload_data, size_t *upload_data_size,
@@ -538,6 +569,10 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
                     c->allow = routes[i].method;
             }
         *con_cls = c;
+        if (fd_exhausted(e, conn)) {
+            c->answered = 1;
+            return respond_fd_exhausted(e, conn);
+        }
         if (!authorized(e, conn, c->route)) {
             c->answered = 1;
             return respond_error(conn, 401, NULL,

@@ -113,9 +113,12 @@ typedef struct eng_config {
                                 * finish_reason "stop" after max(min_tokens, this) tokens
                                 * when that is below its max_tokens; 0 = never (default) */
     int default_max_tokens;    /* [default_max_tokens] when a request names none, default 256 */
-    const char *profile_dir;   /* [profile_dir] where /start_profile writes traces, default "/tmp";
-                                * a request's "output_dir" may only name a plain subdirectory
-                                * of it (no '/', not "." or "..") */
+    const char *profile_dir;   /* [profile_dir] where /start_profile writes traces; NULL
+                                * (default): "$TMPDIR/loadlaw-profile-<uid>" ($TMPDIR unset:
+                                * /tmp), made mode 0700, refused when it is a symlink, not
+                                * ours or open to group/others. A request's "output_dir" may
+                                * only name a plain subdirectory of it (no '/', not "." or
+                                * ".."), never a symlink; traces are new files, mode 0600 */
     /* access control (README "serve: security") */
     const char *api_key;       /* [api_key] when set, every endpoint but /health needs
                                 * "Authorization: Bearer KEY" (401 otherwise); NULL = open */

@@ -23,21 +23,18 @@ static int completion(eng_engine *e, int max_tokens)
 
 static void check_trace(eng_engine *e)
 {
-    char dir[] = "/tmp/loadlaw-tptrace-XXXXXX", url[256], body[320];
-    if (!mkdtemp(dir)) {
-        CHECK(0, "mkdtemp");
-        return;
-    }
+    char url[256], body[320], path[600];
     ll_buf b = {0};
     snprintf(url, sizeof url, "%s/start_profile", eng_url(e));
-    snprintf(body, sizeof body, "{\"output_dir\":\"%s\"}", dir + strlen("/tmp/"));
+    /* a plain folder under the engine's profile_dir, which the engine makes */
+    snprintf(body, sizeof body, "{\"output_dir\":\"loadlaw-tptrace-%d\"}", (int)getpid());
     CHECK(tc_http("POST", url, body, &b) == 200, "start_profile: %s", b.p ? b.p : "");
     ll_buf_free(&b);
     CHECK(completion(e, 6) == 6, "a request while profiling");
     snprintf(url, sizeof url, "%s/stop_profile", eng_url(e));
     CHECK(tc_http("POST", url, "", &b) == 200, "stop_profile: %s", b.p ? b.p : "");
     cJSON *ans = b.p ? cJSON_Parse(b.p) : NULL;
-    const char *path = ll_json_str(ans, "path", "");
+    snprintf(path, sizeof path, "%s", ll_json_str(ans, "path", ""));
     char *text = NULL;
     size_t len = 0;
     char err[256] = "";
@@ -83,11 +80,13 @@ static void check_trace(eng_engine *e)
     }
     rpt_trace_free(tr);
     rpt_categories_free(cats);
-    if (*path)
-        unlink(path);
+    char *slash = strrchr(path, '/');
+    if (*path && unlink(path) == 0 && slash) {
+        *slash = '\0';
+        rmdir(path); /* the folder named above */
+    }
     cJSON_Delete(ans);
     ll_buf_free(&b);
-    rmdir(dir);
 }
 
 int main(void)

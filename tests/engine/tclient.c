@@ -195,13 +195,32 @@ static size_t on_stream(char *p, size_t sz, size_t n, void *ud)
     return sz * n;
 }
 
-int tc_streams(const char *url, const char *body, int n, tc_stream *out)
+/* The body of a held stream (tc_streams_together): nothing (a pause) until
+ * the stream is released, then the body. */
+static size_t on_upload(char *p, size_t sz, size_t n, void *ud)
+{
+    tc_stream *s = ud;
+    if (!s->released_) {
+        s->ready_ = 1; /* connected, headers out: curl asks for the body */
+        return CURL_READFUNC_PAUSE;
+    }
+    size_t k = s->body_len_ - s->body_off_;
+    if (k > sz * n)
+        k = sz * n;
+    memcpy(p, s->body_ + s->body_off_, k);
+    s->body_off_ += k;
+    return k;
+}
+
+static int streams_run(const char *url, const char *body, int n, tc_stream *out, int together)
 {
     CURLM *m = curl_multi_init();
     CURL **h = calloc((size_t)n, sizeof *h);
     struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
-    int rc = -1;
+    int rc = -1, held = together ? n : 0;
     memset(out, 0, (size_t)n * sizeof *out);
+    if (hdr && together)
+        hdr = curl_slist_append(hdr, "Expect:"); /* no 100-continue round trip */
     if (!m || !h || !hdr)
         goto out;
     curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, (long)n);
@@ -213,7 +232,16 @@ int tc_streams(const char *url, const char *body, int n, tc_stream *out)
         curl_easy_setopt(h[i], CURLOPT_URL, url);
         curl_easy_setopt(h[i], CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(h[i], CURLOPT_TIMEOUT, tc_timeout_s(120));
-        curl_easy_setopt(h[i], CURLOPT_POSTFIELDS, body);
+        if (together) {
+            out[i].body_ = body;
+            out[i].body_len_ = strlen(body);
+            curl_easy_setopt(h[i], CURLOPT_POST, 1L);
+            curl_easy_setopt(h[i], CURLOPT_POSTFIELDSIZE, (long)out[i].body_len_);
+            curl_easy_setopt(h[i], CURLOPT_READFUNCTION, on_upload);
+            curl_easy_setopt(h[i], CURLOPT_READDATA, &out[i]);
+        } else {
+            curl_easy_setopt(h[i], CURLOPT_POSTFIELDS, body);
+        }
         curl_easy_setopt(h[i], CURLOPT_HTTPHEADER, hdr);
         curl_easy_setopt(h[i], CURLOPT_WRITEFUNCTION, on_stream);
         curl_easy_setopt(h[i], CURLOPT_WRITEDATA, &out[i]);
@@ -236,6 +264,19 @@ int tc_streams(const char *url, const char *body, int n, tc_stream *out)
             curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&s);
             s->curl_rc = (int)msg->data.result;
             curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &s->status);
+            s->ready_ = 1; /* a transfer that failed before its body holds nothing up */
+        }
+        /* every stream held (or ended): release them all at once */
+        int ready = 0;
+        for (int i = 0; held && i < n; i++)
+            ready += out[i].ready_;
+        if (held && ready == n) {
+            for (int i = 0; i < n; i++) {
+                out[i].released_ = 1;
+                if (curl_easy_pause(h[i], CURLPAUSE_CONT) != CURLE_OK)
+                    goto out;
+            }
+            held = 0;
         }
     }
     rc = 0;
@@ -252,6 +293,16 @@ out:
     if (m)
         curl_multi_cleanup(m);
     return rc;
+}
+
+int tc_streams(const char *url, const char *body, int n, tc_stream *out)
+{
+    return streams_run(url, body, n, out, 0);
+}
+
+int tc_streams_together(const char *url, const char *body, int n, tc_stream *out)
+{
+    return streams_run(url, body, n, out, 1);
 }
 
 static void *bg_main(void *arg)
@@ -353,19 +404,17 @@ int tc_completions_parallel(const char *base_url, int n, int max_tokens0, long *
 
 cJSON *tc_profile_trace(const char *base_url, int max_tokens, char *why, size_t whylen)
 {
-    char dir[] = "/tmp/loadlaw-tctrace-XXXXXX", url[256], body[320];
+    static unsigned calls;
+    char url[256], body[320], path[600] = "";
     cJSON *trace = NULL, *ans = NULL;
     ll_buf b = {0};
     char *text = NULL;
     size_t len = 0;
     int got = -1;
-    if (!mkdtemp(dir)) {
-        snprintf(why, whylen, "mkdtemp failed");
-        return NULL;
-    }
     snprintf(url, sizeof url, "%s/start_profile", base_url);
-    /* a request names a plain folder under the engine's profile_dir */
-    snprintf(body, sizeof body, "{\"output_dir\":\"%s\"}", dir + strlen("/tmp/"));
+    /* a request names a plain folder under the engine's profile_dir (the
+     * engine makes it) */
+    snprintf(body, sizeof body, "{\"output_dir\":\"loadlaw-tctrace-%d-%u\"}", (int)getpid(), ++calls);
     long st = tc_http("POST", url, body, &b);
     if (st != 200) {
         snprintf(why, whylen, "start_profile: %ld %s", st, b.p ? b.p : "");
@@ -381,18 +430,20 @@ cJSON *tc_profile_trace(const char *base_url, int max_tokens, char *why, size_t 
         goto out;
     }
     ans = b.p ? cJSON_Parse(b.p) : NULL;
-    const char *path = ll_json_str(ans, "path", "");
+    snprintf(path, sizeof path, "%s", ll_json_str(ans, "path", ""));
     char err[256] = "";
     if (ll_read_file(path, &text, &len, err, sizeof err) != 0)
         snprintf(why, whylen, "trace %s: %s", path, err);
     else if (!(trace = cJSON_Parse(text)))
         snprintf(why, whylen, "trace %s: not JSON", path);
-    if (*path)
-        unlink(path);
+    char *slash = strrchr(path, '/');
+    if (*path && unlink(path) == 0 && slash) {
+        *slash = '\0';
+        rmdir(path); /* the folder named above */
+    }
 out:
     cJSON_Delete(ans);
     free(text);
     ll_buf_free(&b);
-    rmdir(dir);
     return trace;
 }

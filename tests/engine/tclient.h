@@ -40,8 +40,8 @@ long tc_completion(const char *base_url, int max_tokens, int *completion_tokens)
 int tc_completions_parallel(const char *base_url, int n, int max_tokens0, long *status, int *tokens);
 
 /* A profiler capture around one completion of max_tokens: POST
- * /start_profile into a fresh folder under /tmp (the engine's default
- * profile_dir), the request, /stop_profile; the trace it wrote, parsed
+ * /start_profile into a fresh folder under the engine's profile_dir (which
+ * the engine makes), the request, /stop_profile; the trace it wrote, parsed
  * (caller frees with cJSON_Delete; the file and folder are removed), or NULL
  * with the reason in why. */
 cJSON *tc_profile_trace(const char *base_url, int max_tokens, char *why, size_t whylen);
@@ -71,8 +71,17 @@ typedef struct tc_stream {
     int tokens;        /* chunks carrying a token (text beginning with a space) */
     int done;          /* saw data: [DONE] */
     ll_buf pending;    /* bytes of an event not yet complete */
+    /* tc_streams_together's hold (tclient.c only) */
+    const char *body_;
+    size_t body_len_, body_off_;
+    int ready_, released_;
 } tc_stream;
 int tc_streams(const char *url, const char *body, int n, tc_stream *out);
+/* The same, with every request held after its headers until all n are
+ * connected and waiting for their bodies, then all released at once: the
+ * server gets the n requests together however slowly this host opens n
+ * connections (a busy host can take seconds for 1,024). */
+int tc_streams_together(const char *url, const char *body, int n, tc_stream *out);
 
 /* A blocking request on its own thread (so a test can act while it runs). */
 typedef struct tc_bg {
