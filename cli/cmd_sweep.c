@@ -168,21 +168,23 @@ static int open_records(const char *run_dir, int rank, ll_rec_writer **w, char *
     return CLI_OK;
 }
 
-/* Rank 0's scraper (scrape.h): the target's /metrics (with the key the
- * requests carry) and the --metrics-url ones. NULL when there is nothing to
- * scrape or it could not start (said; the sweep goes on without it). */
+/* Rank 0's scraper (scrape.h): the target's /metrics and the --metrics-url
+ * ones; the key and secret headers the requests carry go to those on the
+ * requests' origin only (scrape_auth). NULL when there is nothing to scrape
+ * or it could not start (said; the sweep goes on without it). */
 static sweep_scrape *start_scrape(const sweep_job *j, const char *url, ll_rec_writer *w)
 {
     scrape_target t[SWEEP_MAX_METRICS_URLS + 1];
+    scrape_auth auth = {.url = url, .key = j->api_key, .headers = j->scn->headers, .n_headers = j->scn->n_headers};
     char own[4200], err[1024] = "";
     size_t n = 0;
     sweep_scrape *sc = NULL;
     if (!j->no_metrics && scrape_default_url(url, own, sizeof own) == 0)
-        t[n++] = (scrape_target){.url = own, .auth = j->api_key};
+        t[n++] = (scrape_target){.url = own};
     for (size_t i = 0; i < j->n_metrics_urls && i < SWEEP_MAX_METRICS_URLS; i++)
-        t[n++] = (scrape_target){.url = j->metrics_urls[i], .auth = NULL};
+        t[n++] = (scrape_target){.url = j->metrics_urls[i]};
     double interval_s = j->metrics_interval_s > 0 ? j->metrics_interval_s : 0.5;
-    if (n && scrape_start(t, n, interval_s, w, &sc, err, sizeof err))
+    if (n && scrape_start(t, n, &auth, interval_s, w, &sc, err, sizeof err))
         fprintf(stderr, "loadlaw sweep: %s (no server metrics)\n", err);
     return sc;
 }
@@ -201,14 +203,17 @@ static sweep_gpu *start_gpu(const sweep_job *j, ll_rec_writer *w)
     return g;
 }
 
-/* Run every level; the engine's steps go to the records from the run line
- * on. Returns CLI_OK, CLI_INTERRUPTED or CLI_FAIL, and the run's counts. */
+/* Run every level, or up to the first over max_failed unless keep_going
+ * (*stopped_after: that level, or -1); the engine's steps go to the records
+ * from the run line on. Returns CLI_OK, CLI_INTERRUPTED or CLI_FAIL, and the
+ * run's counts. */
 static int run_levels(const sweep_job *j, const char *url, const char *model, host_engine *host,
-                      ll_rec_writer *w, const char *rec_path, size_t *n_ok)
+                      ll_rec_writer *w, const char *rec_path, size_t *n_ok, int *stopped_after)
 {
     char err[1024] = "";
     lg_run *run = NULL;
     int bundled = host->eng != NULL, rank = j->mpi ? mpi_sweep_rank(j->mpi) : 0;
+    *stopped_after = -1;
     /* How long rank 0 waits for a rank past its own share of a level: that
      * rank's last request may run a whole timeout, then a drain. */
     double wait_s = j->scn->timeout_s + j->scn->drain_s + 30;
@@ -223,7 +228,7 @@ static int run_levels(const sweep_job *j, const char *url, const char *model, ho
                     /* under mpirun stderr is its pipe, never a terminal: rank 0
                      * shows the line unless -q (mpirun passes it to the terminal) */
                     .scenario_name = j->scn->path, .progress = rank == 0 && !j->quiet && (isatty(2) || j->mpi),
-                    .dist = dist};
+                    .dist = dist, .stop_on_failed = !j->scn->keep_going, .max_failed = j->scn->max_failed};
     if (lg_run_create(&lc, &run, err, sizeof err)) {
         fprintf(stderr, "loadlaw sweep: %s\n", err);
         return CLI_FAIL;
@@ -237,10 +242,13 @@ static int run_levels(const sweep_job *j, const char *url, const char *model, ho
     char ranks[32] = "";
     if (j->mpi)
         snprintf(ranks, sizeof ranks, ", %d ranks", mpi_sweep_ranks(j->mpi));
-    if (rank == 0)
+    if (rank == 0) {
+        char *shown = ll_redact_url(url); /* user:password@, ?key=: stderr is often kept in logs */
         fprintf(stderr, "loadlaw sweep: %s (%s defaults) -> %s (%zu levels%s), records in %s/records.jsonl\n",
-                j->scn->path ? j->scn->path : "no scenario", j->scn->defaults ? j->scn->defaults : "file", url,
-                j->scn->n_levels, ranks, j->run_dir);
+                j->scn->path ? j->scn->path : "no scenario", j->scn->defaults ? j->scn->defaults : "file",
+                shown ? shown : "(url)", j->scn->n_levels, ranks, j->run_dir);
+        free(shown);
+    }
     sweep_scrape *sc = rank == 0 ? start_scrape(j, url, w) : NULL;
     sweep_gpu *gs = rank == 0 ? start_gpu(j, w) : NULL;
     int rc = lg_run_sweep(run, err, sizeof err);
@@ -250,6 +258,7 @@ static int run_levels(const sweep_job *j, const char *url, const char *model, ho
         fprintf(stderr, "loadlaw sweep: %s\n", err);
     size_t failed = 0;
     lg_run_counts(run, n_ok, &failed);
+    *stopped_after = lg_run_stopped_after(run);
     /* All ranks left the level loop together (a stop is agreed in
      * before_level): each may end on its own, without aborting the job. */
     if (j->mpi && (rc == 0 || rc == LL_EINTR))
@@ -297,39 +306,40 @@ static void print_notes(const fit_result *res)
         fprintf(stderr, "  %s\n", res->notes[i]);
 }
 
-/* The level with the largest failed fraction, when it is over max_failed:
- * 1 after saying which level, how many of its requests failed and of which
- * classes. Judged from the fit's counts, the same the tables print. */
-static int too_many_failed(const fit_result *res, double max_failed)
+/* The first level over max_failed, or the one the run stopped after
+ * (stopped_after, -1: none): 1 after saying which level, how many of its
+ * requests failed and of which classes, and which levels were not sent.
+ * Judged from the fit's counts, the same the tables print. */
+static int too_many_failed(const fit_result *res, double max_failed, const scn_scenario *scn, int stopped_after)
 {
-    const fit_level *worst = NULL;
-    double worst_frac = 0;
-    for (size_t i = 0; i < res->n_levels; i++) {
-        const fit_level *L = &res->levels[i];
-        size_t failed = L->n_sent_failed;
-        double frac = L->n_sent ? (double)failed / (double)L->n_sent : 0;
-        if (failed && frac > worst_frac) {
-            worst = L;
-            worst_frac = frac;
-        }
+    const fit_level *L = NULL;
+    for (size_t i = 0; i < res->n_levels && !L; i++) {
+        const fit_level *c = &res->levels[i];
+        if (c->level == stopped_after ||
+            (c->n_sent_failed && (double)c->n_sent_failed / (double)c->n_sent > max_failed))
+            L = c;
     }
-    if (!worst || worst_frac <= max_failed)
+    if (!L)
         return 0;
     fflush(stdout);
     fprintf(stderr, "loadlaw sweep: %zu of %zu requests failed at level %d (C=%d), over --max-failed %g:",
-            worst->n_sent_failed, worst->n_sent, worst->level, worst->concurrency, max_failed);
+            L->n_sent_failed, L->n_sent, L->level, L->concurrency, scn->max_failed);
     for (int c = LL_ERRC_OK + 1; c < LL_ERRC__COUNT; c++)
-        if (worst->failed_by_class[c])
-            fprintf(stderr, " %s=%zu", ll_err_class_name((ll_err_class)c), worst->failed_by_class[c]);
-    fprintf(stderr, "\n");
+        if (L->failed_by_class[c])
+            fprintf(stderr, " %s=%zu", ll_err_class_name((ll_err_class)c), L->failed_by_class[c]);
+    for (size_t i = (size_t)stopped_after + 1; stopped_after >= 0 && i < scn->n_levels; i++)
+        fprintf(stderr, "%s %zu (C=%d)", i == (size_t)stopped_after + 1 ? "; stopped before levels" : ",", i,
+                scn->levels[i].concurrency);
+    fprintf(stderr, "%s\n", stopped_after >= 0 ? " (--keep-going sends them)" : "");
     return 1;
 }
 
 /* Fit the records once and print that result everywhere: the per-level
  * tables, summary.json, and (report = 1) the law and the report. Returns
  * CLI_OK, or CLI_FAIL when no summary was written or a level failed more
- * than max_failed of its requests (everything is still written). */
-static int finish(const char *run_dir, int report, double max_failed)
+ * than max_failed of its requests (everything is still written; the run
+ * may have stopped after it: stopped_after, too_many_failed). */
+static int finish(const char *run_dir, int report, double max_failed, const scn_scenario *scn, int stopped_after)
 {
     char err[1024] = "";
     fit_run *fr = NULL;
@@ -351,7 +361,7 @@ static int finish(const char *run_dir, int report, double max_failed)
     printf("run: %s\n", run_dir);
     if (ret == CLI_OK && report)
         print_law_and_report(run_dir, fr, res);
-    if (ret == CLI_OK && too_many_failed(res, max_failed))
+    if (ret == CLI_OK && too_many_failed(res, max_failed, scn, stopped_after))
         ret = CLI_FAIL;
 out:
     fflush(stdout);
@@ -363,6 +373,7 @@ out:
 int sweep_side_open(const sweep_job *j, sweep_side *sd)
 {
     memset(sd, 0, sizeof *sd);
+    sd->stopped_after = -1;
     int rank = j->mpi ? mpi_sweep_rank(j->mpi) : 0;
     int ret = rank == 0 ? start_target(j, &sd->host, &sd->url, &sd->model) : CLI_OK;
     if (j->mpi)
@@ -374,7 +385,7 @@ int sweep_side_open(const sweep_job *j, sweep_side *sd)
 
 int sweep_side_run(const sweep_job *j, sweep_side *sd)
 {
-    int ret = run_levels(j, sd->url, sd->model, &sd->host, sd->w, sd->rec_path, &sd->n_ok);
+    int ret = run_levels(j, sd->url, sd->model, &sd->host, sd->w, sd->rec_path, &sd->n_ok, &sd->stopped_after);
     int crc = close_records(j->slot, &sd->host, sd->w);
     sd->w = NULL;
     return ret == CLI_OK ? crc : ret;
@@ -406,7 +417,8 @@ int sweep_side_finish(const sweep_job *j, sweep_side *sd, int ret)
     /* Failures are data, but a run where nothing succeeded measured nothing. */
     int none_ok = ret == CLI_OK && sd->n_ok == 0;
     /* An interrupted or failed run still gets the summary of what it recorded. */
-    int frc = finish(j->run_dir, ret == CLI_OK && !none_ok && !j->no_report, none_ok ? 1.0 : j->scn->max_failed);
+    int frc = finish(j->run_dir, ret == CLI_OK && !none_ok && !j->no_report, none_ok ? 1.0 : j->scn->max_failed,
+                     j->scn, sd->stopped_after);
     if (none_ok) {
         fprintf(stderr, "loadlaw sweep: no request succeeded (see the failed classes above)\n");
         ret = CLI_FAIL;
@@ -521,8 +533,9 @@ static int load_scenario(const sweep_opts *o, scn_scenario **out)
  * scenario with the flags laid over it, the run directory and the key.
  * CLI_GO_ON to run the sweep, else the exit code (CLI_OK after --help). */
 static int prepare(int argc, char **argv, sweep_opts *o, scn_scenario **scn, char *run_dir, size_t n,
-                   const char **key, int ranks)
+                   const char **key, char **key_hold, int ranks)
 {
+    char err[512] = "";
     int ret = sweep_parse_args(argc, argv, o);
     if (ret != CLI_GO_ON)
         return ret;
@@ -533,6 +546,15 @@ static int prepare(int argc, char **argv, sweep_opts *o, scn_scenario **scn, cha
         return CLI_USAGE;
     }
     *key = o->api_key ? o->api_key : getenv((*scn)->api_key_env ? (*scn)->api_key_env : "OPENAI_API_KEY");
+    /* A bundled engine with an api_key: the requests carry it (every rank's: the job shares it). */
+    if (!(*scn)->url && !(*scn)->ab.enabled &&
+        (ret = host_engine_key((*scn)->engine_spec, o->api_key, (*scn)->headers, (*scn)->n_headers, key_hold, err,
+                               sizeof err))) {
+        fprintf(stderr, "loadlaw sweep: %s\n", ret == LL_EINVAL ? err : ll_strerror(ret));
+        return ret == LL_EINVAL ? CLI_USAGE : CLI_FAIL;
+    }
+    if (*key_hold)
+        *key = *key_hold;
     if ((*scn)->output)
         snprintf(run_dir, n, "%s", (*scn)->output);
     else
@@ -549,6 +571,7 @@ int cmd_sweep(int argc, char **argv)
     mpi_sweep *mpi = NULL;
     cJSON *hold = NULL;
     const char *key = NULL;
+    char *key_hold = NULL; /* the bundled engine's api_key, when it is the one sent */
     int ret;
     /* Under mpirun: one rank of K (mpi_sweep.h); a plain run never starts MPI. */
     if (mpi_sweep_launched() && mpi_sweep_init(&mpi, err, sizeof err)) {
@@ -556,7 +579,7 @@ int cmd_sweep(int argc, char **argv)
         return CLI_FAIL;
     }
     int rank = mpi ? mpi_sweep_rank(mpi) : 0, ranks = mpi ? mpi_sweep_ranks(mpi) : 1;
-    ret = rank == 0 ? prepare(argc, argv, &o, &scn, run_dir, sizeof run_dir, &key, ranks) : CLI_GO_ON;
+    ret = rank == 0 ? prepare(argc, argv, &o, &scn, run_dir, sizeof run_dir, &key, &key_hold, ranks) : CLI_GO_ON;
     if (mpi)
         ret = sweep_share_job(mpi, ret, &o, &scn, run_dir, sizeof run_dir, &key, &hold);
     if (ret != CLI_GO_ON)
@@ -580,13 +603,15 @@ int cmd_sweep(int argc, char **argv)
                      .mpi = mpi, .metrics_urls = o.metrics_urls, .n_metrics_urls = o.n_metrics_urls,
                      .metrics_interval_s = o.metrics_interval_s, .no_metrics = o.no_metrics,
                      .gpu_off = o.gpu_off,
-                     .api_key_b = o.n_api_keys == 2 && o.api_keys[1][0] ? o.api_keys[1] : NULL};
+                     .api_key_b = o.n_api_keys == 2 && o.api_keys[1][0] ? o.api_keys[1] : NULL,
+                     .api_key_given = o.api_key != NULL};
     ret = scn->ab.enabled ? sweep_ab(&job, run_dir) : sweep_one(&job);
     cli_signals_stop();
 out:
     scn_prompts_free(prompts);
     scn_free(scn);
     cJSON_Delete(hold);
+    ll_wipe_free(key_hold);
     /* The job's exit status is rank 0's: mpirun ends the whole job as soon
      * as any process exits non-zero, which would kill rank 0 before its
      * summary. A rank that failed out of step aborts in mpi_sweep_end. */

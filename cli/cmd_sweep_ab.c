@@ -57,9 +57,8 @@ static int usage(const char *fmt, ...)
 static int apply_two_urls(const sweep_opts *o, scn_scenario *s)
 {
     for (int k = 0; k < 2; k++) {
+        /* each --url was checked as it was parsed (sweep_opts.c) */
         const char *u = o->urls[k], *m = o->models[o->n_models == 2 ? k : 0];
-        if (strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0)
-            return usage("--url: expected an http(s):// URL, got '%s'", u);
         scn_ab_side *sd = &s->ab.side[k];
         if (scn_set_str(&sd->name, k ? "b" : "a") || scn_set_str(&sd->url, u) ||
             (m && scn_set_str(&sd->model, m)))
@@ -246,7 +245,8 @@ static int on_before(void *ctx, int level, int stop, int64_t *epoch_ns, char *er
         pthread_cond_broadcast(&b->cv);
     }
     if (stop && !b->stop_rc) {
-        b->stop_rc = LL_EINTR;
+        /* a side over --max-failed fails the comparison; no signal came */
+        b->stop_rc = stop == LG_STOP_FAILED ? LL_EIO : LL_EINTR;
         pthread_cond_broadcast(&b->cv);
     }
     while (!b->stop_rc && (b->ready < 2 || b->pos >= b->n_turns || b->turns[b->pos].side != h->side ||
@@ -388,7 +388,7 @@ int sweep_ab(const sweep_job *base, const char *out_dir)
 {
     const scn_ab *ab = &base->scn->ab;
     const char *base_spec = base->engine_spec;
-    char dirs[2][4096], spec[2][2048], html[4200], err[512];
+    char dirs[2][4096], spec[2][2048], html[4200], err[512], *key_hold[2] = {NULL, NULL};
     scn_scenario scn[2];
     sweep_job jobs[2];
     ab_plan plan;
@@ -427,9 +427,22 @@ int sweep_ab(const sweep_job *base, const char *out_dir)
         jobs[k].profile_dir = dirs[k];
         jobs[k].slot = k;
         jobs[k].api_key = k && base->api_key_b ? base->api_key_b : base->api_key;
+        /* a bundled side whose spec sets api_key: its requests carry that key */
+        int krc = s->url ? 0 : host_engine_key(spec[k], base->api_key_given ? base->api_key : NULL,
+                                               base->scn->headers, base->scn->n_headers, &key_hold[k], err, sizeof err);
+        if (krc) {
+            fprintf(stderr, "loadlaw sweep: ab.%c: %s\n", 'a' + k, krc == LL_EINVAL ? err : ll_strerror(krc));
+            ret = krc == LL_EINVAL ? CLI_USAGE : CLI_FAIL;
+            goto out;
+        }
+        if (key_hold[k])
+            jobs[k].api_key = key_hold[k];
     }
     ret = ab->order == SCN_AB_INTERLEAVED ? run_interleaved(jobs, &plan) : run_sequential(jobs);
+out:
     plan_free(&plan);
+    ll_wipe_free(key_hold[0]);
+    ll_wipe_free(key_hold[1]);
     if (ret != CLI_OK)
         return ret;
     print_traces(ab, dirs);

@@ -1,8 +1,10 @@
 /* host_engine.c: the bundled engine inside `loadlaw sweep` (host_engine.h):
  * parse the spec, start the engine, describe it for the run line, hand it
- * the records writer, stop it. */
+ * the records writer, stop it; and the key its spec asks the requests for. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common.h"
 #include "host_engine.h"
@@ -64,4 +66,29 @@ void host_engine_stop(host_engine *h)
     if (h->eng)
         eng_stop(h->eng);
     h->eng = NULL;
+}
+
+int host_engine_key(const char *spec, const char *given, char *const *headers, size_t n_headers, char **key,
+                    char *err, size_t errlen)
+{
+    eng_config ec;
+    char perr[256];
+    int rc = 0, own_auth = 0;
+    *key = NULL;
+    for (size_t i = 0; i < n_headers; i++)
+        own_auth |= strncasecmp(headers[i], "Authorization:", 14) == 0;
+    eng_config_default(&ec);
+    if (own_auth || eng_parse_spec(spec, &ec, perr, sizeof perr) || !ec.api_key)
+        goto out;
+    if (given && strcmp(given, ec.api_key) != 0) {
+        ll_errf(err, errlen, "--api-key differs from the api_key in the bundled engine's spec (--engine or the "
+                             "scenario's \"engine\"): drop --api-key (the engine's key is then sent), or give "
+                             "the same key to both");
+        rc = LL_EINVAL;
+    } else if (!(*key = strdup(ec.api_key))) {
+        rc = LL_ENOMEM;
+    }
+out:
+    eng_config_free(&ec);
+    return rc;
 }

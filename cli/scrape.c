@@ -84,13 +84,7 @@ int scrape_known(const char *name)
 
 int scrape_default_url(const char *url, char *out, size_t n)
 {
-    size_t l = strlen(url);
-    while (l && url[l - 1] == '/')
-        l--;
-    if (l >= 3 && strncmp(url + l - 3, "/v1", 3) == 0)
-        l -= 3;
-    int k = snprintf(out, n, "%.*s/metrics", (int)l, url);
-    return k < 0 || (size_t)k >= n ? LL_ERANGE : 0;
+    return ll_url_join(url, "/v1", "/metrics", out, n);
 }
 
 static size_t on_body(char *p, size_t sz, size_t nm, void *ctx)
@@ -163,18 +157,39 @@ static int scrape_round(void *arg)
     return sc->put_failed;
 }
 
-static int endpoint_init(endpoint *e, const scrape_target *t, double interval_s)
+/* One header line onto e's list (curl copies it). */
+static int add_header(endpoint *e, const char *line)
+{
+    struct curl_slist *t = curl_slist_append(e->headers, line);
+    if (!t)
+        return LL_ENOMEM; /* the list so far stays e's */
+    e->headers = t;
+    return 0;
+}
+
+/* The requests' credentials (scrape_auth), for a target of their origin. */
+static int add_credentials(endpoint *e, const scrape_auth *a)
+{
+    int rc = 0;
+    if (a->key) {
+        char *bearer = ll_bearer_header(a->key);
+        rc = bearer ? add_header(e, bearer) : LL_ENOMEM;
+        ll_wipe_free(bearer);
+    }
+    for (size_t i = 0; i < a->n_headers && rc == 0; i++)
+        if (ll_secret_name(a->headers[i], strcspn(a->headers[i], ":")))
+            rc = add_header(e, a->headers[i]);
+    return rc;
+}
+
+static int endpoint_init(endpoint *e, const scrape_target *t, const scrape_auth *auth, double interval_s)
 {
     int rc = LL_ENOMEM;
     if (!(e->url = strdup(t->url)) || !(e->shown = ll_redact_url(t->url)) || !(e->easy = curl_easy_init()))
         return LL_ENOMEM;
-    if (t->auth) {
-        char *auth = ll_bearer_header(t->auth);
-        e->headers = auth ? curl_slist_append(NULL, auth) : NULL;
-        ll_wipe_free(auth);
-        if (!e->headers)
-            return LL_ENOMEM;
-    }
+    /* never to another server: a --metrics-url elsewhere gets no key */
+    if (auth && ll_same_origin(t->url, auth->url) && (rc = add_credentials(e, auth)))
+        return rc;
     long timeout_ms = (long)(fmax(1.0, interval_s) * 1000);
     rc = curl_easy_setopt(e->easy, CURLOPT_URL, e->url) || curl_easy_setopt(e->easy, CURLOPT_NOSIGNAL, 1L) ||
                  curl_easy_setopt(e->easy, CURLOPT_WRITEFUNCTION, on_body) ||
@@ -194,6 +209,8 @@ static void scrape_free(sweep_scrape *sc)
         endpoint *e = &sc->ep[i];
         if (e->easy)
             curl_easy_cleanup(e->easy);
+        for (struct curl_slist *h = e->headers; h; h = h->next)
+            explicit_bzero(h->data, strlen(h->data)); /* keys: not left in freed memory */
         curl_slist_free_all(e->headers);
         ll_buf_free(&e->body);
         free(e->url);
@@ -204,8 +221,8 @@ static void scrape_free(sweep_scrape *sc)
     free(sc);
 }
 
-int scrape_start(const scrape_target *targets, size_t n, double interval_s, ll_rec_writer *w,
-                 sweep_scrape **out, char *err, size_t errlen)
+int scrape_start(const scrape_target *targets, size_t n, const scrape_auth *auth, double interval_s,
+                 ll_rec_writer *w, sweep_scrape **out, char *err, size_t errlen)
 {
     int rc;
     sweep_scrape *sc = calloc(1, sizeof *sc);
@@ -217,9 +234,11 @@ int scrape_start(const scrape_target *targets, size_t n, double interval_s, ll_r
     sc->interval_ns = (int64_t)(interval_s * 1e9);
     LL_TRY((sc->ep = calloc(n ? n : 1, sizeof *sc->ep)) ? 0 : LL_ENOMEM);
     for (; sc->n_ep < n; sc->n_ep++)
-        if ((rc = endpoint_init(&sc->ep[sc->n_ep], &targets[sc->n_ep], interval_s))) {
+        if ((rc = endpoint_init(&sc->ep[sc->n_ep], &targets[sc->n_ep], auth, interval_s))) {
+            char *shown = ll_redact_url(targets[sc->n_ep].url);
             sc->n_ep++;
-            ll_errf(err, errlen, "metrics: %s: %s", targets[sc->n_ep - 1].url, ll_strerror(rc));
+            ll_errf(err, errlen, "metrics: %s: %s", shown ? shown : "(url)", ll_strerror(rc));
+            free(shown);
             goto fail;
         }
     if ((rc = ll_ticker_start(sc->interval_ns, scrape_round, sc, &sc->ticker))) {

@@ -25,6 +25,7 @@ typedef struct sweep_opts {
     int n_urls, n_models, n_api_keys;
     long repeat;                         /* --repeat R (A/B only); -1 = not given */
     const char *arrival_stamp;           /* --arrival-stamp kernel|user; NULL = the scenario's */
+    const char *source_addrs;            /* --source-addrs auto|off|LIST; NULL = the scenario's */
     const char *order;                   /* --order interleaved|sequential; NULL = not given */
     const char *conc, *rate, *timeout, *max_failed;
     const char *requests, *duration;     /* one value for every level, or one per level */
@@ -38,6 +39,7 @@ typedef struct sweep_opts {
     int gpu_off;                         /* --gpu off */
     long warmup, threads, max_tokens, think_tokens, seed;
     int no_report, quiet, no_continuous_usage;
+    int keep_going;                      /* --keep-going: send the levels after one over --max-failed */
 } sweep_opts;
 
 /* Parse argv (argv[0] = "sweep"). CLI_GO_ON (opts.h) to go on, CLI_OK after
@@ -79,6 +81,8 @@ typedef struct sweep_job {
     const lg_dist *turns;        /* an interleaved A/B's turn-taking hooks (cmd_sweep_ab.c);
                                   * NULL otherwise; never with mpi */
     const char *api_key_b;       /* A/B: side B's key (NULL: api_key for both) */
+    int api_key_given;           /* api_key is --api-key's (not the environment's): a
+                                  * bundled side's own api_key must then be the same */
 } sweep_job;
 
 /* K ranks (sweep_share.c). Rank 0's outcome of preparing the job (ret:
@@ -115,6 +119,7 @@ typedef struct sweep_side {
     char rec_path[4200];
     char *hold_url, *hold_model;
     size_t n_ok;
+    int stopped_after;           /* the level over max_failed the run stopped after; -1 */
 } sweep_side;
 int sweep_side_open(const sweep_job *j, sweep_side *sd);
 int sweep_side_run(const sweep_job *j, sweep_side *sd);

@@ -26,12 +26,14 @@ enum {
     K_URL = 256, K_ENGINE, K_MODEL, K_ENDPOINT, K_API_KEY, K_WARMUP, K_RATE, K_ARRIVAL, K_DURATION, K_THREADS,
     K_MAX_TOKENS, K_THINK_TOKENS, K_TIMEOUT, K_SEED, K_PROMPTS, K_NO_REPORT, K_PROMPT_TOKENS, K_PROMPT_WORDS,
     K_TOKENIZER, K_HEADER, K_EXTRA_BODY, K_ENDPOINT_PATH, K_NO_CONT_USAGE, K_MAX_FAILED,
-    K_METRICS_URL, K_METRICS_INTERVAL, K_NO_METRICS, K_GPU, K_REPEAT, K_ORDER, K_ARRIVAL_STAMP,
+    K_METRICS_URL, K_METRICS_INTERVAL, K_NO_METRICS, K_GPU, K_REPEAT, K_ORDER, K_ARRIVAL_STAMP, K_KEEP_GOING,
+    K_SOURCE_ADDRS,
 };
 
 static const cli_opt sweep_table[] = {
     {NULL, 0, NULL, "target:"},
-    {"url", K_URL, "URL", "remote server (default: start the bundled engine in-process); twice: an A/B of "
+    {"url", K_URL, "URL", "remote server, http:// or https:// (default: start the bundled engine "
+                "in-process); paths go before its query (?api-version= is kept); twice: an A/B of "
                 "two servers (A the baseline, then B) into RUN_DIR/a and RUN_DIR/b, then compared"},
     {"engine", K_ENGINE, "SPEC", "bundled engine settings, e.g. backend=synthetic,law=52+30n,time_scale=0.1"},
     {"model", K_MODEL, "NAME", "model to ask for (default: the bundled engine's name); with two --url: "
@@ -58,11 +60,17 @@ static const cli_opt sweep_table[] = {
     {"arrival", K_ARRIVAL, "poisson|constant", "open loop: how arrivals are spaced"},
     {"duration", K_DURATION, "S[,S..]", "end each level's issuing after S (30s, 2m): one for all, or one "
                 "per level"},
-    {"max-failed", K_MAX_FAILED, "FRAC", "exit 1 when more than FRAC of a level's requests failed "
-                "(default 0.1; 1 = never); the records, summary and report are kept"},
+    {"max-failed", K_MAX_FAILED, "FRAC", "exit 1 when more than FRAC of a level's requests failed, and send "
+                "no later level (default 0.1; 1 = never); the records, summary and report are kept"},
+    {"keep-going", K_KEEP_GOING, NULL, "after a level over --max-failed, send the later levels anyway (scenario "
+                "key load.keep_going; the exit code is still 1)"},
     {"threads", K_THREADS, "N", "worker threads (default: the cores this process may run on, its affinity mask)"},
     {"arrival-stamp", K_ARRIVAL_STAMP, "kernel|user", "time each chunk by the kernel's receive stamp of its "
                 "socket read (default), or by the clock when a worker thread handles it"},
+    {"source-addrs", K_SOURCE_ADDRS, "auto|off|LIST", "local addresses to connect from, round robin (e.g. "
+                "127.0.0.1-127.0.0.8,10.0.0.5; the port is still picked per connection); default auto: to a "
+                "127.x server, from 127.0.0.1..K once a level's C passes a quarter of the ephemeral port range "
+                "(with one address past half of it, each connect() walks the range); off: the kernel's pick"},
     {NULL, 0, NULL, "request:"},
     {"max-tokens", K_MAX_TOKENS, "N", "tokens to ask for per request"},
     {"think-tokens", K_THINK_TOKENS, "N", "thinking tokens per request (bundled engine)"},
@@ -134,10 +142,13 @@ static int on_opt(const cli_opt *opt, const char *v, void *ctx)
         o->scenario = v;
         return 0;
     }
+    char why[1024];
     switch (opt->key) {
     case K_URL:
         if (o->n_urls == 2)
             return cli_usage_error(&sweep_cmd, "--url: at most two (A, the baseline, then B)");
+        if (ll_url_check(v, why, sizeof why))
+            return cli_usage_error(&sweep_cmd, "--url %s", why);
         o->urls[o->n_urls++] = v;
         o->url = o->urls[0];
         break;
@@ -175,6 +186,8 @@ static int on_opt(const cli_opt *opt, const char *v, void *ctx)
     case K_DURATION: o->duration = v; break;
     case K_TIMEOUT: o->timeout = v; break;
     case K_MAX_FAILED: o->max_failed = v; break;
+    case K_KEEP_GOING: o->keep_going = 1; break;
+    case K_SOURCE_ADDRS: o->source_addrs = v; break;
     case 'n': o->requests = v; break;
     case K_PROMPT_TOKENS: o->prompt_tokens = v; break;
     case K_PROMPT_WORDS: o->prompt_words = v; break;
@@ -203,8 +216,8 @@ static int on_opt(const cli_opt *opt, const char *v, void *ctx)
     case K_METRICS_URL:
         if (o->n_metrics_urls == SWEEP_MAX_METRICS_URLS)
             return cli_usage_error(&sweep_cmd, "--metrics-url: at most %d", SWEEP_MAX_METRICS_URLS);
-        if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0)
-            return cli_usage_error(&sweep_cmd, "--metrics-url: expected an http(s):// URL, got '%s'", v);
+        if (ll_url_check(v, why, sizeof why))
+            return cli_usage_error(&sweep_cmd, "--metrics-url %s", why);
         o->metrics_urls[o->n_metrics_urls++] = v;
         break;
     case K_METRICS_INTERVAL: {
@@ -452,6 +465,8 @@ static int apply_level_load(const sweep_opts *o, scn_scenario *s)
                                    o->max_failed);
         s->max_failed = f;
     }
+    if (o->keep_going)
+        s->keep_going = 1;
     double *req = calloc(s->n_levels, sizeof *req), *dur = calloc(s->n_levels, sizeof *dur);
     if (!req || !dur)
         rc = cli_usage_error(&sweep_cmd, "out of memory");
@@ -493,6 +508,12 @@ static int apply_request(const sweep_opts *o, scn_scenario *s)
         s->threads = (int)o->threads;
     if (o->arrival_stamp)
         s->arrival_stamp = strcmp(o->arrival_stamp, "user") == 0 ? SCN_STAMP_USER : SCN_STAMP_KERNEL;
+    if (o->source_addrs && scn_set_str(&s->source_addrs, o->source_addrs))
+        return cli_usage_error(&sweep_cmd, "out of memory");
+    char why[512];
+    if (lg_source_addrs_check(s->source_addrs, why, sizeof why)) /* the flag's, or the scenario's */
+        return cli_usage_error(&sweep_cmd, "%s: %s", o->source_addrs ? "--source-addrs" : "load.source_addrs",
+                               why);
     if (o->max_tokens > 0)
         s->max_tokens = (int)o->max_tokens;
     if (o->think_tokens >= 0)

@@ -124,28 +124,33 @@ int ll_parse_int_list(const char *s, int **out, size_t *n)
     return 0;
 }
 
-static int holds(const char *name, size_t len, const char *word)
+/* The secret-name rule (common.h), in one place: parts a name may hold, and
+ * names that are secret only whole (a part "code" would hide "encoding"). */
+static const char *const secret_part[] = {"key",  "secret", "token", "pass",    "pwd",
+                                          "auth", "cred",   "sig",   "session", "cookie"};
+static const char *const secret_whole[] = {"code"};
+
+/* 1 when word occurs in name[0, len) as a secret: "token" followed by "s"
+ * is a count (max_tokens), so that occurrence does not count. */
+static int holds_secret(const char *name, size_t len, const char *word)
 {
     size_t k = strlen(word);
     for (size_t j = 0; j + k <= len; j++)
-        if (strncasecmp(name + j, word, k) == 0)
+        if (strncasecmp(name + j, word, k) == 0 &&
+            !(strcmp(word, "token") == 0 && j + k < len && (name[j + k] == 's' || name[j + k] == 'S')))
             return 1;
     return 0;
 }
 
 int ll_secret_name(const char *name, size_t len)
 {
-    static const char *const secret[] = {"auth", "key", "token", "secret", "password", "cookie"};
-    for (size_t i = 0; i < sizeof secret / sizeof *secret; i++)
-        if (holds(name, len, secret[i]))
+    for (size_t i = 0; i < sizeof secret_part / sizeof *secret_part; i++)
+        if (holds_secret(name, len, secret_part[i]))
+            return 1;
+    for (size_t i = 0; i < sizeof secret_whole / sizeof *secret_whole; i++)
+        if (len == strlen(secret_whole[i]) && strncasecmp(name, secret_whole[i], len) == 0)
             return 1;
     return 0;
-}
-
-static int secret_spec_key(const char *k, size_t len)
-{
-    return (len >= 3 && strncasecmp(k + len - 3, "key", 3) == 0) || holds(k, len, "secret") ||
-           holds(k, len, "password");
 }
 
 static const char hidden[] = "(hidden)";
@@ -174,7 +179,7 @@ char *ll_redact_spec(const char *spec)
         return NULL;
     for (const char *p = spec; *p;) {
         size_t item = strcspn(p, ","), klen = strcspn(p, "=,");
-        o += put_item(out + o, p, item, klen, klen < item && secret_spec_key(p, klen));
+        o += put_item(out + o, p, item, klen, klen < item && ll_secret_name(p, klen));
         p += item;
         if (*p == ',')
             out[o++] = *p++;
@@ -183,45 +188,53 @@ char *ll_redact_spec(const char *spec)
     return out;
 }
 
+/* "?k=v&k=v" (or "#k=v..."), len bytes, into out with the values of
+ * secret-named parameters hidden; the bytes written. */
+static size_t put_params(char *out, const char *p, size_t len)
+{
+    size_t o = 0, i = 1;
+    if (!len)
+        return 0;
+    out[o++] = p[0];
+    while (i < len) {
+        size_t item = 0, klen = 0;
+        while (i + item < len && p[i + item] != '&')
+            item++;
+        while (klen < item && p[i + klen] != '=')
+            klen++;
+        o += put_item(out + o, p + i, item, klen, klen < item && ll_secret_name(p + i, klen));
+        i += item;
+        if (i < len)
+            out[o++] = p[i++]; /* '&' */
+    }
+    return o;
+}
+
 char *ll_redact_url(const char *url)
 {
     if (!url)
         return NULL;
-    size_t n = strlen(url);
-    /* each replaced span is at least 1 byte, so at most n + 1 of them */
-    char *out = malloc(n + (n + 1) * (sizeof hidden - 1) + 1);
+    ll_url_parts u;
+    ll_url_split(url, &u);
+    /* each replaced span is at least 1 byte, so at most end + 1 of them */
+    char *out = malloc(u.end + (u.end + 1) * (sizeof hidden - 1) + 1);
     if (!out)
         return NULL;
-    size_t o = 0;
-    const char *p = url, *scheme = strstr(url, "://");
-    if (scheme) {
-        const char *auth = scheme + 3, *end = auth + strcspn(auth, "/?#"), *at = memchr(auth, '@', (size_t)(end - auth));
-        memcpy(out, url, (size_t)(auth - url));
-        o = (size_t)(auth - url);
-        if (at) { /* user:password@host */
-            memcpy(out + o, hidden, sizeof hidden - 1);
-            o += sizeof hidden - 1;
-            auth = at;
-        }
-        p = auth;
+    /* user:password@host: up to the last '@', as a password may hold one */
+    const char *at = NULL;
+    for (const char *c = url + u.auth; c < url + u.path; c++)
+        if (*c == '@')
+            at = c;
+    size_t o = u.auth, from = at ? (size_t)(at - url) : u.auth;
+    memcpy(out, url, u.auth);
+    if (at) {
+        memcpy(out + o, hidden, sizeof hidden - 1);
+        o += sizeof hidden - 1;
     }
-    const char *q = strchr(p, '?');
-    size_t head = q ? (size_t)(q - p) + 1 : strlen(p);
-    memcpy(out + o, p, head);
-    o += head;
-    for (p += head; q && *p;) {
-        size_t item = strcspn(p, "&#"), klen = strcspn(p, "=&#");
-        o += put_item(out + o, p, item, klen, klen < item && ll_secret_name(p, klen));
-        p += item;
-        if (*p == '&')
-            out[o++] = *p++;
-        else if (*p == '#') {
-            size_t rest = strlen(p);
-            memcpy(out + o, p, rest);
-            o += rest;
-            break;
-        }
-    }
+    memcpy(out + o, url + from, u.query - from);
+    o += u.query - from;
+    o += put_params(out + o, url + u.query, u.frag - u.query);
+    o += put_params(out + o, url + u.frag, u.end - u.frag);
     out[o] = '\0';
     return out;
 }

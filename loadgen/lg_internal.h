@@ -18,6 +18,7 @@
 
 #include "loadgen.h"
 #include "rxstamp.h"
+#include "srcaddr.h"
 #include "sse.h"
 
 /* One level as the workers see it: read-only except the atomics. */
@@ -79,6 +80,7 @@ struct lg_worker {
     int64_t timer_at;              /* curl's timer (CURLMOPT_TIMERFUNCTION), -1 = none */
     int user_rid;                  /* the scenario's headers name X-Request-Id: no own one */
     lg_rx rx;                      /* the stamp of this thread's last read (rxstamp.h) */
+    lg_src src;                    /* the local address of its next connection (srcaddr.h) */
     pthread_t thread;
     /* current level */
     lg_level_ctx *lvl;
@@ -116,6 +118,9 @@ struct lg_run {
     char run_tag[17];              /* hex, this process's run: X-Request-Id's middle part */
     atomic_int stop_issue;
     atomic_int interrupted;
+    int stop_on_failed;            /* lg_config; driver thread only, as stopped_after */
+    double max_failed;
+    int stopped_after;             /* the level over max_failed that ended the run; -1 */
     atomic_llong abort_at_ns;      /* 0 = no abort deadline */
     /* progress and the profile hook (per level; reset by the driver) */
     atomic_int inflight, decoding, done, errors;

@@ -7,7 +7,9 @@
  * time a request starts decoding or finishes: the hook fires the moment every
  * in-flight request of the level is decoding. With a progress line the wait
  * is also bounded by the next 250 ms tick. After the workers are joined, the
- * driver queues level_end with the counts the workers kept.
+ * driver queues level_end with the counts the workers kept; when more of
+ * them failed than cfg.max_failed allows (stop_on_failed), no later level
+ * starts.
  *
  * With lg_dist (K ranks), run_level takes this rank's share of the level
  * (share()), and the hooks frame it: before_level agrees on the start and
@@ -69,24 +71,22 @@ static int init_wakeup(lg_run *r)
     return bad || pthread_mutex_init(&r->mu, NULL) ? LL_ESYS : 0;
 }
 
-/* Base URL without trailing slashes, and the request URL: the base plus the
- * scenario's path (lg_request_path: endpoint_path, else the endpoint's own,
- * "/v1/chat/completions"). A base that already names the API root ("…/v1")
- * is not doubled. */
+/* The base URL as the run line shows it (no '/' ending its path, no
+ * fragment), and the request URL: the scenario's path (lg_request_path:
+ * endpoint_path, else the endpoint's own, "/v1/chat/completions") put after
+ * the base's path and before its query (ll_url_join), so that an Azure-style
+ * "?api-version=" stays on every request. A base that already names the API
+ * root ("…/v1") is not doubled. */
 static int set_urls(lg_run *r, const lg_config *cfg)
 {
-    char url[4096];
-    size_t ul = strlen(cfg->url);
-    while (ul && cfg->url[ul - 1] == '/')
-        ul--;
-    if (!(r->url_base = strndup(cfg->url, ul)))
-        return LL_ENOMEM;
     const char *path = lg_request_path(cfg->scn);
-    int has_v1 = ul >= 3 && strncmp(r->url_base + ul - 3, "/v1", 3) == 0;
-    if (has_v1 && strncmp(path, "/v1/", 4) == 0)
-        path += 3;
-    snprintf(url, sizeof url, "%s%s%s", r->url_base, path[0] == '/' ? "" : "/", path);
-    return (r->url_full = strdup(url)) ? 0 : LL_ENOMEM;
+    size_t n = strlen(cfg->url) + strlen(path) + 2;
+    if (!(r->url_base = malloc(n)) || !(r->url_full = malloc(n)))
+        return LL_ENOMEM;
+    if (ll_url_join(cfg->url, NULL, "", r->url_base, n) ||
+        ll_url_join(cfg->url, strncmp(path, "/v1/", 4) == 0 ? "/v1" : NULL, path, r->url_full, n))
+        return LL_ERANGE; /* cannot happen: n is the bound ll_url_join states */
+    return 0;
 }
 
 /* One worker per CPU this process may run on: under `taskset -c 0` (or a
@@ -135,6 +135,9 @@ int lg_run_create(const lg_config *cfg, lg_run **out, char *err, size_t errlen)
     r->rec = cfg->records;
     r->epoch_ns = ll_rec_epoch_ns(cfg->records);
     r->dist = cfg->dist;
+    r->stop_on_failed = cfg->stop_on_failed;
+    r->max_failed = cfg->max_failed;
+    r->stopped_after = -1;
     r->rank = cfg->dist ? cfg->dist->rank : 0;
     r->ranks = cfg->dist ? cfg->dist->ranks : 1;
     if (r->ranks < 1 || r->rank < 0 || r->rank >= r->ranks) {
@@ -205,6 +208,8 @@ void lg_run_interrupt(lg_run *r, double drain_s)
 
 int lg_run_interrupted(const lg_run *r) { return atomic_load(&r->interrupted); }
 
+int lg_run_stopped_after(const lg_run *r) { return r->stopped_after; }
+
 void lg_run_counts(const lg_run *r, size_t *ok, size_t *failed)
 {
     if (ok)
@@ -226,14 +231,18 @@ static size_t sink(char *p, size_t sz, size_t nm, void *ud)
 static void fire_profile(lg_run *r, const lg_level_ctx *L)
 {
     const scn_profile *p = &L->lv->profile;
-    char url[4096], body[64], errbuf[CURL_ERROR_SIZE] = "";
+    char body[64], errbuf[CURL_ERROR_SIZE] = "";
+    size_t un = strlen(r->url_base) + sizeof "/start_profile" + 1;
+    char *url = malloc(un);
     ll_buf resp = {0};
     long status = 0;
     CURL *e = curl_easy_init();
     int64_t t = ll_now_ns();
     CURLcode cr = CURLE_FAILED_INIT;
     struct curl_slist *h = NULL;
-    snprintf(url, sizeof url, "%s/start_profile", r->url_base);
+    /* beside /metrics at the server's root: a base's "/v1" is not its root */
+    if (url && ll_url_join(r->url_base, "/v1", "/start_profile", url, un))
+        url[0] = '\0';
     if (p->style == SCN_PROFILE_SGLANG)
         snprintf(body, sizeof body, "{\"num_steps\":%d}", p->num_steps);
     else
@@ -247,7 +256,7 @@ static void fire_profile(lg_run *r, const lg_level_ctx *L)
         (ht = curl_slist_append(h, auth)))
         h = ht;
     memset(auth, 0, sizeof auth);
-    if (e && h && (!r->api_key || ht) &&
+    if (e && h && url && url[0] && (!r->api_key || ht) &&
         curl_easy_setopt(e, CURLOPT_URL, url) == CURLE_OK && curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, body) == CURLE_OK &&
         curl_easy_setopt(e, CURLOPT_HTTPHEADER, h) == CURLE_OK &&
@@ -273,6 +282,7 @@ static void fire_profile(lg_run *r, const lg_level_ctx *L)
     curl_slist_free_all(h);
     if (e)
         curl_easy_cleanup(e);
+    free(url);
     ll_buf_free(&resp);
 }
 
@@ -473,6 +483,12 @@ static int put_level_end(lg_run *r, const lg_level_ctx *L, int64_t end_ns, int *
             ll_errf(err, errlen, "%s", herr);
         }
     }
+    /* Rank 0 now holds the whole level's counts (the same the fit reads from
+     * the request records): over max_failed, no later level is sent. */
+    int n = le.ok + le.failed;
+    if (r->stop_on_failed && r->rank == 0 && !le.interrupted && n > 0 && (double)le.failed / n > r->max_failed &&
+        (size_t)L->index + 1 < r->scn->n_levels)
+        r->stopped_after = L->index;
     return ll_rec_put_level_end(r->rec, &le);
 }
 
@@ -541,7 +557,8 @@ static int run_level(lg_run *r, int index, char *err, size_t errlen)
 static int agree_on_level(lg_run *r, int i, char *err, size_t errlen)
 {
     int64_t epoch = r->epoch_ns;
-    int rc = r->dist->before_level(r->dist->ctx, i, atomic_load(&r->stop_issue), &epoch, err, errlen);
+    int stop = r->stopped_after >= 0 ? LG_STOP_FAILED : atomic_load(&r->stop_issue) ? LG_STOP_INTERRUPTED : 0;
+    int rc = r->dist->before_level(r->dist->ctx, i, stop, &epoch, err, errlen);
     if (rc == 0)
         r->epoch_ns = epoch; /* no worker runs between levels: nothing reads it now */
     return rc;
@@ -552,13 +569,15 @@ int lg_run_sweep(lg_run *r, char *err, size_t errlen)
     for (size_t i = 0; i < r->scn->n_levels; i++) {
         if (r->dist && r->dist->before_level) {
             int arc = agree_on_level(r, (int)i, err, errlen);
+            if (r->stopped_after >= 0)
+                break; /* the hook has told the others; this run was not interrupted */
             if (arc == LL_EINTR) {
                 atomic_store(&r->interrupted, 1); /* another rank was: this run is cut short too */
                 break;
             }
             if (arc)
                 return arc;
-        } else if (atomic_load(&r->stop_issue)) {
+        } else if (atomic_load(&r->stop_issue) || r->stopped_after >= 0) {
             break;
         }
         int rc = run_level(r, (int)i, err, errlen);

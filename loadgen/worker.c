@@ -102,6 +102,10 @@ int lg_worker_init(lg_worker *w, lg_run *r, int index, char *err, size_t errlen)
         ll_errf(err, errlen, "curl_multi_setopt failed");
         return LL_EINVAL;
     }
+    /* the rotation starts where this worker's place among all ranks' says */
+    int rc = lg_src_init(&w->src, r->scn, r->rank * r->nthreads + index, err, errlen);
+    if (rc)
+        return rc;
     struct curl_slist *h = NULL, *t;
     /* "Expect:" off: curl would otherwise wait for 100-continue on bodies > 1 KiB. */
     const char *lines[] = {"Content-Type: application/json", "Accept: text/event-stream", "Expect:"};
@@ -148,6 +152,7 @@ void lg_worker_free(lg_worker *w)
         close(w->wake_fd);
     curl_slist_free_all(w->headers);
     ll_pct_free(w->read_lag);
+    lg_src_free(&w->src);
     memset(w, 0, sizeof *w);
     w->epfd = w->wake_fd = -1;
 }

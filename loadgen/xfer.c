@@ -366,6 +366,11 @@ static int setup_easy(lg_xfer *x)
         return LL_EINVAL;
     if (r->scn->arrival_stamp == SCN_STAMP_KERNEL && curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, on_sockopt))
         return LL_EINVAL;
+    /* the local address of a new connection (srcaddr.h: spread over several
+     * on loopback at high C, where one address makes connect() slow) */
+    if (w->src.n_v4 + w->src.n_v6 > 0 && (curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, lg_src_open) ||
+                                           curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, &w->src)))
+        return LL_EINVAL;
     return 0;
 }
 

@@ -87,8 +87,13 @@ static int load_side(const cJSON *o, const char *path, const char *origin, scn_a
             (rc = opt_str(o, path, "model", origin, &side->model, err, errlen)))
             return rc;
         snprintf(p, sizeof p, "%s.url", path);
-        if (!side->url || (strncmp(side->url, "http://", 7) && strncmp(side->url, "https://", 8)))
+        char why[1024];
+        if (!side->url)
             return bad(err, errlen, origin, p, "an http(s):// URL");
+        if (ll_url_check(side->url, why, sizeof why)) {
+            ll_errf(err, errlen, "%s: %s: %s", origin, p, why);
+            return LL_EINVAL;
+        }
         return 0;
     }
     snprintf(p, sizeof p, "%s.engine", path);

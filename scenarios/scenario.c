@@ -117,6 +117,7 @@ void scn_free(scn_scenario *s)
     free(s->defaults);
     free(s->levels);
     free(s->output);
+    free(s->source_addrs);
     scn_ab_free(&s->ab);
     free(s);
 }
@@ -301,8 +302,8 @@ static int load_level_fields(ld *c, const cJSON *o, const char *path, scn_level 
 static int load_levels(ld *c, const cJSON *root, scn_scenario *s)
 {
     static const char *const load_keys[] = {"threads", "concurrency", "requests", "warmup", "duration_s",
-                                            "rate_per_s", "arrival", "drain_s", "max_failed", "profile",
-                                            "arrival_stamp", NULL};
+                                            "rate_per_s", "arrival", "drain_s", "max_failed", "keep_going",
+                                            "profile", "arrival_stamp", "source_addrs", NULL};
     static const char *const level_keys[] = {"concurrency", "requests", "warmup", "duration_s",
                                              "rate_per_s", "arrival", "profile", NULL};
     const cJSON *load, *levels = cJSON_GetObjectItemCaseSensitive(root, "levels");
@@ -318,6 +319,8 @@ static int load_levels(ld *c, const cJSON *root, scn_scenario *s)
             (rc = get_int(c, load, "load", "threads", 0, 4096, &s->threads)) ||
             (rc = get_num(c, load, "load", "drain_s", 0, 86400, &s->drain_s)) ||
             (rc = get_num(c, load, "load", "max_failed", 0, 1, &s->max_failed)) ||
+            (rc = get_bool(c, load, "load", "keep_going", &s->keep_going)) ||
+            (rc = get_str(c, load, "load", "source_addrs", 0, &s->source_addrs)) ||
             (rc = load_level_fields(c, load, "load", &proto)))
             return rc;
         s->arrival_stamp = (scn_stamp)st;
@@ -529,8 +532,11 @@ static int load_root(ld *c, const cJSON *root, scn_scenario *s)
         return rc;
     s->endpoint = (scn_endpoint)e;
 
-    if (s->url && strncmp(s->url, "http://", 7) != 0 && strncmp(s->url, "https://", 8) != 0)
-        return bad(c, "target.url", "an http:// or https:// URL");
+    char why[1024];
+    if (s->url && ll_url_check(s->url, why, sizeof why)) {
+        ll_errf(c->err, c->errlen, "%s: target.url: %s", c->origin, why);
+        return LL_EINVAL;
+    }
     if (r) {
         const cJSON *tt = cJSON_GetObjectItemCaseSensitive(r, "think_tokens");
         if ((rc = check_keys(c, r, "request", rkeys)) ||
@@ -817,7 +823,9 @@ static int scenario_fields(cJSON *root, const scn_scenario *s)
     LL_TRY(ll_json_add_num(ld_, "threads", s->threads));
     LL_TRY(ll_json_add_num(ld_, "drain_s", s->drain_s));
     LL_TRY(ll_json_add_num(ld_, "max_failed", s->max_failed));
+    LL_TRY(cJSON_AddBoolToObject(ld_, "keep_going", s->keep_going) ? 0 : LL_ENOMEM);
     LL_TRY(add_str(ld_, "arrival_stamp", k_stamp[s->arrival_stamp]));
+    LL_TRY(add_str(ld_, "source_addrs", s->source_addrs ? s->source_addrs : "auto"));
     for (size_t i = 0; i < s->n_levels; i++)
         LL_TRY(add_item(lv, NULL, level_json(&s->levels[i])));
     LL_TRY(add_str_or_null(root, "output", s->output));

@@ -1,8 +1,10 @@
 /* common.h: the few things every loadlaw module shares.
  *
  * Clock (monotonic integer nanoseconds), logging to stderr, a growable byte
- * buffer, checked number parsing with unit suffixes, a seeded RNG, percentiles
- * (exact up to a bound, then a log-bucketed histogram), and JSONL read/write.
+ * buffer, checked number parsing with unit suffixes, the rules that keep
+ * secrets out of records and logs, URL checks and joins, a seeded RNG,
+ * percentiles (exact up to a bound, then a log-bucketed histogram), and JSONL
+ * read/write.
  *
  * Prefix: ll_.  Errors: functions return 0 or a negative LL_E* code and, where
  * they take one, write a human message into a caller-owned buffer.
@@ -133,22 +135,62 @@ int ll_parse_duration_s(const char *s, double *out_s);
 int ll_parse_int_list(const char *s, int **out, size_t *n);
 
 /* Secrets kept out of records and logs (users share run directories): 1
- * when a header's name of len bytes may carry one, case-insensitively: it
- * holds "auth", "key", "token", "secret", "password" or "cookie". */
+ * when a name of len bytes (a header's, a URL query parameter's, an --engine
+ * spec key) may carry one. The rule, case-insensitively: the name holds
+ * "key", "secret", "token", "pass", "pwd", "auth", "cred", "sig", "session"
+ * or "cookie" (X-Api-Key, Authorization, X-Auth-Token, X-Passwd,
+ * X-Amz-Credential, Azure SAS's ?sig=, X-Signature, X-Session-Id, Cookie,
+ * api_key, control_key), or is "code" whole (Azure Functions' ?code=).
+ * "token" followed by "s" is a count (max_tokens, think_tokens), not a
+ * secret. The rule hides too much rather than too little: "signal",
+ * "author", "keyword", "credit" and "bypass" are hidden too. */
 int ll_secret_name(const char *name, size_t len);
-/* A "k=v,k=v" spec (--engine) with the value of every key that names a
- * secret (ends in "key", as api_key and control_key, or holds "secret" or
- * "password"; not "token": max_tokens_limit) replaced by "(hidden)";
- * malloc'ed, NULL when out of memory (or spec is). */
+/* A "k=v,k=v" spec (--engine) with the value of every key that
+ * ll_secret_name names (api_key, control_key; not max_tokens_limit)
+ * replaced by "(hidden)"; malloc'ed, NULL when out of memory (or spec is). */
 char *ll_redact_spec(const char *spec);
-/* A URL with its user:password (before the host) and the values of its
- * secret-named query parameters (ll_secret_name: ?key=, ?api_key=, ?token=)
- * written "(hidden)"; malloc'ed, NULL when out of memory (or url is). */
+/* A URL with its user:password (before the host; a URL without a scheme
+ * too) and the values of its query and fragment parameters that
+ * ll_secret_name names (?key=, ?api_key=, ?sig=, ?code=) written "(hidden)";
+ * malloc'ed, NULL when out of memory (or url is). */
 char *ll_redact_url(const char *url);
 /* "Authorization: Bearer KEY", malloc'ed to fit any key (NULL: no memory);
  * free it with ll_wipe_free, which zeroes a string before freeing it. */
 char *ll_bearer_header(const char *key);
 void ll_wipe_free(char *s);
+
+/* ---- URLs ----------------------------------------------------------------- */
+
+/* Where a URL's parts lie, as offsets into it: [0, auth) "scheme://" (empty
+ * without one: "user:pw@host:8000" starts with its authority), [auth, path)
+ * the authority (user:password@host:port), [path, query) the path, [query,
+ * frag) "?..." and [frag, end) "#..." (each empty when absent). */
+typedef struct ll_url_parts {
+    size_t auth, path, query, frag, end;
+} ll_url_parts;
+void ll_url_split(const char *url, ll_url_parts *p);
+/* 0 when url names a server loadlaw sends requests to: "http://" or
+ * "https://" (any case) and a host. Else LL_EINVAL and one line in err
+ * quoting url with its secrets hidden (ll_redact_url): libcurl would send a
+ * URL without a scheme as http, and its user:password would be shown. */
+int ll_url_check(const char *url, char *err, size_t errlen);
+/* base with path put after base's path and before its query, so that a
+ * query (Azure's ?api-version=) stays on every URL derived from a base:
+ * ("http://h/d?v=1", NULL, "/metrics") -> "http://h/d/metrics?v=1". The '/'s
+ * ending base's path go, then its last segment when that is drop ("/v1": an
+ * API root that path names again, or that path is not under); one '/' joins.
+ * A query in path comes first and base's follows after '&'; base's fragment
+ * is dropped (it is never sent). Into out (n bytes; strlen(base) +
+ * strlen(path) + 2 always suffice): 0, or LL_ERANGE when n is too small. */
+int ll_url_join(const char *base, const char *drop, const char *path, char *out, size_t n);
+/* 1 when two URLs have the same origin (RFC 6454), the rule by which a
+ * credential meant for one may go to the other: the same scheme and host
+ * (each compared without regard to case) and the same port, a missing one
+ * being the scheme's default (http 80, https 443); user:password@, path and
+ * query do not count. 0 otherwise, and whenever either is unclear: no
+ * scheme, no host, two '@', a port that is not a number in [0, 65535], or
+ * none for a scheme without a default. */
+int ll_same_origin(const char *a, const char *b);
 
 /* ---- random numbers (xoshiro256**, seeded; one per thread) ---------------- */
 

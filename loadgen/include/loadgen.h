@@ -15,7 +15,9 @@
  *
  * The caller (cli/) owns the target and the records writer: loadgen knows only
  * a base URL ("http://127.0.0.1:40123"; "/v1/chat/completions" or
- * "/v1/completions" is appended). curl_global_init must have been called
+ * "/v1/completions" goes after its path and before its query, ll_url_join:
+ * ".../deployments/d?api-version=1" keeps its query on every request and on
+ * /start_profile). curl_global_init must have been called
  * before lg_run_create.
  *
  * Errors: 0 or a negative LL_E* code (common.h) with a message in err.
@@ -49,14 +51,19 @@ typedef struct lg_progress {
  * lg_dist tick. */
 #define LG_TICK_NS 250000000LL
 
+/* before_level's stop: why this process runs no more levels (0: it goes on). */
+#define LG_STOP_INTERRUPTED 1 /* lg_run_interrupt */
+#define LG_STOP_FAILED 2      /* a level over lg_config.max_failed (lg_run_stopped_after) */
+
 typedef struct lg_dist {
     int rank, ranks;
-    /* Before level `level` starts. stop: this process was interrupted. Every
-     * rank must call it for the same levels: it returns 0 to run the level,
-     * having slept to the level's agreed start, with *epoch_ns set to run
-     * time 0 on this process's CLOCK_MONOTONIC (this level's records are
-     * written on that clock: rank 0's run clock); LL_EINTR when any rank
-     * asked to stop; another code on failure (message in err). */
+    /* Before level `level` starts. stop: 0, or why this process stops
+     * (LG_STOP_*; the hook tells the others). Every rank must call it for
+     * the same levels: it returns 0 to run the level, having slept to the
+     * level's agreed start, with *epoch_ns set to run time 0 on this
+     * process's CLOCK_MONOTONIC (this level's records are written on that
+     * clock: rank 0's run clock); LL_EINTR when any rank asked to stop;
+     * another code on failure (message in err). */
     int (*before_level)(void *ctx, int level, int stop, int64_t *epoch_ns, char *err, size_t errlen);
     /* After the level's workers are joined, before its level_end is queued:
      * rank 0 adds the other ranks' counts into *le (and has queued their
@@ -84,14 +91,22 @@ typedef struct lg_config {
     int threads;                 /* 0 = scn->threads, then number of cores */
     int progress;                /* 1: a progress line on stderr (caller checks isatty) */
     const lg_dist *dist;         /* NULL: this process is the whole load (borrowed) */
+    /* stop_on_failed: after a level where more than max_failed (a fraction)
+     * of the measured requests failed, send no later level (a server that
+     * died would get every one of them as an instant error). The level's own
+     * records stay whole. Under lg_dist rank 0 judges the whole level and the
+     * hook stops the others (LG_STOP_FAILED). 0: every level runs. */
+    int stop_on_failed;
+    double max_failed;
 } lg_config;
 
 /* Set up the workers and queue the run line (ll_rec_put_run). */
 int lg_run_create(const lg_config *cfg, lg_run **out, char *err, size_t errlen);
 
-/* Run every level. Returns 0 when all levels ran (failed requests are data,
- * not errors), LL_EINTR when lg_run_interrupt stopped it (the records are
- * valid), or another error code. */
+/* Run every level. Returns 0 when all levels ran, or the run stopped after
+ * a level of too many failures (lg_run_stopped_after; failed requests are
+ * data, not errors), LL_EINTR when lg_run_interrupt stopped it (the records
+ * are valid), or another error code. */
 int lg_run_sweep(lg_run *r, char *err, size_t errlen);
 
 /* Stop issuing requests; in-flight ones may finish until `drain_s` from now,
@@ -99,6 +114,16 @@ int lg_run_sweep(lg_run *r, char *err, size_t errlen);
  * any thread (a signal-handling thread), not from a signal handler. */
 void lg_run_interrupt(lg_run *r, double drain_s);
 int lg_run_interrupted(const lg_run *r);
+/* The level after which lg_run_sweep stopped because too many of its
+ * requests failed (lg_config.stop_on_failed; later levels were not sent),
+ * or -1: none was over, or the run had no level after it. */
+int lg_run_stopped_after(const lg_run *r);
+
+/* A scenario's load.source_addrs (--source-addrs) as lg_run_create will take
+ * it: NULL or "auto", "off", or a list of addresses (and IPv4 ranges A-B)
+ * each of which can be bound on this host (loadgen/srcaddr.h says what each
+ * does). 0, or LL_EINVAL / LL_ENOMEM with a one-line reason in err. */
+int lg_source_addrs_check(const char *spec, char *err, size_t errlen);
 
 /* Measured (non-warmup) requests finished so far, all levels: ok and failed.
  * Safe from any thread. */

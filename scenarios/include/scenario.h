@@ -17,7 +17,8 @@
  *               "count":1024,"seed":1},
  *    "load":{"threads":0,"concurrency":[1,2,4],"requests":0,"warmup":0,"duration_s":0,
  *            "rate_per_s":0,"arrival":"poisson"|"constant","drain_s":10,
- *            "max_failed":0.1,"arrival_stamp":"kernel"|"user",
+ *            "max_failed":0.1,"keep_going":false,"arrival_stamp":"kernel"|"user",
+ *            "source_addrs":"auto"|"off"|"127.0.0.1-127.0.0.8,10.0.0.5",
  *            "profile":{...}},                    (short form: one level per C)
  *    "levels":[{"concurrency":32,"requests":220,"warmup":0,"duration_s":0,
  *               "rate_per_s":0,"arrival":"poisson",
@@ -191,9 +192,14 @@ typedef struct scn_scenario {
     /* load */
     int threads;             /* 0 = the cores in the CPU affinity mask */
     scn_stamp arrival_stamp; /* how a chunk's arrival is timed (load.arrival_stamp) */
+    char *source_addrs;      /* local addresses connections are bound to (load.source_addrs,
+                              * --source-addrs: "auto", "off" or a list; loadgen/srcaddr.h
+                              * checks it and says what each means); NULL = "auto" */
     double drain_s;          /* after the first SIGINT, how long in-flight may finish */
     double max_failed;       /* fraction of a level's measured requests that may fail
                               * before the sweep exits 1 (records kept); 1 = never */
+    int keep_going;          /* 1: the levels after one over max_failed are still sent
+                              * (default 0: the sweep stops after it) */
     scn_level *levels;
     size_t n_levels;
     char *output;            /* run dir; NULL = runs/<timestamp> */

@@ -1,5 +1,6 @@
 /* test_common.c: parsing, percentiles (exact and histogram), JSONL round trip
- * including a truncated last line. */
+ * including a truncated last line, the secret rules and the URL helpers
+ * (ll_same_origin among them). */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,12 @@ static void test_redact(void)
         {"http://h/p?k&Auth=&z=2", "http://h/p?k&Auth=(hidden)&z=2"},
         {"http://h/a@b", "http://h/a@b"}, /* an @ in the path is no user */
         {"h:8000/v1", "h:8000/v1"},
+        /* no scheme: libcurl would send it as http, so its password is hidden too */
+        {"user:PW@127.0.0.1:8000", "(hidden)@127.0.0.1:8000"},
+        {"http://u:p@ss@h/v1", "http://(hidden)@h/v1"}, /* up to the last '@' */
+        /* Azure: SAS ?sig=, Functions' ?code=; the fragment's parameters too */
+        {"https://a.blob/c?sv=2022&sig=S1&se=x&code=C1&encoding=utf8#access_token=T1&x=1",
+         "https://a.blob/c?sv=2022&sig=(hidden)&se=x&code=(hidden)&encoding=utf8#access_token=(hidden)&x=1"},
     };
     for (size_t i = 0; i < sizeof urls / sizeof *urls; i++) {
         char *r = ll_redact_url(urls[i].in);
@@ -163,17 +170,148 @@ static void test_redact(void)
           "spec: %s", r ? r : "NULL");
     free(r);
     CHECK(ll_redact_spec(NULL) == NULL && ll_redact_url(NULL) == NULL, "NULL in, NULL out");
-    CHECK(ll_secret_name("X-Api-Key", 9) && ll_secret_name("Authorization", 13) && ll_secret_name("Cookie", 6) &&
-              !ll_secret_name("X-Request-Id", 12) && !ll_secret_name("X-Api-Key", 5),
-          "header names (len bounds the name)");
+    CHECK(!ll_secret_name("X-Api-Key", 5), "len bounds the name");
+    /* the rule's list (common.h), as headers, query and spec names use it */
+    static const char *const secret[] = {
+        "X-Api-Key", "api_key", "apikey", "control_key", "Ocp-Apim-Subscription-Key", "client_secret",
+        "X-Auth-Token", "access_token", "token", "Authorization", "Proxy-Authorization", "password", "X-Passwd",
+        "pwd", "X-Credential", "X-Amz-Credential", "X-Signature", "sig", "X-Amz-Signature", "X-Session-Id",
+        "session", "Cookie", "Set-Cookie", "code", "CODE", "db_password", "X-Token-Expires"};
+    static const char *const open_[] = {
+        "X-Request-Id", "Content-Type", "Accept", "User-Agent", "X-Tenant", "model", "max_tokens",
+        "think_tokens", "max_tokens_limit", "default_max_tokens", "temperature", "top_p", "stream", "api-version",
+        "sv", "se", "seed", "min_ctx", "buckets", "encoding", "codec", "zipcode", "backend", "law", "x"};
+    for (size_t i = 0; i < sizeof secret / sizeof *secret; i++)
+        CHECK(ll_secret_name(secret[i], strlen(secret[i])), "'%s' is secret", secret[i]);
+    for (size_t i = 0; i < sizeof open_ / sizeof *open_; i++)
+        CHECK(!ll_secret_name(open_[i], strlen(open_[i])), "'%s' is not secret", open_[i]);
+    /* over-hiding, on purpose (common.h says so) */
+    CHECK(ll_secret_name("signal", 6) && ll_secret_name("author", 6), "'sig' and 'auth' hide signal and author");
+    r = ll_redact_spec("api_key=A,control_key=B,session_secret=C,seed=1,max_tokens_limit=64,think_tokens=8");
+    CHECK(r && strcmp(r, "api_key=(hidden),control_key=(hidden),session_secret=(hidden),seed=1,"
+                         "max_tokens_limit=64,think_tokens=8") == 0,
+          "spec uses the same rule: %s", r ? r : "NULL");
+    free(r);
     char *h = ll_bearer_header("sk-1");
     CHECK(h && strcmp(h, "Authorization: Bearer sk-1") == 0, "bearer header %s", h ? h : "NULL");
     ll_wipe_free(h);
 }
 
+/* URLs: the parts, the accepted schemes, and joins that keep the query. */
+static void test_url(void)
+{
+    ll_url_parts u;
+    const char *x = "HTTPS://u:p@h:1/a/b?q=1#f";
+    ll_url_split(x, &u);
+    CHECK(u.auth == 8 && u.path == 15 && u.query == 19 && u.frag == 23 && u.end == 25,
+          "split %zu %zu %zu %zu %zu", u.auth, u.path, u.query, u.frag, u.end);
+    ll_url_split("host:8000", &u);
+    CHECK(u.auth == 0 && u.path == 9 && u.query == 9 && u.end == 9, "'host:8000' has no scheme");
+
+    static const char *const good[] = {"http://127.0.0.1:8000", "https://h/v1?x=1", "HTTP://h", "Https://u:p@h"};
+    char err[512];
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+        CHECK(ll_url_check(good[i], err, sizeof err) == 0, "'%s' accepted: %s", good[i], err);
+    static const struct { const char *in, *why; } bad[] = {
+        {"user:PW@127.0.0.1:8000", "'(hidden)@127.0.0.1:8000' has no scheme; write http://... or https://..."},
+        {"127.0.0.1:8000", "'127.0.0.1:8000' has no scheme; write http://... or https://..."},
+        {"ftp://u:PW@h/x", "'ftp://(hidden)@h/x' is not an http(s) URL; write http://... or https://..."},
+        {"http://", "'http://' has no host; write http://... or https://..."},
+        {"http://u:PW@:80/?key=PW", "'http://(hidden)@:80/?key=(hidden)' has no host; write http://... or "
+                                    "https://..."},
+        {"//h/x", "'//h/x' has no scheme; write http://... or https://..."},
+        {"", "'' has no scheme; write http://... or https://..."},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        err[0] = '\0';
+        int rc = ll_url_check(bad[i].in, err, sizeof err);
+        CHECK(rc == LL_EINVAL && strcmp(err, bad[i].why) == 0, "'%s' refused: %d '%s', want '%s'", bad[i].in, rc,
+              err, bad[i].why);
+    }
+
+    static const struct { const char *base, *drop, *path, *want; } joins[] = {
+        {"http://h:1", NULL, "/v1/chat/completions", "http://h:1/v1/chat/completions"},
+        {"http://h:1/", NULL, "/v1/chat/completions", "http://h:1/v1/chat/completions"},
+        {"http://h/openai/deployments/d?api-version=2024-02-01", NULL, "/v1/chat/completions",
+         "http://h/openai/deployments/d/v1/chat/completions?api-version=2024-02-01"},
+        {"http://h/openai/deployments/d/?api-version=2024-02-01#frag", "/v1", "/metrics",
+         "http://h/openai/deployments/d/metrics?api-version=2024-02-01"},
+        {"http://h/x/v1?v=1", "/v1", "/metrics", "http://h/x/metrics?v=1"},
+        {"http://h/x/v1//", "/v1", "/v1/completions", "http://h/x/v1/completions"},
+        /* the "/v1" is found in the path, not at the end of the string */
+        {"http://h/openai/v1?api-version=1", "/v1", "/v1/chat/completions",
+         "http://h/openai/v1/chat/completions?api-version=1"},
+        {"http://h/xv1", "/v1", "/metrics", "http://h/xv1/metrics"}, /* a segment, not a suffix */
+        {"http://h/v1?a=1", NULL, "/start_profile", "http://h/v1/start_profile?a=1"},
+        {"http://h?a=1", NULL, "/v1/completions", "http://h/v1/completions?a=1"},
+        {"http://h/d?a=1", NULL, "", "http://h/d?a=1"},
+        {"http://h/d/?a=1#f", NULL, "", "http://h/d?a=1"},
+        {"http://h/d?", NULL, "/p", "http://h/d/p"},
+        {"http://h/d?a=1", NULL, "p?b=2", "http://h/d/p?b=2&a=1"},
+        {"http://h/d", NULL, "/p?b=2", "http://h/d/p?b=2"},
+    };
+    for (size_t i = 0; i < sizeof joins / sizeof *joins; i++) {
+        char out[256];
+        int rc = ll_url_join(joins[i].base, joins[i].drop, joins[i].path, out, sizeof out);
+        CHECK(rc == 0 && strcmp(out, joins[i].want) == 0, "join '%s' + '%s': %d '%s', want '%s'", joins[i].base,
+              joins[i].path, rc, out, joins[i].want);
+        /* the stated bound is enough, one byte less than the result is not */
+        size_t need = strlen(joins[i].want) + 1, bound = strlen(joins[i].base) + strlen(joins[i].path) + 2;
+        CHECK(need <= bound && ll_url_join(joins[i].base, joins[i].drop, joins[i].path, out, need) == 0 &&
+                  ll_url_join(joins[i].base, joins[i].drop, joins[i].path, out, need - 1) == LL_ERANGE &&
+                  out[0] == '\0',
+              "join '%s': %zu bytes fit, %zu do not", joins[i].base, need, need - 1);
+    }
+}
+
+/* ll_same_origin: the scraper sends the requests' credentials only where
+ * this says 1. */
+static void test_same_origin(void)
+{
+    static const struct {
+        const char *a, *b;
+        int want;
+    } cases[] = {
+        {"http://127.0.0.1:8000", "http://127.0.0.1:8000/metrics", 1},
+        {"HTTP://Example.COM:8000/v1", "http://example.com:8000/metrics?x=1", 1},
+        {"http://h", "http://h:80/metrics", 1},
+        {"https://h/v1", "https://h:443/metrics", 1},
+        {"http://h:", "http://h/metrics", 1}, /* an empty port is the default */
+        {"http://user:pw@h:8000/v1", "http://h:8000/metrics", 1},
+        {"http://[::1]:8000/v1", "http://[::1]:8000/metrics", 1},
+        {"http://h:8000", "http://h:8001/metrics", 0},
+        {"http://h", "https://h/metrics", 0},
+        {"http://h:443", "https://h:443/metrics", 0},
+        {"https://h", "https://h:80/metrics", 0},
+        {"http://127.0.0.1:8000", "http://localhost:8000/metrics", 0},
+        {"http://h.example:8000", "http://h.example.evil:8000/metrics", 0},
+        {"http://h:8000", "http://h:8000@evil:8000/metrics", 0},
+        {"http://h:8000", "http://h:8000:8000/metrics", 0},
+        {"http://a@h:8000", "http://a@h@h:8000/metrics", 0},
+        {"http://[::1]:8000", "http://[::2]:8000/metrics", 0},
+        {"http://[::1]x", "http://[::1]x/metrics", 0},
+        {"h:8000", "h:8000/metrics", 0},
+        {"http://:8000", "http://:8000/metrics", 0},
+        {"http://h:99999", "http://h:99999/metrics", 0},
+        {"http://h:80a", "http://h:80a/metrics", 0},
+        {"ftp://h", "ftp://h/metrics", 0}, /* no default port known: unclear */
+        {"ftp://h:21", "ftp://h:21/metrics", 1},
+        {"http://h%2e:80", "http://h%2e:80/metrics", 0},
+        {"http://h", NULL, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CHECK(ll_same_origin(cases[i].a, cases[i].b) == cases[i].want, "'%s' vs '%s': want %d", cases[i].a,
+              cases[i].b ? cases[i].b : "(null)", cases[i].want);
+        CHECK(!cases[i].b || ll_same_origin(cases[i].b, cases[i].a) == cases[i].want, "'%s' vs '%s' symmetric",
+              cases[i].b, cases[i].a);
+    }
+}
+
 int main(void)
 {
     test_redact();
+    test_url();
+    test_same_origin();
     test_parse();
     test_pct();
     test_jsonl();

@@ -34,7 +34,9 @@ struct ts_server {
     char auth[2048];               /* under mu */
     char body[4096];               /* under mu: last completion request body */
     char head[4096];               /* under mu: its request line and headers */
+    char targets[16384];           /* under mu: "METHOD target\n" of every request */
     atomic_int rejected;
+    atomic_int from[256];          /* connections accepted from 127.0.0.i; [0]: from elsewhere */
     pthread_mutex_t bmu;           /* with bcv: the first-token barrier */
     pthread_cond_t bcv;
 };
@@ -357,6 +359,15 @@ static void *conn_main(void *arg)
         int bl = read_request(c->fd, buf, 65536, path, sizeof path, &body, &s->stop);
         if (bl < 0)
             break;
+        char line[300];
+        size_t ml = strcspn(buf, " ");
+        int ll = snprintf(line, sizeof line, "%.*s %s\n", (int)(ml < 16 ? ml : 16), buf, path);
+        pthread_mutex_lock(&s->mu);
+        size_t tl = strlen(s->targets);
+        if (ll > 0 && tl + (size_t)ll < sizeof s->targets) /* whole lines only */
+            memcpy(s->targets + tl, line, (size_t)ll + 1);
+        pthread_mutex_unlock(&s->mu);
+        size_t pl = strcspn(path, "?"); /* the path, before a query */
         if (strstr(path, "/start_profile")) {
             snprintf(s->profile_body, sizeof s->profile_body, "%.*s", bl, body);
             atomic_store(&s->profile_streams, atomic_load(&s->open_streams));
@@ -366,7 +377,7 @@ static void *conn_main(void *arg)
                 break;
             continue;
         }
-        if (strcmp(path, "/metrics") == 0) {
+        if (pl >= 8 && strncmp(path + pl - 8, "/metrics", 8) == 0) {
             /* sweep scrapes its target's /metrics (cli/scrape.c): a server
              * without one answers 404, and the scrape must not count as a
              * completion request nor replace the last one's head and body. */
@@ -407,9 +418,13 @@ static void *accept_main(void *arg)
         struct pollfd p = {s->lfd, POLLIN, 0};
         if (poll(&p, 1, 50) <= 0)
             continue;
-        int fd = accept(s->lfd, NULL, NULL);
+        struct sockaddr_in peer;
+        socklen_t pl = sizeof peer;
+        int fd = accept(s->lfd, (struct sockaddr *)&peer, &pl);
         if (fd < 0)
             continue;
+        uint32_t ip = pl == sizeof peer && peer.sin_family == AF_INET ? ntohl(peer.sin_addr.s_addr) : 0;
+        atomic_fetch_add(&s->from[(ip >> 8) == 0x7f0000 ? ip & 0xff : 0], 1);
         conn *c = malloc(sizeof *c);
         pthread_attr_t at;
         pthread_t t;
@@ -492,6 +507,13 @@ const char *ts_last_auth(const ts_server *s) { return s->auth; }
 const char *ts_last_body(const ts_server *s) { return s->body; }
 const char *ts_last_head(const ts_server *s) { return s->head; }
 int ts_rejected(const ts_server *s) { return atomic_load(&s->rejected); }
+int ts_conns_from(const ts_server *s, int i) { return i >= 0 && i < 256 ? atomic_load(&s->from[i]) : 0; }
+void ts_targets(ts_server *s, char *out, size_t n)
+{
+    pthread_mutex_lock(&s->mu);
+    snprintf(out, n, "%s", s->targets);
+    pthread_mutex_unlock(&s->mu);
+}
 void ts_set_barrier(ts_server *s, int n)
 {
     pthread_mutex_lock(&s->bmu);

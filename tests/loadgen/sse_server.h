@@ -5,6 +5,7 @@
 #define LOADLAW_TESTS_SSE_SERVER_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum ts_mode {
@@ -65,8 +66,15 @@ const char *ts_last_auth(const ts_server *s);
 const char *ts_last_body(const ts_server *s);
 /* Request line and headers of the last completion request (truncated to 4 KiB). */
 const char *ts_last_head(const ts_server *s);
+/* Every request's method and target ("POST /v1/chat/completions?x=1"), one
+ * a line, in arrival order (the lines that fit in 16 KiB), copied into out
+ * (n bytes). */
+void ts_targets(ts_server *s, char *out, size_t n);
 /* Completion requests answered 400 for asking continuous_usage_stats. */
 int ts_rejected(const ts_server *s);
+/* Connections accepted from 127.0.0.i (i in 1..255), as accept() gave the
+ * peer's address; i = 0: from any other address. */
+int ts_conns_from(const ts_server *s, int i);
 void ts_stop(ts_server *s);
 
 #endif

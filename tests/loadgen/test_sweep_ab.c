@@ -87,7 +87,7 @@ static void test_usage(void)
     char *a7[] = {"loadlaw", "sweep", "--url", "http://a:1", "--url", "http://b:1", "--engine", "law=1+1n", NULL};
     usage_case("--engine with two --url", a7, "--engine with two --url");
     char *a8[] = {"loadlaw", "sweep", "--url", "http://a:1", "--url", "ftp://b:1", "--model", "m", NULL};
-    usage_case("a second --url that is not http", a8, "expected an http(s):// URL");
+    usage_case("a second --url that is not http", a8, "--url 'ftp://b:1' is not an http(s) URL");
     char *a9[] = {"loadlaw", "sweep", "--order", "sequential", "-c", "1", NULL};
     usage_case("--order without two targets", a9, "--order: needs two targets");
     char *a10[] = {"loadlaw", "sweep", "--model", "x", "--model", "y", "--model", "z", NULL};

@@ -42,7 +42,16 @@ static void test_errors(void)
     expect_error("{\"prompts\":{\"tokenizer\":\"\"}}", "prompts.tokenizer", "string");
     expect_error("{\"prompts\":{\"tokens\":{\"dist\":\"normal\",\"mena\":3}}}", "prompts.tokens.mena", "unknown key");
     expect_error("{\"prompts\":{\"tokens\":{\"dist\":\"uniform\",\"min\":10,\"max\":5}}}", "prompts.tokens.max", NULL);
-    expect_error("{\"target\":{\"url\":\"127.0.0.1:8000\"}}", "target.url", "http://");
+    expect_error("{\"target\":{\"url\":\"127.0.0.1:8000\"}}", "target.url", "has no scheme; write http://");
+    /* the message quotes the URL with its password hidden */
+    expect_error("{\"target\":{\"url\":\"u:PW@h:1\"}}", "target.url", "'(hidden)@h:1' has no scheme");
+    expect_error("{\"target\":{\"url\":\"file:///etc/passwd\"}}", "target.url", "is not an http(s) URL");
+    scn_scenario *up = NULL;
+    char uerr[512] = "";
+    CHECK(scn_load_string("{\"target\":{\"url\":\"HTTPS://h:1/v1\"}}", "up.json", &up, uerr, sizeof uerr) == 0 &&
+              up,
+          "a scheme in capitals is a scheme: %s", uerr);
+    scn_free(up);
     expect_error("{\"prompts\":{\"source\":\"jsonl\"}}", "prompts.path", "file");
     expect_error("{\"prompts\":{\"words\":{\"dist\":\"uniform\",\"min\":10,\"max\":5}}}", "prompts.words.max", NULL);
     expect_error("{\"levels\":[{\"concurrency\":32,\"profile\":{\"num_steps\":0}}]}", "levels[0].profile.num_steps",
@@ -134,8 +143,11 @@ static void test_issue10_fields(void)
     CHECK(scn_new(&s) == 0 && s->continuous_usage == 1 && !s->extra_body && !s->n_headers, "scn_new defaults");
     scn_free(s);
     s = NULL;
-    const char *j = "{\"target\":{\"url\":\"http://h:1\",\"endpoint\":\"generate\",\"path\":\"/x/generate\","
-                    "\"headers\":[\"X-A: 1\",\"Api-Key: sk-file-SECRET\"]},"
+    const char *j = "{\"target\":{\"url\":\"http://h:1/d?api-version=1&sig=sig-file-SECRET&code=code-file-SECRET\","
+                    "\"endpoint\":\"generate\",\"path\":\"/x/generate\","
+                    "\"headers\":[\"X-A: 1\",\"Api-Key: sk-file-SECRET\",\"X-Credential: c-file-SECRET\","
+                    "\"X-Passwd: p-file-SECRET\",\"X-Signature: s-file-SECRET\",\"X-Session-Id: i-file-SECRET\","
+                    "\"Accept: text/event-stream\"]},"
                     "\"request\":{\"extra_body\":{\"temperature\":0.5,\"stop\":[\"a\"]},\"continuous_usage\":false},"
                     "\"prompts\":{\"tokenizer\":\"tok.json\",\"tokens\":{\"dist\":\"normal\",\"mean\":300,\"stddev\":20}}}";
     int rc = scn_load_string(j, "n.json", &s, err, sizeof err);
@@ -143,7 +155,7 @@ static void test_issue10_fields(void)
     if (rc)
         return;
     CHECK(s->endpoint == SCN_ENDPOINT_GENERATE && !strcmp(s->endpoint_path, "/x/generate"), "endpoint + path");
-    CHECK(s->n_headers == 2 && !strcmp(s->headers[0], "X-A: 1"), "headers");
+    CHECK(s->n_headers == 7 && !strcmp(s->headers[0], "X-A: 1"), "headers");
     CHECK(s->extra_body && cJSON_GetObjectItem(s->extra_body, "temperature")->valuedouble == 0.5, "extra_body");
     CHECK(s->continuous_usage == 0, "continuous_usage false");
     CHECK(!strcmp(s->tokenizer_path, "tok.json") && s->prompt_tokens_set &&
@@ -157,7 +169,12 @@ static void test_issue10_fields(void)
           strstr(txt, "\"continuous_usage\":false") && strstr(txt, "\"temperature\":0.5") &&
           strstr(txt, "\"tokenizer\":\"tok.json\"") && strstr(txt, "\"tokens\":{\"dist\":\"normal\""),
           "to_json carries the new fields: %s", txt ? txt : "");
-    CHECK(txt && !strstr(txt, "sk-file-SECRET") && strstr(txt, "Api-Key: (hidden)"), "secret header values hidden");
+    CHECK(txt && !strstr(txt, "file-SECRET") && strstr(txt, "\"Api-Key: (hidden)\"") &&
+              strstr(txt, "\"X-Credential: (hidden)\"") && strstr(txt, "\"X-Passwd: (hidden)\"") &&
+              strstr(txt, "\"X-Signature: (hidden)\"") && strstr(txt, "\"X-Session-Id: (hidden)\"") &&
+              strstr(txt, "\"Accept: text/event-stream\"") &&
+              strstr(txt, "\"url\":\"http://h:1/d?api-version=1&sig=(hidden)&code=(hidden)\""),
+          "secret header and query values hidden, the others kept: %s", txt ? txt : "");
     free(txt);
     cJSON_Delete(o);
     scn_free(s);
@@ -404,7 +421,7 @@ static void test_ab_order(void)
                  "\"b\":{\"name\":\"y\",\"engine\":\"b\"}}}",
                  "ab.a.engine", "no engine beside a url");
     expect_error("{\"ab\":{\"a\":{\"name\":\"x\",\"url\":\"h:1\"},\"b\":{\"name\":\"y\",\"engine\":\"b\"}}}",
-                 "ab.a.url", "http(s)://");
+                 "ab.a.url", "'h:1' has no scheme; write http://... or https://...");
     scn_scenario *s = NULL;
     char err[512] = "";
     int rc = scn_load_string("{\"ab\":{" AB_SIDES "}}", "ab.json", &s, err, sizeof err);
