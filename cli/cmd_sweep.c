@@ -545,10 +545,15 @@ static int prepare(int argc, char **argv, sweep_opts *o, scn_scenario **scn, cha
         fprintf(stderr, "loadlaw sweep: an \"ab\" scenario runs in one process (run each side under mpirun)\n");
         return CLI_USAGE;
     }
-    *key = o->api_key ? o->api_key : getenv((*scn)->api_key_env ? (*scn)->api_key_env : "OPENAI_API_KEY");
+    /* The environment's key goes only where the user gave no Authorization
+     * of their own: it would go first, and to that other provider too. */
+    *key = o->api_key ? o->api_key
+                      : scn_has_header(*scn, "Authorization")
+                            ? NULL
+                            : getenv((*scn)->api_key_env ? (*scn)->api_key_env : "OPENAI_API_KEY");
     /* A bundled engine with an api_key: the requests carry it (every rank's: the job shares it). */
     if (!(*scn)->url && !(*scn)->ab.enabled &&
-        (ret = host_engine_key((*scn)->engine_spec, o->api_key, (*scn)->headers, (*scn)->n_headers, key_hold, err,
+        (ret = host_engine_key((*scn)->engine_spec, o->api_key, scn_has_header(*scn, "Authorization"), key_hold, err,
                                sizeof err))) {
         fprintf(stderr, "loadlaw sweep: %s\n", ret == LL_EINVAL ? err : ll_strerror(ret));
         return ret == LL_EINVAL ? CLI_USAGE : CLI_FAIL;

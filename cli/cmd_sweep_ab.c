@@ -427,9 +427,16 @@ int sweep_ab(const sweep_job *base, const char *out_dir)
         jobs[k].profile_dir = dirs[k];
         jobs[k].slot = k;
         jobs[k].api_key = k && base->api_key_b ? base->api_key_b : base->api_key;
-        /* a bundled side whose spec sets api_key: its requests carry that key */
-        int krc = s->url ? 0 : host_engine_key(spec[k], base->api_key_given ? base->api_key : NULL,
-                                               base->scn->headers, base->scn->n_headers, &key_hold[k], err, sizeof err);
+        /* A bundled side whose spec sets api_key: its requests carry that
+         * key. The --api-key it must agree with is the one given for this
+         * side: b's second --api-key; else the one --api-key, unless the
+         * other side is a remote server (the key is that server's). */
+        const char *given = k && base->api_key_b ? base->api_key_b
+                            : base->api_key_given && ((!k && base->api_key_b) || !ab->side[!k].url) ? base->api_key
+                                                                                                   : NULL;
+        int krc = s->url ? 0
+                         : host_engine_key(spec[k], given, scn_has_header(base->scn, "Authorization"), &key_hold[k],
+                                           err, sizeof err);
         if (krc) {
             fprintf(stderr, "loadlaw sweep: ab.%c: %s\n", 'a' + k, krc == LL_EINVAL ? err : ll_strerror(krc));
             ret = krc == LL_EINVAL ? CLI_USAGE : CLI_FAIL;

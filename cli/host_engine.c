@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "common.h"
 #include "host_engine.h"
@@ -68,15 +67,12 @@ void host_engine_stop(host_engine *h)
     h->eng = NULL;
 }
 
-int host_engine_key(const char *spec, const char *given, char *const *headers, size_t n_headers, char **key,
-                    char *err, size_t errlen)
+int host_engine_key(const char *spec, const char *given, int own_auth, char **key, char *err, size_t errlen)
 {
     eng_config ec;
     char perr[256];
-    int rc = 0, own_auth = 0;
+    int rc = 0;
     *key = NULL;
-    for (size_t i = 0; i < n_headers; i++)
-        own_auth |= strncasecmp(headers[i], "Authorization:", 14) == 0;
     eng_config_default(&ec);
     if (own_auth || eng_parse_spec(spec, &ec, perr, sizeof perr) || !ec.api_key)
         goto out;

@@ -42,13 +42,12 @@ void host_engine_stop(host_engine *h);
 
 /* The key a sweep's requests need for an engine started from spec: its
  * api_key, so that `--engine api_key=K` alone does not get 401 on every
- * request. given: --api-key (NULL: none); headers: the requests' own
- * ("Name: value"). *key (caller frees with ll_wipe_free) is NULL when the
- * spec sets no api_key, does not parse (host_engine_start says why), or the
- * headers carry an Authorization of their own (theirs to get right). 0;
+ * request. given: --api-key (NULL: none); own_auth: the requests carry an
+ * Authorization header of their own (scn_has_header). *key (caller frees
+ * with ll_wipe_free) is NULL when the spec sets no api_key, does not parse
+ * (host_engine_start says why), or own_auth (theirs to get right). 0;
  * LL_EINVAL with one line in err, naming the fix and neither key, when given
  * and the spec's api_key differ; LL_ENOMEM. */
-int host_engine_key(const char *spec, const char *given, char *const *headers, size_t n_headers, char **key,
-                    char *err, size_t errlen);
+int host_engine_key(const char *spec, const char *given, int own_auth, char **key, char *err, size_t errlen);
 
 #endif

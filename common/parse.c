@@ -126,29 +126,62 @@ int ll_parse_int_list(const char *s, int **out, size_t *n)
 
 /* The secret-name rule (common.h), in one place: parts a name may hold, and
  * names that are secret only whole (a part "code" would hide "encoding"). */
-static const char *const secret_part[] = {"key",  "secret", "token", "pass",    "pwd",
-                                          "auth", "cred",   "sig",   "session", "cookie"};
+static const char *const secret_part[] = {"key",  "secret",  "token",  "pass", "pwd", "auth",
+                                          "cred", "sig",     "session", "cookie", "jwt"};
 static const char *const secret_whole[] = {"code"};
+/* Prefixes under which "...tokens" is a count (max_tokens, think_tokens,
+ * max_tokens_limit, default_max_tokens), not a secret (api_tokens is one). */
+static const char *const count_prefix[] = {"max_", "min_", "num_", "n_", "think_", "default_max_", "prompt_",
+                                           "completion_", "output_", "input_", "total_"};
 
-/* 1 when word occurs in name[0, len) as a secret: "token" followed by "s"
- * is a count (max_tokens), so that occurrence does not count. */
+static int starts_with(const char *name, size_t len, const char *word)
+{
+    size_t k = strlen(word);
+    return len >= k && strncasecmp(name, word, k) == 0;
+}
+
+/* 1 when word occurs in name[0, len) as a secret: "tokens" after a count's
+ * prefix (max_tokens) does not count. */
 static int holds_secret(const char *name, size_t len, const char *word)
 {
     size_t k = strlen(word);
+    int count = 0;
+    if (strcmp(word, "token") == 0)
+        for (size_t i = 0; i < sizeof count_prefix / sizeof *count_prefix; i++)
+            count |= starts_with(name, len, count_prefix[i]);
     for (size_t j = 0; j + k <= len; j++)
         if (strncasecmp(name + j, word, k) == 0 &&
-            !(strcmp(word, "token") == 0 && j + k < len && (name[j + k] == 's' || name[j + k] == 'S')))
+            !(count && j + k < len && (name[j + k] == 's' || name[j + k] == 'S')))
             return 1;
     return 0;
 }
 
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
 int ll_secret_name(const char *name, size_t len)
 {
+    /* a server decodes "%XX" in a query's names ("?k%65y=" is ?key=): so does the rule */
+    char dec[256];
+    size_t n = 0;
+    for (size_t i = 0; i < len && n < sizeof dec; i++) {
+        int hi, lo;
+        if (name[i] == '%' && i + 2 < len && (hi = hex_digit(name[i + 1])) >= 0 && (lo = hex_digit(name[i + 2])) >= 0) {
+            dec[n++] = (char)(hi << 4 | lo);
+            i += 2;
+        } else {
+            dec[n++] = name[i] == '+' ? ' ' : name[i];
+        }
+    }
+    if (n == sizeof dec)
+        return 1; /* a name this long is nothing loadlaw knows: hidden */
     for (size_t i = 0; i < sizeof secret_part / sizeof *secret_part; i++)
-        if (holds_secret(name, len, secret_part[i]))
+        if (holds_secret(dec, n, secret_part[i]))
             return 1;
     for (size_t i = 0; i < sizeof secret_whole / sizeof *secret_whole; i++)
-        if (len == strlen(secret_whole[i]) && strncasecmp(name, secret_whole[i], len) == 0)
+        if (n == strlen(secret_whole[i]) && strncasecmp(dec, secret_whole[i], n) == 0)
             return 1;
     return 0;
 }
@@ -198,14 +231,14 @@ static size_t put_params(char *out, const char *p, size_t len)
     out[o++] = p[0];
     while (i < len) {
         size_t item = 0, klen = 0;
-        while (i + item < len && p[i + item] != '&')
+        while (i + item < len && p[i + item] != '&' && p[i + item] != ';') /* ';': an old separator */
             item++;
         while (klen < item && p[i + klen] != '=')
             klen++;
         o += put_item(out + o, p + i, item, klen, klen < item && ll_secret_name(p + i, klen));
         i += item;
         if (i < len)
-            out[o++] = p[i++]; /* '&' */
+            out[o++] = p[i++]; /* '&' or ';' */
     }
     return o;
 }
@@ -225,16 +258,30 @@ char *ll_redact_url(const char *url)
     for (const char *c = url + u.auth; c < url + u.path; c++)
         if (*c == '@')
             at = c;
-    size_t o = u.auth, from = at ? (size_t)(at - url) : u.auth;
+    /* A password may hold '/', '?' or '#' too, which end the authority early
+     * ("http://u:ab/cd@h": libcurl refuses it, but it is printed first): when
+     * the authority has a ':' and no '@' while the rest of the URL has one,
+     * everything up to the last '@' is hidden. That hides too much of a URL
+     * with a port and an '@' in its path or query; never too little. */
+    if (!at && memchr(url + u.auth, ':', u.path - u.auth))
+        for (const char *c = url + u.path; c < url + u.end; c++)
+            if (*c == '@')
+                at = c;
+    size_t o = u.auth;
     memcpy(out, url, u.auth);
+    const char *rest = url + u.auth;
     if (at) {
         memcpy(out + o, hidden, sizeof hidden - 1);
         o += sizeof hidden - 1;
+        out[o++] = '@';
+        rest = at + 1;
     }
-    memcpy(out + o, url + from, u.query - from);
-    o += u.query - from;
-    o += put_params(out + o, url + u.query, u.frag - u.query);
-    o += put_params(out + o, url + u.frag, u.end - u.frag);
+    ll_url_parts r; /* what follows: host[:port][/path][?query][#frag] */
+    ll_url_split(rest, &r);
+    memcpy(out + o, rest, r.query);
+    o += r.query;
+    o += put_params(out + o, rest + r.query, r.frag - r.query);
+    o += put_params(out + o, rest + r.frag, r.end - r.frag);
     out[o] = '\0';
     return out;
 }

@@ -31,6 +31,37 @@ void ll_url_split(const char *url, ll_url_parts *p)
     p->end = p->frag + strlen(url + p->frag);
 }
 
+/* The port of an authority's host part [host, end) ("h", "h:8000",
+ * "[::1]:8000"), when there is one, is 1..65535 in digits: a password
+ * holding '/' ("u:ab/cd@h") leaves "u:ab" here, which libcurl refuses
+ * only after the URL was shown. */
+static int port_ok(const char *host, const char *end)
+{
+    const char *c = host;
+    if (*c == '[') {
+        const char *rb = memchr(c, ']', (size_t)(end - c));
+        if (!rb)
+            return 0;
+        c = rb + 1;
+        if (c == end)
+            return 1;
+        if (*c != ':')
+            return 0;
+    } else {
+        c = memchr(host, ':', (size_t)(end - host));
+        if (!c)
+            return 1;
+    }
+    long v = 0;
+    if (++c == end)
+        return 1; /* "h:" is the default port (RFC 3986 3.2.3) */
+    for (; c < end; c++) {
+        if (!isdigit((unsigned char)*c) || (v = v * 10 + (*c - '0')) > 65535)
+            return 0;
+    }
+    return v > 0;
+}
+
 int ll_url_check(const char *url, char *err, size_t errlen)
 {
     ll_url_parts u;
@@ -46,6 +77,8 @@ int ll_url_check(const char *url, char *err, size_t errlen)
         why = "is not an http(s) URL";
     else if (host == url + u.path || *host == ':')
         why = "has no host";
+    else if (!port_ok(host, url + u.path))
+        why = "has a port that is not a number in 1..65535";
     if (!why)
         return 0;
     char *shown = ll_redact_url(url);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common.h"
 #include "scn_internal.h"
@@ -34,6 +35,20 @@ int scn_endpoint_parse(const char *name, scn_endpoint *out)
             return 0;
         }
     return LL_EINVAL;
+}
+
+int scn_has_header(const scn_scenario *s, const char *name)
+{
+    size_t k = strlen(name);
+    for (size_t i = 0; i < s->n_headers; i++) {
+        const char *h = s->headers[i];
+        size_t nl = strcspn(h, ":");
+        while (nl && (h[nl - 1] == ' ' || h[nl - 1] == '\t'))
+            nl--;
+        if (nl == k && strncasecmp(h, name, k) == 0)
+            return 1;
+    }
+    return 0;
 }
 
 const char *scn_endpoint_path(scn_endpoint e)
@@ -792,7 +807,10 @@ static int scenario_fields(cJSON *root, const scn_scenario *s)
     LL_TRY(rc);
     LL_TRY(add_str_or_null(t, "model", s->model));
     LL_TRY(add_str(t, "endpoint", scn_endpoint_name(s->endpoint)));
-    LL_TRY(add_str(t, "path", s->endpoint_path ? s->endpoint_path : scn_endpoint_path(s->endpoint)));
+    char *path = ll_redact_url(s->endpoint_path ? s->endpoint_path : scn_endpoint_path(s->endpoint)); /* ?key= */
+    rc = path ? add_str(t, "path", path) : LL_ENOMEM;
+    free(path);
+    LL_TRY(rc);
     LL_TRY((hs = cJSON_AddArrayToObject(t, "headers")) ? 0 : LL_ENOMEM);
     for (size_t i = 0; i < s->n_headers; i++)
         LL_TRY(add_item(hs, NULL, cJSON_CreateString(redacted_header(s->headers[i], hbuf, sizeof hbuf))));

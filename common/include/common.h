@@ -137,21 +137,26 @@ int ll_parse_int_list(const char *s, int **out, size_t *n);
 /* Secrets kept out of records and logs (users share run directories): 1
  * when a name of len bytes (a header's, a URL query parameter's, an --engine
  * spec key) may carry one. The rule, case-insensitively: the name holds
- * "key", "secret", "token", "pass", "pwd", "auth", "cred", "sig", "session"
- * or "cookie" (X-Api-Key, Authorization, X-Auth-Token, X-Passwd,
+ * "key", "secret", "token", "pass", "pwd", "auth", "cred", "sig", "session",
+ * "cookie" or "jwt" (X-Api-Key, Authorization, X-Auth-Token, X-Passwd,
  * X-Amz-Credential, Azure SAS's ?sig=, X-Signature, X-Session-Id, Cookie,
  * api_key, control_key), or is "code" whole (Azure Functions' ?code=).
- * "token" followed by "s" is a count (max_tokens, think_tokens), not a
- * secret. The rule hides too much rather than too little: "signal",
- * "author", "keyword", "credit" and "bypass" are hidden too. */
+ * "tokens" after a count's prefix (max_, min_, num_, n_, think_,
+ * default_max_, prompt_, completion_, output_, input_, total_: max_tokens)
+ * is a count, not a secret; api_tokens is a secret. The name is %-decoded
+ * first, as a server reads a query ("?k%65y=" is ?key=). The rule hides too
+ * much rather than too little: "signal", "author", "keyword", "credit" and
+ * "bypass" are hidden too. */
 int ll_secret_name(const char *name, size_t len);
 /* A "k=v,k=v" spec (--engine) with the value of every key that
  * ll_secret_name names (api_key, control_key; not max_tokens_limit)
  * replaced by "(hidden)"; malloc'ed, NULL when out of memory (or spec is). */
 char *ll_redact_spec(const char *spec);
 /* A URL with its user:password (before the host; a URL without a scheme
- * too) and the values of its query and fragment parameters that
- * ll_secret_name names (?key=, ?api_key=, ?sig=, ?code=) written "(hidden)";
+ * too; one whose password holds '/', '?' or '#': everything up to the last
+ * '@' when the authority has a ':') and the values of its query and
+ * fragment parameters ('&' or ';' apart) that ll_secret_name names (?key=,
+ * ?api_key=, ?sig=, ?code=) written "(hidden)";
  * malloc'ed, NULL when out of memory (or url is). */
 char *ll_redact_url(const char *url);
 /* "Authorization: Bearer KEY", malloc'ed to fit any key (NULL: no memory);
@@ -170,7 +175,8 @@ typedef struct ll_url_parts {
 } ll_url_parts;
 void ll_url_split(const char *url, ll_url_parts *p);
 /* 0 when url names a server loadlaw sends requests to: "http://" or
- * "https://" (any case) and a host. Else LL_EINVAL and one line in err
+ * "https://" (any case), a host, and a port (when one is given) in
+ * 1..65535. Else LL_EINVAL and one line in err
  * quoting url with its secrets hidden (ll_redact_url): libcurl would send a
  * URL without a scheme as http, and its user:password would be shown. */
 int ll_url_check(const char *url, char *err, size_t errlen);

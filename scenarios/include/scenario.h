@@ -214,6 +214,9 @@ int scn_load_file(const char *path, scn_scenario **out, char *err, size_t errlen
 int scn_load_string(const char *json, const char *origin, scn_scenario **out,
                     char *err, size_t errlen);
 void scn_free(scn_scenario *s);
+/* 1 when the scenario's headers (target.headers, --header) hold one named
+ * name (without regard to case: "Authorization"). */
+int scn_has_header(const scn_scenario *s, const char *name);
 
 /* Replace an owned string field (NULL clears it). */
 int scn_set_str(char **field, const char *value);

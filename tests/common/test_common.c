@@ -158,6 +158,14 @@ static void test_redact(void)
         /* Azure: SAS ?sig=, Functions' ?code=; the fragment's parameters too */
         {"https://a.blob/c?sv=2022&sig=S1&se=x&code=C1&encoding=utf8#access_token=T1&x=1",
          "https://a.blob/c?sv=2022&sig=(hidden)&se=x&code=(hidden)&encoding=utf8#access_token=(hidden)&x=1"},
+        /* a password holding '/', '#' or '?' ends the authority early: hidden to the last '@' */
+        {"http://user:ab/cdSECRETPW@127.0.0.1:9/v1", "http://(hidden)@127.0.0.1:9/v1"},
+        {"http://user:ab#cdSECRETPW@h/v1?key=K", "http://(hidden)@h/v1?key=(hidden)"},
+        {"http://user:ab?cd=SECRETPW@h", "http://(hidden)@h"},
+        {"http://h:8000/users/a@b?x=1", "http://(hidden)@b?x=1"}, /* over-hiding, on purpose */
+        /* names as a server reads them: %-decoded, ';' a separator too */
+        {"http://h/?k%65y=S1&to%6Ben=S2&a=1;key=S3;jwt=S4&api_tokens=S5&max_tokens=8",
+         "http://h/?k%65y=(hidden)&to%6Ben=(hidden)&a=1;key=(hidden);jwt=(hidden)&api_tokens=(hidden)&max_tokens=8"},
     };
     for (size_t i = 0; i < sizeof urls / sizeof *urls; i++) {
         char *r = ll_redact_url(urls[i].in);
@@ -176,7 +184,8 @@ static void test_redact(void)
         "X-Api-Key", "api_key", "apikey", "control_key", "Ocp-Apim-Subscription-Key", "client_secret",
         "X-Auth-Token", "access_token", "token", "Authorization", "Proxy-Authorization", "password", "X-Passwd",
         "pwd", "X-Credential", "X-Amz-Credential", "X-Signature", "sig", "X-Amz-Signature", "X-Session-Id",
-        "session", "Cookie", "Set-Cookie", "code", "CODE", "db_password", "X-Token-Expires"};
+        "session", "Cookie", "Set-Cookie", "code", "CODE", "db_password", "X-Token-Expires", "jwt", "api_tokens",
+        "access_tokens", "c%6Fde", "X%2DApi%2DKey"};
     static const char *const open_[] = {
         "X-Request-Id", "Content-Type", "Accept", "User-Agent", "X-Tenant", "model", "max_tokens",
         "think_tokens", "max_tokens_limit", "default_max_tokens", "temperature", "top_p", "stream", "api-version",
@@ -208,7 +217,8 @@ static void test_url(void)
     ll_url_split("host:8000", &u);
     CHECK(u.auth == 0 && u.path == 9 && u.query == 9 && u.end == 9, "'host:8000' has no scheme");
 
-    static const char *const good[] = {"http://127.0.0.1:8000", "https://h/v1?x=1", "HTTP://h", "Https://u:p@h"};
+    static const char *const good[] = {"http://127.0.0.1:8000", "https://h/v1?x=1", "HTTP://h", "Https://u:p@h",
+                                       "http://[::1]:8000/v1", "http://[::1]", "http://h:/v1"};
     char err[512];
     for (size_t i = 0; i < sizeof good / sizeof *good; i++)
         CHECK(ll_url_check(good[i], err, sizeof err) == 0, "'%s' accepted: %s", good[i], err);
@@ -221,6 +231,12 @@ static void test_url(void)
                                     "https://..."},
         {"//h/x", "'//h/x' has no scheme; write http://... or https://..."},
         {"", "'' has no scheme; write http://... or https://..."},
+        {"http://user:ab/cdSECRETPW@127.0.0.1:9/v1",
+         "'http://(hidden)@127.0.0.1:9/v1' has a port that is not a number in 1..65535; write http://... or "
+         "https://..."},
+        {"http://h:99999/", "'http://h:99999/' has a port that is not a number in 1..65535; write http://... or "
+                            "https://..."},
+        {"http://h:0", "'http://h:0' has a port that is not a number in 1..65535; write http://... or https://..."},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         err[0] = '\0';

@@ -197,7 +197,11 @@ static void test_scrape_headers(void)
                     "--engine", spec, "--header", "Authorization: Bearer " ENGINE_KEY, "--header",
                     "X-Api-Key: " HDR_SECRET, "--header", "X-Tenant: blue", "--metrics-interval", "0.1",
                     "--metrics-url", other, "--metrics-url", same, "--gpu", "off", "-o", dir, NULL};
+    /* the environment's key stays out where the user gave an Authorization:
+     * sent first, it would get every request 401 */
+    setenv("OPENAI_API_KEY", "sk-env-OTHER-key", 1);
     int rc = run_loadlaw(args, errf, outf);
+    unsetenv("OPENAI_API_KEY");
     logsrv_stop(&m);
     tally t = read_tally(dir);
     CHECK(rc == 0 && t.requests == 12 && t.ok == 12, "the requests carry the header: exit %d, %d of %d ok (see %s)",

@@ -144,7 +144,7 @@ static void test_issue10_fields(void)
     scn_free(s);
     s = NULL;
     const char *j = "{\"target\":{\"url\":\"http://h:1/d?api-version=1&sig=sig-file-SECRET&code=code-file-SECRET\","
-                    "\"endpoint\":\"generate\",\"path\":\"/x/generate\","
+                    "\"endpoint\":\"generate\",\"path\":\"/x/generate?api-key=path-file-SECRET&v=2\","
                     "\"headers\":[\"X-A: 1\",\"Api-Key: sk-file-SECRET\",\"X-Credential: c-file-SECRET\","
                     "\"X-Passwd: p-file-SECRET\",\"X-Signature: s-file-SECRET\",\"X-Session-Id: i-file-SECRET\","
                     "\"Accept: text/event-stream\"]},"
@@ -154,7 +154,8 @@ static void test_issue10_fields(void)
     CHECK(rc == 0, "load: %s", err);
     if (rc)
         return;
-    CHECK(s->endpoint == SCN_ENDPOINT_GENERATE && !strcmp(s->endpoint_path, "/x/generate"), "endpoint + path");
+    CHECK(s->endpoint == SCN_ENDPOINT_GENERATE && !strcmp(s->endpoint_path, "/x/generate?api-key=path-file-SECRET&v=2"),
+          "endpoint + path");
     CHECK(s->n_headers == 7 && !strcmp(s->headers[0], "X-A: 1"), "headers");
     CHECK(s->extra_body && cJSON_GetObjectItem(s->extra_body, "temperature")->valuedouble == 0.5, "extra_body");
     CHECK(s->continuous_usage == 0, "continuous_usage false");
@@ -165,7 +166,7 @@ static void test_issue10_fields(void)
     CHECK(o != NULL, "to_json");
     char *txt = o ? cJSON_PrintUnformatted(o) : NULL;
     CHECK(txt && strstr(txt, "\"defaults\":\"file\"") && strstr(txt, "\"endpoint\":\"generate\"") &&
-          strstr(txt, "\"path\":\"/x/generate\"") && strstr(txt, "\"X-A: 1\"") &&
+          strstr(txt, "\"path\":\"/x/generate?api-key=(hidden)&v=2\"") && strstr(txt, "\"X-A: 1\"") &&
           strstr(txt, "\"continuous_usage\":false") && strstr(txt, "\"temperature\":0.5") &&
           strstr(txt, "\"tokenizer\":\"tok.json\"") && strstr(txt, "\"tokens\":{\"dist\":\"normal\""),
           "to_json carries the new fields: %s", txt ? txt : "");
