@@ -3,20 +3,25 @@
 #   scripts/fuzz.sh TARGET MINUTES   run one harness that long (sse, engine_request,
 #                                    scenario, trace, records, tokenizer, prom)
 #   scripts/fuzz.sh --ci             every harness for 20 s each; exit 1 on any crash
+#   scripts/fuzz.sh --long SECONDS [TARGET...]
+#                                    each harness (or those named) SECONDS long, then
+#                                    merge what adds coverage into the committed corpus
 #   scripts/fuzz.sh --list           the harness names
 # Builds into FUZZ_BUILD_DIR (default build-fuzz/) with clang (FUZZ_CC, default
 # clang). A run starts from the committed corpus tests/fuzz/corpus/TARGET but
 # writes what it finds into a scratch corpus, FUZZ_BUILD_DIR/work/TARGET, and a
-# crashing input into FUZZ_BUILD_DIR/work/TARGET/crash-*; the committed corpus
-# only grows by hand (see the README). Without clang or libFuzzer it says so and
-# exits 0: fuzzing is optional where the compiler cannot do it.
+# crashing input into FUZZ_BUILD_DIR/work/TARGET/crash-*. Only --long writes to
+# the committed corpus: it re-minimises it with libFuzzer's -merge=1 over the old
+# and the new inputs (hand-written seeds always stay), so it grows only by what
+# adds coverage; review and commit the change. Without clang or libFuzzer it says so and exits 0:
+# fuzzing is optional where the compiler cannot do it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${FUZZ_BUILD_DIR:-build-fuzz}
 cc=${FUZZ_CC:-clang}
 ci_seconds=20
 
-usage() { sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; }
 
 targets() { ls tests/fuzz/fuzz_*.c | sed 's|.*/fuzz_||; s|\.c$||'; }
 
@@ -79,6 +84,32 @@ run_one() {
   return $rc
 }
 
+# merge_one TARGET: re-minimise tests/fuzz/corpus/TARGET with libFuzzer's
+# -merge=1 over the committed inputs and the scratch ones: the seeds written by
+# hand (any name that is not a 40-hex content hash) always stay, and of the rest
+# only a set that keeps every feature reached is kept. Prints "+added -removed".
+merge_one() {
+  local t=$1 work="$build/work/$1" dst="tests/fuzz/corpus/$1" tmp f added removed
+  tmp=$(mktemp -d)
+  mkdir "$tmp/keep" "$tmp/old"
+  for f in "$dst"/*; do
+    if [[ "$(basename "$f")" =~ ^[0-9a-f]{40}$ ]]; then cp "$f" "$tmp/old/"; else cp "$f" "$tmp/keep/"; fi
+  done
+  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
+    "$build/tests/fuzz/fuzz_$t" -merge=1 -timeout=10 -rss_limit_mb=2048 "$tmp/keep" "$tmp/old" "$work" \
+    >"$work/merge.log" 2>&1 || { echo "fuzz: merge of $t failed ($work/merge.log)" >&2; rm -rf "$tmp"; return 1; }
+  added=0
+  removed=0
+  for f in "$tmp/keep"/*; do
+    [ -e "$dst/$(basename "$f")" ] || { cp "$f" "$dst/"; added=$((added + 1)); }
+  done
+  for f in "$dst"/*; do
+    [ -e "$tmp/keep/$(basename "$f")" ] || { rm "$f"; removed=$((removed + 1)); }
+  done
+  rm -rf "$tmp"
+  echo "+$added -$removed"
+}
+
 header() { printf '%-16s %12s %10s %7s %7s %6s  %s\n' target execs exec/s cov ft s status; }
 
 case "${1:-}" in
@@ -91,6 +122,30 @@ case "${1:-}" in
     for t in $(targets); do
       run_one "$t" "$ci_seconds" || failed=1
     done
+    [ $failed -eq 0 ] || { echo "fuzz: a harness failed (inputs under $build/work/)" >&2; exit 1; }
+    ;;
+  --long)
+    secs=${2:-}
+    [[ "$secs" =~ ^[0-9]+$ ]] && [ "$secs" -ge 1 ] || { echo "fuzz: --long needs SECONDS (a whole number), got '$secs'" >&2; exit 2; }
+    shift 2
+    want=("$@")
+    [ ${#want[@]} -gt 0 ] || mapfile -t want < <(targets)
+    for t in "${want[@]}"; do
+      [ -f "tests/fuzz/fuzz_$t.c" ] || { echo "fuzz: no harness '$t' (have: $(targets | tr '\n' ' '))" >&2; exit 2; }
+    done
+    need_libfuzzer
+    build_targets fuzz
+    header
+    failed=0
+    added=()
+    for t in "${want[@]}"; do
+      if run_one "$t" "$secs"; then
+        added+=("$t $(merge_one "$t" || echo 'merge failed')")
+      else
+        failed=1
+      fi
+    done
+    echo "committed corpus (re-minimised, +added -removed): ${added[*]:-none}"
     [ $failed -eq 0 ] || { echo "fuzz: a harness failed (inputs under $build/work/)" >&2; exit 1; }
     ;;
   -h|--help) usage ;;
