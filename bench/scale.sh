@@ -7,7 +7,8 @@
 # with a law slow enough that every stream stays open for ~SCALE_TOKENS steps of SCALE_LAW ms
 # (default 48 × 500 ms = 24 s), far longer than it takes to open them all. While it runs, it
 # samples every 0.5 s both processes' VmRSS and VmHWM (/proc/PID/status) and the engine's
-# loadlaw_running_requests gauge. It prints, per C: the peak gauge (it must reach C: proof that
+# loadlaw_running_requests gauge (a scrape that fails or times out is skipped and counted:
+# "n samples, k missed" per C). It prints, per C: the peak gauge (it must reach C: proof that
 # the C streams were open at once), the established connections counted by `ss` when the gauge
 # first reached C, each process's RSS at the plateau (the largest sample while the gauge was C)
 # and its VmHWM, and the errors. Then the memory per stream: the least-squares slope of plateau
@@ -88,20 +89,31 @@ for C in "${CS[@]}"; do
   sweep_pid=$!
   # The sampler: one line per 0.5 s; the first time the gauge reads C it also counts the
   # established server-side sockets, so the proof of concurrency does not rest on the gauge alone.
+  # A scrape that fails or times out (a server busy with C streams may not answer in 2 s) is
+  # not a sample: it is skipped and counted, and the level's figures come from the samples that
+  # worked ("n samples, k missed" in $d/sampler.txt and on stdout). The subshell inherits
+  # `set -e` and pipefail, so every command here that may fail is tested explicitly.
   (
-    counted=0
+    counted=0 n_ok=0 n_missed=0
     while kill -0 "$sweep_pid" 2>/dev/null; do
-      run=$(curl -s --max-time 2 "$url/metrics" | awk '$1 == "loadlaw_running_requests" { print $2 }')
+      if ! metrics=$(curl -sf --max-time 2 "$url/metrics"); then
+        n_missed=$((n_missed + 1))
+        sleep 0.5
+        continue
+      fi
+      run=$(awk '$1 == "loadlaw_running_requests" { print $2 }' <<<"$metrics") || run=
       est=-
       if [[ $counted == 0 && ${run:-0} -ge $C ]]; then
-        est=$(ss -Htn state established "( sport = :$port )" | wc -l)
+        est=$(ss -Htn state established "( sport = :$port )" | wc -l) || est=NA
         counted=1
       fi
       printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date +%s.%N)" "${run:-NA}" "$est" \
         "$(status_kb "$serve_pid" VmRSS)" "$(status_kb "$serve_pid" VmHWM)" \
         "$(status_kb "$sweep_pid" VmRSS)" "$(status_kb "$sweep_pid" VmHWM)"
+      n_ok=$((n_ok + 1))
       sleep 0.5
     done
+    echo "$n_ok $n_missed" >"$d/sampler.txt"
   ) >"$d/samples.tsv" &
   sampler_pid=$!
   sweep_rc=0
@@ -109,6 +121,8 @@ for C in "${CS[@]}"; do
   sweep_pid=
   wait "$sampler_pid" || true
   sampler_pid=
+  read -r n_samples n_missed <"$d/sampler.txt" 2>/dev/null || { n_samples=NA n_missed=NA; }
+  echo "scale: C=$C: $n_samples samples, $n_missed missed (scrapes of /metrics that failed or timed out)"
   wall=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   kill "$serve_pid" 2>/dev/null || true
   wait "$serve_pid" 2>/dev/null || true

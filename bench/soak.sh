@@ -9,7 +9,11 @@
 #   - the error count (the sweep's summary.json: failed, by class, plus requests the engine
 #     counted as rejected);
 #   - the step-time median in the first and last quarter (each sample contributes the mean step
-#     time of its interval, Δsum/Δcount of loadlaw_step_duration_seconds).
+#     time of its interval, Δsum/Δcount of loadlaw_step_duration_seconds);
+#   - the server's RSS growth per step after warm-up (least squares of RSS against the step
+#     count): while the step log has not wrapped, that is the log's bytes per step;
+#   - the client's RSS at each of SOAK_PHASES finished requests (the engine's count) and its
+#     growth per request between them, so a bound shows as a slope that falls to ~0.
 # Exit 0 when no request failed, 1 when any did (or a process died), 2 for a usage error.
 # Figures only: no pass/fail on the slopes or the step times.
 #
@@ -18,7 +22,9 @@
 # ephemeral), SOAK_EVERY_S (5), SOAK_THREADS (sweep --threads, 1), SOAK_SERVE_ARGS (more `serve`
 # options, split on spaces, e.g. "--step-log-max 10k": the step log is a ring of step_log_max
 # steps that fills at ~175 steps/s here, so until it wraps the server's RSS grows 40 B a step by
-# design; a small ring shows the flat line within a short soak).
+# design; a small ring shows the flat line within a short soak), SOAK_PHASES (finished requests
+# at which the client's RSS is read, "10000,50000,100000"; to reach them in minutes raise the
+# rate with a short law and few tokens, e.g. SOAK_RATE=500 SOAK_LAW=1+0.001n SOAK_MAX_TOKENS=8).
 # The default load keeps ~8 sequences in the batch (Little: 20/s × 64 steps × ~5.8 ms) and
 # ~1,300 token events/s, so a 2-core machine shared with other work can hold it for hours.
 set -euo pipefail
@@ -42,6 +48,8 @@ MAXTOK=${SOAK_MAX_TOKENS:-64}
 PORT=${SOAK_PORT:-0}
 EVERY=${SOAK_EVERY_S:-5}
 THREADS=${SOAK_THREADS:-1}
+PHASES=${SOAK_PHASES:-10000,50000,100000}
+[[ $PHASES =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "soak: SOAK_PHASES: counts separated by commas" >&2; exit 2; }
 DURATION_S=$(awk -v m="$MINUTES" 'BEGIN { printf "%d", m * 60 }')
 (( DURATION_S >= 4 * EVERY )) || { echo "soak: MINUTES too short for 4 samples" >&2; exit 2; }
 
@@ -150,6 +158,34 @@ END {
   printf "requests: sent %s ok %s failed %s (%s); engine rejected %s cancelled %s; sweep exit %s\n",
     sent, ok, failed, by, rej, canc, rc
 }' "$OUT/samples.tsv" | tee "$OUT/result.txt"
+
+# Memory per unit of work, from the same samples. The server: RSS (KB) against the step count
+# after warm-up, in bytes per step; the step log (one eng_step per step, a ring of
+# --step-log-max) is what grows with steps, so until the ring wraps this is its record size
+# plus noise, and ~0 after. The client: its RSS at the first sample past each phase's count of
+# finished requests (the engine's counter: the client's own count is only in its records), and
+# the bytes per request between consecutive phases (from the first sample to the first phase,
+# which includes the start-up: the later phases are the slope).
+awk -F'\t' -v phases="$PHASES" -v dur="$DURATION_S" '
+NR > 1 && $1 <= dur && $4 != "NA" && $2 != "NA" && $3 != "NA" && $7 != "NA" {
+  N++; S[N] = $4 + 0; SR[N] = $2 * 1024; CR[N] = $3 * 1024; F[N] = $7 + 0 }
+END {
+  if (N < 4) { print "memory per step / per request: too few samples"; exit }
+  w = int(N / 4) + 1; n = 0; sx = sy = sxx = sxy = 0
+  for (i = w; i <= N; i++) { n++; sx += S[i]; sy += SR[i]; sxx += S[i] * S[i]; sxy += S[i] * SR[i] }
+  d = n * sxx - sx * sx
+  printf "server RSS per step after warm-up: %.1f B/step over %d steps (%d samples; the step log until it wraps)\n",
+    (d > 0 ? (n * sxy - sx * sy) / d : 0), S[N] - S[w], n
+  k = split(phases, P, ","); pf = F[1]; pr = CR[1]; pl = "the first sample"
+  printf "client RSS: %.1f MB at the first sample (%d requests)\n", CR[1] / 1048576, F[1]
+  for (j = 1; j <= k; j++) {
+    for (i = 1; i <= N && F[i] < P[j] + 0; i++) ;
+    if (i > N) { printf "client RSS: phase %d requests not reached (%d finished)\n", P[j], F[N]; break }
+    printf "client RSS: %.1f MB at %d requests: %+.1f B/request since %s (%d requests)\n", CR[i] / 1048576,
+      F[i], (F[i] > pf ? (CR[i] - pr) / (F[i] - pf) : 0), pl, F[i] - pf
+    pf = F[i]; pr = CR[i]; pl = P[j] " requests"
+  }
+}' "$OUT/samples.tsv" | tee -a "$OUT/result.txt"
 
 if [[ $serve_alive != 1 ]]; then echo "soak: FAIL: serve died" >&2; exit 1; fi
 if [[ $sweep_rc != 0 || $failed != 0 || ( $rejected != NA && $rejected != 0 ) ]]; then

@@ -15,6 +15,15 @@
  * producer blocks forever) but writes nothing more, and every put returns
  * LL_EIO.
  *
+ * Memory: the ring is queue_cap slots of one rec_item each (200 B on x86-64:
+ * a request record and its kind), 12.5 MiB at the default 65,536, allocated
+ * untouched. Each time the writer empties it, the next record goes to slot 0
+ * again, so the pages a run touches are those of its deepest backlog, not of
+ * every record it wrote: a client that cycled through the whole ring grew
+ * ~200 B per record (per request, plus scraped samples) until 65,536 records
+ * (bench/soak.sh). The bound is the full ring, reached only when the writer
+ * falls 65,536 records behind; producers then wait.
+ *
  * The keys and shapes are docs/records.md; numbers are written as integers
  * where the struct holds integers (the same digits cJSON printed before). */
 #include "common.h"
@@ -391,6 +400,8 @@ static void *writer_main(void *arg)
         rec_item it = w->ring[w->head];
         w->head = (w->head + 1) % w->cap;
         w->count--;
+        if (w->count == 0)
+            w->head = 0; /* empty: start again at slot 0 (Memory, above) */
         pthread_cond_signal(&w->not_full);
         pthread_mutex_unlock(&w->mu);
         if (!atomic_load(&w->failed))

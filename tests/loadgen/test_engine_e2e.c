@@ -14,9 +14,13 @@
  *    not counted in n_decode), and thinking/answer splits equal think=N;
  *  - every token chunk arrives after the end of some step and at most
  *    2 ms + 5% of that step's duration later (tolerance stated here), for
- *    >= 90% of chunks, and the median lateness is under 1 ms. On an idle
- *    machine 0-1% fall outside; the slack is for a CI box shared by several
- *    builds, where a descheduled process delays whole bursts of chunks;
+ *    >= 90% of chunks, and the median lateness is under 1 ms; to both the
+ *    engine's own time from step end to socket write is added (its p90 and
+ *    p50, from handoff records of every token: ~0.1 ms idle, milliseconds
+ *    when every core is busy, which is the server's delay, not the
+ *    client's). On an idle machine 0-1% fall outside; the slack is for a CI
+ *    box shared by several builds, where a descheduled process delays whole
+ *    bursts of chunks;
  *  - ITL p50 at each level (fit's figure) equals the law's step time a + b*C
  *    (scaled) within 10%; TTFT >= one step; TTFA - TTFT >= think steps;
  *  - timing checks are the only ones a loaded machine can break (a client
@@ -57,6 +61,7 @@ enum { MAX_LEVELS = 4 };
 typedef struct seen {
     LL_VEC(int64_t) arrivals;   /* every chunk's arrival, run clock */
     LL_VEC(int64_t) step_ends;  /* every step's end, run clock */
+    LL_VEC(double) srv_ms;      /* each handoff sample's send_ns - step_end_ns, ms */
     long tokens, think, answer, requests, ok, decoded, steps;
     int levels, level_ok[MAX_LEVELS], level_failed[MAX_LEVELS];
     long level_think[MAX_LEVELS], level_tokens[MAX_LEVELS], level_usage[MAX_LEVELS];
@@ -112,6 +117,14 @@ static int on_step(const ll_rec_step *st, void *ctx)
     return ll_vec_push(&c->step_ends, st->start_ns + st->dur_ns);
 }
 
+static int on_handoff(const ll_rec_handoff *h, void *ctx)
+{
+    seen *c = ctx;
+    if (h->send_ns < 0)
+        return 0; /* its connection ended before the bytes went out */
+    return ll_vec_push(&c->srv_ms, (double)(h->send_ns - h->step_end_ns) / 1e6);
+}
+
 /* Timing checks: failures are notes until the last attempt (see above). */
 static int g_timing_last, g_timing_missed;
 #define TCHECK(cond, ...)                                                      \
@@ -158,12 +171,24 @@ static void check_latencies(const char *dir, double a_ms, double b_ms, int think
     fit_run_free(fr);
 }
 
-/* Lateness of each chunk after the latest step end before it. */
+/* Lateness of each chunk after the latest step end before it. The bounds
+ * are the client's; the time the engine itself took from a step's end to
+ * the socket write of its tokens (its handoff samples, send_ns - step_end_ns)
+ * is added to them: ~0.1 ms on an idle machine, but a host whose cores are
+ * all busy holds the engine's HTTP thread up for milliseconds (p50 2 ms, a
+ * third of the chunks past 2 ms + 5% with three busy loops on two cores),
+ * and that is the server's delay, which the client measures faithfully. */
 static void check_lateness(seen *c, const char *spec, int timing)
 {
     int64_t *ends = c->step_ends.v, *t = c->arrivals.v;
     size_t got = c->step_ends.n, n = c->arrivals.n, late_bad = 0;
     double *late = malloc((n + 1) * sizeof *late);
+    double srv_p50 = 0, srv_p90 = 0;
+    if (c->srv_ms.n) {
+        ll_sort_doubles(c->srv_ms.v, c->srv_ms.n);
+        srv_p50 = ll_quantile_sorted(c->srv_ms.v, c->srv_ms.n, 0.5);
+        srv_p90 = ll_quantile_sorted(c->srv_ms.v, c->srv_ms.n, 0.9);
+    }
     if (!late || !got)
         goto out;
     qsort(ends, got, sizeof *ends, cmp_i64);
@@ -175,16 +200,19 @@ static void check_lateness(seen *c, const char *spec, int timing)
         int64_t d = t[i] - ends[j];
         int64_t dur = j > 0 ? ends[j] - ends[j - 1] : 0;
         late[i] = (double)d / 1e6;
-        if (d < 0 || (double)d > 2e6 + 0.05 * (double)dur)
+        if (d < 0 || (double)d > 2e6 + 0.05 * (double)dur + srv_p90 * 1e6)
             late_bad++;
     }
     ll_sort_doubles(late, n);
     double p50 = ll_quantile_sorted(late, n, 0.5), p99 = ll_quantile_sorted(late, n, 0.99);
-    printf("  %s: %zu chunks, arrival after step end p50 %.3f ms p99 %.3f ms, outside 2ms+5%%: %zu\n", spec, n, p50,
-           p99, late_bad);
+    printf("  %s: %zu chunks, arrival after step end p50 %.3f ms p99 %.3f ms, outside 2ms+5%%+server's p90: %zu; "
+           "server's own step end to send p50 %.3f ms p90 %.3f ms (%zu samples)\n",
+           spec, n, p50, p99, late_bad, srv_p50, srv_p90, c->srv_ms.n);
     if (timing) {
-        TCHECK(late_bad <= n / 10, "%zu of %zu chunks outside 2 ms + 5%% of their step", late_bad, n);
-        TCHECK(p50 < 1.0, "median lateness %.3f ms", p50);
+        TCHECK(c->srv_ms.n > 0, "handoff samples recorded");
+        TCHECK(late_bad <= n / 10, "%zu of %zu chunks outside 2 ms + 5%% of their step + %.3f ms", late_bad, n,
+               srv_p90);
+        TCHECK(p50 < 1.0 + srv_p50, "median lateness %.3f ms (server's own %.3f ms)", p50, srv_p50);
     }
 out:
     free(late);
@@ -237,7 +265,8 @@ static void run_case_once(const char *spec, const char *scenario, double a_ms, d
     if (rc)
         goto out;
 
-    ll_rec_handlers h = {.on_run = on_run, .on_level = on_level, .on_request = on_request, .on_step = on_step};
+    ll_rec_handlers h = {.on_run = on_run, .on_level = on_level, .on_request = on_request, .on_step = on_step,
+                         .on_handoff = on_handoff};
     ll_rec_read_stats rs;
     CHECK(ll_rec_read(path, &h, &c, &rs, err, sizeof err) == 0 && rs.n_rejected == 0, "read records: %s", err);
     CHECK(strcmp(c.backend, "synthetic") == 0 && strcmp(c.engine, spec) == 0, "run line: backend %s engine %s",
@@ -267,6 +296,7 @@ static void run_case_once(const char *spec, const char *scenario, double a_ms, d
 out:
     ll_vec_free(&c.arrivals);
     ll_vec_free(&c.step_ends);
+    ll_vec_free(&c.srv_ms);
     if (eng)
         eng_stop(eng);
     scn_prompts_free(pr);
@@ -298,11 +328,11 @@ int main(void)
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         return 1;
     /* 52+30n at time scale 0.04: a = 2.08 ms, b = 1.2 ms per request. */
-    run_case("backend=synthetic,law=52+30n,time_scale=0.04,think=8",
+    run_case("backend=synthetic,law=52+30n,time_scale=0.04,think=8,handoff_sample=1",
              "{\"load\":{\"threads\":2,\"concurrency\":[1,4,16]},\"request\":{\"max_tokens\":24,\"think_tokens\":8}}",
              2.08, 1.2, 8, TIMING_CHECKS);
     /* completions: the engine sends thinking inline between <think> tags */
-    run_case("backend=synthetic,law=52+30n,time_scale=0.04,think=8",
+    run_case("backend=synthetic,law=52+30n,time_scale=0.04,think=8,handoff_sample=1",
              "{\"target\":{\"endpoint\":\"completions\"},\"load\":{\"threads\":1,\"concurrency\":[4]},"
              "\"request\":{\"max_tokens\":24,\"think_tokens\":8}}",
              2.08, 1.2, 8, TIMING_CHECKS);

@@ -241,9 +241,14 @@ int main(int argc, char **argv)
     }
     const char *bin = argv[1];
     char cmd[4096];
+    /* The gpu / diagnosis table is printed when a level has a server scrape
+     * inside its steady windows; the levels last ~0.3-0.7 s, so at the
+     * default 0.5 s a busy host (short windows, a late scrape) left both
+     * without one now and then: scrape every 50 ms. */
     snprintf(cmd, sizeof cmd,
              "rm -rf " RUN " && %s sweep -c 1,4 -n 8 --max-tokens 32 --think-tokens 8 "
-             "--engine backend=synthetic,law=2+0.5n -q -o " RUN " > agree_sweep.out 2> agree_sweep.err && "
+             "--engine backend=synthetic,law=2+0.5n --metrics-interval 0.05 -q -o " RUN
+             " > agree_sweep.out 2> agree_sweep.err && "
              "%s fit " RUN " --json > agree_fit.json && %s fit " RUN " > agree_fit.txt",
              bin, bin, bin);
     CHECK(sh(cmd) == 0, "sweep and fit (see agree_sweep.err)");
