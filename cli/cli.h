@@ -5,9 +5,16 @@
 #ifndef LOADLAW_CLI_H
 #define LOADLAW_CLI_H
 
-#include "fit.h"
+#include "sweep.h"
 
-enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_GATE = 3, CLI_INTERRUPTED = 130 };
+/* The same numbers as the sweep library's (sweep.h), which commands return as they are. */
+enum {
+    CLI_OK = SWEEP_OK,
+    CLI_FAIL = SWEEP_FAIL,
+    CLI_USAGE = SWEEP_USAGE,
+    CLI_GATE = SWEEP_GATE,
+    CLI_INTERRUPTED = SWEEP_INTERRUPTED,
+};
 
 /* Each takes argv with argv[0] = the subcommand's name. */
 int cmd_serve(int argc, char **argv);
@@ -17,20 +24,5 @@ int cmd_plan(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
-
-/* What `loadlaw compare` does once its options are read (cmd_compare.c). */
-typedef struct compare_opts {
-    const char *html;          /* NULL: no comparison page */
-    int json;                  /* JSON instead of tables */
-    int have_expect;           /* a gate: expect_x at expect_c (0: highest shared C) */
-    double expect_x;
-    int expect_c;
-    fit_compare_options co;
-} compare_opts;
-void compare_opts_default(compare_opts *o);
-/* Fit both runs, compare B (run_b) against the baseline A, print the tables
- * (or JSON), write the page, judge the gate. A CLI_* exit code: CLI_GATE when
- * the gate is missed, CLI_USAGE when its C is not shared by the runs. */
-int compare_runs(const char *run_a, const char *run_b, const compare_opts *o);
 
 #endif

@@ -2,7 +2,7 @@
  * A with bootstrap (or, for an interleaved A/B, paired) intervals, both laws
  * and the slope ratio, a verdict line,
  * and a gate for CI jobs (--expect-speedup, exit 3 when missed). The work is
- * compare_runs (cli.h), which the "ab" form of `loadlaw sweep` calls too. */
+ * sweep_compare (sweep.h), which the "ab" form of `loadlaw sweep` calls too. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,8 +39,7 @@ static const cli_cmd compare_cmd = {
     "slopes, and a verdict line for a pull request. The two sides of an\n"
     "interleaved A/B (`loadlaw sweep` with two targets) are compared by pairs:\n"
     "per level the geometric mean of the pairs' ratios, with a t interval over\n"
-    "the pairs that keeps each pair's step noise as a floor (README \"A/B:\n"
-    "interleaved and paired\").\n",
+    "the pairs that keeps each pair's step noise as a floor (docs/ab.md).\n",
     compare_table,
     "The bootstrap resamples engine steps (all requests' tokens in one step move\n"
     "together), not requests: the C streams of a level share every step, and a\n"
@@ -72,7 +71,7 @@ static int parse_expect(const char *s, double *x, int *c)
 
 typedef struct compare_args {
     const char *run_dir[2];
-    compare_opts o;
+    sweep_compare_opts o;
 } compare_args;
 
 static int on_opt(const cli_opt *opt, const char *v, void *ctx)
@@ -106,155 +105,14 @@ static int on_opt(const cli_opt *opt, const char *v, void *ctx)
     return 0;
 }
 
-void compare_opts_default(compare_opts *o)
-{
-    memset(o, 0, sizeof *o);
-    fit_compare_options_default(&o->co);
-}
-
-/* ---- the comparison, step by step ------------------------------------------ */
-
-typedef struct compared {
-    const char *dir[2];
-    fit_run *run[2];
-    fit_result *res[2];
-    fit_compare *c;
-    const fit_compare_level *gate; /* the level the verdict (and gate) judge */
-} compared;
-
-/* Load and fit both runs, then compare them. */
-static int load_and_compare(compared *k, const fit_compare_options *co)
-{
-    char err[1024];
-    fit_options fo;
-    fit_options_default(&fo);
-    for (int i = 0; i < 2; i++)
-        if (fit_load_run(k->dir[i], &k->run[i], err, sizeof err) ||
-            fit_analyze(k->run[i], &fo, &k->res[i], err, sizeof err)) {
-            fprintf(stderr, "loadlaw compare: %s\n", err);
-            return CLI_FAIL;
-        }
-    if (fit_compare_runs(k->run[0], k->res[0], k->run[1], k->res[1], co, &k->c, err, sizeof err)) {
-        fprintf(stderr, "loadlaw compare: %s\n", err);
-        return CLI_FAIL;
-    }
-    return CLI_OK;
-}
-
-/* The level the verdict judges: expect_c's, else the highest shared one. */
-static int pick_gate_level(compared *k, const compare_opts *o)
-{
-    int idx = (int)fit_compare_default_level(k->c);
-    if (o->have_expect && o->expect_c) {
-        idx = fit_compare_find(k->c, o->expect_c);
-        if (idx < 0) {
-            fprintf(stderr, "loadlaw compare: --expect-speedup @%d: the runs share no level with C=%d\n",
-                    o->expect_c, o->expect_c);
-            return CLI_USAGE;
-        }
-    }
-    fit_compare_set_verdict(k->c, (size_t)idx);
-    k->gate = &k->c->levels[idx];
-    return CLI_OK;
-}
-
-static int gate_met(const compared *k, const compare_opts *o)
-{
-    return k->gate->ratio_ci[0] >= o->expect_x; /* NAN compares false: no interval, no pass */
-}
-
-/* The comparison as JSON ({"gate":{...}} added when there is one). */
-static int print_json(const compared *k, const compare_opts *o)
-{
-    cJSON *j = rpt_compare_to_json(k->c), *g = NULL;
-    int ok = j != NULL;
-    if (ok && o->have_expect)
-        ok = (g = cJSON_AddObjectToObject(j, "gate")) && !ll_json_add_num(g, "expect_speedup", o->expect_x) &&
-             !ll_json_add_num(g, "concurrency", k->gate->concurrency) &&
-             cJSON_AddBoolToObject(g, "met", gate_met(k, o));
-    char *s = ok ? cJSON_Print(j) : NULL;
-    cJSON_Delete(j);
-    if (!s) {
-        fprintf(stderr, "loadlaw compare: out of memory\n");
-        return CLI_FAIL;
-    }
-    printf("%s\n", s);
-    free(s);
-    return CLI_OK;
-}
-
-static int write_page(const compared *k, const compare_opts *o)
-{
-    char err[1024];
-    if (rpt_compare_write_html(o->html, k->dir[0], k->run[0], k->res[0], k->dir[1], k->run[1], k->res[1], k->c,
-                               err, sizeof err)) {
-        fprintf(stderr, "loadlaw compare: %s\n", err);
-        return CLI_FAIL;
-    }
-    fprintf(o->json ? stderr : stdout, "comparison page: %s\n", o->html);
-    return CLI_OK;
-}
-
-/* The gate line is a diagnostic for a CI log (stderr; `sweep` of an ab
- * scenario and its tests read it there). The tables are flushed first:
- * stdout is block-buffered in a pipe, so without this the gate line came
- * before the verdict it judges in `compare ... 2>&1 | tee`. */
-static int check_gate(const compared *k, const compare_opts *o)
-{
-    if (fflush(stdout) != 0) {
-        fprintf(stderr, "loadlaw compare: cannot write the tables to stdout\n");
-        return CLI_FAIL;
-    }
-    int met = gate_met(k, o);
-    const fit_compare_level *g = k->gate;
-    char at[64], iv[96];
-    if (g->open_loop)
-        snprintf(at, sizeof at, "%g req/s", g->rate_per_s);
-    else
-        snprintf(at, sizeof at, "C=%d", g->concurrency);
-    if (isfinite(g->ratio_ci[0]) && isfinite(g->ratio_ci[1])) {
-        int d = fit_ci_decimals(g->ratio_ci[0], g->ratio_ci[1]);
-        d = d < 3 ? 3 : d;
-        snprintf(iv, sizeof iv, "interval [%.*f, %.*f]", d, g->ratio_ci[0], d, g->ratio_ci[1]);
-    } else {
-        snprintf(iv, sizeof iv, "no interval (too few steps or pairs to tell)");
-    }
-    fprintf(stderr, "gate: expected >= %.3g\u00d7 at %s; %s: %s\n", o->expect_x, at, iv, met ? "met" : "MISSED");
-    return met ? CLI_OK : CLI_GATE;
-}
-
-int compare_runs(const char *run_a, const char *run_b, const compare_opts *o)
-{
-    compared k = {.dir = {run_a, run_b}};
-    int rc = load_and_compare(&k, &o->co);
-    if (rc == CLI_OK)
-        rc = pick_gate_level(&k, o);
-    if (rc == CLI_OK) {
-        if (o->json)
-            rc = print_json(&k, o);
-        else
-            rpt_compare_print(stdout, k.c, run_a, run_b);
-    }
-    if (rc == CLI_OK && o->html)
-        rc = write_page(&k, o);
-    if (rc == CLI_OK && o->have_expect)
-        rc = check_gate(&k, o);
-    fit_compare_free(k.c);
-    for (int i = 0; i < 2; i++) {
-        fit_result_free(k.res[i]);
-        fit_run_free(k.run[i]);
-    }
-    return rc;
-}
-
 int cmd_compare(int argc, char **argv)
 {
     compare_args a = {0};
-    compare_opts_default(&a.o);
+    sweep_compare_opts_default(&a.o);
     int rc = cli_parse(&compare_cmd, argc, argv, on_opt, &a);
     if (rc != CLI_GO_ON)
         return rc;
     if (!a.run_dir[1])
         return cli_usage_error(&compare_cmd, "needs RUN_A and RUN_B (try loadlaw compare --help)");
-    return compare_runs(a.run_dir[0], a.run_dir[1], &a.o);
+    return sweep_compare(a.run_dir[0], a.run_dir[1], &a.o);
 }

@@ -1,65 +1,37 @@
 /* cmd_sweep.c: `loadlaw sweep [SCENARIO.json] [flags]`: load a scenario, let
- * flags override it (sweep_opts.c), start the bundled engine in this process
- * when no URL is given (host_engine.c), drive the levels (loadgen) into
- * RUN_DIR/records.jsonl, then fit the records once and print that one result
- * everywhere: the per-level tables, summary.json, the law and the report. A
- * scenario with "ab" runs that twice and compares (cmd_sweep_ab.c).
+ * flags override it (sweep_opts.c), check that the largest level's sockets
+ * fit, and hand the job to the sweep library (sweep.h: sweep_one, or sweep_ab
+ * for a scenario with "ab"), which runs the levels, fits and reports.
  *
- * DESIGN (data): this file owns the records writer (common/records.h). It
- * opens it before the run, loadgen's workers and the engine's scheduler put
- * their records into it (the engine through eng_set_records, not through
- * this file), and it is closed once the engine is detached; only then is the
- * file complete for fit.
+ * DESIGN (signals, through cli/signals.h): the first SIGINT/SIGTERM calls
+ * sweep_interrupt (loadgen stops issuing and drains until the scenario's
+ * drain_s; the sweep then ends as usual, with summary.json from the fit of
+ * what was recorded, and exits 130). The second calls sweep_drain_records
+ * (up to a second for the records already queued) and exits at once with
+ * 130. Exit: 0 ok, 1 failure, 2 usage, 3 ab gate missed, 130 interrupted.
  *
- * DESIGN (signals, through cli/signals.h): the first SIGINT/SIGTERM asks
- * loadgen to stop issuing and drain until the scenario's drain_s; the sweep
- * then ends as usual, with summary.json from the fit of what was recorded,
- * and exits 130. The second waits up to a second for the records already
- * queued to reach the file and exits at once with 130. Exit: 0 ok, 1
- * failure, 2 usage, 3 ab gate missed, 130 interrupted.
- *
- * DESIGN (K ranks, under mpirun: mpi_sweep.h): rank 0 parses the command
- * line and the scenario and sends the effective scenario, the run directory
- * and the key to every rank; it alone hosts the bundled engine and sends its
- * URL (sweep_share.c). Each rank records its share into its own
- * RUN_DIR/rank-<r>.jsonl; loadgen's lg_dist hooks bring them into rank 0's
- * records.jsonl level by level, and rank 0 alone fits and reports. */
-#include <errno.h>
-#include <pthread.h>
+ * DESIGN (K ranks, under mpirun: dist.h): rank 0 parses the command line and
+ * the scenario and sends the effective scenario, the run directory and the
+ * key to every rank (sweep_share_job); the sweep library does the rest. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "common.h"
-#include "fit.h"
-#include "host_engine.h"
-#include "loadgen.h"
-#include "mpi_sweep.h"
+#include "dist.h"
 #include "opts.h"
-#include "report.h"
 #include "scenario.h"
-#include "gpu_sample.h"
-#include "scrape.h"
 #include "signals.h"
 #include "sweep.h"
+#include "sweep_opts.h"
 
-/* How long a second Ctrl-C waits for queued records to reach the file. */
-#define DRAIN_AT_EXIT_NS 1000000000LL
+_Static_assert(CLI_GO_ON == SWEEP_GO_ON, "cli_parse's go-on is the sweep's");
 
 /* ---- signals (cli/signals.h) ----------------------------------------------- */
-
-/* g_mu keeps the runs and the writers alive while the signal thread uses
- * them. One slot per side: an interleaved A/B (cmd_sweep_ab.c) drives two
- * runs at once, each on its own thread (sweep_job.slot). */
-static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-static lg_run *g_run[SWEEP_SLOTS];
-static ll_rec_writer *g_writer[SWEEP_SLOTS];
-static double g_drain_s = 10;
 
 /* Second signal (or a first one with no run going): keep what is queued, quit. */
 static _Noreturn void on_second(int sig, void *ctx)
@@ -67,10 +39,7 @@ static _Noreturn void on_second(int sig, void *ctx)
     static const char m[] = "\nloadlaw: interrupted; records written so far are kept\n";
     (void)sig;
     (void)ctx;
-    pthread_mutex_lock(&g_mu);
-    for (int k = 0; k < SWEEP_SLOTS; k++)
-        if (g_writer[k])
-            ll_rec_drain(g_writer[k], DRAIN_AT_EXIT_NS);
+    sweep_drain_records();
     if (write(2, m, sizeof m - 1) < 0) {
         /* nothing more to do */
     }
@@ -79,419 +48,11 @@ static _Noreturn void on_second(int sig, void *ctx)
 
 static void on_first(int sig, void *ctx)
 {
-    pthread_mutex_lock(&g_mu);
-    int any = 0;
-    for (int k = 0; k < SWEEP_SLOTS; k++)
-        any |= g_run[k] != NULL;
-    if (!any) {
-        pthread_mutex_unlock(&g_mu);
+    if (!sweep_interrupt())
         on_second(sig, ctx);
-    }
-    fprintf(stderr, "\nloadlaw: stopping: in-flight requests may finish within %.0f s "
-                    "(Ctrl-C again to quit now)\n", g_drain_s);
-    for (int k = 0; k < SWEEP_SLOTS; k++)
-        if (g_run[k])
-            lg_run_interrupt(g_run[k], g_drain_s);
-    pthread_mutex_unlock(&g_mu);
-}
-
-/* The bundled engine's scheduler stopped on a failed step (scheduler thread).
- * From now on every request would get a 503: stop issuing instead of
- * recording levels of failures; what was measured is kept, and the sweep
- * exits 1 with the engine's reason. Both sides of an A/B stop: a failed side
- * leaves nothing to compare. */
-static void on_engine_failure(void *arg, const char *msg)
-{
-    (void)arg;
-    (void)msg; /* read back with eng_failed once the sweep returns */
-    pthread_mutex_lock(&g_mu);
-    for (int k = 0; k < SWEEP_SLOTS; k++)
-        if (g_run[k])
-            lg_run_interrupt(g_run[k], 0);
-    pthread_mutex_unlock(&g_mu);
-}
-
-static void publish(int slot, lg_run *run, ll_rec_writer *w)
-{
-    pthread_mutex_lock(&g_mu);
-    g_run[slot] = run;
-    g_writer[slot] = w;
-    pthread_mutex_unlock(&g_mu);
-}
-
-/* ---- one sweep, step by step ----------------------------------------------- */
-
-/* The target: a remote URL (which needs a model name), or the bundled engine
- * started here. Returns CLI_OK or an exit code after printing why. */
-static int start_target(const sweep_job *j, host_engine *host, const char **url, const char **model)
-{
-    char err[1024] = "";
-    *url = j->scn->url;
-    *model = j->scn->model;
-    if (*url) {
-        if (*model)
-            return CLI_OK;
-        fprintf(stderr, "loadlaw sweep: --model is required with a remote --url%s\n",
-                j->slot ? " (B's: a second --model, or one for both)" : "");
-        return CLI_USAGE;
-    }
-    int rc = host_engine_start(host, j->engine_spec, j->profile_dir, on_engine_failure, err, sizeof err);
-    if (rc == LL_EINVAL) {
-        fprintf(stderr, "loadlaw sweep: --engine/engine: %s\n", err);
-        return CLI_USAGE;
-    }
-    if (rc) {
-        fprintf(stderr, "loadlaw sweep: starting the bundled engine: %s\n", err);
-        return CLI_FAIL;
-    }
-    *url = host_engine_url(host);
-    if (!*model)
-        *model = host->model;
-    return CLI_OK;
-}
-
-/* RUN_DIR (created) and its records writer: records.jsonl, or under K ranks
- * rank r's own rank-<r>.jsonl (path: the file, for mpi_sweep to read back). */
-static int open_records(const char *run_dir, int rank, ll_rec_writer **w, char *path, size_t pathlen)
-{
-    char err[1024] = "";
-    int n = rank ? snprintf(path, pathlen, "%s/rank-%d.jsonl", run_dir, rank)
-                 : snprintf(path, pathlen, "%s/records.jsonl", run_dir);
-    if (n < 0 || (size_t)n >= pathlen) {
-        fprintf(stderr, "loadlaw sweep: %s: run directory name too long\n", run_dir);
-        return CLI_USAGE;
-    }
-    if (ll_mkdir_p(run_dir, err, sizeof err) || ll_rec_open(path, 0, w, err, sizeof err)) {
-        fprintf(stderr, "loadlaw sweep: %s\n", err);
-        return CLI_FAIL;
-    }
-    return CLI_OK;
-}
-
-/* Rank 0's scraper (scrape.h): the target's /metrics and the --metrics-url
- * ones; the key and secret headers the requests carry go to those on the
- * requests' origin only (scrape_auth). NULL when there is nothing to scrape
- * or it could not start (said; the sweep goes on without it). */
-static sweep_scrape *start_scrape(const sweep_job *j, const char *url, ll_rec_writer *w)
-{
-    scrape_target t[SWEEP_MAX_METRICS_URLS + 1];
-    scrape_auth auth = {.url = url, .key = j->api_key, .headers = j->scn->headers, .n_headers = j->scn->n_headers};
-    char own[4200], err[1024] = "";
-    size_t n = 0;
-    sweep_scrape *sc = NULL;
-    if (!j->no_metrics && scrape_default_url(url, own, sizeof own) == 0)
-        t[n++] = (scrape_target){.url = own};
-    for (size_t i = 0; i < j->n_metrics_urls && i < SWEEP_MAX_METRICS_URLS; i++)
-        t[n++] = (scrape_target){.url = j->metrics_urls[i]};
-    double interval_s = j->metrics_interval_s > 0 ? j->metrics_interval_s : 0.5;
-    if (n && scrape_start(t, n, &auth, interval_s, w, &sc, err, sizeof err))
-        fprintf(stderr, "loadlaw sweep: %s (no server metrics)\n", err);
-    return sc;
-}
-
-/* Rank 0's NVML sampler (gpu_sample.h) at the scrape interval, unless
- * --gpu off. Without NVML or a GPU: one line says so, and the sweep goes on. */
-static sweep_gpu *start_gpu(const sweep_job *j, ll_rec_writer *w)
-{
-    char why[512] = "";
-    sweep_gpu *g = NULL;
-    if (j->gpu_off)
-        return NULL;
-    double interval_s = j->metrics_interval_s > 0 ? j->metrics_interval_s : 0.5;
-    if (gpu_sample_start(interval_s, w, &g, why, sizeof why) || !g)
-        fprintf(stderr, "loadlaw sweep: gpu: %s; no GPU telemetry (--gpu off to skip)\n", why);
-    return g;
-}
-
-/* Run every level, or up to the first over max_failed unless keep_going
- * (*stopped_after: that level, or -1); the engine's steps go to the records
- * from the run line on. Returns CLI_OK, CLI_INTERRUPTED or CLI_FAIL, and the
- * run's counts. */
-static int run_levels(const sweep_job *j, const char *url, const char *model, host_engine *host,
-                      ll_rec_writer *w, const char *rec_path, size_t *n_ok, int *stopped_after)
-{
-    char err[1024] = "";
-    lg_run *run = NULL;
-    int bundled = host->eng != NULL, rank = j->mpi ? mpi_sweep_rank(j->mpi) : 0;
-    *stopped_after = -1;
-    /* How long rank 0 waits for a rank past its own share of a level: that
-     * rank's last request may run a whole timeout, then a drain. */
-    double wait_s = j->scn->timeout_s + j->scn->drain_s + 30;
-    const lg_dist *dist = j->turns; /* an interleaved A/B's turns, or the ranks' hooks */
-    if (j->mpi && mpi_sweep_dist(j->mpi, w, rec_path, wait_s, &dist)) {
-        fprintf(stderr, "loadlaw sweep: out of memory\n");
-        return CLI_FAIL;
-    }
-    lg_config lc = {.scn = j->scn, .prompts = j->prompts, .url = url, .model = model, .api_key = j->api_key,
-                    .records = w, .engine_spec = bundled ? host->spec : NULL,
-                    .engine_backend = bundled ? host->backend : NULL, .engine_law = bundled ? &host->law : NULL,
-                    /* under mpirun stderr is its pipe, never a terminal: rank 0
-                     * shows the line unless -q (mpirun passes it to the terminal) */
-                    .scenario_name = j->scn->path, .progress = rank == 0 && !j->quiet && (isatty(2) || j->mpi),
-                    .dist = dist, .stop_on_failed = !j->scn->keep_going, .max_failed = j->scn->max_failed};
-    if (lg_run_create(&lc, &run, err, sizeof err)) {
-        fprintf(stderr, "loadlaw sweep: %s\n", err);
-        return CLI_FAIL;
-    }
-    /* After the run line: a record before it would make the file unreadable. */
-    host_engine_attach(host, w);
-    publish(j->slot, run, w);
-    char why[256];
-    if (bundled && host_engine_failed(host, why, sizeof why))
-        lg_run_interrupt(run, 0); /* it failed before on_engine_failure could see the run */
-    char ranks[32] = "";
-    if (j->mpi)
-        snprintf(ranks, sizeof ranks, ", %d ranks", mpi_sweep_ranks(j->mpi));
-    if (rank == 0) {
-        char *shown = ll_redact_url(url); /* user:password@, ?key=: stderr is often kept in logs */
-        fprintf(stderr, "loadlaw sweep: %s (%s defaults) -> %s (%zu levels%s), records in %s/records.jsonl\n",
-                j->scn->path ? j->scn->path : "no scenario", j->scn->defaults ? j->scn->defaults : "file",
-                shown ? shown : "(url)", j->scn->n_levels, ranks, j->run_dir);
-        free(shown);
-    }
-    sweep_scrape *sc = rank == 0 ? start_scrape(j, url, w) : NULL;
-    sweep_gpu *gs = rank == 0 ? start_gpu(j, w) : NULL;
-    int rc = lg_run_sweep(run, err, sizeof err);
-    gpu_sample_stop(gs);
-    scrape_stop(sc);
-    if (rc && rc != LL_EINTR)
-        fprintf(stderr, "loadlaw sweep: %s\n", err);
-    size_t failed = 0;
-    lg_run_counts(run, n_ok, &failed);
-    *stopped_after = lg_run_stopped_after(run);
-    /* All ranks left the level loop together (a stop is agreed in
-     * before_level): each may end on its own, without aborting the job. */
-    if (j->mpi && (rc == 0 || rc == LL_EINTR))
-        mpi_sweep_synced(j->mpi);
-    /* The writer stays published: a second Ctrl-C still drains it. */
-    publish(j->slot, NULL, w);
-    lg_run_free(run);
-    return rc == LL_EINTR ? CLI_INTERRUPTED : rc ? CLI_FAIL : CLI_OK;
-}
-
-/* Detach the engine, then close the writer: every record is on disk. */
-static int close_records(int slot, host_engine *host, ll_rec_writer *w)
-{
-    host_engine_detach(host);
-    publish(slot, NULL, NULL);
-    int rc = ll_rec_close(w);
-    if (rc)
-        fprintf(stderr, "loadlaw sweep: writing the records failed: %s\n", ll_strerror(rc));
-    return rc ? CLI_FAIL : CLI_OK;
-}
-
-/* The law line and RUN_DIR/report.html. A run without a law is reported
- * (the measurements are still there), not an error of the sweep. */
-static void print_law_and_report(const char *run_dir, const fit_run *fr, const fit_result *res)
-{
-    char err[512] = "", path[4096] = "";
-    printf("\nlaw: ");
-    fit_print_law_line(stdout, res);
-    if (rpt_write_html_from(run_dir, fr, res, NULL, path, sizeof path, err, sizeof err))
-        fprintf(stderr, "loadlaw sweep: report not written: %s\n", err);
-    else
-        printf("report: %s\n", path);
-}
-
-/* The fit's notes (per-level warnings: counts reconciled with the server's
- * usage, a client that set the pace, ...): on stderr, where a user who
- * redirects the tables still sees them. */
-static void print_notes(const fit_result *res)
-{
-    if (!res->n_notes)
-        return;
-    fflush(stdout);
-    fprintf(stderr, "notes:\n");
-    for (size_t i = 0; i < res->n_notes; i++)
-        fprintf(stderr, "  %s\n", res->notes[i]);
-}
-
-/* The first level over max_failed, or the one the run stopped after
- * (stopped_after, -1: none): 1 after saying which level, how many of its
- * requests failed and of which classes, and which levels were not sent.
- * Judged from the fit's counts, the same the tables print. */
-static int too_many_failed(const fit_result *res, double max_failed, const scn_scenario *scn, int stopped_after)
-{
-    const fit_level *L = NULL;
-    for (size_t i = 0; i < res->n_levels && !L; i++) {
-        const fit_level *c = &res->levels[i];
-        if (c->level == stopped_after ||
-            (c->n_sent_failed && (double)c->n_sent_failed / (double)c->n_sent > max_failed))
-            L = c;
-    }
-    if (!L)
-        return 0;
-    fflush(stdout);
-    fprintf(stderr, "loadlaw sweep: %zu of %zu requests failed at level %d (C=%d), over --max-failed %g:",
-            L->n_sent_failed, L->n_sent, L->level, L->concurrency, scn->max_failed);
-    for (int c = LL_ERRC_OK + 1; c < LL_ERRC__COUNT; c++)
-        if (L->failed_by_class[c])
-            fprintf(stderr, " %s=%zu", ll_err_class_name((ll_err_class)c), L->failed_by_class[c]);
-    for (size_t i = (size_t)stopped_after + 1; stopped_after >= 0 && i < scn->n_levels; i++)
-        fprintf(stderr, "%s %zu (C=%d)", i == (size_t)stopped_after + 1 ? "; stopped before levels" : ",", i,
-                scn->levels[i].concurrency);
-    fprintf(stderr, "%s\n", stopped_after >= 0 ? " (--keep-going sends them)" : "");
-    return 1;
-}
-
-/* Fit the records once and print that result everywhere: the per-level
- * tables, summary.json, and (report = 1) the law and the report. Returns
- * CLI_OK, or CLI_FAIL when no summary was written or a level failed more
- * than max_failed of its requests (everything is still written; the run
- * may have stopped after it: stopped_after, too_many_failed). */
-static int finish(const char *run_dir, int report, double max_failed, const scn_scenario *scn, int stopped_after)
-{
-    char err[1024] = "";
-    fit_run *fr = NULL;
-    fit_result *res = NULL;
-    fit_options opt;
-    int ret = CLI_FAIL;
-    fit_options_default(&opt);
-    if (fit_load_run(run_dir, &fr, err, sizeof err) || fit_analyze(fr, &opt, &res, err, sizeof err)) {
-        fprintf(stderr, "loadlaw sweep: no summary: %s\n", err);
-        printf("run: %s\n", run_dir);
-        goto out;
-    }
-    rpt_print_levels(stdout, res);
-    print_notes(res);
-    if (rpt_write_summary(run_dir, fr, res, err, sizeof err))
-        fprintf(stderr, "loadlaw sweep: %s\n", err);
-    else
-        ret = CLI_OK;
-    printf("run: %s\n", run_dir);
-    if (ret == CLI_OK && report)
-        print_law_and_report(run_dir, fr, res);
-    if (ret == CLI_OK && too_many_failed(res, max_failed, scn, stopped_after))
-        ret = CLI_FAIL;
-out:
-    fflush(stdout);
-    fit_result_free(res);
-    fit_run_free(fr);
-    return ret;
-}
-
-int sweep_side_open(const sweep_job *j, sweep_side *sd)
-{
-    memset(sd, 0, sizeof *sd);
-    sd->stopped_after = -1;
-    int rank = j->mpi ? mpi_sweep_rank(j->mpi) : 0;
-    int ret = rank == 0 ? start_target(j, &sd->host, &sd->url, &sd->model) : CLI_OK;
-    if (j->mpi)
-        ret = sweep_share_target(j, ret, &sd->url, &sd->model, &sd->hold_url, &sd->hold_model);
-    if (ret == CLI_OK)
-        ret = open_records(j->run_dir, rank, &sd->w, sd->rec_path, sizeof sd->rec_path);
-    return ret;
-}
-
-int sweep_side_run(const sweep_job *j, sweep_side *sd)
-{
-    int ret = run_levels(j, sd->url, sd->model, &sd->host, sd->w, sd->rec_path, &sd->n_ok, &sd->stopped_after);
-    int crc = close_records(j->slot, &sd->host, sd->w);
-    sd->w = NULL;
-    return ret == CLI_OK ? crc : ret;
-}
-
-void sweep_side_abandon(sweep_side *sd)
-{
-    if (sd->w) { /* opened, never run: the run line alone stays */
-        host_engine_detach(&sd->host);
-        ll_rec_close(sd->w);
-        sd->w = NULL;
-    }
-    host_engine_stop(&sd->host);
-    free(sd->hold_url);
-    free(sd->hold_model);
-    sd->hold_url = sd->hold_model = NULL;
-}
-
-int sweep_side_finish(const sweep_job *j, sweep_side *sd, int ret)
-{
-    char why[512];
-    int rank = j->mpi ? mpi_sweep_rank(j->mpi) : 0;
-    if (rank != 0)
-        goto out; /* its records are in rank 0's file; rank 0 fits and reports */
-    if (host_engine_failed(&sd->host, why, sizeof why)) {
-        fprintf(stderr, "loadlaw sweep: the bundled engine failed: %s (records so far are kept)\n", why);
-        ret = CLI_FAIL;
-    }
-    /* Failures are data, but a run where nothing succeeded measured nothing. */
-    int none_ok = ret == CLI_OK && sd->n_ok == 0;
-    /* An interrupted or failed run still gets the summary of what it recorded. */
-    int frc = finish(j->run_dir, ret == CLI_OK && !none_ok && !j->no_report, none_ok ? 1.0 : j->scn->max_failed,
-                     j->scn, sd->stopped_after);
-    if (none_ok) {
-        fprintf(stderr, "loadlaw sweep: no request succeeded (see the failed classes above)\n");
-        ret = CLI_FAIL;
-    }
-    if (ret == CLI_OK)
-        ret = frc;
-out:
-    sweep_side_abandon(sd);
-    return ret;
-}
-
-int sweep_one(const sweep_job *j)
-{
-    sweep_side sd;
-    int ret = sweep_side_open(j, &sd);
-    if (ret != CLI_OK) {
-        sweep_side_abandon(&sd);
-        return ret;
-    }
-    ret = sweep_side_run(j, &sd);
-    return sweep_side_finish(j, &sd, ret);
 }
 
 /* ---- the command ------------------------------------------------------------ */
-
-static void raise_nofile(void)
-{
-    struct rlimit rl;
-    /* One socket per in-flight stream (and the engine's side of it). */
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
-            ll_warn("could not raise the open-file limit: %s", strerror(errno));
-    }
-}
-
-/* Files a process holds besides its streams: stdio, the records, the epoll
- * and event fds of each worker and of the engine, libcurl's resolver pipes. */
-#define SWEEP_FD_SPARE 256
-
-/* Before the run: can the largest level's streams have their sockets? One per
- * stream in the client, and one more per stream for a bundled engine in this
- * process. CLI_OK, or CLI_USAGE after saying what the limit is and what to do. */
-static int check_nofile(const scn_scenario *s, int ranks)
-{
-    struct rlimit rl;
-    int c_max = 0;
-    for (size_t i = 0; i < s->n_levels; i++)
-        if (s->levels[i].concurrency > c_max)
-            c_max = s->levels[i].concurrency;
-    /* K ranks against --url: this process (rank 0) drives ceil(C/K) of the
-     * streams. A bundled engine here serves all C, so then the whole C counts
-     * (over-counting rank 0's own share: a conservative check). */
-    if (ranks > 1 && s->url)
-        c_max = (c_max + ranks - 1) / ranks;
-    if (c_max == 0 || getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
-        return CLI_OK; /* an uncapped open loop has no fixed need; nothing to check */
-    int bundled = s->url == NULL;
-    uint64_t per_stream = bundled ? 2 : 1, need = (uint64_t)c_max * per_stream + SWEEP_FD_SPARE;
-    if (need <= (uint64_t)rl.rlim_cur)
-        return CLI_OK;
-    uint64_t fits = rl.rlim_cur > SWEEP_FD_SPARE ? (rl.rlim_cur - SWEEP_FD_SPARE) / per_stream : 0;
-    fprintf(stderr,
-            "loadlaw sweep: C=%d needs about %llu open files (%s) but this process may open %llu "
-            "(hard limit %llu): at most C=%llu fits.%s\n",
-            c_max, (unsigned long long)need,
-            bundled ? "two sockets per stream: the client's and the bundled engine's" : "one socket per stream",
-            (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, (unsigned long long)fits,
-            bundled ? " Run the engine in its own process (loadlaw serve, then sweep --url) to halve the need,"
-                      " or raise the hard limit (ulimit -Hn, limits.conf)."
-                    : " Raise the hard limit (ulimit -Hn, limits.conf), or drive the load from more processes.");
-    return CLI_USAGE;
-}
 
 static void default_run_dir(char *out, size_t n)
 {
@@ -553,8 +114,8 @@ static int prepare(int argc, char **argv, sweep_opts *o, scn_scenario **scn, cha
                             : getenv((*scn)->api_key_env ? (*scn)->api_key_env : "OPENAI_API_KEY");
     /* A bundled engine with an api_key: the requests carry it (every rank's: the job shares it). */
     if (!(*scn)->url && !(*scn)->ab.enabled &&
-        (ret = host_engine_key((*scn)->engine_spec, o->api_key, scn_has_header(*scn, "Authorization"), key_hold, err,
-                               sizeof err))) {
+        (ret = sweep_engine_key((*scn)->engine_spec, o->api_key, scn_has_header(*scn, "Authorization"), key_hold, err,
+                                sizeof err))) {
         fprintf(stderr, "loadlaw sweep: %s\n", ret == LL_EINVAL ? err : ll_strerror(ret));
         return ret == LL_EINVAL ? CLI_USAGE : CLI_FAIL;
     }
@@ -573,30 +134,29 @@ int cmd_sweep(int argc, char **argv)
     char err[1024] = "", run_dir[4096] = "";
     scn_scenario *scn = NULL;
     scn_prompts *prompts = NULL;
-    mpi_sweep *mpi = NULL;
+    dist_world *mpi = NULL;
     cJSON *hold = NULL;
     const char *key = NULL;
     char *key_hold = NULL; /* the bundled engine's api_key, when it is the one sent */
     int ret;
-    /* Under mpirun: one rank of K (mpi_sweep.h); a plain run never starts MPI. */
-    if (mpi_sweep_launched() && mpi_sweep_init(&mpi, err, sizeof err)) {
+    /* Under mpirun: one rank of K (dist.h); a plain run never starts MPI. */
+    if (dist_launched() && dist_init(&mpi, err, sizeof err)) {
         fprintf(stderr, "loadlaw sweep: %s\n", err);
         return CLI_FAIL;
     }
-    int rank = mpi ? mpi_sweep_rank(mpi) : 0, ranks = mpi ? mpi_sweep_ranks(mpi) : 1;
+    int rank = mpi ? dist_rank(mpi) : 0, ranks = mpi ? dist_ranks(mpi) : 1;
     ret = rank == 0 ? prepare(argc, argv, &o, &scn, run_dir, sizeof run_dir, &key, &key_hold, ranks) : CLI_GO_ON;
     if (mpi)
-        ret = sweep_share_job(mpi, ret, &o, &scn, run_dir, sizeof run_dir, &key, &hold);
+        ret = sweep_share_job(mpi, ret, &o.quiet, &o.no_report, &scn, run_dir, sizeof run_dir, &key, &hold);
     if (ret != CLI_GO_ON)
         goto out;
     ret = CLI_FAIL;
-    g_drain_s = scn->drain_s;
     if (scn_prompts_load(scn, &prompts, err, sizeof err)) {
         fprintf(stderr, "loadlaw sweep: %s\n", err);
         goto out;
     }
-    raise_nofile();
-    if (rank == 0 && (ret = check_nofile(scn, ranks)) != CLI_OK)
+    sweep_raise_nofile();
+    if (rank == 0 && (ret = sweep_check_nofile(scn, ranks)) != CLI_OK)
         goto out;
     ret = CLI_FAIL;
     if (cli_signals_start(on_first, on_second, NULL, err, sizeof err)) {
@@ -610,7 +170,7 @@ int cmd_sweep(int argc, char **argv)
                      .gpu_off = o.gpu_off,
                      .api_key_b = o.n_api_keys == 2 && o.api_keys[1][0] ? o.api_keys[1] : NULL,
                      .api_key_given = o.api_key != NULL};
-    ret = scn->ab.enabled ? sweep_ab(&job, run_dir) : sweep_one(&job);
+    ret = sweep_run(&job);
     cli_signals_stop();
 out:
     scn_prompts_free(prompts);
@@ -619,9 +179,9 @@ out:
     ll_wipe_free(key_hold);
     /* The job's exit status is rank 0's: mpirun ends the whole job as soon
      * as any process exits non-zero, which would kill rank 0 before its
-     * summary. A rank that failed out of step aborts in mpi_sweep_end. */
+     * summary. A rank that failed out of step aborts in dist_end. */
     if (rank > 0 && (ret == CLI_INTERRUPTED || ret == CLI_USAGE))
         ret = CLI_OK;
-    mpi_sweep_end(mpi, ret);
+    dist_end(mpi, ret);
     return ret;
 }

@@ -87,8 +87,103 @@ static void print_opt(FILE *f, const cli_opt *o)
     fputc('\n', f);
 }
 
+/* ---- Markdown (docs/cli.md) ------------------------------------------------- */
+
+static cli_help_format g_format = CLI_HELP_TEXT;
+
+void cli_help_set_format(cli_help_format f)
+{
+    g_format = f;
+}
+
+/* Text as Markdown: `code spans` kept as written, and outside them the
+ * characters Markdown would read as emphasis, links or HTML escaped. In a
+ * table cell (cell = 1) '|' is escaped everywhere and a "\n" becomes <br>;
+ * cell = 2 is text already inside a code span in a cell (only '|' escaped).
+ * The install prefix baked into a help text (LOADLAW_DATADIR) is written as
+ * PREFIX/share/loadlaw, so the file does not depend on how the binary was
+ * configured. */
+static void md_text(FILE *f, const char *s, int cell)
+{
+#ifdef LOADLAW_DATADIR
+    const char *datadir = LOADLAW_DATADIR;
+#else
+    const char *datadir = NULL;
+#endif
+    int code = cell == 2;
+    for (; *s; s++) {
+        if (datadir && *datadir && strncmp(s, datadir, strlen(datadir)) == 0) {
+            fputs("PREFIX/share/loadlaw", f);
+            s += strlen(datadir) - 1;
+            continue;
+        }
+        char ch = *s;
+        if (ch == '`' && cell != 2)
+            code = !code;
+        if (ch == '|' && cell)
+            fputs("\\|", f);
+        else if (ch == '\n' && cell)
+            fputs("<br>", f);
+        else if (code || ch == '`')
+            fputc(ch, f);
+        else if (ch == '<')
+            fputs("&lt;", f);
+        else if (ch == '>')
+            fputs("&gt;", f);
+        else if (strchr("\\*_[]", ch))
+            fprintf(f, "\\%c", ch);
+        else
+            fputc(ch, f);
+    }
+}
+
+static void md_usage(FILE *f, const cli_cmd *c)
+{
+    fprintf(f, "## loadlaw %s\n\n```text\n%s\n```\n\n", c->name, c->synopsis);
+    if (c->intro) {
+        md_text(f, c->intro, 0);
+        fputc('\n', f);
+    }
+    int in_table = 0;
+    for (const cli_opt *o = c->opts; o->name || o->help; o++) {
+        if (!o->name) { /* a heading ("load:") ends the table above it */
+            size_t n = strlen(o->help);
+            if (n && o->help[n - 1] == ':')
+                n--;
+            fprintf(f, "%s**%.*s**\n\n", in_table ? "\n" : "", (int)n, o->help);
+            in_table = 0;
+            continue;
+        }
+        if (!o->help)
+            continue;
+        if (!in_table)
+            fputs("| option | what it does |\n|---|---|\n", f);
+        in_table = 1;
+        fputs("| ", f);
+        if (o->key < 256)
+            fprintf(f, "`-%c`, ", o->key);
+        fprintf(f, "`--%s%s", o->name, o->arg ? " " : "");
+        if (o->arg)
+            md_text(f, o->arg, 2);
+        fputs("` | ", f);
+        md_text(f, o->help, 1);
+        fputs(" |\n", f);
+    }
+    if (!in_table)
+        fputs("| option | what it does |\n|---|---|\n", f);
+    fputs("| `-h`, `--help` | this help |\n", f);
+    if (c->outro) {
+        fputc('\n', f);
+        md_text(f, c->outro, 0);
+    }
+}
+
 void cli_usage(FILE *f, const cli_cmd *c)
 {
+    if (g_format == CLI_HELP_MARKDOWN) {
+        md_usage(f, c);
+        return;
+    }
     fprintf(f, "%s\n", c->synopsis);
     if (c->intro)
         fprintf(f, "\n%s", c->intro);

@@ -45,6 +45,13 @@ int cli_parse(const cli_cmd *c, int argc, char **argv, cli_opt_fn *fn, void *ctx
 /* The help: synopsis, intro, the table with headings, outro. */
 void cli_usage(FILE *f, const cli_cmd *c);
 
+/* How cli_usage prints: plain text for --help (the default), or one Markdown
+ * section per command for docs/cli.md (`loadlaw help --markdown`, main.c,
+ * which asks every subcommand for its --help in this form). Set once, before
+ * any command runs; not thread-safe. */
+typedef enum { CLI_HELP_TEXT, CLI_HELP_MARKDOWN } cli_help_format;
+void cli_help_set_format(cli_help_format f);
+
 /* A usage error: "loadlaw CMD: <message>\n" on stderr; returns CLI_USAGE. */
 int cli_usage_error(const cli_cmd *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -9,7 +9,7 @@
 #include "cli.h"
 #include "common.h"
 #include "opts.h"
-#include "sweep.h"
+#include "sweep_opts.h"
 
 #ifndef LOADLAW_SOURCE_DIR
 #define LOADLAW_SOURCE_DIR "."

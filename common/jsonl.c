@@ -159,8 +159,38 @@ const char *ll_json_str(const cJSON *obj, const char *key, const char *dflt)
     return cJSON_IsString(it) ? it->valuestring : dflt;
 }
 
+cJSON *ll_json_num_item(double v)
+{
+    return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+}
+
 int ll_json_add_num(cJSON *obj, const char *key, double v)
 {
-    cJSON *x = isfinite(v) ? cJSON_AddNumberToObject(obj, key, v) : cJSON_AddNullToObject(obj, key);
-    return x ? 0 : LL_ENOMEM;
+    cJSON *x = ll_json_num_item(v);
+    if (!x || !cJSON_AddItemToObject(obj, key, x)) {
+        cJSON_Delete(x);
+        return LL_ENOMEM;
+    }
+    return 0;
+}
+
+int ll_json_push_num(cJSON *arr, double v)
+{
+    cJSON *x = ll_json_num_item(v);
+    if (!x || !cJSON_AddItemToArray(arr, x)) {
+        cJSON_Delete(x);
+        return LL_ENOMEM;
+    }
+    return 0;
+}
+
+int ll_json_add_pair(cJSON *obj, const char *key, const double v[2])
+{
+    cJSON *a = cJSON_AddArrayToObject(obj, key);
+    if (!a)
+        return LL_ENOMEM;
+    for (int i = 0; i < 2; i++)
+        if (ll_json_push_num(a, v[i]))
+            return LL_ENOMEM;
+    return 0;
 }

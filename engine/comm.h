@@ -5,7 +5,7 @@
  *                        (the cpu backend's tp=K);
  *   "nccl"  comm_nccl.c  one communicator per GPU made by ncclCommInitAll in
  *                        this process, NCCL loaded with dlopen at run time
- *                        (the cuda backend's tp=K: engine/cuda/cuda_tp_state.c).
+ *                        (the cuda backend's tp=K: engine/cuda/cuda_state.c).
  *
  * Two ways to call a collective, because the two kinds of backend drive
  * their ranks differently:

@@ -14,9 +14,9 @@
  * ends, so there the scheduler looks at the suspended connection's socket
  * each step instead (sched.c, client_left) and ends the response itself.
  * Two additions work around 0.9.75's loop: a wake-up thread (mhd_nudge_main)
- * so a batch of exactly 128·k ready sockets is not left asleep, and this
- * file's send()/sendmsg(), which time when sampled tokens really left
- * (handoff records' send_ns).
+ * so a batch of exactly 128·k ready sockets is not left asleep, and a hook
+ * on netstamp's send()/sendmsg() (where the program links netstamp), which
+ * times when sampled tokens really left (handoff records' send_ns).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -29,11 +29,11 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
+#include "netstamp.h"
 
 /* The response block MHD allocates with each streaming response. With
  * HTTP/1.1 (chunked, what every streaming client speaks) libmicrohttpd
@@ -126,23 +126,27 @@ static enum MHD_Result respond_json(struct MHD_Connection *conn, unsigned status
  * connections in one pass and send()s what they gave in the next, so at
  * C = 1024 the bytes wait milliseconds in MHD's buffer.
  *
- * MHD writes with send() (sendmsg() when headers and body go out together);
- * the program defines both (the executable's definitions come first in the
- * dynamic linker's lookup, as loadgen/rxstamp.c's recv() does). On an MHD
- * thread, a write that took every byte it was asked to -- MHD always asks for
- * all it holds for the connection -- stamps the samples read_cb handed on
- * that socket. Streams with samples register their socket in a table by
+ * MHD writes with send() (sendmsg() when headers and body go out together)
+ * and has no hook after a write; netstamp/ (netstamp.h) defines both in the
+ * programs that link it and calls sent_all, registered here, for the writes
+ * of MHD's thread (ns_tx_attach). A write that took every byte it was asked
+ * to -- MHD always asks for all it holds for the connection -- stamps the
+ * samples read_cb handed on that socket. Where netstamp is not linked,
+ * ns_tx_hook refuses, no socket is registered and send_ns is -1. Streams with samples register their socket in a table by
  * descriptor (MHD's thread sets, reads and clears an entry; the response's
  * free callback, which MHD runs before it closes the socket, clears it).
  * Every other thread, and every unregistered socket, goes straight to the
  * kernel. */
-static __thread int tls_mhd_thread; /* this thread runs an engine's MHD loop */
 static eng_req **fd_req;            /* (fd_cap) the stream registered on each socket */
 static size_t fd_cap;
 static pthread_once_t fd_once = PTHREAD_ONCE_INIT;
 
+static void sent_all(int fd);
+
 static void fd_table_alloc(void)
 {
+    if (ns_tx_hook(sent_all))
+        return; /* no send stamps in this program: fd_cap stays 0 */
     /* as many entries as descriptors may exist (untouched pages cost no memory) */
     struct rlimit rl;
     size_t cap = 65536;
@@ -189,44 +193,21 @@ static void flush_handed(eng_req *r, int64_t send_ns)
     put_handoffs(r->eng, h, n);
 }
 
-/* A write on fd took every byte asked: the samples handed for it are out. */
+/* A write on fd took every byte asked: the samples handed for it are out
+ * (netstamp's send()/sendmsg() on MHD's thread; errno is theirs to keep). */
 static void sent_all(int fd)
 {
     if (fd < 0 || (size_t)fd >= fd_cap)
         return;
     eng_req *r = fd_req[fd];
-    if (r && r->hh_n > 0) {
-        int saved = errno;
+    if (r && r->hh_n > 0)
         flush_handed(r, ll_now_ns());
-        errno = saved;
-    }
-}
-
-ssize_t send(int fd, const void *buf, size_t len, int flags)
-{
-    ssize_t n = sendto(fd, buf, len, flags, NULL, 0);
-    if (tls_mhd_thread && n > 0 && (size_t)n == len)
-        sent_all(fd);
-    return n;
-}
-
-ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
-{
-    ssize_t n = syscall(SYS_sendmsg, fd, m, flags);
-    if (tls_mhd_thread && n > 0) {
-        size_t want = 0;
-        for (size_t i = 0; i < (size_t)m->msg_iovlen; i++)
-            want += m->msg_iov[i].iov_len;
-        if ((size_t)n == want)
-            sent_all(fd);
-    }
-    return n;
 }
 
 /* Register r's socket for send_ns (MHD's thread, before MHD writes for r). */
 static void track_sends(eng_req *r)
 {
-    tls_mhd_thread = 1;
+    ns_tx_attach(1);
     pthread_once(&fd_once, fd_table_alloc);
     if (r->fd >= 0 && (size_t)r->fd < fd_cap) {
         fd_req[r->fd] = r;

@@ -426,98 +426,151 @@ void fit_compare_set_verdict(fit_compare *c, size_t i)
              L->steady ? "" : " (no steady window: decode spans)");
 }
 
-int fit_compare_runs(const fit_run *a, const fit_result *ra, const fit_run *b,
-                     const fit_result *rb, const fit_compare_options *opt, fit_compare **out,
-                     char *err, size_t errlen)
-{
+/* The working state of one fit_compare_runs: A's level keys, the pairs of
+ * one key, and each common level's resampling units (kept for the slope
+ * bootstrap). All arrays have cap entries; the unit arrays are freed entry
+ * by entry. */
+typedef struct cmp_work {
     fit_compare_options o;
-    fit_compare_options_default(&o);
+    gsl_rng *rng;
+    size_t cap, nk, *keys, *nua, *nub;
+    cmp_level_pair *lp;
+    cmp_unit **ua, **ub;
+} cmp_work;
+
+/* The options, or the defaults; LL_EINVAL with a message when out of range. */
+static int compare_options(fit_compare_options *o, const fit_compare_options *opt, char *err, size_t errlen)
+{
+    fit_compare_options_default(o);
     if (opt)
-        o = *opt;
-    if (o.n_resamples < 0 || (o.n_resamples > 0 && o.n_resamples < FIT_COMPARE_MIN_RESAMPLES) ||
-        !(o.ci > 0 && o.ci < 1)) {
-        ll_errf(err, errlen, "compare: bad options (resamples %d: 0 or at least %d; ci %g)", o.n_resamples,
-                FIT_COMPARE_MIN_RESAMPLES, o.ci);
+        *o = *opt;
+    if (o->n_resamples < 0 || (o->n_resamples > 0 && o->n_resamples < FIT_COMPARE_MIN_RESAMPLES) ||
+        !(o->ci > 0 && o->ci < 1)) {
+        ll_errf(err, errlen, "compare: bad options (resamples %d: 0 or at least %d; ci %g)", o->n_resamples,
+                FIT_COMPARE_MIN_RESAMPLES, o->ci);
         return LL_EINVAL;
     }
-    int rc = LL_ENOMEM;
-    gsl_rng *rng = NULL;
-    size_t cap = ra->n_levels ? ra->n_levels : 1, nk = 0, *keys = NULL, *nua = NULL, *nub = NULL;
-    cmp_level_pair *lp = NULL;
-    cmp_unit **ua = calloc(cap, sizeof *ua), **ub = calloc(cap, sizeof *ub);
-    fit_compare *c = calloc(1, sizeof *c);
-    if (!c || !ua || !ub)
-        goto oom;
-    c->levels = calloc(cap, sizeof *c->levels);
-    rng = gsl_rng_alloc(gsl_rng_mt19937);
-    if (!c->levels || !rng)
-        goto oom;
-    gsl_rng_set(rng, (unsigned long)o.seed);
+    return 0;
+}
+
+static void work_free(cmp_work *w)
+{
+    if (w->rng)
+        gsl_rng_free(w->rng);
+    for (size_t i = 0; w->ua && w->ub && i < w->cap; i++) {
+        free(w->ua[i]);
+        free(w->ub[i]);
+    }
+    free(w->ua);
+    free(w->ub);
+    free(w->keys);
+    free(w->lp);
+    free(w->nua);
+    free(w->nub);
+}
+
+/* The result with room for every level of A, and the work arrays. */
+static int work_alloc(cmp_work *w, fit_compare **out, size_t n_levels_a)
+{
+    w->cap = n_levels_a ? n_levels_a : 1;
+    w->ua = calloc(w->cap, sizeof *w->ua);
+    w->ub = calloc(w->cap, sizeof *w->ub);
+    fit_compare *c = *out = calloc(1, sizeof *c);
+    if (!c || !w->ua || !w->ub)
+        return LL_ENOMEM;
+    c->levels = calloc(w->cap, sizeof *c->levels);
+    w->rng = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!c->levels || !w->rng)
+        return LL_ENOMEM;
+    gsl_rng_set(w->rng, (unsigned long)w->o.seed);
+    w->keys = malloc(w->cap * sizeof *w->keys);
+    w->lp = malloc(w->cap * sizeof *w->lp);
+    w->nua = calloc(w->cap, sizeof *w->nua);
+    w->nub = calloc(w->cap, sizeof *w->nub);
+    return w->keys && w->lp && w->nua && w->nub ? 0 : LL_ENOMEM;
+}
+
+/* Both laws, their asymptotes and the options the result reports. */
+static void compare_laws(fit_compare *c, const fit_result *ra, const fit_result *rb, const fit_compare_options *o)
+{
     c->law_a = ra->law;
     c->law_b = rb->law;
     /* from the copied laws themselves, so the printed asymptote is 1000/b of
      * the very law printed beside it */
     c->asym_a_tok_per_s = c->law_a.ok && c->law_a.b_ms > 0 ? 1000.0 / c->law_a.b_ms : NAN;
     c->asym_b_tok_per_s = c->law_b.ok && c->law_b.b_ms > 0 ? 1000.0 / c->law_b.b_ms : NAN;
-    c->ci = o.ci;
-    c->n_resamples = o.n_resamples;
-    c->seed = o.seed;
+    c->ci = o->ci;
+    c->n_resamples = o->n_resamples;
+    c->seed = o->seed;
+}
 
-    /* The keys (load) of a's levels, first occurrence each, in key order. */
-    keys = malloc(cap * sizeof *keys);
-    lp = malloc(cap * sizeof *lp);
-    nua = calloc(cap, sizeof *nua);
-    nub = calloc(cap, sizeof *nub);
-    if (!keys || !lp || !nua || !nub)
-        goto oom;
+/* The keys (load) of a's levels, first occurrence each, in key order. */
+static void level_keys(cmp_work *w, const fit_run *a, const fit_result *ra)
+{
     for (size_t i = 0; i < ra->n_levels; i++) {
         const fit_level *L = &ra->levels[i];
         if (L->closed_loop ? L->concurrency <= 0 : !isfinite(fit_run_level(a, i)->rate_per_s))
             continue;
         size_t k = 0;
-        while (k < nk && !same_key(a, ra, keys[k], a, ra, i))
+        while (k < w->nk && !same_key(a, ra, w->keys[k], a, ra, i))
             k++;
-        if (k < nk)
+        if (k < w->nk)
             continue;
         /* insertion in key order */
-        for (k = nk++; k > 0 && key_before(a, ra, i, keys[k - 1]); k--)
-            keys[k] = keys[k - 1];
-        keys[k] = i;
+        for (k = w->nk++; k > 0 && key_before(a, ra, i, w->keys[k - 1]); k--)
+            w->keys[k] = w->keys[k - 1];
+        w->keys[k] = i;
     }
-    for (size_t k = 0; k < nk; k++) {
-        size_t ka = keys[k], m = 0, ib = SIZE_MAX, n = c->n_levels;
-        /* pairs: A's levels of this key with a pair number, and B's of the same */
-        for (size_t i = 0; i < ra->n_levels && !o.ignore_pairs; i++) {
-            int p = fit_run_level(a, i)->pair;
-            if (p < 0 || !same_key(a, ra, ka, a, ra, i))
-                continue;
-            for (size_t j = 0; j < rb->n_levels; j++)
-                if (fit_run_level(b, j)->pair == p && same_key(a, ra, i, b, rb, j)) {
-                    lp[m++] = (cmp_level_pair){i, j, p};
-                    break;
-                }
-        }
-        for (size_t j = 0; j < rb->n_levels && ib == SIZE_MAX; j++)
-            if (same_key(a, ra, ka, b, rb, j))
-                ib = j;
-        if (m > 0)
-            rc = cmp_paired_level(a, ra, b, rb, lp, m, &o, &c->levels[n], &ua[n], &ub[n], &nua[n], &nub[n],
-                                      err, errlen);
-        else if (ib != SIZE_MAX)
-            rc = compare_level(a, ra, ka, b, rb, ib, &o, rng, &c->levels[n], &ua[n], &ub[n], &nua[n], &nub[n],
-                               err, errlen);
-        else
+}
+
+/* Pairs of key ka: A's levels of this key with a pair number, and B's of the
+ * same (into w->lp); their count. */
+static size_t key_pairs(cmp_work *w, const fit_run *a, const fit_result *ra, const fit_run *b,
+                        const fit_result *rb, size_t ka)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < ra->n_levels && !w->o.ignore_pairs; i++) {
+        int p = fit_run_level(a, i)->pair;
+        if (p < 0 || !same_key(a, ra, ka, a, ra, i))
             continue;
-        if (rc)
-            goto fail;
-        c->paired |= m > 0;
-        c->n_levels++;
+        for (size_t j = 0; j < rb->n_levels; j++)
+            if (fit_run_level(b, j)->pair == p && same_key(a, ra, i, b, rb, j)) {
+                w->lp[m++] = (cmp_level_pair){i, j, p};
+                break;
+            }
     }
-    if (c->n_levels == 0) {
-        rc = LL_EINVAL;
-        ll_errf(err, errlen, "the runs share no level (no closed-loop concurrency, no open-loop rate)");
-        goto fail;
-    }
+    return m;
+}
+
+/* Key ka (A's level index) compared, paired where the runs interleaved it,
+ * as c's next level; nothing when B has no level of that key. */
+static int compare_key(cmp_work *w, fit_compare *c, const fit_run *a, const fit_result *ra, const fit_run *b,
+                       const fit_result *rb, size_t ka, char *err, size_t errlen)
+{
+    size_t m = key_pairs(w, a, ra, b, rb, ka), ib = SIZE_MAX, n = c->n_levels;
+    int rc;
+    for (size_t j = 0; j < rb->n_levels && ib == SIZE_MAX; j++)
+        if (same_key(a, ra, ka, b, rb, j))
+            ib = j;
+    if (m > 0)
+        rc = cmp_paired_level(a, ra, b, rb, w->lp, m, &w->o, &c->levels[n], &w->ua[n], &w->ub[n], &w->nua[n],
+                              &w->nub[n], err, errlen);
+    else if (ib != SIZE_MAX)
+        rc = compare_level(a, ra, ka, b, rb, ib, &w->o, w->rng, &c->levels[n], &w->ua[n], &w->ub[n],
+                           &w->nua[n], &w->nub[n], err, errlen);
+    else
+        return 0;
+    if (rc)
+        return rc;
+    c->paired |= m > 0;
+    c->n_levels++;
+    return 0;
+}
+
+/* The slope ratio B/A: from the laws' standard errors (delta method) when
+ * both laws have them, else by bootstrap over the common levels' units. */
+static int compare_slopes(fit_compare *c, cmp_work *w)
+{
     c->slope_ratio = c->slope_ratio_ci[0] = c->slope_ratio_ci[1] = NAN;
     c->slope_a_ms = c->slope_b_ms = NAN;
     c->slope_method = "none";
@@ -529,46 +582,52 @@ int fit_compare_runs(const fit_run *a, const fit_result *ra, const fit_run *b,
          * test_fit), which already accounts for the C streams sharing a step. */
         double r = c->law_b.b_ms / c->law_a.b_ms;
         double se = sqrt(pow(c->law_a.b_se_ms / c->law_a.b_ms, 2) + pow(c->law_b.b_se_ms / c->law_b.b_ms, 2));
-        double z = z_of(o.ci);
+        double z = z_of(w->o.ci);
         c->slope_a_ms = c->law_a.b_ms;
         c->slope_b_ms = c->law_b.b_ms;
         c->slope_ratio = r;
         c->slope_ratio_ci[0] = r * exp(-z * se);
         c->slope_ratio_ci[1] = r * exp(z * se);
         c->slope_method = "delta";
-    } else if (c->n_levels >= 2 && slope_bootstrap(c, ua, ub, &o, rng)) {
+        return 0;
+    }
+    if (c->n_levels >= 2)
+        return slope_bootstrap(c, w->ua, w->ub, &w->o, w->rng);
+    return 0;
+}
+
+int fit_compare_runs(const fit_run *a, const fit_result *ra, const fit_run *b,
+                     const fit_result *rb, const fit_compare_options *opt, fit_compare **out,
+                     char *err, size_t errlen)
+{
+    cmp_work w = {0};
+    fit_compare *c = NULL;
+    int rc = compare_options(&w.o, opt, err, errlen);
+    if (rc)
+        return rc;
+    if (work_alloc(&w, &c, ra->n_levels))
         goto oom;
+    compare_laws(c, ra, rb, &w.o);
+    level_keys(&w, a, ra);
+    for (size_t k = 0; k < w.nk; k++)
+        if ((rc = compare_key(&w, c, a, ra, b, rb, w.keys[k], err, errlen)))
+            goto fail;
+    if (c->n_levels == 0) {
+        rc = LL_EINVAL;
+        ll_errf(err, errlen, "the runs share no level (no closed-loop concurrency, no open-loop rate)");
+        goto fail;
     }
+    if (compare_slopes(c, &w))
+        goto oom;
     fit_compare_set_verdict(c, fit_compare_default_level(c));
-    gsl_rng_free(rng);
-    for (size_t i = 0; i < c->n_levels; i++) {
-        free(ua[i]);
-        free(ub[i]);
-    }
-    free(ua);
-    free(ub);
-    free(keys);
-    free(lp);
-    free(nua);
-    free(nub);
+    work_free(&w);
     *out = c;
     return 0;
 oom:
     rc = LL_ENOMEM;
     ll_errf(err, errlen, "out of memory");
 fail:
-    if (rng)
-        gsl_rng_free(rng);
-    for (size_t i = 0; c && ua && ub && i < cap; i++) {
-        free(ua[i]);
-        free(ub[i]);
-    }
-    free(ua);
-    free(ub);
-    free(keys);
-    free(lp);
-    free(nua);
-    free(nub);
+    work_free(&w);
     fit_compare_free(c);
     return rc;
 }

@@ -1,6 +1,6 @@
 /* fit_internal.h (internal to fit/): the run's storage and the steps of the
  * analysis, shared by load.c, timeline.c, figures.c, regress.c, model.c,
- * analyze.c, compare.c and output.c. */
+ * analyze.c, compare.c, json.c and output.c. */
 #ifndef LOADLAW_FIT_INTERNAL_H
 #define LOADLAW_FIT_INTERNAL_H
 
@@ -24,7 +24,7 @@ typedef enum fit_smk {
     FIT_SMK_VLLM_ITER_SUM, FIT_SMK_VLLM_ITER_COUNT,        /* vllm:iteration_tokens_total */
     FIT_SMK_SGL_GEN_THROUGHPUT,                            /* sglang:gen_throughput */
     /* GPU telemetry (gpu.c): each figure from loadlaw's own NVML sampler
-     * (cli/gpu_sample.c) or a DCGM exporter; watts, millijoules, 0..1 ratios */
+     * (telemetry/gpu_sample.c) or a DCGM exporter; watts, millijoules, 0..1 ratios */
     FIT_SMK_NVML_POWER, FIT_SMK_DCGM_POWER,
     FIT_SMK_NVML_LIMIT, FIT_SMK_DCGM_LIMIT, FIT_SMK_DCGM_MGMT_LIMIT,
     FIT_SMK_NVML_ENERGY, FIT_SMK_DCGM_ENERGY,

@@ -58,6 +58,68 @@ static double bic(double rss, double floor_rss, size_t n, int k)
     return (double)n * log(rss / (double)n) + (double)k * log((double)n);
 }
 
+/* The model the evidence chooses (BIC lower by the margin and an effect over
+ * the minimum; the knee before the curve when both qualify), and the verdict
+ * that says why. */
+static void model_choose(fit_model_check *m, const fit_options *opt, double xmax)
+{
+    double margin = opt->model_bic_margin, eff = opt->model_min_effect;
+    int q_ok = m->bic_quadratic < m->bic_linear - margin && m->effect_quadratic > eff;
+    int p_ok = isfinite(m->bic_piecewise) && m->bic_piecewise < m->bic_linear - margin &&
+               m->effect_piecewise > eff;
+    if (p_ok && (!q_ok || m->bic_piecewise <= m->bic_quadratic))
+        m->best = FIT_MODEL_PIECEWISE;
+    else if (q_ok)
+        m->best = FIT_MODEL_QUADRATIC;
+    if (m->best == FIT_MODEL_PIECEWISE)
+        snprintf(m->verdict, sizeof m->verdict,
+                 "knee at N=%g: slope %.4g ms per request before, %.4g after "
+                 "(BIC %.1f lower than a line)",
+                 m->knee_n, m->slope_before_ms, m->slope_after_ms,
+                 m->bic_linear - m->bic_piecewise);
+    else if (m->best == FIT_MODEL_QUADRATIC)
+        snprintf(m->verdict, sizeof m->verdict,
+                 "curved: %+.4g ms*N^2 (%.0f%% off the line at N=%g; BIC %.1f lower)",
+                 m->quad_c_ms, 100 * m->effect_quadratic, xmax, m->bic_linear - m->bic_quadratic);
+    else if (isfinite(m->bic_piecewise))
+        snprintf(m->verdict, sizeof m->verdict,
+                 "a straight line fits: quadratic BIC %+.1f (%.1f%% at N=%g), knee BIC %+.1f "
+                 "(%.1f%%); a richer model needs BIC -%g and %.0f%%",
+                 m->bic_quadratic - m->bic_linear, 100 * m->effect_quadratic, xmax,
+                 m->bic_piecewise - m->bic_linear, 100 * m->effect_piecewise, margin, 100 * eff);
+    else
+        snprintf(m->verdict, sizeof m->verdict,
+                 "a straight line fits: quadratic BIC %+.1f (%.1f%% at N=%g); a richer model "
+                 "needs BIC -%g and %.0f%%",
+                 m->bic_quadratic - m->bic_linear, 100 * m->effect_quadratic, xmax, margin,
+                 100 * eff);
+}
+
+/* Knee: every distinct N with at least two distinct N at or below it and
+ * one above; the breakpoint counts as a fourth parameter. 0 or ols_design's
+ * error. */
+static int knee_search(const double *x, const double *y, size_t n, const double *d, size_t nd, double lin_at_max,
+                       double floor_rss, fit_model_check *m)
+{
+    double best_rss = INFINITY, xmax = d[nd - 1];
+    int rc;
+    for (size_t k = 1; k + 1 < nd; k++) {
+        double cp[3], rss;
+        if ((rc = ols_design(x, y, n, 2, d[k], cp, &rss)))
+            return rc;
+        if (rss < best_rss) {
+            best_rss = rss;
+            m->knee_n = d[k];
+            m->slope_before_ms = cp[1];
+            m->slope_after_ms = cp[1] + cp[2];
+            m->effect_piecewise = fabs(cp[0] + cp[1] * xmax + cp[2] * (xmax - d[k]) -
+                                       lin_at_max) / fabs(lin_at_max);
+        }
+    }
+    m->bic_piecewise = bic(best_rss, floor_rss, n, 4);
+    return 0;
+}
+
 static int model_check_core(const double *x, const double *y, size_t n, const fit_options *opt,
                             fit_model_check *m, char *err, size_t errlen)
 {
@@ -94,57 +156,10 @@ static int model_check_core(const double *x, const double *y, size_t n, const fi
     m->effect_quadratic = fabs(cq[0] + cq[1] * xmax + cq[2] * xmax * xmax - lin_at_max) /
                           fabs(lin_at_max);
 
-    /* Knee: every distinct N with at least two distinct N at or below it and
-     * one above; the breakpoint counts as a fourth parameter. */
-    if (nd >= 4) {
-        double best_rss = INFINITY;
-        for (size_t k = 1; k + 1 < nd; k++) {
-            double cp[3], rss;
-            if ((rc = ols_design(x, y, n, 2, d[k], cp, &rss)))
-                goto gslfail;
-            if (rss < best_rss) {
-                best_rss = rss;
-                m->knee_n = d[k];
-                m->slope_before_ms = cp[1];
-                m->slope_after_ms = cp[1] + cp[2];
-                m->effect_piecewise = fabs(cp[0] + cp[1] * xmax + cp[2] * (xmax - d[k]) -
-                                           lin_at_max) / fabs(lin_at_max);
-            }
-        }
-        m->bic_piecewise = bic(best_rss, floor_rss, n, 4);
-    }
+    if (nd >= 4 && (rc = knee_search(x, y, n, d, nd, lin_at_max, floor_rss, m)))
+        goto gslfail;
     m->done = 1;
-
-    double margin = opt->model_bic_margin, eff = opt->model_min_effect;
-    int q_ok = m->bic_quadratic < m->bic_linear - margin && m->effect_quadratic > eff;
-    int p_ok = isfinite(m->bic_piecewise) && m->bic_piecewise < m->bic_linear - margin &&
-               m->effect_piecewise > eff;
-    if (p_ok && (!q_ok || m->bic_piecewise <= m->bic_quadratic))
-        m->best = FIT_MODEL_PIECEWISE;
-    else if (q_ok)
-        m->best = FIT_MODEL_QUADRATIC;
-    if (m->best == FIT_MODEL_PIECEWISE)
-        snprintf(m->verdict, sizeof m->verdict,
-                 "knee at N=%g: slope %.4g ms per request before, %.4g after "
-                 "(BIC %.1f lower than a line)",
-                 m->knee_n, m->slope_before_ms, m->slope_after_ms,
-                 m->bic_linear - m->bic_piecewise);
-    else if (m->best == FIT_MODEL_QUADRATIC)
-        snprintf(m->verdict, sizeof m->verdict,
-                 "curved: %+.4g ms*N^2 (%.0f%% off the line at N=%g; BIC %.1f lower)",
-                 m->quad_c_ms, 100 * m->effect_quadratic, xmax, m->bic_linear - m->bic_quadratic);
-    else if (isfinite(m->bic_piecewise))
-        snprintf(m->verdict, sizeof m->verdict,
-                 "a straight line fits: quadratic BIC %+.1f (%.1f%% at N=%g), knee BIC %+.1f "
-                 "(%.1f%%); a richer model needs BIC -%g and %.0f%%",
-                 m->bic_quadratic - m->bic_linear, 100 * m->effect_quadratic, xmax,
-                 m->bic_piecewise - m->bic_linear, 100 * m->effect_piecewise, margin, 100 * eff);
-    else
-        snprintf(m->verdict, sizeof m->verdict,
-                 "a straight line fits: quadratic BIC %+.1f (%.1f%% at N=%g); a richer model "
-                 "needs BIC -%g and %.0f%%",
-                 m->bic_quadratic - m->bic_linear, 100 * m->effect_quadratic, xmax, margin,
-                 100 * eff);
+    model_choose(m, opt, xmax);
     free(d);
     return 0;
 gslfail:

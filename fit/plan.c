@@ -165,28 +165,11 @@ static void law_at(const fit_law *L, int max_c, fit_plan_at *at)
     at->user_tok_per_s_ci[1] = lo > 0 ? 1000.0 / lo : NAN;
 }
 
-int fit_plan_compute(const fit_run *run, const fit_result *res, const fit_plan_options *opt,
-                     fit_plan **out, char *err, size_t errlen)
+/* The measured closed-loop levels' TTFT, one point per C sorted by C (into
+ * pt, room for every level); p->max_measured_c. Their count. */
+static size_t measured_points(const fit_result *res, fit_plan *p, ttft_pt *pt)
 {
-    int rc;
-    fit_plan *p = NULL;
-    ttft_pt *pt = NULL;
     size_t n_pt = 0;
-    *out = NULL;
-    if (!res->law.ok) {
-        ll_errf(err, errlen, "no law: %s", res->no_law[0] ? res->no_law : "too few steady steps");
-        return LL_EINVAL;
-    }
-    p = calloc(1, sizeof *p);
-    pt = calloc(res->n_levels ? res->n_levels : 1, sizeof *pt);
-    if (!p || !pt) {
-        rc = LL_ENOMEM;
-        goto fail;
-    }
-    p->law = res->law;
-    p->slo = opt->slo;
-    p->best_goodput_idx = -1;
-
     for (size_t i = 0; i < res->n_levels; i++) {
         const fit_level *L = &res->levels[i];
         if (!L->closed_loop || L->concurrency <= 0)
@@ -200,23 +183,79 @@ int fit_plan_compute(const fit_run *run, const fit_result *res, const fit_plan_o
             pt[n_pt++] = (ttft_pt){L->concurrency, L->ttft.p50_ms, L->ttft.p90_ms};
     }
     qsort(pt, n_pt, sizeof *pt, cmp_ttft_pt);
+    return n_pt;
+}
 
-    if (slo_given(opt->slo.tpot_ms)) {
-        p->has_max_c = 1;
-        max_n_interval(&p->law, opt->slo.tpot_ms, &p->n_real, p->n_real_ci);
-        p->n_star = floor_n(p->n_real);
-        p->n_star_ci[0] = floor_n(p->n_real_ci[0]);
-        p->n_star_ci[1] = floor_n(p->n_real_ci[1]);
-        p->n_star_extrapolated = p->n_star > p->max_measured_c;
+/* The largest C that meets the TPOT objective, with its interval. */
+static void plan_max_c(fit_plan *p, double tpot_slo_ms)
+{
+    p->has_max_c = 1;
+    max_n_interval(&p->law, tpot_slo_ms, &p->n_real, p->n_real_ci);
+    p->n_star = floor_n(p->n_real);
+    p->n_star_ci[0] = floor_n(p->n_real_ci[0]);
+    p->n_star_ci[1] = floor_n(p->n_real_ci[1]);
+    p->n_star_extrapolated = p->n_star > p->max_measured_c;
+}
+
+/* Level i's goodput against the objectives; plan's best level so far. */
+static void plan_goodput_level(fit_plan *p, const fit_run *run, const fit_level *L, const fit_slo *slo, size_t i)
+{
+    fit_plan_goodput *g = &p->goodput[i];
+    g->level = L->level;
+    g->concurrency = L->concurrency;
+    g->duration_s = L->duration_s;
+    fit_level_goodput_count(run, L->level, slo, &g->n_measured, &g->n_good);
+    g->good_frac = g->n_measured ? (double)g->n_good / (double)g->n_measured : NAN;
+    g->goodput_req_per_s = L->duration_s > 0 ? (double)g->n_good / L->duration_s : NAN;
+    if (!isfinite(g->goodput_req_per_s) || g->n_good == 0)
+        return; /* a level that met the SLOs nowhere is no best */
+    int b = p->best_goodput_idx;
+    if (b < 0 || g->goodput_req_per_s > p->goodput[b].goodput_req_per_s ||
+        (g->goodput_req_per_s == p->goodput[b].goodput_req_per_s && g->concurrency < p->goodput[b].concurrency))
+        p->best_goodput_idx = (int)i;
+}
+
+/* Every level's goodput, when any objective is given. */
+static int plan_goodput(fit_plan *p, const fit_run *run, const fit_result *res, const fit_slo *slo)
+{
+    if (!slo_given(slo->ttft_ms) && !slo_given(slo->tpot_ms) && !slo_given(slo->e2e_ms))
+        return 0;
+    p->goodput = calloc(res->n_levels ? res->n_levels : 1, sizeof *p->goodput);
+    if (!p->goodput)
+        return LL_ENOMEM;
+    p->n_goodput = res->n_levels;
+    for (size_t i = 0; i < res->n_levels; i++)
+        plan_goodput_level(p, run, &res->levels[i], slo, i);
+    return 0;
+}
+
+int fit_plan_compute(const fit_run *run, const fit_result *res, const fit_plan_options *opt,
+                     fit_plan **out, char *err, size_t errlen)
+{
+    int rc = LL_ENOMEM;
+    fit_plan *p = NULL;
+    ttft_pt *pt = NULL;
+    *out = NULL;
+    if (!res->law.ok) {
+        ll_errf(err, errlen, "no law: %s", res->no_law[0] ? res->no_law : "too few steady steps");
+        return LL_EINVAL;
     }
+    p = calloc(1, sizeof *p);
+    pt = calloc(res->n_levels ? res->n_levels : 1, sizeof *pt);
+    if (!p || !pt)
+        goto fail;
+    p->law = res->law;
+    p->slo = opt->slo;
+    p->best_goodput_idx = -1;
+    size_t n_pt = measured_points(res, p, pt);
+    if (slo_given(opt->slo.tpot_ms))
+        plan_max_c(p, opt->slo.tpot_ms);
 
     /* where to plan: the given C, else the measured ones */
     size_t n_at = opt->n_at_c ? opt->n_at_c : n_pt;
     p->at = calloc(n_at ? n_at : 1, sizeof *p->at);
-    if (!p->at) {
-        rc = LL_ENOMEM;
+    if (!p->at)
         goto fail;
-    }
     p->n_at = n_at;
     for (size_t i = 0; i < n_at; i++) {
         fit_plan_at *at = &p->at[i];
@@ -224,32 +263,8 @@ int fit_plan_compute(const fit_run *run, const fit_result *res, const fit_plan_o
         law_at(&p->law, p->max_measured_c, at);
         ttft_at(pt, n_pt, at);
     }
-
-    if (slo_given(opt->slo.ttft_ms) || slo_given(opt->slo.tpot_ms) || slo_given(opt->slo.e2e_ms)) {
-        p->goodput = calloc(res->n_levels ? res->n_levels : 1, sizeof *p->goodput);
-        if (!p->goodput) {
-            rc = LL_ENOMEM;
-            goto fail;
-        }
-        p->n_goodput = res->n_levels;
-        for (size_t i = 0; i < res->n_levels; i++) {
-            const fit_level *L = &res->levels[i];
-            fit_plan_goodput *g = &p->goodput[i];
-            g->level = L->level;
-            g->concurrency = L->concurrency;
-            g->duration_s = L->duration_s;
-            fit_level_goodput_count(run, L->level, &opt->slo, &g->n_measured, &g->n_good);
-            g->good_frac = g->n_measured ? (double)g->n_good / (double)g->n_measured : NAN;
-            g->goodput_req_per_s = L->duration_s > 0 ? (double)g->n_good / L->duration_s : NAN;
-            if (!isfinite(g->goodput_req_per_s) || g->n_good == 0)
-                continue; /* a level that met the SLOs nowhere is no best */
-            int b = p->best_goodput_idx;
-            if (b < 0 || g->goodput_req_per_s > p->goodput[b].goodput_req_per_s ||
-                (g->goodput_req_per_s == p->goodput[b].goodput_req_per_s &&
-                 g->concurrency < p->goodput[b].concurrency))
-                p->best_goodput_idx = (int)i;
-        }
-    }
+    if ((rc = plan_goodput(p, run, res, &opt->slo)))
+        goto fail;
     free(pt);
     *out = p;
     return 0;
@@ -271,32 +286,6 @@ void fit_plan_free(fit_plan *p)
 
 /* ---- JSON ------------------------------------------------------------------ */
 
-/* A number, or null where it is NAN or unbounded. 0 or LL_ENOMEM. */
-static int add_num(cJSON *o, const char *key, double v)
-{
-    cJSON *x = isfinite(v) ? cJSON_AddNumberToObject(o, key, v) : cJSON_AddNullToObject(o, key);
-    return x ? 0 : LL_ENOMEM;
-}
-
-static int add_pair(cJSON *o, const char *key, const double v[2])
-{
-    int rc;
-    cJSON *a = cJSON_AddArrayToObject(o, key);
-    if (!a)
-        return LL_ENOMEM;
-    for (int k = 0; k < 2; k++) {
-        cJSON *x = isfinite(v[k]) ? cJSON_CreateNumber(v[k]) : cJSON_CreateNull();
-        if (!x || !cJSON_AddItemToArray(a, x)) {
-            cJSON_Delete(x);
-            rc = LL_ENOMEM;
-            goto fail;
-        }
-    }
-    return 0;
-fail:
-    return rc;
-}
-
 static int add_bool(cJSON *o, const char *key, int v)
 {
     return cJSON_AddBoolToObject(o, key, v) ? 0 : LL_ENOMEM;
@@ -310,16 +299,16 @@ static int at_json(cJSON *arr, const fit_plan_at *at)
         cJSON_Delete(o);
         return LL_ENOMEM;
     }
-    LL_TRY(add_num(o, "concurrency", at->concurrency));
+    LL_TRY(ll_json_add_num(o, "concurrency", at->concurrency));
     LL_TRY(add_bool(o, "extrapolated", at->extrapolated));
-    LL_TRY(add_num(o, "step_ms", at->step_ms));
-    LL_TRY(add_pair(o, "step_ci_ms", at->step_ci_ms));
-    LL_TRY(add_num(o, "tok_per_s", at->tok_per_s));
-    LL_TRY(add_pair(o, "tok_per_s_ci", at->tok_per_s_ci));
-    LL_TRY(add_num(o, "user_tok_per_s", at->user_tok_per_s));
-    LL_TRY(add_pair(o, "user_tok_per_s_ci", at->user_tok_per_s_ci));
-    LL_TRY(add_num(o, "ttft_p50_ms", at->ttft_p50_ms));
-    LL_TRY(add_num(o, "ttft_p90_ms", at->ttft_p90_ms));
+    LL_TRY(ll_json_add_num(o, "step_ms", at->step_ms));
+    LL_TRY(ll_json_add_pair(o, "step_ci_ms", at->step_ci_ms));
+    LL_TRY(ll_json_add_num(o, "tok_per_s", at->tok_per_s));
+    LL_TRY(ll_json_add_pair(o, "tok_per_s_ci", at->tok_per_s_ci));
+    LL_TRY(ll_json_add_num(o, "user_tok_per_s", at->user_tok_per_s));
+    LL_TRY(ll_json_add_pair(o, "user_tok_per_s_ci", at->user_tok_per_s_ci));
+    LL_TRY(ll_json_add_num(o, "ttft_p50_ms", at->ttft_p50_ms));
+    LL_TRY(ll_json_add_num(o, "ttft_p90_ms", at->ttft_p90_ms));
     LL_TRY(add_bool(o, "ttft_interpolated", at->ttft_interpolated));
     if (at->ttft_note[0]) {
         if (!cJSON_AddStringToObject(o, "ttft_note", at->ttft_note)) {
@@ -343,13 +332,13 @@ static int goodput_json(cJSON *arr, const fit_plan_goodput *g)
         cJSON_Delete(o);
         return LL_ENOMEM;
     }
-    LL_TRY(add_num(o, "level", g->level));
-    LL_TRY(add_num(o, "concurrency", g->concurrency));
-    LL_TRY(add_num(o, "n_measured", (double)g->n_measured));
-    LL_TRY(add_num(o, "n_good", (double)g->n_good));
-    LL_TRY(add_num(o, "duration_s", g->duration_s));
-    LL_TRY(add_num(o, "good_frac", g->good_frac));
-    LL_TRY(add_num(o, "goodput_req_per_s", g->goodput_req_per_s));
+    LL_TRY(ll_json_add_num(o, "level", g->level));
+    LL_TRY(ll_json_add_num(o, "concurrency", g->concurrency));
+    LL_TRY(ll_json_add_num(o, "n_measured", (double)g->n_measured));
+    LL_TRY(ll_json_add_num(o, "n_good", (double)g->n_good));
+    LL_TRY(ll_json_add_num(o, "duration_s", g->duration_s));
+    LL_TRY(ll_json_add_num(o, "good_frac", g->good_frac));
+    LL_TRY(ll_json_add_num(o, "goodput_req_per_s", g->goodput_req_per_s));
     return 0;
 fail:
     return rc;
@@ -358,31 +347,26 @@ fail:
 static int plan_json(cJSON *j, const fit_plan *p)
 {
     int rc;
-    cJSON *law = cJSON_AddObjectToObject(j, "law");
+    /* the law's parameters the plan used: fit's one law writer */
+    LL_TRY(fit_json_law(j, "law", &p->law, NULL, NAN, FIT_JSON_PLAN));
     cJSON *obj = cJSON_AddObjectToObject(j, "objectives");
-    if (!law || !obj)
+    if (!obj)
         return LL_ENOMEM;
-    LL_TRY(add_num(law, "a_ms", p->law.a_ms));
-    LL_TRY(add_num(law, "b_ms", p->law.b_ms));
-    LL_TRY(add_num(law, "a_se_ms", p->law.a_se_ms));
-    LL_TRY(add_num(law, "b_se_ms", p->law.b_se_ms));
-    LL_TRY(add_num(law, "cov_ab_ms2", p->law.cov_ab_ms2));
-    LL_TRY(add_num(law, "t_crit", p->law.t_crit));
-    LL_TRY(add_num(j, "max_measured_c", p->max_measured_c));
-    LL_TRY(add_num(obj, "ttft_ms", slo_given(p->slo.ttft_ms) ? p->slo.ttft_ms : NAN));
-    LL_TRY(add_num(obj, "tpot_ms", slo_given(p->slo.tpot_ms) ? p->slo.tpot_ms : NAN));
-    LL_TRY(add_num(obj, "e2e_ms", slo_given(p->slo.e2e_ms) ? p->slo.e2e_ms : NAN));
+    LL_TRY(ll_json_add_num(j, "max_measured_c", p->max_measured_c));
+    LL_TRY(ll_json_add_num(obj, "ttft_ms", slo_given(p->slo.ttft_ms) ? p->slo.ttft_ms : NAN));
+    LL_TRY(ll_json_add_num(obj, "tpot_ms", slo_given(p->slo.tpot_ms) ? p->slo.tpot_ms : NAN));
+    LL_TRY(ll_json_add_num(obj, "e2e_ms", slo_given(p->slo.e2e_ms) ? p->slo.e2e_ms : NAN));
     if (p->has_max_c) {
         cJSON *m = cJSON_AddObjectToObject(j, "max_c");
         if (!m)
             return LL_ENOMEM;
         double n_ci[2] = {(double)p->n_star_ci[0],
                           p->n_star_ci[1] == LONG_MAX ? INFINITY : (double)p->n_star_ci[1]};
-        LL_TRY(add_num(m, "tpot_slo_ms", p->slo.tpot_ms));
-        LL_TRY(add_num(m, "n", p->n_star == LONG_MAX ? INFINITY : (double)p->n_star));
-        LL_TRY(add_pair(m, "n_ci", n_ci));
-        LL_TRY(add_num(m, "n_real", p->n_real));
-        LL_TRY(add_pair(m, "n_real_ci", p->n_real_ci));
+        LL_TRY(ll_json_add_num(m, "tpot_slo_ms", p->slo.tpot_ms));
+        LL_TRY(ll_json_add_num(m, "n", p->n_star == LONG_MAX ? INFINITY : (double)p->n_star));
+        LL_TRY(ll_json_add_pair(m, "n_ci", n_ci));
+        LL_TRY(ll_json_add_num(m, "n_real", p->n_real));
+        LL_TRY(ll_json_add_pair(m, "n_real_ci", p->n_real_ci));
         LL_TRY(add_bool(m, "extrapolated", p->n_star_extrapolated));
         if (!cJSON_AddStringToObject(m, "interval", "fieller")) {
             rc = LL_ENOMEM;
@@ -399,7 +383,7 @@ static int plan_json(cJSON *j, const fit_plan *p)
         LL_TRY(at_json(at, &p->at[i]));
     for (size_t i = 0; i < p->n_goodput; i++)
         LL_TRY(goodput_json(gp, &p->goodput[i]));
-    LL_TRY(add_num(j, "best_goodput_concurrency",
+    LL_TRY(ll_json_add_num(j, "best_goodput_concurrency",
                    p->best_goodput_idx >= 0 ? p->goodput[p->best_goodput_idx].concurrency : NAN));
     return 0;
 fail:

@@ -257,15 +257,9 @@ static int rate_series(const fit_run *run, const size_t *req_idx, size_t n_req,
     return 0;
 }
 
-int fit_timeline_level(const fit_run *run, const fit_level_info *info, const size_t *req_idx,
-                       size_t n_req, int32_t level_idx, const fit_options *opt,
-                       fit_level *L, fit_sample_vec *sv, size_t *n_empty_chunks,
-                       char *err, size_t errlen)
+/* L from the level's record: its identity and span, every figure unset. */
+static void level_init(fit_level *L, const fit_level_info *info)
 {
-    tl_line ln = {0, NULL, NULL};
-    tl_acc acc;
-    memset(&acc, 0, sizeof acc);
-    int rc;
     memset(L, 0, sizeof *L);
     L->level = info->level;
     L->concurrency = info->concurrency;
@@ -279,6 +273,59 @@ int fit_timeline_level(const fit_run *run, const fit_level_info *info, const siz
     L->error_rel_ci[0] = L->error_rel_ci[1] = NAN;
     L->ramp_s = NAN;
     L->ramp_tokens = NAN;
+}
+
+/* One request's counts (requests, outcomes, tokens, empty chunks). */
+static void count_request(fit_level *L, const fit_request *q, size_t *n_empty_chunks)
+{
+    L->n_requests++;
+    if (q->ok)
+        L->n_ok++;
+    else
+        L->n_failed++;
+    if (q->warmup)
+        L->n_warmup++;
+    for (size_t k = 0; k < q->n_chunks; k++) {
+        L->tokens += q->chunks[k].tokens;
+        if (q->chunks[k].tokens == 0)
+            (*n_empty_chunks)++;
+    }
+}
+
+/* The ramp of a closed level: the first time D reaches C, and the tokens
+ * that arrived until then. */
+static void level_ramp(fit_level *L, const tl_line *ln, const fit_run *run, const size_t *req_idx, size_t n_req,
+                       const fit_level_info *info)
+{
+    int conc = info->concurrency;
+    if (!info->closed_loop || conc <= 0)
+        return;
+    for (size_t j = 0; j < ln->n; j++) {
+        if (ln->pt[j].decode < conc)
+            continue;
+        int64_t tr = ln->pt[j].t_ns;
+        L->ramp_reached = 1;
+        L->ramp_s = (double)(tr - info->start_ns) / 1e9;
+        L->ramp_tokens = 0;
+        for (size_t i = 0; i < n_req; i++) {
+            const fit_request *q = fit_run_request(run, req_idx[i]);
+            for (size_t k = 0; k < q->n_chunks && q->chunks[k].t_ns <= tr; k++)
+                L->ramp_tokens += q->chunks[k].tokens;
+        }
+        break;
+    }
+}
+
+int fit_timeline_level(const fit_run *run, const fit_level_info *info, const size_t *req_idx,
+                       size_t n_req, int32_t level_idx, const fit_options *opt,
+                       fit_level *L, fit_sample_vec *sv, size_t *n_empty_chunks,
+                       char *err, size_t errlen)
+{
+    tl_line ln = {0, NULL, NULL};
+    tl_acc acc;
+    memset(&acc, 0, sizeof acc);
+    int rc;
+    level_init(L, info);
 
     rc = build_line(run, req_idx, n_req, &ln);
     if (rc)
@@ -288,18 +335,7 @@ int fit_timeline_level(const fit_run *run, const fit_level_info *info, const siz
 
     for (size_t i = 0; i < n_req; i++) {
         const fit_request *q = fit_run_request(run, req_idx[i]);
-        L->n_requests++;
-        if (q->ok)
-            L->n_ok++;
-        else
-            L->n_failed++;
-        if (q->warmup)
-            L->n_warmup++;
-        for (size_t k = 0; k < q->n_chunks; k++) {
-            L->tokens += q->chunks[k].tokens;
-            if (q->chunks[k].tokens == 0)
-                (*n_empty_chunks)++;
-        }
+        count_request(L, q, n_empty_chunks);
         if (excluded(q, opt)) {
             L->n_excluded_requests++;
             continue;
@@ -319,24 +355,7 @@ int fit_timeline_level(const fit_run *run, const fit_level_info *info, const siz
     rc = steady_windows(&ln, conc, cut, L);
     if (rc)
         goto fail;
-
-    if (info->closed_loop && conc > 0) {
-        for (size_t j = 0; j < ln.n; j++) {
-            if (ln.pt[j].decode < conc)
-                continue;
-            int64_t tr = ln.pt[j].t_ns;
-            L->ramp_reached = 1;
-            L->ramp_s = (double)(tr - info->start_ns) / 1e9;
-            L->ramp_tokens = 0;
-            for (size_t i = 0; i < n_req; i++) {
-                const fit_request *q = fit_run_request(run, req_idx[i]);
-                for (size_t k = 0; k < q->n_chunks && q->chunks[k].t_ns <= tr; k++)
-                    L->ramp_tokens += q->chunks[k].tokens;
-            }
-            break;
-        }
-    }
-
+    level_ramp(L, &ln, run, req_idx, n_req, info);
     rc = rate_series(run, req_idx, n_req, opt, L);
     if (rc)
         goto fail;

@@ -17,7 +17,7 @@
 #include <curl/curl.h>
 
 #include "loadgen.h"
-#include "rxstamp.h"
+#include "netstamp.h"
 #include "srcaddr.h"
 #include "sse.h"
 
@@ -47,7 +47,7 @@ typedef struct lg_xfer {
     int64_t intended_ns, send_ns, header_ns, first_tok_ns, first_think_ns, first_answer_ns, end_ns;
     int64_t now_ns;                /* arrival time of the bytes being parsed */
     int fd;                        /* its connection's socket, once known (xfer.c arrival_ns); -1 before */
-    int64_t empty_ns;              /* when a read last found that socket empty (rxstamp.h), -1 never */
+    int64_t empty_ns;              /* when a read last found that socket empty (netstamp.h), -1 never */
     int64_t read_ns, read_t_ns;    /* the last read timed (its rx read_at_ns, -1 none) and its time */
     int read_kernel;               /* that time was the kernel's stamp */
     int64_t counted_ns;            /* the last read counted in lg_worker.reads (its read_at_ns) */
@@ -79,7 +79,7 @@ struct lg_worker {
     int epfd, wake_fd;             /* the worker's epoll set (curl's sockets + wake_fd) */
     int64_t timer_at;              /* curl's timer (CURLMOPT_TIMERFUNCTION), -1 = none */
     int user_rid;                  /* the scenario's headers name X-Request-Id: no own one */
-    lg_rx rx;                      /* the stamp of this thread's last read (rxstamp.h) */
+    ns_rx rx;                      /* the stamp of this thread's last read (netstamp.h) */
     lg_src src;                    /* the local address of its next connection (srcaddr.h) */
     pthread_t thread;
     /* current level */
@@ -107,6 +107,8 @@ struct lg_run {
     char *url_full, *url_base, *model, *api_key;
     const scn_scenario *scn;
     const scn_prompts *prompts;
+    int kstamp; /* reads timed by the kernel's stamp: load.arrival_stamp "kernel"
+                 * and netstamp linked (netstamp.h), else the write-callback clock */
     int progress;
     ll_rec_writer *rec;
     int64_t epoch_ns;

@@ -126,10 +126,16 @@ int lg_run_create(const lg_config *cfg, lg_run **out, char *err, size_t errlen)
         return LL_ESYS;
     }
     r->scn = cfg->scn;
+    /* Kernel stamps need netstamp in the program (netstamp.h); without it the
+     * reads are timed as with load.arrival_stamp "user", and that is said. */
+    r->kstamp = r->scn->arrival_stamp == SCN_STAMP_KERNEL && ns_rx_available();
+    if (r->scn->arrival_stamp == SCN_STAMP_KERNEL && !r->kstamp)
+        ll_warn("kernel receive stamps are not linked into this program (netstamp): chunk arrivals "
+                "are timed by the clock in the write callback, as with --arrival-stamp user");
     /* The kernel turns receive stamping on a moment after the first socket
      * asks: ask now (once per process), so the first packets are stamped too. */
-    if (r->scn->arrival_stamp == SCN_STAMP_KERNEL)
-        (void)lg_rx_keep_on();
+    if (r->kstamp)
+        (void)ns_rx_keep_on();
     r->prompts = cfg->prompts;
     r->progress = cfg->progress;
     r->rec = cfg->records;

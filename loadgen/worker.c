@@ -268,9 +268,9 @@ static int drive(lg_worker *w, curl_socket_t fd, int ev)
     int running;
     CURLMcode mc = curl_multi_socket_action(w->multi, fd, ev, &running);
     /* Only a read made in one call stamps what that call delivers, and
-     * answers poll() for its socket (rxstamp.h): the worker's recv() calls
+     * answers poll() for its socket (netstamp.h): the worker's recv() calls
      * are all made inside this one. */
-    lg_rx_reset(&w->rx);
+    ns_rx_reset(&w->rx);
     if (mc != CURLM_OK) {
         w->rc = LL_EIO;
         snprintf(w->err, sizeof w->err, "curl_multi_socket_action: %s", curl_multi_strerror(mc));
@@ -349,7 +349,7 @@ static int wait_for_work(walk *k, int64_t now, int64_t abort_at)
         return -1;
     }
     if (n > 0 && k->stamped)
-        lg_rx_clock(&w->rx); /* the stamps' clock offset, once per wake-up (rxstamp.h) */
+        ns_rx_clock(&w->rx); /* the stamps' clock offset, once per wake-up (netstamp.h) */
     for (int i = 0; i < n; i++) {
         if (ev[i].data.fd == w->wake_fd) {
             uint64_t v;
@@ -385,9 +385,9 @@ void *lg_worker_main(void *arg)
     double cpu0_s = thread_cpu_s();
     walk_init(&k, w);
     /* This thread's recv() calls (libcurl's) leave the kernel's stamp in w->rx. */
-    k.stamped = r->scn->arrival_stamp == SCN_STAMP_KERNEL;
-    lg_rx_reset(&w->rx);
-    lg_rx_attach(k.stamped ? &w->rx : NULL);
+    k.stamped = r->kstamp;
+    ns_rx_reset(&w->rx);
+    ns_rx_attach(k.stamped ? &w->rx : NULL);
     while (w->rc == 0) {
         int64_t now = ll_now_ns();
         int64_t abort_at = atomic_load(&r->abort_at_ns);
@@ -409,7 +409,7 @@ void *lg_worker_main(void *arg)
             break;
     }
     abort_inflight(w);
-    lg_rx_attach(NULL);
+    ns_rx_attach(NULL);
     w->cpu_s = thread_cpu_s() - cpu0_s;
     /* The driver checks workers_left under its lock: notify after the decrement. */
     atomic_fetch_sub(&r->workers_left, 1);

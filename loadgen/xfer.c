@@ -4,10 +4,10 @@
  * Timing: every chunk is stamped once per libcurl write callback, before
  * parsing, so parse cost never shifts a timestamp and all events of one read
  * share its arrival time: the kernel's receive stamp of the socket read that
- * brought the bytes (rxstamp.h; load.arrival_stamp "kernel", the default),
+ * brought the bytes (netstamp.h; load.arrival_stamp "kernel", the default),
  * else ll_now_ns() on the worker thread. A read's stamp is its last packet's,
  * so bytes that waited in the socket for a later packet are stamped late;
- * early only in the one case rxstamp.h describes (TCP holding packets back
+ * early only in the one case netstamp.h describes (TCP holding packets back
  * after a loss), which is caught where it can be without a system call. Nothing here
  * formats JSON for the records or touches the records file: lg_xfer_done fills
  * an ll_rec_request and queues it (common/records.h).
@@ -214,7 +214,7 @@ static int on_event(void *ctx, const char *event, const char *data, size_t len)
  * it in the socket (microseconds; more when softirqs queue up on a busy
  * host): a stamp this much older than the last time the socket was found
  * empty may still be an ordinary arrival. Older than that, the packet was
- * held back after a loss (rxstamp.h) and the clock is taken instead. */
+ * held back after a loss (netstamp.h) and the clock is taken instead. */
 #define LG_RX_HELD_SLACK_NS 1000000
 
 /* When the bytes in hand reached this host (see the top of the file): the
@@ -242,7 +242,7 @@ static int on_event(void *ctx, const char *event, const char *data, size_t len)
 static int64_t arrival_ns(lg_xfer *x, int64_t *now_ns, int *kernel)
 {
     int64_t now = ll_now_ns(), t = now;
-    const lg_rx *rx = &x->w->rx;
+    const ns_rx *rx = &x->w->rx;
     *kernel = 0;
     *now_ns = now;
     if (x->fd < 0 && rx->t_ns >= 0)
@@ -253,7 +253,7 @@ static int64_t arrival_ns(lg_xfer *x, int64_t *now_ns, int *kernel)
         t = x->read_t_ns;
     } else {
         if (rx->t_ns >= 0 && rx->fd == x->fd && rx->t_ns <= now && rx->t_ns >= x->send_ns &&
-            rx->t_ns >= x->empty_ns - LG_RX_HELD_SLACK_NS) { /* older: held back by TCP (rxstamp.h) */
+            rx->t_ns >= x->empty_ns - LG_RX_HELD_SLACK_NS) { /* older: held back by TCP (netstamp.h) */
             t = rx->t_ns;
             *kernel = 1;
         }
@@ -288,7 +288,7 @@ static size_t on_data(char *p, size_t sz, size_t nm, void *ud)
     x->now_ns = arrival_ns(x, &now, &kernel);
     /* level_end "client": socket reads with data (lg_worker.reads), each once
      * however many callbacks it made; untimed by rx (user stamps): each callback */
-    const lg_rx *rx = &w->rx;
+    const ns_rx *rx = &w->rx;
     int new_read = rx->read_at_ns < 0 || rx->fd != x->fd || rx->read_at_ns != x->counted_ns;
     if (new_read && rx->read_at_ns >= 0 && rx->fd == x->fd)
         x->counted_ns = rx->read_at_ns;
@@ -339,7 +339,7 @@ static int on_sockopt(void *ud, curl_socket_t fd, curlsocktype purpose)
 {
     (void)ud;
     if (purpose == CURLSOCKTYPE_IPCXN)
-        (void)lg_rx_enable((int)fd);
+        (void)ns_rx_enable((int)fd);
     return CURL_SOCKOPT_OK;
 }
 
@@ -364,7 +364,7 @@ static int setup_easy(lg_xfer *x)
         curl_easy_setopt(e, CURLOPT_BUFFERSIZE, LG_RECV_BUFFER_BYTES) ||
         curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1))
         return LL_EINVAL;
-    if (r->scn->arrival_stamp == SCN_STAMP_KERNEL && curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, on_sockopt))
+    if (r->kstamp && curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, on_sockopt))
         return LL_EINVAL;
     /* the local address of a new connection (srcaddr.h: spread over several
      * on loopback at high C, where one address makes connect() slow) */

@@ -1,7 +1,7 @@
 /* compare_print.c: the terminal form of `loadlaw compare` — both laws, the
  * slope ratio, per-level speedups with their intervals and latency changes,
- * and the verdict line a person pastes into a pull request; and the same as
- * JSON for --json. */
+ * and the verdict line a person pastes into a pull request. The --json object
+ * is fit's (fit/compare_json.c). */
 #include <math.h>
 #include <stdio.h>
 
@@ -128,108 +128,8 @@ void rpt_compare_print(FILE *f, const fit_compare *c, const char *label_a, const
 
 /* ---- JSON ------------------------------------------------------------------- */
 
-static cJSON *jnum(double x)
-{
-    return isfinite(x) ? cJSON_CreateNumber(x) : cJSON_CreateNull();
-}
-
-static int add_num(cJSON *o, const char *k, double x)
-{
-    cJSON *v = jnum(x);
-    return v && cJSON_AddItemToObject(o, k, v) ? 0 : -1;
-}
-
-static int add_pair(cJSON *o, const char *k, const double *v)
-{
-    cJSON *arr = cJSON_CreateArray();
-    if (!arr || !cJSON_AddItemToObject(o, k, arr))
-        return -1;
-    return cJSON_AddItemToArray(arr, jnum(v[0])) && cJSON_AddItemToArray(arr, jnum(v[1])) ? 0 : -1;
-}
-
-static cJSON *dist_json(const fit_dist *d)
-{
-    cJSON *o = cJSON_CreateObject();
-    if (!o)
-        return NULL;
-    if (add_num(o, "n", (double)d->n) || add_num(o, "mean_ms", d->mean_ms) || add_num(o, "p50_ms", d->p50_ms) ||
-        add_num(o, "p90_ms", d->p90_ms) || add_num(o, "p99_ms", d->p99_ms) || add_num(o, "max_ms", d->max_ms)) {
-        cJSON_Delete(o);
-        return NULL;
-    }
-    return o;
-}
-
-static cJSON *law_json(const fit_law *l, double asym)
-{
-    cJSON *o = cJSON_CreateObject();
-    if (!o)
-        return NULL;
-    if (!cJSON_AddBoolToObject(o, "ok", l->ok) || add_num(o, "a_ms", l->a_ms) || add_num(o, "b_ms", l->b_ms) ||
-        add_pair(o, "a_ci_ms", l->a_ci_ms) || add_pair(o, "b_ci_ms", l->b_ci_ms) || add_num(o, "r2", l->r2) ||
-        add_num(o, "asymptote_tok_per_s", asym)) {
-        cJSON_Delete(o);
-        return NULL;
-    }
-    return o;
-}
-
+/* fit's one writer of a comparison's JSON (fit.h fit_compare_to_json). */
 cJSON *rpt_compare_to_json(const fit_compare *c)
 {
-    cJSON *root = cJSON_CreateObject();
-    cJSON *levels = root ? cJSON_AddArrayToObject(root, "levels") : NULL;
-    if (!levels)
-        goto fail;
-    for (size_t i = 0; i < c->n_levels; i++) {
-        const fit_compare_level *L = &c->levels[i];
-        cJSON *o = cJSON_CreateObject();
-        if (!o || !cJSON_AddItemToArray(levels, o))
-            goto fail;
-        const char *k[] = {"ttft_a", "ttft_b", "ttfa_a", "ttfa_b", "itl_a", "itl_b"};
-        const fit_dist *d[] = {&L->lat_a.ttft, &L->lat_b.ttft, &L->lat_a.ttfa, &L->lat_b.ttfa,
-                               &L->lat_a.itl, &L->lat_b.itl};
-        if (add_num(o, "concurrency", L->concurrency) || add_num(o, "tok_per_s_a", L->tok_per_s_a) ||
-            add_num(o, "tok_per_s_b", L->tok_per_s_b) || add_num(o, "ratio", L->ratio) ||
-            add_pair(o, "ratio_ci", L->ratio_ci) || !cJSON_AddBoolToObject(o, "steady", L->steady) ||
-            add_num(o, "n_req_a", (double)L->n_req_a) || add_num(o, "n_req_b", (double)L->n_req_b) ||
-            add_num(o, "n_units_a", (double)L->n_units_a) || add_num(o, "n_units_b", (double)L->n_units_b) ||
-            !cJSON_AddStringToObject(o, "mode", L->open_loop ? "open" : "closed") ||
-            add_num(o, "rate_per_s", L->rate_per_s) || !cJSON_AddStringToObject(o, "ratio_method", L->ratio_method) ||
-            add_num(o, "n_pairs", (double)L->n_pairs) || add_num(o, "df", L->df))
-            goto fail;
-        cJSON *pr = cJSON_AddArrayToObject(o, "pair_ratio");
-        for (size_t q = 0; pr && q < L->n_pairs; q++)
-            if (!cJSON_AddItemToArray(pr, jnum(L->pair_ratio[q])))
-                goto fail;
-        if (!pr)
-            goto fail;
-        for (int j = 0; j < 6; j++) {
-            cJSON *dj = dist_json(d[j]);
-            if (!dj || !cJSON_AddItemToObject(o, k[j], dj)) {
-                cJSON_Delete(dj);
-                goto fail;
-            }
-        }
-    }
-    cJSON *la = law_json(&c->law_a, c->asym_a_tok_per_s), *lb = law_json(&c->law_b, c->asym_b_tok_per_s);
-    if (!la || !cJSON_AddItemToObject(root, "law_a", la)) {
-        cJSON_Delete(la);
-        cJSON_Delete(lb);
-        goto fail;
-    }
-    if (!lb || !cJSON_AddItemToObject(root, "law_b", lb)) {
-        cJSON_Delete(lb);
-        goto fail;
-    }
-    if (add_num(root, "slope_ratio", c->slope_ratio) || add_num(root, "slope_a_ms", c->slope_a_ms) ||
-        add_num(root, "slope_b_ms", c->slope_b_ms) ||
-        !cJSON_AddStringToObject(root, "slope_method", c->slope_method) || add_pair(root, "slope_ratio_ci", c->slope_ratio_ci) ||
-        add_num(root, "ci", c->ci) || add_num(root, "n_resamples", c->n_resamples) ||
-        !cJSON_AddBoolToObject(root, "paired", c->paired) ||
-        !cJSON_AddStringToObject(root, "verdict", c->verdict))
-        goto fail;
-    return root;
-fail:
-    cJSON_Delete(root);
-    return NULL;
+    return fit_compare_to_json(c);
 }

@@ -65,12 +65,6 @@ cJSON *rpt_run_chart_data(const fit_run *run, const fit_result *res, int full, c
 cJSON *rpt_pareto_json(const fit_run *run, const fit_result *res, const fit_slo *slo, char *err,
                        size_t errlen);
 
-/* A level's figures as summary.json names them (sent, ok, failed,
- * failed_by_class, duration_s, ramp_s, ttft_ms {n,p50,p90,p99,mean,max}, ...,
- * output_tok_per_s, req_per_s, steady_tok_per_s): the one JSON form of
- * fit_level's figures, used by summary.json and the report's data block
- * (summary.c). 0 or LL_ENOMEM (o may then hold some of them). */
-int rpt_level_figures_json(cJSON *o, const fit_level *L);
 /* Measured (non-warmup) requests of a level that failed (the sum of
  * failed_by_class), and that finished ok (n_sent minus those). */
 size_t rpt_level_failed(const fit_level *L);

@@ -13,9 +13,10 @@
 
 #include "html_internal.h"
 
+/* a number, or null (common's one NaN -> null rule) */
 static cJSON *num(double x)
 {
-    return isfinite(x) ? cJSON_CreateNumber(x) : cJSON_CreateNull();
+    return ll_json_num_item(x);
 }
 
 static int add(cJSON *o, const char *k, cJSON *v)
@@ -57,30 +58,22 @@ static cJSON *xy(double x, double y)
  * RPT_BAND_POINTS + 1 evenly spaced n in [0, n_max]: fit_law_mean_ci, which
  * carries the a-b covariance. The corners of the a and b intervals would give
  * a band several times too wide (a and b are strongly anti-correlated). */
-static cJSON *law_json(const fit_law *l, double n_max)
+static int add_law(cJSON *o, const fit_law *l, double n_max)
 {
-    cJSON *o = cJSON_CreateObject();
-    if (!o)
-        return NULL;
-    cJSON *aci = cJSON_AddArrayToObject(o, "a_ci"), *bci = cJSON_AddArrayToObject(o, "b_ci");
-    cJSON *band = cJSON_AddArrayToObject(o, "band");
-    if (!aci || !bci || !band || add(o, "ok", cJSON_CreateBool(l->ok)) || add(o, "a", num(l->a_ms)) ||
-        add(o, "b", num(l->b_ms)) || push(aci, num(l->a_ci_ms[0])) || push(aci, num(l->a_ci_ms[1])) ||
-        push(bci, num(l->b_ci_ms[0])) || push(bci, num(l->b_ci_ms[1])) || add(o, "cov_ab", num(l->cov_ab_ms2)) ||
-        add(o, "t_crit", num(l->t_crit))) {
-        cJSON_Delete(o);
-        return NULL;
-    }
+    /* the law itself in the page's spelling: fit's one law writer */
+    if (fit_json_law(o, "law", l, NULL, NAN, FIT_JSON_CHART))
+        return -1;
+    cJSON *band = cJSON_AddArrayToObject(cJSON_GetObjectItemCaseSensitive(o, "law"), "band");
+    if (!band)
+        return -1;
     for (int i = 0; l->ok && i <= RPT_BAND_POINTS; i++) {
         double n = n_max * i / RPT_BAND_POINTS, lo, hi;
         fit_law_mean_ci(l, n, &lo, &hi);
         cJSON *p = cJSON_CreateArray();
-        if (push(band, p) || push(p, num(n)) || push(p, num(lo)) || push(p, num(hi))) {
-            cJSON_Delete(o);
-            return NULL;
-        }
+        if (push(band, p) || push(p, num(n)) || push(p, num(lo)) || push(p, num(hi)))
+            return -1;
     }
-    return o;
+    return 0;
 }
 
 /* The step chart's x range: the largest N seen (samples, levels), plus 5%. */
@@ -162,58 +155,79 @@ static cJSON *phase_json(const fit_level *L)
     return arr;
 }
 
+/* The level's steady windows and ramp, seconds from its start. */
+static int windows_json(cJSON *o, const fit_level *L)
+{
+    double t0 = L->start_ns / 1e9;
+    cJSON *win = cJSON_CreateArray();
+    if (add(o, "phase", phase_json(L)) || add(o, "windows", win))
+        return -1;
+    for (size_t i = 0; i < L->n_windows; i++) {
+        if (push(win, xy(L->windows[i].t0_ns / 1e9 - t0, L->windows[i].t1_ns / 1e9 - t0)))
+            return -1;
+    }
+    if (L->ramp_reached && isfinite(L->ramp_s) && add(o, "ramp", xy(0, L->ramp_s)))
+        return -1;
+    return 0;
+}
+
+/* The level's token rate over time, thinking and answer apart. */
+static int rate_json(cJSON *o, const fit_level *L)
+{
+    double t0 = L->start_ns / 1e9;
+    if (L->n_rate_bins == 0)
+        return 0;
+    cJSON *rate = cJSON_CreateObject(), *th = cJSON_CreateArray(), *an = cJSON_CreateArray();
+    if (add(o, "rate", rate) || add(rate, "t0_s", num(L->rate_t0_ns / 1e9 - t0)) ||
+        add(rate, "bin_s", num(L->rate_bin_ns / 1e9)) || add(rate, "think", th) || add(rate, "answer", an))
+        return -1;
+    for (size_t i = 0; i < L->n_rate_bins; i++)
+        if (push(th, num(round(L->think_tok_per_s[i] * 100) / 100)) ||
+            push(an, num(round(L->answer_tok_per_s[i] * 100) / 100)))
+            return -1;
+    return 0;
+}
+
+/* The level's latency CDFs (TTFT, TTFA, ITL) from its requests. */
+static int cdfs_json(cJSON *o, const fit_run *run, const fit_level *L, char *err, size_t errlen)
+{
+    double *ttft = NULL, *ttfa = NULL, *itl = NULL;
+    fit_level_latency lat;
+    size_t n_itl = 0;
+    int rc = -1;
+    if (fit_level_latency_get(run, L->level, &lat, &ttft, &ttfa, &itl, &n_itl, err, errlen))
+        goto out;
+    cJSON *cdf = cJSON_CreateObject();
+    if (add(o, "cdf", cdf) || add(cdf, "ttft", cdf_json(ttft, lat.ttft.n)) ||
+        add(cdf, "ttfa", cdf_json(ttfa, lat.ttfa.n)) || add(cdf, "itl", cdf_json(itl, n_itl)))
+        goto out;
+    rc = 0;
+out:
+    free(ttft);
+    free(ttfa);
+    free(itl);
+    return rc;
+}
+
 static cJSON *level_json(const fit_run *run, const fit_level *L, int full, char *err, size_t errlen)
 {
     cJSON *o = cJSON_CreateObject();
-    double *ttft = NULL, *ttfa = NULL, *itl = NULL;
     if (!o)
         return NULL;
-    double t0 = L->start_ns / 1e9;
     if (add(o, "c", cJSON_CreateNumber(L->concurrency)) || add(o, "level", cJSON_CreateNumber(L->level)) ||
         add(o, "duration_s", num(L->duration_s)) || add(o, "steady_tok_per_s", num(L->steady_tok_per_s)) ||
         add(o, "whole_tok_per_s", num(L->whole_tok_per_s)))
         goto fail;
-    /* The level's figures exactly as summary.json has them (one writer). */
+    /* The level's figures exactly as summary.json has them (fit's one writer). */
     cJSON *fig = cJSON_AddObjectToObject(o, "figures");
-    if (!fig || rpt_level_figures_json(fig, L))
+    if (!fig || fit_json_level_figures(fig, L))
         goto fail;
     if (!full)
         return o;
-    cJSON *win = cJSON_CreateArray();
-    if (add(o, "phase", phase_json(L)) || add(o, "windows", win))
+    if (windows_json(o, L) || rate_json(o, L) || cdfs_json(o, run, L, err, errlen))
         goto fail;
-    for (size_t i = 0; i < L->n_windows; i++) {
-        if (push(win, xy(L->windows[i].t0_ns / 1e9 - t0, L->windows[i].t1_ns / 1e9 - t0)))
-            goto fail;
-    }
-    if (L->ramp_reached && isfinite(L->ramp_s) && add(o, "ramp", xy(0, L->ramp_s)))
-        goto fail;
-    if (L->n_rate_bins > 0) {
-        cJSON *rate = cJSON_CreateObject(), *th = cJSON_CreateArray(), *an = cJSON_CreateArray();
-        if (add(o, "rate", rate) || add(rate, "t0_s", num(L->rate_t0_ns / 1e9 - t0)) ||
-            add(rate, "bin_s", num(L->rate_bin_ns / 1e9)) || add(rate, "think", th) || add(rate, "answer", an))
-            goto fail;
-        for (size_t i = 0; i < L->n_rate_bins; i++)
-            if (push(th, num(round(L->think_tok_per_s[i] * 100) / 100)) ||
-                push(an, num(round(L->answer_tok_per_s[i] * 100) / 100)))
-                goto fail;
-    }
-    fit_level_latency lat;
-    size_t n_itl = 0;
-    if (fit_level_latency_get(run, L->level, &lat, &ttft, &ttfa, &itl, &n_itl, err, errlen))
-        goto fail;
-    cJSON *cdf = cJSON_CreateObject();
-    if (add(o, "cdf", cdf) || add(cdf, "ttft", cdf_json(ttft, lat.ttft.n)) ||
-        add(cdf, "ttfa", cdf_json(ttfa, lat.ttfa.n)) || add(cdf, "itl", cdf_json(itl, n_itl)))
-        goto fail;
-    free(ttft);
-    free(ttfa);
-    free(itl);
     return o;
 fail:
-    free(ttft);
-    free(ttfa);
-    free(itl);
     cJSON_Delete(o);
     return NULL;
 }
@@ -267,7 +281,7 @@ cJSON *rpt_run_chart_data(const fit_run *run, const fit_result *res, int full, c
     cJSON *o = cJSON_CreateObject();
     cJSON *levels = o ? cJSON_AddArrayToObject(o, "levels") : NULL;
     cJSON *samples = o ? cJSON_AddObjectToObject(o, "samples") : NULL;
-    if (!levels || !samples || add(o, "law", law_json(&res->law, chart_n_max(res))))
+    if (!levels || !samples || add_law(o, &res->law, chart_n_max(res)))
         goto fail;
     for (size_t i = 0; i < res->n_levels; i++)
         if (push(levels, level_json(run, &res->levels[i], full, err, errlen)))

@@ -172,9 +172,9 @@ static int kv(ll_buf *b, const char *k, const char *v)
     return ll_buf_printf(b, "</td></tr>\n");
 }
 
-static int config_section(ll_buf *b, const fit_run *run, const fit_result *r)
+/* The run's configuration as a key/value table. */
+static int config_table(ll_buf *b, const fit_run_info *in)
 {
-    const fit_run_info *in = fit_run_get_info(run);
     char t[64] = "", ranks[32], lines[320];
     time_t secs = (time_t)(in->epoch_wall_ns / 1000000000LL);
     struct tm tm;
@@ -188,11 +188,18 @@ static int config_section(ll_buf *b, const fit_run *run, const fit_result *r)
              in->n_clamped);
     if (ll_buf_printf(b, "<section><h2>Run configuration</h2><table>\n") || kv(b, "target", in->target_url) ||
         kv(b, "model", in->model) || kv(b, "endpoint", in->endpoint) ||
-        kv(b, "engine", in->bundled ? in->engine_spec : "remote server") || kv(b, "scenario", in->scenario) ||
-        kv(b, "host", in->host) || kv(b, "load ranks", ranks) || kv(b, "started", t) ||
+        kv(b, "engine", in->bundled ? in->engine_spec : "remote server") || kv(b, "scenario", in->scenario))
+        return LL_ENOMEM;
+    if (kv(b, "host", in->host) || kv(b, "load ranks", ranks) || kv(b, "started", t) ||
         kv(b, "written by", in->version) || kv(b, "report by", "loadlaw " LOADLAW_VERSION) ||
         kv(b, "records", lines) || ll_buf_printf(b, "</table>\n"))
         return LL_ENOMEM;
+    return 0;
+}
+
+/* The effective scenario the run recorded, folded. */
+static int scenario_details(ll_buf *b, const fit_run_info *in)
+{
     cJSON *rj = cJSON_ParseWithOpts(in->run_json ? in->run_json : "{}", NULL, 0);
     cJSON *cfg = rj ? cJSON_GetObjectItemCaseSensitive(rj, "config") : NULL;
     char *pretty = cfg ? cJSON_Print(cfg) : NULL;
@@ -202,7 +209,13 @@ static int config_section(ll_buf *b, const fit_run *run, const fit_result *r)
              ll_buf_printf(b, "</pre></details>\n");
     free(pretty);
     cJSON_Delete(rj);
-    if (rc)
+    return rc ? LL_ENOMEM : 0;
+}
+
+static int config_section(ll_buf *b, const fit_run *run, const fit_result *r)
+{
+    const fit_run_info *in = fit_run_get_info(run);
+    if (config_table(b, in) || scenario_details(b, in))
         return LL_ENOMEM;
     if (r->n_notes) {
         if (ll_buf_printf(b, "<h3>Notes from the analysis</h3><ul class=notes>"))
@@ -297,6 +310,42 @@ int rpt_write_html_from(const char *run_dir, const fit_run *run, const fit_resul
     return rpt_write_html_with(run_dir, run, res, NULL, out_path, path_out, path_len, err, errlen);
 }
 
+/* Where the report goes: out_path, else report.html in the run directory
+ * (beside records.jsonl when run_dir names the file). Caller frees; NULL on
+ * no memory. */
+static char *report_path(const char *run_dir, const char *out_path)
+{
+    if (out_path)
+        return strdup(out_path);
+    struct stat st;
+    size_t n = strlen(run_dir) + 16;
+    char *path = malloc(n);
+    if (!path)
+        return NULL;
+    if (stat(run_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        const char *slash = strrchr(run_dir, '/');
+        snprintf(path, n, "%.*sreport.html", slash ? (int)(slash - run_dir + 1) : 0, run_dir);
+    } else {
+        snprintf(path, n, "%s/report.html", run_dir);
+    }
+    return path;
+}
+
+/* The page's head, title and the run's one-line description. */
+static int page_header(ll_buf *b, const char *run_dir, const fit_run *run)
+{
+    const fit_run_info *in = fit_run_get_info(run);
+    char title[512];
+    snprintf(title, sizeof title, "loadlaw report \u2014 %s", run_dir);
+    if (html_page_begin(b, title) || ll_buf_printf(b, "<header><h1>") || html_esc(b, title) ||
+        ll_buf_printf(b, "</h1><div class=sub>") ||
+        html_escf(b, "%s \u00b7 %s \u00b7 %s \u00b7 host %s", in->target_url, in->model,
+                  in->bundled ? in->engine_spec : "remote server", in->host) ||
+        ll_buf_printf(b, "</div></header>\n<main>\n"))
+        return LL_ENOMEM;
+    return 0;
+}
+
 int rpt_write_html_with(const char *run_dir, const fit_run *run, const fit_result *res,
                         const fit_slo *slo, const char *out_path, char *path_out, size_t path_len,
                         char *err, size_t errlen)
@@ -306,32 +355,7 @@ int rpt_write_html_with(const char *run_dir, const fit_run *run, const fit_resul
     cJSON *data = NULL;
     char *path = NULL;
     int rc = LL_ENOMEM;
-    if (out_path) {
-        path = strdup(out_path);
-    } else {
-        /* run_dir may name records.jsonl itself: the report goes beside it */
-        struct stat st;
-        size_t n = strlen(run_dir) + 16;
-        path = malloc(n);
-        if (path) {
-            if (stat(run_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
-                const char *slash = strrchr(run_dir, '/');
-                snprintf(path, n, "%.*sreport.html", slash ? (int)(slash - run_dir + 1) : 0, run_dir);
-            } else {
-                snprintf(path, n, "%s/report.html", run_dir);
-            }
-        }
-    }
-    if (!path)
-        goto oom;
-    const fit_run_info *in = fit_run_get_info(run);
-    char title[512];
-    snprintf(title, sizeof title, "loadlaw report \u2014 %s", run_dir);
-    if (html_page_begin(&b, title) || ll_buf_printf(&b, "<header><h1>") || html_esc(&b, title) ||
-        ll_buf_printf(&b, "</h1><div class=sub>") ||
-        html_escf(&b, "%s \u00b7 %s \u00b7 %s \u00b7 host %s", in->target_url, in->model,
-                  in->bundled ? in->engine_spec : "remote server", in->host) ||
-        ll_buf_printf(&b, "</div></header>\n<main>\n"))
+    if (!(path = report_path(run_dir, out_path)) || page_header(&b, run_dir, run))
         goto oom;
     pareto = rpt_pareto_json(run, res, slo, err, errlen);
     if (!pareto)

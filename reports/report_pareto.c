@@ -18,24 +18,15 @@
 
 #include "html_internal.h"
 
+/* Numbers through common's one NaN -> null rule; 0 or -1. */
 static int add_num(cJSON *o, const char *k, double v)
 {
-    return (isfinite(v) ? cJSON_AddNumberToObject(o, k, v) : cJSON_AddNullToObject(o, k)) ? 0 : -1;
+    return ll_json_add_num(o, k, v) ? -1 : 0;
 }
 
 static int add_pair(cJSON *o, const char *k, const double v[2])
 {
-    cJSON *a = cJSON_AddArrayToObject(o, k);
-    if (!a)
-        return -1;
-    for (int i = 0; i < 2; i++) {
-        cJSON *x = isfinite(v[i]) ? cJSON_CreateNumber(v[i]) : cJSON_CreateNull();
-        if (!x || !cJSON_AddItemToArray(a, x)) {
-            cJSON_Delete(x);
-            return -1;
-        }
-    }
-    return 0;
+    return ll_json_add_pair(o, k, v) ? -1 : 0;
 }
 
 static int slo_given(double v)
@@ -91,39 +82,10 @@ static int curve_json(cJSON *arr, const fit_plan *p)
     return 0;
 }
 
-/* One measured level's point; skipped (0) when the level lacks the figures. */
-static int point_json(cJSON *arr, const fit_run *run, const fit_level *L, const fit_plan *p, size_t i,
-                      const fit_slo *slo, int any_slo)
+/* A point's goodput against the objectives, and whether it meets them. */
+static int point_goodput_json(cJSON *o, const fit_run *run, const fit_level *L, const fit_plan *p, size_t i,
+                              const fit_slo *slo)
 {
-    double tok, user;
-    const char *basis;
-    if (L->closed_loop && L->concurrency > 0) {
-        tok = L->steady_tok_per_s;
-        user = tok / L->concurrency;
-        basis = "steady throughput / C";
-    } else {
-        tok = L->output_tok_per_s;
-        user = L->tpot.n > 0 && L->tpot.p50_ms > 0 ? 1000.0 / L->tpot.p50_ms : NAN;
-        basis = "output tokens/s, 1000 / TPOT p50";
-    }
-    if (!isfinite(tok) || !isfinite(user))
-        return 0;
-    double rate = NAN;
-    for (size_t k = 0; k < fit_run_n_levels(run); k++)
-        if (fit_run_level(run, k)->level == L->level && !L->closed_loop)
-            rate = fit_run_level(run, k)->rate_per_s;
-    cJSON *o = cJSON_CreateObject();
-    if (!o || !cJSON_AddItemToArray(arr, o)) {
-        cJSON_Delete(o);
-        return -1;
-    }
-    if (add_num(o, "level", L->level) || add_num(o, "c", L->concurrency) ||
-        !cJSON_AddStringToObject(o, "mode", L->closed_loop ? "closed" : "open") || add_num(o, "rate_per_s", rate) ||
-        add_num(o, "tok_per_s", tok) || add_num(o, "user_tok_per_s", user) ||
-        !cJSON_AddStringToObject(o, "basis", basis))
-        return -1;
-    if (!any_slo)
-        return cJSON_AddNullToObject(o, "meets") && cJSON_AddFalseToObject(o, "best") ? 0 : -1;
     /* goodput as plan counts it: plan's own figures when there is a law,
      * else the same count (fit_level_goodput_count) without a plan */
     size_t n_meas, n_good;
@@ -142,6 +104,53 @@ static int point_json(cJSON *arr, const fit_run *run, const fit_level *L, const 
         !cJSON_AddBoolToObject(o, "best", p && p->best_goodput_idx == (int)i && n_good > 0))
         return -1;
     return 0;
+}
+
+/* A level's point: total and per-user tok/s, and what they are (basis). */
+static const char *point_rates(const fit_level *L, double *tok, double *user)
+{
+    if (L->closed_loop && L->concurrency > 0) {
+        *tok = L->steady_tok_per_s;
+        *user = *tok / L->concurrency;
+        return "steady throughput / C";
+    }
+    *tok = L->output_tok_per_s;
+    *user = L->tpot.n > 0 && L->tpot.p50_ms > 0 ? 1000.0 / L->tpot.p50_ms : NAN;
+    return "output tokens/s, 1000 / TPOT p50";
+}
+
+/* An open level's planned rate (NAN for a closed one). */
+static double point_rate(const fit_run *run, const fit_level *L)
+{
+    double rate = NAN;
+    for (size_t k = 0; k < fit_run_n_levels(run); k++)
+        if (fit_run_level(run, k)->level == L->level && !L->closed_loop)
+            rate = fit_run_level(run, k)->rate_per_s;
+    return rate;
+}
+
+/* One measured level's point; skipped (0) when the level lacks the figures. */
+static int point_json(cJSON *arr, const fit_run *run, const fit_level *L, const fit_plan *p, size_t i,
+                      const fit_slo *slo, int any_slo)
+{
+    double tok, user;
+    const char *basis = point_rates(L, &tok, &user);
+    if (!isfinite(tok) || !isfinite(user))
+        return 0;
+    double rate = point_rate(run, L);
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddItemToArray(arr, o)) {
+        cJSON_Delete(o);
+        return -1;
+    }
+    if (add_num(o, "level", L->level) || add_num(o, "c", L->concurrency) ||
+        !cJSON_AddStringToObject(o, "mode", L->closed_loop ? "closed" : "open") || add_num(o, "rate_per_s", rate) ||
+        add_num(o, "tok_per_s", tok) || add_num(o, "user_tok_per_s", user) ||
+        !cJSON_AddStringToObject(o, "basis", basis))
+        return -1;
+    if (!any_slo)
+        return cJSON_AddNullToObject(o, "meets") && cJSON_AddFalseToObject(o, "best") ? 0 : -1;
+    return point_goodput_json(o, run, L, p, i, slo);
 }
 
 static int objectives_json(cJSON *o, const fit_slo *slo, const fit_plan *p)
@@ -165,6 +174,26 @@ static int objectives_json(cJSON *o, const fit_slo *slo, const fit_plan *p)
     return 0;
 }
 
+/* The curve's last C, and (*max_c) the largest measured closed-loop C. */
+static int curve_end(const fit_result *res, int *max_c)
+{
+    for (size_t i = 0; i < res->n_levels; i++)
+        if (res->levels[i].closed_loop && res->levels[i].concurrency > *max_c)
+            *max_c = res->levels[i].concurrency;
+    /* a bit beyond the largest measured C, at least one step; with open-loop
+     * levels only, beyond the largest N the law was fitted on (all of it
+     * "extrapolated" by plan's definition: no C was measured) */
+    double base = *max_c;
+    for (size_t i = 0; *max_c == 0 && i < res->n_samples; i++)
+        base = res->samples[i].n > base ? res->samples[i].n : base;
+    int c_end = (int)ceil(ceil(base) * RPT_PARETO_BEYOND);
+    if (c_end <= (int)ceil(base))
+        c_end = (int)ceil(base) + 1;
+    if (c_end > 1000000)
+        c_end = 1000000;
+    return c_end;
+}
+
 cJSON *rpt_pareto_json(const fit_run *run, const fit_result *res, const fit_slo *slo_in, char *err,
                        size_t errlen)
 {
@@ -178,21 +207,7 @@ cJSON *rpt_pareto_json(const fit_run *run, const fit_result *res, const fit_slo 
     if (!o)
         goto oom;
 
-    int max_c = 0;
-    for (size_t i = 0; i < res->n_levels; i++)
-        if (res->levels[i].closed_loop && res->levels[i].concurrency > max_c)
-            max_c = res->levels[i].concurrency;
-    /* a bit beyond the largest measured C, at least one step; with open-loop
-     * levels only, beyond the largest N the law was fitted on (all of it
-     * "extrapolated" by plan's definition: no C was measured) */
-    double base = max_c;
-    for (size_t i = 0; max_c == 0 && i < res->n_samples; i++)
-        base = res->samples[i].n > base ? res->samples[i].n : base;
-    int c_end = (int)ceil(ceil(base) * RPT_PARETO_BEYOND);
-    if (c_end <= (int)ceil(base))
-        c_end = (int)ceil(base) + 1;
-    if (c_end > 1000000)
-        c_end = 1000000;
+    int max_c = 0, c_end = curve_end(res, &max_c);
     if (res->law.ok) {
         if (curve_cs(max_c, c_end, &cs, &n_cs))
             goto oom;

@@ -3,9 +3,9 @@
  *
  * Nothing here measures: every figure is a field of fit_level (fit.h,
  * "Per-level figures", one definition each), so the table, summary.json,
- * `loadlaw fit --json` and the report's embedded data print the same value.
- * rpt_level_figures_json is the one place that names a level's figures in
- * JSON; summary.json and the report's data block both call it. */
+ * `loadlaw fit --json` and the report's embedded data print the same value,
+ * and fit writes every level, law and distribution in JSON (fit.h "JSON
+ * shapes"): this file only assembles summary.json from them. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,55 +21,6 @@ size_t rpt_level_ok(const fit_level *L)
 {
     size_t f = rpt_level_failed(L);
     return L->n_sent > f ? L->n_sent - f : 0;
-}
-
-/* {"n","p50","p90","p99","mean","max"} of one distribution (ms). */
-static int add_dist(cJSON *o, const char *key, const fit_dist *d)
-{
-    cJSON *x = cJSON_AddObjectToObject(o, key);
-    if (!x || ll_json_add_num(x, "n", (double)d->n) || ll_json_add_num(x, "p50", d->p50_ms) ||
-        ll_json_add_num(x, "p90", d->p90_ms) || ll_json_add_num(x, "p99", d->p99_ms) ||
-        ll_json_add_num(x, "mean", d->mean_ms) || ll_json_add_num(x, "max", d->max_ms))
-        return LL_ENOMEM;
-    return 0;
-}
-
-int rpt_level_figures_json(cJSON *o, const fit_level *L)
-{
-    cJSON *fc;
-    if (ll_json_add_num(o, "sent", (double)L->n_sent) || ll_json_add_num(o, "ok", (double)rpt_level_ok(L)) ||
-        ll_json_add_num(o, "failed", (double)rpt_level_failed(L)) ||
-        !(fc = cJSON_AddObjectToObject(o, "failed_by_class")))
-        return LL_ENOMEM;
-    for (int c = LL_ERRC_OK + 1; c < LL_ERRC__COUNT; c++)
-        if (ll_json_add_num(fc, ll_err_class_name((ll_err_class)c), (double)L->failed_by_class[c]))
-            return LL_ENOMEM;
-    if (ll_json_add_num(o, "duration_s", L->duration_s) || ll_json_add_num(o, "ramp_s", L->ramp_s) ||
-        add_dist(o, "ttft_ms", &L->ttft) || add_dist(o, "ttfa_ms", &L->ttfa) || add_dist(o, "tpot_ms", &L->tpot) ||
-        add_dist(o, "itl_ms", &L->itl) || add_dist(o, "e2e_ms", &L->e2e))
-        return LL_ENOMEM;
-    if (!L->closed_loop && (add_dist(o, "client_lag_ms", &L->client_lag) ||
-                            add_dist(o, "ttft_from_intended_ms", &L->ttft_sched) ||
-                            add_dist(o, "e2e_from_intended_ms", &L->e2e_sched)))
-        return LL_ENOMEM;
-    if (ll_json_add_num(o, "think_tok", (double)L->think_tok) || ll_json_add_num(o, "answer_tok", (double)L->answer_tok) ||
-        ll_json_add_num(o, "usage_completion_tok", (double)L->usage_completion_tok) ||
-        ll_json_add_num(o, "think_tok_per_s", L->mean_think_tok_per_s) ||
-        ll_json_add_num(o, "answer_tok_per_s", L->mean_answer_tok_per_s) ||
-        ll_json_add_num(o, "output_tok_per_s", L->output_tok_per_s) || ll_json_add_num(o, "req_per_s", L->req_per_s) ||
-        ll_json_add_num(o, "steady_tok_per_s", L->steady_tok_per_s) ||
-        ll_json_add_num(o, "predicted_tok_per_s", L->predicted_tok_per_s))
-        return LL_ENOMEM;
-    /* the server's own figures (fit.h "Server figures"); null where not scraped */
-    if (ll_json_add_num(o, "server_n", L->server_n) || ll_json_add_num(o, "server_waiting", L->server_waiting) ||
-        ll_json_add_num(o, "server_step_ms", L->server_step_ms) ||
-        ll_json_add_num(o, "server_tok_per_step", L->server_tok_per_step) ||
-        ll_json_add_num(o, "server_scrapes", (double)L->server_scrapes) ||
-        ll_json_add_num(o, "server_stale_s", L->server_stale_s) ||
-        !cJSON_AddBoolToObject(o, "server_n_disagrees", L->server_n_disagrees))
-        return LL_ENOMEM;
-    /* GPU figures and the diagnosis (fit.h): fit's one writer */
-    return fit_level_gpu_json(o, L);
 }
 
 /* ---- summary.json ------------------------------------------------------------ */
@@ -90,41 +41,6 @@ static int any_interrupted(const fit_result *res)
     return 0;
 }
 
-/* One element of "levels": what the run planned, then fit's figures. */
-static cJSON *summary_level(const fit_run *run, const fit_level *L)
-{
-    const fit_level_info *in = level_info(run, L->level);
-    cJSON *o = cJSON_CreateObject();
-    if (!o || ll_json_add_num(o, "level", L->level) || ll_json_add_num(o, "concurrency", L->concurrency) ||
-        !cJSON_AddStringToObject(o, "mode", L->closed_loop ? "closed" : "open") ||
-        ll_json_add_num(o, "rate_per_s", in && !L->closed_loop ? in->rate_per_s : NAN) ||
-        ll_json_add_num(o, "n_requests", in ? in->n_requests_planned : NAN) ||
-        ll_json_add_num(o, "warmup", in ? in->n_warmup_planned : NAN) ||
-        !cJSON_AddBoolToObject(o, "interrupted", L->interrupted) || rpt_level_figures_json(o, L)) {
-        cJSON_Delete(o);
-        return NULL;
-    }
-    return o;
-}
-
-/* The law as `loadlaw fit --json` writes it: fit's one shape, taken from
- * fit_result_to_json rather than written a second time here. */
-static int add_law(cJSON *o, const fit_result *res)
-{
-    cJSON *fj = fit_result_to_json(res);
-    cJSON *law = fj ? cJSON_DetachItemFromObjectCaseSensitive(fj, "law") : NULL;
-    cJSON_Delete(fj);
-    if (!law)
-        return LL_ENOMEM;
-    if (!cJSON_AddItemToObject(o, "law", law)) {
-        cJSON_Delete(law);
-        return LL_ENOMEM;
-    }
-    if (ll_json_add_num(o, "asymptote_tok_per_s", res->asymptote_tok_per_s) || ll_json_add_num(o, "n_half", res->n_half))
-        return LL_ENOMEM;
-    return 0;
-}
-
 static cJSON *summary_json(const fit_run *run, const fit_result *res)
 {
     const fit_run_info *in = fit_run_get_info(run);
@@ -137,13 +53,16 @@ static cJSON *summary_json(const fit_run *run, const fit_result *res)
         !(lv = cJSON_AddArrayToObject(o, "levels")))
         goto fail;
     for (size_t i = 0; i < res->n_levels; i++) {
-        cJSON *l = summary_level(run, &res->levels[i]);
+        /* what the run planned, then fit's figures: fit's one level writer */
+        const fit_level *L = &res->levels[i];
+        cJSON *l = fit_json_level(L, level_info(run, L->level), FIT_JSON_SUMMARY);
         if (!l || !cJSON_AddItemToArray(lv, l)) {
             cJSON_Delete(l);
             goto fail;
         }
     }
-    if (add_law(o, res))
+    /* the law as `loadlaw fit --json` writes it, asymptote and N1/2 */
+    if (fit_json_headline(o, res))
         goto fail;
     return o;
 fail:

@@ -331,6 +331,38 @@ static void yajl_message(yajl_handle h, const unsigned char *chunk, size_t n, co
         yajl_free_error(h, m);
 }
 
+/* The whole file through the parser, chunk by chunk. 0, or LL_EIO,
+ * LL_EPARSE or the callbacks' error, with the message in err. */
+static int parse_file(gzFile g, yajl_handle h, unsigned char *chunk, const parse_ctx *c, const char *path,
+                      char *err, size_t errlen)
+{
+    uint64_t offset = 0;
+    for (;;) {
+        int n = gzread(g, chunk, CHUNK_BYTES);
+        if (n < 0) {
+            int zerr;
+            const char *zmsg = gzerror(g, &zerr);
+            ll_errf(err, errlen, "%s: read failed near byte %llu: %s", path,
+                    (unsigned long long)offset, zerr == Z_ERRNO ? strerror(errno) : zmsg);
+            return LL_EIO;
+        }
+        yajl_status st = n > 0 ? yajl_parse(h, chunk, (size_t)n) : yajl_complete_parse(h);
+        if (st == yajl_status_client_canceled) {
+            int rc = c->err ? c->err : LL_EPARSE;
+            ll_errf(err, errlen, "%s: %s while reading events", path, ll_strerror(rc));
+            return rc;
+        }
+        if (st != yajl_status_ok) {
+            yajl_message(h, chunk, n > 0 ? (size_t)n : 0, path,
+                         offset + (n > 0 ? yajl_get_bytes_consumed(h) : 0), err, errlen);
+            return LL_EPARSE;
+        }
+        if (n == 0)
+            return 0;
+        offset += (uint64_t)n;
+    }
+}
+
 int rpt_trace_load(const char *path, rpt_trace **out, char *err, size_t errlen)
 {
     int rc = LL_ENOMEM;
@@ -366,39 +398,15 @@ int rpt_trace_load(const char *path, rpt_trace **out, char *err, size_t errlen)
     /* Kernel names are ASCII; skipping UTF-8 validation is most of YAJL's cost. */
     yajl_config(h, yajl_dont_validate_strings, 1);
 
-    uint64_t offset = 0;
-    for (;;) {
-        int n = gzread(g, chunk, CHUNK_BYTES);
-        if (n < 0) {
-            int zerr;
-            const char *zmsg = gzerror(g, &zerr);
-            rc = LL_EIO;
-            ll_errf(err, errlen, "%s: read failed near byte %llu: %s", path,
-                    (unsigned long long)offset, zerr == Z_ERRNO ? strerror(errno) : zmsg);
-            goto fail;
-        }
-        yajl_status st = n > 0 ? yajl_parse(h, chunk, (size_t)n) : yajl_complete_parse(h);
-        if (st == yajl_status_client_canceled) {
-            rc = c.err ? c.err : LL_EPARSE;
-            ll_errf(err, errlen, "%s: %s while reading events", path, ll_strerror(rc));
-            goto fail;
-        }
-        if (st != yajl_status_ok) {
-            rc = LL_EPARSE;
-            yajl_message(h, chunk, n > 0 ? (size_t)n : 0, path,
-                         offset + (n > 0 ? yajl_get_bytes_consumed(h) : 0), err, errlen);
-            goto fail;
-        }
-        if (n == 0)
-            break;
-        offset += (uint64_t)n;
-    }
+    if ((rc = parse_file(g, h, chunk, &c, path, err, errlen)))
+        goto fail;
     if (!c.saw_events) {
         rc = LL_EPARSE;
         ll_errf(err, errlen, "%s: not a Chrome trace (no traceEvents array)", path);
         goto fail;
     }
     if (trace_finish(c.t)) {
+        rc = LL_ENOMEM;
         ll_errf(err, errlen, "out of memory");
         goto fail;
     }

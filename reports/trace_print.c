@@ -158,6 +158,105 @@ static int64_t *category_totals(rpt_trace *const *tr, size_t nt, const rpt_categ
     return v;
 }
 
+/* One stream of file f (a device's "*" row adds its communication share). */
+static int stream_json(cJSON *st, rpt_trace *t, const rpt_trace_stream *s, const rpt_trace_info *info,
+                       const rpt_categories *cats)
+{
+    cJSON *so = cJSON_CreateObject();
+    if (!so || !cJSON_AddItemToArray(st, so))
+        return cJSON_Delete(so), -1;
+    if (!cJSON_AddStringToObject(so, "device", s->pid) || !cJSON_AddStringToObject(so, "stream", s->tid) ||
+        !cJSON_AddNumberToObject(so, "busy_us", s->busy_ns / 1e3))
+        return -1;
+    if (!cJSON_AddNumberToObject(so, "busy_frac", info->span_ns > 0 ? (double)s->busy_ns / info->span_ns : 0) ||
+        !cJSON_AddNumberToObject(so, "events", (double)s->events))
+        return -1;
+    if (strcmp(s->tid, "*") == 0) { /* a device: its communication share */
+        int64_t all = 0;
+        int64_t comm = rpt_trace_device_category_ns(t, s->pid, cats, "communication", &all);
+        if (!cJSON_AddNumberToObject(so, "comm_us", comm / 1e3) ||
+            !cJSON_AddNumberToObject(so, "comm_frac", all > 0 ? (double)comm / all : 0))
+            return -1;
+    }
+    return 0;
+}
+
+/* One element of "files": the file's counts and its streams. */
+static int file_json(cJSON *files, rpt_trace *t, const char *label, const rpt_categories *cats)
+{
+    rpt_trace_info info;
+    rpt_trace_get_info(t, &info);
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddItemToArray(files, o))
+        return cJSON_Delete(o), -1;
+    if (!cJSON_AddStringToObject(o, "file", label) || !cJSON_AddNumberToObject(o, "events", (double)info.events) ||
+        !cJSON_AddNumberToObject(o, "gpu_events", (double)info.gpu_events))
+        return -1;
+    if (!cJSON_AddNumberToObject(o, "span_us", info.span_ns / 1e3) ||
+        !cJSON_AddNumberToObject(o, "gpu_total_us", info.gpu_total_ns / 1e3) ||
+        !cJSON_AddNumberToObject(o, "late_events", (double)info.late_events) ||
+        !cJSON_AddNumberToObject(o, "bad_events", (double)info.bad_events))
+        return -1;
+    cJSON *st = cJSON_AddArrayToObject(o, "streams");
+    if (!st)
+        return -1;
+    for (size_t i = 0; i < rpt_trace_n_streams(t); i++)
+        if (stream_json(st, t, rpt_trace_stream_at(t, i), &info, cats))
+            return -1;
+    return 0;
+}
+
+/* One element of "kernels": a kernel's totals and its time per file. */
+static int kernel_json(cJSON *kern, const krow *r, size_t nt, const rpt_categories *cats)
+{
+    char buf[1024];
+    cJSON *o = cJSON_CreateObject();
+    cJSON *per = cJSON_CreateArray();
+    if (!o || !cJSON_AddItemToArray(kern, o)) {
+        cJSON_Delete(o);
+        cJSON_Delete(per);
+        return -1;
+    }
+    if (!per || !cJSON_AddItemToObject(o, "per_file_us", per))
+        return cJSON_Delete(per), -1;
+    if (!cJSON_AddStringToObject(o, "name", r->key) ||
+        !cJSON_AddStringToObject(o, "short", rpt_kernel_short_name(r->key, NAME_CHARS, buf, sizeof buf)) ||
+        !cJSON_AddStringToObject(o, "category", rpt_categories_classify(cats, r->full)))
+        return -1;
+    if (!cJSON_AddNumberToObject(o, "total_us", r->total_ns / 1e3) ||
+        !cJSON_AddNumberToObject(o, "count", (double)r->count) ||
+        !cJSON_AddNumberToObject(o, "variants", (double)r->variants))
+        return -1;
+    for (size_t f = 0; f < nt; f++)
+        if (!cJSON_AddItemToArray(per, cJSON_CreateNumber(r->ns[f] / 1e3)))
+            return -1;
+    return 0;
+}
+
+/* One element of "categories": category j's time per file and in all. */
+static int category_json(cJSON *catj, const rpt_categories *cats, size_t j, size_t nt, const int64_t *ct)
+{
+    size_t nc = rpt_categories_count(cats);
+    cJSON *o = cJSON_CreateObject();
+    cJSON *per = cJSON_CreateArray();
+    if (!o || !cJSON_AddItemToArray(catj, o)) {
+        cJSON_Delete(o);
+        cJSON_Delete(per);
+        return -1;
+    }
+    if (!per || !cJSON_AddItemToObject(o, "per_file_us", per))
+        return cJSON_Delete(per), -1;
+    if (!cJSON_AddStringToObject(o, "category", rpt_categories_name(cats, j)))
+        return -1;
+    double tot = 0;
+    for (size_t f = 0; f < nt; f++) {
+        if (!cJSON_AddItemToArray(per, cJSON_CreateNumber(ct[f * nc + j] / 1e3)))
+            return -1;
+        tot += ct[f * nc + j] / 1e3;
+    }
+    return cJSON_AddNumberToObject(o, "total_us", tot) ? 0 : -1;
+}
+
 static int print_json(FILE *out, rpt_trace *const *tr, const char *const *labels, size_t nt,
                       krow *rows, size_t nrows, const rpt_categories *cats, const int64_t *ct)
 {
@@ -167,92 +266,15 @@ static int print_json(FILE *out, rpt_trace *const *tr, const char *const *labels
     if (!root || !files || !kern || !catj)
         goto fail;
     char lb[32];
-    for (size_t f = 0; f < nt; f++) {
-        rpt_trace_info info;
-        rpt_trace_get_info(tr[f], &info);
-        cJSON *o = cJSON_CreateObject();
-        if (!o || !cJSON_AddItemToArray(files, o))
+    for (size_t f = 0; f < nt; f++)
+        if (file_json(files, tr[f], label_of(labels, f, lb, sizeof lb), cats))
             goto fail;
-        if (!cJSON_AddStringToObject(o, "file", label_of(labels, f, lb, sizeof lb)))
+    for (size_t i = 0; i < nrows; i++)
+        if (kernel_json(kern, &rows[i], nt, cats))
             goto fail;
-        if (!cJSON_AddNumberToObject(o, "events", (double)info.events))
+    for (size_t j = 0; j < rpt_categories_count(cats); j++)
+        if (category_json(catj, cats, j, nt, ct))
             goto fail;
-        if (!cJSON_AddNumberToObject(o, "gpu_events", (double)info.gpu_events))
-            goto fail;
-        if (!cJSON_AddNumberToObject(o, "span_us", info.span_ns / 1e3))
-            goto fail;
-        if (!cJSON_AddNumberToObject(o, "gpu_total_us", info.gpu_total_ns / 1e3))
-            goto fail;
-        if (!cJSON_AddNumberToObject(o, "late_events", (double)info.late_events))
-            goto fail;
-        if (!cJSON_AddNumberToObject(o, "bad_events", (double)info.bad_events))
-            goto fail;
-        cJSON *st = cJSON_AddArrayToObject(o, "streams");
-        if (!st)
-            goto fail;
-        for (size_t i = 0; i < rpt_trace_n_streams(tr[f]); i++) {
-            const rpt_trace_stream *s = rpt_trace_stream_at(tr[f], i);
-            cJSON *so = cJSON_CreateObject();
-            if (!so || !cJSON_AddItemToArray(st, so))
-                goto fail;
-            if (!cJSON_AddStringToObject(so, "device", s->pid))
-                goto fail;
-            if (!cJSON_AddStringToObject(so, "stream", s->tid))
-                goto fail;
-            if (!cJSON_AddNumberToObject(so, "busy_us", s->busy_ns / 1e3))
-                goto fail;
-            if (!cJSON_AddNumberToObject(so, "busy_frac", info.span_ns > 0 ? (double)s->busy_ns / info.span_ns : 0))
-                goto fail;
-            if (!cJSON_AddNumberToObject(so, "events", (double)s->events))
-                goto fail;
-            if (strcmp(s->tid, "*") == 0) { /* a device: its communication share */
-                int64_t all = 0;
-                int64_t comm = rpt_trace_device_category_ns(tr[f], s->pid, cats, "communication", &all);
-                if (!cJSON_AddNumberToObject(so, "comm_us", comm / 1e3) ||
-                    !cJSON_AddNumberToObject(so, "comm_frac", all > 0 ? (double)comm / all : 0))
-                    goto fail;
-            }
-        }
-    }
-    char buf[1024];
-    for (size_t i = 0; i < nrows; i++) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON *per = cJSON_CreateArray();
-        if (!o || !per || !cJSON_AddItemToArray(kern, o) || !cJSON_AddItemToObject(o, "per_file_us", per))
-            goto fail;
-        if (!cJSON_AddStringToObject(o, "name", rows[i].key))
-            goto fail;
-        if (!cJSON_AddStringToObject(o, "short", rpt_kernel_short_name(rows[i].key, NAME_CHARS, buf, sizeof buf)))
-            goto fail;
-        if (!cJSON_AddStringToObject(o, "category", rpt_categories_classify(cats, rows[i].full)))
-            goto fail;
-        if (!cJSON_AddNumberToObject(o, "total_us", rows[i].total_ns / 1e3))
-            goto fail;
-        if (!cJSON_AddNumberToObject(o, "count", (double)rows[i].count))
-            goto fail;
-        if (!cJSON_AddNumberToObject(o, "variants", (double)rows[i].variants))
-            goto fail;
-        for (size_t f = 0; f < nt; f++)
-            if (!cJSON_AddItemToArray(per, cJSON_CreateNumber(rows[i].ns[f] / 1e3)))
-                goto fail;
-    }
-    size_t nc = rpt_categories_count(cats);
-    for (size_t j = 0; j < nc; j++) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON *per = cJSON_CreateArray();
-        if (!o || !per || !cJSON_AddItemToArray(catj, o) || !cJSON_AddItemToObject(o, "per_file_us", per))
-            goto fail;
-        if (!cJSON_AddStringToObject(o, "category", rpt_categories_name(cats, j)))
-            goto fail;
-        double tot = 0;
-        for (size_t f = 0; f < nt; f++) {
-            if (!cJSON_AddItemToArray(per, cJSON_CreateNumber(ct[f * nc + j] / 1e3)))
-                goto fail;
-            tot += ct[f * nc + j] / 1e3;
-        }
-        if (!cJSON_AddNumberToObject(o, "total_us", tot))
-            goto fail;
-    }
     char *s = cJSON_Print(root);
     if (!s)
         goto fail;
@@ -268,11 +290,10 @@ fail:
 static void print_comm_per_device(FILE *out, rpt_trace *const *tr, size_t nt,
                                   const rpt_categories *cats);
 
-static void print_text(FILE *out, rpt_trace *const *tr, const char *const *labels, size_t nt,
-                       krow *rows, size_t nrows, const rpt_categories *cats, const int64_t *ct,
-                       int top, int wide)
+/* Each file's counts and warnings; the GPU time of all files together. */
+static int64_t print_files(FILE *out, rpt_trace *const *tr, const char *const *labels, size_t nt)
 {
-    char lb[32], buf[1024];
+    char lb[32];
     int64_t grand = 0;
     for (size_t f = 0; f < nt; f++) {
         rpt_trace_info info;
@@ -291,18 +312,27 @@ static void print_text(FILE *out, rpt_trace *const *tr, const char *const *label
                          "busy fractions below are lower bounds\n",
                     (unsigned long long)info.late_events, RPT_BUSY_WINDOW);
     }
-    if (grand == 0) {
-        fprintf(out, "\nno GPU events (ph \"X\" with cat kernel/gpu_memcpy/gpu_memset, or args.stream)\n");
-        return;
-    }
-    fprintf(out, "\ntop kernels by total GPU time%s\n", nt > 1 ? " (all files)" : "");
-    fprintf(out, "  share   total ms     count    mean us");
+    return grand;
+}
+
+/* " [1] ms [2] ms ...": the per-file columns' headers, with several files. */
+static void print_file_columns(FILE *out, size_t nt)
+{
     for (size_t f = 0; nt > 1 && f < nt; f++)
     {
         char h[24];
         snprintf(h, sizeof h, "[%zu] ms", f + 1);
         fprintf(out, " %10s", h);
     }
+}
+
+/* The top kernels by total GPU time, the rest summed on one line. */
+static void print_kernels(FILE *out, size_t nt, const krow *rows, size_t nrows, int64_t grand, int top, int wide)
+{
+    char buf[1024];
+    fprintf(out, "\ntop kernels by total GPU time%s\n", nt > 1 ? " (all files)" : "");
+    fprintf(out, "  share   total ms     count    mean us");
+    print_file_columns(out, nt);
     fprintf(out, "  kernel\n");
     size_t shown = (size_t)top < nrows ? (size_t)top : nrows;
     int64_t rest_ns = 0;
@@ -334,15 +364,14 @@ static void print_text(FILE *out, rpt_trace *const *tr, const char *const *label
         }
         fprintf(out, "  (%zu more)\n", nrows - shown);
     }
+}
 
+/* GPU time by category (those with any), per file with several. */
+static void print_categories(FILE *out, size_t nt, const rpt_categories *cats, const int64_t *ct, int64_t grand)
+{
     size_t nc = rpt_categories_count(cats);
     fprintf(out, "\nby category\n  %-22s %6s %10s", "category", "share", "total ms");
-    for (size_t f = 0; nt > 1 && f < nt; f++)
-    {
-        char h[24];
-        snprintf(h, sizeof h, "[%zu] ms", f + 1);
-        fprintf(out, " %10s", h);
-    }
+    print_file_columns(out, nt);
     fputc('\n', out);
     for (size_t j = 0; j < nc; j++) {
         int64_t tot = 0;
@@ -355,7 +384,11 @@ static void print_text(FILE *out, rpt_trace *const *tr, const char *const *label
             fprintf(out, " %10.2f", ct[f * nc + j] / 1e6);
         fputc('\n', out);
     }
+}
 
+/* Each stream's busy share of its file's wall span. */
+static void print_busy(FILE *out, rpt_trace *const *tr, size_t nt)
+{
     fprintf(out, "\nGPU busy (union of event intervals / the file's wall span)\n");
     for (size_t f = 0; f < nt; f++) {
         rpt_trace_info info;
@@ -374,6 +407,20 @@ static void print_text(FILE *out, rpt_trace *const *tr, const char *const *label
                     (unsigned long long)s->events);
         }
     }
+}
+
+static void print_text(FILE *out, rpt_trace *const *tr, const char *const *labels, size_t nt,
+                       krow *rows, size_t nrows, const rpt_categories *cats, const int64_t *ct,
+                       int top, int wide)
+{
+    int64_t grand = print_files(out, tr, labels, nt);
+    if (grand == 0) {
+        fprintf(out, "\nno GPU events (ph \"X\" with cat kernel/gpu_memcpy/gpu_memset, or args.stream)\n");
+        return;
+    }
+    print_kernels(out, nt, rows, nrows, grand, top, wide);
+    print_categories(out, nt, cats, ct, grand);
+    print_busy(out, tr, nt);
     print_comm_per_device(out, tr, nt, cats);
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build and run the libFuzzer harnesses of tests/fuzz/ (README "Fuzzing").
+# Build and run the libFuzzer harnesses of tests/fuzz/ (docs/fuzzing.md).
 #   scripts/fuzz.sh TARGET MINUTES   run one harness that long (sse, engine_request,
 #                                    scenario, trace, records, tokenizer, prom)
 #   scripts/fuzz.sh --ci             every harness for 20 s each; exit 1 on any crash

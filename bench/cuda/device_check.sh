@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # device_check.sh: the GPU check of the cuda backend and its kernels, as ONE
-# prepared run on a bare NVIDIA machine (the lent H200: nvcc 13, CMake,
+# prepared run on a bare NVIDIA GPU host (e.g. an H200 with nvcc 13, CMake,
 # ninja, PyTorch; none of this project's Debian libraries; no network).
-# Run from the repository root THERE, after bench/cuda/pack.sh HERE:
+# Run from the repository root on the GPU host, after bench/cuda/pack.sh on
+# the build machine and with its .devpack/ copied into the checkout there:
 #
-#   bash bench/cuda/pack.sh                                   # here: .devpack/
-#   run(carry=[".devpack"], command="bash bench/cuda/device_check.sh", timeout_s=540)
-#   # with SGLang's kernel beside ours: bash bench/cuda/fetch_sglang_ref.sh here, then
-#   run(carry=[".devpack", ".sglang_ref"], command="bash bench/cuda/device_check.sh", timeout_s=540)
+#   bash bench/cuda/pack.sh                  # build machine: .devpack/
+#   bash bench/cuda/device_check.sh          # GPU host; allow >= 540 s
+#   # with SGLang's kernel beside ours: bash bench/cuda/fetch_sglang_ref.sh on
+#   # the build machine, and .sglang_ref/ copied beside .devpack/
 #
 # Steps (each bounded in time; the whole run aims at < 8 minutes, and a step
 # that no longer fits is skipped, not started):
@@ -24,7 +25,7 @@
 #                  cuda_start)
 #   ab             loadlaw sweep scenarios/kernel-ab-cuda.json: naive vs
 #                  tiled end to end, compare, the expect_speedup gate
-#   nccl-tp        issue 16: libnccl.so.2 (pip nvidia-nccl-cu13 or the
+#   nccl-tp        libnccl.so.2 (pip nvidia-nccl-cu13 or the
 #                  toolkit), its version, an all-reduce with K=1 and K=2
 #                  (two ranks on one GPU: NCCL_MULTI_RANK_GPU_ENABLE=1),
 #                  the cuda backend's tp=2 against tp=1 (test_cuda_tp), and
@@ -33,8 +34,8 @@
 #                  .sglang_ref/ by bench/cuda/fetch_sglang_ref.sh, never
 #                  committed) checked and timed beside ours (bench/cuda/sglang_ref.py);
 #                  <= 90 s, only when that much budget is left; never fails the run
-# then ONE summary block. Logs under $OUT (the device tool brings back at
-# most 8 files): summary.txt, device_check.log, logs.tar.gz, ab.tar.gz,
+# then ONE summary block. Logs under $OUT (default /tmp/loadlaw-device-check;
+# a few files, folders as tarballs): summary.txt, device_check.log, logs.tar.gz, ab.tar.gz,
 # bench.csv, tp-ab.tar.gz.
 # Exit status: 0 when no step failed (skips allowed), 1 otherwise.
 set -u
@@ -245,7 +246,7 @@ fi
 section loadlaw
 ll_ok=0
 if [ ! -x "$pack/bin/loadlaw" ]; then
-    record loadlaw fail "no .devpack/bin/loadlaw: run bench/cuda/pack.sh where it was built and carry .devpack"
+    record loadlaw fail "no .devpack/bin/loadlaw: run bench/cuda/pack.sh on the build machine and copy .devpack here"
 else
     if "${ll_env[@]}" "$pack/bin/loadlaw" --version >"$logs/loadlaw-version.log" 2>&1; then
         ll_ok=1
@@ -303,8 +304,8 @@ else
     esac
 fi
 
-# ---- issue 16: NCCL tensor parallelism ----------------------------------------------------------
-section "nccl-tp (issue 16)"
+# ---- NCCL tensor parallelism ------------------------------------------------------------------
+section "nccl-tp"
 # Each part time-bounded (a collective that never completes hangs, it does
 # not fail): find libnccl.so.2 (pip nvidia-nccl-cu13, the venv, the
 # toolkit), its version (test_comm_nccl load), a real all-reduce with K=1,
@@ -422,7 +423,7 @@ sg_max=90
 if [ "$gpu" -eq 0 ]; then
     record sglang-ref skip "no GPU"
 elif [ ! -f "$root/.sglang_ref/flash_mla_sm120_triton.py" ]; then
-    record sglang-ref skip ".sglang_ref/ not carried (bash bench/cuda/fetch_sglang_ref.sh here; carry .sglang_ref)"
+    record sglang-ref skip ".sglang_ref/ not carried (bash bench/cuda/fetch_sglang_ref.sh on the build machine; copy .sglang_ref here)"
 elif [ "$(left)" -lt "$sg_max" ]; then
     record sglang-ref skip "out of budget: $(left)s left, the step needs ${sg_max}s"
 else

@@ -3,8 +3,9 @@
 # UNMODIFIED, into .sglang_ref/ at the repository root, so that the GPU check
 # can run them beside ours as a reference (bench/cuda/sglang_ref.py):
 #
-#   bash bench/cuda/fetch_sglang_ref.sh          # HERE, in a session with network/mirror
-#   run(carry=[".devpack", ".sglang_ref"], command="bash bench/cuda/device_check.sh", ...)
+#   bash bench/cuda/fetch_sglang_ref.sh   # on the build machine (network or a mirror)
+#   # then copy .sglang_ref/ beside .devpack/ into the checkout on the GPU host
+#   # and run bash bench/cuda/device_check.sh there
 #
 # .sglang_ref/ is ignored by git (/.sglang_ref/ in .gitignore): these are a
 # peer project's files (SGLang, Apache-2.0). They are NEVER committed, never
@@ -12,16 +13,14 @@
 # imports them from there on the GPU machine. Delete the folder at will.
 #
 # Where the files come from, first found wins:
-#   1. a git mirror of github:sgl-project/sglang, as the session tool `fetch`
-#      leaves it: /work/.mirror/sgl-project+sglang/repo (bare or .git), or the
-#      git dir named by SGLANG_GIT_DIR. `git show HEAD:<path>` of
+#   1. a git mirror of github:sgl-project/sglang: the git dir named by
+#      SGLANG_GIT_DIR (bare or .git). `git show HEAD:<path>` of
 #        python/sglang/srt/layers/attention/flash_mla_sm120_triton.py
 #          (the seed's per-(sequence, head) kernel _tiled_sparse_decode_kernel)
 #        python/sglang/srt/layers/attention/sm120_mhead_kernel.py
 #          (the multi-head rewrite; only on recent main, optional)
 #      and the newer location python/sglang/kernels/ops/attention/ of the same.
-#      NOTE: as of 2026-12 the whole snapshot is ~1.2 GB, over the fetch tool's
-#      500 MiB limit, so this source is usually absent.
+#      (The whole repository is ~1.2 GB as of 2026-12.)
 #   2. the released wheel on PyPI, through pip: `pip download --no-deps
 #      sglang==$SGLANG_VERSION` (default 0.5.23, ~39 MB, into a temp dir that
 #      is removed), from which only sglang/kernels/ops/attention/
@@ -45,7 +44,7 @@ source_note=""
 
 # 1. a mirror
 gitdir=""
-for g in ${SGLANG_GIT_DIR:-} /work/.mirror/sgl-project+sglang/repo/.git /work/.mirror/sgl-project+sglang/repo; do
+for g in ${SGLANG_GIT_DIR:-}; do
     [ -n "$g" ] && git --git-dir="$g" rev-parse -q --verify HEAD >/dev/null 2>&1 && { gitdir=$g; break; }
 done
 if [ -n "$gitdir" ]; then

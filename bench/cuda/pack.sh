@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# pack.sh: build `loadlaw` and the cuda backend's tests HERE (the Debian dev
-# box) and pack them, with every shared library they need that a bare GPU
-# machine lacks, into .devpack/ (git-ignored), for bench/cuda/device_check.sh
-# to run THERE. The device tool carries it: run(carry=[".devpack"], ...).
+# pack.sh: build `loadlaw` and the cuda backend's tests on the build machine
+# (Debian, with the project's packages) and pack them, with every shared
+# library they need that a bare GPU host lacks, into .devpack/ (git-ignored),
+# for bench/cuda/device_check.sh to run on the GPU host: copy .devpack/ into
+# the checkout there.
 #
 #   bash bench/cuda/pack.sh            # -> .devpack/{bin,lib,MANIFEST}
 #   PACK_BUILD=/tmp/x PACK_ARCH=90 bash bench/cuda/pack.sh
@@ -19,7 +20,7 @@
 # device check finds it). Built with -DLOADLAW_MPI=OFF and
 # -DLOADLAW_OPENBLAS=OFF (the cuda backend needs neither; OpenBLAS alone is
 # 37 MB), for sm_90 (H100/H200) plus compute_90 PTX.
-# The pack must stay well under the device tool's 64 MiB working tree: this
+# The pack is meant to travel light (a copy to a GPU host): this
 # script fails above 50 MiB.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """sglang_ref.py: SGLang's own Triton sparse-MLA decode kernel, run as a side-by-side
-reference for loadlaw's CUDA kernels (issue 12), on the GPU machine.
+reference for loadlaw's CUDA kernels on the GPU machine.
 
-    bash bench/cuda/fetch_sglang_ref.sh            # here: SGLang's file(s) -> .sglang_ref/
-    run(carry=[".devpack", ".sglang_ref"], command="bash bench/cuda/device_check.sh")
+    bash bench/cuda/fetch_sglang_ref.sh            # build machine: SGLang's file(s) -> .sglang_ref/
+    bash bench/cuda/device_check.sh                # GPU host, with .sglang_ref/ copied there
     python3 bench/cuda/sglang_ref.py [--ns 1,8,32,64,128] [--heads 64] [--topk 2048]
 
 This file is ours. SGLang's file(s) are imported, unmodified, from .sglang_ref/
@@ -190,7 +190,7 @@ def main():
         skip(f"no triton ({e.__class__.__name__}: {e})")
     main_file = os.path.join(REF_DIR, "flash_mla_sm120_triton.py")
     if not os.path.isfile(main_file):
-        skip(f"{main_file} missing: run bench/cuda/fetch_sglang_ref.sh here and carry .sglang_ref")
+        skip(f"{main_file} missing: run bench/cuda/fetch_sglang_ref.sh and copy .sglang_ref here")
 
     dev = torch.device("cuda")
     kernels = []

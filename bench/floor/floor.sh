@@ -138,7 +138,7 @@ function row(name, a, b) {
 echo "floor (b): engine token events/s vs one write() per event, C=$C streams, law $LAW_B ms, T=$T2"
 start_serve "$LAW_B"
 # A zero law lets the engine run flat out; some runs on a busy 2-core machine crawl for seconds
-# (reported below as slow runs, see the README's limits), so the best of REPS + 1 is kept.
+# (reported below as slow runs, see docs/benchmarks.md, "Limits"), so the best of REPS + 1 is kept.
 best='' line='' slow=0
 for _ in $(seq $((REPS + 1))); do
   if ! out=$(timeout 60 "${on_cli[@]}" "$FR" --port "${url##*:}" --conns "$C" --tokens "$T2"); then

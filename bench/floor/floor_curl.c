@@ -12,8 +12,8 @@
  *
  * After every read libcurl 7.88 asks poll(), with a zero timeout, whether the socket has
  * more; loadlaw's client answers that from the read it just made, without a system call
- * (loadgen/rxstamp.c). This floor does the same (recv() and poll() below), or it would
- * charge libcurl a system call per event that loadlaw does not pay (it did until session 23:
+ * (netstamp/include/netstamp.h). This floor does the same (recv() and poll() below), or it would
+ * charge libcurl a system call per event that loadlaw does not pay (an earlier version did:
  * strace counted one poll per recv). FLOOR_CURL_POLL=1 keeps libcurl's own poll(), to see
  * what the shortcut saves.
  *

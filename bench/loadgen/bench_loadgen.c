@@ -43,7 +43,7 @@
 
 #include "common.h"
 #include "engine.h"
-#include "rxstamp.h"
+#include "netstamp.h"
 #include "fit.h"
 #include "loadgen.h"
 #include "sse.h"
@@ -571,7 +571,7 @@ out:
 /* Stamp accuracy at C streams, without libcurl or the engine: a writer
  * thread writes one 288-byte frame to each of C loopback sockets every
  * step (30 ms), each frame carrying the clock read just before its write();
- * a reader thread reads them through loadgen's recv() (rxstamp.h) on one
+ * a reader thread reads them through loadgen's recv() (netstamp.h) on one
  * epoll set. Per frame: the kernel's stamp - the write (what a chunk time
  * now carries beyond the network) and the read - the write (what a clock
  * read at the callback carried before: the reader's queue). */
@@ -613,7 +613,7 @@ static int stamp_pairs(stamp_bench *b)
         goto out;
     for (int i = 0; i < b->C; i++) {
         b->rd[i] = socket(AF_INET, SOCK_STREAM, 0);
-        if (b->rd[i] < 0 || lg_rx_enable(b->rd[i]) || connect(b->rd[i], (struct sockaddr *)&a, sizeof a))
+        if (b->rd[i] < 0 || ns_rx_enable(b->rd[i]) || connect(b->rd[i], (struct sockaddr *)&a, sizeof a))
             goto out;
         b->wr[i] = accept(l, NULL, NULL);
         if (b->wr[i] < 0 || setsockopt(b->wr[i], IPPROTO_TCP, TCP_NODELAY, &on, sizeof on))
@@ -653,12 +653,12 @@ static void bench_stamp(int C, int steps)
         free(have);
         goto out;
     }
-    lg_rx rx;
-    lg_rx_attach(&rx);
+    ns_rx rx;
+    ns_rx_attach(&rx);
     b.start_ns = ll_now_ns() + 20000000;
     pthread_t th;
     if (pthread_create(&th, NULL, stamp_writer, &b) != 0) {
-        lg_rx_attach(NULL);
+        ns_rx_attach(NULL);
         free(part);
         free(have);
         goto out;
@@ -670,7 +670,7 @@ static void bench_stamp(int C, int steps)
     while (b.frames < want && ll_now_ns() < give_up && !atomic_load(&b.stop)) {
         int n = epoll_wait(ep, evs, 256, 100);
         if (n > 0)
-            lg_rx_clock(&rx);
+            ns_rx_clock(&rx);
         for (int e = 0; e < n; e++) {
             int i = (int)evs[e].data.u32;
             ssize_t got = recv(b.rd[i], buf, sizeof buf, 0);
@@ -698,7 +698,7 @@ static void bench_stamp(int C, int steps)
     }
     atomic_store(&b.stop, 1);
     pthread_join(th, NULL);
-    lg_rx_attach(NULL);
+    ns_rx_attach(NULL);
     free(part);
     free(have);
     ll_sort_doubles(b.k_us.v, b.k_us.n);

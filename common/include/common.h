@@ -251,8 +251,14 @@ int ll_json_escape(ll_buf *b, const char *s);
 /* Make s valid UTF-8 in place: each byte that does not start a well-formed
  * sequence (a stray byte, a character cut short) becomes '?'. */
 void ll_utf8_scrub(char *s);
-/* The one NaN -> null rule: add key = v, or null when v is NaN or infinite
- * (JSON has no NaN). 0, or LL_ENOMEM when cJSON could not allocate. */
+/* The one NaN -> null rule: v as a JSON number, or null when v is NaN or
+ * infinite (JSON has no NaN). ll_json_num_item: the new item (caller owns
+ * it), NULL on no memory. ll_json_add_num: add key = that item to obj;
+ * ll_json_add_pair: add key = [v[0], v[1]] (an interval) to obj; ll_json_push_num:
+ * append it to an array. Each 0, or LL_ENOMEM when cJSON could not allocate. */
+cJSON *ll_json_num_item(double v);
 int ll_json_add_num(cJSON *obj, const char *key, double v);
+int ll_json_add_pair(cJSON *obj, const char *key, const double v[2]);
+int ll_json_push_num(cJSON *arr, double v);
 
 #endif

@@ -122,7 +122,7 @@ typedef struct ll_rec_client {
     double cpu_s_sum;         /* all worker threads' CPU time */
     uint64_t reads;           /* libcurl write callbacks (socket reads with data) */
     int64_t reads_kstamp;     /* of those, timed by the kernel's receive stamp
-                               * (loadgen/rxstamp.h); -1 = not recorded (older files) */
+                               * (netstamp/include/netstamp.h); -1 = not recorded (older files) */
     /* How far behind the worker threads read: kernel stamp -> write callback,
      * over the kernel-stamped reads (ms; NAN = none). Not in the stamps: it
      * says whether the client kept up, the way the server-side queue would. */
@@ -222,7 +222,7 @@ typedef struct ll_rec_clock {
 } ll_rec_clock;
 
 /* One sample of a known family scraped from a Prometheus endpoint during the
- * run (cli/scrape.c). t_ns: the middle of the scrape (request sent to body
+ * run (telemetry/scrape.c). t_ns: the middle of the scrape (request sent to body
  * received) on the run clock. name: the sample's name as exposed
  * (vllm:iteration_tokens_total_sum); labels: its label set in exposition
  * form, k="v",k2="v2" ("" for none); src: the endpoint's URL. value is finite

@@ -55,13 +55,11 @@
 #include "common.h"
 #include "cpu_kernels.h"
 #include "cpu_model.h"
+#include "model_opts.h"
 
-typedef struct cpu_opts {
-    int heads, topk, threads, tiled, tp;
-    int d_model, d_ff, vocab, capacity, min_ctx;
-    int max_slots;
-    uint64_t seed;
-} cpu_opts;
+/* The model's keys (model_opts.h, shared with the cuda backend); threads
+ * resolved here (0 = every online core). */
+typedef eng_model_opts cpu_opts;
 
 typedef struct cpu_slot {
     uint16_t *kv;        /* (capacity, ATTN_DQK) bf16, NULL until first use */
@@ -102,35 +100,16 @@ typedef struct cpu_state {
 
 static int opts_from_config(const eng_config *cfg, cpu_opts *o, char *err, size_t errlen)
 {
-    memset(o, 0, sizeof *o);
-    o->heads = cfg->heads > 0 ? cfg->heads : 64;
-    o->topk = cfg->topk > 0 ? cfg->topk : 2048;
+    int rc = eng_model_opts_from_config(cfg, "cpu", o, err, errlen);
+    if (rc != 0)
+        return rc;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     /* threads=0: every online core (capped at the pool's 1024) */
     o->threads = cfg->threads > 0 ? cfg->threads : ncpu > 1024 ? 1024 : ncpu > 0 ? (int)ncpu : 1;
-    const char *attn = cfg->attn ? cfg->attn : "tiled";
-    if (strcmp(attn, "tiled") == 0)
-        o->tiled = 1;
-    else if (strcmp(attn, "naive") == 0)
-        o->tiled = 0;
-    else {
-        ll_errf(err, errlen, "cpu backend: attn must be naive or tiled, got '%s'", attn);
+    if (o->threads > 1024) {
+        ll_errf(err, errlen, "cpu backend: threads <= 1024 (got %d)", o->threads);
         return LL_EINVAL;
     }
-    /* Sizes are taken as given (no zero-means-default): eng_config_default
-     * sets them, and a zeroed config is an error below, not a silent 2048. */
-    o->d_model = cfg->d_model;
-    o->d_ff = cfg->d_ff;
-    o->vocab = cfg->vocab;
-    o->capacity = cfg->capacity_tok;
-    o->min_ctx = cfg->min_ctx_tok < 0 ? o->topk : cfg->min_ctx_tok;
-    o->max_slots = cfg->max_running > 0 ? cfg->max_running : 256;
-    o->seed = cfg->seed;
-    if (o->heads > 1024 || o->topk > 1 << 20 || o->threads > 1024) {
-        ll_errf(err, errlen, "cpu backend: heads <= 1024, topk <= 1048576, threads <= 1024");
-        return LL_EINVAL;
-    }
-    o->tp = cfg->tp > 0 ? cfg->tp : 1;
     /* each rank reports 3 phases, plus prefill and sampling */
     if (o->tp > (ENG_MAX_PHASES - 2) / 3) {
         ll_errf(err, errlen, "cpu backend: tp must be in [1, %d], got %d",
@@ -141,16 +120,6 @@ static int opts_from_config(const eng_config *cfg, cpu_opts *o, char *err, size_
         ll_errf(err, errlen, "cpu backend: tp=%d must divide heads (%d) and d_ff (%d): each rank "
                 "owns heads/tp heads and d_ff/tp columns of the dense weights", o->tp, o->heads,
                 o->d_ff);
-        return LL_EINVAL;
-    }
-    if (o->capacity < 1 || o->capacity > 1 << 24) {
-        ll_errf(err, errlen, "cpu backend: capacity must be in [1, 16777216] rows, got %d",
-                o->capacity);
-        return LL_EINVAL;
-    }
-    if (cfg->min_ctx_tok < -1 || cfg->min_ctx_tok > 1 << 24) {
-        ll_errf(err, errlen, "cpu backend: min_ctx must be -1 (= topk) or in [0, 16777216], got %d",
-                cfg->min_ctx_tok);
         return LL_EINVAL;
     }
     return 0;

@@ -37,32 +37,14 @@
 #include <string.h>
 
 #include "cpu_pool.h"
+#include "numfmt.h"
 
 #define ATTN_DQK 576  /* per-token latent + rope dims = query dims */
 #define ATTN_DV 512   /* latent dims = value dims */
 #define ATTN_TILE 64  /* selected rows per tile in attn_decode_tiled */
 #define ATTN_ROW_BYTES (ATTN_DQK * 2)
 
-/* ---- bf16 storage --------------------------------------------------------- */
-
-static inline float bf16_to_f32(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-/* Round to nearest, ties to even; NaN stays a (quiet) NaN. */
-static inline uint16_t f32_to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((u >> 16) | 0x0040u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
+/* bf16 storage: bf16_to_f32, f32_to_bf16 (numfmt.h, shared with engine/cuda) */
 
 /* ---- one step's attention work ---------------------------------------------- */
 

@@ -29,10 +29,12 @@
  * the engine for /health. A CUDA error poisons the context, so after one
  * failed step every later step fails at once.
  *
- * Tensor parallelism (tp=K > 1, cuda_tp.h; cuda_step_tp below): K ranks on
- * their own devices and streams, driven from the scheduler thread, one NCCL
- * all-reduce of the attention sums per step, rank 0 samples. tp=1 takes
- * the path above and never touches NCCL.
+ * Tensor parallelism (tp=K, cuda_tp.h): one path for every K. The ranks run
+ * on their own devices and streams, driven from the scheduler thread; each
+ * enqueues the phases above for its heads (its shard of W), then, at K > 1,
+ * one NCCL all-reduce of the attention sums; rank 0 samples. K = 1 is one
+ * rank holding all of W and all heads: the unsharded GEMM, projection and
+ * logits, no all-reduce, no NCCL, and one cudaEventSynchronize per step.
  *
  * DESIGN (threads): the scheduler thread calls step(), eng_start's thread
  * create(), eng_stop's destroy(); each first makes the backend's device
@@ -62,22 +64,6 @@ static int step_fail(cuda_state *st, const char *fmt, ...)
     ll_error("%s", st->last_err);
     return LL_EIO;
 }
-
-/* A CUDA runtime call in a step; on failure: the phase and the error. */
-#define STEP_CUDA(call, what)                                                                  \
-    do {                                                                                       \
-        cudaError_t e_ = (call);                                                               \
-        if (e_ != cudaSuccess)                                                                 \
-            return step_fail(st, "cuda backend: %s failed: %s", what, cuda_model_errstr(e_));  \
-    } while (0)
-
-/* A cuda_model.h call: 0, a cudaError_t, or CUDA_MODEL_BLAS + a cuBLAS status. */
-#define STEP_MODEL(call, what)                                                                 \
-    do {                                                                                       \
-        int r_ = (call);                                                                       \
-        if (r_ != 0)                                                                           \
-            return step_fail(st, "cuda backend: %s failed: %s", what, model_status(r_));       \
-    } while (0)
 
 /* The reason of a failed cuda_model.h call; a cuBLAS failure also names the
  * CUDA error pending, if any (after an earlier kernel's fault cuBLAS only
@@ -128,7 +114,7 @@ typedef struct phase_mark {
 static size_t build_upload(cuda_state *st, const eng_batch *b, int *n_hist_out, int *n_pre_out,
                            int *max_pre_out)
 {
-    const cuda_opts *o = &st->o;
+    const eng_model_opts *o = &st->o;
     int n = b->n_decode;
     const cuda_upload *u = &st->up;
     int32_t *h_slot = (int32_t *)(st->h_up + u->off_slot);
@@ -167,33 +153,45 @@ static size_t build_upload(cuda_state *st, const eng_batch *b, int *n_hist_out, 
     return u->off_items + (size_t)(n_hist + n_pre) * sizeof(cuda_fill_item);
 }
 
-/* ---- one step at tp=K > 1 (cuda_tp.h) ------------------------------------------
+/* ---- one step ----------------------------------------------------------------------
  * From this (the scheduler) thread, for each rank in turn on its device and
  * stream: the upload, fill, embed, its GEMM block (its W columns), its
  * heads' queries and the new KV row into its own pool copy, top-k, its heads'
- * attention and their sum (n, 512). Then one ncclGroupStart/End with the K
- * all-reduces of those sums (eng_comm_allreduce_group, each on its rank's
- * stream), and rank 0 samples from the sum over all heads; the tokens come
- * back to the host, so the next step embeds the same tokens on every rank.
- * Each rank's phases are timed with events on its own stream; the
- * all-reduce phase is named like NCCL's kernel. If a rank fails before the
- * all-reduce, no collective is issued (no rank waits for a peer that never
- * comes) and the backend is broken from then on. */
+ * attention and (K > 1) their sum (n, 512). Then, at K > 1, one
+ * ncclGroupStart/End with the K all-reduces of those sums
+ * (eng_comm_allreduce_group, each on its rank's stream), and rank 0 samples
+ * from the mean over all heads; the tokens come back to the host, so the
+ * next step embeds the same tokens on every rank. Each rank's phases are
+ * timed with events on its own stream; the all-reduce phase is named like
+ * NCCL's kernel. If a rank fails before the all-reduce, no collective is
+ * issued (no rank waits for a peer that never comes) and the backend is
+ * broken from then on. */
+
+/* "" at K = 1, "tp rank 1 (device 1): " else: what a step's messages say
+ * first. */
+static const char *rank_tag(const cuda_state *st, const cuda_rank *rk)
+{
+    static __thread char buf[64];
+    if (st->o.tp == 1)
+        return "";
+    snprintf(buf, sizeof buf, "tp rank %d (device %d): ", rk->rank, rk->device);
+    return buf;
+}
 
 #define RANK_CUDA(call, what)                                                                  \
     do {                                                                                       \
         cudaError_t e_ = (call);                                                               \
         if (e_ != cudaSuccess)                                                                 \
-            return step_fail(st, "cuda backend: tp rank %d (device %d): %s failed: %s",        \
-                             rk->rank, rk->device, what, cuda_model_errstr(e_));               \
+            return step_fail(st, "cuda backend: %s%s failed: %s", rank_tag(st, rk), what,      \
+                             cuda_model_errstr(e_));                                           \
     } while (0)
 
 #define RANK_MODEL(call, what)                                                                 \
     do {                                                                                       \
         int r_ = (call);                                                                       \
         if (r_ != 0)                                                                           \
-            return step_fail(st, "cuda backend: tp rank %d (device %d): %s failed: %s",        \
-                             rk->rank, rk->device, what, model_status(r_));                    \
+            return step_fail(st, "cuda backend: %s%s failed: %s", rank_tag(st, rk), what,      \
+                             model_status(r_));                                                \
     } while (0)
 
 typedef struct rank_marks {
@@ -208,11 +206,11 @@ typedef struct rank_marks {
         m->pm[m->np++] = (phase_mark){.name = (nm), .ev = m->ev++};                            \
     } while (0)
 
-/* A rank's work up to its head sum. */
+/* A rank's work up to its attention (and, K > 1, its head sum). */
 static int rank_enqueue(cuda_state *st, cuda_rank *rk, rank_marks *m, const eng_batch *b,
                         int n_hist, int n_pre, int max_pre, size_t up_bytes)
 {
-    const cuda_opts *o = &st->o;
+    const eng_model_opts *o = &st->o;
     const cuda_upload *u = &st->up;
     int n = b->n_decode, hr = rk->h1 - rk->h0;
     const int32_t *d_slot = (const int32_t *)(rk->d_up + u->off_slot);
@@ -229,10 +227,11 @@ static int rank_enqueue(cuda_state *st, cuda_rank *rk, rank_marks *m, const eng_
     RANK_CUDA(cudaMemcpyAsync(rk->d_up, st->h_up, up_bytes, cudaMemcpyHostToDevice, rk->stream),
               "uploading the batch (cudaMemcpyAsync)");
     if (n_hist + n_pre > 0) {
-        RANK_MODEL(cuda_kv_fill(rk->d_pool, o->layout, o->capacity, d_items, n_hist,
+        /* histories first: a slot's prompt rows land on top of its history */
+        RANK_MODEL(cuda_kv_fill(rk->d_pool, st->layout, o->capacity, d_items, n_hist,
                                 n_hist ? o->capacity : 0, rk->stream),
                    CUDA_K_FILL " (slot history)");
-        RANK_MODEL(cuda_kv_fill(rk->d_pool, o->layout, o->capacity, d_items + n_hist, n_pre,
+        RANK_MODEL(cuda_kv_fill(rk->d_pool, st->layout, o->capacity, d_items + n_hist, n_pre,
                                 max_pre, rk->stream),
                    CUDA_K_FILL " (prefill rows)");
         RANK_MARK(CUDA_K_FILL);
@@ -243,9 +242,15 @@ static int rank_enqueue(cuda_state *st, cuda_rank *rk, rank_marks *m, const eng_
     RANK_MARK(CUDA_K_EMBED);
     RANK_MODEL(cuda_dense_forward(&rk->dense, rk->d_x, n, rk->d_hd), CUDA_K_GEMM);
     RANK_MARK(CUDA_K_GEMM);
-    RANK_MODEL(cuda_project_shard(rk->d_hd, rk->dense.ld, n, rk->h0, hr, o->d_ff, rk->d_colmap, d_slot,
-                                  d_ctx, rk->d_pool, o->layout, o->capacity, rk->d_q, rk->stream),
-               CUDA_K_PROJECT);
+    if (rk->whole)
+        RANK_MODEL(cuda_project(&rk->dense, rk->d_hd, n, hr, d_slot, d_ctx, rk->d_pool, st->layout,
+                                o->capacity, rk->d_q, rk->stream),
+                   CUDA_K_PROJECT);
+    else
+        RANK_MODEL(cuda_project_shard(rk->d_hd, rk->dense.ld, n, rk->h0, hr, o->d_ff, rk->d_colmap,
+                                      d_slot, d_ctx, rk->d_pool, st->layout, o->capacity, rk->d_q,
+                                      rk->stream),
+                   CUDA_K_PROJECT);
     RANK_MARK(CUDA_K_PROJECT);
     RANK_MODEL(cuda_topk(d_slot, d_ctx, n, o->topk, o->min_ctx, o->capacity, o->seed, rk->d_idx,
                          rk->stream),
@@ -253,15 +258,67 @@ static int rank_enqueue(cuda_state *st, cuda_rank *rk, rank_marks *m, const eng_
     RANK_MARK(CUDA_K_TOPK);
     cuda_attn_args a = {
         .n_seq = n, .heads = hr, .topk = o->topk,
-        .scale = 1.0f / sqrtf((float)CUDA_ATTN_DQK), .layout = o->layout, .q = rk->d_q,
+        .scale = 1.0f / sqrtf((float)CUDA_ATTN_DQK), .layout = st->layout, .q = rk->d_q,
         .kv = rk->d_pool, .kv_rows = st->pool_rows, .idx = rk->d_idx, .out = rk->d_out,
         .lse = rk->d_lse, .ws = rk->d_ws, .ws_bytes = rk->ws_bytes,
     };
-    RANK_MODEL(cuda_attn_decode(o->kind, &a, rk->sm_count, rk->stream), st->attn_name);
+    RANK_MODEL(cuda_attn_decode(st->kind, &a, rk->sm_count, rk->stream), st->attn_name);
     RANK_CUDA(cudaGetLastError(), st->attn_name);
     /* the row-parallel half: this rank's heads summed, for the all-reduce */
-    RANK_MODEL(cuda_head_sum(rk->d_out, n, hr, rk->d_sum, rk->stream), "head_sum_kernel");
+    if (o->tp > 1)
+        RANK_MODEL(cuda_head_sum(rk->d_out, n, hr, rk->d_sum, rk->stream), "head_reduce_kernel (head sum)");
     RANK_MARK(st->attn_name);
+    return 0;
+}
+
+/* The all-reduce of the head sums (K > 1), then rank 0's logits and tokens. */
+static int reduce_and_sample(cuda_state *st, rank_marks *marks, int n)
+{
+    const eng_model_opts *o = &st->o;
+    const int K = o->tp;
+    cuda_rank *rk;
+    rank_marks *m;
+    if (K > 1) {
+        float *bufs[CUDA_TP_MAX];
+        void *streams[CUDA_TP_MAX];
+        for (int r = 0; r < K; r++) {
+            bufs[r] = st->rk[r].d_sum;
+            streams[r] = st->rk[r].stream;
+        }
+        if (eng_comm_allreduce_group(st->comm, bufs, (size_t)n * CUDA_ATTN_DV, streams) != 0) {
+            /* some ranks' collectives may be queued already, waiting for peers
+             * that never come: abort them, or destroy's stream syncs hang */
+            int rc = step_fail(st, "cuda backend: tp=%d all-reduce of the attention sums failed: %s", K,
+                               eng_comm_last_error(st->comm));
+            eng_comm_abort(st->comm);
+            return rc;
+        }
+        for (int r = 0; r < K; r++) {
+            rk = &st->rk[r];
+            m = &marks[r];
+            RANK_CUDA(cudaSetDevice(rk->device), "cudaSetDevice");
+            RANK_MARK(CUDA_K_ALLREDUCE);
+        }
+    }
+    /* rank 0 samples; every rank embeds the tokens it sampled next step */
+    rk = &st->rk[0];
+    m = &marks[0];
+    RANK_CUDA(cudaSetDevice(rk->device), "cudaSetDevice");
+    if (K > 1)
+        RANK_MODEL(cuda_logits_sum(&rk->dense, rk->d_sum, n, o->heads, rk->d_mean, rk->d_logits,
+                                   rk->stream),
+                   CUDA_K_LOGITS);
+    else
+        RANK_MODEL(cuda_logits(&rk->dense, rk->d_out, n, o->heads, rk->d_mean, rk->d_logits,
+                               rk->stream),
+                   CUDA_K_LOGITS);
+    RANK_MARK(CUDA_K_LOGITS);
+    RANK_MODEL(cuda_sample(rk->d_logits, n, o->vocab, rk->d_tok_out, rk->d_prob, rk->stream),
+               CUDA_K_SAMPLE);
+    RANK_CUDA(cudaMemcpyAsync(st->h_tok_out, rk->d_tok_out, (size_t)n * sizeof(int32_t),
+                              cudaMemcpyDeviceToHost, rk->stream),
+              "copying the tokens back (cudaMemcpyAsync)");
+    RANK_MARK(CUDA_K_SAMPLE);
     return 0;
 }
 
@@ -303,75 +360,46 @@ static void tp_pause(void *ctx)
     sched_yield(); /* as the runtime's own spin-then-yield wait does */
 }
 
-static int cuda_step_tp(cuda_state *st, const eng_batch *b, int n_hist, int n_pre, int max_pre,
-                        size_t up_bytes, eng_phase *phases, int *n_phases)
+/* Wait for every rank's last event. K = 1: the step's one synchronisation
+ * (a kernel's own failure shows here). K > 1: the ranks polled together
+ * with NCCL's own error: a blocking wait on one rank would hang if another
+ * failed (cuda_tp.h); on a failure the communicators are aborted. */
+static int wait_ranks(cuda_state *st, const rank_marks *marks, const eng_batch *b)
 {
-    const cuda_opts *o = &st->o;
-    const int K = o->tp, n = b->n_decode;
-    rank_marks marks[CUDA_TP_MAX];
-    ++st->steps;
-    for (int r = 0; r < K; r++) {
-        int rc = rank_enqueue(st, &st->rk[r], &marks[r], b, n_hist, n_pre, max_pre, up_bytes);
-        if (rc != 0)
-            return rc;
-    }
-    if (n > 0) {
-        float *bufs[CUDA_TP_MAX];
-        void *streams[CUDA_TP_MAX];
-        for (int r = 0; r < K; r++) {
-            bufs[r] = st->rk[r].d_sum;
-            streams[r] = st->rk[r].stream;
-        }
-        if (eng_comm_allreduce_group(st->comm, bufs, (size_t)n * CUDA_ATTN_DV, streams) != 0) {
-            /* some ranks' collectives may be queued already, waiting for peers
-             * that never come: abort them, or destroy's stream syncs hang */
-            int rc = step_fail(st, "cuda backend: tp=%d all-reduce of the attention sums failed: %s", K,
-                               eng_comm_last_error(st->comm));
-            eng_comm_abort(st->comm);
-            return rc;
-        }
-        for (int r = 0; r < K; r++) {
-            cuda_rank *rk = &st->rk[r];
-            rank_marks *m = &marks[r];
-            RANK_CUDA(cudaSetDevice(rk->device), "cudaSetDevice");
-            RANK_MARK(CUDA_K_ALLREDUCE);
-        }
-        /* rank 0 samples; every rank embeds the tokens it sampled next step */
-        cuda_rank *rk = &st->rk[0];
-        rank_marks *m = &marks[0];
-        RANK_CUDA(cudaSetDevice(rk->device), "cudaSetDevice");
-        RANK_MODEL(cuda_logits_sum(&rk->dense, rk->d_sum, n, o->heads, rk->d_mean, rk->d_logits,
-                                   rk->stream),
-                   CUDA_K_LOGITS);
-        RANK_MARK(CUDA_K_LOGITS);
-        RANK_MODEL(cuda_sample(rk->d_logits, n, o->vocab, rk->d_tok_out, rk->d_prob, rk->stream),
-                   CUDA_K_SAMPLE);
-        RANK_CUDA(cudaMemcpyAsync(st->h_tok_out, rk->d_tok_out, (size_t)n * sizeof(int32_t),
-                                  cudaMemcpyDeviceToHost, rk->stream),
-                  "copying the tokens back (cudaMemcpyAsync)");
-        RANK_MARK(CUDA_K_SAMPLE);
-    }
-    /* Every rank's last event, polled together with NCCL's own error: a
-     * blocking wait on one rank would hang if another failed (cuda_tp.h). */
+    const int K = st->o.tp, n = b->n_decode;
+    int failed = 0, why = CUDA_TP_WAIT_RANK;
     tp_poll poll = {.st = st, .marks = marks};
-    cuda_tp_waiter w = {.query = tp_query, .comm_failed = tp_comm_failed, .pause = tp_pause, .ctx = &poll};
-    int failed = -1, why = cuda_tp_wait(&w, K, &failed);
-    if (why != CUDA_TP_WAIT_DONE) {
+    if (K == 1) {
+        poll.err = cudaEventSynchronize(st->rk[0].ev[marks[0].ev - 1]);
+        if (poll.err == cudaSuccess)
+            return 0;
+    } else {
+        cuda_tp_waiter w = {.query = tp_query, .comm_failed = tp_comm_failed, .pause = tp_pause,
+                            .ctx = &poll};
+        why = cuda_tp_wait(&w, K, &failed);
+        if (why == CUDA_TP_WAIT_DONE)
+            return 0;
         /* end the peers' all-reduce kernels before anything else touches the GPUs */
         eng_comm_abort(st->comm);
         if (why == CUDA_TP_WAIT_COMM)
             return step_fail(st, "cuda backend: tp=%d step with %d decoding: %s (communicators "
                              "aborted)", K, n, eng_comm_last_error(st->comm));
-        cuda_rank *rk = &st->rk[failed];
-        const rank_marks *m = &marks[failed];
-        return step_fail(st, "cuda backend: tp rank %d (device %d): step with %d decoding, %d "
-                         "prefilling (kernels %s .. %s) failed: %s (communicators aborted)", failed,
-                         rk->device, n, b->n_prefill, m->np ? m->pm[0].name : "-",
-                         m->np ? m->pm[m->np - 1].name : "-", cuda_model_errstr(poll.err));
     }
+    const rank_marks *m = &marks[failed];
+    return step_fail(st, "cuda backend: %sstep with %d decoding, %d prefilling (kernels %s .. %s) "
+                     "failed: %s%s", rank_tag(st, &st->rk[failed]), n, b->n_prefill,
+                     m->np ? m->pm[0].name : "-", m->np ? m->pm[m->np - 1].name : "-",
+                     cuda_model_errstr(poll.err), K > 1 ? " (communicators aborted)" : "");
+}
+
+/* Each rank's phases from its events: start = the host clock when its first
+ * event was recorded + the event offset, kept inside the step as the host
+ * saw it (the GPU clock and the host clock differ by a little). */
+static int rank_phases(cuda_state *st, const rank_marks *marks, eng_phase *phases, int *n_phases)
+{
     int64_t t_end = ll_now_ns();
     int np = 0;
-    for (int r = 0; r < K; r++) {
+    for (int r = 0; r < st->o.tp; r++) {
         cuda_rank *rk = &st->rk[r];
         const rank_marks *m = &marks[r];
         float prev_ms = 0.0f;
@@ -391,10 +419,6 @@ static int cuda_step_tp(cuda_state *st, const eng_batch *b, int n_hist, int n_pr
         }
     }
     *n_phases = np;
-    for (int i = 0; i < n; i++)
-        st->token[b->decode_slot[i]] = st->h_tok_out[i];
-    if (n > 0)
-        st->last_n = n;
     return 0;
 }
 
@@ -413,7 +437,7 @@ static int cuda_step(void *state, const eng_batch *b, int64_t step_start_ns, eng
 {
     (void)step_start_ns;
     cuda_state *st = state;
-    const cuda_opts *o = &st->o;
+    const eng_model_opts *o = &st->o;
     *n_phases = 0;
     if (b->n_decode < 0 || b->n_prefill < 0 || b->n_decode > o->max_slots ||
         b->n_prefill > o->max_slots)
@@ -432,96 +456,20 @@ static int cuda_step(void *state, const eng_batch *b, int64_t step_start_ns, eng
 
     int n_hist = 0, n_pre = 0, max_pre = 0; /* max_pre: most rows of one prefill item */
     size_t up_bytes = build_upload(st, b, &n_hist, &n_pre, &max_pre);
-    if (o->tp > 1)
-        return cuda_step_tp(st, b, n_hist, n_pre, max_pre, up_bytes, phases, n_phases);
-    const cuda_upload *u = &st->up;
-    const int32_t *d_slot = (const int32_t *)(st->d_up + u->off_slot);
-    const int32_t *d_tok = (const int32_t *)(st->d_up + u->off_tok);
-    const int64_t *d_ctx = (const int64_t *)(st->d_up + u->off_ctx);
-    const cuda_fill_item *d_items = (const cuda_fill_item *)(st->d_up + u->off_items);
-
-    STEP_CUDA(cudaSetDevice(o->device), "cudaSetDevice");
-    phase_mark pm[CUDA_MAX_PHASES];
-    int np = 0, ev = 0;
-    int64_t t_host0 = ll_now_ns();
-    STEP_CUDA(cudaEventRecord(st->ev[ev++], st->stream), "cudaEventRecord");
-    if (++st->steps == o->fault_step)
-        STEP_MODEL(cuda_model_fault_launch(st->stream), "fault_fail_step (a testing aid): a launch");
-    STEP_CUDA(cudaMemcpyAsync(st->d_up, st->h_up, up_bytes, cudaMemcpyHostToDevice, st->stream),
-              "uploading the batch (cudaMemcpyAsync)");
-#define MARK(nm)                                                                               \
-    do {                                                                                       \
-        STEP_CUDA(cudaEventRecord(st->ev[ev], st->stream), "cudaEventRecord");                 \
-        pm[np++] = (phase_mark){.name = (nm), .ev = ev++};                                     \
-    } while (0)
-
-    if (n_hist + n_pre > 0) {
-        /* histories first: a slot's prompt rows land on top of its history */
-        STEP_MODEL(cuda_kv_fill(st->d_pool, o->layout, o->capacity, d_items, n_hist,
-                                n_hist ? o->capacity : 0, st->stream),
-                   CUDA_K_FILL " (slot history)");
-        STEP_MODEL(cuda_kv_fill(st->d_pool, o->layout, o->capacity, d_items + n_hist, n_pre,
-                                max_pre, st->stream),
-                   CUDA_K_FILL " (prefill rows)");
-        MARK(CUDA_K_FILL);
+    rank_marks marks[CUDA_TP_MAX];
+    ++st->steps;
+    for (int r = 0; r < o->tp; r++) {
+        int rc = rank_enqueue(st, &st->rk[r], &marks[r], b, n_hist, n_pre, max_pre, up_bytes);
+        if (rc != 0)
+            return rc;
     }
-    if (n > 0) {
-        STEP_MODEL(cuda_embed(&st->dense, d_tok, n, o->seed, st->d_x, st->stream), CUDA_K_EMBED);
-        MARK(CUDA_K_EMBED);
-        STEP_MODEL(cuda_dense_forward(&st->dense, st->d_x, n, st->d_hd), CUDA_K_GEMM);
-        MARK(CUDA_K_GEMM);
-        STEP_MODEL(cuda_project(&st->dense, st->d_hd, n, o->heads, d_slot, d_ctx, st->d_pool,
-                                o->layout, o->capacity, st->d_q, st->stream),
-                   CUDA_K_PROJECT);
-        MARK(CUDA_K_PROJECT);
-        STEP_MODEL(cuda_topk(d_slot, d_ctx, n, o->topk, o->min_ctx, o->capacity, o->seed, st->d_idx,
-                             st->stream),
-                   CUDA_K_TOPK);
-        MARK(CUDA_K_TOPK);
-        cuda_attn_args a = {
-            .n_seq = n, .heads = o->heads, .topk = o->topk,
-            .scale = 1.0f / sqrtf((float)CUDA_ATTN_DQK), .layout = o->layout, .q = st->d_q,
-            .kv = st->d_pool, .kv_rows = st->pool_rows, .idx = st->d_idx, .out = st->d_out,
-            .lse = st->d_lse, .ws = st->d_ws, .ws_bytes = st->ws_bytes,
-        };
-        STEP_MODEL(cuda_attn_decode(o->kind, &a, st->sm_count, st->stream), st->attn_name);
-        STEP_CUDA(cudaGetLastError(), st->attn_name);
-        MARK(st->attn_name);
-        STEP_MODEL(cuda_logits(&st->dense, st->d_out, n, o->heads, st->d_mean, st->d_logits,
-                               st->stream),
-                   CUDA_K_LOGITS);
-        MARK(CUDA_K_LOGITS);
-        STEP_MODEL(cuda_sample(st->d_logits, n, o->vocab, st->d_tok_out, st->d_prob, st->stream),
-                   CUDA_K_SAMPLE);
-        STEP_CUDA(cudaMemcpyAsync(st->h_tok_out, st->d_tok_out, (size_t)n * sizeof(int32_t),
-                                  cudaMemcpyDeviceToHost, st->stream),
-                  "copying the tokens back (cudaMemcpyAsync)");
-        MARK(CUDA_K_SAMPLE);
-    }
-#undef MARK
-    /* the step's one synchronisation: a kernel's own failure shows here */
-    cudaError_t e = cudaEventSynchronize(st->ev[ev - 1]);
-    if (e != cudaSuccess)
-        return step_fail(st, "cuda backend: step with %d decoding, %d prefilling (kernels %s .. %s) "
-                         "failed: %s", n, b->n_prefill, np ? pm[0].name : "-",
-                         np ? pm[np - 1].name : "-", cuda_model_errstr(e));
-    int64_t t_end = ll_now_ns();
-    float prev_ms = 0.0f;
-    for (int k = 0; k < np; k++) {
-        float ms = 0.0f;
-        STEP_CUDA(cudaEventElapsedTime(&ms, st->ev[0], st->ev[pm[k].ev]), "cudaEventElapsedTime");
-        int64_t s0 = t_host0 + (int64_t)((double)prev_ms * 1e6);
-        int64_t s1 = t_host0 + (int64_t)((double)ms * 1e6);
-        /* the GPU clock and the host clock differ by a little: keep each
-         * phase inside the step as the host saw it */
-        if (s1 > t_end)
-            s1 = t_end;
-        if (s0 > s1)
-            s0 = s1;
-        phases[k] = (eng_phase){.name = pm[k].name, .start_ns = s0, .dur_ns = s1 - s0};
-        prev_ms = ms;
-    }
-    *n_phases = np;
+    int rc = n > 0 ? reduce_and_sample(st, marks, n) : 0;
+    if (rc == 0)
+        rc = wait_ranks(st, marks, b);
+    if (rc == 0)
+        rc = rank_phases(st, marks, phases, n_phases);
+    if (rc != 0)
+        return rc;
     for (int i = 0; i < n; i++)
         st->token[b->decode_slot[i]] = st->h_tok_out[i];
     if (n > 0)
@@ -558,28 +506,15 @@ int cuda_backend_view_rank(void *state, int r, cuda_backend_view *v)
     const cuda_state *st = state;
     if (r < 0 || r >= st->o.tp)
         return 1;
+    const cuda_rank *rk = &st->rk[r];
     *v = (cuda_backend_view){
-        .n_seq = st->last_n, .heads = st->o.heads, .topk = st->o.topk,
-        .scale = 1.0f / sqrtf((float)CUDA_ATTN_DQK), .layout = st->o.layout, .kind = st->o.kind,
-        .d_q = st->d_q, .d_idx = st->d_idx, .d_out = st->d_out, .d_pool = st->d_pool,
+        .n_seq = st->last_n, .heads = rk->h1 - rk->h0, .topk = st->o.topk,
+        .scale = 1.0f / sqrtf((float)CUDA_ATTN_DQK), .layout = st->layout, .kind = st->kind,
+        .d_q = rk->d_q, .d_idx = rk->d_idx, .d_out = rk->d_out, .d_pool = rk->d_pool,
         .pool_rows = st->pool_rows, .row_bytes = st->row_bytes,
-        .tp = st->o.tp, .rank = 0, .device = st->o.device, .h0 = 0, .vocab = st->o.vocab,
-        .d_mean = st->d_mean, .d_logits = st->d_logits, .d_sum = NULL,
+        .tp = st->o.tp, .rank = r, .device = rk->device, .h0 = rk->h0, .vocab = st->o.vocab,
+        .d_mean = st->rk[0].d_mean, .d_logits = st->rk[0].d_logits, .d_sum = rk->d_sum,
     };
-    if (st->o.tp > 1) {
-        const cuda_rank *rk = &st->rk[r];
-        v->heads = rk->h1 - rk->h0;
-        v->h0 = rk->h0;
-        v->rank = r;
-        v->device = rk->device;
-        v->d_q = rk->d_q;
-        v->d_idx = rk->d_idx;
-        v->d_out = rk->d_out;
-        v->d_pool = rk->d_pool;
-        v->d_sum = rk->d_sum;
-        v->d_mean = st->rk[0].d_mean;
-        v->d_logits = st->rk[0].d_logits;
-    }
     return 0;
 }
 

@@ -106,7 +106,7 @@ __device__ __forceinline__ float2 e4m3x2_to_f2(uint16_t w)
     return __half22float2(h);
 }
 
-#ifndef CUEMU /* the CPU emulation (tests/cuda/emu/cuemu.h) defines these helpers */
+#ifndef CUEMU /* the CPU emulation (tools/cuemu/cuemu.h) defines these helpers */
 __device__ __forceinline__ void mma_bf16(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
 {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "

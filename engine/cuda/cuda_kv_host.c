@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cuda_attn.h"
+#include "numfmt.h"
 
 #define FP8_LATENT_BYTES 512
 #define FP8_SCALE_OFF 512
@@ -42,58 +43,7 @@ const char *cuda_kv_layout_name(cuda_kv_layout layout)
     return NULL;
 }
 
-/* ---- bf16 and e4m3 scalars ------------------------------------------------- */
-
-static uint16_t host_f32_to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((u >> 16) | 0x0040u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
-/* e4m3 (OCP FP8: bias 7, no infinities, 0x7f/0xff NaN, max 448 = 0x7e),
- * round to nearest even, saturating: what __nv_cvt_float_to_fp8(x,
- * __NV_SATFINITE, __NV_E4M3) returns (the CPU test compares all ties). */
-static uint8_t f32_to_e4m3(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    uint8_t sign = (u >> 31) ? 0x80 : 0;
-    u &= 0x7fffffffu;
-    if (u > 0x7f800000u)
-        return sign | 0x7f; /* NaN stays NaN (never produced by finite rows) */
-    if (u >= 0x43e00000u)   /* >= 448 (and inf): saturate */
-        return sign | 0x7e;
-    int e = (int)(u >> 23) - 127;
-    uint32_t m = u & 0x7fffffu;
-    if (e < -6) { /* subnormal: RNE in units of 2^-9; q = 8 is the smallest normal */
-        if (e < -11)
-            return sign; /* < 2^-11, a quarter unit: rounds to zero */
-        uint32_t full = m | 0x800000u; /* value = full * 2^(e-23) = (full >> (14-e)) units */
-        int sh = 14 - e;               /* 21..25 */
-        uint32_t q = full >> sh, rem = full & ((1u << sh) - 1), half = 1u << (sh - 1);
-        if (rem > half || (rem == half && (q & 1)))
-            q++;
-        return sign | (uint8_t)q;
-    }
-    uint32_t keep = m >> 20, rem = m & 0xfffffu;
-    if (rem > 0x80000u || (rem == 0x80000u && (keep & 1)))
-        keep++;
-    int code = ((e + 7) << 3) + (int)keep; /* keep == 8 carries into the exponent */
-    if (code > 0x7e)
-        code = 0x7e;
-    return sign | (uint8_t)code;
-}
-
-static float e4m3_to_f32(uint8_t c)
-{
-    int ex = (c >> 3) & 15, mant = c & 7;
-    double v = ex == 0 ? ldexp((double)mant, -9) : ldexp(1.0 + mant / 8.0, ex - 7);
-    return (float)((c & 0x80) ? -v : v);
-}
+/* bf16 and e4m3 scalars: numfmt.h (shared with engine/cpu and the kernels) */
 
 /* Smallest power of two s with amax / s <= 448 (1 for an all-zero group). */
 static float pow2_scale(float amax)
@@ -123,7 +73,7 @@ void cuda_kv_quantize_fp8(const float *rows, int64_t n, uint8_t *out)
                 o[g * FP8_GROUP + d] = f32_to_e4m3(x[g * FP8_GROUP + d] / s); /* /2^k: exact */
         }
         for (int d = 0; d < CUDA_ATTN_DQK - CUDA_ATTN_DV; d++) {
-            uint16_t b = host_f32_to_bf16(x[CUDA_ATTN_DV + d]);
+            uint16_t b = f32_to_bf16(x[CUDA_ATTN_DV + d]);
             memcpy(o + FP8_ROPE_OFF + 2 * d, &b, 2);
         }
     }
@@ -140,7 +90,7 @@ void cuda_kv_dequantize_fp8(const uint8_t *rows, int64_t n, uint16_t *out_bf16)
         for (int d = 0; d < CUDA_ATTN_DV; d++) {
             float s;
             memcpy(&s, x + FP8_SCALE_OFF + 4 * (d / FP8_GROUP), 4);
-            o[d] = host_f32_to_bf16(lut[x[d]] * s);
+            o[d] = f32_to_bf16(lut[x[d]] * s);
         }
         memcpy(o + CUDA_ATTN_DV, x + FP8_ROPE_OFF, 2 * (CUDA_ATTN_DQK - CUDA_ATTN_DV));
     }

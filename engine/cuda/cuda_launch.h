@@ -2,7 +2,7 @@
  * kernel, LAUNCH(kernel, grid, block, smem, stream)(args...): nvcc's
  * <<<grid, block, smem, stream>>>, or, when the file is compiled as host
  * C++ with -DCUEMU, the launcher of cuemu, the CPU emulation the tests run
- * the kernels' own source with (tests/cuda/emu/cuemu.h). */
+ * the kernels' own source with (tools/cuemu/cuemu.h). */
 #ifndef LOADLAW_CUDA_LAUNCH_H
 #define LOADLAW_CUDA_LAUNCH_H
 

@@ -19,6 +19,7 @@
 
 #include "cuda_model.h"
 #include "cuda_launch.h"
+#include "numfmt.h"
 
 /* ---- shared with the cpu backend (cpu_kernels.h, cpu_model.c, topk.c) ---- */
 
@@ -34,26 +35,6 @@ __host__ __device__ static inline uint64_t hash64(uint64_t x)
 __host__ __device__ static inline float hash_unit(uint64_t h)
 {
     return (float)((int64_t)(h >> 11) - (1ll << 52)) / (float)(1ll << 52);
-}
-
-/* f32_to_bf16 of cpu_kernels.h: nearest, ties to even; NaN stays NaN.
- * (memcpy, not __float_as_uint: the host mirrors below call these too.) */
-__host__ __device__ static inline uint16_t to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((u >> 16) | 0x0040u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
-__host__ __device__ static inline float from_bf16(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
 }
 
 /* ---- errors ------------------------------------------------------------- */
@@ -73,7 +54,7 @@ __global__ void init_weights_bf16_kernel(uint16_t *w, size_t n, float scale, uin
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        w[i] = to_bf16(scale * hash_unit(hash64(seed + i)));
+        w[i] = f32_to_bf16(scale * hash_unit(hash64(seed + i)));
 }
 
 __global__ void init_weights_f32_kernel(float *w, size_t n, float scale, uint64_t seed)
@@ -219,40 +200,73 @@ static int dense_cublas(cuda_dense *d, cudaStream_t s, const char *who, char *er
     return 0;
 }
 
-extern "C" int cuda_dense_init(cuda_dense *d, int d_model, int d_ff, int vocab, uint64_t seed,
-                               void *stream, char *err, size_t errlen)
+/* W shard (d_model, ncols): column lc is the full W's column cols[lc], the
+ * same value init_weights_bf16_kernel gives element k * d_ff + cols[lc]. */
+__global__ void init_weights_cols_bf16_kernel(uint16_t *w, int ld, int d_model, int d_ff, const int32_t *cols,
+                                              int ncols, float scale, uint64_t seed)
+{
+    size_t n = (size_t)d_model * ncols;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        size_t k = i / (size_t)ncols, lc = i % (size_t)ncols;
+        w[k * ld + lc] = f32_to_bf16(scale * hash_unit(hash64(seed + k * (size_t)d_ff + (size_t)cols[lc])));
+    }
+}
+
+/* W (all of it, d_cols NULL, or the shard of columns d_cols[0..ncols)), Wv
+ * when with_wv, the cuBLAS handle; synchronises the stream, so the weights'
+ * kernels have run (and failed here, not in a step) and d_cols may go. */
+static int dense_init(cuda_dense *d, int d_model, int d_ff, int vocab, uint64_t seed,
+                      const int32_t *d_cols, int ncols, int with_wv, void *stream, char *err,
+                      size_t errlen)
 {
     d->d_w = NULL;
     d->d_wv = NULL;
     d->cublas = NULL;
     d->d_model = d_model;
-    d->d_ff = d_ff;
-    d->ld = d_ff;
+    d->d_ff = d_cols ? ncols : d_ff;
+    d->ld = d_cols ? cuda_dense_ld(ncols) : d_ff;
     d->vocab = vocab;
+    const char *what = d_cols ? "dense weight shard" : "dense weights";
     cudaStream_t s = (cudaStream_t)stream;
-    size_t nw = (size_t)d_model * d_ff, nv = (size_t)CUDA_ATTN_DV * vocab;
+    size_t nw = (size_t)d_model * d->ld, nv = with_wv ? (size_t)CUDA_ATTN_DV * vocab : 0;
     cudaError_t e = cudaMalloc((void **)&d->d_w, nw * sizeof(uint16_t));
-    if (e == cudaSuccess)
+    if (e == cudaSuccess && nv)
         e = cudaMalloc((void **)&d->d_wv, nv * sizeof(float));
     if (e != cudaSuccess) {
-        snprintf(err, errlen, "cuda backend: cudaMalloc of the dense weights (%.1f MB) failed: %s",
+        snprintf(err, errlen, "cudaMalloc of the %s (%.1f MB) failed: %s", what,
                  (double)(nw * 2 + nv * 4) / 1e6, cuda_model_errstr(e));
         (void)cudaGetLastError(); /* clear a non-sticky allocation error */
         return (int)e;
     }
-    LAUNCH(init_weights_bf16_kernel, 1024, 256, 0, s)(d->d_w, nw, 1.0f / sqrtf((float)d_model), seed);
+    float scale = 1.0f / sqrtf((float)d_model);
+    if (d_cols)
+        LAUNCH(init_weights_cols_bf16_kernel, 1024, 256, 0, s)(d->d_w, d->ld, d_model, d_ff, d_cols,
+                                                               ncols, scale, seed);
+    else
+        LAUNCH(init_weights_bf16_kernel, 1024, 256, 0, s)(d->d_w, nw, scale, seed);
     int rc = launched();
-    if (rc == 0) {
+    if (rc == 0 && nv) {
         LAUNCH(init_weights_f32_kernel, 256, 256, 0, s)(d->d_wv, nv, 1.0f / sqrtf((float)CUDA_ATTN_DV),
                                                         hash64(seed ^ 0x5eedull));
         rc = launched();
     }
     if (rc != 0) {
-        snprintf(err, errlen, "cuda backend: init_weights kernels failed to launch: %s",
-                 cuda_model_errstr(rc));
+        snprintf(err, errlen, "init_weights kernels failed to launch: %s", cuda_model_errstr(rc));
         return rc;
     }
-    return dense_cublas(d, s, "cuda backend: ", err, errlen);
+    e = cudaStreamSynchronize(s);
+    if (e != cudaSuccess) {
+        snprintf(err, errlen, "generating the %s failed: %s", what, cuda_model_errstr(e));
+        return (int)e;
+    }
+    return dense_cublas(d, s, "", err, errlen);
+}
+
+extern "C" int cuda_dense_init(cuda_dense *d, int d_model, int d_ff, int vocab, uint64_t seed,
+                               void *stream, char *err, size_t errlen)
+{
+    return dense_init(d, d_model, d_ff, vocab, seed, NULL, 0, 1, stream, err, errlen);
 }
 
 extern "C" void cuda_dense_free(cuda_dense *d)
@@ -286,9 +300,7 @@ __host__ __device__ static void store_row(uint8_t *dst, int layout, const uint16
         scale[g] = gmax[g] > 0.0f ? ldexpf(1.0f, m == 0.5f ? e - 1 : e) : 1.0f;
     }
     for (int j = 0; j < CUDA_ATTN_DV; j++) {
-        __nv_fp8_storage_t q =
-            __nv_cvt_float_to_fp8(from_bf16(v[j]) / scale[j / 128], __NV_SATFINITE, __NV_E4M3);
-        dst[j] = (uint8_t)q;
+        dst[j] = f32_to_e4m3(bf16_to_f32(v[j]) / scale[j / 128]);
     }
     float *sc = (float *)(dst + CUDA_ATTN_DV); /* 656-byte rows: offset 512 is 4-aligned */
     for (int g = 0; g < 4; g++)
@@ -309,9 +321,9 @@ __host__ __device__ static void fill_row(uint8_t *dst, int layout, int64_t r, ui
         h = hash64(h);
         for (int l = 0; l < 4; l++) {
             float x = (float)(int16_t)(h >> (16 * l)) * (1.0f / 32768.0f);
-            v[d + l] = to_bf16(x);
+            v[d + l] = f32_to_bf16(x);
             if (d < CUDA_ATTN_DV)
-                gmax[d / 128] = fmaxf(gmax[d / 128], fabsf(from_bf16(v[d + l])));
+                gmax[d / 128] = fmaxf(gmax[d / 128], fabsf(bf16_to_f32(v[d + l])));
         }
     }
     store_row(dst, layout, v, gmax);
@@ -348,7 +360,7 @@ extern "C" int cuda_kv_fill(uint8_t *d_pool, cuda_kv_layout layout, int64_t capa
 __host__ __device__ static inline uint16_t embed_value(int32_t token, uint64_t seed, int j)
 {
     uint64_t h = hash64(seed ^ ((uint64_t)(uint32_t)token << 20));
-    return to_bf16(hash_unit(hash64(h + (uint64_t)j)));
+    return f32_to_bf16(hash_unit(hash64(h + (uint64_t)j)));
 }
 
 __global__ void embed_tokens_kernel(const int32_t *tokens, int d_model, uint64_t seed, uint16_t *x)
@@ -391,30 +403,35 @@ __host__ __device__ static void group_max(const uint16_t *v, float *gmax)
     for (int g = 0; g < 4; g++) {
         float m = 0.0f;
         for (int j = g * 128; j < (g + 1) * 128; j++)
-            m = fmaxf(m, fabsf(from_bf16(v[j])));
+            m = fmaxf(m, fabsf(bf16_to_f32(v[j])));
         gmax[g] = m;
     }
 }
 
-/* Blocks (i, h < heads): query of head h, a window of Hd starting at h*97
- * (cpu_project); block (i, heads): the new KV row Hd[i][0:576]. */
-__global__ void project_q_kv_kernel(const float *hd, int d_ff, int heads, const int32_t *slot,
-                                    const int64_t *ctx, uint8_t *pool, int layout, size_t row_bytes,
-                                    int64_t cap, float *q)
+/* Blocks (i, hh < hr): the query of head h0 + hh, a window of Hd starting
+ * at (h0 + hh)*97 (cpu_project); block (i, hr): the new KV row, Hd[i][0:576].
+ * Hd's rows are ld_hd apart; colmap (d_ff, a rank's shard) maps a global
+ * column to the rank's block of Hd, NULL when the block is all of Hd. */
+__global__ void project_q_kv_kernel(const float *hd, int ld_hd, int d_ff, int h0, int hr,
+                                    const int32_t *colmap, const int32_t *slot, const int64_t *ctx,
+                                    uint8_t *pool, int layout, size_t row_bytes, int64_t cap,
+                                    float *q)
 {
-    int i = blockIdx.x, h = blockIdx.y;
-    const float *row = hd + (size_t)i * d_ff;
-    if (h < heads) {
-        size_t off = ((size_t)h * 97) % (size_t)d_ff;
-        float *qh = q + ((size_t)i * heads + h) * CUDA_ATTN_DQK;
-        for (int j = threadIdx.x; j < CUDA_ATTN_DQK; j += blockDim.x)
-            qh[j] = row[(off + (size_t)j) % (size_t)d_ff];
+    int i = blockIdx.x, hh = blockIdx.y;
+    const float *row = hd + (size_t)i * ld_hd;
+    if (hh < hr) {
+        size_t off = ((size_t)(h0 + hh) * 97) % (size_t)d_ff;
+        float *qh = q + ((size_t)i * hr + hh) * CUDA_ATTN_DQK;
+        for (int j = threadIdx.x; j < CUDA_ATTN_DQK; j += blockDim.x) {
+            size_t c = (off + (size_t)j) % (size_t)d_ff;
+            qh[j] = row[colmap ? (size_t)colmap[c] : c];
+        }
         return;
     }
     __shared__ uint16_t v[CUDA_ATTN_DQK];
     __shared__ float gmax[4];
     for (int j = threadIdx.x; j < CUDA_ATTN_DQK; j += blockDim.x)
-        v[j] = to_bf16(row[j]);
+        v[j] = f32_to_bf16(row[colmap ? colmap[j] : j]);
     __syncthreads();
     if (threadIdx.x != 0)
         return;
@@ -428,15 +445,8 @@ extern "C" int cuda_project(const cuda_dense *d, const float *d_hd, int n, int h
                             const int32_t *d_slot, const int64_t *d_ctx, uint8_t *d_pool,
                             cuda_kv_layout layout, int64_t capacity, float *d_q, void *stream)
 {
-    if (n <= 0)
-        return 0;
-    if (heads + 1 > 65535)
-        return (int)cudaErrorInvalidValue;
-    dim3 grid((unsigned)n, (unsigned)(heads + 1));
-    LAUNCH(project_q_kv_kernel, grid, 192, 0, (cudaStream_t)stream)(
-        d_hd, d->d_ff, heads, d_slot, d_ctx, d_pool, (int)layout, cuda_kv_row_bytes(layout), capacity,
-        d_q);
-    return launched();
+    return cuda_project_shard(d_hd, d->d_ff, n, 0, heads, d->d_ff, NULL, d_slot, d_ctx, d_pool,
+                              layout, capacity, d_q, stream);
 }
 
 /* Entry j of cpu_topk_select(c, k, hash(seed ^ slot)) for a sequence of
@@ -490,15 +500,28 @@ extern "C" int cuda_topk(const int32_t *d_slot, const int64_t *d_ctx, int n, int
 
 /* ---- sampling --------------------------------------------------------------- */
 
-__global__ void head_mean_kernel(const float *out, int heads, float *mean)
+/* dst (n, 512) = scale * the sum over heads of out (n, heads, 512), summed
+ * from 0.0f in head order (the cpu's order): scale 1 gives a rank's head
+ * sum, 1/heads the mean. */
+__global__ void head_reduce_kernel(const float *out, int heads, float scale, float *dst)
 {
     int i = blockIdx.x;
     for (int j = threadIdx.x; j < CUDA_ATTN_DV; j += blockDim.x) {
         float m = 0.0f;
-        for (int h = 0; h < heads; h++) /* the cpu's order of summation */
+        for (int h = 0; h < heads; h++)
             m += out[((size_t)i * heads + h) * CUDA_ATTN_DV + j];
-        mean[(size_t)i * CUDA_ATTN_DV + j] = m * (1.0f / (float)heads);
+        dst[(size_t)i * CUDA_ATTN_DV + j] = m * scale;
     }
+}
+
+/* logits^T (vocab x n) = Wv^T (vocab x 512) · mean^T (512 x n), column-major */
+static int logits_of_mean(const cuda_dense *d, const float *d_mean, int n, float *d_logits)
+{
+    const float one = 1.0f, zero = 0.0f;
+    cublasStatus_t s = cb.sgemm((cublasHandle_t)d->cublas, CUBLAS_OP_N, CUBLAS_OP_N, d->vocab, n,
+                                CUDA_ATTN_DV, &one, d->d_wv, d->vocab, d_mean, CUDA_ATTN_DV, &zero,
+                                d_logits, d->vocab);
+    return blas_rc(s);
 }
 
 extern "C" int cuda_logits(const cuda_dense *d, const float *d_attn_out, int n, int heads,
@@ -506,16 +529,10 @@ extern "C" int cuda_logits(const cuda_dense *d, const float *d_attn_out, int n, 
 {
     if (n <= 0)
         return 0;
-    LAUNCH(head_mean_kernel, (unsigned)n, 256, 0, (cudaStream_t)stream)(d_attn_out, heads, d_mean);
+    LAUNCH(head_reduce_kernel, (unsigned)n, 256, 0, (cudaStream_t)stream)(d_attn_out, heads,
+                                                                          1.0f / (float)heads, d_mean);
     int rc = launched();
-    if (rc != 0)
-        return rc;
-    /* logits^T (vocab x n) = Wv^T (vocab x 512) · mean^T (512 x n), column-major */
-    const float one = 1.0f, zero = 0.0f;
-    cublasStatus_t s = cb.sgemm((cublasHandle_t)d->cublas, CUBLAS_OP_N, CUBLAS_OP_N, d->vocab, n,
-                                CUDA_ATTN_DV, &one, d->d_wv, d->vocab, d_mean, CUDA_ATTN_DV, &zero,
-                                d_logits, d->vocab);
-    return blas_rc(s);
+    return rc != 0 ? rc : logits_of_mean(d, d_mean, n, d_logits);
 }
 
 #define SAMPLE_THREADS 256
@@ -581,88 +598,11 @@ extern "C" int cuda_sample(const float *d_logits, int n, int vocab, int32_t *d_t
 
 /* ---- tensor parallelism (cuda_tp.h) ------------------------------------------- */
 
-/* W shard (d_model, ncols): column lc is the full W's column cols[lc], the
- * same value init_weights_bf16_kernel gives element k * d_ff + cols[lc]. */
-__global__ void init_weights_cols_bf16_kernel(uint16_t *w, int ld, int d_model, int d_ff, const int32_t *cols,
-                                              int ncols, float scale, uint64_t seed)
-{
-    size_t n = (size_t)d_model * ncols;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
-        size_t k = i / (size_t)ncols, lc = i % (size_t)ncols;
-        w[k * ld + lc] = to_bf16(scale * hash_unit(hash64(seed + k * (size_t)d_ff + (size_t)cols[lc])));
-    }
-}
-
 extern "C" int cuda_dense_init_cols(cuda_dense *d, int d_model, int d_ff, int vocab, uint64_t seed,
                                     const int32_t *d_cols, int ncols, int with_wv, void *stream,
                                     char *err, size_t errlen)
 {
-    d->d_w = NULL;
-    d->d_wv = NULL;
-    d->cublas = NULL;
-    d->d_model = d_model;
-    d->d_ff = ncols;
-    d->ld = cuda_dense_ld(ncols);
-    d->vocab = vocab;
-    cudaStream_t s = (cudaStream_t)stream;
-    size_t nw = (size_t)d_model * d->ld, nv = with_wv ? (size_t)CUDA_ATTN_DV * vocab : 0;
-    cudaError_t e = cudaMalloc((void **)&d->d_w, nw * sizeof(uint16_t));
-    if (e == cudaSuccess && nv)
-        e = cudaMalloc((void **)&d->d_wv, nv * sizeof(float));
-    if (e != cudaSuccess) {
-        snprintf(err, errlen, "cudaMalloc of the dense weight shard (%.1f MB) failed: %s",
-                 (double)(nw * 2 + nv * 4) / 1e6, cuda_model_errstr(e));
-        (void)cudaGetLastError();
-        return (int)e;
-    }
-    LAUNCH(init_weights_cols_bf16_kernel, 1024, 256, 0, s)(d->d_w, d->ld, d_model, d_ff, d_cols, ncols,
-                                                           1.0f / sqrtf((float)d_model), seed);
-    int rc = launched();
-    if (rc == 0 && nv) {
-        LAUNCH(init_weights_f32_kernel, 256, 256, 0, s)(d->d_wv, nv, 1.0f / sqrtf((float)CUDA_ATTN_DV),
-                                                        hash64(seed ^ 0x5eedull));
-        rc = launched();
-    }
-    if (rc != 0) {
-        snprintf(err, errlen, "init_weights kernels failed to launch: %s", cuda_model_errstr(rc));
-        return rc;
-    }
-    e = cudaStreamSynchronize(s);
-    if (e != cudaSuccess) {
-        snprintf(err, errlen, "generating the dense weight shard failed: %s", cuda_model_errstr(e));
-        return (int)e;
-    }
-    return dense_cublas(d, s, "", err, errlen);
-}
-
-/* project_q_kv_kernel through a rank's column map: blocks (i, hh < hr) make
- * the query of head h0 + hh, block (i, hr) the new KV row. */
-__global__ void project_q_kv_shard_kernel(const float *hd, int ld_hd, int d_ff, int h0, int hr,
-                                          const int32_t *colmap, const int32_t *slot,
-                                          const int64_t *ctx, uint8_t *pool, int layout,
-                                          size_t row_bytes, int64_t cap, float *q)
-{
-    int i = blockIdx.x, hh = blockIdx.y;
-    const float *row = hd + (size_t)i * ld_hd;
-    if (hh < hr) {
-        size_t off = ((size_t)(h0 + hh) * 97) % (size_t)d_ff;
-        float *qh = q + ((size_t)i * hr + hh) * CUDA_ATTN_DQK;
-        for (int j = threadIdx.x; j < CUDA_ATTN_DQK; j += blockDim.x)
-            qh[j] = row[colmap[(off + (size_t)j) % (size_t)d_ff]];
-        return;
-    }
-    __shared__ uint16_t v[CUDA_ATTN_DQK];
-    __shared__ float gmax[4];
-    for (int j = threadIdx.x; j < CUDA_ATTN_DQK; j += blockDim.x)
-        v[j] = to_bf16(row[colmap[j]]);
-    __syncthreads();
-    if (threadIdx.x != 0)
-        return;
-    group_max(v, gmax);
-    int64_t c = ctx[i] > 0 ? ctx[i] : 1;
-    int64_t r = (int64_t)slot[i] * cap + (c - 1) % cap;
-    store_row(pool + (size_t)r * row_bytes, layout, v, gmax);
+    return dense_init(d, d_model, d_ff, vocab, seed, d_cols, ncols, with_wv, stream, err, errlen);
 }
 
 extern "C" int cuda_project_shard(const float *d_hd, int ld_hd, int n, int h0, int hr, int d_ff,
@@ -675,28 +615,17 @@ extern "C" int cuda_project_shard(const float *d_hd, int ld_hd, int n, int h0, i
     if (hr + 1 > 65535)
         return (int)cudaErrorInvalidValue;
     dim3 grid((unsigned)n, (unsigned)(hr + 1));
-    LAUNCH(project_q_kv_shard_kernel, grid, 192, 0, (cudaStream_t)stream)(
+    LAUNCH(project_q_kv_kernel, grid, 192, 0, (cudaStream_t)stream)(
         d_hd, ld_hd, d_ff, h0, hr, d_colmap, d_slot, d_ctx, d_pool, (int)layout,
         cuda_kv_row_bytes(layout), capacity, d_q);
     return launched();
-}
-
-__global__ void head_sum_kernel(const float *out, int heads, float *sum)
-{
-    int i = blockIdx.x;
-    for (int j = threadIdx.x; j < CUDA_ATTN_DV; j += blockDim.x) {
-        float m = 0.0f;
-        for (int h = 0; h < heads; h++)
-            m += out[((size_t)i * heads + h) * CUDA_ATTN_DV + j];
-        sum[(size_t)i * CUDA_ATTN_DV + j] = m;
-    }
 }
 
 extern "C" int cuda_head_sum(const float *d_attn_out, int n, int heads, float *d_sum, void *stream)
 {
     if (n <= 0)
         return 0;
-    LAUNCH(head_sum_kernel, (unsigned)n, 256, 0, (cudaStream_t)stream)(d_attn_out, heads, d_sum);
+    LAUNCH(head_reduce_kernel, (unsigned)n, 256, 0, (cudaStream_t)stream)(d_attn_out, heads, 1.0f, d_sum);
     return launched();
 }
 
@@ -716,13 +645,7 @@ extern "C" int cuda_logits_sum(const cuda_dense *d, const float *d_sum, int n, i
     LAUNCH(scale_mean_kernel, (unsigned)((cnt + 255) / 256), 256, 0, (cudaStream_t)stream)(
         d_sum, cnt, 1.0f / (float)heads, d_mean);
     int rc = launched();
-    if (rc != 0)
-        return rc;
-    const float one = 1.0f, zero = 0.0f;
-    cublasStatus_t s = cb.sgemm((cublasHandle_t)d->cublas, CUBLAS_OP_N, CUBLAS_OP_N, d->vocab, n,
-                                CUDA_ATTN_DV, &one, d->d_wv, d->vocab, d_mean, CUDA_ATTN_DV, &zero,
-                                d_logits, d->vocab);
-    return blas_rc(s);
+    return rc != 0 ? rc : logits_of_mean(d, d_mean, n, d_logits);
 }
 
 /* ---- testing aid ------------------------------------------------------------------ */
@@ -747,7 +670,7 @@ extern "C" void cuda_model_host_store_row(const float *vals, cuda_kv_layout layo
     uint16_t v[CUDA_ATTN_DQK];
     float gmax[4];
     for (int j = 0; j < CUDA_ATTN_DQK; j++)
-        v[j] = to_bf16(vals[j]);
+        v[j] = f32_to_bf16(vals[j]);
     group_max(v, gmax);
     store_row(dst, (int)layout, v, gmax);
 }

@@ -92,8 +92,9 @@ static inline int cuda_model_is_oom(int code)
  * per thread, valid until the next call. */
 const char *cuda_model_errstr(int code);
 
-/* Allocate and generate the weights, create the cuBLAS handle on `stream`.
- * 0 or nonzero with err set. Free with cuda_dense_free (safe when zeroed). */
+/* Allocate and generate the weights, create the cuBLAS handle on `stream`;
+ * synchronises `stream` (the weights' kernels ran). 0 or nonzero with err
+ * set. Free with cuda_dense_free (safe when zeroed). */
 int cuda_dense_init(cuda_dense *d, int d_model, int d_ff, int vocab, uint64_t seed, void *stream,
                     char *err, size_t errlen);
 void cuda_dense_free(cuda_dense *d);
@@ -138,9 +139,10 @@ int cuda_dense_init_cols(cuda_dense *d, int d_model, int d_ff, int vocab, uint64
                          const int32_t *d_cols, int ncols, int with_wv, void *stream, char *err,
                          size_t errlen);
 /* q (n, hr, 576) of heads [h0, h0+hr) from a rank's Hd block (n, ld_hd),
- * colmap (d_ff, device) mapping global columns to the block's, and each
- * sequence's new KV row (global columns 0..575) stored in this rank's pool
- * as cuda_project does. */
+ * colmap (d_ff, device) mapping global columns to the block's (NULL: the
+ * block is all of Hd; cuda_project is this with h0 = 0), and each sequence's
+ * new KV row (global columns 0..575) stored in this rank's pool, at row
+ * slot*capacity + (ctx-1) % capacity. */
 int cuda_project_shard(const float *d_hd, int ld_hd, int n, int h0, int hr, int d_ff,
                        const int32_t *d_colmap, const int32_t *d_slot, const int64_t *d_ctx,
                        uint8_t *d_pool, cuda_kv_layout layout, int64_t capacity, float *d_q,

@@ -119,7 +119,7 @@ typedef struct eng_config {
                                 * ours or open to group/others. A request's "output_dir" may
                                 * only name a plain subdirectory of it (no '/', not "." or
                                 * ".."), never a symlink; traces are new files, mode 0600 */
-    /* access control (README "serve: security") */
+    /* access control (docs/security.md, "The bundled server") */
     const char *api_key;       /* [api_key] when set, every endpoint but /health needs
                                 * "Authorization: Bearer KEY" (401 otherwise); NULL = open */
     const char *control_key;   /* [control_key] the key /start_profile and /stop_profile need

@@ -367,7 +367,7 @@ typedef struct fit_dist {
 #define FIT_PROMPT_DRIFT_FRAC 0.02
 
 /* Server figures (fit_level.server_*), from the target's /metrics scraped
- * during the sweep (records.h "metric"; README "Server metrics"):
+ * during the sweep (records.h "metric"; docs/remote.md "Server metrics"):
  *  server N        mean of the running-requests gauge (loadlaw_running_requests,
  *                  else vllm:num_requests_running, else sglang:num_running_reqs),
  *                  summed over the labels of one scrape (engines, data-parallel
@@ -590,6 +590,50 @@ void fit_result_free(fit_result *r);
  * law against the other N, null without one),
  * ...}. NAN becomes null. Caller frees with cJSON_Delete; NULL on no memory. */
 cJSON *fit_result_to_json(const fit_result *r);
+
+/* ---- JSON shapes: fit is their only writer (json.c) ----
+ * A law, a level and a latency distribution have one writer each; where the
+ * files that hold them spell a shape differently, the style says which
+ * spelling (each kept, so no file's keys change):
+ *   FIT_JSON_RUN      fit --json, summary.json, the report's data: a
+ *                     distribution is {n, p50, p90, p99, mean, max} (the
+ *                     object's key names the unit: "ttft_ms"); the full law.
+ *   FIT_JSON_SUMMARY  a summary.json level (fit_json_level only).
+ *   FIT_JSON_COMPARE  compare --json: a distribution is {n, mean_ms, p50_ms,
+ *                     p90_ms, p99_ms, max_ms} (its objects, "ttft_a", name no
+ *                     unit); a law is {ok, a_ms, b_ms, a_ci_ms, b_ci_ms, r2,
+ *                     asymptote_tok_per_s}.
+ *   FIT_JSON_PLAN     plan --json's law: {a_ms, b_ms, a_se_ms, b_se_ms,
+ *                     cov_ab_ms2, t_crit}, what its intervals use.
+ *   FIT_JSON_CHART    the report page's law: {ok, a, b, a_ci, b_ci, cov_ab,
+ *                     t_crit}, the names its script reads.
+ * NAN becomes null. Each adds key = the object to parent; 0 or LL_ENOMEM. */
+typedef enum fit_json_style {
+    FIT_JSON_RUN,
+    FIT_JSON_SUMMARY,
+    FIT_JSON_COMPARE,
+    FIT_JSON_PLAN,
+    FIT_JSON_CHART
+} fit_json_style;
+int fit_json_dist(cJSON *parent, const char *key, const fit_dist *d, fit_json_style style);
+/* model: the chosen model's name (FIT_JSON_RUN; NULL leaves it out);
+ * asym_tok_per_s: FIT_JSON_COMPARE's asymptote (ignored by the others). */
+int fit_json_law(cJSON *parent, const char *key, const fit_law *L, const char *model, double asym_tok_per_s,
+                 fit_json_style style);
+/* "law" (with the chosen model), "asymptote_tok_per_s", "n_half": the
+ * headline of fit --json and summary.json. */
+int fit_json_headline(cJSON *o, const fit_result *r);
+/* One level: FIT_JSON_RUN, fit --json's element of "levels" (planned
+ * unused); FIT_JSON_SUMMARY, summary.json's: level, concurrency, mode, what
+ * the run planned (planned: rate_per_s, n_requests, warmup; null when NULL),
+ * interrupted, then fit_json_level_figures. Caller frees with cJSON_Delete;
+ * NULL on no memory. */
+cJSON *fit_json_level(const fit_level *L, const fit_level_info *planned, fit_json_style style);
+/* A level's figures as summary.json holds them (fit.h "Per-level figures":
+ * requests by outcome, duration_s, ramp_s, the latency distributions, token
+ * counts and rates, steady and predicted tok/s, server_*, fit_level_gpu_json's
+ * keys) into o: summary.json's levels and the report data's "figures". */
+int fit_json_level_figures(cJSON *o, const fit_level *L);
 
 /* A level's GPU figures and diagnosis into o (gpu_power_w, gpu_power_limit_w,
  * gpu_power_frac, gpu_sm_active, gpu_tensor_active, gpu_dram_active,
@@ -886,7 +930,13 @@ size_t fit_compare_default_level(const fit_compare *c);
 /* Rewrite c->verdict for level index i (the default verdict uses the highest
  * common closed-loop level). */
 void fit_compare_set_verdict(fit_compare *c, size_t i);
-/* JSON and tables of a comparison: reports/report.h (rpt_compare_to_json, rpt_compare_print). */
+/* {"levels":[{"concurrency","tok_per_s_a","tok_per_s_b","ratio","ratio_ci":[lo,hi],
+ * "steady","n_req_a",...,"pair_ratio":[...],"ttft_a":{n,mean_ms,p50_ms,...},...}],
+ * "law_a","law_b" (fit_json_law, FIT_JSON_COMPARE),"slope_ratio","slope_ratio_ci",
+ * "slope_method","ci","n_resamples","paired","verdict"}: `loadlaw compare
+ * --json` and the comparison page's data. NAN becomes null. Caller frees with
+ * cJSON_Delete; NULL on no memory. Tables: reports/report.h (rpt_compare_print). */
+cJSON *fit_compare_to_json(const fit_compare *c);
 /* ---- end A/B comparison ---- */
 
 #endif

@@ -33,7 +33,7 @@
 
 typedef struct lg_run lg_run;
 
-/* One sweep driven from K processes ("ranks"; cli/mpi_sweep.c under MPI).
+/* One sweep driven from K processes ("ranks"; dist/dist_mpi.c under MPI).
  * loadgen knows nothing of MPI: it gives rank r its share of each level (C_r
  * and the requests differ by at most one between ranks, an open level's rate
  * is R/K; request ids id*K + r; prompts indexed i*K + r, so the K ranks send

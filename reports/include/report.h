@@ -71,7 +71,7 @@ void rpt_compare_print(FILE *f, const fit_compare *c, const char *label_a, const
 /* {"levels":[{"concurrency","tok_per_s_a","tok_per_s_b","ratio","ratio_ci":[lo,hi],
  * "steady","ttft_a":{p50_ms,...},...}],"law_a","law_b","slope_ratio","slope_ratio_ci",
  * "slope_method","verdict",...}; NAN becomes null. Caller frees with
- * cJSON_Delete; NULL on no memory. */
+ * cJSON_Delete; NULL on no memory. fit_compare_to_json's object (fit.h). */
 cJSON *rpt_compare_to_json(const fit_compare *c);
 /* The comparison page: both runs' throughput curves and step-time fits
  * overlaid, speedup per level with its interval, tables. */

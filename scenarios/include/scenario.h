@@ -95,7 +95,7 @@ typedef struct scn_level {
     int warmup;              /* extra requests sent first, marked warmup */
     double duration_s;       /* 0 = until n_requests are done */
     scn_profile profile;
-    /* Not part of the JSON format: an A/B sweep (cli/cmd_sweep_ab.c) sets them
+    /* Not part of the JSON format: an A/B sweep (sweep/ab.c) sets them
      * on each side's expanded levels and loadgen copies them into the level
      * record (records.h ll_rec_level: repeat, pair, seq; -1 = not written). */
     int ab_tagged, repeat, pair, seq;
@@ -151,7 +151,7 @@ int scn_ab_side_at(int k);
 
 /* How the client times a chunk's arrival (load.arrival_stamp, --arrival-stamp):
  * the kernel's receive stamp of the socket read that brought it (default;
- * loadgen/rxstamp.h), or the clock when the worker thread handles it. */
+ * netstamp/include/netstamp.h), or the clock when the worker thread handles it. */
 typedef enum scn_stamp { SCN_STAMP_KERNEL, SCN_STAMP_USER } scn_stamp;
 
 typedef struct scn_scenario {

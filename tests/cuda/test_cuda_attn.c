@@ -4,7 +4,7 @@
  * tolerances). Outputs are poisoned with NaN before every launch, so an
  * element a kernel forgot to write fails. Without a device: "SKIP: <reason>"
  * and exit 77 (ctest SKIP_RETURN_CODE). Plain C on the CUDA runtime API, so
- * the same test also links against cuemu (tests/cuda/emu), which runs the
+ * the same test also links against cuemu (tools/cuemu), which runs the
  * kernels' source on the CPU: `--emu` picks the cases sized for it.
  *
  * The tiled kernel accepts every H >= 1 (heads padded up to 16 or 32 per
@@ -197,7 +197,7 @@ int main(int argc, char **argv)
 {
     /* --quick: three small cases (split and not, both layouts, ragged), for
      * compute-sanitizer --tool memcheck|racecheck|synccheck|initcheck;
-     * --emu: the cases sized for the CPU emulation (tests/cuda/emu), which
+     * --emu: the cases sized for the CPU emulation (tools/cuemu), which
      * runs the kernels ~10^5 times slower than a GPU; --emu-small: one of
      * them (16-head blocks; the holes case adds split-k), for the
      * emulator's slower ucontext build */

@@ -298,7 +298,7 @@ int main(void)
     exact_batch();
     /* A stall came about once in 15 bursts of this test before MHD_USE_TURBO,
      * about once in 300 with it; exact_batch is the deterministic case of the
-     * same lapse (README "A burst on a fresh server"). */
+     * same lapse (docs/benchmarks.md, "A burst on a fresh server"). */
     for (int round = 0; round < 10 && tu_fail == 0; round++) {
         int64_t t0 = ll_now_ns();
         int ok = burst(round);

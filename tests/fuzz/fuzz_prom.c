@@ -1,4 +1,4 @@
-/* fuzz_prom.c: the Prometheus text parser (common/prom.c) must never crash
+/* fuzz_prom.c: the Prometheus text parser (telemetry/prom.c) must never crash
  * on a server's /metrics text, and what it reads must be what it writes.
  *
  * Property: every sample of parse(text), written back in canonical form
@@ -13,7 +13,7 @@
 
 #include "common.h"
 #include "fuzz_util.h"
-#include "prom.h"
+#include "telemetry.h"
 
 typedef struct canon {
     ll_buf text;
@@ -21,14 +21,14 @@ typedef struct canon {
     int oom;
 } canon;
 
-static int on_sample(const ll_prom_sample *s, void *ctx)
+static int on_sample(const tel_prom_sample *s, void *ctx)
 {
     canon *c = ctx;
-    FUZZ_CHECK(s->name && s->family && s->n_labels <= LL_PROM_MAX_LABELS);
+    FUZZ_CHECK(s->name && s->family && s->n_labels <= TEL_PROM_MAX_LABELS);
     for (size_t i = 0; i < s->n_labels; i++)
         FUZZ_CHECK(s->labels[i].name && s->labels[i].value);
-    if (ll_buf_printf(&c->text, "# TYPE %s %s\n", s->family, ll_prom_type_name(s->type)) ||
-        ll_prom_format_sample(&c->text, s))
+    if (ll_buf_printf(&c->text, "# TYPE %s %s\n", s->family, tel_prom_type_name(s->type)) ||
+        tel_prom_format_sample(&c->text, s))
         c->oom = 1;
     c->n++;
     return 0;
@@ -37,10 +37,10 @@ static int on_sample(const ll_prom_sample *s, void *ctx)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     canon a = {0}, b = {0};
-    ll_prom_stats sa, sb;
-    if (ll_prom_parse((const char *)data, size, on_sample, &a, &sa) == 0 && !a.oom) {
+    tel_prom_stats sa, sb;
+    if (tel_prom_parse((const char *)data, size, on_sample, &a, &sa) == 0 && !a.oom) {
         FUZZ_CHECK(sa.n_samples + sa.n_bad <= sa.n_lines && sa.n_samples == a.n);
-        FUZZ_CHECK(ll_prom_parse(a.text.p ? a.text.p : "", a.text.len, on_sample, &b, &sb) == 0);
+        FUZZ_CHECK(tel_prom_parse(a.text.p ? a.text.p : "", a.text.len, on_sample, &b, &sb) == 0);
         if (!b.oom) {
             FUZZ_CHECK(sb.n_bad == 0 && b.n == a.n);
             FUZZ_CHECK(b.text.len == a.text.len && (a.text.len == 0 || !memcmp(a.text.p, b.text.p, a.text.len)));

@@ -378,7 +378,7 @@ static void *conn_main(void *arg)
             continue;
         }
         if (pl >= 8 && strncmp(path + pl - 8, "/metrics", 8) == 0) {
-            /* sweep scrapes its target's /metrics (cli/scrape.c): a server
+            /* sweep scrapes its target's /metrics (telemetry/scrape.c): a server
              * without one answers 404, and the scrape must not count as a
              * completion request nor replace the last one's head and body. */
             const char *r = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";

@@ -14,7 +14,7 @@
  *     the client (no bound on how long either took: the machine is shared),
  *     the arrival within CLOCK_SLACK_NS: it is the kernel's realtime stamp
  *     put on the run's monotonic clock by an offset read between two
- *     monotonic readings up to 20 us apart (loadgen/rxstamp.c), and the
+ *     monotonic readings up to 20 us apart (netstamp/include/netstamp.h), and the
  *     engine hands a token to MHD microseconds before it is written;
  *   - every sample has the time its bytes' socket write returned (send_ns,
  *     the engine's send()), not before it was handed to MHD; and since a

@@ -1,11 +1,11 @@
-/* test_rxstamp.c: loadgen's recv() (loadgen/rxstamp.c) on real loopback TCP
+/* test_rxstamp.c: netstamp's recv() (netstamp/netstamp.c) on real loopback TCP
  * sockets: bytes read 100 ms after they were written carry the time of the
  * write, not of the read; a read of two writes carries the later one; a
  * thread that has not attached, a socket without stamping and an empty
  * non-blocking socket leave the stamp alone and behave as plain recv(). The
  * bounds are the clock readings around each write() (and 1 ms for the
  * estimate of the realtime-to-monotonic offset): no margin for load.
- * And loadgen's poll(): a zero-timeout poll of the socket a read has just
+ * And netstamp's poll(): a zero-timeout poll of the socket a read has just
  * emptied answers "nothing" without the kernel; any other goes to it. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "rxstamp.h"
+#include "netstamp.h"
 #include "testutil.h"
 
 /* The realtime -> monotonic offset is estimated; it is good to microseconds. */
@@ -40,7 +40,7 @@ static int pair_open(pair *p, int stamped)
         getsockname(l, (struct sockaddr *)&a, &al))
         goto fail;
     p->rd = socket(AF_INET, SOCK_STREAM, 0);
-    if (p->rd < 0 || (stamped && lg_rx_enable(p->rd)) || connect(p->rd, (struct sockaddr *)&a, sizeof a))
+    if (p->rd < 0 || (stamped && ns_rx_enable(p->rd)) || connect(p->rd, (struct sockaddr *)&a, sizeof a))
         goto fail;
     p->wr = accept(l, NULL, NULL);
     if (p->wr < 0 || setsockopt(p->wr, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on))
@@ -84,15 +84,16 @@ static void timed_write(int fd, const char *s, int64_t *before, int64_t *after)
 static void test_late_read(void)
 {
     pair p;
-    lg_rx rx;
+    ns_rx rx;
     char buf[64];
     int64_t b0, a0, b1, a1;
     if (pair_open(&p, 1))
         return;
-    lg_rx_attach(&rx);
+    ns_rx_attach(&rx);
     /* one write, read 100 ms later */
     timed_write(p.wr, "data: one\n\n", &b0, &a0);
     ll_sleep_until_ns(a0 + 100000000);
+    wait_bytes(p.rd, 11);
     int64_t t_before = ll_now_ns();
     ssize_t n = recv(p.rd, buf, sizeof buf, 0);
     int64_t t_read = ll_now_ns();
@@ -133,7 +134,7 @@ static void test_late_read(void)
     CHECK(n == 2 && rx.t_ns == kept, "peek: %zd bytes, stamp unchanged", n);
     n = recv(p.rd, buf, sizeof buf, 0);
     CHECK(n == 2 && rx.t_ns >= b0 - SLACK_NS && rx.t_ns <= a0 + SLACK_NS, "then the read stamps them");
-    lg_rx_attach(NULL);
+    ns_rx_attach(NULL);
     pair_close(&p);
 }
 
@@ -141,16 +142,16 @@ static void test_late_read(void)
 static void test_unstamped_socket(void)
 {
     pair p;
-    lg_rx rx;
+    ns_rx rx;
     char buf[16];
     int64_t b, a;
     if (pair_open(&p, 0))
         return;
-    lg_rx_attach(&rx);
+    ns_rx_attach(&rx);
     timed_write(p.wr, "hello", &b, &a);
     ssize_t n = recv(p.rd, buf, sizeof buf, 0);
     CHECK(n == 5 && rx.fd == p.rd && rx.t_ns == -1, "unstamped socket: %zd bytes, t %lld", n, (long long)rx.t_ns);
-    lg_rx_attach(NULL);
+    ns_rx_attach(NULL);
     pair_close(&p);
 }
 
@@ -163,7 +164,7 @@ typedef struct other {
 static void *other_thread(void *arg)
 {
     other *o = arg;
-    o->n = recv(o->fd, o->buf, sizeof o->buf, 0); /* no lg_rx on this thread */
+    o->n = recv(o->fd, o->buf, sizeof o->buf, 0); /* no ns_rx on this thread */
     return NULL;
 }
 
@@ -171,11 +172,11 @@ static void *other_thread(void *arg)
 static void test_other_thread(void)
 {
     pair p;
-    lg_rx rx;
+    ns_rx rx;
     int64_t b, a;
     if (pair_open(&p, 1))
         return;
-    lg_rx_attach(&rx);
+    ns_rx_attach(&rx);
     timed_write(p.wr, "abc", &b, &a);
     other o = {.fd = p.rd, .n = -2};
     pthread_t th;
@@ -183,7 +184,7 @@ static void test_other_thread(void)
     pthread_join(th, NULL);
     CHECK(o.n == 3 && memcmp(o.buf, "abc", 3) == 0, "the other thread read the bytes (%zd)", o.n);
     CHECK(rx.fd == -1 && rx.t_ns == -1, "and left this thread's stamp alone (fd %d)", rx.fd);
-    lg_rx_attach(NULL);
+    ns_rx_attach(NULL);
     pair_close(&p);
 }
 
@@ -197,12 +198,12 @@ static int poll_in(int fd)
 static void test_poll_after_drain(void)
 {
     pair p;
-    lg_rx rx;
+    ns_rx rx;
     char buf[64];
     int64_t b, a;
     if (pair_open(&p, 1))
         return;
-    lg_rx_attach(&rx);
+    ns_rx_attach(&rx);
     timed_write(p.wr, "abc", &b, &a);
     ll_sleep_until_ns(a + 5000000);
     wait_bytes(p.rd, 3);
@@ -221,7 +222,7 @@ static void test_poll_after_drain(void)
     CHECK(recv(p.rd, buf, 2, 0) == 2 && rx.drained_fd == -1 && poll_in(p.rd) == 1,
           "a full read leaves poll to the kernel");
     CHECK(recv(p.rd, buf, sizeof buf, 0) == 1 && rx.drained_fd == p.rd, "the rest, short");
-    lg_rx_attach(NULL);
+    ns_rx_attach(NULL);
     timed_write(p.wr, "g", &b, &a);
     ll_sleep_until_ns(a + 5000000);
     wait_bytes(p.rd, 1);
@@ -232,7 +233,7 @@ static void test_poll_after_drain(void)
 int main(void)
 {
     /* as a run does (loadgen/run.c): stamping on, and seen to be, first */
-    CHECK(lg_rx_keep_on() >= 0, "the keeper socket");
+    CHECK(ns_rx_keep_on() >= 0, "the keeper socket");
     test_late_read();
     test_unstamped_socket();
     test_other_thread();

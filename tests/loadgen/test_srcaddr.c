@@ -73,7 +73,10 @@ static void test_parse(void)
  * Returns the requests that ended well, or -1 when the sweep could not run. */
 static int sweep_from(const char *spec, int c, int requests, int from[256])
 {
-    ts_config tc = {.mode = TS_OK, .think_tok = 0, .answer_tok = 2, .gap_us = 1000, .tokens_per_chunk = 1};
+    /* barrier: no stream ends before all have connected, so none can take
+     * over the connection of one that ended (a busy host starts them slowly) */
+    ts_config tc = {.mode = TS_OK, .think_tok = 0, .answer_tok = 2, .gap_us = 1000, .tokens_per_chunk = 1,
+                    .barrier = requests};
     ts_server *srv = NULL;
     scn_scenario *scn = NULL;
     scn_prompts *prompts = NULL;

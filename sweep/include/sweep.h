@@ -1,0 +1,134 @@
+/* sweep.h: the application behind `loadlaw sweep` and `loadlaw compare`: one
+ * sweep against one target (the bundled engine hosted in this process, or a
+ * URL), its A/B form (two targets, then a comparison), the job shared by K
+ * ranks under MPI (dist.h), and the failure gate (--max-failed). The command
+ * line (cli/) turns argv into a sweep_job and calls these.
+ *
+ * Exit codes: every function that runs a command returns the project's exit
+ * status (SWEEP_OK ... SWEEP_INTERRUPTED, the same numbers as the command
+ * line's); messages go to stderr, tables to stdout.
+ *
+ * Signals: the library installs no handler. The command line's signal thread
+ * calls sweep_interrupt on the first SIGINT/SIGTERM and sweep_drain_records
+ * before it exits on the second; both may be called from any thread, never
+ * from a signal handler. The runs they act on are the ones this process is
+ * driving now (one user of the library at a time per process). */
+#ifndef LOADLAW_SWEEP_H
+#define LOADLAW_SWEEP_H
+
+#include <stddef.h>
+
+#include "dist.h"
+#include "fit.h"
+#include "loadgen.h"
+#include "scenario.h"
+
+/* 0 success, 1 runtime failure, 2 usage error, 3 a gate failed, 130
+ * interrupted. SWEEP_GO_ON: a step went well and the command goes on. */
+enum {
+    SWEEP_GO_ON = -1,
+    SWEEP_OK = 0,
+    SWEEP_FAIL = 1,
+    SWEEP_USAGE = 2,
+    SWEEP_GATE = 3,
+    SWEEP_INTERRUPTED = 130,
+};
+
+/* --metrics-url endpoints a sweep scrapes beside the target's own. */
+#define SWEEP_MAX_METRICS_URLS 16
+
+typedef struct sweep_job {
+    const scn_scenario *scn;     /* levels, request shape; scn->url or the bundled engine */
+    const scn_prompts *prompts;
+    const char *engine_spec;     /* bundled engine spec (NULL: engine defaults) */
+    const char *profile_dir;     /* bundled engine's trace folder; NULL = its default */
+    const char *run_dir;
+    const char *api_key;         /* NULL = none */
+    int quiet, no_report;
+    dist_world *mpi;             /* one rank of K (dist.h); NULL: the whole load */
+    /* Server metrics (telemetry.h), rank 0 only: the target's /metrics unless
+     * no_metrics, plus these (at most SWEEP_MAX_METRICS_URLS); every
+     * interval_s (0: 0.5 s). */
+    const char *const *metrics_urls;
+    size_t n_metrics_urls;
+    double metrics_interval_s;
+    int no_metrics;
+    int gpu_off;                 /* no NVML sampler (telemetry.h); rank 0 only */
+    int slot;                    /* 0, or 1 for an A/B's side B (set by sweep_ab) */
+    const lg_dist *turns;        /* an interleaved A/B's turn-taking hooks (ab.c);
+                                  * NULL otherwise; never with mpi */
+    const char *api_key_b;       /* A/B: side B's key (NULL: api_key for both) */
+    int api_key_given;           /* api_key is --api-key's (not the environment's): a
+                                  * bundled side's own api_key must then be the same */
+} sweep_job;
+
+/* Open run_dir/records.jsonl, start the bundled engine when scn->url is
+ * NULL (its steps go to the records), run every level (up to the first over
+ * scn->max_failed unless scn->keep_going), then fit the records once: the
+ * per-level tables, summary.json, the law and the report. A sweep exit code
+ * (SWEEP_INTERRUPTED after sweep_interrupt; SWEEP_FAIL when a level failed
+ * more than max_failed of its requests, after saying which). */
+int sweep_one(const sweep_job *j);
+
+/* The scenario's "ab" form: each side into out_dir/<name>, interleaved level
+ * by level (ABBA with repeats; scenario.h scn_ab) or one side after the
+ * other, the sides' trace breakdowns, then sweep_compare of the two runs
+ * with out_dir/compare.html and the scenario's gate. A sweep exit code
+ * (SWEEP_GATE when the gate is missed). */
+int sweep_ab(const sweep_job *base, const char *out_dir);
+
+/* A scenario with "ab": sweep_ab(j, j->run_dir); else sweep_one(j). */
+int sweep_run(const sweep_job *j);
+
+/* Raise this process's open-file limit to its hard limit (a warning when
+ * that fails). */
+void sweep_raise_nofile(void);
+/* Before the run: can the largest level's streams have their sockets (under
+ * K ranks against a URL, this rank's share)? SWEEP_OK, or SWEEP_USAGE after
+ * saying what the limit is and what to do. */
+int sweep_check_nofile(const scn_scenario *s, int ranks);
+
+/* The first SIGINT/SIGTERM: the runs going now stop issuing and drain until
+ * their scenario's drain_s (said on stderr); the sweep then ends as usual
+ * with the summary of what was recorded and SWEEP_INTERRUPTED. Returns 1,
+ * or 0 when no run is going (nothing to drain: the caller quits). */
+int sweep_interrupt(void);
+/* Before quitting at once (the second signal): wait up to a second for the
+ * records already queued to reach their files. */
+void sweep_drain_records(void);
+
+/* The key a sweep's requests need for a bundled engine started from spec:
+ * its api_key, so that `--engine api_key=K` alone does not get 401 on every
+ * request. given: --api-key (NULL: none); own_auth: the requests carry an
+ * Authorization header of their own (scn_has_header). *key (caller frees
+ * with ll_wipe_free) is NULL when the spec sets no api_key, does not parse
+ * (the engine's start says why), or own_auth. 0; LL_EINVAL with one line in
+ * err, naming the fix and neither key, when given and the spec's api_key
+ * differ; LL_ENOMEM. */
+int sweep_engine_key(const char *spec, const char *given, int own_auth, char **key, char *err, size_t errlen);
+
+/* K ranks (share.c). Rank 0's outcome of preparing the job (ret:
+ * SWEEP_GO_ON or an exit code) and, when it goes on, the scenario, run
+ * directory, key and -q / --no-report to every rank; the others get *scn
+ * (theirs to free), run_dir, *quiet, *no_report and *key (valid while *hold
+ * lives; caller deletes it with cJSON_Delete). Returns rank 0's outcome on
+ * every rank (SWEEP_GO_ON: run the sweep). */
+int sweep_share_job(dist_world *mpi, int ret, int *quiet, int *no_report, scn_scenario **scn, char *run_dir,
+                    size_t n, const char **key, cJSON **hold);
+
+/* What `loadlaw compare` does once its options are read. */
+typedef struct sweep_compare_opts {
+    const char *html;          /* NULL: no comparison page */
+    int json;                  /* JSON instead of tables */
+    int have_expect;           /* a gate: expect_x at expect_c (0: highest shared C) */
+    double expect_x;
+    int expect_c;
+    fit_compare_options co;
+} sweep_compare_opts;
+void sweep_compare_opts_default(sweep_compare_opts *o);
+/* Fit both runs, compare B (run_b) against the baseline A, print the tables
+ * (or JSON), write the page, judge the gate. A sweep exit code: SWEEP_GATE
+ * when the gate is missed, SWEEP_USAGE when its C is not shared by the runs. */
+int sweep_compare(const char *run_a, const char *run_b, const sweep_compare_opts *o);
+
+#endif

@@ -1,0 +1,44 @@
+/* internal.h (internal to sweep/): what the sweep's files share: the steps
+ * of one side (driver.c) that the A/B (ab.c) drives on two threads, and the
+ * target every rank learns from rank 0 (share.c).
+ *
+ * Exit codes as sweep.h's (SWEEP_*). Threads: a side's functions run on the
+ * thread that drives that side; the interrupt state (driver.c) is the only
+ * state shared between sides and with the signal thread, under its lock. */
+#ifndef LOADLAW_SWEEP_INTERNAL_H
+#define LOADLAW_SWEEP_INTERNAL_H
+
+#include "host_engine.h"
+#include "sweep.h"
+
+/* Runs that may be driven at once: the two sides of an interleaved A/B
+ * (sweep_job.slot). */
+#define SWEEP_SLOTS 2
+
+/* sweep_one in three steps, for an interleaved A/B that opens both sides
+ * first, runs them on two threads, then fits them one after the other:
+ * open (start the target, open the records; SWEEP_OK or an exit code, then
+ * sweep_side_abandon), run (every level, then close the records; the records
+ * are complete when it returns), finish (the fit, tables, summary, report;
+ * stops the engine; returns the exit code given ret, the run's). */
+typedef struct sweep_side {
+    host_engine host;
+    ll_rec_writer *w;
+    const char *url, *model;
+    char rec_path[4200];
+    char *hold_url, *hold_model;
+    size_t n_ok;
+    int stopped_after;           /* the level over max_failed the run stopped after; -1 */
+} sweep_side;
+int sweep_side_open(const sweep_job *j, sweep_side *sd);
+int sweep_side_run(const sweep_job *j, sweep_side *sd);
+int sweep_side_finish(const sweep_job *j, sweep_side *sd, int ret);
+void sweep_side_abandon(sweep_side *sd);
+
+/* Rank 0's target (its outcome, URL, model, host name) to every rank; on the
+ * others *url and *model point into *hold_url and *hold_model (caller frees).
+ * Returns rank 0's outcome on every rank. */
+int sweep_share_target(const sweep_job *j, int ret, const char **url, const char **model, char **hold_url,
+                       char **hold_model);
+
+#endif
