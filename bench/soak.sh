@@ -21,7 +21,7 @@
 # SOAK_RATE requests/s (20), SOAK_LAW ("5+0.1n"), SOAK_MAX_TOKENS (64), SOAK_PORT (0 =
 # ephemeral), SOAK_EVERY_S (5), SOAK_THREADS (sweep --threads, 1), SOAK_SERVE_ARGS (more `serve`
 # options, split on spaces, e.g. "--step-log-max 10k": the step log is a ring of step_log_max
-# steps that fills at ~175 steps/s here, so until it wraps the server's RSS grows 40 B a step by
+# steps that fills at ~175 steps/s here, so until it wraps the server's RSS grows 56 B a step by
 # design; a small ring shows the flat line within a short soak), SOAK_PHASES (finished requests
 # at which the client's RSS is read, "10000,50000,100000"; to reach them in minutes raise the
 # rate with a short law and few tokens, e.g. SOAK_RATE=500 SOAK_LAW=1+0.001n SOAK_MAX_TOKENS=8).

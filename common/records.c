@@ -17,12 +17,17 @@
  *
  * Memory: the ring is queue_cap slots of one rec_item each (200 B on x86-64:
  * a request record and its kind), 12.5 MiB at the default 65,536, allocated
- * untouched. Each time the writer empties it, the next record goes to slot 0
- * again, so the pages a run touches are those of its deepest backlog, not of
- * every record it wrote: a client that cycled through the whole ring grew
- * ~200 B per record (per request, plus scraped samples) until 65,536 records
- * (bench/soak.sh). The bound is the full ring, reached only when the writer
- * falls 65,536 records behind; producers then wait.
+ * untouched. The writer keeps the queued records at the front: when it has
+ * emptied the ring the next record goes to slot 0, and when the head has
+ * passed RING_FRONT_SLOTS with at most RING_MOVE_MAX records queued it moves
+ * them there (a writer that is never quite idle). So while the writer keeps
+ * up (its backlog falls to RING_MOVE_MAX now and then) a run touches about
+ * RING_FRONT_SLOTS slots plus its deepest backlog (~0.2 MB plus 200 B a
+ * record of backlog), not a slot for every record it wrote: a client that
+ * cycled through the whole ring grew ~200 B per record (a request, or a
+ * metric sample scraped) until 65,536 records (bench/soak.sh). The bound is the full
+ * ring, reached only when the writer falls 65,536 records behind; producers
+ * then wait.
  *
  * The keys and shapes are docs/records.md; numbers are written as integers
  * where the struct holds integers (the same digits cJSON printed before). */
@@ -65,6 +70,12 @@ int ll_err_class_parse(const char *name, ll_err_class *out)
 }
 
 /* ---- the writer: queue ------------------------------------------------------- */
+
+/* The ring's front (Memory, above): a head past this many slots moves the
+ * queued records back to slot 0 when they are at most RING_MOVE_MAX (12.8 KB
+ * copied once per 1,024 records at most). */
+#define RING_FRONT_SLOTS 1024
+#define RING_MOVE_MAX 64
 
 enum rec_kind { K_LEVEL, K_LEVEL_END, K_REQUEST, K_STEP, K_JSON, K_CLOCK, K_LINES, K_METRIC, K_HANDOFF };
 
@@ -400,8 +411,12 @@ static void *writer_main(void *arg)
         rec_item it = w->ring[w->head];
         w->head = (w->head + 1) % w->cap;
         w->count--;
-        if (w->count == 0)
+        if (w->count == 0) {
             w->head = 0; /* empty: start again at slot 0 (Memory, above) */
+        } else if (w->head >= RING_FRONT_SLOTS && w->count <= RING_MOVE_MAX && w->head + w->count <= w->cap) {
+            memmove(w->ring, w->ring + w->head, w->count * sizeof *w->ring);
+            w->head = 0; /* items hold no pointers into their own slot */
+        }
         pthread_cond_signal(&w->not_full);
         pthread_mutex_unlock(&w->mu);
         if (!atomic_load(&w->failed))

@@ -97,7 +97,8 @@ void eng_config_default(eng_config *cfg)
     cfg->capacity_tok = 4096;
     cfg->min_ctx_tok = -1; /* = topk */
     cfg->default_max_tokens = 256;
-    /* 40 bytes a step: 40 MB at most, about 14 hours of 20 ms steps */
+    /* sizeof(eng_step) = 56 bytes a step: 56 MB at most, about 5.6 hours
+     * of 20 ms steps */
     cfg->step_log_max = 1000000;
 }
 
@@ -312,7 +313,7 @@ static const eng_key keys[] = {
         "step's end (\"handoff\" records, while a sweep records; default 0 = off)"),
     {.name = "step_log_max", .type = KEY_BYTES, .off = OFF(step_log_max), .lo = 1, .hi = 1e9,
      .form = "N", .help = "steps the engine's step log keeps, newest first; older ones are "
-     "dropped and counted in /metrics (default 1m = 40 MB)"},
+     "dropped and counted in /metrics (default 1m = 56 MB)"},
     {.name = "attn", .type = KEY_CHOICE, .slot = STR_ATTN, .choices = "naive|tiled",
      .form = "naive|tiled", .help = "cpu/cuda: decode attention kernel (default tiled)"},
     INT("heads", heads, 1, 4096, "N", "cpu/cuda: query heads (default 64)"),

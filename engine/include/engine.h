@@ -132,7 +132,8 @@ typedef struct eng_config {
                                 * bytes were handed to the socket (docs/records.md); written
                                 * only while a records writer is attached; 0 = off (default) */
     size_t step_log_max;       /* [step_log_max] steps the log keeps (the newest); older ones
-                                * are dropped and counted, default 1000000 (40 MB) */
+                                * are dropped and counted, default 1000000 (56 MB: one
+                                * eng_step, 56 B, a step) */
     /* A failed backend step stops the scheduler for good (eng_failed). When
      * set, on_failure(on_failure_arg, message) is called once, from the
      * scheduler thread, after every request has been ended; it must not call
