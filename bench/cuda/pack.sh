@@ -94,6 +94,6 @@ bytes=$(du -sb "$pack" | cut -f1)
 mib=$(awk -v b="$bytes" 'BEGIN { printf "%.1f", b / 1048576 }')
 echo "pack: .devpack/ = $mib MiB ($(ls "$pack/bin" | wc -l) programs, $(ls "$pack/lib" | wc -l) libraries; list in .devpack/MANIFEST)"
 if [ "$bytes" -gt $((limit_mib * 1048576)) ]; then
-    echo "pack: over $limit_mib MiB: the device tool carries at most 64 MiB with the tree" >&2
+    echo "pack: over $limit_mib MiB: the pack is copied with the source tree to the GPU host, kept under this size" >&2
     exit 1
 fi
