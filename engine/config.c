@@ -438,55 +438,76 @@ static int refuse(const eng_key *k, const char *value, char *err, size_t errlen)
     return LL_EINVAL;
 }
 
-/* Parse value as k says and store it in cfg; the field is untouched when
- * the value is refused. */
-static int set_by_type(eng_config *cfg, const eng_key *k, const char *value, char *err, size_t errlen)
+/* Parse a number as k's type says (KEY_INT through KEY_DURATION_S) and store
+ * it in field; 1 when the value is refused, the field then untouched. */
+static int store_number(void *field, const eng_key *k, const char *value)
 {
-    void *field = (char *)cfg + k->off; /* a number's field */
     int64_t i;
     uint64_t u;
     double d;
-    size_t len;
     switch (k->type) {
     case KEY_INT:
         if (parse_int_in(value, (int64_t)k->lo, (int64_t)k->hi, &i))
-            return refuse(k, value, err, errlen);
+            return 1;
         *(int *)field = (int)i;
         return 0;
     case KEY_UINT:
         if (parse_int_in(value, (int64_t)k->lo, (int64_t)k->hi, &i))
-            return refuse(k, value, err, errlen);
+            return 1;
         *(unsigned *)field = (unsigned)i;
         return 0;
     case KEY_U64:
         if (ll_parse_count(value, &u))
-            return refuse(k, value, err, errlen);
+            return 1;
         *(uint64_t *)field = u;
         return 0;
     case KEY_DOUBLE:
         if (ll_parse_double(value, &d) || !(d >= k->lo && d <= k->hi) || (k->lo_open && d == k->lo))
-            return refuse(k, value, err, errlen);
+            return 1;
         *(double *)field = d;
         return 0;
     case KEY_BYTES:
         if (ll_parse_count(value, &u) || u < (uint64_t)k->lo || u > (uint64_t)k->hi)
-            return refuse(k, value, err, errlen);
+            return 1;
         *(size_t *)field = (size_t)u;
         return 0;
     case KEY_DURATION_S:
         if (ll_parse_duration_s(value, &d) || !(d >= k->lo && d <= k->hi))
-            return refuse(k, value, err, errlen);
+            return 1;
         *(unsigned *)field = (unsigned)d;
         return 0;
-    case KEY_STR:
-        len = strlen(value);
+    default:
+        return 1; /* not a number key */
+    }
+}
+
+/* A KEY_STR (length in [lo, hi]) or KEY_CHOICE value, copied into its
+ * string slot. */
+static int set_text(eng_config *cfg, const eng_key *k, const char *value, char *err, size_t errlen)
+{
+    if (k->type == KEY_STR) {
+        size_t len = strlen(value);
         if (len < (size_t)k->lo || len > (size_t)k->hi)
             return refuse(k, value, err, errlen);
-        break;
+    } else if (!is_choice(k->choices, value)) {
+        return refuse(k, value, err, errlen);
+    }
+    if (own_str(cfg, k->slot, value)) {
+        ll_errf(err, errlen, "%s: out of memory", k->name);
+        return LL_ENOMEM;
+    }
+    return 0;
+}
+
+/* Parse value as k says and store it in cfg; the field is untouched when
+ * the value is refused. */
+static int set_by_type(eng_config *cfg, const eng_key *k, const char *value, char *err, size_t errlen)
+{
+    void *field = (char *)cfg + k->off; /* a number's or a flag's field */
+    switch (k->type) {
+    case KEY_STR:
     case KEY_CHOICE:
-        if (!is_choice(k->choices, value))
-            return refuse(k, value, err, errlen);
-        break;
+        return set_text(cfg, k, value, err, errlen);
     case KEY_BOOL:
         if (is_choice("1|true|on", value))
             *(int *)field = 1;
@@ -497,12 +518,11 @@ static int set_by_type(eng_config *cfg, const eng_key *k, const char *value, cha
         return 0;
     case KEY_CUSTOM:
         return k->set(cfg, k, value, err, errlen);
+    default:
+        if (store_number(field, k, value))
+            return refuse(k, value, err, errlen);
+        return 0;
     }
-    if (own_str(cfg, k->slot, value)) { /* KEY_STR, KEY_CHOICE */
-        ll_errf(err, errlen, "%s: out of memory", k->name);
-        return LL_ENOMEM;
-    }
-    return 0;
 }
 
 static int set_backend(eng_config *cfg, const eng_key *k, const char *value, char *err, size_t errlen)

@@ -172,87 +172,124 @@ static int open_capture_dir(const eng_engine *e, const char *sub, char *msg, siz
     return LL_EIO;
 }
 
+/* What a /start_profile body asks for; sub points into the parsed body. */
+typedef struct prof_req {
+    int want_steps; /* 0: until /stop_profile */
+    int gzip;
+    double timeout_s;
+    const char *sub; /* the request's subdirectory of the profile directory, or NULL */
+} prof_req;
+
+/* root's member name, or NULL when it is missing or null (the default). */
+static const cJSON *given(const cJSON *root, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, name);
+    return v && !cJSON_IsNull(v) ? v : NULL;
+}
+
+/* Read the body's members into req (defaults stay where one is absent);
+ * LL_EINVAL with msg on the first bad one. */
+static int read_prof_members(const cJSON *root, prof_req *req, char *msg, size_t msglen)
+{
+    const cJSON *n = given(root, "num_steps");
+    if (n) {
+        if (!cJSON_IsNumber(n) || n->valuedouble < 1 || n->valuedouble > ENG_PROF_MAX_STEPS ||
+            n->valuedouble != (double)(int)n->valuedouble) {
+            ll_errf(msg, msglen, "'num_steps' must be an integer in [1, 10000000]");
+            return LL_EINVAL;
+        }
+        req->want_steps = (int)n->valuedouble;
+    }
+    const cJSON *d = given(root, "output_dir");
+    if (d) {
+        if (!cJSON_IsString(d) || !plain_subdir(d->valuestring)) {
+            ll_errf(msg, msglen, "'output_dir' must be a plain directory name under the "
+                                 "server's profile directory (1-64 of A-Z a-z 0-9 _ - ., "
+                                 "not starting with '.', no '/'); traces are written only "
+                                 "there (serve --profile-dir)");
+            return LL_EINVAL;
+        }
+        req->sub = d->valuestring;
+    }
+    const cJSON *t = given(root, "timeout_s");
+    if (t) {
+        if (!cJSON_IsNumber(t) || !(t->valuedouble > 0 && t->valuedouble <= 86400)) {
+            ll_errf(msg, msglen, "'timeout_s' must be a number of seconds in (0, 86400]");
+            return LL_EINVAL;
+        }
+        req->timeout_s = t->valuedouble;
+    }
+    const cJSON *g = given(root, "gzip");
+    if (g) {
+        if (!cJSON_IsBool(g)) {
+            ll_errf(msg, msglen, "'gzip' must be a boolean");
+            return LL_EINVAL;
+        }
+        req->gzip = cJSON_IsTrue(g);
+    }
+    return 0;
+}
+
+/* Parse a non-empty request body into *root (the caller deletes it, also on
+ * failure) and req. A raw NUL byte or a \u0000 escape is refused: either
+ * would cut a name short. */
+static int parse_prof_body(const char *body, size_t len, cJSON **root, prof_req *req, char *msg,
+                           size_t msglen)
+{
+    const char *end = NULL;
+    *root = memchr(body, '\0', len) ? NULL : cJSON_ParseWithOpts(body, &end, 1);
+    if (!cJSON_IsObject(*root)) {
+        ll_errf(msg, msglen, "profile request body must be a JSON object");
+        return LL_EINVAL;
+    }
+    if (json_has_nul_escape(body, len)) {
+        ll_errf(msg, msglen, "profile request body must not contain \\u0000 (a NUL cuts "
+                             "a name short)");
+        return LL_EINVAL;
+    }
+    return read_prof_members(*root, req, msg, msglen);
+}
+
+/* Start capturing into the directory dir (the profile directory, or sub in
+ * it), made and checked by the caller. */
+static void prof_arm(eng_engine *e, const char *dir, const prof_req *req)
+{
+    const char *sub = req->sub;
+    snprintf(e->prof.dir, sizeof e->prof.dir, "%s%s%s", dir, sub ? "/" : "", sub ? sub : "");
+    snprintf(e->prof.sub, sizeof e->prof.sub, "%s", sub ? sub : "");
+    e->prof.active = 1;
+    e->prof.done = 0;
+    e->prof.want_steps = req->want_steps;
+    e->prof.deadline_ns = ll_now_ns() + (int64_t)(req->timeout_s * 1e9);
+    e->prof.gzip = req->gzip;
+    e->prof.steps.n = 0;
+    e->prof.phases.n = 0;
+    pthread_cond_signal(&e->cv); /* an idle scheduler starts watching the deadline */
+}
+
 int eng_prof_begin(eng_engine *e, const char *body, size_t len, char *msg, size_t msglen)
 {
-    int want = 0, gz = 0;
-    double timeout_s = 30;
+    prof_req req = {.want_steps = 0, .gzip = 0, .timeout_s = 30, .sub = NULL};
     const char *dir = e->prof.base;
-    const char *sub = NULL; /* the request's subdirectory of dir */
     cJSON *root = NULL;
     int rc = LL_EINVAL;
     if (e->prof.active) {
         ll_errf(msg, msglen, "a profile is already being captured (POST /stop_profile first)");
         return LL_EINVAL;
     }
-    if (len > 0) {
-        const char *end = NULL;
-        root = memchr(body, '\0', len) ? NULL : cJSON_ParseWithOpts(body, &end, 1);
-        if (!cJSON_IsObject(root)) {
-            ll_errf(msg, msglen, "profile request body must be a JSON object");
-            goto fail;
-        }
-        if (json_has_nul_escape(body, len)) {
-            ll_errf(msg, msglen, "profile request body must not contain \\u0000 (a NUL cuts "
-                                 "a name short)");
-            goto fail;
-        }
-        const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "num_steps");
-        if (n && !cJSON_IsNull(n)) {
-            if (!cJSON_IsNumber(n) || n->valuedouble < 1 || n->valuedouble > ENG_PROF_MAX_STEPS ||
-                n->valuedouble != (double)(int)n->valuedouble) {
-                ll_errf(msg, msglen, "'num_steps' must be an integer in [1, 10000000]");
-                goto fail;
-            }
-            want = (int)n->valuedouble;
-        }
-        const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "output_dir");
-        if (d && !cJSON_IsNull(d)) {
-            if (!cJSON_IsString(d) || !plain_subdir(d->valuestring)) {
-                ll_errf(msg, msglen, "'output_dir' must be a plain directory name under the "
-                                     "server's profile directory (1-64 of A-Z a-z 0-9 _ - ., "
-                                     "not starting with '.', no '/'); traces are written only "
-                                     "there (serve --profile-dir)");
-                goto fail;
-            }
-            sub = d->valuestring;
-        }
-        const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "timeout_s");
-        if (t && !cJSON_IsNull(t)) {
-            if (!cJSON_IsNumber(t) || !(t->valuedouble > 0 && t->valuedouble <= 86400)) {
-                ll_errf(msg, msglen, "'timeout_s' must be a number of seconds in (0, 86400]");
-                goto fail;
-            }
-            timeout_s = t->valuedouble;
-        }
-        const cJSON *g = cJSON_GetObjectItemCaseSensitive(root, "gzip");
-        if (g && !cJSON_IsNull(g)) {
-            if (!cJSON_IsBool(g)) {
-                ll_errf(msg, msglen, "'gzip' must be a boolean");
-                goto fail;
-            }
-            gz = cJSON_IsTrue(g);
-        }
-    }
-    if (strlen(dir) + (sub ? strlen(sub) + 1 : 0) >= sizeof e->prof.dir - 64) {
+    if (len > 0 && parse_prof_body(body, len, &root, &req, msg, msglen))
+        goto fail;
+    if (strlen(dir) + (req.sub ? strlen(req.sub) + 1 : 0) >= sizeof e->prof.dir - 64) {
         ll_errf(msg, msglen, "the profile directory's path is too long");
         goto fail;
     }
-    int dfd = open_capture_dir(e, sub ? sub : "", msg, msglen);
+    int dfd = open_capture_dir(e, req.sub ? req.sub : "", msg, msglen);
     if (dfd < 0) {
         rc = dfd;
         goto fail;
     }
     close(dfd);
-    snprintf(e->prof.dir, sizeof e->prof.dir, "%s%s%s", dir, sub ? "/" : "", sub ? sub : "");
-    snprintf(e->prof.sub, sizeof e->prof.sub, "%s", sub ? sub : "");
-    e->prof.active = 1;
-    e->prof.done = 0;
-    e->prof.want_steps = want;
-    e->prof.deadline_ns = ll_now_ns() + (int64_t)(timeout_s * 1e9);
-    e->prof.gzip = gz;
-    e->prof.steps.n = 0;
-    e->prof.phases.n = 0;
-    pthread_cond_signal(&e->cv); /* an idle scheduler starts watching the deadline */
+    prof_arm(e, dir, &req);
     rc = 0;
 fail:
     cJSON_Delete(root);

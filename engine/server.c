@@ -528,6 +528,130 @@ static enum MHD_Result respond_fd_exhausted(eng_engine *e, struct MHD_Connection
     return ok;
 }
 
+/* The route url and method name, or R_NONE; c->allow is set when the path
+ * exists under another method. Control routes switched off read as unknown,
+ * so they answer 404. */
+static void match_route(const eng_engine *e, eng_conn *c, const char *url, const char *method)
+{
+    c->route = R_NONE;
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+        if (strcmp(url, routes[i].path) == 0 &&
+            !(e->cfg.no_control && is_control(routes[i].route))) {
+            if (strcmp(method, routes[i].method) == 0)
+                c->route = routes[i].route;
+            else
+                c->allow = routes[i].method;
+        }
+}
+
+/* The checks made once the headers are in, before any body is read: the
+ * descriptor reserve, the key, and a declared body over the limit. Each
+ * refusal marks c answered so the body that still arrives is dropped. */
+static enum MHD_Result admit(eng_engine *e, struct MHD_Connection *conn, eng_conn *c)
+{
+    if (fd_exhausted(e, conn)) {
+        c->answered = 1;
+        return respond_fd_exhausted(e, conn);
+    }
+    if (!authorized(e, conn, c->route)) {
+        c->answered = 1;
+        return respond_error(conn, 401, NULL,
+                             "Incorrect or missing API key: send \"Authorization: Bearer KEY\".",
+                             NULL);
+    }
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    uint64_t declared;
+    if (cl && ll_parse_count(cl, &declared) == 0 && declared > e->cfg.max_body_bytes) {
+        char msg[160];
+        ll_errf(msg, sizeof msg, "request body of %llu bytes is over this server's limit of %zu bytes",
+                (unsigned long long)declared, e->cfg.max_body_bytes);
+        c->answered = 1;
+        return respond_error(conn, 413, NULL, msg, NULL);
+    }
+    return MHD_YES;
+}
+
+/* Keeps a piece of the body. Only routed requests keep theirs; the limit is
+ * enforced as it arrives (chunked uploads declare no length), and past it or
+ * on a failed allocation the body is dropped and the flag answers later. */
+static void take_upload(const eng_engine *e, eng_conn *c, const char *data, size_t n)
+{
+    if (c->route == R_NONE || c->too_big || c->oom)
+        return;
+    if (c->body.len + n > e->cfg.max_body_bytes) {
+        c->too_big = 1;
+        ll_buf_free(&c->body);
+    } else if (ll_buf_append(&c->body, data, n)) {
+        c->oom = 1;
+        ll_buf_free(&c->body);
+    }
+}
+
+static enum MHD_Result respond_health(eng_engine *e, struct MHD_Connection *conn)
+{
+    char why[512]; /* eng_engine.fail_msg's size */
+    if (eng_failed(e, why, sizeof why))
+        return respond_error(conn, 503, NULL, why, NULL);
+    return respond(conn, 200, "application/json", "{\"status\":\"ok\"}", 15, NULL);
+}
+
+static enum MHD_Result respond_metrics(eng_engine *e, struct MHD_Connection *conn)
+{
+    ll_buf b = {0};
+    if (eng_metrics_text(e, &b)) {
+        ll_buf_free(&b);
+        return respond_error(conn, 500, NULL, "out of memory", NULL);
+    }
+    enum MHD_Result ok = respond(conn, 200, "text/plain; version=0.0.4", b.p, b.len, NULL);
+    ll_buf_free(&b);
+    return ok;
+}
+
+/* 405 when the path exists under another method, 404 otherwise. method and
+ * url are the client's bytes (MHD has decoded "%ff" in the path into the
+ * byte 0xff): whole characters only, valid UTF-8. */
+static enum MHD_Result respond_no_route(struct MHD_Connection *conn, const eng_conn *c,
+                                        const char *url, const char *method)
+{
+    char msg[300], m[24], u[208];
+    eng_clip_utf8(m, sizeof m, method, 16);
+    eng_clip_utf8(u, sizeof u, url, 200);
+    if (c->allow) {
+        ll_errf(msg, sizeof msg, "method %s is not allowed on %s (use %s)", m, u, c->allow);
+        return respond_error(conn, 405, NULL, msg, c->allow);
+    }
+    ll_errf(msg, sizeof msg, "no route for %s %s", m, u);
+    return respond_error(conn, 404, NULL, msg, NULL);
+}
+
+/* The answer once the whole request is in. */
+static enum MHD_Result dispatch(eng_engine *e, struct MHD_Connection *conn, eng_conn *c,
+                                const char *url, const char *method)
+{
+    switch (c->route) {
+    case R_CHAT:
+    case R_COMPL:
+        return start_generation(e, conn, c);
+    case R_MODELS:
+        return models(e, conn);
+    case R_HEALTH:
+        return respond_health(e, conn);
+    case R_METRICS:
+        return respond_metrics(e, conn);
+    case R_START_PROF:
+        if (c->too_big)
+            return respond_error(conn, 413, NULL, "request body is over this server's limit", NULL);
+        return start_profile(e, conn, c);
+    case R_STOP_PROF:
+        return write_profile(e, conn);
+    default:
+        return respond_no_route(conn, c, url, method);
+    }
+}
+
+/* MHD calls this first with the headers (no eng_conn yet), then once per
+ * piece of body, then with nothing left to upload. */
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
                                  const char *method, const char *version,
                                  const char *upload_data, size_t *upload_data_size,
@@ -540,102 +664,22 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         c = calloc(1, sizeof *c);
         if (!c)
             return MHD_NO;
-        c->route = R_NONE;
-        for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
-            if (strcmp(url, routes[i].path) == 0 &&
-                !(e->cfg.no_control && is_control(routes[i].route))) { /* off: 404 below */
-                if (strcmp(method, routes[i].method) == 0)
-                    c->route = routes[i].route;
-                else
-                    c->allow = routes[i].method;
-            }
+        match_route(e, c, url, method);
         *con_cls = c;
-        if (fd_exhausted(e, conn)) {
-            c->answered = 1;
-            return respond_fd_exhausted(e, conn);
-        }
-        if (!authorized(e, conn, c->route)) {
-            c->answered = 1;
-            return respond_error(conn, 401, NULL,
-                                 "Incorrect or missing API key: send \"Authorization: Bearer KEY\".",
-                                 NULL);
-        }
-        /* A declared body over the limit is refused before it is read. */
-        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
-        uint64_t declared;
-        if (cl && ll_parse_count(cl, &declared) == 0 && declared > e->cfg.max_body_bytes) {
-            char msg[160];
-            ll_errf(msg, sizeof msg, "request body of %llu bytes is over this server's limit of %zu bytes",
-                    (unsigned long long)declared, e->cfg.max_body_bytes);
-            c->answered = 1;
-            return respond_error(conn, 413, NULL, msg, NULL);
-        }
-        return MHD_YES;
+        return admit(e, conn, c);
     }
     if (c->answered) { /* its answer is queued: drop what still arrives */
         *upload_data_size = 0;
         return MHD_YES;
     }
     if (*upload_data_size > 0) {
-        /* Only POST routes keep their body; the limit is enforced as it arrives
-         * (chunked uploads declare no length). */
-        if (c->route != R_NONE && !c->too_big && !c->oom) {
-            if (c->body.len + *upload_data_size > e->cfg.max_body_bytes) {
-                c->too_big = 1;
-                ll_buf_free(&c->body);
-            } else if (ll_buf_append(&c->body, upload_data, *upload_data_size)) {
-                c->oom = 1;
-                ll_buf_free(&c->body);
-            }
-        }
+        take_upload(e, c, upload_data, *upload_data_size);
         *upload_data_size = 0;
         return MHD_YES;
     }
     if (c->prof_wait)
         return finish_profile_wait(e, conn, c);
-    switch (c->route) {
-    case R_CHAT:
-    case R_COMPL:
-        return start_generation(e, conn, c);
-    case R_MODELS:
-        return models(e, conn);
-    case R_HEALTH: {
-        char why[512]; /* eng_engine.fail_msg's size */
-        if (eng_failed(e, why, sizeof why))
-            return respond_error(conn, 503, NULL, why, NULL);
-        return respond(conn, 200, "application/json", "{\"status\":\"ok\"}", 15, NULL);
-    }
-    case R_METRICS: {
-        ll_buf b = {0};
-        if (eng_metrics_text(e, &b)) {
-            ll_buf_free(&b);
-            return respond_error(conn, 500, NULL, "out of memory", NULL);
-        }
-        enum MHD_Result ok = respond(conn, 200, "text/plain; version=0.0.4", b.p, b.len, NULL);
-        ll_buf_free(&b);
-        return ok;
-    }
-    case R_START_PROF:
-        if (c->too_big)
-            return respond_error(conn, 413, NULL, "request body is over this server's limit", NULL);
-        return start_profile(e, conn, c);
-    case R_STOP_PROF:
-        return write_profile(e, conn);
-    default:
-        break;
-    }
-    /* method and url are the client's bytes (MHD has decoded "%ff" in the
-     * path into the byte 0xff): whole characters only, valid UTF-8. */
-    char msg[300], m[24], u[208];
-    eng_clip_utf8(m, sizeof m, method, 16);
-    eng_clip_utf8(u, sizeof u, url, 200);
-    if (c->allow) {
-        ll_errf(msg, sizeof msg, "method %s is not allowed on %s (use %s)", m, u, c->allow);
-        return respond_error(conn, 405, NULL, msg, c->allow);
-    }
-    ll_errf(msg, sizeof msg, "no route for %s %s", m, u);
-    return respond_error(conn, 404, NULL, msg, NULL);
+    return dispatch(e, conn, c, url, method);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,

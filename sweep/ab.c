@@ -336,22 +336,15 @@ static int run_sequential(const sweep_job jobs[2])
     return SWEEP_OK;
 }
 
-int sweep_ab(const sweep_job *base, const char *out_dir)
+/* Each side's engine spec (the shared "engine", then the side's keys, so
+ * they win) and run directory (out_dir/<side name>); SWEEP_USAGE when one is
+ * too long. */
+static int side_paths(const sweep_job *base, const char *out_dir, char spec[2][2048], char dirs[2][4096])
 {
     const scn_ab *ab = &base->scn->ab;
     const char *base_spec = base->engine_spec;
-    char dirs[2][4096], spec[2][2048], html[4200], err[512], *key_hold[2] = {NULL, NULL};
-    scn_scenario scn[2];
-    sweep_job jobs[2];
-    ab_plan plan;
-    int ret = SWEEP_OK;
-    if (ll_mkdir_p(out_dir, err, sizeof err)) {
-        fprintf(stderr, "loadlaw sweep: %s\n", err);
-        return SWEEP_FAIL;
-    }
     for (int k = 0; k < 2; k++) {
         const scn_ab_side *s = &ab->side[k];
-        /* The side's keys come last, so they win over the shared "engine". */
         int ns = snprintf(spec[k], sizeof spec[k], "%s%s%s", base_spec ? base_spec : "",
                           base_spec && s->engine ? "," : "", s->engine ? s->engine : "");
         int nd = snprintf(dirs[k], sizeof dirs[k], "%s/%s", out_dir, s->name);
@@ -360,50 +353,59 @@ int sweep_ab(const sweep_job *base, const char *out_dir)
             return SWEEP_USAGE;
         }
     }
-    if (plan_make(base->scn, &plan)) {
-        fprintf(stderr, "loadlaw sweep: out of memory\n");
-        return SWEEP_FAIL;
+    return SWEEP_OK;
+}
+
+/* The --api-key a bundled side's spec key must agree with: b's second
+ * --api-key; else the one --api-key, unless the other side is a remote
+ * server (the key is that server's). NULL when none was given. */
+static const char *side_given_key(const sweep_job *base, int k)
+{
+    if (k && base->api_key_b)
+        return base->api_key_b;
+    if (base->api_key_given && ((!k && base->api_key_b) || !base->scn->ab.side[!k].url))
+        return base->api_key;
+    return NULL;
+}
+
+/* Side k's scenario (a shallow copy of the base one that owns nothing: the
+ * side's levels and target) and job. A bundled side whose spec sets api_key
+ * sends that key (kept in *key_hold; caller wipes). SWEEP_OK, SWEEP_USAGE
+ * or SWEEP_FAIL. */
+static int make_side(const sweep_job *base, const ab_plan *plan, int k, char *spec, char *dir,
+                     scn_scenario *scn, sweep_job *job, char **key_hold)
+{
+    const scn_ab_side *s = &base->scn->ab.side[k];
+    char err[512];
+    *scn = *base->scn;
+    scn->levels = plan->levels[k];
+    scn->n_levels = plan->n_levels;
+    scn->url = s->url;
+    scn->model = s->model ? s->model : base->scn->model;
+    *job = *base;
+    job->scn = scn;
+    job->engine_spec = s->url ? NULL : spec;
+    job->run_dir = dir;
+    job->profile_dir = dir;
+    job->slot = k;
+    job->api_key = k && base->api_key_b ? base->api_key_b : base->api_key;
+    int krc = s->url ? 0
+                     : sweep_engine_key(spec, side_given_key(base, k), scn_has_header(base->scn, "Authorization"),
+                                        key_hold, err, sizeof err);
+    if (krc) {
+        fprintf(stderr, "loadlaw sweep: ab.%c: %s\n", 'a' + k, krc == LL_EINVAL ? err : ll_strerror(krc));
+        return krc == LL_EINVAL ? SWEEP_USAGE : SWEEP_FAIL;
     }
-    for (int k = 0; k < 2; k++) {
-        const scn_ab_side *s = &ab->side[k];
-        /* A shallow copy that owns nothing: the side's levels and target. */
-        scn[k] = *base->scn;
-        scn[k].levels = plan.levels[k];
-        scn[k].n_levels = plan.n_levels;
-        scn[k].url = s->url;
-        scn[k].model = s->model ? s->model : base->scn->model;
-        jobs[k] = *base;
-        jobs[k].scn = &scn[k];
-        jobs[k].engine_spec = s->url ? NULL : spec[k];
-        jobs[k].run_dir = dirs[k];
-        jobs[k].profile_dir = dirs[k];
-        jobs[k].slot = k;
-        jobs[k].api_key = k && base->api_key_b ? base->api_key_b : base->api_key;
-        /* A bundled side whose spec sets api_key: its requests carry that
-         * key. The --api-key it must agree with is the one given for this
-         * side: b's second --api-key; else the one --api-key, unless the
-         * other side is a remote server (the key is that server's). */
-        const char *given = k && base->api_key_b ? base->api_key_b
-                            : base->api_key_given && ((!k && base->api_key_b) || !ab->side[!k].url) ? base->api_key
-                                                                                                   : NULL;
-        int krc = s->url ? 0
-                         : sweep_engine_key(spec[k], given, scn_has_header(base->scn, "Authorization"), &key_hold[k],
-                                            err, sizeof err);
-        if (krc) {
-            fprintf(stderr, "loadlaw sweep: ab.%c: %s\n", 'a' + k, krc == LL_EINVAL ? err : ll_strerror(krc));
-            ret = krc == LL_EINVAL ? SWEEP_USAGE : SWEEP_FAIL;
-            goto out;
-        }
-        if (key_hold[k])
-            jobs[k].api_key = key_hold[k];
-    }
-    ret = ab->order == SCN_AB_INTERLEAVED ? run_interleaved(jobs, &plan) : run_sequential(jobs);
-out:
-    plan_free(&plan);
-    ll_wipe_free(key_hold[0]);
-    ll_wipe_free(key_hold[1]);
-    if (ret != SWEEP_OK)
-        return ret;
+    if (*key_hold)
+        job->api_key = *key_hold;
+    return SWEEP_OK;
+}
+
+/* Both sides ran: their traces, then the comparison (and its gate) into
+ * out_dir/compare.html. */
+static int compare_sides(const scn_ab *ab, char dirs[2][4096], const char *out_dir)
+{
+    char html[4200];
     print_traces(ab, dirs);
     snprintf(html, sizeof html, "%s/compare.html", out_dir);
     sweep_compare_opts co;
@@ -416,4 +418,35 @@ out:
            ab->order == SCN_AB_INTERLEAVED ? ", paired (interleaved)" : "");
     fflush(stdout);
     return sweep_compare(dirs[0], dirs[1], &co);
+}
+
+int sweep_ab(const sweep_job *base, const char *out_dir)
+{
+    const scn_ab *ab = &base->scn->ab;
+    char dirs[2][4096], spec[2][2048], err[512], *key_hold[2] = {NULL, NULL};
+    scn_scenario scn[2];
+    sweep_job jobs[2];
+    ab_plan plan;
+    int ret;
+    if (ll_mkdir_p(out_dir, err, sizeof err)) {
+        fprintf(stderr, "loadlaw sweep: %s\n", err);
+        return SWEEP_FAIL;
+    }
+    ret = side_paths(base, out_dir, spec, dirs);
+    if (ret != SWEEP_OK)
+        return ret;
+    if (plan_make(base->scn, &plan)) {
+        fprintf(stderr, "loadlaw sweep: out of memory\n");
+        return SWEEP_FAIL;
+    }
+    for (int k = 0; k < 2 && ret == SWEEP_OK; k++)
+        ret = make_side(base, &plan, k, spec[k], dirs[k], &scn[k], &jobs[k], &key_hold[k]);
+    if (ret == SWEEP_OK)
+        ret = ab->order == SCN_AB_INTERLEAVED ? run_interleaved(jobs, &plan) : run_sequential(jobs);
+    plan_free(&plan);
+    ll_wipe_free(key_hold[0]);
+    ll_wipe_free(key_hold[1]);
+    if (ret != SWEEP_OK)
+        return ret;
+    return compare_sides(ab, dirs, out_dir);
 }

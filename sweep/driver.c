@@ -190,17 +190,14 @@ static tel_gpu *start_gpu(const sweep_job *j, ll_rec_writer *w)
     return g;
 }
 
-/* Run every level, or up to the first over max_failed unless keep_going
- * (*stopped_after: that level, or -1); the engine's steps go to the records
- * from the run line on. Returns SWEEP_OK, SWEEP_INTERRUPTED or SWEEP_FAIL, and the
- * run's counts. */
-static int run_levels(const sweep_job *j, const char *url, const char *model, host_engine *host,
-                      ll_rec_writer *w, const char *rec_path, size_t *n_ok, int *stopped_after)
+/* The load generator's run over j's levels; under K ranks its levels are
+ * shared out through dist_hooks, which read rank records back from
+ * rec_path. SWEEP_OK with *run, or SWEEP_FAIL after printing why. */
+static int create_run(const sweep_job *j, const char *url, const char *model, host_engine *host,
+                      ll_rec_writer *w, const char *rec_path, int rank, lg_run **run)
 {
     char err[1024] = "";
-    lg_run *run = NULL;
-    int bundled = host->eng != NULL, rank = j->mpi ? dist_rank(j->mpi) : 0;
-    *stopped_after = -1;
+    int bundled = host->eng != NULL;
     /* How long rank 0 waits for a rank past its own share of a level: that
      * rank's last request may run a whole timeout, then a drain. */
     double wait_s = j->scn->timeout_s + j->scn->drain_s + 30;
@@ -216,26 +213,33 @@ static int run_levels(const sweep_job *j, const char *url, const char *model, ho
                      * shows the line unless -q (mpirun passes it to the terminal) */
                     .scenario_name = j->scn->path, .progress = rank == 0 && !j->quiet && (isatty(2) || j->mpi),
                     .dist = dist, .stop_on_failed = !j->scn->keep_going, .max_failed = j->scn->max_failed};
-    if (lg_run_create(&lc, &run, err, sizeof err)) {
+    if (lg_run_create(&lc, run, err, sizeof err)) {
         fprintf(stderr, "loadlaw sweep: %s\n", err);
         return SWEEP_FAIL;
     }
-    /* After the run line: a record before it would make the file unreadable. */
-    host_engine_attach(host, w);
-    publish(j->slot, run, w, j->scn->drain_s);
-    char why[256];
-    if (bundled && host_engine_failed(host, why, sizeof why))
-        lg_run_interrupt(run, 0); /* it failed before on_engine_failure could see the run */
+    return SWEEP_OK;
+}
+
+/* Rank 0's line on stderr: the scenario, the target, the levels and where
+ * the records go. */
+static void announce(const sweep_job *j, const char *url)
+{
     char ranks[32] = "";
     if (j->mpi)
         snprintf(ranks, sizeof ranks, ", %d ranks", dist_ranks(j->mpi));
-    if (rank == 0) {
-        char *shown = ll_redact_url(url); /* user:password@, ?key=: stderr is often kept in logs */
-        fprintf(stderr, "loadlaw sweep: %s (%s defaults) -> %s (%zu levels%s), records in %s/records.jsonl\n",
-                j->scn->path ? j->scn->path : "no scenario", j->scn->defaults ? j->scn->defaults : "file",
-                shown ? shown : "(url)", j->scn->n_levels, ranks, j->run_dir);
-        free(shown);
-    }
+    char *shown = ll_redact_url(url); /* user:password@, ?key=: stderr is often kept in logs */
+    fprintf(stderr, "loadlaw sweep: %s (%s defaults) -> %s (%zu levels%s), records in %s/records.jsonl\n",
+            j->scn->path ? j->scn->path : "no scenario", j->scn->defaults ? j->scn->defaults : "file",
+            shown ? shown : "(url)", j->scn->n_levels, ranks, j->run_dir);
+    free(shown);
+}
+
+/* lg_run_sweep, with rank 0's server-metrics scraper and GPU sampler running
+ * around it; its code (an error other than an interrupt is printed). */
+static int sweep_with_telemetry(const sweep_job *j, lg_run *run, const char *url, ll_rec_writer *w,
+                                int rank)
+{
+    char err[1024] = "";
     tel_scrape *sc = rank == 0 ? start_scrape(j, url, w) : NULL;
     tel_gpu *gs = rank == 0 ? start_gpu(j, w) : NULL;
     int rc = lg_run_sweep(run, err, sizeof err);
@@ -243,6 +247,30 @@ static int run_levels(const sweep_job *j, const char *url, const char *model, ho
     tel_scrape_stop(sc);
     if (rc && rc != LL_EINTR)
         fprintf(stderr, "loadlaw sweep: %s\n", err);
+    return rc;
+}
+
+/* Run every level, or up to the first over max_failed unless keep_going
+ * (*stopped_after: that level, or -1); the engine's steps go to the records
+ * from the run line on. Returns SWEEP_OK, SWEEP_INTERRUPTED or SWEEP_FAIL, and the
+ * run's counts. */
+static int run_levels(const sweep_job *j, const char *url, const char *model, host_engine *host,
+                      ll_rec_writer *w, const char *rec_path, size_t *n_ok, int *stopped_after)
+{
+    lg_run *run = NULL;
+    int bundled = host->eng != NULL, rank = j->mpi ? dist_rank(j->mpi) : 0;
+    *stopped_after = -1;
+    if (create_run(j, url, model, host, w, rec_path, rank, &run) != SWEEP_OK)
+        return SWEEP_FAIL;
+    /* After the run line: a record before it would make the file unreadable. */
+    host_engine_attach(host, w);
+    publish(j->slot, run, w, j->scn->drain_s);
+    char why[256];
+    if (bundled && host_engine_failed(host, why, sizeof why))
+        lg_run_interrupt(run, 0); /* it failed before on_engine_failure could see the run */
+    if (rank == 0)
+        announce(j, url);
+    int rc = sweep_with_telemetry(j, run, url, w, rank);
     size_t failed = 0;
     lg_run_counts(run, n_ok, &failed);
     *stopped_after = lg_run_stopped_after(run);

@@ -106,6 +106,106 @@ static int restore_headers(scn_scenario *s, const cJSON *a)
     return 0;
 }
 
+/* The job's members after the scenario, when prepare went on; 0 or -1
+ * (out of memory). */
+static int add_job_fields(cJSON *job, const scn_scenario *s, const char *run_dir, const char *key,
+                          int quiet, int no_report)
+{
+    if (!cJSON_AddStringToObject(job, "run_dir", run_dir) ||
+        (s->path && !cJSON_AddStringToObject(job, "path", s->path)) ||
+        (key && key[0] && !cJSON_AddStringToObject(job, "api_key", key)) || add_headers(job, s) ||
+        !cJSON_AddBoolToObject(job, "quiet", quiet) || !cJSON_AddBoolToObject(job, "no_report", no_report))
+        return -1;
+    return 0;
+}
+
+/* Rank 0's job as text (cJSON_free), or NULL when it could not be built:
+ * its outcome ret and, when ret is SWEEP_GO_ON, the scenario and the rest. */
+static char *print_job(int ret, const scn_scenario *s, const char *run_dir, const char *key, int quiet,
+                       int no_report)
+{
+    int go_on = ret == SWEEP_GO_ON;
+    cJSON *job = cJSON_CreateObject(), *sj = go_on ? scn_to_json(s) : NULL;
+    int bad = !job || !cJSON_AddNumberToObject(job, "rc", ret) || (go_on && !sj);
+    if (sj && !bad) {
+        if (cJSON_AddItemToObject(job, "scenario", sj))
+            sj = NULL; /* job owns it now */
+        else
+            bad = 1;
+    }
+    if (!bad && go_on && add_job_fields(job, s, run_dir, key, quiet, no_report))
+        bad = 1;
+    char *text = bad ? NULL : cJSON_PrintUnformatted(job);
+    cJSON_Delete(sj);
+    cJSON_Delete(job);
+    return text;
+}
+
+/* Rank 0: broadcast printed (taken and freed) and return the outcome every
+ * rank ends with. It broadcasts even when it could not build the job:
+ * every rank must learn that there is none. */
+static int send_job(dist_world *mpi, int ret, char *printed)
+{
+    char err[1024] = "", no_job[] = "{\"rc\":1}", *text = printed;
+    if (!text) {
+        text = no_job;
+        ret = SWEEP_FAIL;
+    }
+    int brc = dist_bcast(mpi, &text, err, sizeof err);
+    cJSON_free(printed);
+    if (brc)
+        fprintf(stderr, "loadlaw sweep: %s\n", err);
+    else if (ret != SWEEP_GO_ON)
+        dist_synced(mpi); /* every rank ends with this code */
+    return brc ? SWEEP_FAIL : ret;
+}
+
+/* Another rank: rebuild rank 0's scenario from the job into *scn; 0, or -1
+ * with err. scn_to_json's text loads back as the same scenario ("defaults"
+ * included); the headers come back whole. */
+static int load_job_scenario(const cJSON *job, scn_scenario **scn, char *err, size_t errlen)
+{
+    const cJSON *sj = cJSON_GetObjectItemCaseSensitive(job, "scenario");
+    char *sj_text = sj ? cJSON_PrintUnformatted(sj) : NULL;
+    int bad = !sj_text || scn_load_string(sj_text, "rank 0's scenario", scn, err, errlen) ||
+              scn_set_str(&(*scn)->path, ll_json_str(job, "path", NULL)) ||
+              (restore_headers(*scn, cJSON_GetObjectItemCaseSensitive(job, "headers")) &&
+               snprintf(err, errlen, "its headers do not match its scenario's")) ||
+              scn_validate(*scn, err, errlen);
+    cJSON_free(sj_text);
+    return bad ? -1 : 0;
+}
+
+/* Another rank: receive the job and take what it says; returns rank 0's
+ * outcome (SWEEP_FAIL when the job is missing or malformed). The parsed job
+ * goes to *hold once received. */
+static int take_job(dist_world *mpi, int rank, int *quiet, int *no_report, scn_scenario **scn,
+                    char *run_dir, size_t n, const char **key, cJSON **hold)
+{
+    char err[1024] = "", *text = NULL;
+    if (dist_bcast(mpi, &text, err, sizeof err)) {
+        fprintf(stderr, "loadlaw sweep: rank %d: %s\n", rank, err);
+        return SWEEP_FAIL;
+    }
+    cJSON *job = cJSON_ParseWithOpts(text, NULL, 1);
+    free(text);
+    *hold = job;
+    int ret = job ? (int)ll_json_num(job, "rc", SWEEP_FAIL) : SWEEP_FAIL;
+    if (job && ret != SWEEP_GO_ON)
+        dist_synced(mpi); /* rank 0's own outcome: all ranks end alike */
+    if (ret != SWEEP_GO_ON)
+        return ret;
+    if (load_job_scenario(job, scn, err, sizeof err)) {
+        fprintf(stderr, "loadlaw sweep: rank %d: the job from rank 0: %s\n", rank, err[0] ? err : "malformed");
+        return SWEEP_FAIL;
+    }
+    snprintf(run_dir, n, "%s", ll_json_str(job, "run_dir", "."));
+    *key = ll_json_str(job, "api_key", NULL);
+    *quiet = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(job, "quiet"));
+    *no_report = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(job, "no_report"));
+    return SWEEP_GO_ON;
+}
+
 /* K ranks: rank 0's outcome of prepare and, when it went on, the effective
  * scenario (scn_to_json: flags already laid over it), its headers whole,
  * the run directory, the key and the output switches, to every rank. The others rebuild the
@@ -115,74 +215,8 @@ static int restore_headers(scn_scenario *s, const cJSON *a)
 int sweep_share_job(dist_world *mpi, int ret, int *quiet, int *no_report, scn_scenario **scn, char *run_dir,
                     size_t n, const char **key, cJSON **hold)
 {
-    char err[1024] = "", *text = NULL;
     int rank = dist_rank(mpi);
-    if (rank == 0) {
-        cJSON *job = cJSON_CreateObject(), *sj = ret == SWEEP_GO_ON ? scn_to_json(*scn) : NULL;
-        int bad = !job || !cJSON_AddNumberToObject(job, "rc", ret) || (ret == SWEEP_GO_ON && !sj);
-        if (sj && !bad) {
-            if (cJSON_AddItemToObject(job, "scenario", sj))
-                sj = NULL; /* job owns it now */
-            else
-                bad = 1;
-        }
-        if (!bad && ret == SWEEP_GO_ON &&
-            (!cJSON_AddStringToObject(job, "run_dir", run_dir) ||
-             ((*scn)->path && !cJSON_AddStringToObject(job, "path", (*scn)->path)) ||
-             (*key && (*key)[0] && !cJSON_AddStringToObject(job, "api_key", *key)) || add_headers(job, *scn) ||
-             !cJSON_AddBoolToObject(job, "quiet", *quiet) || !cJSON_AddBoolToObject(job, "no_report", *no_report)))
-            bad = 1;
-        text = bad ? NULL : cJSON_PrintUnformatted(job);
-        cJSON_Delete(sj);
-        cJSON_Delete(job);
-    }
-    /* Rank 0 broadcasts even when it could not build the job: every rank
-     * must learn that there is none. */
-    char no_job[] = "{\"rc\":1}", *printed = text;
-    if (rank == 0 && !text) {
-        text = no_job;
-        ret = SWEEP_FAIL;
-    }
-    int brc = dist_bcast(mpi, &text, err, sizeof err);
-    if (rank == 0) {
-        cJSON_free(printed);
-        if (brc)
-            fprintf(stderr, "loadlaw sweep: %s\n", err);
-        else if (ret != SWEEP_GO_ON)
-            dist_synced(mpi); /* every rank ends with this code */
-        return brc ? SWEEP_FAIL : ret;
-    }
-    if (brc) {
-        fprintf(stderr, "loadlaw sweep: rank %d: %s\n", rank, err);
-        return SWEEP_FAIL;
-    }
-    cJSON *job = cJSON_ParseWithOpts(text, NULL, 1);
-    free(text);
-    const cJSON *sj = cJSON_GetObjectItemCaseSensitive(job, "scenario");
-    char *sj_text = NULL;
-    ret = job ? (int)ll_json_num(job, "rc", SWEEP_FAIL) : SWEEP_FAIL;
-    if (job && ret != SWEEP_GO_ON)
-        dist_synced(mpi); /* rank 0's own outcome: all ranks end alike */
-    if (ret != SWEEP_GO_ON)
-        goto out;
-    ret = SWEEP_FAIL;
-    /* scn_to_json's text loads back as the same scenario ("defaults" included) */
-    if (!sj || !(sj_text = cJSON_PrintUnformatted(sj)) ||
-        scn_load_string(sj_text, "rank 0's scenario", scn, err, sizeof err) ||
-        scn_set_str(&(*scn)->path, ll_json_str(job, "path", NULL)) ||
-        (restore_headers(*scn, cJSON_GetObjectItemCaseSensitive(job, "headers")) &&
-         snprintf(err, sizeof err, "its headers do not match its scenario's")) ||
-        scn_validate(*scn, err, sizeof err)) {
-        fprintf(stderr, "loadlaw sweep: rank %d: the job from rank 0: %s\n", rank, err[0] ? err : "malformed");
-        goto out;
-    }
-    snprintf(run_dir, n, "%s", ll_json_str(job, "run_dir", "."));
-    *key = ll_json_str(job, "api_key", NULL);
-    *quiet = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(job, "quiet"));
-    *no_report = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(job, "no_report"));
-    ret = SWEEP_GO_ON;
-out:
-    cJSON_free(sj_text);
-    *hold = job;
-    return ret;
+    if (rank == 0)
+        return send_job(mpi, ret, print_job(ret, *scn, run_dir, *key, *quiet, *no_report));
+    return take_job(mpi, rank, quiet, no_report, scn, run_dir, n, key, hold);
 }

@@ -12,29 +12,29 @@
  *
  * After every read libcurl 7.88 asks poll(), with a zero timeout, whether the socket has
  * more; loadlaw's client answers that from the read it just made, without a system call
- * (netstamp/include/netstamp.h). This floor does the same (recv() and poll() below), or it would
- * charge libcurl a system call per event that loadlaw does not pay (an earlier version did:
- * strace counted one poll per recv). FLOOR_CURL_POLL=1 keeps libcurl's own poll(), to see
- * what the shortcut saves.
+ * (netstamp/include/netstamp.h). This floor links the same recv() and poll() (ll_netstamp) and
+ * attaches an ns_rx to its thread as loadgen's workers do, or it would charge libcurl a system
+ * call per event that loadlaw does not pay (an earlier version did: strace counted one poll per
+ * recv). No socket asks for kernel stamps (ns_rx_enable), so a read carries none: what is left
+ * of netstamp's recv() is recvmsg() and one clock read, as in loadlaw. FLOOR_CURL_POLL=1
+ * attaches nothing: every recv() and poll() goes straight to the kernel, to see what the
+ * shortcut saves.
  *
  *   floor_curl --port P [--host 127.0.0.1] [--conns 256] [--tokens 256] [--model NAME]
  *              [--prompt-words 190]
  * Output: one line of key=value figures, the keys floor_reader prints.
  */
-#define _GNU_SOURCE
-#undef _FORTIFY_SOURCE /* glibc's fortified recv() is an inline of its own */
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/socket.h>
 #include <time.h>
 
 #include <curl/curl.h>
 
 #include "floor_common.h"
+#include "netstamp.h"
 
 typedef struct fc_conn {
     CURL *easy;
@@ -50,32 +50,10 @@ typedef struct fc_loop {
     double timer_at; /* curl's timer (CLOCK_MONOTONIC s), -1 = none */
 } fc_loop;
 
-/* The socket a read emptied (fewer bytes than asked) in the current curl call, -1 none;
- * -2: FLOOR_CURL_POLL=1, libcurl's poll() goes to the kernel. One thread. */
-static int drained_fd = -1;
-
-ssize_t recv(int fd, void *buf, size_t len, int flags)
-{
-    ssize_t n = recvfrom(fd, buf, len, flags, NULL, NULL);
-    if (drained_fd != -2)
-        drained_fd = n > 0 && (size_t)n < len ? fd : -1;
-    return n;
-}
-
-/* glibc declares poll()'s array write-only (access attribute): reading it is fine */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-int poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
-{
-    if (fds && nfds == 1 && timeout_ms == 0 && fds[0].fd >= 0 && fds[0].fd == drained_fd &&
-        !(fds[0].events & ~(POLLIN | POLLRDNORM | POLLRDBAND | POLLPRI))) {
-        fds[0].revents = 0;
-        return 0; /* empty a moment ago; level-triggered epoll reports later bytes */
-    }
-    struct timespec ts = {.tv_sec = timeout_ms / 1000, .tv_nsec = (long)(timeout_ms % 1000) * 1000000L};
-    return ppoll(fds, nfds, timeout_ms < 0 ? NULL : &ts, NULL);
-}
-#pragma GCC diagnostic pop
+/* The last read netstamp's recv() made on this (the only) thread: the socket it emptied answers
+ * libcurl's next zero-timeout poll() on it. Forgotten before each curl call, so only a read
+ * of that call answers its poll(). Attached unless FLOOR_CURL_POLL=1. */
+static ns_rx rx;
 
 /* The split, as floor_reader's. */
 static size_t on_data(char *buf, size_t size, size_t nmemb, void *ud)
@@ -143,8 +121,7 @@ int main(int argc, char **argv)
     curl_multi_setopt(L.multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, 0L);
     curl_multi_setopt(L.multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
     const char *keep_poll = getenv("FLOOR_CURL_POLL");
-    if (keep_poll && strcmp(keep_poll, "1") == 0)
-        drained_fd = -2;
+    ns_rx_attach(keep_poll && strcmp(keep_poll, "1") == 0 ? NULL : &rx);
     double c0 = floor_cpu_s(), t0 = floor_now_s();
     for (int i = 0; i < conns; i++) {
         CURL *e = c[i].easy = curl_easy_init();
@@ -184,15 +161,13 @@ int main(int argc, char **argv)
         }
         if (due) {
             L.timer_at = -1; /* before the call, which may set the next one */
-            if (drained_fd != -2)
-                drained_fd = -1;
+            ns_rx_reset(&rx);
             curl_multi_socket_action(L.multi, CURL_SOCKET_TIMEOUT, 0, &running);
         }
         for (int k = 0; k < n; k++) {
             int bits = ((evs[k].events & EPOLLIN) ? CURL_CSELECT_IN : 0) | ((evs[k].events & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
                        ((evs[k].events & (EPOLLERR | EPOLLHUP)) ? CURL_CSELECT_ERR : 0);
-            if (drained_fd != -2)
-                drained_fd = -1; /* only a read of this call answers its poll() */
+            ns_rx_reset(&rx); /* only a read of this call answers its poll() */
             curl_multi_socket_action(L.multi, evs[k].data.fd, bits, &running);
         }
         CURLMsg *m;
@@ -215,6 +190,7 @@ int main(int argc, char **argv)
         curl_multi_remove_handle(L.multi, c[i].easy);
         curl_easy_cleanup(c[i].easy);
     }
+    ns_rx_attach(NULL);
     floor_report(&o, frames, bytes, reads, wall, cpu, short_streams, errors);
     curl_multi_cleanup(L.multi);
     curl_slist_free_all(h);

@@ -374,14 +374,14 @@ static int rank_shard(cuda_state *st, cuda_rank *rk, int32_t *cols, int32_t *col
     return 0;
 }
 
-/* The ranks' devices, shards and memory (each device's checked first), the
- * NCCL communicators (K > 1), every rank's buffers and weights, then the
- * host side. */
-static int make_ranks(cuda_state *st, char *err, size_t errlen)
+/* The K devices the ranks run on (rank r on devs[r]) and their list as text
+ * for messages (dl); 0 or LL_EINVAL. */
+static int pick_devices(const eng_model_opts *o, int *devs, char *dl, size_t dllen, char *err,
+                        size_t errlen)
 {
-    eng_model_opts *o = &st->o;
     const int K = o->tp;
     int n_dev = 0;
+    char why[512];
     cudaError_t e = cudaGetDeviceCount(&n_dev);
     if (e != cudaSuccess) {
         ll_errf(err, errlen, "cuda backend: tp=%d: cudaGetDeviceCount failed: %s", K,
@@ -389,78 +389,116 @@ static int make_ranks(cuda_state *st, char *err, size_t errlen)
         (void)cudaGetLastError();
         return LL_EINVAL;
     }
-    int devs[CUDA_TP_MAX];
-    char why[512], dl[64];
     if (cuda_tp_devices(o->device, K, n_dev, cuda_tp_multi_rank_env(), devs, why, sizeof why) != 0) {
         ll_errf(err, errlen, "cuda backend: %s", why);
         return LL_EINVAL;
     }
-    cuda_tp_devices_str(devs, K, dl, sizeof dl);
-    st->row_bytes = cuda_kv_row_bytes(st->layout);
-    st->pool_rows = (int64_t)o->max_slots * o->capacity;
-    upload_plan(&st->up, o->max_slots);
-    st->rk = calloc((size_t)K, sizeof *st->rk);
-    int32_t *cols = malloc((size_t)o->d_ff * sizeof *cols);
-    int32_t *colmap = malloc((size_t)o->d_ff * sizeof *colmap);
-    int rc = 0;
-    if (!st->rk || !cols || !colmap) {
-        ll_errf(err, errlen, "cuda backend: out of memory");
-        rc = LL_ENOMEM;
-        goto out;
-    }
-    rank_sizes z[CUDA_TP_MAX];
-    for (int r = 0; r < K && rc == 0; r++) {
+    cuda_tp_devices_str(devs, K, dl, dllen);
+    return 0;
+}
+
+/* Each rank's device, shard and device properties, and its memory plan in
+ * z[r]; nothing is allocated on a device yet. cols is scratch of d_ff. */
+static int describe_ranks(cuda_state *st, const int *devs, int32_t *cols, rank_sizes *z, char *err,
+                          size_t errlen)
+{
+    for (int r = 0; r < st->o.tp; r++) {
         cuda_rank *rk = &st->rk[r];
         rk->rank = r;
         rk->device = devs[r];
-        rc = rank_shard(st, rk, cols, NULL, err, errlen);
+        int rc = rank_shard(st, rk, cols, NULL, err, errlen);
         if (rc != 0)
-            break;
+            return rc;
         struct cudaDeviceProp prop;
-        e = cudaGetDeviceProperties(&prop, rk->device);
-        if (e != cudaSuccess) {
-            rc = rank_fail(st, rk, e, "cudaGetDeviceProperties", err, errlen);
-            break;
-        }
+        cudaError_t e = cudaGetDeviceProperties(&prop, rk->device);
+        if (e != cudaSuccess)
+            return rank_fail(st, rk, e, "cudaGetDeviceProperties", err, errlen);
         snprintf(rk->dev_name, sizeof rk->dev_name, "%s", prop.name);
         rk->sm_count = prop.multiProcessorCount;
         plan_rank(st, rk, &z[r]);
     }
-    if (rc == 0)
-        rc = check_memory(st, devs, z, dl, err, errlen);
-    /* NCCL before the big allocations: a missing library or a refused
-     * communicator (two ranks on one GPU before NCCL 2.30) fails fast */
-    if (rc == 0 && K > 1) {
-        rc = eng_comm_nccl_create(K, devs, NULL, &st->comm, why, sizeof why);
-        if (rc != 0)
-            ll_errf(err, errlen, "cuda backend: tp=%d on devices %s (rank r on the r-th): %s", K, dl,
-                    why);
-    }
-    for (int r = 0; r < K && rc == 0; r++) {
-        rc = rank_shard(st, &st->rk[r], cols, colmap, err, errlen);
-        if (rc == 0)
-            rc = make_rank(st, &st->rk[r], cols, colmap, err, errlen);
-    }
+    return 0;
+}
+
+/* The NCCL communicator over the K > 1 ranks. It comes before the big
+ * allocations: a missing library or a refused communicator (two ranks on
+ * one GPU before NCCL 2.30) fails fast. */
+static int open_comm(cuda_state *st, const int *devs, const char *dl, char *err, size_t errlen)
+{
+    const int K = st->o.tp;
+    char why[512];
+    int rc = eng_comm_nccl_create(K, devs, NULL, &st->comm, why, sizeof why);
     if (rc != 0)
-        goto out;
-    /* host side, shared by the ranks: pinned (portable: every device's
-     * stream copies from it) */
-    size_t M = (size_t)o->max_slots;
-    e = cudaSetDevice(devs[0]);
+        ll_errf(err, errlen, "cuda backend: tp=%d on devices %s (rank r on the r-th): %s", K, dl,
+                why);
+    return rc;
+}
+
+/* The host side, shared by the ranks: pinned (portable: every device's
+ * stream copies from it). */
+static int alloc_host(cuda_state *st, int dev0, char *err, size_t errlen)
+{
+    size_t M = (size_t)st->o.max_slots;
+    cudaError_t e = cudaSetDevice(dev0);
     if (e == cudaSuccess)
         e = cudaHostAlloc((void **)&st->h_up, st->up.bytes, cudaHostAllocPortable);
     if (e == cudaSuccess)
         e = cudaHostAlloc((void **)&st->h_tok_out, M * sizeof(int32_t), cudaHostAllocPortable);
-    if (e != cudaSuccess) {
-        rc = rank_fail(st, &st->rk[0], e, "cudaHostAlloc (pinned step buffers)", err, errlen);
-        goto out;
-    }
+    if (e != cudaSuccess)
+        return rank_fail(st, &st->rk[0], e, "cudaHostAlloc (pinned step buffers)", err, errlen);
+    return 0;
+}
+
+static void log_ranks(const cuda_state *st, const char *dl)
+{
+    const eng_model_opts *o = &st->o;
+    const int K = o->tp;
     ll_info("cuda backend: tp=%d on device%s %s%s%s, attn=%s kv=%s heads=%d (%d per rank) topk=%d "
             "dense %dx%d bf16, capacity=%d min_ctx=%d max_running=%d", K, K > 1 ? "s" : "", dl,
             K > 1 ? " over NCCL " : "", K > 1 ? eng_comm_name(st->comm) : "",
             st->kind == CUDA_ATTN_TILED ? "tiled" : "naive", cuda_kv_layout_name(st->layout),
             o->heads, o->heads / K, o->topk, o->d_model, o->d_ff, o->capacity, o->min_ctx,
             o->max_slots);
+}
+
+/* The ranks' devices, shards and memory (each device's checked first), the
+ * NCCL communicators (K > 1), every rank's buffers and weights, then the
+ * host side. */
+static int make_ranks(cuda_state *st, char *err, size_t errlen)
+{
+    eng_model_opts *o = &st->o;
+    const int K = o->tp;
+    int devs[CUDA_TP_MAX];
+    char dl[64];
+    int rc = pick_devices(o, devs, dl, sizeof dl, err, errlen);
+    if (rc != 0)
+        return rc;
+    st->row_bytes = cuda_kv_row_bytes(st->layout);
+    st->pool_rows = (int64_t)o->max_slots * o->capacity;
+    upload_plan(&st->up, o->max_slots);
+    st->rk = calloc((size_t)K, sizeof *st->rk);
+    int32_t *cols = malloc((size_t)o->d_ff * sizeof *cols);
+    int32_t *colmap = malloc((size_t)o->d_ff * sizeof *colmap);
+    if (!st->rk || !cols || !colmap) {
+        ll_errf(err, errlen, "cuda backend: out of memory");
+        rc = LL_ENOMEM;
+        goto out;
+    }
+    rank_sizes z[CUDA_TP_MAX];
+    rc = describe_ranks(st, devs, cols, z, err, errlen);
+    if (rc == 0)
+        rc = check_memory(st, devs, z, dl, err, errlen);
+    if (rc == 0 && K > 1)
+        rc = open_comm(st, devs, dl, err, errlen);
+    for (int r = 0; r < K && rc == 0; r++) {
+        rc = rank_shard(st, &st->rk[r], cols, colmap, err, errlen);
+        if (rc == 0)
+            rc = make_rank(st, &st->rk[r], cols, colmap, err, errlen);
+    }
+    if (rc == 0)
+        rc = alloc_host(st, devs[0], err, errlen);
+    if (rc == 0)
+        log_ranks(st, dl);
 out:
     free(cols);
     free(colmap);
