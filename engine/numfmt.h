@@ -1,7 +1,7 @@
 /* numfmt.h (internal to engine/): the number formats of the KV cache and the
  * weights, defined once for the cpu backend (engine/cpu), the CUDA kernels'
  * host helpers (engine/cuda/cuda_kv_host.c) and the CUDA device code
- * (engine/cuda/cuda_model.cu): under nvcc every function is
+ * (engine/cuda/cuda_model.cu, cuda_dense.cu): under nvcc every function is
  * __host__ __device__, elsewhere plain static inline C.
  *
  *   bf16  1 sign, 8 exponent, 7 mantissa bits: the top half of an fp32.

@@ -1,22 +1,9 @@
-/* compare.c: A/B comparison of two analysed runs — per-level steady-throughput
- * ratios with bootstrap intervals, latency percentile changes, the slope
- * ratio of the two laws, and the verdict line. Definitions are in fit.h
- * (section "A/B comparison"); tables and pages are drawn by reports/.
- *
- * The bootstrap resamples engine steps with every request's tokens in them,
- * not single requests, although the issue asked for requests: the C streams
- * of a level share each engine step, so their rates move together, and
- * resampling requests as if independent (per-request steady tokens / steady
- * time, ratio of sums; fit_compare_options.resample_requests) gives intervals
- * too narrow. Measured on 100 pairs of generated runs (runs_gen.h: 20+12n vs
- * 20+4n ms, 3% jitter, 4 waves of 24 tokens, 1000 resamples), coverage of the
- * true ratio by the 95% interval: steps 0.93 / 0.95 / 0.93 at C = 1 / 4 / 16,
- * requests 0.86 / 0.48 / 0.30 (widths 0.009 vs 0.044 at C = 16, the
- * sqrt(C)-ish shrink). test_compare re-measures a smaller version. The RNG is
- * GSL's mt19937 with a fixed seed so the same runs always give the same
- * interval.
-
- * The paired comparison of an interleaved A/B is compare_paired.c.
+/* compare.c: A/B comparison of two analysed runs — the levels matched by
+ * load, each common level compared (unpaired bootstrap: compare_units.c;
+ * paired, for an interleaved A/B: compare_paired.c), the slope ratio of the
+ * two laws, and the verdict line. Definitions are in fit.h (section "A/B
+ * comparison"); tables and pages are drawn by reports/. The RNG is GSL's
+ * mt19937 with a fixed seed so the same runs always give the same interval.
  */
 #include <math.h>
 #include <stdint.h>
@@ -37,226 +24,6 @@ void fit_compare_options_default(fit_compare_options *o)
     o->ci = 0.95;
     o->resample_requests = 0;
     o->ignore_pairs = 0;
-}
-
-/* ---- per-request steady throughput ---------------------------------------- */
-
-typedef LL_VEC(cmp_unit) unit_vec;
-
-/* One unit per request: its whole decode span (first arrival -> last), for a
- * level without steady windows. */
-static int decode_span_units(const fit_run *run, const fit_level *L, unit_vec *out, size_t *n_req)
-{
-    for (size_t i = 0; i < fit_run_n_requests(run); i++) {
-        const fit_request *q = fit_run_request(run, i);
-        if (q->level != L->level || !q->ok || q->warmup || q->n_chunks < 2)
-            continue;
-        cmp_unit u = {0, (q->chunks[q->n_chunks - 1].t_ns - q->chunks[0].t_ns) / 1e9};
-        for (size_t k = 1; k < q->n_chunks; k++)
-            u.tok += q->chunks[k].tokens;
-        if (!(u.time_s > 0))
-            continue;
-        if (ll_vec_push(out, u))
-            return LL_ENOMEM;
-        (*n_req)++;
-    }
-    return 0;
-}
-
-/* One unit per request: its steady gaps at N = C (tokens, seconds), the
- * resample_requests mode kept for test_compare's coverage check. */
-static int steady_request_units(const fit_result *res, size_t li, unit_vec *out, size_t *n_req)
-{
-    const fit_level *L = &res->levels[li];
-    LL_VEC(cmp_unit) per = {0};
-    LL_VEC(uint32_t) ids = {0};
-    int rc = 0;
-    for (size_t i = 0; i < res->n_samples && !rc; i++) {
-        const fit_sample *s = &res->samples[i];
-        if (s->level_idx != (int32_t)li || !s->steady || (L->closed_loop && s->n != L->concurrency))
-            continue;
-        /* samples are stream by stream: a new request starts a new unit */
-        if (!ids.n || ids.v[ids.n - 1] != s->req_idx) {
-            rc = ll_vec_push(&ids, s->req_idx);
-            if (!rc)
-                rc = ll_vec_push(&per, ((cmp_unit){0, 0}));
-        }
-        if (!rc) {
-            per.v[per.n - 1].tok += s->tokens;
-            per.v[per.n - 1].time_s += s->gap_ms * s->tokens / 1e3;
-        }
-    }
-    for (size_t k = 0; k < per.n && !rc; k++)
-        rc = ll_vec_push(out, per.v[k]);
-    *n_req = per.n;
-    ll_vec_free(&per);
-    ll_vec_free(&ids);
-    return rc;
-}
-
-/* The resampling units of one level, as (tokens, seconds) pairs.
- * steady = 1: one pair per engine step at N = C (fit_level_steps, fit.h "One
- * engine step"), or per request with per_request; their ratio is exactly
- * fit_level.steady_tok_per_s. steady = 0: one pair per request, its whole
- * decode span. *n_req counts the requests that contributed. */
-static int level_units(const fit_run *run, const fit_result *res, size_t li, int steady,
-                       int per_request, cmp_unit **out, size_t *n_out, size_t *n_req)
-{
-    const fit_level *L = &res->levels[li];
-    /* closed loop: the steps at N = C; open loop: every steady step */
-    int at_n = L->closed_loop && L->concurrency > 0 ? L->concurrency : 0;
-    unit_vec v = {0};
-    fit_step *st = NULL;
-    size_t ns = 0;
-    int rc = 0;
-    *n_req = 0;
-    if (!steady) {
-        rc = decode_span_units(run, L, &v, n_req);
-    } else if (per_request) {
-        rc = steady_request_units(res, li, &v, n_req);
-    } else if (!(rc = fit_level_steps(res, li, at_n, &st, &ns))) {
-        for (size_t k = 0; k < ns && !rc; k++)
-            rc = ll_vec_push(&v, ((cmp_unit){st[k].tokens, st[k].gap_ms / 1e3}));
-        unit_vec per_req = {0}; /* only to count the requests behind the steps */
-        if (!rc)
-            rc = steady_request_units(res, li, &per_req, n_req);
-        ll_vec_free(&per_req);
-    }
-    free(st);
-    if (rc) {
-        ll_vec_free(&v);
-        return rc;
-    }
-    *out = v.v;
-    *n_out = v.n;
-    return 0;
-}
-
-double cmp_ratio_estimate(const cmp_unit *v, size_t n, int c)
-{
-    double tok = 0, t = 0;
-    for (size_t i = 0; i < n; i++) {
-        tok += v[i].tok;
-        t += v[i].time_s;
-    }
-    return t > 0 ? c * tok / t : NAN;
-}
-
-static double resample_estimate(const gsl_rng *rng, const cmp_unit *v, size_t n, int c)
-{
-    double tok = 0, t = 0;
-    for (size_t i = 0; i < n; i++) {
-        const cmp_unit *p = &v[gsl_rng_uniform_int(rng, n)];
-        tok += p->tok;
-        t += p->time_s;
-    }
-    return t > 0 ? c * tok / t : NAN;
-}
-
-/* Units hand back through *ua / *ub (caller frees) for the slope bootstrap. */
-void cmp_level_latency(const fit_level *L, fit_level_latency *out)
-{
-    out->ttft = L->ttft;
-    out->ttfa = L->ttfa;
-    out->itl = L->itl;
-}
-
-/* The factor c of X = c * sum tok / sum time: C for a closed level (X is its
- * throughput), 1 for an open one (X is the per-stream decode rate). */
-int cmp_rate_factor(const fit_level *L)
-{
-    return L->closed_loop && L->concurrency > 0 ? L->concurrency : 1;
-}
-
-/* Units of level ia in a and ib in b, steady in both or decode spans in both. */
-int cmp_both_units(const fit_run *a, const fit_result *ra, size_t ia, const fit_run *b, const fit_result *rb,
-                   size_t ib, int rq, int *steady, cmp_unit **pa, size_t *na, size_t *nra, cmp_unit **pb,
-                   size_t *nb, size_t *nrb)
-{
-    const fit_level *La = &ra->levels[ia], *Lb = &rb->levels[ib];
-    /* an open level has no windows of D = C; its steps tell whether it was steady */
-    *steady = (La->n_windows > 0 || !La->closed_loop) && (Lb->n_windows > 0 || !Lb->closed_loop);
-    *pa = *pb = NULL;
-    if (level_units(a, ra, ia, *steady, rq, pa, na, nra) || level_units(b, rb, ib, *steady, rq, pb, nb, nrb))
-        return LL_ENOMEM;
-    if (*steady && (*na == 0 || *nb == 0)) {
-        /* windows exist but no gap lies inside one: use decode spans */
-        free(*pa);
-        free(*pb);
-        *pa = *pb = NULL;
-        *steady = 0;
-        if (level_units(a, ra, ia, 0, 0, pa, na, nra) || level_units(b, rb, ib, 0, 0, pb, nb, nrb))
-            return LL_ENOMEM;
-    }
-    return 0;
-}
-
-void cmp_level_key(fit_compare_level *out, const fit_level *La, const fit_level_info *ia_info)
-{
-    out->concurrency = La->concurrency;
-    out->open_loop = !La->closed_loop;
-    out->rate_per_s = out->open_loop ? ia_info->rate_per_s : NAN;
-}
-
-static int compare_level(const fit_run *a, const fit_result *ra, size_t ia, const fit_run *b,
-                         const fit_result *rb, size_t ib, const fit_compare_options *o, gsl_rng *rng,
-                         fit_compare_level *out, cmp_unit **ua, cmp_unit **ub, size_t *nua, size_t *nub, char *err,
-                         size_t errlen)
-{
-    const fit_level *La = &ra->levels[ia], *Lb = &rb->levels[ib];
-    int rc = LL_ENOMEM;
-    cmp_unit *pa = NULL, *pb = NULL;
-    double *boot = NULL;
-    size_t na = 0, nb = 0;
-    memset(out, 0, sizeof *out);
-    cmp_level_key(out, La, fit_run_level(a, ia));
-    out->level_a = La->level;
-    out->level_b = Lb->level;
-    out->ratio_method = "bootstrap";
-    out->within_var = out->between_var = out->df = NAN;
-    if (cmp_both_units(a, ra, ia, b, rb, ib, o->resample_requests, &out->steady, &pa, &na, &out->n_req_a, &pb, &nb,
-                   &out->n_req_b))
-        goto fail;
-    int ca = cmp_rate_factor(La), cb = cmp_rate_factor(Lb);
-    out->n_units_a = na;
-    out->n_units_b = nb;
-    out->tok_per_s_a = cmp_ratio_estimate(pa, na, ca);
-    out->tok_per_s_b = cmp_ratio_estimate(pb, nb, cb);
-    out->ratio = out->tok_per_s_b / out->tok_per_s_a;
-    out->ratio_ci[0] = out->ratio_ci[1] = NAN;
-    if (na >= FIT_COMPARE_MIN_UNITS && nb >= FIT_COMPARE_MIN_UNITS && o->n_resamples > 0) {
-        boot = malloc((size_t)o->n_resamples * sizeof *boot);
-        if (!boot)
-            goto fail;
-        size_t nbt = 0;
-        for (int r = 0; r < o->n_resamples; r++) {
-            double xa = resample_estimate(rng, pa, na, ca);
-            double xb = resample_estimate(rng, pb, nb, cb);
-            if (xa > 0 && isfinite(xb))
-                boot[nbt++] = xb / xa;
-        }
-        if (nbt > 0) {
-            ll_sort_doubles(boot, nbt);
-            double alpha = (1 - o->ci) / 2;
-            out->ratio_ci[0] = ll_quantile_sorted(boot, nbt, alpha);
-            out->ratio_ci[1] = ll_quantile_sorted(boot, nbt, 1 - alpha);
-        }
-    }
-    cmp_level_latency(La, &out->lat_a);
-    cmp_level_latency(Lb, &out->lat_b);
-    *ua = pa;
-    *ub = pb;
-    *nua = na;
-    *nub = nb;
-    pa = pb = NULL;
-    rc = 0;
-fail:
-    if (rc == LL_ENOMEM)
-        ll_errf(err, errlen, "out of memory");
-    free(pa);
-    free(pb);
-    free(boot);
-    return rc;
 }
 
 /* ---- matching levels ------------------------------------------------------------ */
@@ -285,6 +52,8 @@ static int key_before(const fit_run *run, const fit_result *r, size_t i, size_t 
     double x = fit_run_level(run, i)->rate_per_s, y = fit_run_level(run, j)->rate_per_s;
     return x < y || (x == y && A->concurrency < B->concurrency);
 }
+
+/* ---- the slope ratio ------------------------------------------------------------ */
 
 /* Step time (ms per token per stream) of a set of units, resampled or not. */
 static double units_step_ms(const gsl_rng *rng, const cmp_unit *v, size_t n)
@@ -556,8 +325,8 @@ static int compare_key(cmp_work *w, fit_compare *c, const fit_run *a, const fit_
         rc = cmp_paired_level(a, ra, b, rb, w->lp, m, &w->o, &c->levels[n], &w->ua[n], &w->ub[n], &w->nua[n],
                               &w->nub[n], err, errlen);
     else if (ib != SIZE_MAX)
-        rc = compare_level(a, ra, ka, b, rb, ib, &w->o, w->rng, &c->levels[n], &w->ua[n], &w->ub[n],
-                           &w->nua[n], &w->nub[n], err, errlen);
+        rc = cmp_unpaired_level(a, ra, ka, b, rb, ib, &w->o, w->rng, &c->levels[n], &w->ua[n], &w->ub[n],
+                                &w->nua[n], &w->nub[n], err, errlen);
     else
         return 0;
     if (rc)

@@ -1,10 +1,13 @@
 /* compare_internal.h (internal to fit/): what compare.c (matching levels,
- * the unpaired bootstrap, the slope) and compare_paired.c (the paired
- * interval) share. Definitions: fit.h "A/B comparison". */
+ * the slope, the verdict), compare_units.c (a level's resampling units, the
+ * unpaired bootstrap) and compare_paired.c (the paired interval) share.
+ * Definitions: fit.h "A/B comparison". */
 #ifndef LOADLAW_COMPARE_INTERNAL_H
 #define LOADLAW_COMPARE_INTERNAL_H
 
 #include <stddef.h>
+
+#include <gsl/gsl_rng.h>
 
 #include "fit.h"
 
@@ -32,6 +35,13 @@ void cmp_level_key(fit_compare_level *out, const fit_level *La, const fit_level_
 int cmp_both_units(const fit_run *a, const fit_result *ra, size_t ia, const fit_run *b, const fit_result *rb,
                    size_t ib, int rq, int *steady, cmp_unit **pa, size_t *na, size_t *nra, cmp_unit **pb,
                    size_t *nb, size_t *nrb);
+/* The unpaired comparison of A's level ia and B's level ib (compare_units.c):
+ * the ratio's percentile bootstrap over each side's units, drawn from rng;
+ * fills *out and hands the units back through *ua / *ub (caller frees) for
+ * the slope bootstrap. 0 or LL_ENOMEM with err. */
+int cmp_unpaired_level(const fit_run *a, const fit_result *ra, size_t ia, const fit_run *b, const fit_result *rb,
+                       size_t ib, const fit_compare_options *o, gsl_rng *rng, fit_compare_level *out, cmp_unit **ua,
+                       cmp_unit **ub, size_t *nua, size_t *nub, char *err, size_t errlen);
 /* The paired comparison of one key over its m pairs lp (compare_paired.c):
  * fills *out (out->pair_ratio allocated; fit_compare_free frees it) and hands
  * every pair's units back through *ua / *ub (caller frees) for the slope

@@ -3,7 +3,7 @@
  *
  * Why a scanner: a cJSON DOM costs one malloc per node and per string, ~20 of
  * each for a 250-byte chunk, which made JSON handling the client's main cost
- * per token event (issue 17). The scanner walks the bytes once into nodes on
+ * per token event. The scanner walks the bytes once into nodes on
  * the caller's stack, pointing at the strings where they lie.
  *
  * Exactness: the scanner accepts only input that cJSON (1.7.x) parses to the
@@ -110,6 +110,78 @@ static inline int has_special(const char *q)
     return (has_zero(v ^ (ONES * '"')) | has_zero(v ^ (ONES * '\\')) | ((v - ONES * 0x20) & ~v & HIGHS)) != 0;
 }
 
+/* The byte a two-character escape \e stands for, or -1: \u and invalid
+ * escapes are left to cJSON. */
+static inline int unescape(char e)
+{
+    switch (e) {
+    case 'b': return '\b';
+    case 'f': return '\f';
+    case 'n': return '\n';
+    case 'r': return '\r';
+    case 't': return '\t';
+    case '"': case '\\': case '/': return e;
+    default: return -1;
+    }
+}
+
+/* Room in the arena for an escaped string that starts at start: 0, or -1
+ * when it cannot be had. Decoded bytes never outnumber raw ones, so what is
+ * left of the event bounds it. */
+static int reserve_arena(scan *s, const char *start)
+{
+    lg_jtape *t = s->t;
+    size_t room = (size_t)(s->end - start);
+    if (t->arena_cap - t->arena_used >= room)
+        return 0;
+    /* One heap arena as big as the whole event holds every string of it. */
+    if (t->arena != t->inline_arena)
+        return -1;
+    size_t cap = (size_t)(s->end - s->p);
+    char *a = malloc(cap);
+    if (!a)
+        return -1;
+    t->arena = a; /* strings already in the inline arena stay there */
+    t->arena_used = 0;
+    t->arena_cap = cap;
+    return 0;
+}
+
+/* The rest of a string that holds an escape, decoded into the arena: start
+ * is its first byte, q its first escape (the bytes between are plain). */
+static int scan_escaped(scan *s, const char *start, const char *q, const char **out, uint32_t *len)
+{
+    if (reserve_arena(s, start))
+        return -1;
+    lg_jtape *t = s->t;
+    char *dst = t->arena + t->arena_used, *w = dst;
+    memcpy(w, start, (size_t)(q - start));
+    w += q - start;
+    while (q < s->end) {
+        unsigned char c = (unsigned char)*q;
+        if (c == '"') {
+            *out = dst;
+            *len = (uint32_t)(w - dst);
+            t->arena_used += (size_t)(w - dst);
+            s->p = q + 1;
+            return 0;
+        }
+        if (c < 0x20)
+            return -1;
+        if (c == '\\') {
+            int e = q + 1 < s->end ? unescape(q[1]) : -1;
+            if (e < 0)
+                return -1;
+            *w++ = (char)e;
+            q += 2;
+            continue;
+        }
+        *w++ = (char)c;
+        q++;
+    }
+    return -1;
+}
+
 /* At a '"': the string's bytes into (*out, *len); escaped strings are decoded
  * into the arena. A key (is_key) may not hold an escape. */
 static int scan_str(scan *s, const char **out, uint32_t *len, int is_key)
@@ -131,53 +203,7 @@ static int scan_str(scan *s, const char **out, uint32_t *len, int is_key)
     }
     if (q >= s->end || *q != '\\' || is_key)
         return -1;
-    lg_jtape *t = s->t;
-    size_t room = (size_t)(s->end - start); /* decoded bytes never outnumber raw ones */
-    if (t->arena_cap - t->arena_used < room) {
-        /* One heap arena as big as the whole event holds every string of it. */
-        if (t->arena != t->inline_arena)
-            return -1;
-        size_t cap = (size_t)(s->end - s->p);
-        char *a = malloc(cap);
-        if (!a)
-            return -1;
-        t->arena = a; /* strings already in the inline arena stay there */
-        t->arena_used = 0;
-        t->arena_cap = cap;
-    }
-    char *dst = t->arena + t->arena_used, *w = dst;
-    memcpy(w, start, (size_t)(q - start));
-    w += q - start;
-    while (q < s->end) {
-        unsigned char c = (unsigned char)*q;
-        if (c == '"') {
-            *out = dst;
-            *len = (uint32_t)(w - dst);
-            t->arena_used += (size_t)(w - dst);
-            s->p = q + 1;
-            return 0;
-        }
-        if (c < 0x20)
-            return -1;
-        if (c == '\\') {
-            if (q + 1 >= s->end)
-                return -1;
-            switch (q[1]) {
-            case 'b': *w++ = '\b'; break;
-            case 'f': *w++ = '\f'; break;
-            case 'n': *w++ = '\n'; break;
-            case 'r': *w++ = '\r'; break;
-            case 't': *w++ = '\t'; break;
-            case '"': case '\\': case '/': *w++ = q[1]; break;
-            default: return -1; /* \u and invalid escapes: cJSON decides */
-            }
-            q += 2;
-            continue;
-        }
-        *w++ = (char)c;
-        q++;
-    }
-    return -1;
+    return scan_escaped(s, start, q, out, len);
 }
 
 static int scan_value(scan *s, int32_t *idx);
@@ -237,66 +263,88 @@ static int scan_lit(scan *s, const char *lit, size_t n)
     return 0;
 }
 
+/* An object or array at s->p, nested at most LG_JSCAN_DEPTH deep. */
+static int scan_nested(scan *s, int32_t *idx)
+{
+    int is_obj = *s->p == '{';
+    int32_t i;
+    if (++s->depth > LG_JSCAN_DEPTH || (i = new_node(s->t, is_obj ? LG_J_OBJ : LG_J_ARR)) < 0)
+        return -1;
+    s->p++;
+    if (scan_container(s, i, is_obj))
+        return -1;
+    s->depth--;
+    *idx = i;
+    return 0;
+}
+
+/* A string value at s->p (a '"'). */
+static int scan_str_value(scan *s, int32_t *idx)
+{
+    const char *str;
+    uint32_t len;
+    int32_t i;
+    if ((i = new_node(s->t, LG_J_STR)) < 0 || scan_str(s, &str, &len, 0))
+        return -1;
+    s->t->n[i].str = str;
+    s->t->n[i].str_len = len;
+    *idx = i;
+    return 0;
+}
+
+/* true, false or null: the literal lit (n bytes) as a node of type. */
+static int scan_lit_value(scan *s, int type, const char *lit, size_t n, int32_t *idx)
+{
+    int32_t i;
+    if ((i = new_node(s->t, type)) < 0 || scan_lit(s, lit, n))
+        return -1;
+    *idx = i;
+    return 0;
+}
+
+/* cJSON reads a number as the run of [0-9+-eE.] (then strtod): take the
+ * whole run, and only a plain integer of it. */
+static int scan_num(scan *s, int32_t *idx)
+{
+    const char *q = s->p;
+    int neg = *q == '-';
+    int32_t i;
+    q += neg;
+    const char *d0 = q;
+    uint64_t v = 0; /* at most 15 digits: exact here and in the double */
+    while (q < s->end && *q >= '0' && *q <= '9')
+        v = v * 10 + (uint64_t)(*q++ - '0');
+    if (q == d0 || q - d0 > 15 ||
+        (q < s->end && (*q == '+' || *q == '-' || *q == 'e' || *q == 'E' || *q == '.')))
+        return -1;
+    if ((i = new_node(s->t, LG_J_NUM)) < 0)
+        return -1;
+    s->t->n[i].num = neg ? -(double)v : (double)v;
+    s->p = q;
+    *idx = i;
+    return 0;
+}
+
 /* One value at s->p (whitespace already skipped); its node index in *idx. */
 static int scan_value(scan *s, int32_t *idx)
 {
     if (s->p >= s->end)
         return -1;
-    char c = *s->p;
-    int32_t i;
-    switch (c) {
+    switch (*s->p) {
     case '{':
     case '[':
-        if (++s->depth > LG_JSCAN_DEPTH || (i = new_node(s->t, c == '{' ? LG_J_OBJ : LG_J_ARR)) < 0)
-            return -1;
-        s->p++;
-        if (scan_container(s, i, c == '{'))
-            return -1;
-        s->depth--;
-        break;
-    case '"': {
-        const char *str;
-        uint32_t len;
-        if ((i = new_node(s->t, LG_J_STR)) < 0 || scan_str(s, &str, &len, 0))
-            return -1;
-        s->t->n[i].str = str;
-        s->t->n[i].str_len = len;
-        break;
-    }
+        return scan_nested(s, idx);
+    case '"':
+        return scan_str_value(s, idx);
     case 't':
-        if ((i = new_node(s->t, LG_J_TRUE)) < 0 || scan_lit(s, "true", 4))
-            return -1;
-        break;
+        return scan_lit_value(s, LG_J_TRUE, "true", 4, idx);
     case 'f':
-        if ((i = new_node(s->t, LG_J_FALSE)) < 0 || scan_lit(s, "false", 5))
-            return -1;
-        break;
+        return scan_lit_value(s, LG_J_FALSE, "false", 5, idx);
     case 'n':
-        if ((i = new_node(s->t, LG_J_NULL)) < 0 || scan_lit(s, "null", 4))
-            return -1;
-        break;
-    default: {
-        /* cJSON reads a number as the run of [0-9+-eE.] (then strtod): take
-         * the whole run, and only a plain integer of it. */
-        const char *q = s->p;
-        int neg = *q == '-';
-        q += neg;
-        const char *d0 = q;
-        uint64_t v = 0; /* at most 15 digits: exact here and in the double */
-        while (q < s->end && *q >= '0' && *q <= '9')
-            v = v * 10 + (uint64_t)(*q++ - '0');
-        if (q == d0 || q - d0 > 15 ||
-            (q < s->end && (*q == '+' || *q == '-' || *q == 'e' || *q == 'E' || *q == '.')))
-            return -1;
-        if ((i = new_node(s->t, LG_J_NUM)) < 0)
-            return -1;
-        s->t->n[i].num = neg ? -(double)v : (double)v;
-        s->p = q;
-        break;
+        return scan_lit_value(s, LG_J_NULL, "null", 4, idx);
+    default:
+        return scan_num(s, idx);
     }
-    }
-    *idx = i;
-    return 0;
 }
 
 int lg_jscan(lg_jtape *t, const char *p, size_t len)

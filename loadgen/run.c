@@ -102,6 +102,61 @@ static int default_threads(void)
     return n > 0 ? (int)n : 1;
 }
 
+/* X-Request-Id's run part: this process's start, its pid and the first
+ * address it allocated, hashed (xfer.c) */
+static void set_run_tag(lg_run *r)
+{
+    uint64_t tag = (uint64_t)ll_wall_ns() ^ ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)r;
+    tag ^= tag >> 33;
+    tag *= 0xff51afd7ed558ccdULL;
+    tag ^= tag >> 33;
+    snprintf(r->run_tag, sizeof r->run_tag, "%016" PRIx64, tag);
+}
+
+/* Kernel stamps need netstamp in the program (netstamp.h); without it the
+ * reads are timed as with load.arrival_stamp "user", and that is said. */
+static void set_stamping(lg_run *r)
+{
+    r->kstamp = r->scn->arrival_stamp == SCN_STAMP_KERNEL && ns_rx_available();
+    if (r->scn->arrival_stamp == SCN_STAMP_KERNEL && !r->kstamp)
+        ll_warn("kernel receive stamps are not linked into this program (netstamp): chunk arrivals "
+                "are timed by the clock in the write callback, as with --arrival-stamp user");
+    /* The kernel turns receive stamping on a moment after the first socket
+     * asks: ask now (once per process), so the first packets are stamped too. */
+    if (r->kstamp)
+        (void)ns_rx_keep_on();
+}
+
+/* The settings the run keeps from cfg (borrowed, not copied). */
+static void take_config(lg_run *r, const lg_config *cfg)
+{
+    r->prompts = cfg->prompts;
+    r->progress = cfg->progress;
+    r->rec = cfg->records;
+    r->epoch_ns = ll_rec_epoch_ns(cfg->records);
+    r->dist = cfg->dist;
+    r->stop_on_failed = cfg->stop_on_failed;
+    r->max_failed = cfg->max_failed;
+    r->stopped_after = -1;
+    r->rank = cfg->dist ? cfg->dist->rank : 0;
+    r->ranks = cfg->dist ? cfg->dist->ranks : 1;
+}
+
+/* The worker threads' state (not started): cfg's count, else the
+ * scenario's, else one per CPU. */
+static int init_workers(lg_run *r, const lg_config *cfg, char *err, size_t errlen)
+{
+    int rc = 0;
+    r->nthreads = cfg->threads > 0 ? cfg->threads : cfg->scn->threads;
+    if (r->nthreads <= 0)
+        r->nthreads = default_threads();
+    LL_TRY((r->workers = calloc((size_t)r->nthreads, sizeof *r->workers)) ? 0 : LL_ENOMEM);
+    for (int i = 0; i < r->nthreads; i++)
+        LL_TRY(lg_worker_init(&r->workers[i], r, i, err, errlen));
+fail:
+    return rc;
+}
+
 int lg_run_create(const lg_config *cfg, lg_run **out, char *err, size_t errlen)
 {
     int rc;
@@ -113,39 +168,15 @@ int lg_run_create(const lg_config *cfg, lg_run **out, char *err, size_t errlen)
         free(r);
         return LL_EINVAL;
     }
-    /* X-Request-Id's run part: this process's start, its pid and the first
-     * address it allocated, hashed (xfer.c) */
-    uint64_t tag = (uint64_t)ll_wall_ns() ^ ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)r;
-    tag ^= tag >> 33;
-    tag *= 0xff51afd7ed558ccdULL;
-    tag ^= tag >> 33;
-    snprintf(r->run_tag, sizeof r->run_tag, "%016" PRIx64, tag);
+    set_run_tag(r);
     if (init_wakeup(r)) {
         ll_errf(err, errlen, "lg_run_create: pthread_cond_init failed");
         free(r);
         return LL_ESYS;
     }
     r->scn = cfg->scn;
-    /* Kernel stamps need netstamp in the program (netstamp.h); without it the
-     * reads are timed as with load.arrival_stamp "user", and that is said. */
-    r->kstamp = r->scn->arrival_stamp == SCN_STAMP_KERNEL && ns_rx_available();
-    if (r->scn->arrival_stamp == SCN_STAMP_KERNEL && !r->kstamp)
-        ll_warn("kernel receive stamps are not linked into this program (netstamp): chunk arrivals "
-                "are timed by the clock in the write callback, as with --arrival-stamp user");
-    /* The kernel turns receive stamping on a moment after the first socket
-     * asks: ask now (once per process), so the first packets are stamped too. */
-    if (r->kstamp)
-        (void)ns_rx_keep_on();
-    r->prompts = cfg->prompts;
-    r->progress = cfg->progress;
-    r->rec = cfg->records;
-    r->epoch_ns = ll_rec_epoch_ns(cfg->records);
-    r->dist = cfg->dist;
-    r->stop_on_failed = cfg->stop_on_failed;
-    r->max_failed = cfg->max_failed;
-    r->stopped_after = -1;
-    r->rank = cfg->dist ? cfg->dist->rank : 0;
-    r->ranks = cfg->dist ? cfg->dist->ranks : 1;
+    set_stamping(r);
+    take_config(r, cfg);
     if (r->ranks < 1 || r->rank < 0 || r->rank >= r->ranks) {
         ll_errf(err, errlen, "lg_run_create: rank %d of %d", r->rank, r->ranks);
         rc = LL_EINVAL;
@@ -154,12 +185,7 @@ int lg_run_create(const lg_config *cfg, lg_run **out, char *err, size_t errlen)
     LL_TRY(set_urls(r, cfg));
     LL_TRY((r->model = strdup(cfg->model)) ? 0 : LL_ENOMEM);
     LL_TRY(!cfg->api_key || (r->api_key = dup_or_null(cfg->api_key)) ? 0 : LL_ENOMEM);
-    r->nthreads = cfg->threads > 0 ? cfg->threads : cfg->scn->threads;
-    if (r->nthreads <= 0)
-        r->nthreads = default_threads();
-    LL_TRY((r->workers = calloc((size_t)r->nthreads, sizeof *r->workers)) ? 0 : LL_ENOMEM);
-    for (int i = 0; i < r->nthreads; i++)
-        LL_TRY(lg_worker_init(&r->workers[i], r, i, err, errlen));
+    LL_TRY(init_workers(r, cfg, err, errlen));
     if ((rc = put_run_line(r, cfg))) {
         ll_errf(err, errlen, "queueing the run record: %s", ll_strerror(rc));
         goto fail;
@@ -234,6 +260,62 @@ static size_t sink(char *p, size_t sz, size_t nm, void *ud)
     return n;
 }
 
+/* The request headers of the profile hook: JSON, and the API key where the
+ * run has one (a server with a key guards its control endpoints too: vLLM,
+ * `loadlaw serve --api-key`). *h gets what was made (the caller frees it);
+ * 0 when it is complete, -1 when a header is missing (out of memory). */
+static int profile_headers(const lg_run *r, struct curl_slist **h)
+{
+    char auth[4200] = "";
+    struct curl_slist *ht = NULL;
+    if (r->api_key)
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", r->api_key);
+    if ((*h = curl_slist_append(NULL, "Content-Type: application/json")) && auth[0] &&
+        (ht = curl_slist_append(*h, auth)))
+        *h = ht;
+    memset(auth, 0, sizeof auth);
+    return *h && (!r->api_key || ht) ? 0 : -1;
+}
+
+/* POST body to url with headers h, within 10 s: what curl_easy_perform
+ * said (CURLE_FAILED_INIT when an option was refused), the first 1 KiB of
+ * the response into resp, the HTTP status into *status (0 if none). */
+static CURLcode post_profile(CURL *e, const char *url, const char *body, struct curl_slist *h, ll_buf *resp,
+                             char *errbuf, long *status)
+{
+    CURLcode cr = CURLE_FAILED_INIT;
+    if (curl_easy_setopt(e, CURLOPT_URL, url) == CURLE_OK && curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, body) == CURLE_OK &&
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, h) == CURLE_OK &&
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink) == CURLE_OK &&
+        curl_easy_setopt(e, CURLOPT_WRITEDATA, resp) == CURLE_OK &&
+        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf) == CURLE_OK &&
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 10000L) == CURLE_OK) {
+        cr = curl_easy_perform(e);
+        if (curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, status) != CURLE_OK)
+            *status = 0;
+    }
+    return cr;
+}
+
+/* The record of the hook's call, fired at t (the driver's clock). */
+static void put_profile_record(lg_run *r, const lg_level_ctx *L, int64_t t, CURLcode cr, long status,
+                               const char *errbuf, const ll_buf *resp)
+{
+    const scn_profile *p = &L->lv->profile;
+    ll_rec_profile pr = {
+        .level = L->index,
+        .t_ns = t - r->epoch_ns,
+        .num_steps = p->num_steps,
+        .style = p->style == SCN_PROFILE_SGLANG ? "sglang" : "vllm",
+        .http_status = (int)status,
+        .ok = cr == CURLE_OK && status >= 200 && status < 300,
+        .detail = cr != CURLE_OK ? (errbuf[0] ? errbuf : curl_easy_strerror(cr)) : (resp->p ? resp->p : ""),
+    };
+    if (ll_rec_put_profile(r->rec, &pr))
+        ll_warn("queueing the profile record failed");
+}
+
 static void fire_profile(lg_run *r, const lg_level_ctx *L)
 {
     const scn_profile *p = &L->lv->profile;
@@ -253,38 +335,10 @@ static void fire_profile(lg_run *r, const lg_level_ctx *L)
         snprintf(body, sizeof body, "{\"num_steps\":%d}", p->num_steps);
     else
         body[0] = '\0';
-    char auth[4200] = "";
-    struct curl_slist *ht = NULL;
-    /* A server with an API key guards its control endpoints too (vLLM, `loadlaw serve --api-key`). */
-    if (r->api_key)
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", r->api_key);
-    if ((h = curl_slist_append(NULL, "Content-Type: application/json")) && auth[0] &&
-        (ht = curl_slist_append(h, auth)))
-        h = ht;
-    memset(auth, 0, sizeof auth);
-    if (e && h && url && url[0] && (!r->api_key || ht) &&
-        curl_easy_setopt(e, CURLOPT_URL, url) == CURLE_OK && curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, body) == CURLE_OK &&
-        curl_easy_setopt(e, CURLOPT_HTTPHEADER, h) == CURLE_OK &&
-        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink) == CURLE_OK &&
-        curl_easy_setopt(e, CURLOPT_WRITEDATA, &resp) == CURLE_OK &&
-        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf) == CURLE_OK &&
-        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 10000L) == CURLE_OK) {
-        cr = curl_easy_perform(e);
-        if (curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK)
-            status = 0;
-    }
-    ll_rec_profile pr = {
-        .level = L->index,
-        .t_ns = t - r->epoch_ns,
-        .num_steps = p->num_steps,
-        .style = p->style == SCN_PROFILE_SGLANG ? "sglang" : "vllm",
-        .http_status = (int)status,
-        .ok = cr == CURLE_OK && status >= 200 && status < 300,
-        .detail = cr != CURLE_OK ? (errbuf[0] ? errbuf : curl_easy_strerror(cr)) : (resp.p ? resp.p : ""),
-    };
-    if (ll_rec_put_profile(r->rec, &pr))
-        ll_warn("queueing the profile record failed");
+    int headers_ok = profile_headers(r, &h) == 0;
+    if (e && headers_ok && url && url[0])
+        cr = post_profile(e, url, body, h, &resp, errbuf, &status);
+    put_profile_record(r, L, t, cr, status, errbuf, &resp);
     curl_slist_free_all(h);
     if (e)
         curl_easy_cleanup(e);

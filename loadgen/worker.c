@@ -309,12 +309,12 @@ static int collect(lg_worker *w)
 
 #define LG_EPOLL_EVENTS 256
 
-/* Sleep until a socket is ready, curl's timer, the next arrival, the level's
- * deadline, the abort deadline or 100 ms, whichever comes first; then hand
- * curl what is ready. -1 on a failure (w->rc set). */
-static int wait_for_work(walk *k, int64_t now, int64_t abort_at)
+/* When the worker must be up again: the next arrival (when a slot is free
+ * for it), the level's deadline, the abort deadline or 100 ms after now,
+ * whichever comes first. curl's timer is not in it (see wait_ms). */
+static int64_t wake_at(const walk *k, int64_t now, int64_t abort_at)
 {
-    lg_worker *w = k->w;
+    const lg_worker *w = k->w;
     int64_t until = now + 100000000;
     if (k->open && !k->no_more && k->a.t_ns < until && (w->slots == 0 || w->inflight < w->slots))
         until = k->a.t_ns;
@@ -322,16 +322,15 @@ static int wait_for_work(walk *k, int64_t now, int64_t abort_at)
         until = k->L->deadline_ns;
     if (abort_at && abort_at < until)
         until = abort_at;
-    int64_t t = ll_now_ns();
-    if (k->open && until > t && until - t < 1000000 && (w->timer_at < 0 || w->timer_at >= until)) {
-        /* epoll counts whole milliseconds: sleep the last fraction so an
-         * arrival is sent on time, not up to 1 ms late. */
-        ll_sleep_until_ns(until);
-        return 0;
-    }
-    /* whole ms, rounded down for our own deadlines (a last fraction is slept
-     * above or spun over in the caller's next turn), up for curl's timer (it
-     * counts in ms; waking early would only spin) */
+    return until;
+}
+
+/* epoll's timeout (ms) from t to until or to curl's timer, the earlier:
+ * whole ms, rounded down for our own deadlines (a last fraction is slept by
+ * wait_for_work or spun over in the caller's next turn), up for curl's timer
+ * (it counts in ms; waking early would only spin). */
+static int wait_ms(const lg_worker *w, int64_t until, int64_t t)
+{
     int64_t d = until - t;
     int ms = d <= 0 ? 0 : (int)(d / 1000000);
     if (w->timer_at >= 0) {
@@ -339,15 +338,21 @@ static int wait_for_work(walk *k, int64_t now, int64_t abort_at)
         int tms = dt <= 0 ? 0 : (int)((dt + 999999) / 1000000);
         ms = tms < ms ? tms : ms;
     }
-    struct epoll_event ev[LG_EPOLL_EVENTS];
-    int n = epoll_wait(w->epfd, ev, LG_EPOLL_EVENTS, ms);
-    if (n < 0) {
-        if (errno == EINTR)
-            return 0;
-        w->rc = LL_ESYS;
-        snprintf(w->err, sizeof w->err, "epoll_wait: %s", strerror(errno));
-        return -1;
-    }
+    return ms;
+}
+
+/* curl's readiness bits for what epoll reported on a socket. */
+static int select_bits(uint32_t events)
+{
+    return ((events & EPOLLIN) ? CURL_CSELECT_IN : 0) | ((events & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
+           ((events & (EPOLLERR | EPOLLHUP)) ? CURL_CSELECT_ERR : 0);
+}
+
+/* Hand curl the n ready sockets of one wake-up; the wake-up descriptor is
+ * only emptied. -1 on a curl failure (w->rc set). */
+static int drive_ready(walk *k, const struct epoll_event *ev, int n)
+{
+    lg_worker *w = k->w;
     if (n > 0 && k->stamped)
         ns_rx_clock(&w->rx); /* the stamps' clock offset, once per wake-up (netstamp.h) */
     for (int i = 0; i < n; i++) {
@@ -357,13 +362,36 @@ static int wait_for_work(walk *k, int64_t now, int64_t abort_at)
                 ll_warn("worker %d: reading its wake-up: %s", w->index, strerror(errno));
             continue;
         }
-        int bits = ((ev[i].events & EPOLLIN) ? CURL_CSELECT_IN : 0) |
-                   ((ev[i].events & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
-                   ((ev[i].events & (EPOLLERR | EPOLLHUP)) ? CURL_CSELECT_ERR : 0);
-        if (drive(w, ev[i].data.fd, bits))
+        if (drive(w, ev[i].data.fd, select_bits(ev[i].events)))
             return -1;
     }
     return 0;
+}
+
+/* Sleep until a socket is ready, curl's timer, the next arrival, the level's
+ * deadline, the abort deadline or 100 ms, whichever comes first; then hand
+ * curl what is ready. -1 on a failure (w->rc set). */
+static int wait_for_work(walk *k, int64_t now, int64_t abort_at)
+{
+    lg_worker *w = k->w;
+    int64_t until = wake_at(k, now, abort_at);
+    int64_t t = ll_now_ns();
+    if (k->open && until > t && until - t < 1000000 && (w->timer_at < 0 || w->timer_at >= until)) {
+        /* epoll counts whole milliseconds: sleep the last fraction so an
+         * arrival is sent on time, not up to 1 ms late. */
+        ll_sleep_until_ns(until);
+        return 0;
+    }
+    struct epoll_event ev[LG_EPOLL_EVENTS];
+    int n = epoll_wait(w->epfd, ev, LG_EPOLL_EVENTS, wait_ms(w, until, t));
+    if (n < 0) {
+        if (errno == EINTR)
+            return 0;
+        w->rc = LL_ESYS;
+        snprintf(w->err, sizeof w->err, "epoll_wait: %s", strerror(errno));
+        return -1;
+    }
+    return drive_ready(k, ev, n);
 }
 
 /* Past the interrupt deadline (or on an error): abort what is left; the

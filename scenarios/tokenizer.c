@@ -573,21 +573,18 @@ typedef struct tk_piece {
 typedef LL_VEC(tk_piece) tk_pieces;
 typedef LL_VEC(int32_t) tk_ids;
 
-/* Split one piece by st's regex into (range, is_match) parts covering it, then
- * combine them by the behavior, as tokenizers' NormalizedString::split does. */
-static int split_piece(const tk_step *st, const char *arena, tk_piece p, pcre2_match_data *md, tk_pieces *out)
+/* The parts of piece p by st's regex: (range, is_match) pairs that cover
+ * it in order (with invert, the gaps are the matches). */
+static int regex_parts(const tk_step *st, const char *arena, tk_piece p, pcre2_match_data *md, tk_pieces *parts)
 {
-    tk_pieces parts = {0};
     int rc = 0;
     size_t pos = 0, last = 0;
     while (pos <= p.len) {
         int m = pcre2_match(st->re, (PCRE2_SPTR)arena + p.off, p.len, pos, 0, md, NULL);
         if (m == PCRE2_ERROR_NOMATCH)
             break;
-        if (m < 0) {
-            rc = LL_EINVAL;
-            goto fail;
-        }
+        if (m < 0)
+            return LL_EINVAL;
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
         size_t s = ov[0], e = ov[1];
         if (e == s) { /* empty match: no part; step one character on */
@@ -597,59 +594,84 @@ static int split_piece(const tk_step *st, const char *arena, tk_piece p, pcre2_m
             continue;
         }
         if (s > last)
-            LL_TRY(ll_vec_push(&parts, ((tk_piece){p.off + last, s - last, st->invert})));
-        LL_TRY(ll_vec_push(&parts, ((tk_piece){p.off + s, e - s, !st->invert})));
+            LL_TRY(ll_vec_push(parts, ((tk_piece){p.off + last, s - last, st->invert})));
+        LL_TRY(ll_vec_push(parts, ((tk_piece){p.off + s, e - s, !st->invert})));
         last = pos = e;
     }
     if (last < p.len)
-        LL_TRY(ll_vec_push(&parts, ((tk_piece){p.off + last, p.len - last, st->invert})));
-    /* Combine. Parts are adjacent in the arena, so merging is widening. */
-    int prev_match = 0;
-    switch (st->behavior) {
-    case TK_ISOLATED:
-        for (size_t i = 0; i < parts.n; i++)
-            LL_TRY(ll_vec_push(out, parts.v[i]));
-        break;
-    case TK_REMOVED:
-        for (size_t i = 0; i < parts.n; i++)
-            if (!parts.v[i].match)
-                LL_TRY(ll_vec_push(out, parts.v[i]));
-        break;
-    case TK_MERGED_PREV: {
-        size_t base = out->n;
-        for (size_t i = 0; i < parts.n; i++) {
-            if (parts.v[i].match && !prev_match && out->n > base)
-                out->v[out->n - 1].len += parts.v[i].len;
-            else
-                LL_TRY(ll_vec_push(out, parts.v[i]));
-            prev_match = parts.v[i].match;
-        }
-        break;
-    }
-    case TK_MERGED_NEXT:
-        /* A match is glued to the part after it. */
-        for (size_t i = 0; i < parts.n; i++) {
-            tk_piece q = parts.v[i];
-            if (q.match && i + 1 < parts.n && !parts.v[i + 1].match) {
-                q.len += parts.v[i + 1].len;
-                i++;
-            }
-            LL_TRY(ll_vec_push(out, q));
-        }
-        break;
-    case TK_CONTIGUOUS: {
-        size_t base = out->n;
-        for (size_t i = 0; i < parts.n; i++) {
-            if (parts.v[i].match && prev_match && out->n > base)
-                out->v[out->n - 1].len += parts.v[i].len;
-            else
-                LL_TRY(ll_vec_push(out, parts.v[i]));
-            prev_match = parts.v[i].match;
-        }
-        break;
-    }
+        LL_TRY(ll_vec_push(parts, ((tk_piece){p.off + last, p.len - last, st->invert})));
+fail:
+    return rc;
+}
+
+/* MergedWithPrevious (after_match 0): a match is glued to the non-match
+ * before it; Contiguous (after_match 1): to the match before it. Only
+ * pieces of this call grow. Parts are adjacent in the arena, so merging is
+ * widening. */
+static int glue_prev(const tk_pieces *parts, int after_match, tk_pieces *out)
+{
+    size_t base = out->n;
+    int prev_match = 0, rc = 0;
+    for (size_t i = 0; i < parts->n; i++) {
+        if (parts->v[i].match && (after_match ? prev_match : !prev_match) && out->n > base)
+            out->v[out->n - 1].len += parts->v[i].len;
+        else
+            LL_TRY(ll_vec_push(out, parts->v[i]));
+        prev_match = parts->v[i].match;
     }
 fail:
+    return rc;
+}
+
+/* MergedWithNext: a match is glued to the part after it. */
+static int glue_next(const tk_pieces *parts, tk_pieces *out)
+{
+    int rc = 0;
+    for (size_t i = 0; i < parts->n; i++) {
+        tk_piece q = parts->v[i];
+        if (q.match && i + 1 < parts->n && !parts->v[i + 1].match) {
+            q.len += parts->v[i + 1].len;
+            i++;
+        }
+        LL_TRY(ll_vec_push(out, q));
+    }
+fail:
+    return rc;
+}
+
+/* The parts combined by the behavior and appended to out. */
+static int combine_parts(tk_behavior behavior, const tk_pieces *parts, tk_pieces *out)
+{
+    int rc = 0;
+    switch (behavior) {
+    case TK_ISOLATED:
+        for (size_t i = 0; i < parts->n; i++)
+            LL_TRY(ll_vec_push(out, parts->v[i]));
+        break;
+    case TK_REMOVED:
+        for (size_t i = 0; i < parts->n; i++)
+            if (!parts->v[i].match)
+                LL_TRY(ll_vec_push(out, parts->v[i]));
+        break;
+    case TK_MERGED_PREV:
+        return glue_prev(parts, 0, out);
+    case TK_MERGED_NEXT:
+        return glue_next(parts, out);
+    case TK_CONTIGUOUS:
+        return glue_prev(parts, 1, out);
+    }
+fail:
+    return rc;
+}
+
+/* Split one piece by st's regex into (range, is_match) parts covering it, then
+ * combine them by the behavior, as tokenizers' NormalizedString::split does. */
+static int split_piece(const tk_step *st, const char *arena, tk_piece p, pcre2_match_data *md, tk_pieces *out)
+{
+    tk_pieces parts = {0};
+    int rc = regex_parts(st, arena, p, md, &parts);
+    if (rc == 0)
+        rc = combine_parts(st->behavior, &parts, out);
     ll_vec_free(&parts);
     return rc;
 }

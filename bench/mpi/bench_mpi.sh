@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/mpi/bench_mpi.sh: what K ranks of `mpirun -np K loadlaw sweep` buy on this machine
-# (issue 13). Against one fast engine run apart (`loadlaw serve`, a law of MPI_LAW ms per step,
+# (client capacity, clock estimates). Against one fast engine run apart (`loadlaw serve`, a law of MPI_LAW ms per step,
 # so the client, not the engine, is the bottleneck), it runs the same closed-loop level
 # (MPI_C streams, MPI_TOKENS tokens each, one worker thread per rank) with 1, 2 and 4 ranks and
 # prints, per K:

@@ -126,7 +126,7 @@ static void test_embed(void)
     CHECK(in_range && differ > 200 && same_again, "embedding: in [-1, 1], per token, seeded (%d differ)", differ);
 }
 
-/* cuBLAS is opened at run time (cuda_model.cu): in a child each, since the
+/* cuBLAS is opened at run time (cuda_dense.cu): in a child each, since the
  * load happens once per process. A missing file is an error that names it
  * and how to point at the right one; the toolkit's file loads. */
 static int cublas_child(const char *lib, char *err, size_t errlen)

@@ -3,9 +3,9 @@
  *
  * A raw-socket client asks for a long stream and never reads. Once the socket
  * buffers are full nothing can be handed to MHD any more, so the scheduler
- * must sleep (one bounded wait per step) instead of looping: before the fix
- * it spun through step after step at 0+0n, piling up bytes nobody could send
- * and burning the core the HTTP thread needs (issue 10, item 5). Counting
+ * must sleep (one bounded wait per step) instead of looping: a looping one
+ * spins through step after step at 0+0n, piling up bytes nobody can send
+ * and burning the core the HTTP thread needs. Counting
  * steps over a fixed window is deterministic in what it separates: a spinning
  * scheduler makes tens of thousands, a waiting one at most one per
  * ENG_DRAIN_WAIT_MAX_NS (10 ms). */

@@ -136,10 +136,9 @@ static char *printed(const fit_result *r, int whole)
     return buf;
 }
 
-/* Issue 10 item 4: level C=8's only worker thread was 97% busy: the level is
- * client-bound, said in its field, a note, the table, the JSON and, since its
- * steps made the law, on the law line. Before the fix none of these existed.
- * The same run with a client at 30% everywhere (and one without the client
+/* Level C=8's only worker thread was 97% busy: the level is client-bound,
+ * said in its field, a note, the table, the JSON and, since its steps made
+ * the law, on the law line. The same run with a client at 30% everywhere (and one without the client
  * object) is not flagged. */
 static void test_client_saturated(const char *path)
 {
@@ -226,8 +225,8 @@ static void test_client_bursts(const char *path)
     fit_run_free(run);
 }
 
-/* Issue 10 item 4: one concurrency swept gives the real reason, not "not
- * enough steady samples" (which the sweep printed as "law: law: ..."). */
+/* One concurrency swept gives the real reason, not "not enough steady
+ * samples" (which the sweep would print as "law: law: ..."). */
 static void test_one_n(const char *path)
 {
     sim_cfg c;
@@ -254,7 +253,7 @@ static void test_one_n(const char *path)
     fit_run_free(run);
 }
 
-/* Issue 10 items 1 and 3: prompts built to 100 tokens that the server counted
+/* Prompts built to 100 tokens that the server counted
  * as 110 (+10%) are noted, 101 (+1%) is not; attributed counts are noted per
  * level with the stream's count and the usage. */
 static void test_prompt_drift_counts(const char *path)

@@ -6,30 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common.h"
 #include "sim.h"
 #include "testutil.h"
+#include "tsupport.h"
 
 static const char *bin;
-
-/* Run a shell command; capture stdout into out (NUL-terminated); return the
- * exit status (-1 if it did not exit normally). */
-static int run_cmd(const char *cmd, ll_buf *out)
-{
-    ll_buf_reset(out);
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return -1;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-        ll_buf_append(out, buf, n);
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 int main(int argc, char **argv)
 {
@@ -59,7 +43,7 @@ int main(int argc, char **argv)
 
     ll_buf out = {0};
     snprintf(cmd, sizeof cmd, "'%s' fit '%s' --json", bin, dir);
-    int rc = run_cmd(cmd, &out);
+    int rc = tu_sh_capture(cmd, &out);
     CHECK(rc == 0, "fit --json exit %d", rc);
     cJSON *j = out.p ? cJSON_ParseWithOpts(out.p, NULL, 1) : NULL;
     CHECK(j != NULL, "--json prints one JSON object");
@@ -106,7 +90,7 @@ int main(int argc, char **argv)
     }
 
     snprintf(cmd, sizeof cmd, "'%s' fit '%s'", bin, dir);
-    rc = run_cmd(cmd, &out);
+    rc = tu_sh_capture(cmd, &out);
     CHECK(rc == 0, "fit exit %d", rc);
     CHECK(out.p && strstr(out.p, "step(N) = 52 + 30*N ms"), "summary law line: %s",
           out.p ? out.p : "");
@@ -128,7 +112,7 @@ int main(int argc, char **argv)
     c.time_scale = 0.1;
     CHECK(sim_write(rec2, &c, &st) == 0, "sim_write quiet");
     snprintf(cmd, sizeof cmd, "'%s' fit '%s'", bin, dir2);
-    CHECK(run_cmd(cmd, &out) == 0 && out.p, "fit quiet");
+    CHECK(tu_sh_capture(cmd, &out) == 0 && out.p, "fit quiet");
     if (out.p) {
         char *nl = strchr(out.p, '\n');
         if (nl)
@@ -149,15 +133,15 @@ int main(int argc, char **argv)
     }
 
     snprintf(cmd, sizeof cmd, "'%s' fit 2>/dev/null", bin);
-    CHECK(run_cmd(cmd, &out) == 2, "no RUN_DIR: usage error 2");
+    CHECK(tu_sh_capture(cmd, &out) == 2, "no RUN_DIR: usage error 2");
     snprintf(cmd, sizeof cmd, "'%s' fit '%s' --bogus 2>/dev/null", bin, dir);
-    CHECK(run_cmd(cmd, &out) == 2, "unknown option: 2");
+    CHECK(tu_sh_capture(cmd, &out) == 2, "unknown option: 2");
     snprintf(cmd, sizeof cmd, "'%s' fit '%s/missing' 2>&1", bin, dir);
-    CHECK(run_cmd(cmd, &out) == 1, "missing run dir: 1");
+    CHECK(tu_sh_capture(cmd, &out) == 1, "missing run dir: 1");
     CHECK(out.p && strstr(out.p, "No such file"), "missing run dir message: %s",
           out.p ? out.p : "");
     snprintf(cmd, sizeof cmd, "'%s' fit --help", bin);
-    CHECK(run_cmd(cmd, &out) == 0 && out.p && strstr(out.p, "usage: loadlaw fit"), "--help");
+    CHECK(tu_sh_capture(cmd, &out) == 0 && out.p && strstr(out.p, "usage: loadlaw fit"), "--help");
 
     ll_buf_free(&out);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

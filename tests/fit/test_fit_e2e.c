@@ -22,7 +22,7 @@
 #define N_RANDOM 6
 #define MAX_TOKENS 16
 #define CASE_BUDGET_MS 2000.0
-/* The recovered law is the issue's validation: b within 5%, a within 10%.
+/* The recovered law is what the tool promises: b within 5%, a within 10%.
  * The per-level checks ride on real time, and on a loaded machine (ctest -j,
  * other jobs: load 8-20 on 2 cores seen) a client that falls behind reads a
  * level's chunks in bursts (median gap 0.02 ms once, under ASan) or a stall

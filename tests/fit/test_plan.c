@@ -9,13 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common.h"
 #include "fit.h"
 #include "sim.h"
 #include "testutil.h"
+#include "tsupport.h"
 
 static char dir[256];
 
@@ -294,21 +294,6 @@ static void test_no_law(void)
     fit_run_free(run);
 }
 
-/* Exit status of a shell command; its stdout into out. */
-static int run_cmd(const char *cmd, ll_buf *out)
-{
-    ll_buf_reset(out);
-    FILE *f = popen(cmd, "r");
-    if (!f)
-        return -1;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        ll_buf_append(out, buf, n);
-    int st = pclose(f);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void test_cli(const char *bin)
 {
     char cmd[1024];
@@ -316,19 +301,19 @@ static void test_cli(const char *bin)
     char run[512];
     snprintf(run, sizeof run, "%s", rec_path("exact")); /* rec_path's buffer is reused */
     snprintf(cmd, sizeof cmd, "'%s' plan '%s' --itl-slo 5parsecs 2>/dev/null", bin, run);
-    CHECK(run_cmd(cmd, &out) == 2, "bad duration: exit 2");
+    CHECK(tu_sh_capture(cmd, &out) == 2, "bad duration: exit 2");
     snprintf(cmd, sizeof cmd, "'%s' plan '%s' --itl-slo 10ms --tpot-slo 20ms 2>/dev/null", bin, run);
-    CHECK(run_cmd(cmd, &out) == 2, "two per-token objectives: exit 2");
+    CHECK(tu_sh_capture(cmd, &out) == 2, "two per-token objectives: exit 2");
     snprintf(cmd, sizeof cmd, "'%s' plan '%s' --c 0 2>/dev/null", bin, run);
-    CHECK(run_cmd(cmd, &out) == 2, "--c 0: exit 2");
+    CHECK(tu_sh_capture(cmd, &out) == 2, "--c 0: exit 2");
     snprintf(cmd, sizeof cmd, "'%s' plan '%s' 2>/dev/null", bin, rec_path("nolaw"));
-    CHECK(run_cmd(cmd, &out) == 1, "no law: exit 1");
+    CHECK(tu_sh_capture(cmd, &out) == 1, "no law: exit 1");
     snprintf(cmd, sizeof cmd, "'%s' plan '%s' --tpot-slo 20.25ms --c 8 --c 48,3", bin, run);
-    CHECK(run_cmd(cmd, &out) == 0, "text exit 0");
+    CHECK(tu_sh_capture(cmd, &out) == 0, "text exit 0");
     CHECK(out.p && strstr(out.p, "N = 30") && strstr(out.p, "EXTRAPOLATED"), "text: N* = 30 flagged");
     snprintf(cmd, sizeof cmd, "'%s' plan '%s' --json --tpot-slo 20.25ms --ttft-slo 1s --c 8,48",
              bin, run);
-    CHECK(run_cmd(cmd, &out) == 0, "--json exit 0");
+    CHECK(tu_sh_capture(cmd, &out) == 0, "--json exit 0");
     cJSON *j = out.p ? cJSON_ParseWithOpts(out.p, NULL, 1) : NULL;
     CHECK(j != NULL, "--json prints one JSON object");
     if (j) {

@@ -1,6 +1,7 @@
 /* sse_server.h: a small OpenAI-style SSE server for loadgen tests, on raw
  * loopback sockets (one thread per connection), that can also misbehave in
- * every way the issue lists: the real libcurl client talks to it over TCP. */
+ * the ways servers do (ts_mode: error statuses and bodies, cut, stalled and
+ * reset streams, broken JSON): the real libcurl client talks to it over TCP. */
 #ifndef LOADLAW_TESTS_SSE_SERVER_H
 #define LOADLAW_TESTS_SSE_SERVER_H
 

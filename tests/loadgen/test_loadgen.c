@@ -365,8 +365,8 @@ static void test_counts(int per_chunk)
     ts_stop(srv);
 }
 
-/* Issue 10 item 1: 2 tokens per chunk and usage only at the end (128 tokens in
- * 64 chunks) read as 64 tokens before; the final usage must be attributed
+/* 2 tokens per chunk and usage only at the end (128 tokens in 64 chunks):
+ * counting chunks would read 64 tokens; the final usage must be attributed
  * over the chunks. inline_think: thinking inline in content, with a chunk
  * that ends the thinking and begins the answer (1c): the split must hold. */
 static void test_attributed(int inline_think)
@@ -425,7 +425,7 @@ static void test_attributed(int inline_think)
     ts_stop(srv);
 }
 
-/* Issue 10 item 1: no usage at all, a tokenizer in the scenario: the
+/* No usage at all, a tokenizer in the scenario: the
  * streamed text counted with it, attributed over the chunks ("tokenizer"). */
 static void test_tokenizer_counts(void)
 {
@@ -474,7 +474,7 @@ static void test_tokenizer_counts(void)
     ts_stop(srv);
 }
 
-/* Issue 10 item 3: extra_body keys merged (and overriding defaults), and a
+/* extra_body keys merged (and overriding defaults), and a
  * server that rejects continuous_usage_stats: one 400, the field dropped for
  * the run, the request retried once under the same id, recorded once. */
 static void test_shaping(void)

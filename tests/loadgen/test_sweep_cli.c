@@ -5,8 +5,9 @@
  * whose messages name the file and the key (and, through the option tables,
  * every command's unknown option or missing value is one line and exit 2);
  * an "ab" scenario runs both sides and gates on their comparison (exit 0 or
- * 3). Issue 10: every new flag's bad value is one line and exit 2 and its
- * good value shows in the run line's config; --url alone starts from the
+ * 3). The flags that shape requests and prompts (--prompt-tokens, --header,
+ * --extra-body, --endpoint-path, ...): a bad value is one line and exit 2, a
+ * good one shows in the run line's config; --url alone starts from the
  * remote-benchmark defaults (and the run line says which defaults applied);
  * scenarios are found through $LOADLAW_DATADIR from any cwd. */
 #define _GNU_SOURCE /* sched_setaffinity, CPU_SET */

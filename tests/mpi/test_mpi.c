@@ -1,4 +1,4 @@
-/* test_mpi.c: `mpirun -np K loadlaw sweep` (issue 13) on one host, against
+/* test_mpi.c: `mpirun -np K loadlaw sweep` on one host, against
  * the bundled synthetic engine hosted by rank 0, checked from the records:
  *  - K = 2 and 4: the run line says ranks K; every level has its n_requests
  *    requests once each (ids unique), from every rank 0..K-1; the clock

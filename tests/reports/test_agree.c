@@ -1,4 +1,4 @@
-/* test_agree.c: one run, one set of numbers (issue 9, item 1). A real sweep
+/* test_agree.c: one run, one set of numbers. A real sweep
  * of the bundled synthetic engine, then every output that shows a level's
  * figures must agree exactly: the sweep's printed tables (at the decimals
  * they print), RUN_DIR/summary.json, `loadlaw fit --json` and the data
@@ -10,10 +10,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "common.h"
 #include "testutil.h"
+#include "tsupport.h"
 
 #define RUN "agree_run"
 
@@ -27,42 +27,6 @@ static const char *const scalars[] = {"sent", "ok", "failed", "duration_s", "ram
                                       "gpu_dram_active", "gpu_energy_j", "gpu_j_per_tok", "gpu_scrapes",
                                       "server_waiting_growth"};
 static const char *const strings[] = {"diagnosis", "diagnosis_why"};
-
-static int sh(const char *cmd)
-{
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static char *slurp(const char *path)
-{
-    char err[256], *s = NULL;
-    size_t n;
-    return ll_read_file(path, &s, &n, err, sizeof err) ? NULL : s;
-}
-
-static cJSON *json_file(const char *path)
-{
-    char *s = slurp(path);
-    cJSON *j = s ? cJSON_ParseWithOpts(s, NULL, 0) : NULL;
-    free(s);
-    return j;
-}
-
-/* The report's embedded data block (html_util.c writes it escaped so that it
- * parses as the same JSON). */
-static cJSON *report_data(const char *path)
-{
-    static const char open[] = "<script id=\"ll-data\" type=\"application/json\">";
-    char *s = slurp(path), *a = s ? strstr(s, open) : NULL, *b = a ? strstr(a, "</script>") : NULL;
-    cJSON *j = NULL;
-    if (b) {
-        *b = '\0';
-        j = cJSON_ParseWithOpts(a + sizeof open - 1, NULL, 0);
-    }
-    free(s);
-    return j;
-}
 
 /* The same value in two places: both numbers and equal, or both null. */
 static int same(const cJSON *x, const cJSON *y)
@@ -136,7 +100,7 @@ static size_t cells(char *line, char **out, size_t max)
  * (p50, p90, p99, mean at 2 decimals, n). */
 static void agree_table(const char *out_path, const cJSON *levels)
 {
-    char *text = slurp(out_path), *save = NULL;
+    char *text = tu_slurp(out_path), *save = NULL;
     CHECK(text != NULL, "the sweep's stdout");
     if (!text)
         return;
@@ -198,7 +162,7 @@ static void agree_table(const char *out_path, const cJSON *levels)
  * each level's row against summary.json, at the decimals it prints. */
 static void agree_gpu_table(const char *out_path, const cJSON *levels)
 {
-    char *text = slurp(out_path), *save = NULL;
+    char *text = tu_slurp(out_path), *save = NULL;
     int in = 0;
     size_t rows = 0;
     CHECK(text != NULL, "loadlaw fit's stdout");
@@ -251,9 +215,9 @@ int main(int argc, char **argv)
              " > agree_sweep.out 2> agree_sweep.err && "
              "%s fit " RUN " --json > agree_fit.json && %s fit " RUN " > agree_fit.txt",
              bin, bin, bin);
-    CHECK(sh(cmd) == 0, "sweep and fit (see agree_sweep.err)");
-    cJSON *sum = json_file(RUN "/summary.json"), *fit = json_file("agree_fit.json");
-    cJSON *rep = report_data(RUN "/report.html");
+    CHECK(tu_sh(cmd) == 0, "sweep and fit (see agree_sweep.err)");
+    cJSON *sum = tu_json_file(RUN "/summary.json"), *fit = tu_json_file("agree_fit.json");
+    cJSON *rep = tu_page_data(RUN "/report.html");
     CHECK(sum && fit && rep, "summary.json %s, fit --json %s, report data %s", sum ? "read" : "missing",
           fit ? "read" : "missing", rep ? "read" : "missing");
     const cJSON *sl = get(sum, "levels"), *fl = get(fit, "levels"), *rl = get(rep, "levels");

@@ -6,7 +6,6 @@
  * --expect-speedup gate is checked for exit codes 3 and 0. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gsl/gsl_cdf.h>
@@ -17,6 +16,7 @@
 #include "report.h"
 #include "runs_gen.h"
 #include "testutil.h"
+#include "tsupport.h"
 
 static const int levels[] = {1, 2, 4, 8, 16};
 #define A_MS 20.0
@@ -189,12 +189,6 @@ static void check_coverage(void)
     CHECK(hit[1] <= 18, "request bootstrap covers %d/%d (expected too narrow)", hit[1], n);
 }
 
-static int run_cmd(const char *cmd)
-{
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 int main(int argc, char **argv)
 {
     check_json_embed();
@@ -349,11 +343,11 @@ int main(int argc, char **argv)
         };
         for (size_t i = 0; i < sizeof gate / sizeof gate[0]; i++) {
             snprintf(cmd, sizeof cmd, "%s compare cmp_a cmp_b %s >gate_%zu.out 2>&1", bin, gate[i].args, i);
-            int rc = run_cmd(cmd);
+            int rc = tu_sh(cmd);
             CHECK(rc == gate[i].want, "'%s' exited %d, want %d", gate[i].args, rc, gate[i].want);
         }
         snprintf(cmd, sizeof cmd, "%s compare cmp_a cmp_b --json > cmp.json", bin);
-        CHECK(run_cmd(cmd) == 0, "compare --json");
+        CHECK(tu_sh(cmd) == 0, "compare --json");
         char *text = NULL;
         size_t len;
         if (ll_read_file("cmp.json", &text, &len, err, sizeof err) == 0) {
@@ -363,7 +357,7 @@ int main(int argc, char **argv)
             free(text);
         }
         snprintf(cmd, sizeof cmd, "%s compare cmp_a cmp_b --json --expect-speedup 3@16 > gate.json 2>/dev/null", bin);
-        CHECK(run_cmd(cmd) == 3, "json gate exit");
+        CHECK(tu_sh(cmd) == 3, "json gate exit");
         if (ll_read_file("gate.json", &text, &len, err, sizeof err) == 0) {
             cJSON *jj = cJSON_ParseWithOpts(text, NULL, 1);
             const cJSON *gj = cJSON_GetObjectItem(jj, "gate");
@@ -373,7 +367,7 @@ int main(int argc, char **argv)
             free(text);
         }
         snprintf(cmd, sizeof cmd, "%s compare cmp_a cmp_b > cmp.txt", bin);
-        CHECK(run_cmd(cmd) == 0, "compare text");
+        CHECK(tu_sh(cmd) == 0, "compare text");
         if (ll_read_file("cmp.txt", &text, &len, err, sizeof err) == 0) {
             CHECK(strstr(text, "B is 2.5") != NULL, "verdict in text:\n%s", text);
             free(text);
@@ -381,7 +375,7 @@ int main(int argc, char **argv)
         /* The gate line (stderr) follows the verdict (stdout) through a
          * shared pipe: stdout is flushed before it. */
         snprintf(cmd, sizeof cmd, "%s compare cmp_a cmp_b --expect-speedup 2.0@16 2>&1 | cat > gate_order.out", bin);
-        CHECK(run_cmd(cmd) == 0, "compare | cat");
+        CHECK(tu_sh(cmd) == 0, "compare | cat");
         if (ll_read_file("gate_order.out", &text, &len, err, sizeof err) == 0) {
             const char *v = strstr(text, "B is "), *gl = strstr(text, "gate: expected >= 2");
             CHECK(v && gl && gl > v && strstr(gl, ": met\n"), "gate line after the verdict:\n%s", text);
@@ -389,10 +383,10 @@ int main(int argc, char **argv)
         }
         snprintf(cmd, sizeof cmd, "%s compare cmp_small_a cmp_small_b --expect-speedup 1.0@1 >gate_small.out 2>&1",
                  bin);
-        CHECK(run_cmd(cmd) == 3, "a gate on one unit a side fails (see gate_small.out)");
-        CHECK(run_cmd("false") == 1, "sanity");
+        CHECK(tu_sh(cmd) == 3, "a gate on one unit a side fails (see gate_small.out)");
+        CHECK(tu_sh("false") == 1, "sanity");
         snprintf(cmd, sizeof cmd, "%s compare cmp_a /nonexistent >/dev/null 2>&1", bin);
-        CHECK(run_cmd(cmd) == 1, "missing run dir -> 1");
+        CHECK(tu_sh(cmd) == 1, "missing run dir -> 1");
     }
 out:
     fit_compare_free(c);

@@ -11,27 +11,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "common.h"
 #include "testutil.h"
-
-static int sh(const char *cmd)
-{
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static cJSON *json_file(const char *path)
-{
-    char err[256], *s = NULL;
-    size_t n;
-    if (ll_read_file(path, &s, &n, err, sizeof err))
-        return NULL;
-    cJSON *j = cJSON_ParseWithOpts(s, NULL, 0);
-    free(s);
-    return j;
-}
+#include "tsupport.h"
 
 int main(int argc, char **argv)
 {
@@ -45,15 +28,15 @@ int main(int argc, char **argv)
     snprintf(cmd, sizeof cmd, "rm -rf e2e_a e2e_b e2e_prof && %s sweep --engine "
                               "backend=synthetic,law=20+12n,time_scale=0.05,jitter=0.02,seed=1 %s -o e2e_a > e2e_a.log 2>&1",
              bin, common);
-    CHECK(sh(cmd) == 0, "sweep A (see e2e_a.log)");
+    CHECK(tu_sh(cmd) == 0, "sweep A (see e2e_a.log)");
     snprintf(cmd, sizeof cmd, "%s sweep --engine backend=synthetic,law=20+4n,time_scale=0.05,jitter=0.02,seed=2 %s "
                               "-o e2e_b > e2e_b.log 2>&1",
              bin, common);
-    CHECK(sh(cmd) == 0, "sweep B (see e2e_b.log)");
+    CHECK(tu_sh(cmd) == 0, "sweep B (see e2e_b.log)");
 
     snprintf(cmd, sizeof cmd, "%s compare e2e_a e2e_b --json > e2e_cmp.json", bin);
-    CHECK(sh(cmd) == 0, "compare");
-    cJSON *j = json_file("e2e_cmp.json");
+    CHECK(tu_sh(cmd) == 0, "compare");
+    cJSON *j = tu_json_file("e2e_cmp.json");
     CHECK(j != NULL, "compare json");
     if (j) {
         const cJSON *ci = cJSON_GetObjectItem(j, "slope_ratio_ci");
@@ -74,11 +57,11 @@ int main(int argc, char **argv)
         cJSON_Delete(j);
     }
     snprintf(cmd, sizeof cmd, "%s compare e2e_a e2e_b --expect-speedup 2.0@16 > /dev/null 2>&1", bin);
-    CHECK(sh(cmd) == 0, "gate 2.0@16 met");
+    CHECK(tu_sh(cmd) == 0, "gate 2.0@16 met");
     snprintf(cmd, sizeof cmd, "%s compare e2e_a e2e_b --expect-speedup 3.5 > /dev/null 2>&1", bin);
-    CHECK(sh(cmd) == 3, "gate 3.5 missed -> 3");
+    CHECK(tu_sh(cmd) == 3, "gate 3.5 missed -> 3");
     snprintf(cmd, sizeof cmd, "%s compare e2e_b e2e_a --expect-speedup 1.0 > /dev/null 2>&1", bin);
-    CHECK(sh(cmd) == 3, "the slower run does not pass as a speedup");
+    CHECK(tu_sh(cmd) == 3, "the slower run does not pass as a speedup");
 
     /* The engine's own profiler trace, through `loadlaw trace`. */
     snprintf(cmd, sizeof cmd, "mkdir -p e2e_prof && %s sweep %s/scenarios/profile-c32.json --engine "
@@ -86,8 +69,8 @@ int main(int argc, char **argv)
                               "-n 40 -q --no-report -o e2e_prof > e2e_prof.log 2>&1 && "
                               "%s trace e2e_prof/*.pt.trace.json* --json > e2e_trace.json",
              bin, LOADLAW_SOURCE_DIR, bin);
-    CHECK(sh(cmd) == 0, "profiled sweep + trace (see e2e_prof.log)");
-    j = json_file("e2e_trace.json");
+    CHECK(tu_sh(cmd) == 0, "profiled sweep + trace (see e2e_prof.log)");
+    j = tu_json_file("e2e_trace.json");
     CHECK(j != NULL, "trace json");
     if (j) {
         const cJSON *f0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "files"), 0);

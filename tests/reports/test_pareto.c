@@ -16,38 +16,14 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "common.h"
 #include "fit.h"
 #include "runs_gen.h"
 #include "testutil.h"
+#include "tsupport.h"
 
 static const int levels[] = {1, 2, 4, 8, 16};
-
-static int sh(const char *cmd)
-{
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-/* The page's data block, parsed; NULL when absent. */
-static cJSON *page_data(const char *path)
-{
-    static const char open[] = "<script id=\"ll-data\" type=\"application/json\">";
-    char err[256], *s = NULL;
-    size_t n;
-    if (ll_read_file(path, &s, &n, err, sizeof err))
-        return NULL;
-    char *a = strstr(s, open), *b = a ? strstr(a, "</script>") : NULL;
-    cJSON *j = NULL;
-    if (b) {
-        *b = '\0';
-        j = cJSON_ParseWithOpts(a + sizeof open - 1, NULL, 0);
-    }
-    free(s);
-    return j;
-}
 
 static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
 static double num(const cJSON *o, const char *k) { return cJSON_IsNumber(get(o, k)) ? get(o, k)->valuedouble : NAN; }
@@ -74,8 +50,8 @@ static void check_with_objectives(const char *bin)
 {
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "%s report par --itl-slo 150ms --ttft-slo 40ms -o par/slo.html > /dev/null 2>&1", bin);
-    CHECK(sh(cmd) == 0, "report with objectives");
-    cJSON *d = page_data("par/slo.html");
+    CHECK(tu_sh(cmd) == 0, "report with objectives");
+    cJSON *d = tu_page_data("par/slo.html");
     const cJSON *p = get(d, "pareto");
     CHECK(p != NULL, "the page's data has \"pareto\"");
     fit_slo slo = {.ttft_ms = 40, .tpot_ms = 150, .e2e_ms = NAN};
@@ -177,8 +153,8 @@ int main(int argc, char **argv)
 
     /* no objectives (the sweep's own report): no line, no flags */
     snprintf(cmd, sizeof cmd, "%s report par > /dev/null 2>&1", bin);
-    CHECK(sh(cmd) == 0, "report without objectives");
-    cJSON *d = page_data("par/report.html");
+    CHECK(tu_sh(cmd) == 0, "report without objectives");
+    cJSON *d = tu_page_data("par/report.html");
     const cJSON *p = get(d, "pareto"), *q;
     CHECK(p && cJSON_IsNull(get(p, "objectives")), "no objectives");
     CHECK(cJSON_GetArraySize(get(p, "curve")) == 20, "the curve still drawn");
@@ -193,8 +169,8 @@ int main(int argc, char **argv)
     g1.n_levels = 1;
     CHECK(gen_run("par1", &g1) == 0, "write the one-level run");
     snprintf(cmd, sizeof cmd, "%s report par1 --itl-slo 100ms > /dev/null 2>&1", bin);
-    CHECK(sh(cmd) == 0, "report of one level");
-    d = page_data("par1/report.html");
+    CHECK(tu_sh(cmd) == 0, "report of one level");
+    d = tu_page_data("par1/report.html");
     p = get(d, "pareto");
     const char *why = cJSON_GetStringValue(get(p, "no_curve"));
     CHECK(why && strstr(why, "one concurrency"), "says why there is no curve (the fit's no_law): %s",
@@ -207,10 +183,10 @@ int main(int argc, char **argv)
 
     /* the objective options parse as plan's */
     snprintf(cmd, sizeof cmd, "%s report par --itl-slo 50ms --tpot-slo 40ms > /dev/null 2>&1", bin);
-    CHECK(sh(cmd) == 2, "two per-token objectives: usage error");
+    CHECK(tu_sh(cmd) == 2, "two per-token objectives: usage error");
     snprintf(cmd, sizeof cmd, "%s report par --ttft-slo soon > /dev/null 2>&1", bin);
-    CHECK(sh(cmd) == 2, "a bad duration: usage error");
+    CHECK(tu_sh(cmd) == 2, "a bad duration: usage error");
     snprintf(cmd, sizeof cmd, "%s plan par --itl-slo 50ms --tpot-slo 40ms > /dev/null 2>&1", bin);
-    CHECK(sh(cmd) == 2, "plan refuses the same");
+    CHECK(tu_sh(cmd) == 2, "plan refuses the same");
     TEST_MAIN_END();
 }

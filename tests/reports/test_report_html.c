@@ -14,20 +14,14 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common.h"
 #include "runs_gen.h"
 #include "testutil.h"
+#include "tsupport.h"
 
 static const int levels[] = {1, 2, 4, 8, 16};
-
-static int sh(const char *cmd)
-{
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 static const char *find_chromium(void)
 {
@@ -83,7 +77,7 @@ static void render(const char *chromium, const char *page, const char *png, int 
                         "--virtual-time-budget=5000 --user-data-dir=chromium-profile";
     snprintf(cmd, sizeof cmd, "timeout 90 %s %s --dump-dom file://%s/%s > %s.dom 2> %s.chromium.log", chromium, flags,
              cwd, page, page, page);
-    CHECK(sh(cmd) == 0, "%s: chromium --dump-dom failed (see %s.chromium.log)", what, page);
+    CHECK(tu_sh(cmd) == 0, "%s: chromium --dump-dom failed (see %s.chromium.log)", what, page);
     snprintf(cmd, sizeof cmd, "%s.dom", page);
     char *dom = NULL;
     size_t len = 0;
@@ -115,7 +109,7 @@ static void render(const char *chromium, const char *page, const char *png, int 
     free(dom);
     snprintf(cmd, sizeof cmd, "timeout 90 %s %s --window-size=1300,2600 --screenshot=%s/%s file://%s/%s 2>/dev/null",
              chromium, flags, cwd, png, cwd, page);
-    CHECK(sh(cmd) == 0, "%s: screenshot failed", what);
+    CHECK(tu_sh(cmd) == 0, "%s: screenshot failed", what);
     struct stat st;
     CHECK(stat(png, &st) == 0 && st.st_size > 20000, "%s: screenshot %s missing or blank", what, png);
 }
@@ -128,15 +122,6 @@ static const char *find_url(const char *page)
         if ((strncasecmp(p, "http://", 7) == 0 || strncasecmp(p, "https://", 8) == 0))
             return p;
     return NULL;
-}
-
-static char *slurp(const char *path)
-{
-    char err[256], *s = NULL;
-    size_t n;
-    if (ll_read_file(path, &s, &n, err, sizeof err))
-        return NULL;
-    return s;
 }
 
 int main(int argc, char **argv)
@@ -167,11 +152,11 @@ int main(int argc, char **argv)
     CHECK(gen_run("rep_b", &g) == 0, "write run b");
 
     snprintf(cmd, sizeof cmd, "%s report rep_a > report.out 2>&1", bin);
-    CHECK(sh(cmd) == 0, "loadlaw report exit");
-    char *out = slurp("report.out");
+    CHECK(tu_sh(cmd) == 0, "loadlaw report exit");
+    char *out = tu_slurp("report.out");
     CHECK(out && strstr(out, "report: rep_a/report.html"), "report prints its path: %s", out ? out : "");
     free(out);
-    char *page = slurp("rep_a/report.html");
+    char *page = tu_slurp("rep_a/report.html");
     CHECK(page != NULL, "report.html written");
     if (page) {
         CHECK(strstr(page, "Chart.js v") != NULL, "Chart.js inlined");
@@ -196,8 +181,8 @@ int main(int argc, char **argv)
         free(page);
     }
     snprintf(cmd, sizeof cmd, "%s compare rep_a rep_b --html compare.html > compare.out 2>&1", bin);
-    CHECK(sh(cmd) == 0, "loadlaw compare --html exit");
-    page = slurp("compare.html");
+    CHECK(tu_sh(cmd) == 0, "loadlaw compare --html exit");
+    page = tu_slurp("compare.html");
     CHECK(page != NULL, "compare.html written");
     if (page) {
         const char *url = find_url(page);
@@ -205,12 +190,12 @@ int main(int argc, char **argv)
         free(page);
     }
     snprintf(cmd, sizeof cmd, "%s report /nonexistent/run > /dev/null 2>&1", bin);
-    CHECK(sh(cmd) == 1, "missing run dir: exit 1");
+    CHECK(tu_sh(cmd) == 1, "missing run dir: exit 1");
     snprintf(cmd, sizeof cmd, "%s report > /dev/null 2>&1", bin);
-    CHECK(sh(cmd) == 2, "no run dir: exit 2");
+    CHECK(tu_sh(cmd) == 2, "no run dir: exit 2");
     snprintf(cmd, sizeof cmd, "LOADLAW_CHARTJS=/nonexistent.js %s report rep_a > nochart.out 2>&1", bin);
-    CHECK(sh(cmd) == 1, "missing Chart.js: exit 1");
-    out = slurp("nochart.out");
+    CHECK(tu_sh(cmd) == 1, "missing Chart.js: exit 1");
+    out = tu_slurp("nochart.out");
     CHECK(out && strstr(out, "libjs-chart.js"), "missing Chart.js says how to fix it: %s", out ? out : "");
     free(out);
 
@@ -220,7 +205,7 @@ int main(int argc, char **argv)
                    .levels = big_levels, .n_levels = 2, .seed = 9};
     CHECK(gen_run("rep_big", &gb) == 0, "write big run");
     snprintf(cmd, sizeof cmd, "%s report rep_big > /dev/null 2>&1", bin);
-    CHECK(sh(cmd) == 0, "big report");
+    CHECK(tu_sh(cmd) == 0, "big report");
     struct stat st;
     CHECK(stat("rep_big/report.html", &st) == 0 && st.st_size < 1500000, "big page %lld bytes",
           (long long)st.st_size);
@@ -237,7 +222,7 @@ int main(int argc, char **argv)
     /* the Pareto chart with objectives (line, goodput flags), and with no law (points only) */
     snprintf(cmd, sizeof cmd,
              "%s report rep_a --itl-slo 100ms --ttft-slo 40ms -o rep_a/slo.html > /dev/null 2>&1", bin);
-    CHECK(sh(cmd) == 0, "report with objectives");
+    CHECK(tu_sh(cmd) == 0, "report with objectives");
     render(chromium, "rep_a/slo.html", "report_slo.png", 3 + 3 * 5, "report with objectives");
     static const int one_level[] = {4};
     gen_spec g1 = g;
@@ -245,8 +230,8 @@ int main(int argc, char **argv)
     g1.n_levels = 1;
     CHECK(gen_run("rep_one", &g1) == 0, "write one-level run");
     snprintf(cmd, sizeof cmd, "%s report rep_one > /dev/null 2>&1", bin);
-    CHECK(sh(cmd) == 0, "one-level report");
-    page = slurp("rep_one/report.html");
+    CHECK(tu_sh(cmd) == 0, "one-level report");
+    page = tu_slurp("rep_one/report.html");
     CHECK(page && strstr(page, "<b>No law curve</b>"), "one level: the page says why there is no curve");
     free(page);
     render(chromium, "rep_one/report.html", "report_one.png", 3 + 3, "one-level report");

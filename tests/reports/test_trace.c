@@ -5,7 +5,6 @@
  * input against clear errors. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <zlib.h>
@@ -13,6 +12,7 @@
 #include "common.h"
 #include "report.h"
 #include "testutil.h"
+#include "tsupport.h"
 #include "trace_internal.h"
 
 /* Device 0 streams 7 and 8 overlap; device 1 runs NCCL; a GPU annotation, a
@@ -369,12 +369,6 @@ out:
     rpt_trace_free(t[1]);
 }
 
-static int sh(const char *cmd)
-{
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 /* `loadlaw trace` itself: exit codes, --category, --top, --wide. */
 static void test_cli(const char *bin)
 {
@@ -386,11 +380,11 @@ static void test_cli(const char *bin)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         snprintf(cmd, sizeof cmd, "%s trace %s > /dev/null 2>&1", bin, cases[i].args);
-        CHECK(sh(cmd) == cases[i].want, "'trace %s' want exit %d", cases[i].args, cases[i].want);
+        CHECK(tu_sh(cmd) == cases[i].want, "'trace %s' want exit %d", cases[i].args, cases[i].want);
     }
     snprintf(cmd, sizeof cmd, "%s trace trace_a.json trace_b.json.gz --top 2 --category 'copies=memcpy|memset' "
                               "--category 'attention=xyzzy' > cli.out 2>&1", bin);
-    CHECK(sh(cmd) == 0, "trace two files");
+    CHECK(tu_sh(cmd) == 0, "trace two files");
     if (ll_read_file("cli.out", &out, &len, err, sizeof err) == 0) {
         CHECK(strstr(out, "[2] trace_b.json.gz") != NULL, "per-file legend:\n%s", out);
         CHECK(strstr(out, "  copies ") != NULL && strstr(out, "  attention ") == NULL, "user categories:\n%s", out);
@@ -398,7 +392,7 @@ static void test_cli(const char *bin)
         free(out);
     }
     snprintf(cmd, sizeof cmd, "%s trace trace_a.json --wide > cli_wide.out 2>&1", bin);
-    CHECK(sh(cmd) == 0, "trace --wide");
+    CHECK(tu_sh(cmd) == 0, "trace --wide");
     if (ll_read_file("cli_wide.out", &out, &len, err, sizeof err) == 0) {
         CHECK(strstr(out, "void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64>>(Flash_fwd_params)") != NULL,
               "full names with --wide:\n%s", out);

@@ -31,7 +31,7 @@ static void test_errors(void)
     expect_error("{\"request\":{\"max_tokens\":\"64\"}}", "request.max_tokens", "integer");
     expect_error("{\"request\":{\"ignore_eos\":1}}", "request.ignore_eos", "true or false");
     expect_error("{\"target\":{\"endpoint\":\"chatt\"}}", "target.endpoint", "\"responses\" or \"generate\"");
-    /* Issue 10's fields, as strict as the rest. */
+    /* The request-shaping fields (path, headers, extra_body), as strict as the rest. */
     expect_error("{\"target\":{\"path\":\"v1/x\"}}", "target.path", "'/'");
     expect_error("{\"target\":{\"path\":7}}", "target.path", "string");
     expect_error("{\"target\":{\"headers\":\"X: y\"}}", "target.headers", "array");
@@ -123,9 +123,9 @@ static void test_load_and_override(void)
     scn_free(s);
 }
 
-/* Endpoint names and paths; the new fields load, round-trip through
+/* Endpoint names and paths; the request-shaping fields load, round-trip through
  * scn_to_json (with "defaults") and are freed by scn_free (ASan build). */
-static void test_issue10_fields(void)
+static void test_request_fields(void)
 {
     static const char *const names[] = {"chat", "completions", "responses", "generate"};
     static const char *const paths[] = {"/v1/chat/completions", "/v1/completions", "/v1/responses", "/generate"};
@@ -382,7 +382,7 @@ static void test_ab(void)
     scn_free(s);
 }
 
-/* Issue 15: the A/B order. scn_ab_side_at is the ABBA generator the sweep
+/* The A/B order. scn_ab_side_at is the ABBA generator the sweep
  * expands every level with: for R repeats per side, positions 0..2R-1. */
 static void test_ab_order(void)
 {
@@ -457,7 +457,7 @@ int main(void)
 {
     test_errors();
     test_load_and_override();
-    test_issue10_fields();
+    test_request_fields();
     test_shipped();
     test_prompts();
     test_ab();

@@ -15,42 +15,9 @@
 
 #include "common.h"
 #include "testutil.h"
+#include "tsupport.h"
 
 static char g_tmp[256];
-
-static int run_cmd(char *const args[], const char *outfile, const char *errfile, double timeout_s)
-{
-    pid_t p = fork();
-    if (p == 0) {
-        FILE *e = freopen(errfile, "w", stderr);
-        FILE *o = freopen(outfile ? outfile : "/dev/null", "w", stdout);
-        (void)e;
-        (void)o;
-        execv(LOADLAW_BIN, args);
-        _exit(127);
-    }
-    int st = 0;
-    int64_t end = ll_now_ns() + (int64_t)(timeout_s * 1e9);
-    while (ll_now_ns() < end) {
-        if (waitpid(p, &st, WNOHANG) == p)
-            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        usleep(10000);
-    }
-    kill(p, SIGKILL);
-    waitpid(p, &st, 0);
-    return -1;
-}
-
-static int file_has(const char *path, const char *needle)
-{
-    char *text = NULL, err[128];
-    size_t len;
-    if (ll_read_file(path, &text, &len, err, sizeof err))
-        return 0;
-    int f = strstr(text, needle) != NULL;
-    free(text);
-    return f;
-}
 
 /* ---- usage errors ---------------------------------------------------------------- */
 
@@ -58,15 +25,10 @@ static void usage_case(const char *what, char *const args[], const char *needle)
 {
     char errf[300];
     snprintf(errf, sizeof errf, "%s/usage.err", g_tmp);
-    int rc = run_cmd(args, NULL, errf, 20);
-    char *text = NULL, err[128];
-    size_t len = 0;
-    ll_read_file(errf, &text, &len, err, sizeof err);
-    int lines = 0;
-    for (size_t i = 0; text && i < len; i++)
-        lines += text[i] == '\n';
-    CHECK(rc == 2 && text && strstr(text, needle) && lines == 1, "%s: exit 2 (got %d), one line naming '%s': %s",
-          what, rc, needle, text ? text : "");
+    int rc = tu_run(LOADLAW_BIN, args, NULL, errf, 20);
+    char *text = tu_slurp(errf);
+    CHECK(rc == 2 && text && strstr(text, needle) && tu_count(text, "\n") == 1,
+          "%s: exit 2 (got %d), one line naming '%s': %s", what, rc, needle, text ? text : "");
     free(text);
 }
 
@@ -140,16 +102,12 @@ static void read_side(const char *dir, side_recs *s)
 
 static void write_scenario(const char *path)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return;
-    fprintf(f, "{\"name\":\"ab\",\"engine\":\"backend=synthetic,time_scale=0.02,seed=1\",\n"
+    tu_write_file(path, "{\"name\":\"ab\",\"engine\":\"backend=synthetic,time_scale=0.02,seed=1\",\n"
                " \"request\":{\"max_tokens\":16,\"think_tokens\":0,\"ignore_eos\":true,\"timeout_s\":60},\n"
                " \"prompts\":{\"source\":\"synthetic\",\"words\":{\"dist\":\"fixed\",\"value\":10},\"count\":32},\n"
                " \"load\":{\"drain_s\":2,\"requests\":4},\"levels\":[{\"concurrency\":1},{\"concurrency\":4}],\n"
                " \"ab\":{\"a\":{\"name\":\"slow\",\"engine\":\"law=52+30n\"},"
                "\"b\":{\"name\":\"fast\",\"engine\":\"law=52+10n\"}}}\n");
-    fclose(f);
 }
 
 /* compare --json of dir/a_name and dir/b_name into out; its exit status. */
@@ -158,7 +116,7 @@ static int compare_json(const char *a, const char *b, const char *out)
     char errf[400];
     snprintf(errf, sizeof errf, "%s.err", out);
     char *args[] = {"loadlaw", "compare", (char *)a, (char *)b, "--json", "--resamples", "200", NULL};
-    return run_cmd(args, out, errf, 60);
+    return tu_run(LOADLAW_BIN, args, out, errf, 60);
 }
 
 static void test_interleaved(void)
@@ -170,7 +128,7 @@ static void test_interleaved(void)
     snprintf(errf, sizeof errf, "%s/inter.err", g_tmp);
     write_scenario(scn);
     char *args[] = {"loadlaw", "sweep", scn, "-o", dir, "-q", "--no-report", "--gpu", "off", "--repeat", "3", NULL};
-    int rc = run_cmd(args, out, errf, 90);
+    int rc = tu_run(LOADLAW_BIN, args, out, errf, 90);
     CHECK(rc == 0, "interleaved ab: exit 0, got %d (see %s)", rc, errf);
     snprintf(da, sizeof da, "%s/slow", dir);
     snprintf(db, sizeof db, "%s/fast", dir);
@@ -199,17 +157,19 @@ static void test_interleaved(void)
     for (int q = 0; q + 1 < 12; q++)
         ordered &= by_seq[q] && by_seq[q + 1] && by_seq[q + 1]->start_wall_ns + 1000000 >= by_seq[q]->end_wall_ns;
     CHECK(ordered, "levels ran one after the other in seq order");
-    CHECK(file_has(out, "paired (interleaved)") && file_has(out, "(3 pairs)"), "the sweep's compare is paired");
+    CHECK(tu_file_has(out, "paired (interleaved)") && tu_file_has(out, "(3 pairs)"),
+          "the sweep's compare is paired");
     snprintf(cj, sizeof cj, "%s/inter.json", g_tmp);
     CHECK(compare_json(da, db, cj) == 0, "compare reads the run");
-    CHECK(file_has(cj, "\"paired\":\ttrue") && file_has(cj, "\"ratio_method\":\t\"paired\"") &&
-              file_has(cj, "\"n_pairs\":\t3"),
+    CHECK(tu_file_has(cj, "\"paired\":\ttrue") && tu_file_has(cj, "\"ratio_method\":\t\"paired\"") &&
+              tu_file_has(cj, "\"n_pairs\":\t3"),
           "compare --json: paired, 3 pairs a level");
     /* every command reads a side as an ordinary run */
     char fout[400];
     snprintf(fout, sizeof fout, "%s/fit.out", g_tmp);
     char *fa[] = {"loadlaw", "fit", da, "--json", NULL};
-    CHECK(run_cmd(fa, fout, errf, 30) == 0 && file_has(fout, "\"levels\""), "loadlaw fit reads side a");
+    CHECK(tu_run(LOADLAW_BIN, fa, fout, errf, 30) == 0 && tu_file_has(fout, "\"levels\""),
+          "loadlaw fit reads side a");
 }
 
 static void test_sequential(void)
@@ -221,7 +181,7 @@ static void test_sequential(void)
     snprintf(errf, sizeof errf, "%s/seq.err", g_tmp);
     char *args[] = {"loadlaw", "sweep", scn, "-o", dir, "-q", "--no-report", "--gpu", "off", "--order", "sequential",
                     "--repeat", "2", NULL};
-    int rc = run_cmd(args, out, errf, 90);
+    int rc = tu_run(LOADLAW_BIN, args, out, errf, 90);
     CHECK(rc == 0, "sequential ab: exit 0, got %d", rc);
     snprintf(da, sizeof da, "%s/slow", dir);
     snprintf(db, sizeof db, "%s/fast", dir);
@@ -234,8 +194,8 @@ static void test_sequential(void)
     CHECK(s[0].n && s[1].n && s[1].lv[0].start_wall_ns >= s[0].lv[s[0].n - 1].end_wall_ns,
           "all of A before all of B");
     snprintf(cj, sizeof cj, "%s/seq.json", g_tmp);
-    CHECK(compare_json(da, db, cj) == 0 && file_has(cj, "\"paired\":\tfalse") &&
-              file_has(cj, "\"ratio_method\":\t\"bootstrap\""),
+    CHECK(compare_json(da, db, cj) == 0 && tu_file_has(cj, "\"paired\":\tfalse") &&
+              tu_file_has(cj, "\"ratio_method\":\t\"bootstrap\""),
           "compare of a sequential run: unpaired, as before");
 }
 
@@ -257,9 +217,8 @@ static pid_t serve(const char *law, const char *model, const char *tag, char *ur
     }
     url[0] = 0;
     for (int i = 0; i < 500 && !url[0]; i++) {
-        char *text = NULL, err[64];
-        size_t len = 0;
-        if (ll_read_file(outf, &text, &len, err, sizeof err) == 0) {
+        char *text = tu_slurp(outf);
+        if (text) {
             char *h = strstr(text, "http://");
             if (h && strchr(h, '\n')) {
                 size_t l = strcspn(h, " \n");
@@ -285,20 +244,20 @@ static void test_two_urls(void)
                     "--api-key", "sk-SECRET-AAA", "--api-key", "sk-SECRET-BBB", "-c", "1,2", "-n", "4",
                     "--max-tokens", "16", "--prompt-tokens", "16", "--repeat", "2", "-o", dir, "-q",
                     "--no-report", "--gpu", "off", NULL};
-    int rc = ua[0] && ub[0] ? run_cmd(args, out, errf, 90) : -1;
+    int rc = ua[0] && ub[0] ? tu_run(LOADLAW_BIN, args, out, errf, 90) : -1;
     CHECK(rc == 0, "two --url: exit 0, got %d (see %s)", rc, errf);
     const char *files[] = {"a/records.jsonl", "b/records.jsonl", "a/summary.json", "b/summary.json"};
     for (int k = 0; k < 4; k++) {
         snprintf(path, sizeof path, "%s/%s", dir, files[k]);
-        CHECK(!file_has(path, "SECRET"), "%s: no API key", files[k]);
+        CHECK(!tu_file_has(path, "SECRET"), "%s: no API key", files[k]);
     }
-    CHECK(!file_has(out, "SECRET") && !file_has(errf, "SECRET"), "no API key on stdout or stderr");
+    CHECK(!tu_file_has(out, "SECRET") && !tu_file_has(errf, "SECRET"), "no API key on stdout or stderr");
     snprintf(path, sizeof path, "%s/a/records.jsonl", dir);
-    CHECK(file_has(path, "\"model\":\"model-a\"") && file_has(path, ua), "side a: its URL and model");
+    CHECK(tu_file_has(path, "\"model\":\"model-a\"") && tu_file_has(path, ua), "side a: its URL and model");
     snprintf(path, sizeof path, "%s/b/records.jsonl", dir);
-    CHECK(file_has(path, "\"model\":\"model-b\"") && file_has(path, ub) && file_has(path, "\"pair\":"),
+    CHECK(tu_file_has(path, "\"model\":\"model-b\"") && tu_file_has(path, ub) && tu_file_has(path, "\"pair\":"),
           "side b: its URL and model, paired levels");
-    CHECK(file_has(out, "(2 pairs)"), "compared by pairs");
+    CHECK(tu_file_has(out, "(2 pairs)"), "compared by pairs");
     kill(pa, SIGTERM);
     kill(pb, SIGTERM);
     waitpid(pa, NULL, 0);
@@ -307,19 +266,13 @@ static void test_two_urls(void)
 
 int main(void)
 {
-    snprintf(g_tmp, sizeof g_tmp, "/tmp/test_sweep_ab.%d", (int)getpid());
-    char err[128];
-    if (ll_mkdir_p(g_tmp, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
+    if (tu_tmpdir("test_sweep_ab", g_tmp, sizeof g_tmp))
         return 1;
-    }
     test_usage();
     test_interleaved();
     test_sequential();
     test_two_urls();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", g_tmp);
-    if (!tu_fail && system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", g_tmp);
+    if (!tu_fail)
+        tu_rmtree(g_tmp);
     TEST_MAIN_END();
 }

@@ -19,17 +19,15 @@
 #define _GNU_SOURCE /* strcasestr */
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common.h"
 #include "testutil.h"
+#include "tsupport.h"
 
 #define ENGINE_KEY "sk-eng-KEY-only-here"
 #define HDR_SECRET "hk-HDR-secret-value"
@@ -39,61 +37,19 @@ static char g_tmp[256];
 /* ---- a /metrics server on another port that logs what it is sent ---------- */
 
 typedef struct logsrv {
-    int fd, port;
-    atomic_int stop, requests, with_secret;
-    pthread_t th;
+    int requests, with_secret;
 } logsrv;
 
-static void *logsrv_main(void *arg)
+static int logsrv_answer(int fd, const char *head, void *ctx)
 {
-    logsrv *m = arg;
     static const char body[] = "# TYPE loadlaw_running_requests gauge\nloadlaw_running_requests 1\n";
-    char req[8192], resp[256];
-    while (!atomic_load(&m->stop)) {
-        int c = accept(m->fd, NULL, NULL);
-        if (c < 0)
-            continue;
-        ssize_t n = 0, k;
-        while (n < (ssize_t)sizeof req - 1 && (k = read(c, req + n, sizeof req - 1 - (size_t)n)) > 0) {
-            n += k;
-            req[n] = '\0';
-            if (strstr(req, "\r\n\r\n"))
-                break;
-        }
-        req[n > 0 ? n : 0] = '\0';
-        atomic_fetch_add(&m->requests, 1);
-        if (strcasestr(req, "\nauthorization:") || strcasestr(req, "\nx-api-key:") || strstr(req, HDR_SECRET) ||
-            strstr(req, ENGINE_KEY))
-            atomic_fetch_add(&m->with_secret, 1);
-        int rl = snprintf(resp, sizeof resp, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
-                                             "Connection: close\r\n\r\n", sizeof body - 1);
-        if (write(c, resp, (size_t)rl) < 0 || write(c, body, sizeof body - 1) < 0) {
-            /* the scraper gave up: nothing to do */
-        }
-        close(c);
-    }
-    return NULL;
-}
-
-static int logsrv_start(logsrv *m)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t al = sizeof a;
-    struct timeval tv = {.tv_sec = 0, .tv_usec = 200000}; /* accept wakes to see stop */
-    memset(m, 0, sizeof *m);
-    if ((m->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
-        bind(m->fd, (struct sockaddr *)&a, sizeof a) || listen(m->fd, 64) ||
-        getsockname(m->fd, (struct sockaddr *)&a, &al) || setsockopt(m->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv))
-        return -1;
-    m->port = ntohs(a.sin_port);
-    return pthread_create(&m->th, NULL, logsrv_main, m) ? -1 : 0;
-}
-
-static void logsrv_stop(logsrv *m)
-{
-    atomic_store(&m->stop, 1);
-    pthread_join(m->th, NULL);
-    close(m->fd);
+    logsrv *m = ctx;
+    m->requests++;
+    if (strcasestr(head, "\nauthorization:") || strcasestr(head, "\nx-api-key:") || strstr(head, HDR_SECRET) ||
+        strstr(head, ENGINE_KEY))
+        m->with_secret++;
+    tu_httpd_reply(fd, "200 OK", "text/plain", body, sizeof body - 1);
+    return 0;
 }
 
 /* A loopback port nobody listens on now (the engine takes it a moment later). */
@@ -110,42 +66,6 @@ static int free_port(void)
 }
 
 /* ---- helpers ------------------------------------------------------------------ */
-
-/* Run loadlaw with args, stderr and stdout to files; its exit status. */
-static int run_loadlaw(char *const args[], const char *errfile, const char *outfile)
-{
-    pid_t p = fork();
-    if (p == 0) {
-        if (!freopen(errfile, "w", stderr) || !freopen(outfile, "w", stdout))
-            _exit(126);
-        execv(LOADLAW_BIN, args);
-        _exit(127);
-    }
-    int st = 0;
-    waitpid(p, &st, 0);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
-static size_t count_in(const char *path, const char *needle)
-{
-    char err[256], *s = NULL;
-    size_t n = 0, len;
-    if (ll_read_file(path, &s, &len, err, sizeof err))
-        return 0;
-    for (const char *p = s; (p = strstr(p, needle)); p++)
-        n++;
-    free(s);
-    return n;
-}
-
-/* 1 when some file under dir contains needle, 0 when none does, -1 on error. */
-static int dir_has(const char *dir, const char *needle)
-{
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "grep -rqF -- '%s' '%s'", needle, dir);
-    int st = system(cmd);
-    return st == 0 ? 1 : (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 1) ? 0 : -1;
-}
 
 typedef struct tally {
     int requests, ok;
@@ -177,10 +97,11 @@ static tally read_tally(const char *dir)
 
 static void test_scrape_headers(void)
 {
-    logsrv m;
+    logsrv m = {0};
+    tu_httpd *srv = NULL;
     char dir[300], errf[300], outf[300], rec[400], spec[300], other[96], same[96], src[256];
     int port = free_port();
-    if (port < 0 || logsrv_start(&m)) {
+    if (port < 0 || tu_httpd_start(logsrv_answer, &m, &srv)) {
         CHECK(0, "free port and logging server");
         return;
     }
@@ -189,7 +110,7 @@ static void test_scrape_headers(void)
     snprintf(outf, sizeof outf, "%s/hdr.out", g_tmp);
     snprintf(rec, sizeof rec, "%s/records.jsonl", dir);
     snprintf(spec, sizeof spec, "backend=synthetic,law=52+30n,time_scale=0.2,port=%d,api_key=%s", port, ENGINE_KEY);
-    snprintf(other, sizeof other, "http://127.0.0.1:%d/metrics", m.port);
+    snprintf(other, sizeof other, "http://127.0.0.1:%d/metrics", tu_httpd_port(srv));
     /* the engine's own origin, spelled apart from the default URL so that
      * its records can be told apart */
     snprintf(same, sizeof same, "http://127.0.0.1:%d/metrics?same=1", port);
@@ -200,24 +121,24 @@ static void test_scrape_headers(void)
     /* the environment's key stays out where the user gave an Authorization:
      * sent first, it would get every request 401 */
     setenv("OPENAI_API_KEY", "sk-env-OTHER-key", 1);
-    int rc = run_loadlaw(args, errf, outf);
+    int rc = tu_run(LOADLAW_BIN, args, outf, errf, 0);
     unsetenv("OPENAI_API_KEY");
-    logsrv_stop(&m);
+    tu_httpd_stop(srv);
     tally t = read_tally(dir);
     CHECK(rc == 0 && t.requests == 12 && t.ok == 12, "the requests carry the header: exit %d, %d of %d ok (see %s)",
           rc, t.ok, t.requests, errf);
-    CHECK(count_in(errf, "HTTP 401") == 0, "no scrape answered 401 (see %s)", errf);
+    CHECK(tu_count_in(errf, "HTTP 401") == 0, "no scrape answered 401 (see %s)", errf);
     snprintf(src, sizeof src, "\"src\":\"http://127.0.0.1:%d/metrics\",\"name\":\"loadlaw_running_requests\"", port);
-    CHECK(count_in(rec, src) >= 2, "the engine's /metrics at its default URL scraped with the header: %zu samples",
-          count_in(rec, src));
+    CHECK(tu_count_in(rec, src) >= 2,
+          "the engine's /metrics at its default URL scraped with the header: %zu samples", tu_count_in(rec, src));
     snprintf(src, sizeof src, "\"src\":\"%s\",\"name\":\"loadlaw_running_requests\"", same);
-    CHECK(count_in(rec, src) >= 2, "a --metrics-url on the requests' origin gets them too: %zu samples",
-          count_in(rec, src));
-    CHECK(atomic_load(&m.requests) >= 2, "the other origin was scraped (%d times)", atomic_load(&m.requests));
-    CHECK(atomic_load(&m.with_secret) == 0, "the other origin got a secret header %d times of %d",
-          atomic_load(&m.with_secret), atomic_load(&m.requests));
-    CHECK(dir_has(dir, ENGINE_KEY) == 0 && dir_has(dir, HDR_SECRET) == 0 && !count_in(errf, ENGINE_KEY) &&
-              !count_in(errf, HDR_SECRET) && !count_in(outf, ENGINE_KEY) && !count_in(outf, HDR_SECRET),
+    CHECK(tu_count_in(rec, src) >= 2, "a --metrics-url on the requests' origin gets them too: %zu samples",
+          tu_count_in(rec, src));
+    CHECK(m.requests >= 2, "the other origin was scraped (%d times)", m.requests);
+    CHECK(m.with_secret == 0, "the other origin got a secret header %d times of %d", m.with_secret, m.requests);
+    CHECK(tu_dir_has(dir, ENGINE_KEY) == 0 && tu_dir_has(dir, HDR_SECRET) == 0 &&
+              !tu_count_in(errf, ENGINE_KEY) && !tu_count_in(errf, HDR_SECRET) && !tu_count_in(outf, ENGINE_KEY) &&
+              !tu_count_in(outf, HDR_SECRET),
           "the header values are written nowhere");
 }
 
@@ -236,29 +157,31 @@ static void test_engine_key(void)
     snprintf(rec, sizeof rec, "%s/records.jsonl", dir);
     char *a1[] = {"loadlaw", "sweep", "-c", "1,2", "-n", "6", "--max-tokens", "16", "--think-tokens", "0",
                   "--engine", (char *)spec, "--metrics-interval", "0.1", "--gpu", "off", "-o", dir, NULL};
-    int rc = run_loadlaw(a1, errf, outf);
+    int rc = tu_run(LOADLAW_BIN, a1, outf, errf, 0);
     unsetenv("OPENAI_API_KEY");
     tally t = read_tally(dir);
     CHECK(rc == 0 && t.requests == 12 && t.ok == 12, "api_key in --engine alone: exit %d, %d of %d ok (see %s)", rc,
           t.ok, t.requests, errf);
-    CHECK(count_in(rec, "\"name\":\"loadlaw_running_requests\"") >= 2 && count_in(errf, "HTTP 401") == 0,
-          "its /metrics scraped with the key (%zu samples)", count_in(rec, "\"name\":\"loadlaw_running_requests\""));
-    CHECK(dir_has(dir, "KEY-only-here") == 0 && !count_in(errf, "KEY-only-here") && !count_in(outf, "KEY-only-here"),
+    CHECK(tu_count_in(rec, "\"name\":\"loadlaw_running_requests\"") >= 2 && tu_count_in(errf, "HTTP 401") == 0,
+          "its /metrics scraped with the key (%zu samples)", tu_count_in(rec, "\"name\":\"loadlaw_running_requests\""));
+    CHECK(tu_dir_has(dir, "KEY-only-here") == 0 && !tu_count_in(errf, "KEY-only-here") &&
+              !tu_count_in(outf, "KEY-only-here"),
           "the engine's key appears nowhere (run dir, stdout, stderr)");
-    CHECK(dir_has(dir, "api_key=(hidden)") == 1, "the run line keeps the spec with its key hidden");
+    CHECK(tu_dir_has(dir, "api_key=(hidden)") == 1, "the run line keeps the spec with its key hidden");
 
     /* (c) --api-key that differs: refused before anything is sent */
     snprintf(dir, sizeof dir, "%s/key-differs", g_tmp);
     snprintf(rec, sizeof rec, "%s/records.jsonl", dir);
     char *a2[] = {"loadlaw", "sweep", "-c", "1", "-n", "2", "--api-key", "sk-flag-OTHER-key", "--engine", (char *)spec,
                   "--gpu", "off", "-o", dir, NULL};
-    rc = run_loadlaw(a2, errf, outf);
+    rc = tu_run(LOADLAW_BIN, a2, outf, errf, 0);
     CHECK(rc == 2, "--api-key that differs from the engine's: exit 2, got %d", rc);
-    CHECK(count_in(errf, "\n") == 1 && count_in(errf, "--api-key differs from the api_key in the bundled engine's "
-                                                       "spec") == 1 && count_in(errf, "drop --api-key"),
+    CHECK(tu_count_in(errf, "\n") == 1 &&
+              tu_count_in(errf, "--api-key differs from the api_key in the bundled engine's spec") == 1 &&
+              tu_count_in(errf, "drop --api-key"),
           "one line naming the fix (see %s)", errf);
-    CHECK(!count_in(errf, "KEY-only-here") && !count_in(errf, "OTHER-key") && !count_in(outf, "KEY-only-here") &&
-              !count_in(outf, "OTHER-key"),
+    CHECK(!tu_count_in(errf, "KEY-only-here") && !tu_count_in(errf, "OTHER-key") &&
+              !tu_count_in(outf, "KEY-only-here") && !tu_count_in(outf, "OTHER-key"),
           "neither key shown");
     CHECK(access(rec, F_OK) != 0, "nothing was run (no %s)", rec);
 
@@ -266,26 +189,19 @@ static void test_engine_key(void)
     snprintf(dir, sizeof dir, "%s/key-same", g_tmp);
     char *a3[] = {"loadlaw", "sweep", "-c", "1", "-n", "2", "--max-tokens", "8", "--api-key", ENGINE_KEY, "--engine",
                   (char *)spec, "--no-metrics", "--gpu", "off", "--no-report", "-o", dir, NULL};
-    rc = run_loadlaw(a3, errf, outf);
+    rc = tu_run(LOADLAW_BIN, a3, outf, errf, 0);
     t = read_tally(dir);
     CHECK(rc == 0 && t.ok == 2, "the same key in --api-key and the spec: exit %d, %d ok", rc, t.ok);
 }
 
 int main(void)
 {
-    char err[256];
-    snprintf(g_tmp, sizeof g_tmp, "%s/ll_sweep_auth_%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
-             (int)getpid());
-    if (ll_mkdir_p(g_tmp, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
+    if (tu_tmpdir("ll_sweep_auth", g_tmp, sizeof g_tmp))
         return 1;
-    }
     unsetenv("OPENAI_API_KEY");
     test_scrape_headers();
     test_engine_key();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
-    if (tu_fail == 0 && system(cmd) != 0) /* a failed run's files stay, to be read */
-        fprintf(stderr, "cleanup failed\n");
+    if (tu_fail == 0) /* a failed run's files stay, to be read */
+        tu_rmtree(g_tmp);
     TEST_MAIN_END();
 }

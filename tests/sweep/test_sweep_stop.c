@@ -16,31 +16,19 @@
  *     load.keep_going does the same.
  *
  * argv: none (LOADLAW_BIN). Real time: about 4 s. */
-#define _GNU_SOURCE /* strcasestr */
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common.h"
 #include "testutil.h"
+#include "tsupport.h"
 
 #define LIVES_FOR 5 /* chat requests answered before the server dies */
 
 static char g_tmp[256];
 
 /* ---- a server that dies after LIVES_FOR requests --------------------------- */
-
-typedef struct dsrv {
-    int fd, port;
-    atomic_int stop, served;
-    pthread_t th;
-} dsrv;
 
 static const char k_stream[] =
     "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
@@ -53,97 +41,21 @@ static const char k_stream[] =
     "\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":4}}\n\n"
     "data: [DONE]\n\n";
 
-/* Read one request: its head, then Content-Length bytes of body. */
-static int read_request(int c)
+/* One request at a time (the client sends each whole): answer LIVES_FOR of
+ * them with a short stream, then die (tu_httpd_fn's 1: the listening socket
+ * closes, so connections waiting in its queue are reset and new ones
+ * refused). ctx: the count served. */
+static int dying_answer(int fd, const char *head, void *ctx)
 {
-    char buf[65536];
-    size_t n = 0;
-    ssize_t k;
-    char *end = NULL;
-    while (!end && n < sizeof buf - 1 && (k = read(c, buf + n, sizeof buf - 1 - n)) > 0) {
-        n += (size_t)k;
-        buf[n] = '\0';
-        end = strstr(buf, "\r\n\r\n");
+    int *served = ctx;
+    (void)head;
+    if (write(fd, k_stream, sizeof k_stream - 1) < 0) {
+        /* the client gave up: it records that */
     }
-    if (!end)
-        return -1;
-    const char *cl = strcasestr(buf, "\ncontent-length:");
-    size_t want = cl && cl < end ? strtoul(cl + 16, NULL, 10) : 0, have = n - (size_t)(end + 4 - buf);
-    while (have < want && (k = read(c, buf, sizeof buf)) > 0)
-        have += (size_t)k;
-    return have >= want ? 0 : -1;
-}
-
-/* One connection at a time (the client sends each request whole): answer
- * LIVES_FOR of them, then close the listening socket, so that connections
- * waiting in its queue are reset and new ones refused. */
-static void *dsrv_main(void *arg)
-{
-    dsrv *m = arg;
-    while (!atomic_load(&m->stop) && atomic_load(&m->served) < LIVES_FOR) {
-        int c = accept(m->fd, NULL, NULL);
-        if (c < 0)
-            continue;
-        if (read_request(c) == 0) {
-            if (write(c, k_stream, sizeof k_stream - 1) < 0) {
-                /* the client gave up: it records that */
-            }
-            atomic_fetch_add(&m->served, 1);
-        }
-        close(c);
-    }
-    close(m->fd);
-    m->fd = -1;
-    return NULL;
-}
-
-static int dsrv_start(dsrv *m)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t al = sizeof a;
-    struct timeval tv = {.tv_sec = 0, .tv_usec = 200000}; /* accept wakes to see stop */
-    memset(m, 0, sizeof *m);
-    /* CLOEXEC: a loadlaw forked while it is open must not keep it listening */
-    if ((m->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
-        bind(m->fd, (struct sockaddr *)&a, sizeof a) || listen(m->fd, 64) ||
-        getsockname(m->fd, (struct sockaddr *)&a, &al) || setsockopt(m->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv))
-        return -1;
-    m->port = ntohs(a.sin_port);
-    return pthread_create(&m->th, NULL, dsrv_main, m) ? -1 : 0;
-}
-
-static void dsrv_stop(dsrv *m)
-{
-    atomic_store(&m->stop, 1);
-    pthread_join(m->th, NULL);
+    return ++*served >= LIVES_FOR;
 }
 
 /* ---- helpers ------------------------------------------------------------------ */
-
-static int run_loadlaw(char *const args[], const char *errfile)
-{
-    pid_t p = fork();
-    if (p == 0) {
-        if (!freopen(errfile, "w", stderr) || !freopen("/dev/null", "w", stdout))
-            _exit(126);
-        execv(LOADLAW_BIN, args);
-        _exit(127);
-    }
-    int st = 0;
-    waitpid(p, &st, 0);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
-static int file_has(const char *path, const char *needle)
-{
-    char *text = NULL, err[128];
-    size_t len;
-    if (ll_read_file(path, &text, &len, err, sizeof err))
-        return 0;
-    int f = strstr(text, needle) != NULL;
-    free(text);
-    return f;
-}
 
 /* Per level: request records, ok ones, level and level_end lines. */
 typedef struct per_level {
@@ -181,28 +93,25 @@ static int read_levels(const char *dir, per_level *t)
 /* Levels in summary.json (-1 when unreadable). */
 static int summary_levels(const char *dir)
 {
-    char path[400], err[256], *text = NULL;
-    size_t len;
+    char path[400];
     snprintf(path, sizeof path, "%s/summary.json", dir);
-    if (ll_read_file(path, &text, &len, err, sizeof err))
-        return -1;
-    cJSON *s = cJSON_Parse(text);
+    cJSON *s = tu_json_file(path);
     int n = s ? cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(s, "levels")) : -1;
     cJSON_Delete(s);
-    free(text);
     return n;
 }
 
 /* One sweep against a fresh dying server. extra: more arguments (NULL-ended). */
 static int sweep_dying(const char *name, char *const extra[], char *dir, char *errf, size_t n)
 {
-    dsrv m;
+    tu_httpd *srv = NULL;
+    int served = 0;
     char url[64];
-    if (dsrv_start(&m)) {
+    if (tu_httpd_start(dying_answer, &served, &srv)) {
         CHECK(0, "%s: test server starts", name);
         return -1;
     }
-    snprintf(url, sizeof url, "http://127.0.0.1:%d", m.port);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", tu_httpd_port(srv));
     snprintf(dir, n, "%s/%s", g_tmp, name);
     snprintf(errf, n, "%s/%s.err", g_tmp, name);
     char *args[40] = {"loadlaw", "sweep", "--url", url, "--model", "m", "-c", "1,2,4", "-n", "4,8,8",
@@ -211,10 +120,9 @@ static int sweep_dying(const char *name, char *const extra[], char *dir, char *e
     for (size_t i = 0; extra && extra[i] && k < 39; i++)
         args[k++] = extra[i];
     args[k] = NULL;
-    int rc = run_loadlaw(args, errf);
-    dsrv_stop(&m);
-    CHECK(atomic_load(&m.served) == LIVES_FOR, "%s: the server answered %d before it died", name,
-          atomic_load(&m.served));
+    int rc = tu_run(LOADLAW_BIN, args, NULL, errf, 0);
+    tu_httpd_stop(srv);
+    CHECK(served == LIVES_FOR, "%s: the server answered %d before it died", name, served);
     return rc;
 }
 
@@ -226,11 +134,11 @@ static void test_stop(void)
     per_level t;
     int rc = sweep_dying("stop", NULL, dir, errf, sizeof dir);
     CHECK(rc == 1, "a level over --max-failed: exit 1, got %d (see %s)", rc, errf);
-    CHECK(file_has(errf, "7 of 8 requests failed at level 1 (C=2), over --max-failed 0.1:") &&
-              file_has(errf, "; stopped before levels 2 (C=4) (--keep-going sends them)"),
+    CHECK(tu_file_has(errf, "7 of 8 requests failed at level 1 (C=2), over --max-failed 0.1:") &&
+              tu_file_has(errf, "; stopped before levels 2 (C=4) (--keep-going sends them)"),
           "the message names level 1, the first over the threshold, and the level not sent (see %s)", errf);
-    CHECK(!file_has(errf, "at level 2"), "not the worst level, which was never sent");
-    CHECK(!file_has(errf, "timeout="), "the dead server refused at once (no request ran into --timeout)");
+    CHECK(!tu_file_has(errf, "at level 2"), "not the worst level, which was never sent");
+    CHECK(!tu_file_has(errf, "timeout="), "the dead server refused at once (no request ran into --timeout)");
     CHECK(read_levels(dir, &t) == 0, "records readable");
     CHECK(t.levels[0] == 1 && t.ends[0] == 1 && t.requests[0] == 4 && t.ok[0] == 4,
           "level 0 whole: %d requests, %d ok", t.requests[0], t.ok[0]);
@@ -242,7 +150,7 @@ static void test_stop(void)
     snprintf(path, sizeof path, "%s/report.html", dir);
     CHECK(access(path, R_OK) == 0, "the report written too");
     snprintf(path, sizeof path, "%s/summary.json", dir);
-    CHECK(file_has(path, "\"interrupted\":\tfalse"), "not marked interrupted: no signal came");
+    CHECK(tu_file_has(path, "\"interrupted\":\tfalse"), "not marked interrupted: no signal came");
 }
 
 static void test_keep_going(void)
@@ -255,46 +163,32 @@ static void test_keep_going(void)
     CHECK(read_levels(dir, &t) == 0 && t.requests[0] == 4 && t.requests[1] == 8 && t.requests[2] == 8 &&
               t.ok[2] == 0 && t.ends[2] == 1,
           "--keep-going sends level 2: %d, %d, %d requests", t.requests[0], t.requests[1], t.requests[2]);
-    CHECK(file_has(errf, "7 of 8 requests failed at level 1 (C=2), over --max-failed 0.1:") &&
-              !file_has(errf, "stopped before"),
+    CHECK(tu_file_has(errf, "7 of 8 requests failed at level 1 (C=2), over --max-failed 0.1:") &&
+              !tu_file_has(errf, "stopped before"),
           "the first level over the threshold named, nothing said stopped (see %s)", errf);
 
     /* the scenario key */
     snprintf(scn, sizeof scn, "%s/keep.json", g_tmp);
-    FILE *f = fopen(scn, "w");
-    if (f) {
-        fputs("{\"load\":{\"keep_going\":true}}\n", f);
-        fclose(f);
-    }
+    tu_write_file(scn, "{\"load\":{\"keep_going\":true}}\n");
     char *sc[] = {scn, "--no-report", NULL};
     rc = sweep_dying("keep-scn", sc, dir, errf, sizeof dir);
     CHECK(rc == 1 && read_levels(dir, &t) == 0 && t.requests[2] == 8,
           "load.keep_going in the scenario: exit %d, %d requests at level 2", rc, t.requests[2]);
     char bad[300];
     snprintf(bad, sizeof bad, "%s/keep-bad.json", g_tmp);
-    if ((f = fopen(bad, "w"))) {
-        fputs("{\"load\":{\"keep_going\":1}}\n", f);
-        fclose(f);
-    }
+    tu_write_file(bad, "{\"load\":{\"keep_going\":1}}\n");
     char *a[] = {"loadlaw", "sweep", bad, "-o", dir, NULL};
-    rc = run_loadlaw(a, errf);
-    CHECK(rc == 2 && file_has(errf, "load.keep_going"), "load.keep_going: 1 is a usage error, got %d", rc);
+    rc = tu_run(LOADLAW_BIN, a, NULL, errf, 0);
+    CHECK(rc == 2 && tu_file_has(errf, "load.keep_going"), "load.keep_going: 1 is a usage error, got %d", rc);
 }
 
 int main(void)
 {
-    char err[256];
-    snprintf(g_tmp, sizeof g_tmp, "%s/ll_sweep_stop_%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
-             (int)getpid());
-    if (ll_mkdir_p(g_tmp, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
+    if (tu_tmpdir("ll_sweep_stop", g_tmp, sizeof g_tmp))
         return 1;
-    }
     test_stop();
     test_keep_going();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
-    if (tu_fail == 0 && system(cmd) != 0) /* a failed run's files stay, to be read */
-        fprintf(stderr, "cleanup failed\n");
+    if (tu_fail == 0) /* a failed run's files stay, to be read */
+        tu_rmtree(g_tmp);
     TEST_MAIN_END();
 }

@@ -9,78 +9,16 @@
  * (libcurl would guess http) is refused wherever a URL is accepted (--url,
  * --metrics-url, target.url, an ab side's url): one line, exit 2, no request
  * sent, and its password hidden in that line too. */
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common.h"
 #include "sse_server.h"
 #include "testutil.h"
+#include "tsupport.h"
 
 static char g_tmp[256];
-
-/* Run loadlaw with args, stderr to errfile, stdout to outfile (NULL:
- * /dev/null); its exit code, or -1 when it ran past timeout_s (killed). */
-static int run_cmd(char *const args[], const char *errfile, const char *outfile, double timeout_s)
-{
-    pid_t p = fork();
-    if (p == 0) {
-        FILE *e = freopen(errfile, "w", stderr);
-        FILE *o = freopen(outfile ? outfile : "/dev/null", "w", stdout);
-        (void)e;
-        (void)o;
-        execv(LOADLAW_BIN, args);
-        _exit(127);
-    }
-    int st = 0;
-    int64_t end = ll_now_ns() + (int64_t)(timeout_s * 1e9);
-    while (ll_now_ns() < end) {
-        if (waitpid(p, &st, WNOHANG) == p)
-            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        usleep(10000);
-    }
-    kill(p, SIGKILL);
-    waitpid(p, &st, 0);
-    return -1;
-}
-
-/* A file's text (malloc'ed; "" when unreadable). */
-static char *slurp(const char *path)
-{
-    char *text = NULL, err[128];
-    size_t len;
-    if (ll_read_file(path, &text, &len, err, sizeof err))
-        return strdup("");
-    return text;
-}
-
-static int file_has(const char *path, const char *needle)
-{
-    char *t = slurp(path);
-    int f = t && strstr(t, needle) != NULL;
-    free(t);
-    return f;
-}
-
-/* 1 when some file under dir holds needle, 0 when none, -1 when grep failed. */
-static int dir_has(const char *dir, const char *needle)
-{
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "grep -rqF -- '%s' '%s'", needle, dir);
-    int st = system(cmd);
-    return st == 0 ? 1 : (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 1) ? 0 : -1;
-}
-
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    if (f) {
-        fputs(text, f);
-        fclose(f);
-    }
-}
 
 /* "METHOD target" lines of the server's log that start with prefix, and
  * whether each of them ends with suffix (*all_end). */
@@ -123,7 +61,7 @@ static void test_query_and_secrets(void)
     snprintf(errf, sizeof errf, "%s/azure.err", g_tmp);
     snprintf(outf, sizeof outf, "%s/azure.out", g_tmp);
     snprintf(scn, sizeof scn, "%s/azure.json", g_tmp);
-    write_file(scn, "{\"request\":{\"max_tokens\":8,\"timeout_s\":20},"
+    tu_write_file(scn, "{\"request\":{\"max_tokens\":8,\"timeout_s\":20},"
                     "\"prompts\":{\"source\":\"synthetic\",\"words\":{\"dist\":\"fixed\",\"value\":10},\"count\":4,"
                     "\"seed\":1},\"levels\":[{\"concurrency\":2,\"requests\":2,"
                     "\"profile\":{\"when\":\"steady\",\"num_steps\":2,\"style\":\"vllm\"}}]}\n");
@@ -131,7 +69,7 @@ static void test_query_and_secrets(void)
                     "--header", "X-Credential: CRED-SECRET", "--header", "X-Passwd: PASSWD-SECRET",
                     "--header", "X-Signature: SIGNATURE-SECRET", "--header", "X-Session-Id: SESSION-SECRET",
                     "--header", "X-Tenant: blue-tenant", "-o", dir, NULL};
-    int rc = run_cmd(args, errf, outf, 60);
+    int rc = tu_run(LOADLAW_BIN, args, outf, errf, 60);
     ts_targets(ts, log, sizeof log);
     ts_stop(ts);
     CHECK(rc == 0, "sweep against the Azure-style URL: exit 0, got %d", rc);
@@ -147,23 +85,23 @@ static void test_query_and_secrets(void)
     CHECK(n >= 4 && all_end, "every request (%d) ends with the whole query:\n%s", n, log);
 
     /* the start line on stderr, and everything the run wrote */
-    char *err_text = slurp(errf);
+    char *err_text = tu_slurp(errf);
     snprintf(want, sizeof want, "-> http://(hidden)@127.0.0.1:%s/openai/deployments/d"
                                 "?api-version=2024-02-01&sig=(hidden)&code=(hidden) (1 levels)", port);
-    CHECK(strstr(err_text, want),
-          "the start line shows the URL with its secrets hidden (want '%s'):\n%s", want, err_text);
+    CHECK(err_text && strstr(err_text, want),
+          "the start line shows the URL with its secrets hidden (want '%s'):\n%s", want, err_text ? err_text : "");
     free(err_text);
-    CHECK(dir_has(dir, "\"type\":\"request\"") == 1 && file_has(outf, "run: "), "the run wrote its records");
+    CHECK(tu_dir_has(dir, "\"type\":\"request\"") == 1 && tu_file_has(outf, "run: "), "the run wrote its records");
     static const char *const secrets[] = {"PW-SECRET", "SIG-SECRET", "CODE-SECRET", "CRED-SECRET",
                                           "PASSWD-SECRET", "SIGNATURE-SECRET", "SESSION-SECRET"};
     for (size_t i = 0; i < sizeof secrets / sizeof *secrets; i++)
-        CHECK(dir_has(dir, secrets[i]) == 0 && !file_has(errf, secrets[i]) && !file_has(outf, secrets[i]),
+        CHECK(tu_dir_has(dir, secrets[i]) == 0 && !tu_file_has(errf, secrets[i]) && !tu_file_has(outf, secrets[i]),
               "%s appears nowhere (records, summary, report, stdout, stderr)", secrets[i]);
     static const char *const kept[] = {"X-Credential: (hidden)", "X-Passwd: (hidden)", "X-Signature: (hidden)",
                                        "X-Session-Id: (hidden)", "X-Tenant: blue-tenant",
                                        "d?api-version=2024-02-01&sig=(hidden)&code=(hidden)"};
     for (size_t i = 0; i < sizeof kept / sizeof *kept; i++)
-        CHECK(dir_has(dir, kept[i]) == 1, "the records hold '%s'", kept[i]);
+        CHECK(tu_dir_has(dir, kept[i]) == 1, "the records hold '%s'", kept[i]);
 }
 
 /* One refused URL: exit 2, one line holding each of needles, no password
@@ -173,16 +111,14 @@ static void refused(const char *what, char *const args[], const ts_server *ts, c
     char errf[300];
     snprintf(errf, sizeof errf, "%s/refused.err", g_tmp);
     int before = ts_requests(ts);
-    int rc = run_cmd(args, errf, NULL, 20);
-    char *t = slurp(errf);
-    int lines = 0;
-    for (const char *c = t; *c; c++)
-        lines += *c == '\n';
-    CHECK(rc == 2 && lines == 1 && strstr(t, n1) && (!n2 || strstr(t, n2)),
+    int rc = tu_run(LOADLAW_BIN, args, NULL, errf, 20);
+    char *text = tu_slurp(errf);
+    const char *t = text ? text : "";
+    CHECK(rc == 2 && tu_count(t, "\n") == 1 && strstr(t, n1) && (!n2 || strstr(t, n2)),
           "%s: exit 2 (got %d), one line naming '%s' and '%s':\n%s", what, rc, n1, n2 ? n2 : "", t);
     CHECK(!strstr(t, "PW-SECRET"), "%s: the password is not shown:\n%s", what, t);
     CHECK(ts_requests(ts) == before, "%s: no request sent", what);
-    free(t);
+    free(text);
 }
 
 /* Wherever a URL is accepted, one without "http://" or "https://" is
@@ -214,14 +150,14 @@ static void test_no_scheme(void)
     snprintf(scn, sizeof scn, "%s/bare.json", g_tmp);
     snprintf(text, sizeof text, "{\"target\":{\"url\":\"%s\",\"model\":\"m\"},\"levels\":[{\"concurrency\":1,"
                                 "\"requests\":2}]}\n", bare);
-    write_file(scn, text);
+    tu_write_file(scn, text);
     char *a5[] = {"loadlaw", "sweep", scn, "-o", dir, NULL};
     refused("target.url without a scheme", a5, ts, "bare.json: target.url: '(hidden)@127.0.0.1:", "has no scheme");
     snprintf(ab, sizeof ab, "%s/bare-ab.json", g_tmp);
     snprintf(text, sizeof text, "{\"levels\":[{\"concurrency\":1,\"requests\":2}],\"ab\":{"
                                 "\"a\":{\"name\":\"a\",\"url\":\"%s\",\"model\":\"m\"},"
                                 "\"b\":{\"name\":\"b\",\"url\":\"%s\",\"model\":\"m\"}}}\n", good, bare);
-    write_file(ab, text);
+    tu_write_file(ab, text);
     char *a6[] = {"loadlaw", "sweep", ab, "-o", dir, NULL};
     refused("an ab side's url without a scheme", a6, ts, "bare-ab.json: ab.b.url: '(hidden)@127.0.0.1:",
             "has no scheme");
@@ -231,11 +167,11 @@ static void test_no_scheme(void)
     snprintf(text, sizeof text, "{\"target\":{\"url\":\"HTTP://127.0.0.1:%s\",\"model\":\"m\"},"
                                 "\"request\":{\"max_tokens\":2},\"levels\":[{\"concurrency\":1,\"requests\":2}]}\n",
              port);
-    write_file(scn, text);
+    tu_write_file(scn, text);
     snprintf(dir, sizeof dir, "%s/upper", g_tmp);
     snprintf(errf, sizeof errf, "%s/upper.err", g_tmp);
     char *a7[] = {"loadlaw", "sweep", scn, "-o", dir, "--no-report", "-q", NULL};
-    int before = ts_requests(ts), rc = run_cmd(a7, errf, NULL, 30);
+    int before = ts_requests(ts), rc = tu_run(LOADLAW_BIN, a7, NULL, errf, 30);
     CHECK(rc == 0 && ts_requests(ts) == before + 2, "target.url HTTP://: exit 0 (got %d), 2 requests (got %d)", rc,
           ts_requests(ts) - before);
     ts_stop(ts);
@@ -243,15 +179,11 @@ static void test_no_scheme(void)
 
 int main(void)
 {
-    char err[128];
-    snprintf(g_tmp, sizeof g_tmp, "/tmp/lg_urls_%d", (int)getpid());
-    if (ll_mkdir_p(g_tmp, err, sizeof err))
+    if (tu_tmpdir("lg_urls", g_tmp, sizeof g_tmp))
         return 1;
     test_query_and_secrets();
     test_no_scheme();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
-    if (system(cmd) != 0)
-        fprintf(stderr, "cleanup failed\n");
+    if (tu_fail == 0) /* a failed run's files stay, to be read */
+        tu_rmtree(g_tmp);
     TEST_MAIN_END();
 }

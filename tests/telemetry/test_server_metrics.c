@@ -1,5 +1,5 @@
-/* test_server_metrics.c: `sweep` scrapes servers' /metrics (issue 14), end
- * to end through the real binary, then the fit reads the metric records.
+/* test_server_metrics.c: `sweep` scrapes servers' /metrics, end to end
+ * through the real binary, then the fit reads the metric records.
  *
  * (a) The bundled engine: its own /metrics, scraped at the default URL,
  *     gives server N = C in every closed-loop level's steady windows, and a
@@ -16,34 +16,22 @@
  *     once each and never fail the sweep.
  *
  * argv: none (LOADLAW_BIN). Real time: about 8 s. */
-#include <arpa/inet.h>
 #include <gsl/gsl_errno.h>
 #include <math.h>
-#include <netinet/in.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common.h"
 #include "fit.h"
 #include "testutil.h"
+#include "tsupport.h"
 
 /* ---- a /metrics server with recorded texts that move with time ---------- */
 
 #define T_RESET_S 1.8   /* vLLM "restarts": its counters begin again from 0 */
 #define STEPS_PER_S 100 /* vLLM iterations per second: a 10 ms step */
 #define TOK_PER_STEP 5
-
-typedef struct msrv {
-    int fd, port;
-    int64_t t0_ns;
-    atomic_int stop;
-    pthread_t th;
-} msrv;
 
 static void vllm_text(ll_buf *b, double t)
 {
@@ -125,99 +113,31 @@ static void dcgm_text(ll_buf *b, double t)
                   lab, lab, 340 + t, lab, 1e9 + 340e3 * t, lab, lab, lab, lab);
 }
 
-static void *msrv_main(void *arg)
+/* The recorded text of the path asked for, as it reads t0_ns + t seconds on;
+ * 404 for any other path. */
+static int recorded_answer(int fd, const char *head, void *ctx)
 {
-    msrv *m = arg;
-    char req[4096], path[256];
-    ll_buf body = {0}, resp = {0};
-    while (!atomic_load(&m->stop)) {
-        int c = accept(m->fd, NULL, NULL);
-        if (c < 0)
-            continue;
-        ssize_t n = 0, k;
-        while (n < (ssize_t)sizeof req - 1 && (k = read(c, req + n, sizeof req - 1 - (size_t)n)) > 0) {
-            n += k;
-            req[n] = '\0';
-            if (strstr(req, "\r\n\r\n"))
-                break;
-        }
-        req[n > 0 ? n : 0] = '\0';
-        path[0] = '\0';
-        sscanf(req, "%*s %255s", path);
-        double t = (ll_now_ns() - m->t0_ns) / 1e9;
-        ll_buf_reset(&body);
-        ll_buf_reset(&resp);
-        int found = 1;
-        if (!strcmp(path, "/vllm/metrics"))
-            vllm_text(&body, t);
-        else if (!strcmp(path, "/sglang/metrics"))
-            sglang_text(&body, t);
-        else if (!strcmp(path, "/dcgm/metrics"))
-            dcgm_text(&body, t);
-        else
-            found = 0;
-        ll_buf_printf(&resp, "HTTP/1.1 %s\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: %zu\r\n"
-                             "Connection: close\r\n\r\n%s",
-                      found ? "200 OK" : "404 Not Found", found ? body.len : 0, found ? body.p : "");
-        if (write(c, resp.p, resp.len) < 0) {
-            /* the scraper gave up: nothing to do */
-        }
-        close(c);
-    }
+    const int64_t *t0_ns = ctx;
+    char path[256] = "";
+    ll_buf body = {0};
+    sscanf(head, "%*s %255s", path);
+    double t = (ll_now_ns() - *t0_ns) / 1e9;
+    int found = 1;
+    if (!strcmp(path, "/vllm/metrics"))
+        vllm_text(&body, t);
+    else if (!strcmp(path, "/sglang/metrics"))
+        sglang_text(&body, t);
+    else if (!strcmp(path, "/dcgm/metrics"))
+        dcgm_text(&body, t);
+    else
+        found = 0;
+    tu_httpd_reply(fd, found ? "200 OK" : "404 Not Found", "text/plain; version=0.0.4", body.p,
+                   found ? body.len : 0);
     ll_buf_free(&body);
-    ll_buf_free(&resp);
-    return NULL;
-}
-
-static int msrv_start(msrv *m)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t al = sizeof a;
-    struct timeval tv = {.tv_sec = 0, .tv_usec = 200000}; /* accept wakes to see stop */
-    memset(m, 0, sizeof *m);
-    if ((m->fd = socket(AF_INET, SOCK_STREAM, 0)) < 0 || bind(m->fd, (struct sockaddr *)&a, sizeof a) ||
-        listen(m->fd, 64) || getsockname(m->fd, (struct sockaddr *)&a, &al) ||
-        setsockopt(m->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv))
-        return -1;
-    m->port = ntohs(a.sin_port);
-    m->t0_ns = ll_now_ns();
-    return pthread_create(&m->th, NULL, msrv_main, m) ? -1 : 0;
-}
-
-static void msrv_stop(msrv *m)
-{
-    atomic_store(&m->stop, 1);
-    pthread_join(m->th, NULL);
-    close(m->fd);
+    return 0;
 }
 
 /* ---- helpers ------------------------------------------------------------------ */
-
-static int run_loadlaw(char *const args[], const char *errfile)
-{
-    pid_t p = fork();
-    if (p == 0) {
-        if (!freopen(errfile, "w", stderr) || !freopen("/dev/null", "w", stdout))
-            _exit(126);
-        execv(LOADLAW_BIN, args);
-        _exit(127);
-    }
-    int st = 0;
-    waitpid(p, &st, 0);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
-static size_t count_in(const char *path, const char *needle)
-{
-    char err[256], *s = NULL;
-    size_t n = 0, len;
-    if (ll_read_file(path, &s, &len, err, sizeof err))
-        return 0;
-    for (const char *p = s; (p = strstr(p, needle)); p++)
-        n++;
-    free(s);
-    return n;
-}
 
 static int has_note(const fit_result *res, const char *a, const char *b)
 {
@@ -249,7 +169,7 @@ static void test_bundled(const char *tmp)
     char *args[] = {"loadlaw", "sweep", "-c", "1,4,8", "-n", "12", "--max-tokens", "48", "--engine",
                     "backend=synthetic,law=52+30n,time_scale=0.1", "--metrics-interval", "0.2", "-q",
                     "--no-report", "-o", out, NULL};
-    int rc = run_loadlaw(args, errf);
+    int rc = tu_run(LOADLAW_BIN, args, NULL, errf, 0);
     CHECK(rc == 0, "bundled sweep exit %d (see %s)", rc, errf);
     fit_run *fr = NULL;
     fit_result *res = NULL;
@@ -297,19 +217,20 @@ out:
 
 static void test_recorded(const char *tmp)
 {
-    msrv m;
+    tu_httpd *srv = NULL;
+    int64_t t0_ns = ll_now_ns(); /* the recorded texts' time 0 */
     char out[512], errf[512], rec[600], u_vllm[128], u_sgl[128], u_dcgm[128], u_404[128], u_refused[64];
-    if (msrv_start(&m)) {
+    if (tu_httpd_start(recorded_answer, &t0_ns, &srv)) {
         CHECK(0, "metrics server did not start");
         return;
     }
     snprintf(out, sizeof out, "%s/recorded", tmp);
     snprintf(errf, sizeof errf, "%s/recorded.err", tmp);
     snprintf(rec, sizeof rec, "%s/records.jsonl", out);
-    snprintf(u_vllm, sizeof u_vllm, "http://127.0.0.1:%d/vllm/metrics", m.port);
-    snprintf(u_sgl, sizeof u_sgl, "http://127.0.0.1:%d/sglang/metrics", m.port);
-    snprintf(u_dcgm, sizeof u_dcgm, "http://127.0.0.1:%d/dcgm/metrics", m.port);
-    snprintf(u_404, sizeof u_404, "http://127.0.0.1:%d/none/metrics", m.port);
+    snprintf(u_vllm, sizeof u_vllm, "http://127.0.0.1:%d/vllm/metrics", tu_httpd_port(srv));
+    snprintf(u_sgl, sizeof u_sgl, "http://127.0.0.1:%d/sglang/metrics", tu_httpd_port(srv));
+    snprintf(u_dcgm, sizeof u_dcgm, "http://127.0.0.1:%d/dcgm/metrics", tu_httpd_port(srv));
+    snprintf(u_404, sizeof u_404, "http://127.0.0.1:%d/none/metrics", tu_httpd_port(srv));
     snprintf(u_refused, sizeof u_refused, "http://127.0.0.1:1/metrics"); /* port 1: nobody listens */
     /* One closed level of C = 2 for ~3.5 s: long enough that the counter reset
      * at 1.8 s falls inside its steady windows and SGLang's frozen gauge spans
@@ -319,17 +240,17 @@ static void test_recorded(const char *tmp)
                     "backend=synthetic,law=52+30n,time_scale=0.2", "--no-metrics", "--metrics-interval", "0.1",
                     "--metrics-url", u_vllm, "--metrics-url", u_sgl, "--metrics-url", u_dcgm, "--metrics-url", u_404,
                     "--metrics-url", u_refused, "-q", "--no-report", "-o", out, NULL};
-    int rc = run_loadlaw(args, errf);
-    msrv_stop(&m);
+    int rc = tu_run(LOADLAW_BIN, args, NULL, errf, 0);
+    tu_httpd_stop(srv);
     CHECK(rc == 0, "recorded sweep exit %d (see %s): a failing endpoint never fails the sweep", rc, errf);
-    CHECK(count_in(errf, u_404) == 1 && count_in(errf, "HTTP 404") == 1, "the 404 endpoint said once");
-    CHECK(count_in(errf, u_refused) == 1, "the refused endpoint said once");
-    CHECK(count_in(rec, "\"name\":\"DCGM_FI_DEV_POWER_USAGE\"") >= 10, "DCGM power recorded");
-    CHECK(count_in(rec, "\"name\":\"DCGM_FI_PROF_SM_ACTIVE\"") >= 10, "DCGM SM activity recorded");
-    CHECK(count_in(rec, "DCGM_FI_DEV_FB_USED") == 0 && count_in(rec, "vllm:request_success_total") == 0 &&
-              count_in(rec, "_bucket") == 0,
+    CHECK(tu_count_in(errf, u_404) == 1 && tu_count_in(errf, "HTTP 404") == 1, "the 404 endpoint said once");
+    CHECK(tu_count_in(errf, u_refused) == 1, "the refused endpoint said once");
+    CHECK(tu_count_in(rec, "\"name\":\"DCGM_FI_DEV_POWER_USAGE\"") >= 10, "DCGM power recorded");
+    CHECK(tu_count_in(rec, "\"name\":\"DCGM_FI_PROF_SM_ACTIVE\"") >= 10, "DCGM SM activity recorded");
+    CHECK(tu_count_in(rec, "DCGM_FI_DEV_FB_USED") == 0 && tu_count_in(rec, "vllm:request_success_total") == 0 &&
+              tu_count_in(rec, "_bucket") == 0,
           "unknown families and buckets are not recorded");
-    CHECK(count_in(rec, "\"labels\":\"engine=\\\"1\\\",model_name=\\\"Qwen/Qwen3-8B\\\"\"") >= 10,
+    CHECK(tu_count_in(rec, "\"labels\":\"engine=\\\"1\\\",model_name=\\\"Qwen/Qwen3-8B\\\"\"") >= 10,
           "labels kept in exposition form");
     fit_run *fr = NULL;
     fit_result *res = NULL;

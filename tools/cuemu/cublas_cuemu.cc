@@ -1,5 +1,5 @@
 /* cublas_cuemu.cc: the cuBLAS entry points the cuda backend opens with
- * dlopen (engine/cuda/cuda_model.cu), on the host, for cuemu: built as a
+ * dlopen (engine/cuda/cuda_dense.cu), on the host, for cuemu: built as a
  * shared library and named in LOADLAW_CUBLAS_LIB, it stands where
  * libcublas.so.13 would. Plain loops, column-major as cuBLAS; arguments are
  * checked as cuBLAS documents them (a leading dimension below the rows of
