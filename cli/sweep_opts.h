@@ -1,9 +1,11 @@
 /* sweep_opts.h (internal to cli/): the options of `loadlaw sweep`
- * (sweep_opts.c, sweep_ab_opts.c) and the scenario they are laid over;
+ * (sweep_opts.c: the table and parsing; sweep_flags.c, sweep_ab_opts.c:
+ * laying them over the scenario) and the scenario they are laid over;
  * cmd_sweep.c turns them into a sweep_job (sweep.h). */
 #ifndef LOADLAW_CLI_SWEEP_OPTS_H
 #define LOADLAW_CLI_SWEEP_OPTS_H
 
+#include "opts.h"
 #include "scenario.h"
 #include "sweep.h"
 
@@ -30,11 +32,16 @@ typedef struct sweep_opts {
     size_t n_metrics_urls;
     double metrics_interval_s;           /* --metrics-interval; 0 = not given (0.5 s) */
     int no_metrics;
-    int gpu_off;                         /* --gpu off */
+    int gpu;                             /* --gpu: SWEEP_GPU_* */
+    int reuse_prompts;                   /* --reuse-prompts */
     long warmup, threads, max_tokens, think_tokens, seed;
     int no_report, quiet, no_continuous_usage;
     int keep_going;                      /* --keep-going: send the levels after one over --max-failed */
 } sweep_opts;
+
+/* `loadlaw sweep` for opts.h: its option table and --help (sweep_opts.c);
+ * usage errors anywhere in the flags are cli_usage_error(&sweep_cmd, ...). */
+extern const cli_cmd sweep_cmd;
 
 /* Parse argv (argv[0] = "sweep"). CLI_GO_ON (opts.h) to go on, CLI_OK after
  * --help, CLI_USAGE after a one-line message. */

@@ -258,6 +258,39 @@ fail:
     return rc;
 }
 
+ll_rec_srv_timing ll_rec_srv_timing_none(void)
+{
+    return (ll_rec_srv_timing){.ttft_ms = NAN, .queue_ms = NAN, .prompt_ms = NAN, .decode_ms = NAN,
+                               .tpot_ms = NAN, .prompt_n = -1, .decode_n = -1};
+}
+
+/* "server":{...} with the members said, in a fixed order. */
+static int format_srv_timing(ll_buf *b, const ll_rec_srv_timing *t)
+{
+    const struct {
+        const char *key;
+        double v;
+    } ms[] = {{"ttft_ms", t->ttft_ms},     {"queue_ms", t->queue_ms}, {"prompt_ms", t->prompt_ms},
+              {"decode_ms", t->decode_ms}, {"tpot_ms", t->tpot_ms}};
+    const char *sep = "";
+    int rc;
+    LL_TRY(ll_buf_printf(b, ",\"server\":{"));
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
+        if (isfinite(ms[i].v)) {
+            LL_TRY(ll_buf_printf(b, "%s\"%s\":%.6g", sep, ms[i].key, ms[i].v));
+            sep = ",";
+        }
+    if (t->prompt_n >= 0) {
+        LL_TRY(ll_buf_printf(b, "%s\"prompt_n\":%" PRId64, sep, t->prompt_n));
+        sep = ",";
+    }
+    if (t->decode_n >= 0)
+        LL_TRY(ll_buf_printf(b, "%s\"decode_n\":%" PRId64, sep, t->decode_n));
+    LL_TRY(ll_buf_append(b, "}", 1));
+fail:
+    return rc;
+}
+
 static int format_request(ll_buf *b, const ll_rec_request *rq)
 {
     int ok = rq->cls == LL_ERRC_OK, rc;
@@ -285,6 +318,14 @@ static int format_request(ll_buf *b, const ll_rec_request *rq)
                              ll_counts_name(rq->counts), rq->stream_think_tok, rq->stream_answer_tok));
     if (rq->prompt_tok_target > 0)
         LL_TRY(ll_buf_printf(b, ",\"prompt_tok_target\":%" PRId64, rq->prompt_tok_target));
+    if (rq->cached_tok >= 0)
+        LL_TRY(ll_buf_printf(b, ",\"cached_tok\":%" PRId64, rq->cached_tok));
+    if (rq->finish[0]) {
+        LL_TRY(ll_buf_printf(b, ",\"finish\":"));
+        LL_TRY(ll_json_escape(b, rq->finish));
+    }
+    if (rq->srv.present)
+        LL_TRY(format_srv_timing(b, &rq->srv));
     LL_TRY(ll_buf_printf(b, ",\"chunks\":["));
     for (size_t i = 0; i < rq->n_chunks; i++)
         LL_TRY(put_chunk(b, &rq->chunks[i], i == 0));

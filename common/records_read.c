@@ -87,6 +87,23 @@ static double rd_double(const cJSON *o, const char *key, double dflt)
     return ll_json_num(o, key, dflt);
 }
 
+/* A request's "server" timing: each member in range (rd_seconds' bounds)
+ * or not said. */
+static ll_rec_srv_timing rd_srv_timing(reader *r, const cJSON *o)
+{
+    ll_rec_srv_timing t = ll_rec_srv_timing_none();
+    if (!cJSON_IsObject(o))
+        return t;
+    t.present = 1;
+    double *ms[] = {&t.ttft_ms, &t.queue_ms, &t.prompt_ms, &t.decode_ms, &t.tpot_ms};
+    const char *keys[] = {"ttft_ms", "queue_ms", "prompt_ms", "decode_ms", "tpot_ms"};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
+        *ms[i] = rd_seconds(r, o, keys[i]);
+    t.prompt_n = rd_int(r, o, "prompt_n", 0, 0, TIME_MAX_NS, -1);
+    t.decode_n = rd_int(r, o, "decode_n", 0, 0, TIME_MAX_NS, -1);
+    return t;
+}
+
 /* Start of a record. */
 static void rd_begin(reader *r)
 {
@@ -291,6 +308,9 @@ static int rd_request(reader *r, const cJSON *o)
         rq.stream_answer_tok = rd_int(r, stok, "answer", 0, -1, TIME_MAX_NS, -1);
     }
     rq.prompt_tok_target = rd_int(r, o, "prompt_tok_target", 0, 0, TIME_MAX_NS, 0);
+    rq.cached_tok = rd_int(r, o, "cached_tok", 0, 0, TIME_MAX_NS, -1);
+    snprintf(rq.finish, sizeof rq.finish, "%s", ll_json_str(o, "finish", ""));
+    rq.srv = rd_srv_timing(r, cJSON_GetObjectItemCaseSensitive(o, "server"));
     int rc = rd_chunks(r, o);
     if (rc)
         return rc;

@@ -146,6 +146,7 @@ static int rebuild_levels(const fit_run *run, const fit_options *opt, fit_result
                                   &res->n_empty_chunks, err, errlen));
         res->n_levels = l + 1;
         LL_TRY(fit_level_figures(run, idx.v, idx.n, &res->levels[l]));
+        LL_TRY(fit_said_level(run, idx.v, idx.n, &res->levels[l]));
         fit_server_level(run, &res->levels[l]);
         fit_gpu_level(run, &res->levels[l]);
     }
@@ -458,8 +459,35 @@ static int note_client_bound(fit_result *res, const fit_run *run, size_t l)
                     L->level, L->concurrency, why);
 }
 
+/* Per level: prompts the server's cache served (its responses' cached tokens,
+ * else its /metrics), and requests it ended short of what the run asked. */
+static int notes_said(fit_result *res, const fit_level *L)
+{
+    int rc = 0;
+    double share = isfinite(L->cache_share) ? L->cache_share : L->server_cache_share;
+    if (share > FIT_CACHE_NOTE_FRAC)
+        LL_TRY(fit_note(res, "level %d (C=%d): the server served %.0f%% of the prompt tokens from its prefix "
+                             "cache (%s): TTFT measures the cache, not prefill; prompts repeated across levels "
+                             "or runs, or a shared prefix",
+                        L->level, L->concurrency, 100 * share,
+                        isfinite(L->cache_share) ? "its responses' cached tokens" : "its /metrics"));
+    double a = L->prompt_tok_asked, got = L->prompt_tok_server_mean;
+    if (a > 0 && isfinite(got) && fabs(got / a - 1) > FIT_PROMPT_EST_DRIFT_FRAC)
+        LL_TRY(fit_note(res, "level %d (C=%d): prompts asked for %.0f tokens, built as words without a "
+                             "tokenizer (an estimate); the server counted %.1f (%+.1f%%, its chat template "
+                             "included): give --tokenizer for exact lengths",
+                        L->level, L->concurrency, a, got, 100 * (got / a - 1)));
+    if (L->n_cut_short)
+        LL_TRY(fit_note(res, "level %d (C=%d): %zu of %zu ok requests ended before max_tokens, not by the "
+                             "client's asking (finish: %s): a server limit (context, slot size) or EOS "
+                             "despite ignore_eos; their TPOT counts fewer tokens",
+                        L->level, L->concurrency, L->n_cut_short, L->n_sent - L->n_sent_failed, L->cut_short_why));
+fail:
+    return rc;
+}
+
 /* Per level: prompt-length drift and token counts that were not the stream's
- * own (issue 10, item 1: warned once per level, with the numbers). */
+ * own, warned once per level with the numbers (not once per request). */
 static int notes_counts(fit_result *res)
 {
     int rc = 0;
@@ -471,6 +499,7 @@ static int notes_counts(fit_result *res)
                                  "server counted %.1f (%+.1f%%): its tokenizer or chat template "
                                  "differs from the one used",
                             L->level, L->concurrency, t, s, 100 * (s / t - 1)));
+        LL_TRY(notes_said(res, L));
         if (L->n_counts_attributed)
             LL_TRY(fit_note(res, "level %d (C=%d): %zu requests' final usage disagreed with their "
                                  "streams (%zu requests: stream %lld tokens, usage %lld): the "

@@ -5,6 +5,7 @@
 #define LOADLAW_FIT_INTERNAL_H
 
 #include "common.h"
+#include "dialect.h"
 #include "fit.h"
 
 typedef LL_VEC(fit_level_info) fit_level_info_vec;
@@ -14,35 +15,24 @@ typedef LL_VEC(fit_engine_step) fit_engine_step_vec;
 typedef LL_VEC(fit_sample) fit_sample_vec;  /* timeline.c appends, analyze.c owns */
 typedef LL_VEC(double) fit_double_vec;
 
-/* server.c: what a scraped sample means to the fit (records.h "metric"),
- * one kind per known family; samples of other names are not kept. */
-typedef enum fit_smk {
-    FIT_SMK_NONE = -1,
-    FIT_SMK_RUN_LL, FIT_SMK_RUN_VLLM, FIT_SMK_RUN_SGL,     /* running requests (gauges) */
-    FIT_SMK_WAIT_LL, FIT_SMK_WAIT_VLLM, FIT_SMK_WAIT_SGL,  /* waiting requests (gauges) */
-    FIT_SMK_LL_STEP_SUM, FIT_SMK_LL_STEP_COUNT,            /* loadlaw_step_duration_seconds */
-    FIT_SMK_VLLM_ITER_SUM, FIT_SMK_VLLM_ITER_COUNT,        /* vllm:iteration_tokens_total */
-    FIT_SMK_SGL_GEN_THROUGHPUT,                            /* sglang:gen_throughput */
-    /* GPU telemetry (gpu.c): each figure from loadlaw's own NVML sampler
-     * (telemetry/gpu_sample.c) or a DCGM exporter; watts, millijoules, 0..1 ratios */
-    FIT_SMK_NVML_POWER, FIT_SMK_DCGM_POWER,
-    FIT_SMK_NVML_LIMIT, FIT_SMK_DCGM_LIMIT, FIT_SMK_DCGM_MGMT_LIMIT,
-    FIT_SMK_NVML_ENERGY, FIT_SMK_DCGM_ENERGY,
-    FIT_SMK_NVML_SM, FIT_SMK_DCGM_SM,
-    FIT_SMK_NVML_TENSOR, FIT_SMK_DCGM_TENSOR,
-    FIT_SMK_NVML_DRAM, FIT_SMK_DCGM_DRAM,
-    FIT_SMK__COUNT
-} fit_smk;
+/* server.c: what a scraped sample means to the fit: its server and role in
+ * common/dialect.h's table, as one int (FIT_SMK); samples the table does not
+ * name are not kept. */
+#define FIT_SMK_NONE (-1)
+#define FIT_SMK(srv, role) ((int)(srv) * (int)LL_ROLE__COUNT + (int)(role))
+#define FIT_SMK_SRV(kind) ((ll_srv)((kind) / (int)LL_ROLE__COUNT))
+#define FIT_SMK_ROLE(kind) ((ll_srv_role)((kind) % (int)LL_ROLE__COUNT))
 typedef struct fit_server_sample {
     int64_t t_ns;
-    int kind;                 /* fit_smk */
+    int kind;                 /* FIT_SMK(server, role) */
     uint32_t series;          /* index into fit_run.series: one (src, name, labels) */
     double value;
 } fit_server_sample;
 typedef LL_VEC(fit_server_sample) fit_server_sample_vec;
 typedef LL_VEC(char *) fit_str_vec;
-/* The kind of a sample name; FIT_SMK_NONE when the fit does not use it. */
-int fit_server_kind(const char *name);
+/* The kind of a sample (name, labels in exposition form); FIT_SMK_NONE when
+ * the fit does not use it. */
+int fit_server_kind(const char *name, const char *labels);
 /* The level's server figures (fit.h "Server figures") from the run's
  * metric samples; L's windows, start/end and concurrency must be set. */
 void fit_server_level(const fit_run *run, fit_level *L);
@@ -97,6 +87,9 @@ void fit_dist_of(const double *sorted, size_t n, fit_dist *out);
 /* Every request, latency and rate figure of the level (fit.h "Per-level
  * figures") into L, whose duration_s must be set. */
 int fit_level_figures(const fit_run *run, const size_t *req_idx, size_t n_req, fit_level *L);
+/* said.c: the level's figures from what the server said per request (fit.h
+ * "The server's own per-request figures"). 0 or LL_ENOMEM. */
+int fit_said_level(const fit_run *run, const size_t *req_idx, size_t n_req, fit_level *L);
 
 /* timeline.c: rebuild one level's P(t)/D(t) from the requests at req_idx,
  * append its step samples to sv (level_idx set), and fill the level's

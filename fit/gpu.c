@@ -71,12 +71,12 @@ static double tokens_between(const fit_run *run, int64_t t0, int64_t t1)
  * over the whole level. */
 static double waiting_growth(const fit_run *run, const fit_level *L)
 {
-    static const int kinds[] = {FIT_SMK_WAIT_LL, FIT_SMK_WAIT_VLLM, FIT_SMK_WAIT_SGL};
     fit_level whole = *L;
     whole.n_windows = 0; /* fit_server_gauge then takes start..end */
-    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    for (int srv = 0; srv < LL_SRV_DCGM; srv++) {
+        int kind = FIT_SMK(srv, LL_ROLE_WAITING);
         size_t n = 0;
-        fit_server_gauge(run, &whole, kinds[k], 0, &n);
+        fit_server_gauge(run, &whole, kind, 0, &n);
         if (n < 3)
             continue;
         /* Second pass: the totals in time order, summed per third. */
@@ -86,7 +86,7 @@ static double waiting_growth(const fit_run *run, const fit_level *L)
         int open = 0;
         for (size_t i = 0; i <= run->server.n; i++) {
             const fit_server_sample *s = i < run->server.n ? &run->server.v[i] : NULL;
-            if (s && (s->kind != kinds[k] || s->t_ns < L->start_ns || s->t_ns > L->end_ns))
+            if (s && (s->kind != kind || s->t_ns < L->start_ns || s->t_ns > L->end_ns))
                 continue;
             if (open && (!s || s->t_ns != t)) {
                 if (idx < third)
@@ -136,12 +136,16 @@ static void diagnose(fit_level *L)
 
 void fit_gpu_level(const fit_run *run, fit_level *L)
 {
-    static const int power[] = {FIT_SMK_NVML_POWER, FIT_SMK_DCGM_POWER};
-    static const int limit[] = {FIT_SMK_NVML_LIMIT, FIT_SMK_DCGM_LIMIT, FIT_SMK_DCGM_MGMT_LIMIT};
-    static const int sm[] = {FIT_SMK_NVML_SM, FIT_SMK_DCGM_SM};
-    static const int tensor[] = {FIT_SMK_NVML_TENSOR, FIT_SMK_DCGM_TENSOR};
-    static const int dram[] = {FIT_SMK_NVML_DRAM, FIT_SMK_DCGM_DRAM};
-    static const int energy[] = {FIT_SMK_NVML_ENERGY, FIT_SMK_DCGM_ENERGY};
+    /* each figure from loadlaw's own NVML sampler first, else a DCGM exporter */
+#define GPU_KINDS(role) {FIT_SMK(LL_SRV_NVML, role), FIT_SMK(LL_SRV_DCGM, role)}
+    static const int power[] = GPU_KINDS(LL_ROLE_POWER_W);
+    static const int limit[] = {FIT_SMK(LL_SRV_NVML, LL_ROLE_POWER_LIMIT_W), FIT_SMK(LL_SRV_DCGM, LL_ROLE_POWER_LIMIT_W),
+                                FIT_SMK(LL_SRV_DCGM, LL_ROLE_POWER_MGMT_LIMIT_W)};
+    static const int sm[] = GPU_KINDS(LL_ROLE_SM_ACTIVE);
+    static const int tensor[] = GPU_KINDS(LL_ROLE_TENSOR_ACTIVE);
+    static const int dram[] = GPU_KINDS(LL_ROLE_DRAM_ACTIVE);
+    static const int energy[] = GPU_KINDS(LL_ROLE_ENERGY_MJ);
+#undef GPU_KINDS
     size_t n_power = 0, n_sm = 0, n_te = 0, n_dr = 0, n_lim = 0;
     L->gpu_power_w = L->gpu_power_limit_w = L->gpu_power_frac = NAN;
     L->gpu_sm_active = L->gpu_tensor_active = L->gpu_dram_active = NAN;

@@ -240,6 +240,25 @@ fail:
     return rc;
 }
 
+/* What the server said per request (fit.h "The server's own per-request
+ * figures"); null where it said nothing. */
+static int level_said(cJSON *o, const fit_level *L)
+{
+    int rc;
+    LL_TRY(ll_json_add_num(o, "server_timed", (double)L->server_timed));
+    LL_TRY(ll_json_add_num(o, "server_tpot_ms", L->server_tpot_ms));
+    LL_TRY(ll_json_add_num(o, "server_prefill_ms", L->server_prefill_ms));
+    LL_TRY(ll_json_add_num(o, "server_ttft_ms", L->server_ttft_ms));
+    LL_TRY(ll_json_add_num(o, "ttft_beyond_server_ms", L->ttft_beyond_server_ms));
+    LL_TRY(ll_json_add_num(o, "n_cached_said", (double)L->n_cached_said));
+    LL_TRY(ll_json_add_num(o, "cache_share", L->cache_share));
+    LL_TRY(ll_json_add_num(o, "prompt_tok_asked", L->prompt_tok_asked));
+    LL_TRY(ll_json_add_num(o, "n_cut_short", (double)L->n_cut_short));
+    LL_TRY(cJSON_AddStringToObject(o, "cut_short", L->cut_short_why) ? 0 : LL_ENOMEM);
+fail:
+    return rc;
+}
+
 /* The server's own figures (fit.h "Server figures"); null where not scraped. */
 static int level_server(cJSON *o, const fit_level *L)
 {
@@ -250,6 +269,11 @@ static int level_server(cJSON *o, const fit_level *L)
     LL_TRY(ll_json_add_num(o, "server_tok_per_step", L->server_tok_per_step));
     LL_TRY(ll_json_add_num(o, "server_scrapes", (double)L->server_scrapes));
     LL_TRY(ll_json_add_num(o, "server_stale_s", L->server_stale_s));
+    LL_TRY(ll_json_add_num(o, "server_gen_tok_s", L->server_gen_tok_s));
+    LL_TRY(ll_json_add_num(o, "server_cache_share", L->server_cache_share));
+    if (!(L->server >= 0 ? cJSON_AddStringToObject(o, "server", ll_srv_name((ll_srv)L->server))
+                         : cJSON_AddNullToObject(o, "server")))
+        return LL_ENOMEM;
     return add_bool(o, "server_n_disagrees", L->server_n_disagrees);
 fail:
     return rc;
@@ -274,6 +298,7 @@ static int level_figures(cJSON *o, const fit_level *L, int with_rates)
         LL_TRY(put_predicted(o, L));
     }
     LL_TRY(level_server(o, L));
+    LL_TRY(level_said(o, L));
     /* GPU figures and the diagnosis (fit.h): gpu.c's one writer */
     return fit_level_gpu_json(o, L);
 fail:

@@ -265,6 +265,9 @@ static int on_request(const ll_rec_request *rq, void *vctx)
     q.stream_think_tok = rq->counts != LL_COUNTS_STREAM ? rq->stream_think_tok : -1;
     q.stream_answer_tok = rq->counts != LL_COUNTS_STREAM ? rq->stream_answer_tok : -1;
     q.prompt_tok_target = rq->prompt_tok_target > 0 ? rq->prompt_tok_target : 0;
+    q.cached_tok = rq->cached_tok;
+    memcpy(q.finish, rq->finish, sizeof q.finish);
+    q.srv = rq->srv;
     size_t base = r->chunks.n, k = rq->n_chunks;
     LL_TRY(ll_vec_reserve(&r->chunks, base + k + 1));
     int sorted = 1;
@@ -314,7 +317,7 @@ static int on_metric(const ll_rec_metric *m, void *vctx)
 {
     load_ctx *c = vctx;
     fit_run *r = c->r;
-    int kind = fit_server_kind(m->name);
+    int kind = fit_server_kind(m->name, m->labels);
     char key[2048];
     if (kind == FIT_SMK_NONE || m->t_ns < 0)
         return 0;

@@ -96,6 +96,23 @@ static void print_law_row(FILE *f, const char *name, const fit_law *L)
             L->r2, L->resid_sd_ms, L->n_points);
 }
 
+/* Under the server table: what the server's figures do not mean, from the
+ * dialect table (common/dialect.h), each once. */
+static void print_caveats(FILE *f, int srv)
+{
+    size_t n;
+    const ll_srv_metric *t = ll_srv_metrics(&n);
+    for (size_t i = 0; i < n && srv >= 0; i++) {
+        if ((int)t[i].server != srv || !t[i].caveat)
+            continue;
+        size_t j = 0;
+        while (j < i && !((int)t[j].server == srv && t[j].caveat && strcmp(t[j].caveat, t[i].caveat) == 0))
+            j++;
+        if (j == i)
+            fprintf(f, "  %s: %s\n", t[i].name, t[i].caveat);
+    }
+}
+
 /* The server's own figures (fit.h "Server figures") beside the client's
  * steady step, when the sweep scraped any. */
 static void print_server(FILE *f, const fit_result *r)
@@ -105,17 +122,49 @@ static void print_server(FILE *f, const fit_result *r)
         any += r->levels[i].server_scrapes || isfinite(r->levels[i].server_step_ms);
     if (!any)
         return;
-    fprintf(f, "\nserver (scraped /metrics):\n%5s %6s %9s %9s %12s %12s %10s %8s\n", "level", "C", "server N",
-            "waiting", "step ms", "client step", "tok/step", "scrapes");
+    int srv = -1;
+    for (size_t i = 0; i < r->n_levels && srv < 0; i++)
+        srv = r->levels[i].server;
+    fprintf(f, "\nserver (scraped /metrics%s%s):\n%5s %6s %9s %9s %12s %12s %10s %9s %7s %8s\n", srv >= 0 ? ": " : "",
+            srv >= 0 ? ll_srv_name((ll_srv)srv) : "", "level", "C", "server N", "waiting", "step ms", "client step",
+            "tok/step", "gen tok/s", "cached", "scrapes");
     for (size_t i = 0; i < r->n_levels; i++) {
         const fit_level *L = &r->levels[i];
-        char c1[32], c2[32], c3[32], c4[32], c5[32];
-        fprintf(f, "%5d %6d %9s %9s %12s %12s %10s %8zu%s\n", L->level, L->concurrency,
+        char c1[32], c2[32], c3[32], c4[32], c5[32], c6[32], c7[32];
+        fprintf(f, "%5d %6d %9s %9s %12s %12s %10s %9s %7s %8zu%s\n", L->level, L->concurrency,
                 fmt_num(c1, L->server_n, "%.2f"), fmt_num(c2, L->server_waiting, "%.2f"),
                 fmt_num(c3, L->server_step_ms, "%.4g"), fmt_num(c4, L->steady_step_ms, "%.4g"),
-                fmt_num(c5, L->server_tok_per_step, "%.4g"), L->server_scrapes,
-                L->server_n_disagrees ? "  N != D" : "");
+                fmt_num(c5, L->server_tok_per_step, "%.4g"), fmt_num(c6, L->server_gen_tok_s, "%.4g"),
+                isfinite(L->server_cache_share) ? (snprintf(c7, sizeof c7, "%.1f%%", 100 * L->server_cache_share), c7)
+                                                : "-",
+                L->server_scrapes, L->server_n_disagrees ? "  N != D" : "");
     }
+    print_caveats(f, srv);
+}
+
+/* What the server said per request (fit.h "The server's own per-request
+ * figures") beside the client's figures, when any level has any. */
+static void print_said(FILE *f, const fit_result *r)
+{
+    size_t any = 0;
+    for (size_t i = 0; i < r->n_levels; i++)
+        any += r->levels[i].server_timed || r->levels[i].n_cached_said || r->levels[i].n_cut_short;
+    if (!any)
+        return;
+    fprintf(f, "\nserver's own timing (its responses), beside the client's:\n%5s %6s %9s %9s %9s %9s %9s %7s %s\n",
+            "level", "C", "TTFT p50", "server", "beyond", "TPOT p50", "server", "cached", "cut short");
+    for (size_t i = 0; i < r->n_levels; i++) {
+        const fit_level *L = &r->levels[i];
+        char c[6][32], share[32] = "-";
+        if (isfinite(L->cache_share))
+            snprintf(share, sizeof share, "%.1f%%", 100 * L->cache_share);
+        fprintf(f, "%5d %6d %9s %9s %9s %9s %9s %7s %s\n", L->level, L->concurrency,
+                fmt_num(c[0], L->ttft.p50_ms, "%.4g"), fmt_num(c[1], L->server_ttft_ms, "%.4g"),
+                fmt_num(c[2], L->ttft_beyond_server_ms, "%.3g"), fmt_num(c[3], L->tpot.p50_ms, "%.4g"),
+                fmt_num(c[4], L->server_tpot_ms, "%.4g"), share, L->n_cut_short ? L->cut_short_why : "0");
+    }
+    fprintf(f, "  ms; server TTFT: its own, else queue + prompt processing; beyond: the client's TTFT minus it,\n"
+               "  per request (network, the server's HTTP layer and queue before it timed, the client)\n");
 }
 
 /* The GPU figures and diagnosis (fit.h "GPU figures and diagnosis"), when
@@ -184,6 +233,7 @@ void fit_print(FILE *f, const fit_result *r)
                 L->interrupted ? "  (interrupted)" : "");
     }
     print_server(f, r);
+    print_said(f, r);
     print_gpu(f, r);
     if (r->n_notes) {
         fprintf(f, "\nleft out, and why:\n");

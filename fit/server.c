@@ -15,42 +15,10 @@
 
 #include "fit_internal.h"
 
-static const struct {
-    const char *name;
-    fit_smk kind;
-} kinds[] = {
-    {"loadlaw_running_requests", FIT_SMK_RUN_LL},
-    {"vllm:num_requests_running", FIT_SMK_RUN_VLLM},
-    {"sglang:num_running_reqs", FIT_SMK_RUN_SGL},
-    {"loadlaw_waiting_requests", FIT_SMK_WAIT_LL},
-    {"vllm:num_requests_waiting", FIT_SMK_WAIT_VLLM},
-    {"sglang:num_queue_reqs", FIT_SMK_WAIT_SGL},
-    {"loadlaw_step_duration_seconds_sum", FIT_SMK_LL_STEP_SUM},
-    {"loadlaw_step_duration_seconds_count", FIT_SMK_LL_STEP_COUNT},
-    {"vllm:iteration_tokens_total_sum", FIT_SMK_VLLM_ITER_SUM},
-    {"vllm:iteration_tokens_total_count", FIT_SMK_VLLM_ITER_COUNT},
-    {"sglang:gen_throughput", FIT_SMK_SGL_GEN_THROUGHPUT},
-    {"nvml_power_w", FIT_SMK_NVML_POWER},
-    {"DCGM_FI_DEV_POWER_USAGE", FIT_SMK_DCGM_POWER},
-    {"nvml_power_limit_w", FIT_SMK_NVML_LIMIT},
-    {"DCGM_FI_DEV_ENFORCED_POWER_LIMIT", FIT_SMK_DCGM_LIMIT},
-    {"DCGM_FI_DEV_POWER_MGMT_LIMIT", FIT_SMK_DCGM_MGMT_LIMIT},
-    {"nvml_energy_mj", FIT_SMK_NVML_ENERGY},
-    {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", FIT_SMK_DCGM_ENERGY},
-    {"nvml_sm_active_ratio", FIT_SMK_NVML_SM},
-    {"DCGM_FI_PROF_SM_ACTIVE", FIT_SMK_DCGM_SM},
-    {"nvml_tensor_active_ratio", FIT_SMK_NVML_TENSOR},
-    {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", FIT_SMK_DCGM_TENSOR},
-    {"nvml_dram_active_ratio", FIT_SMK_NVML_DRAM},
-    {"DCGM_FI_PROF_DRAM_ACTIVE", FIT_SMK_DCGM_DRAM},
-};
-
-int fit_server_kind(const char *name)
+int fit_server_kind(const char *name, const char *labels)
 {
-    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-        if (strcmp(name, kinds[i].name) == 0)
-            return kinds[i].kind;
-    return FIT_SMK_NONE;
+    const ll_srv_metric *m = ll_srv_metric_find(name, labels);
+    return m ? FIT_SMK(m->server, m->role) : FIT_SMK_NONE;
 }
 
 static int in_windows(const fit_level *L, int64_t t)
@@ -134,7 +102,6 @@ double fit_server_counter(const fit_run *run, int kind, int64_t t0, int64_t t1, 
 
 int fit_server_n_series(const fit_run *run, const fit_level *L, int64_t **t_out, double **v_out, size_t *n_out)
 {
-    static const int run_kinds[] = {FIT_SMK_RUN_LL, FIT_SMK_RUN_VLLM, FIT_SMK_RUN_SGL};
     LL_VEC(int64_t) t = {0};
     fit_double_vec v = {0};
     int rc = 0;
@@ -142,10 +109,10 @@ int fit_server_n_series(const fit_run *run, const fit_level *L, int64_t **t_out,
     *v_out = NULL;
     *n_out = 0;
     /* one family, as server N (an engine serving two families' names would count twice) */
-    for (size_t k = 0; k < 3 && !t.n; k++)
+    for (int srv = 0; srv < LL_SRV_DCGM && !t.n; srv++)
         for (size_t i = 0; i < run->server.n; i++) {
             const fit_server_sample *s = &run->server.v[i];
-            if (s->kind != run_kinds[k] || s->t_ns < L->start_ns || s->t_ns > L->end_ns)
+            if (s->kind != FIT_SMK(srv, LL_ROLE_RUNNING) || s->t_ns < L->start_ns || s->t_ns > L->end_ns)
                 continue;
             if (t.n && t.v[t.n - 1] == s->t_ns) {
                 v.v[v.n - 1] += s->value;
@@ -184,35 +151,117 @@ static double stale_span_s(const fit_run *run, const fit_level *L, int kind)
     return best;
 }
 
-void fit_server_level(const fit_run *run, fit_level *L)
+/* The first and last sample of a kind in [t0, t1] (its first series'
+ * only: a gauge of one server without labels). 0 when it has fewer than 2. */
+static int first_last(const fit_run *run, int kind, int64_t t0, int64_t t1, double *v0, double *v1)
 {
-    static const int run_kinds[] = {FIT_SMK_RUN_LL, FIT_SMK_RUN_VLLM, FIT_SMK_RUN_SGL};
-    L->server_scrapes = 0;
-    L->server_n = L->server_waiting = L->server_step_ms = L->server_tok_per_step = L->server_stale_s = NAN;
-    L->server_n_disagrees = 0;
-    if (!run->server.n)
-        return;
-    /* One family's gauge: an engine that also serves vLLM's names would count twice. */
-    for (size_t k = 0; k < 3 && !L->server_scrapes; k++) {
-        L->server_n = fit_server_gauge(run, L, run_kinds[k], 0, &L->server_scrapes);
-        size_t nw;
-        L->server_waiting = fit_server_gauge(run, L, run_kinds[k] + (FIT_SMK_WAIT_LL - FIT_SMK_RUN_LL), 0, &nw);
+    int64_t ser = -1, ta = -1, tb = -1;
+    for (size_t i = 0; i < run->server.n; i++) {
+        const fit_server_sample *s = &run->server.v[i];
+        if (s->kind != kind || s->t_ns < t0 || s->t_ns > t1 || (ser >= 0 && s->series != (uint32_t)ser))
+            continue;
+        if (ser < 0) {
+            ser = s->series;
+            ta = s->t_ns;
+            *v0 = s->value;
+        }
+        tb = s->t_ns;
+        *v1 = s->value;
     }
-    int64_t t0 = L->n_windows ? L->windows[0].t0_ns : L->start_ns;
-    int64_t t1 = L->n_windows ? L->windows[L->n_windows - 1].t1_ns : L->end_ns, span_ns, span2_ns;
-    double dsum = fit_server_counter(run, FIT_SMK_LL_STEP_SUM, t0, t1, &span_ns, NULL, NULL);
-    double dcount = fit_server_counter(run, FIT_SMK_LL_STEP_COUNT, t0, t1, &span2_ns, NULL, NULL);
-    if (dcount > 0 && isfinite(dsum))
+    return ser >= 0 && tb > ta;
+}
+
+/* Which server the level's figures come from: the first (table order) with
+ * a running gauge in the level, else with any sample in it; -1 when none. */
+static int level_server(const fit_run *run, const fit_level *L)
+{
+    int running = -1, any = -1;
+    for (size_t i = 0; i < run->server.n; i++) {
+        const fit_server_sample *s = &run->server.v[i];
+        int srv = FIT_SMK_SRV(s->kind);
+        if (srv >= LL_SRV_DCGM || s->t_ns < L->start_ns || s->t_ns > L->end_ns)
+            continue;
+        if (FIT_SMK_ROLE(s->kind) == LL_ROLE_RUNNING && (running < 0 || srv < running))
+            running = srv;
+        if (any < 0 || srv < any)
+            any = srv;
+    }
+    return running >= 0 ? running : any;
+}
+
+/* Step time and tokens per step on the server's clock, over [t0, t1]. */
+static void server_steps(const fit_run *run, fit_level *L, int srv, int64_t t0, int64_t t1)
+{
+    int64_t span_ns, span2_ns;
+    double dsum = fit_server_counter(run, FIT_SMK(srv, LL_ROLE_STEP_SUM), t0, t1, &span_ns, NULL, NULL);
+    double dcount = fit_server_counter(run, FIT_SMK(srv, LL_ROLE_STEP_COUNT), t0, t1, &span2_ns, NULL, NULL);
+    if (dcount > 0 && isfinite(dsum)) {
         L->server_step_ms = 1000 * dsum / dcount;
-    dsum = fit_server_counter(run, FIT_SMK_VLLM_ITER_SUM, t0, t1, &span_ns, NULL, NULL);
-    dcount = fit_server_counter(run, FIT_SMK_VLLM_ITER_COUNT, t0, t1, &span2_ns, NULL, NULL);
-    if (dcount > 0 && !isfinite(L->server_step_ms)) {
+        return;
+    }
+    double iters = fit_server_counter(run, FIT_SMK(srv, LL_ROLE_ITERS), t0, t1, &span2_ns, NULL, NULL);
+    if (iters > 0) {
         /* each engine's (series') span over its own steps, summed: k
          * data-parallel engines step k times as often as one, not faster */
-        L->server_step_ms = span2_ns / 1e6 / dcount;
-        L->server_tok_per_step = isfinite(dsum) ? dsum / dcount : NAN;
+        L->server_step_ms = span2_ns / 1e6 / iters;
+        double tok = fit_server_counter(run, FIT_SMK(srv, LL_ROLE_ITER_TOKENS), t0, t1, &span_ns, NULL, NULL);
+        double b0, b1, n0, n1;
+        if (isfinite(tok))
+            L->server_tok_per_step = tok / iters;
+        else if (first_last(run, FIT_SMK(srv, LL_ROLE_BUSY_PER_ITER), t0, t1, &b0, &b1) &&
+                 first_last(run, FIT_SMK(srv, LL_ROLE_ITERS), t0, t1, &n0, &n1) && n1 > n0)
+            L->server_tok_per_step = (b1 * n1 - b0 * n0) / (n1 - n0); /* a mean since start, differenced */
+        return;
     }
-    L->server_stale_s = stale_span_s(run, L, FIT_SMK_SGL_GEN_THROUGHPUT);
+    size_t n;
+    double last = fit_server_gauge(run, L, FIT_SMK(srv, LL_ROLE_STEP_LAST), 0, &n);
+    if (n)
+        L->server_step_ms = 1000 * last;
+}
+
+/* Generated tokens per second and the prefix-cache share over the level. */
+static void server_tokens(const fit_run *run, fit_level *L, int srv)
+{
+    int64_t span_ns, s2;
+    double gen = fit_server_counter(run, FIT_SMK(srv, LL_ROLE_GEN_TOKENS), L->start_ns, L->end_ns, &span_ns, NULL,
+                                    NULL);
+    if (gen >= 0 && span_ns > 0)
+        L->server_gen_tok_s = gen / (span_ns / 1e9);
+    double hits = fit_server_counter(run, FIT_SMK(srv, LL_ROLE_CACHED_TOKENS), L->start_ns, L->end_ns, &s2, NULL,
+                                     NULL);
+    if (!isfinite(hits))
+        return;
+    double queries = fit_server_counter(run, FIT_SMK(srv, LL_ROLE_CACHE_QUERIES), L->start_ns, L->end_ns, &s2,
+                                        NULL, NULL);
+    double prompt = fit_server_counter(run, FIT_SMK(srv, LL_ROLE_PROMPT_TOKENS), L->start_ns, L->end_ns, &s2,
+                                       NULL, NULL);
+    double computed = fit_server_counter(run, FIT_SMK(srv, LL_ROLE_PROMPT_UNCACHED), L->start_ns, L->end_ns, &s2,
+                                         NULL, NULL);
+    double all = queries > 0 ? queries : prompt > 0 ? prompt : computed >= 0 ? computed + hits : NAN;
+    if (all > 0)
+        L->server_cache_share = hits / all;
+}
+
+void fit_server_level(const fit_run *run, fit_level *L)
+{
+    L->server_scrapes = 0;
+    L->server_n = L->server_waiting = L->server_step_ms = L->server_tok_per_step = L->server_stale_s = NAN;
+    L->server_gen_tok_s = L->server_cache_share = NAN;
+    L->server_n_disagrees = 0;
+    L->server = -1;
+    if (!run->server.n || (L->server = level_server(run, L)) < 0)
+        return;
+    int srv = L->server;
+    size_t nw;
+    /* One server's gauge: an engine that also serves vLLM's names would count twice. */
+    L->server_n = fit_server_gauge(run, L, FIT_SMK(srv, LL_ROLE_RUNNING), 0, &L->server_scrapes);
+    L->server_waiting = fit_server_gauge(run, L, FIT_SMK(srv, LL_ROLE_WAITING), 0, &nw);
+    int64_t t0 = L->n_windows ? L->windows[0].t0_ns : L->start_ns;
+    int64_t t1 = L->n_windows ? L->windows[L->n_windows - 1].t1_ns : L->end_ns;
+    server_steps(run, L, srv, t0, t1);
+    server_tokens(run, L, srv);
+    /* any SGLang page scraped (a --metrics-url beside another server's too) */
+    L->server_stale_s = stale_span_s(run, L, FIT_SMK(LL_SRV_SGLANG, LL_ROLE_GEN_THROUGHPUT));
     if (L->closed_loop && L->n_windows && L->concurrency > 0 && isfinite(L->server_n))
         L->server_n_disagrees =
             fabs(L->server_n - L->concurrency) > FIT_SERVER_N_REL * L->concurrency + FIT_SERVER_N_ABS;

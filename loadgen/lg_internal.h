@@ -60,7 +60,7 @@ typedef struct lg_xfer {
     int think_tok, answer_tok;
     int aborted;
     char curl_err[CURL_ERROR_SIZE];
-    /* issue 10 (streams) */
+    /* a stream whose usage comes late or never, and a server that refuses continuous_usage_stats */
     LL_VEC(uint32_t) chunk_bytes;  /* text bytes of each chunk (parallel to chunks):
                                     * the weights a disagreeing final usage is attributed by */
     int sent_cont_usage;           /* this body asked continuous_usage_stats */
@@ -69,6 +69,10 @@ typedef struct lg_xfer {
      * (a list node of our own: no allocation per request) */
     struct curl_slist rid_hdr;
     char rid_line[64];
+    /* The head that makes the prompt fresh (lg_fresh_head): "" when the
+     * scenario reuses prompts; its tokens when a tokenizer counts them. */
+    char head[40];
+    int head_tok;
 } lg_xfer;
 
 struct lg_worker {
@@ -134,7 +138,7 @@ struct lg_run {
     pthread_mutex_t mu;
     pthread_cond_t cv;             /* CLOCK_MONOTONIC */
     uint64_t events;
-    /* issue 10 (streams): a 400 named continuous_usage_stats; no later body asks it */
+    /* a 400 named continuous_usage_stats: no later body asks for it */
     atomic_int no_cont_usage;
 };
 

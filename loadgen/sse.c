@@ -17,6 +17,7 @@
  * both give the same result. */
 #include "sse.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -151,7 +152,8 @@ int lg_sse_finish(lg_sse *s)
 void lg_delta_init(lg_delta *d)
 {
     memset(d, 0, sizeof *d);
-    d->usage_prompt = d->usage_completion = d->usage_reasoning = -1;
+    d->usage_prompt = d->usage_completion = d->usage_reasoning = d->usage_cached = -1;
+    d->srv = ll_rec_srv_timing_none();
 }
 
 void lg_delta_free(lg_delta *d)
@@ -185,6 +187,78 @@ static void keep(lg_delta *d, int think, const char *p, size_t n)
 
 static const char k_open[] = "<think>", k_close[] = "</think>";
 
+enum { TAG_NONE, TAG_PREFIX, TAG_OPEN, TAG_CLOSE };
+
+/* What the bytes at p (rem of them, p[0] == '<') begin: a possible tag cut
+ * short by their end, a whole <think> or </think>, or text. */
+static int tag_at(const char *p, size_t rem)
+{
+    if ((rem < 7 && memcmp(p, k_open, rem) == 0) || (rem < 8 && memcmp(p, k_close, rem) == 0))
+        return TAG_PREFIX;
+    if (rem >= 7 && memcmp(p, k_open, 7) == 0)
+        return TAG_OPEN;
+    if (rem >= 8 && memcmp(p, k_close, 8) == 0)
+        return TAG_CLOSE;
+    return TAG_NONE;
+}
+
+/* A possible tag at the end of the bytes (p, rem of them): held until the
+ * next chunk decides it. Its n bytes not yet counted go to thinking in
+ * thinking mode or when they already read "<thi" or "</thi", else to the
+ * answer (see split_content). */
+static void hold_prefix(lg_delta *d, const char *p, size_t rem, size_t n, size_t *tb, size_t *ab)
+{
+    int tagish = d->in_think || (rem >= 4 && memcmp(p, "<thi", 4) == 0) ||
+                 (rem >= 5 && memcmp(p, "</thi", 5) == 0);
+    memcpy(d->tag, p, rem);
+    d->tag_len = rem;
+    *(tagish ? tb : ab) += n;
+}
+
+/* A bare </think> (no tag before it): everything before it was thinking,
+ * this chunk's answer bytes (those past ab0) and kept answer text included. */
+static void reclassify_answer(lg_delta *d, size_t *tb, size_t *ab, size_t ab0, int *reclass)
+{
+    *reclass = 1;
+    *tb += *ab - ab0;
+    *ab = ab0;
+    if (d->keep_text && d->answer_text.len) {
+        keep(d, 1, d->answer_text.p, d->answer_text.len);
+        ll_buf_reset(&d->answer_text);
+    }
+}
+
+/* The byte walk of split_content over buf: the held prefix (its first pend
+ * bytes, counted with the previous chunk) and then the chunk, len in all. */
+static void split_tags(lg_delta *d, const char *buf, size_t pend, size_t len, size_t *tb, size_t *ab,
+                       int *reclass)
+{
+    size_t i = 0, ab0 = *ab;
+    while (i < len) {
+        int tag = buf[i] == '<' ? tag_at(buf + i, len - i) : TAG_NONE;
+        /* Bytes of buf before pend were counted with the previous chunk. */
+        size_t from = i > pend ? i : pend;
+        if (tag == TAG_PREFIX) {
+            hold_prefix(d, buf + i, len - i, len > from ? len - from : 0, tb, ab);
+            break;
+        }
+        if (tag != TAG_NONE) {
+            size_t tl = tag == TAG_OPEN ? 7 : 8;
+            *tb += i + tl > from ? i + tl - from : 0;
+            if (tag == TAG_CLOSE && !d->in_think && !d->saw_tag)
+                reclassify_answer(d, tb, ab, ab0, reclass);
+            d->in_think = tag == TAG_OPEN;
+            d->saw_tag = 1;
+            i += tl;
+            continue;
+        }
+        if (i >= pend)
+            (d->in_think ? (*tb)++ : (*ab)++);
+        keep(d, d->in_think, buf + i, 1); /* a held prefix that was text, too */
+        i++;
+    }
+}
+
 /* Split content into thinking and answer bytes, tracking tags across chunks.
  * Tag bytes count as thinking (they are tokens the model spent thinking). A
  * possible tag prefix at the end is held until the next chunk decides it; its
@@ -195,9 +269,9 @@ static const char k_open[] = "<think>", k_close[] = "</think>";
 static void split_content(lg_delta *d, const char *s, size_t n, size_t *tb, size_t *ab, int *reclass)
 {
     char stack[512], *buf = stack;
-    size_t pend = d->tag_len, len = pend + n, i = 0, ab0 = *ab;
+    size_t pend = d->tag_len, len = pend + n;
     if (pend == 0 && !memchr(s, '<', n)) {
-        /* No tag can start here (the common chunk): what the loop below does
+        /* No tag can start here (the common chunk): what split_tags does
          * byte by byte, at once. */
         *(d->in_think ? tb : ab) += n;
         keep(d, d->in_think, s, n);
@@ -210,48 +284,7 @@ static void split_content(lg_delta *d, const char *s, size_t n, size_t *tb, size
     memcpy(buf, d->tag, pend);
     memcpy(buf + pend, s, n);
     d->tag_len = 0;
-    while (i < len) {
-        if (buf[i] == '<') {
-            size_t rem = len - i;
-            int full_o = rem >= 7 && memcmp(buf + i, k_open, 7) == 0;
-            int full_c = rem >= 8 && memcmp(buf + i, k_close, 8) == 0;
-            int pre = (rem < 7 && memcmp(buf + i, k_open, rem) == 0) ||
-                      (rem < 8 && memcmp(buf + i, k_close, rem) == 0);
-            /* Bytes of buf before pend were counted with the previous chunk. */
-            size_t from = i > pend ? i : pend;
-            if (pre) {
-                int tagish = d->in_think || (rem >= 4 && memcmp(buf + i, "<thi", 4) == 0) ||
-                             (rem >= 5 && memcmp(buf + i, "</thi", 5) == 0);
-                memcpy(d->tag, buf + i, rem);
-                d->tag_len = rem;
-                *(tagish ? tb : ab) += len > from ? len - from : 0;
-                break;
-            }
-            if (full_o || full_c) {
-                size_t tl = full_o ? 7 : 8;
-                *tb += i + tl > from ? i + tl - from : 0;
-                if (full_c && !d->in_think && !d->saw_tag) {
-                    /* A bare </think>: everything before it was thinking,
-                     * this chunk's text before the tag included. */
-                    *reclass = 1;
-                    *tb += *ab - ab0;
-                    *ab = ab0;
-                    if (d->keep_text && d->answer_text.len) {
-                        keep(d, 1, d->answer_text.p, d->answer_text.len);
-                        ll_buf_reset(&d->answer_text);
-                    }
-                }
-                d->in_think = full_o;
-                d->saw_tag = 1;
-                i += tl;
-                continue;
-            }
-        }
-        if (i >= pend)
-            (d->in_think ? (*tb)++ : (*ab)++);
-        keep(d, d->in_think, buf + i, 1); /* a held prefix that was text, too */
-        i++;
-    }
+    split_tags(d, buf, pend, len, tb, ab, reclass);
     if (buf != stack)
         free(buf);
 }
@@ -265,6 +298,69 @@ static int64_t jnum(const lg_jtape *t, const lg_jnode *o, const char *k)
     if (!v || v->type != LG_J_NUM || !(v->num >= 0 && v->num <= 1e9))
         return -1;
     return (int64_t)v->num;
+}
+
+/* A duration from the server in ms, or NAN when absent or not sane (a
+ * request of more than a day is not one). */
+static double jms(const lg_jtape *t, const lg_jnode *o, const char *k)
+{
+    const lg_jnode *v = lg_jget(t, o, k);
+    return v && v->type == LG_J_NUM && v->num >= 0 && v->num <= 864e5 ? v->num : NAN;
+}
+
+/* A finish reason as sent (a string, or SGLang's {"type": ...}). */
+static void take_finish(lg_delta *d, const lg_jtape *t, const lg_jnode *v)
+{
+    size_t n = 0;
+    const char *s = NULL;
+    if (v && v->type == LG_J_STR)
+        s = v->str, n = v->str_len;
+    else if (v && v->type == LG_J_OBJ)
+        s = lg_jstr(t, v, "type", &n);
+    if (!s || !n)
+        return;
+    if (n >= sizeof d->finish)
+        n = sizeof d->finish - 1;
+    memcpy(d->finish, s, n);
+    d->finish[n] = '\0';
+}
+
+/* usage.prompt_tokens_details.cached_tokens (OpenAI's, vLLM's, SGLang's
+ * spelling), or usage.cached_tokens. */
+static void take_cached(lg_delta *d, const lg_jtape *t, const lg_jnode *usage)
+{
+    const lg_jnode *det = lg_jget(t, usage, "prompt_tokens_details");
+    int64_t c = det && det->type == LG_J_OBJ ? jnum(t, det, "cached_tokens") : -1;
+    if (c < 0)
+        c = jnum(t, usage, "cached_tokens");
+    if (c >= 0)
+        d->usage_cached = c;
+}
+
+/* The server's own timing of the request, where the event carries one:
+ * llama.cpp's "timings" (on its last chunk), vLLM's per-request "metrics"
+ * (--enable-per-request-metrics with include_metrics). */
+static void take_server_timing(lg_delta *d, const lg_jtape *t, const lg_jnode *root)
+{
+    const lg_jnode *tm = lg_jget(t, root, "timings"), *m = lg_jget(t, root, "metrics");
+    if (tm && tm->type == LG_J_OBJ) {
+        d->srv.present = 1;
+        d->srv.prompt_ms = jms(t, tm, "prompt_ms");
+        d->srv.decode_ms = jms(t, tm, "predicted_ms");
+        d->srv.tpot_ms = jms(t, tm, "predicted_per_token_ms");
+        d->srv.prompt_n = jnum(t, tm, "prompt_n");
+        d->srv.decode_n = jnum(t, tm, "predicted_n");
+        int64_t c = jnum(t, tm, "cache_n");
+        if (c >= 0 && d->usage_cached < 0)
+            d->usage_cached = c;
+    }
+    if (m && m->type == LG_J_OBJ) {
+        d->srv.present = 1;
+        d->srv.ttft_ms = jms(t, m, "time_to_first_token_ms");
+        d->srv.queue_ms = jms(t, m, "queue_time_ms");
+        d->srv.decode_ms = jms(t, m, "generation_time_ms");
+        d->srv.tpot_ms = jms(t, m, "mean_itl_ms");
+    }
 }
 
 static int str_is(const char *s, size_t n, const char *lit)
@@ -385,7 +481,20 @@ static void responses_event(lg_delta *d, const char *event, const lg_jtape *t, l
             d->usage_prompt = jnum(t, usage, "input_tokens");
             d->usage_completion = jnum(t, usage, "output_tokens");
             d->usage_reasoning = det && det->type == LG_J_OBJ ? jnum(t, det, "reasoning_tokens") : -1;
+            const lg_jnode *idet = lg_jget(t, usage, "input_tokens_details");
+            int64_t c = idet && idet->type == LG_J_OBJ ? jnum(t, idet, "cached_tokens") : -1;
+            if (c >= 0)
+                d->usage_cached = c;
         }
+        /* completed: the model stopped; incomplete: its reason, max_output_tokens being the length */
+        size_t rl = 0;
+        const char *reason = lg_jstr(t, lg_jget(t, lg_jget(t, root, "response"), "incomplete_details"), "reason", &rl);
+        if (str_is(type, tl, "response.completed"))
+            snprintf(d->finish, sizeof d->finish, "stop");
+        else if (!reason || str_is(reason, rl, "max_output_tokens"))
+            snprintf(d->finish, sizeof d->finish, "length");
+        else
+            snprintf(d->finish, sizeof d->finish, "%.*s", (int)rl, reason);
         d->done = 1;
         return;
     } else if (str_is(type, tl, "response.failed") || str_is(type, tl, "error")) {
@@ -430,6 +539,10 @@ static void generate_event(lg_delta *d, const lg_jtape *t, lg_delta_out *out)
             d->usage_completion = ct_now;
         if (r >= 0)
             d->usage_reasoning = r;
+        int64_t c = jnum(t, meta, "cached_tokens");
+        if (c >= 0)
+            d->usage_cached = c;
+        take_finish(d, t, lg_jget(t, meta, "finish_reason"));
     }
     count_event(d, tb, ab, ct_now, out);
 }
@@ -450,6 +563,8 @@ static void openai_event(lg_delta *d, const lg_jtape *t, lg_delta_out *out)
         d->usage_reasoning = jnum(t, usage, "reasoning_tokens");
         if (d->usage_reasoning < 0 && det && det->type == LG_J_OBJ)
             d->usage_reasoning = jnum(t, det, "reasoning_tokens");
+        take_cached(d, t, usage);
+        take_server_timing(d, t, root);
         return;
     }
     size_t tb = 0, ab = 0;
@@ -466,6 +581,17 @@ static void openai_event(lg_delta *d, const lg_jtape *t, lg_delta_out *out)
             split_content(d, s, n, &tb, &ab, &out->reclassify);
         }
     }
+    if (first) {
+        /* the last chunk of a choice: its finish reason, and where the
+         * server puts them there (llama.cpp), its own timings */
+        const lg_jnode *fr = lg_jget(t, first, "finish_reason");
+        if (fr && fr->type != LG_J_NULL) {
+            take_finish(d, t, fr);
+            take_server_timing(d, t, root);
+        }
+    }
+    if (usage && usage->type == LG_J_OBJ)
+        take_cached(d, t, usage);
     count_event(d, tb, ab, usage && usage->type == LG_J_OBJ ? jnum(t, usage, "completion_tokens") : -1, out);
 }
 

@@ -82,6 +82,13 @@ typedef struct lg_delta {
     int slow_events;
     /* final usage chunk (choices: []); -1 when absent */
     int64_t usage_prompt, usage_completion, usage_reasoning;
+    /* What the server said about the request beside its tokens (records.h
+     * request "cached_tok", "finish", "server"): prompt tokens its cache
+     * served (-1 = not said), the finish reason ("" = none), its own timing
+     * (llama.cpp "timings", vLLM "metrics", SGLang meta_info). */
+    int64_t usage_cached;
+    char finish[16];
+    ll_rec_srv_timing srv;
     lg_dialect dialect;        /* set after lg_delta_init; OPENAI by default */
     size_t gen_len;            /* generate: bytes of cumulative text already seen */
     /* keep_text (set after init): the streamed text by kind, tags left out,

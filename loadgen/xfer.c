@@ -45,6 +45,118 @@ fail:
     return rc;
 }
 
+/* The key the endpoint reads the prompt from. */
+static const char *prompt_key(scn_endpoint e)
+{
+    switch (e) {
+    case SCN_ENDPOINT_CHAT:
+        return "messages";
+    case SCN_ENDPOINT_RESPONSES:
+        return "input";
+    case SCN_ENDPOINT_GENERATE:
+        return "text";
+    default:
+        return "prompt";
+    }
+}
+
+/* The prompt as one JSON string: head (plain ASCII, nothing to escape)
+ * written inside the string's opening quote, then the prompt escaped. */
+static int put_text(ll_buf *b, const char *head, const char *prompt)
+{
+    size_t at = b->len, hn = strlen(head);
+    int rc;
+    LL_TRY(ll_json_escape(b, prompt));
+    if (hn) {
+        LL_TRY(ll_buf_append(b, head, hn)); /* room, then move the string's body up */
+        memmove(b->p + at + 1 + hn, b->p + at + 1, b->len - hn - at - 1);
+        memcpy(b->p + at + 1, head, hn);
+    }
+fail:
+    return rc;
+}
+
+/* The prompt under the endpoint's key; chat sends it as one user message. */
+static int put_prompt(ll_buf *b, const scn_scenario *s, const char *head, const char *prompt)
+{
+    const char *k = prompt_key(s->endpoint);
+    int rc = 0;
+    if (!keep_key(s, k))
+        return 0;
+    LL_TRY(put_key(b, k));
+    if (s->endpoint == SCN_ENDPOINT_CHAT) {
+        LL_TRY(ll_buf_printf(b, "[{\"role\":\"user\",\"content\":"));
+        LL_TRY(put_text(b, head, prompt));
+        LL_TRY(ll_buf_append(b, "}]", 2));
+    } else {
+        LL_TRY(put_text(b, head, prompt));
+    }
+fail:
+    return rc;
+}
+
+/* chat and completions: the length cap, the usage request and loadlaw's
+ * engine extensions. */
+static int put_openai_limits(const lg_xfer *x, ll_buf *b, const scn_scenario *s)
+{
+    int rc = 0;
+    if (keep_key(s, "max_tokens")) {
+        LL_TRY(put_key(b, "max_tokens"));
+        LL_TRY(ll_buf_printf(b, "%d", s->max_tokens));
+    }
+    if (keep_key(s, "stream_options")) {
+        LL_TRY(put_key(b, "stream_options"));
+        LL_TRY(ll_buf_printf(b, "{\"include_usage\":true%s}",
+                             x->sent_cont_usage ? ",\"continuous_usage_stats\":true" : ""));
+    }
+    /* loadlaw's engine extensions, sent only when the scenario asks */
+    if (s->ignore_eos && keep_key(s, "ignore_eos"))
+        LL_TRY(put_key(b, "ignore_eos") || ll_buf_printf(b, "true"));
+    if (s->think_tokens >= 0 && keep_key(s, "think_tokens"))
+        LL_TRY(put_key(b, "think_tokens") || ll_buf_printf(b, "%d", s->think_tokens));
+fail:
+    return rc;
+}
+
+/* The length cap (and, for generate, ignore_eos) under each endpoint's own name. */
+static int put_limits(const lg_xfer *x, ll_buf *b, const scn_scenario *s, int openai)
+{
+    int rc = 0;
+    if (openai)
+        return put_openai_limits(x, b, s);
+    if (s->endpoint == SCN_ENDPOINT_RESPONSES) {
+        if (keep_key(s, "max_output_tokens")) {
+            LL_TRY(put_key(b, "max_output_tokens"));
+            LL_TRY(ll_buf_printf(b, "%d", s->max_tokens));
+        }
+    } else if (keep_key(s, "sampling_params")) {
+        LL_TRY(put_key(b, "sampling_params"));
+        LL_TRY(ll_buf_printf(b, "{\"max_new_tokens\":%d%s}", s->max_tokens,
+                             s->ignore_eos ? ",\"ignore_eos\":true" : ""));
+    }
+fail:
+    return rc;
+}
+
+/* Every key of the scenario's extra_body, as cJSON prints its value. */
+static int put_extra_body(ll_buf *b, const scn_scenario *s)
+{
+    char *v = NULL;
+    int rc = 0;
+    for (const cJSON *c = s->extra_body ? s->extra_body->child : NULL; c; c = c->next) {
+        if (!c->string)
+            continue;
+        LL_TRY(put_key(b, c->string));
+        LL_TRY((v = cJSON_PrintUnformatted(c)) ? 0 : LL_ENOMEM);
+        LL_TRY(ll_buf_append(b, v, strlen(v)));
+        cJSON_free(v);
+        v = NULL;
+    }
+fail:
+    cJSON_free(v);
+    return rc;
+}
+
 /* The request body for the scenario's endpoint, then every key of its
  * extra_body (which replaces a default of the same name: max_tokens,
  * stream_options, ...). Written directly: no cJSON tree per request. */
@@ -56,7 +168,6 @@ static int build_body(lg_xfer *x)
     ll_buf *b = &x->body;
     int openai = s->endpoint == SCN_ENDPOINT_CHAT || s->endpoint == SCN_ENDPOINT_COMPLETIONS;
     int cont = s->continuous_usage && !atomic_load(&r->no_cont_usage);
-    char *v = NULL;
     int rc;
     ll_buf_reset(b);
     x->sent_cont_usage = openai && cont && keep_key(s, "stream_options");
@@ -65,73 +176,19 @@ static int build_body(lg_xfer *x)
         LL_TRY(put_key(b, "model"));
         LL_TRY(ll_json_escape(b, r->model));
     }
-    switch (s->endpoint) {
-    case SCN_ENDPOINT_CHAT:
-        if (keep_key(s, "messages")) {
-            LL_TRY(put_key(b, "messages"));
-            LL_TRY(ll_buf_printf(b, "[{\"role\":\"user\",\"content\":"));
-            LL_TRY(ll_json_escape(b, prompt));
-            LL_TRY(ll_buf_append(b, "}]", 2));
-        }
-        break;
-    case SCN_ENDPOINT_RESPONSES:
-        if (keep_key(s, "input")) {
-            LL_TRY(put_key(b, "input"));
-            LL_TRY(ll_json_escape(b, prompt));
-        }
-        break;
-    case SCN_ENDPOINT_GENERATE:
-        if (keep_key(s, "text")) {
-            LL_TRY(put_key(b, "text"));
-            LL_TRY(ll_json_escape(b, prompt));
-        }
-        break;
-    default:
-        if (keep_key(s, "prompt")) {
-            LL_TRY(put_key(b, "prompt"));
-            LL_TRY(ll_json_escape(b, prompt));
-        }
-        break;
+    LL_TRY(put_prompt(b, s, x->head, prompt));
+    if (x->head[0]) {
+        const scn_tokenizer *tok = scn_prompts_tokenizer(r->prompts);
+        x->prompt_words++;
+        if (tok && scn_prompt_target_tokens(r->prompts, x->prompt_index) > 0)
+            x->head_tok = (int)scn_tokenizer_count(tok, x->head, strlen(x->head));
     }
-    if (openai) {
-        if (keep_key(s, "max_tokens")) {
-            LL_TRY(put_key(b, "max_tokens"));
-            LL_TRY(ll_buf_printf(b, "%d", s->max_tokens));
-        }
-        if (keep_key(s, "stream_options")) {
-            LL_TRY(put_key(b, "stream_options"));
-            LL_TRY(ll_buf_printf(b, "{\"include_usage\":true%s}",
-                                 x->sent_cont_usage ? ",\"continuous_usage_stats\":true" : ""));
-        }
-        /* loadlaw's engine extensions, sent only when the scenario asks */
-        if (s->ignore_eos && keep_key(s, "ignore_eos"))
-            LL_TRY(put_key(b, "ignore_eos") || ll_buf_printf(b, "true"));
-        if (s->think_tokens >= 0 && keep_key(s, "think_tokens"))
-            LL_TRY(put_key(b, "think_tokens") || ll_buf_printf(b, "%d", s->think_tokens));
-    } else if (s->endpoint == SCN_ENDPOINT_RESPONSES) {
-        if (keep_key(s, "max_output_tokens")) {
-            LL_TRY(put_key(b, "max_output_tokens"));
-            LL_TRY(ll_buf_printf(b, "%d", s->max_tokens));
-        }
-    } else if (keep_key(s, "sampling_params")) {
-        LL_TRY(put_key(b, "sampling_params"));
-        LL_TRY(ll_buf_printf(b, "{\"max_new_tokens\":%d%s}", s->max_tokens,
-                             s->ignore_eos ? ",\"ignore_eos\":true" : ""));
-    }
+    LL_TRY(put_limits(x, b, s, openai));
     if (keep_key(s, "stream"))
         LL_TRY(put_key(b, "stream") || ll_buf_printf(b, "true"));
-    for (const cJSON *c = s->extra_body ? s->extra_body->child : NULL; c; c = c->next) {
-        if (!c->string)
-            continue;
-        LL_TRY(put_key(b, c->string));
-        LL_TRY((v = cJSON_PrintUnformatted(c)) ? 0 : LL_ENOMEM);
-        LL_TRY(ll_buf_append(b, v, strlen(v)));
-        cJSON_free(v);
-        v = NULL;
-    }
+    LL_TRY(put_extra_body(b, s));
     LL_TRY(ll_buf_append(b, "}", 1));
 fail:
-    cJSON_free(v);
     return rc;
 }
 
@@ -387,6 +444,17 @@ static void init_parsers(lg_xfer *x)
     x->delta.keep_text = r->prompts && scn_prompts_tokenizer(r->prompts) != NULL;
 }
 
+/* The head of a fresh prompt: the request's id, then this run's tag, e.g.
+ * "[17-7f3a9c21] " (the id first: what differs comes before what a run's
+ * requests share). A prefix cache matches from a prompt's first token, so
+ * a head no earlier request had makes the whole prompt a miss: TTFT then
+ * measures prefill, whatever ran on the server before, and two identical
+ * runs agree. A few tokens long; a tokenizer counts them into the target. */
+static void fresh_head(const char *run_tag, uint64_t id, char *out, size_t n)
+{
+    snprintf(out, n, "[%" PRIu64 "-%.8s] ", id, run_tag);
+}
+
 int lg_xfer_start(lg_worker *w, int req_index, int64_t intended_ns)
 {
     lg_run *r = w->run;
@@ -397,9 +465,18 @@ int lg_xfer_start(lg_worker *w, int req_index, int64_t intended_ns)
     x->w = w;
     x->req_index = req_index;
     x->warmup = req_index < w->lvl->warmup;
-    x->prompt_index = (size_t)req_index * (size_t)r->ranks + (size_t)r->rank;
     /* unique across ranks: rank r takes r, r+K, r+2K, ... */
     x->id = atomic_fetch_add(&r->next_id, 1) * (uint64_t)r->ranks + (uint64_t)r->rank;
+    /* Fresh prompts: the run's n-th request takes the set's n-th prompt
+     * (mod its size), behind a head no other request of any run has; a
+     * scenario that reuses prompts starts each level at the set's first. */
+    if (r->scn->prompts_reuse) {
+        x->prompt_index = (size_t)req_index * (size_t)r->ranks + (size_t)r->rank;
+        x->head[0] = '\0';
+    } else {
+        x->prompt_index = (size_t)x->id;
+        fresh_head(r->run_tag, x->id, x->head, sizeof x->head);
+    }
     x->intended_ns = intended_ns;
     /* Every request names itself (vLLM and others log X-Request-Id; the
      * bundled engine's handoff records carry it): unique across runs and
@@ -489,6 +566,8 @@ static void fill_record(lg_xfer *x, ll_err_class cls, const char *msg, ll_counts
                         int64_t st_answer, ll_rec_request *rq)
 {
     int target = scn_prompt_target_tokens(x->w->run->prompts, x->prompt_index);
+    if (target > 0 && x->head_tok > 0)
+        target += x->head_tok;
     const lg_run *r = x->w->run;
     const lg_delta *d = &x->delta;
     for (size_t i = 0; i < x->chunks.n; i++)
@@ -518,9 +597,12 @@ static void fill_record(lg_xfer *x, ll_err_class cls, const char *msg, ll_counts
         .stream_think_tok = counts == LL_COUNTS_STREAM ? -1 : st_think,
         .stream_answer_tok = counts == LL_COUNTS_STREAM ? -1 : st_answer,
         .prompt_tok_target = target > 0 ? target : 0,
+        .cached_tok = d->usage_cached,
+        .srv = d->srv,
         .n_chunks = x->chunks.n,
         .chunks = x->chunks.v,
     };
+    memcpy(rq->finish, d->finish, sizeof rq->finish);
     x->chunks.v = NULL;
     x->chunks.n = x->chunks.cap = 0;
 }
@@ -579,43 +661,41 @@ static void attribute(ll_rec_chunk *c, const uint32_t *bytes, size_t n, char kin
     free(sh);
 }
 
-/* Make the chunks' tokens agree with what the server says it produced (its
- * final usage), or, without usage, with the tokenizer's count of the text:
- * the fit's per-token gaps divide by these counts, so a server packing k
- * tokens per chunk without per-chunk usage must not read as k times slower.
- * Returns where the counts came from; *st_* get what the stream counted. */
-static ll_counts reconcile(lg_xfer *x, int64_t *st_think, int64_t *st_answer)
+/* What the chunks' tokens are to add up to: the server's final usage when it
+ * disagrees with the stream, else, without usage, the tokenizer's count of
+ * the kept text. *think and *answer get the split by kind where it is known
+ * (-1 otherwise). LL_COUNTS_STREAM: nothing to reconcile, the stream's own
+ * counts stand. */
+static ll_counts target_counts(const lg_xfer *x, int64_t *think, int64_t *answer, int64_t *total)
 {
     const lg_delta *d = &x->delta;
     const scn_tokenizer *tok = x->w->run->prompts ? scn_prompts_tokenizer(x->w->run->prompts) : NULL;
-    int64_t think = -1, answer = -1, total;
-    ll_counts how;
-    size_t nt = 0, na = 0;
-    *st_think = x->think_tok;
-    *st_answer = x->answer_tok;
-    if (x->chunks.n == 0 || x->chunk_bytes.n != x->chunks.n)
-        return LL_COUNTS_STREAM;
+    *think = *answer = -1;
     if (d->usage_completion >= 0) {
         if (d->usage_completion == (int64_t)x->think_tok + x->answer_tok)
             return LL_COUNTS_STREAM;
-        total = d->usage_completion;
-        how = LL_COUNTS_ATTRIBUTED;
-        if (d->usage_reasoning >= 0 && d->usage_reasoning <= total) {
-            think = d->usage_reasoning;
-            answer = total - think;
+        *total = d->usage_completion;
+        if (d->usage_reasoning >= 0 && d->usage_reasoning <= *total) {
+            *think = d->usage_reasoning;
+            *answer = *total - *think;
         }
-    } else if (tok && d->keep_text) {
-        think = scn_tokenizer_count(tok, d->think_text.p ? d->think_text.p : "", d->think_text.len);
-        answer = scn_tokenizer_count(tok, d->answer_text.p ? d->answer_text.p : "", d->answer_text.len);
-        if (think < 0 || answer < 0)
-            return LL_COUNTS_STREAM;
-        total = think + answer;
-        how = LL_COUNTS_TOKENIZER;
-    } else {
-        return LL_COUNTS_STREAM;
+        return LL_COUNTS_ATTRIBUTED;
     }
-    if (total > INT32_MAX)
+    if (!tok || !d->keep_text)
         return LL_COUNTS_STREAM;
+    *think = scn_tokenizer_count(tok, d->think_text.p ? d->think_text.p : "", d->think_text.len);
+    *answer = scn_tokenizer_count(tok, d->answer_text.p ? d->answer_text.p : "", d->answer_text.len);
+    if (*think < 0 || *answer < 0)
+        return LL_COUNTS_STREAM;
+    *total = *think + *answer;
+    return LL_COUNTS_TOKENIZER;
+}
+
+/* Give the chunks think + answer tokens (total when the kind split is not
+ * usable) and count the transfer's tokens again from them. */
+static void spread_counts(lg_xfer *x, int64_t think, int64_t answer, int64_t total)
+{
+    size_t nt = 0, na = 0;
     for (size_t i = 0; i < x->chunks.n; i++)
         *(x->chunks.v[i].kind == LL_CHUNK_THINK ? &nt : &na) += 1;
     /* Hidden reasoning (reasoning_tokens with no thinking streamed, as
@@ -643,6 +723,25 @@ static ll_counts reconcile(lg_xfer *x, int64_t *st_think, int64_t *st_answer)
         *(x->chunks.v[i].kind == LL_CHUNK_THINK ? &x->think_tok : &x->answer_tok) += x->chunks.v[i].tokens;
     if (hidden)
         x->think_tok = (int)think;
+}
+
+/* Make the chunks' tokens agree with what the server says it produced (its
+ * final usage), or, without usage, with the tokenizer's count of the text:
+ * the fit's per-token gaps divide by these counts, so a server packing k
+ * tokens per chunk without per-chunk usage must not read as k times slower.
+ * Returns where the counts came from; *st_* get what the stream counted. */
+static ll_counts reconcile(lg_xfer *x, int64_t *st_think, int64_t *st_answer)
+{
+    int64_t think, answer, total = 0;
+    ll_counts how;
+    *st_think = x->think_tok;
+    *st_answer = x->answer_tok;
+    if (x->chunks.n == 0 || x->chunk_bytes.n != x->chunks.n)
+        return LL_COUNTS_STREAM;
+    how = target_counts(x, &think, &answer, &total);
+    if (how == LL_COUNTS_STREAM || total > INT32_MAX)
+        return LL_COUNTS_STREAM;
+    spread_counts(x, think, answer, total);
     return how;
 }
 

@@ -314,91 +314,107 @@ static int load_level_fields(ld *c, const cJSON *o, const char *path, scn_level 
     return 0;
 }
 
-static int load_levels(ld *c, const cJSON *root, scn_scenario *s)
+/* The "load" object: run-wide settings into s, and the fields every level
+ * starts from into *proto. */
+static int load_load(ld *c, const cJSON *load, scn_scenario *s, scn_level *proto)
 {
     static const char *const load_keys[] = {"threads", "concurrency", "requests", "warmup", "duration_s",
                                             "rate_per_s", "arrival", "drain_s", "max_failed", "keep_going",
                                             "profile", "arrival_stamp", "source_addrs", NULL};
+    int st = (int)s->arrival_stamp, rc;
+    if ((rc = check_keys(c, load, "load", load_keys)) ||
+        (rc = get_enum(c, load, "load", "arrival_stamp", k_stamp, "\"kernel\" or \"user\"", &st)) ||
+        (rc = get_int(c, load, "load", "threads", 0, 4096, &s->threads)) ||
+        (rc = get_num(c, load, "load", "drain_s", 0, 86400, &s->drain_s)) ||
+        (rc = get_num(c, load, "load", "max_failed", 0, 1, &s->max_failed)) ||
+        (rc = get_bool(c, load, "load", "keep_going", &s->keep_going)) ||
+        (rc = get_str(c, load, "load", "source_addrs", 0, &s->source_addrs)) ||
+        (rc = load_level_fields(c, load, "load", proto)))
+        return rc;
+    s->arrival_stamp = (scn_stamp)st;
+    return 0;
+}
+
+/* Element i of "load.concurrency": *l, which holds the load's fields,
+ * gets it as its concurrency. */
+static int concurrency_level(ld *c, const cJSON *it, size_t i, scn_level *l)
+{
+    char p[64];
+    snprintf(p, sizeof p, "load.concurrency[%zu]", i);
+    if (!cJSON_IsNumber(it) || it->valuedouble != floor(it->valuedouble) || it->valuedouble < 0 ||
+        it->valuedouble > 1e6)
+        return bad(c, p, "an integer in [0, 1000000]");
+    l->concurrency = (int)it->valuedouble;
+    /* validate() would say levels[i], a key this file does not have */
+    if (l->concurrency < 1 && !(l->rate_per_s > 0))
+        return bad(c, p, "an integer >= 1 (0, no cap, only with load.rate_per_s)");
+    return 0;
+}
+
+/* Element i of "levels": an object whose fields override the load's in *l. */
+static int array_level(ld *c, const cJSON *it, size_t i, scn_level *l)
+{
     static const char *const level_keys[] = {"concurrency", "requests", "warmup", "duration_s",
                                              "rate_per_s", "arrival", "profile", NULL};
+    char p[64];
+    int rc;
+    snprintf(p, sizeof p, "levels[%zu]", i);
+    if (!cJSON_IsObject(it))
+        return bad(c, p, "an object");
+    if ((rc = check_keys(c, it, p, level_keys)) ||
+        (rc = get_int(c, it, p, "concurrency", 0, 1000000, &l->concurrency)))
+        return rc;
+    return load_level_fields(c, it, p, l);
+}
+
+/* One level per element of arr (a non-empty array, checked by the caller),
+ * each proto as read by one_level; on success they replace s's levels. */
+static int levels_from(ld *c, const cJSON *arr, const scn_level *proto, scn_scenario *s,
+                       int (*one_level)(ld *, const cJSON *, size_t, scn_level *))
+{
+    size_t n = (size_t)cJSON_GetArraySize(arr), i = 0;
+    scn_level *lv = calloc(n, sizeof *lv);
+    int rc;
+    if (!lv)
+        return LL_ENOMEM;
+    for (const cJSON *it = arr->child; it; it = it->next, i++) {
+        lv[i] = *proto;
+        if ((rc = one_level(c, it, i, &lv[i]))) {
+            free(lv);
+            return rc;
+        }
+    }
+    free(s->levels);
+    s->levels = lv;
+    s->n_levels = n;
+    return 0;
+}
+
+static int load_levels(ld *c, const cJSON *root, scn_scenario *s)
+{
     const cJSON *load, *levels = cJSON_GetObjectItemCaseSensitive(root, "levels");
     scn_level proto = s->levels[0];
     int rc;
     proto.concurrency = 1;
     if ((rc = get_obj(c, root, "", "load", &load)))
         return rc;
-    if (load) {
-        int st = (int)s->arrival_stamp;
-        if ((rc = check_keys(c, load, "load", load_keys)) ||
-            (rc = get_enum(c, load, "load", "arrival_stamp", k_stamp, "\"kernel\" or \"user\"", &st)) ||
-            (rc = get_int(c, load, "load", "threads", 0, 4096, &s->threads)) ||
-            (rc = get_num(c, load, "load", "drain_s", 0, 86400, &s->drain_s)) ||
-            (rc = get_num(c, load, "load", "max_failed", 0, 1, &s->max_failed)) ||
-            (rc = get_bool(c, load, "load", "keep_going", &s->keep_going)) ||
-            (rc = get_str(c, load, "load", "source_addrs", 0, &s->source_addrs)) ||
-            (rc = load_level_fields(c, load, "load", &proto)))
-            return rc;
-        s->arrival_stamp = (scn_stamp)st;
-    }
+    if (load && (rc = load_load(c, load, s, &proto)))
+        return rc;
     const cJSON *conc = load ? cJSON_GetObjectItemCaseSensitive(load, "concurrency") : NULL;
     if (conc && levels)
         return bad(c, "load.concurrency", "no \"levels\" beside it (use one or the other)");
     if (conc) {
         if (!cJSON_IsArray(conc) || cJSON_GetArraySize(conc) < 1)
             return bad(c, "load.concurrency", "a non-empty array of integers in [0, 1000000]");
-        size_t n = (size_t)cJSON_GetArraySize(conc), i = 0;
-        scn_level *lv = calloc(n, sizeof *lv);
-        if (!lv)
-            return LL_ENOMEM;
-        for (const cJSON *it = conc->child; it; it = it->next, i++) {
-            lv[i] = proto;
-            if (!cJSON_IsNumber(it) || it->valuedouble != floor(it->valuedouble) || it->valuedouble < 0 ||
-                it->valuedouble > 1e6) {
-                char p[64];
-                snprintf(p, sizeof p, "load.concurrency[%zu]", i);
-                free(lv);
-                return bad(c, p, "an integer in [0, 1000000]");
-            }
-            lv[i].concurrency = (int)it->valuedouble;
-            if (lv[i].concurrency < 1 && !(lv[i].rate_per_s > 0)) {
-                /* validate() would say levels[i], a key this file does not have */
-                char p[64];
-                snprintf(p, sizeof p, "load.concurrency[%zu]", i);
-                free(lv);
-                return bad(c, p, "an integer >= 1 (0, no cap, only with load.rate_per_s)");
-            }
-        }
-        free(s->levels);
-        s->levels = lv;
-        s->n_levels = n;
-    } else if (levels) {
+        return levels_from(c, conc, &proto, s, concurrency_level);
+    }
+    if (levels) {
         if (!cJSON_IsArray(levels) || cJSON_GetArraySize(levels) < 1)
             return bad(c, "levels", "a non-empty array of level objects");
-        size_t n = (size_t)cJSON_GetArraySize(levels), i = 0;
-        scn_level *lv = calloc(n, sizeof *lv);
-        if (!lv)
-            return LL_ENOMEM;
-        for (const cJSON *it = levels->child; it; it = it->next, i++) {
-            char p[64];
-            snprintf(p, sizeof p, "levels[%zu]", i);
-            lv[i] = proto;
-            if (!cJSON_IsObject(it))
-                rc = bad(c, p, "an object");
-            else if (!(rc = check_keys(c, it, p, level_keys)) &&
-                     !(rc = get_int(c, it, p, "concurrency", 0, 1000000, &lv[i].concurrency)))
-                rc = load_level_fields(c, it, p, &lv[i]);
-            if (rc) {
-                free(lv);
-                return rc;
-            }
-        }
-        free(s->levels);
-        s->levels = lv;
-        s->n_levels = n;
-    } else {
-        s->levels[0] = proto;
-        s->levels[0].concurrency = s->levels[0].concurrency ? s->levels[0].concurrency : 1;
+        return levels_from(c, levels, &proto, s, array_level);
     }
+    s->levels[0] = proto;
+    s->levels[0].concurrency = s->levels[0].concurrency ? s->levels[0].concurrency : 1;
     return 0;
 }
 
@@ -420,7 +436,8 @@ static int load_dist(ld *c, const cJSON *w, const char *path, scn_dist *d)
 
 static int load_prompts(ld *c, const cJSON *root, scn_scenario *s)
 {
-    static const char *const keys[] = {"source", "path", "words", "tokens", "tokenizer", "count", "seed", NULL};
+    static const char *const keys[] = {"source", "path",  "words", "tokens", "tokenizer",
+                                       "count",  "seed", "reuse", NULL};
     static const char *const src[] = {"synthetic", "sharegpt", "jsonl", NULL};
     const cJSON *o, *w, *tk;
     int rc, si = (int)s->source;
@@ -433,7 +450,8 @@ static int load_prompts(ld *c, const cJSON *root, scn_scenario *s)
         (rc = get_int(c, o, "prompts", "count", 1, 10000000, &s->prompt_count)) ||
         (rc = get_num(c, o, "prompts", "seed", 0, 9007199254740992.0, &seed)) ||
         (rc = get_str(c, o, "prompts", "tokenizer", 1, &s->tokenizer_path)) ||
-        (rc = get_obj(c, o, "prompts", "words", &w)) || (rc = get_obj(c, o, "prompts", "tokens", &tk)))
+        (rc = get_obj(c, o, "prompts", "words", &w)) || (rc = get_obj(c, o, "prompts", "tokens", &tk)) ||
+        (rc = get_bool(c, o, "prompts", "reuse", &s->prompts_reuse)))
         return rc;
     s->source = (scn_source)si;
     s->seed = (uint64_t)seed;
@@ -512,32 +530,26 @@ static int load_headers(ld *c, const cJSON *t, scn_scenario *s)
     return 0;
 }
 
-static int load_root(ld *c, const cJSON *root, scn_scenario *s)
+/* "defaults": the label scn_to_json writes (which defaults a run started
+ * from); accepted back so a run line's "config" loads as a scenario. */
+static int load_defaults_label(ld *c, const cJSON *root, scn_scenario *s)
 {
-    static const char *const keys[] = {"name", "target", "engine", "request", "prompts", "load",
-                                       "levels", "output", "ab", "defaults", "$comment", NULL};
-    /* "defaults" is the label scn_to_json writes (which defaults a run started
-     * from); accepted back so a run line's "config" loads as a scenario. */
     static const char *const k_defaults[] = {"bundled", "remote", "file", NULL};
-    static const char *const tkeys[] = {"url", "model", "endpoint", "path", "headers", "api_key_env", NULL};
-    static const char *const rkeys[] = {"max_tokens", "think_tokens", "ignore_eos", "timeout_s",
-                                        "extra_body", "continuous_usage", NULL};
-    const cJSON *t, *r;
-    int rc, e = (int)s->endpoint;
-    if (!cJSON_IsObject(root))
-        return bad(c, "(top level)", "a JSON object");
-    if ((rc = check_keys(c, root, "", keys)) || (rc = get_str(c, root, "", "name", 0, &s->name)) ||
-        (rc = get_str(c, root, "", "engine", 1, &s->engine_spec)) ||
-        (rc = get_str(c, root, "", "output", 1, &s->output)) || (rc = get_obj(c, root, "", "target", &t)) ||
-        (rc = get_obj(c, root, "", "request", &r)))
-        return rc;
     const cJSON *dv = cJSON_GetObjectItemCaseSensitive(root, "defaults");
-    if (dv && !cJSON_IsNull(dv)) {
-        int d = 0;
-        if ((rc = get_enum(c, root, "", "defaults", k_defaults, "\"bundled\", \"remote\" or \"file\"", &d)) ||
-            (rc = scn_set_str(&s->defaults, k_defaults[d])))
-            return rc;
-    }
+    int d = 0, rc;
+    if (!dv || cJSON_IsNull(dv))
+        return 0;
+    if ((rc = get_enum(c, root, "", "defaults", k_defaults, "\"bundled\", \"remote\" or \"file\"", &d)))
+        return rc;
+    return scn_set_str(&s->defaults, k_defaults[d]);
+}
+
+/* The "target" object (t, NULL when absent): where requests go and how they
+ * name themselves. The URL is checked whichever way it was set. */
+static int load_target(ld *c, const cJSON *t, scn_scenario *s)
+{
+    static const char *const tkeys[] = {"url", "model", "endpoint", "path", "headers", "api_key_env", NULL};
+    int rc, e = (int)s->endpoint;
     if (t && ((rc = check_keys(c, t, "target", tkeys)) || (rc = get_str(c, t, "target", "url", 1, &s->url)) ||
               (rc = get_str(c, t, "target", "model", 1, &s->model)) ||
               (rc = get_str(c, t, "target", "api_key_env", 0, &s->api_key_env)) ||
@@ -552,27 +564,59 @@ static int load_root(ld *c, const cJSON *root, scn_scenario *s)
         ll_errf(c->err, c->errlen, "%s: target.url: %s", c->origin, why);
         return LL_EINVAL;
     }
-    if (r) {
-        const cJSON *tt = cJSON_GetObjectItemCaseSensitive(r, "think_tokens");
-        if ((rc = check_keys(c, r, "request", rkeys)) ||
-            (rc = get_int(c, r, "request", "max_tokens", 1, 10000000, &s->max_tokens)) ||
-            (rc = get_bool(c, r, "request", "ignore_eos", &s->ignore_eos)) ||
-            (rc = get_num(c, r, "request", "timeout_s", 0.001, 1e6, &s->timeout_s)) ||
-            (rc = get_bool(c, r, "request", "continuous_usage", &s->continuous_usage)))
-            return rc;
-        const cJSON *eb = cJSON_GetObjectItemCaseSensitive(r, "extra_body");
-        if (eb && !cJSON_IsNull(eb)) {
-            if (!cJSON_IsObject(eb))
-                return bad(c, "request.extra_body", "an object (keys merged into every request body) or null");
-            cJSON_Delete(s->extra_body);
-            if (!(s->extra_body = cJSON_Duplicate(eb, 1)))
-                return LL_ENOMEM;
-        }
-        if (tt && cJSON_IsNull(tt))
-            s->think_tokens = -1;
-        else if ((rc = get_int(c, r, "request", "think_tokens", 0, 10000000, &s->think_tokens)))
-            return rc;
-    }
+    return 0;
+}
+
+/* "request.extra_body": an object merged into every request body (a copy is
+ * kept), or null. */
+static int load_extra_body(ld *c, const cJSON *r, scn_scenario *s)
+{
+    const cJSON *eb = cJSON_GetObjectItemCaseSensitive(r, "extra_body");
+    if (!eb || cJSON_IsNull(eb))
+        return 0;
+    if (!cJSON_IsObject(eb))
+        return bad(c, "request.extra_body", "an object (keys merged into every request body) or null");
+    cJSON_Delete(s->extra_body);
+    if (!(s->extra_body = cJSON_Duplicate(eb, 1)))
+        return LL_ENOMEM;
+    return 0;
+}
+
+/* The "request" object: what each request asks the server for. */
+static int load_request(ld *c, const cJSON *r, scn_scenario *s)
+{
+    static const char *const rkeys[] = {"max_tokens", "think_tokens", "ignore_eos", "timeout_s",
+                                        "extra_body", "continuous_usage", NULL};
+    const cJSON *tt = cJSON_GetObjectItemCaseSensitive(r, "think_tokens");
+    int rc;
+    if ((rc = check_keys(c, r, "request", rkeys)) ||
+        (rc = get_int(c, r, "request", "max_tokens", 1, 10000000, &s->max_tokens)) ||
+        (rc = get_bool(c, r, "request", "ignore_eos", &s->ignore_eos)) ||
+        (rc = get_num(c, r, "request", "timeout_s", 0.001, 1e6, &s->timeout_s)) ||
+        (rc = get_bool(c, r, "request", "continuous_usage", &s->continuous_usage)) ||
+        (rc = load_extra_body(c, r, s)))
+        return rc;
+    if (tt && cJSON_IsNull(tt))
+        s->think_tokens = -1;
+    else if ((rc = get_int(c, r, "request", "think_tokens", 0, 10000000, &s->think_tokens)))
+        return rc;
+    return 0;
+}
+
+static int load_root(ld *c, const cJSON *root, scn_scenario *s)
+{
+    static const char *const keys[] = {"name", "target", "engine", "request", "prompts", "load",
+                                       "levels", "output", "ab", "defaults", "$comment", NULL};
+    const cJSON *t, *r;
+    int rc;
+    if (!cJSON_IsObject(root))
+        return bad(c, "(top level)", "a JSON object");
+    if ((rc = check_keys(c, root, "", keys)) || (rc = get_str(c, root, "", "name", 0, &s->name)) ||
+        (rc = get_str(c, root, "", "engine", 1, &s->engine_spec)) ||
+        (rc = get_str(c, root, "", "output", 1, &s->output)) || (rc = get_obj(c, root, "", "target", &t)) ||
+        (rc = get_obj(c, root, "", "request", &r)) || (rc = load_defaults_label(c, root, s)) ||
+        (rc = load_target(c, t, s)) || (r && (rc = load_request(c, r, s))))
+        return rc;
     const cJSON *ab = cJSON_GetObjectItemCaseSensitive(root, "ab");
     if ((rc = load_prompts(c, root, s)) || (rc = load_levels(c, root, s)) ||
         (ab && (rc = scn_ab_load(ab, c->origin, &s->ab, c->err, c->errlen))))
@@ -835,6 +879,7 @@ static int scenario_fields(cJSON *root, const scn_scenario *s)
     LL_TRY(ll_json_add_num(p, "count", s->prompt_count));
     LL_TRY(ll_json_add_num(p, "seed", (double)s->seed));
     LL_TRY(add_str_or_null(p, "tokenizer", s->tokenizer_path));
+    LL_TRY(cJSON_AddBoolToObject(p, "reuse", s->prompts_reuse) ? 0 : LL_ENOMEM);
     LL_TRY(add_item(p, "words", dist_json(&s->words)));
     if (s->prompt_tokens_set)
         LL_TRY(add_item(p, "tokens", dist_json(&s->prompt_tokens)));

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Install the Debian packages loadlaw needs, only those missing.
-# Usage: scripts/deps.sh [--test] [--fuzz]
+# Usage: scripts/deps.sh [--test] [--fuzz] [--interop]
 #   --test adds what the test suite needs; --fuzz adds clang and its libFuzzer
-#   runtime for scripts/fuzz.sh (which CI runs after the suite).
+#   runtime for scripts/fuzz.sh (which CI runs after the suite); --interop
+#   what scripts/interop.sh needs to build llama.cpp's server and write its
+#   test model (a C++ compiler comes with build-essential).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libcurl4-openssl-dev libcjson-dev libgsl-dev
       libmicrohttpd-dev zlib1g-dev libopenblas-dev libjs-chart.js libyajl-dev libpcre2-dev curl
@@ -11,9 +13,11 @@ for a in "$@"; do
   case $a in
     # Headless Chromium renders the HTML report in the report test; promtool
     # (Debian's prometheus package) lints the engine's /metrics.
-    --test) pkgs+=(chromium prometheus) ;;
+    # pip: lizard for scripts/complexity.sh.
+    --test) pkgs+=(chromium prometheus python3-pip) ;;
     --fuzz) pkgs+=(clang libclang-rt-dev) ;;
-    *) echo "usage: scripts/deps.sh [--test] [--fuzz]" >&2; exit 2 ;;
+    --interop) pkgs+=(python3 python3-venv python3-pip) ;;
+    *) echo "usage: scripts/deps.sh [--test] [--fuzz] [--interop]" >&2; exit 2 ;;
   esac
 done
 missing=()

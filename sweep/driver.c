@@ -108,9 +108,11 @@ static void publish(int slot, lg_run *run, ll_rec_writer *w, double drain_s)
 
 /* ---- one sweep, step by step ----------------------------------------------- */
 
-/* The target: a remote URL (which needs a model name), or the bundled engine
+/* The target: a remote URL with its model name (when none was given, the
+ * server's only one from /v1/models, kept in found), or the bundled engine
  * started here. Returns SWEEP_OK or an exit code after printing why. */
-static int start_target(const sweep_job *j, host_engine *host, const char **url, const char **model)
+static int start_target(const sweep_job *j, host_engine *host, const char **url, const char **model, char *found,
+                        size_t nfound)
 {
     char err[1024] = "";
     *url = j->scn->url;
@@ -118,8 +120,14 @@ static int start_target(const sweep_job *j, host_engine *host, const char **url,
     if (*url) {
         if (*model)
             return SWEEP_OK;
-        fprintf(stderr, "loadlaw sweep: --model is required with a remote --url%s\n",
-                j->slot ? " (B's: a second --model, or one for both)" : "");
+        if (sweep_only_model(*url, j->api_key, j->scn->headers, j->scn->n_headers, found, nfound, err,
+                             sizeof err) == 0) {
+            fprintf(stderr, "loadlaw sweep: model: %s, the only one the server lists (GET /v1/models)\n", found);
+            *model = found;
+            return SWEEP_OK;
+        }
+        fprintf(stderr, "loadlaw sweep: --model is required with a remote --url%s: %s\n",
+                j->slot ? " (B's: a second --model, or one for both)" : "", err);
         return SWEEP_USAGE;
     }
     int rc = host_engine_start(host, j->engine_spec, j->profile_dir, on_engine_failure, err, sizeof err);
@@ -177,15 +185,19 @@ static tel_scrape *start_scrape(const sweep_job *j, const char *url, ll_rec_writ
 }
 
 /* Rank 0's NVML sampler (telemetry.h) at the scrape interval, unless
- * --gpu off. Without NVML or a GPU: one line says so, and the sweep goes on. */
-static tel_gpu *start_gpu(const sweep_job *j, ll_rec_writer *w)
+ * --gpu off. Without NVML or a GPU the sweep goes on, and says so in one
+ * line only where GPU figures were expected: --gpu on, or the bundled
+ * engine on its cuda backend (a client host driving a remote server has no
+ * GPU of interest, and auto stays quiet there). */
+static tel_gpu *start_gpu(const sweep_job *j, ll_rec_writer *w, const char *backend)
 {
     char why[512] = "";
     tel_gpu *g = NULL;
-    if (j->gpu_off)
+    if (j->gpu == SWEEP_GPU_OFF)
         return NULL;
     double interval_s = j->metrics_interval_s > 0 ? j->metrics_interval_s : 0.5;
-    if (tel_gpu_start(interval_s, w, &g, why, sizeof why) || !g)
+    int expected = j->gpu == SWEEP_GPU_ON || (backend && strcmp(backend, "cuda") == 0);
+    if ((tel_gpu_start(interval_s, w, &g, why, sizeof why) || !g) && expected)
         fprintf(stderr, "loadlaw sweep: gpu: %s; no GPU telemetry (--gpu off to skip)\n", why);
     return g;
 }
@@ -237,11 +249,11 @@ static void announce(const sweep_job *j, const char *url)
 /* lg_run_sweep, with rank 0's server-metrics scraper and GPU sampler running
  * around it; its code (an error other than an interrupt is printed). */
 static int sweep_with_telemetry(const sweep_job *j, lg_run *run, const char *url, ll_rec_writer *w,
-                                int rank)
+                                int rank, const char *backend)
 {
     char err[1024] = "";
     tel_scrape *sc = rank == 0 ? start_scrape(j, url, w) : NULL;
-    tel_gpu *gs = rank == 0 ? start_gpu(j, w) : NULL;
+    tel_gpu *gs = rank == 0 ? start_gpu(j, w, backend) : NULL;
     int rc = lg_run_sweep(run, err, sizeof err);
     tel_gpu_stop(gs);
     tel_scrape_stop(sc);
@@ -270,7 +282,7 @@ static int run_levels(const sweep_job *j, const char *url, const char *model, ho
         lg_run_interrupt(run, 0); /* it failed before on_engine_failure could see the run */
     if (rank == 0)
         announce(j, url);
-    int rc = sweep_with_telemetry(j, run, url, w, rank);
+    int rc = sweep_with_telemetry(j, run, url, w, rank, bundled ? host->backend : NULL);
     size_t failed = 0;
     lg_run_counts(run, n_ok, &failed);
     *stopped_after = lg_run_stopped_after(run);
@@ -390,7 +402,8 @@ int sweep_side_open(const sweep_job *j, sweep_side *sd)
     memset(sd, 0, sizeof *sd);
     sd->stopped_after = -1;
     int rank = j->mpi ? dist_rank(j->mpi) : 0;
-    int ret = rank == 0 ? start_target(j, &sd->host, &sd->url, &sd->model) : SWEEP_OK;
+    int ret = rank == 0 ? start_target(j, &sd->host, &sd->url, &sd->model, sd->found_model, sizeof sd->found_model)
+                        : SWEEP_OK;
     if (j->mpi)
         ret = sweep_share_target(j, ret, &sd->url, &sd->model, &sd->hold_url, &sd->hold_model);
     if (ret == SWEEP_OK)

@@ -27,6 +27,7 @@ typedef struct sweep_side {
     const char *url, *model;
     char rec_path[4200];
     char *hold_url, *hold_model;
+    char found_model[256];       /* the server's only model, when none was given */
     size_t n_ok;
     int stopped_after;           /* the level over max_failed the run stopped after; -1 */
 } sweep_side;
@@ -34,6 +35,12 @@ int sweep_side_open(const sweep_job *j, sweep_side *sd);
 int sweep_side_run(const sweep_job *j, sweep_side *sd);
 int sweep_side_finish(const sweep_job *j, sweep_side *sd, int ret);
 void sweep_side_abandon(sweep_side *sd);
+
+/* models.c: the one model GET /v1/models lists (under url's API root, with
+ * the key and the secret-named headers), into out. 0; LL_EINVAL when it
+ * lists none or several (err names them); LL_EIO when the request failed. */
+int sweep_only_model(const char *url, const char *api_key, char *const *headers, size_t n_headers, char *out,
+                     size_t n, char *err, size_t errlen);
 
 /* Rank 0's target (its outcome, URL, model, host name) to every rank; on the
  * others *url and *model point into *hold_url and *hold_model (caller frees).

@@ -7,7 +7,9 @@
  * reused), a blocking curl_easy_perform per scrape. Each sample of a known family
  * becomes one `metric` record (records.h) stamped with the middle of its
  * scrape on the run clock; the fit (fit/server.c) differences counters over
- * each level's steady window. Only known families are kept: an exporter
+ * each level's steady window. Only the samples common/dialect.h's table
+ * names are kept (each server's running, waiting, step, token and cache
+ * figures, the GPU exporters'): an exporter
  * serves hundreds of series, and a record per series per half second would
  * outweigh the run's own records.
  *
@@ -23,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "dialect.h"
 #include "telemetry.h"
 
 /* A body larger than this is not a /metrics page we want (a DCGM exporter
@@ -37,6 +40,8 @@ typedef struct endpoint {
     ll_buf body;
     size_t n_ok, n_failed;
     int said;                 /* the first failure was reported */
+    int said_dialect;         /* the first page's server was said */
+    int moved;                /* moved to /prometheus/metrics once */
     char curl_err[CURL_ERROR_SIZE];
 } endpoint;
 
@@ -51,34 +56,12 @@ struct tel_scrape {
     int64_t t_ns;             /* the scrape being written */
     const char *src;
     int put_failed;
+    struct page_tally *tally; /* the page being tallied, or NULL */
 };
 
-/* Exact sample names kept (histograms and summaries: _sum and _count only;
- * the buckets of a per-step histogram add nothing to a mean). */
-static const char *const known_names[] = {
-    /* loadlaw's own engine (engine/metrics.c) */
-    "loadlaw_running_requests", "loadlaw_waiting_requests", "loadlaw_steps_total",
-    "loadlaw_step_duration_seconds_sum", "loadlaw_step_duration_seconds_count", "loadlaw_generation_tokens_total",
-    /* vLLM (v1 names; gpu_cache_usage_perc and time_per_output_token are the older ones) */
-    "vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:iteration_tokens_total_sum",
-    "vllm:iteration_tokens_total_count", "vllm:inter_token_latency_seconds_sum",
-    "vllm:inter_token_latency_seconds_count", "vllm:time_per_output_token_seconds_sum",
-    "vllm:time_per_output_token_seconds_count", "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc",
-    "vllm:num_preemptions_total", "vllm:generation_tokens_total",
-    /* SGLang (--enable-metrics) */
-    "sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:gen_throughput", "sglang:token_usage",
-    /* DCGM exporter */
-    "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_PROF_SM_ACTIVE",
-    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE", "DCGM_FI_DEV_SM_CLOCK",
-    "DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "DCGM_FI_DEV_POWER_MGMT_LIMIT", "DCGM_FI_PROF_SM_OCCUPANCY",
-};
-
-int tel_scrape_known(const char *name)
+int tel_scrape_known(const char *name, const char *labels)
 {
-    for (size_t i = 0; i < sizeof known_names / sizeof known_names[0]; i++)
-        if (strcmp(name, known_names[i]) == 0)
-            return 1;
-    return 0;
+    return ll_srv_metric_find(name, labels) != NULL;
 }
 
 int tel_scrape_default_url(const char *url, char *out, size_t n)
@@ -95,20 +78,78 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *ctx)
     return n;
 }
 
+/* What one page held, for the line that says which server answered. */
+typedef struct page_tally {
+    size_t n_samples, n_kept;
+    size_t per_srv[LL_SRV__COUNT];   /* kept samples by server */
+    size_t by_prefix[LL_SRV__COUNT]; /* any sample whose prefix names a server */
+    char families[160];              /* the first few family names seen */
+    char last_family[128];
+} page_tally;
+
+static void tally(page_tally *t, const tel_prom_sample *s, const ll_srv_metric *m)
+{
+    t->n_samples++;
+    ll_srv p = ll_srv_of_prefix(s->name);
+    if (p < LL_SRV__COUNT)
+        t->by_prefix[p]++;
+    if (m) {
+        t->n_kept++;
+        t->per_srv[m->server]++;
+    }
+    if (strcmp(t->last_family, s->family) == 0)
+        return;
+    snprintf(t->last_family, sizeof t->last_family, "%s", s->family);
+    size_t len = strlen(t->families);
+    if (len + strlen(s->family) + 3 < sizeof t->families)
+        snprintf(t->families + len, sizeof t->families - len, "%s%s", len ? ", " : "", s->family);
+}
+
 static int on_sample(const tel_prom_sample *s, void *ctx)
 {
     tel_scrape *sc = ctx;
-    if (!tel_scrape_known(s->name) || !isfinite(s->value))
-        return 0;
     ll_buf_reset(&sc->labels);
     if (tel_prom_format_labels(&sc->labels, s))
         return LL_ENOMEM;
+    const ll_srv_metric *known = ll_srv_metric_find(s->name, sc->labels.p);
+    if (sc->tally)
+        tally(sc->tally, s, known);
+    if (!known || !isfinite(s->value))
+        return 0;
     ll_rec_metric m = {.t_ns = sc->t_ns, .src = sc->src, .name = s->name, .labels = sc->labels.p,
                        .value = s->value};
     int rc = ll_rec_put_metric(sc->w, &m);
     if (rc)
         sc->put_failed = 1;
     return rc;
+}
+
+/* Said once per endpoint, after its first page: which server it is, or that
+ * nothing on it is a figure loadlaw reads (with what was there instead). */
+static void say_dialect(const endpoint *e, const page_tally *t)
+{
+    size_t best = LL_SRV__COUNT, prefix = LL_SRV__COUNT;
+    for (size_t i = 0; i < LL_SRV__COUNT; i++) {
+        if (t->per_srv[i] && (best == LL_SRV__COUNT || t->per_srv[i] > t->per_srv[best]))
+            best = i;
+        if (t->by_prefix[i] && (prefix == LL_SRV__COUNT || t->by_prefix[i] > t->by_prefix[prefix]))
+            prefix = i;
+    }
+    if (best < LL_SRV__COUNT) {
+        fprintf(stderr, "loadlaw sweep: metrics: %s: %s (%zu of %zu series kept)\n", e->shown,
+                ll_srv_name((ll_srv)best), t->n_kept, t->n_samples);
+        return;
+    }
+    if (!t->n_samples) {
+        fprintf(stderr, "loadlaw sweep: metrics: %s: answered with no samples (metrics off on the server?)\n",
+                e->shown);
+        return;
+    }
+    fprintf(stderr,
+            "loadlaw sweep: metrics: %s: %s%s%zu series, none a figure loadlaw reads (first families: %s); "
+            "docs/remote.md lists the servers it understands\n",
+            e->shown, prefix < LL_SRV__COUNT ? ll_srv_name((ll_srv)prefix) : "",
+            prefix < LL_SRV__COUNT ? " by its names, " : "", t->n_samples, t->families);
 }
 
 static void say_failure(endpoint *e, const char *why)
@@ -118,6 +159,45 @@ static void say_failure(endpoint *e, const char *why)
         return;
     e->said = 1;
     fprintf(stderr, "loadlaw sweep: metrics: %s: %s (counted; the sweep goes on without them)\n", e->shown, why);
+}
+
+/* A body that opens with '[' or '{': JSON, not the text format. */
+static int json_page(const ll_buf *b)
+{
+    for (size_t i = 0; i < b->len; i++)
+        if (b->p[i] != ' ' && b->p[i] != '\n' && b->p[i] != '\r' && b->p[i] != '\t')
+            return b->p[i] == '[' || b->p[i] == '{';
+    return 0;
+}
+
+/* TensorRT-LLM's trtllm-serve answers /metrics with JSON iteration stats and
+ * serves the text format at /prometheus/metrics: a URL whose path ends in
+ * /metrics moves there once, and says so. 1 when it moved. */
+static int try_prometheus_path(endpoint *e)
+{
+    size_t q = strcspn(e->url, "?#"), k = strlen("/metrics");
+    if (e->moved || q < k || strncmp(e->url + q - k, "/metrics", k) != 0)
+        return 0;
+    ll_buf nu = {0};
+    if (ll_buf_append(&nu, e->url, q - k) || ll_buf_append(&nu, "/prometheus/metrics", 19) ||
+        ll_buf_append(&nu, e->url + q, strlen(e->url + q))) {
+        ll_buf_free(&nu);
+        return 0;
+    }
+    char *shown = ll_redact_url(nu.p);
+    if (!shown || curl_easy_setopt(e->easy, CURLOPT_URL, nu.p) != CURLE_OK) {
+        free(shown);
+        ll_buf_free(&nu);
+        return 0;
+    }
+    fprintf(stderr, "loadlaw sweep: metrics: %s answered JSON; scraping %s (TensorRT-LLM's text format)\n", e->shown,
+            shown);
+    free(e->url);
+    free(e->shown);
+    e->url = nu.p; /* the buffer's bytes, NUL-terminated, now e's */
+    e->shown = shown;
+    e->moved = 1;
+    return 1;
 }
 
 static void scrape_one(tel_scrape *sc, endpoint *e)
@@ -143,7 +223,16 @@ static void scrape_one(tel_scrape *sc, endpoint *e)
     /* The server took its snapshot somewhere between send and receive. */
     sc->t_ns = t0 + (t1 - t0) / 2 - sc->epoch_ns;
     sc->src = e->shown;
+    if (!e->said_dialect && json_page(&e->body) && try_prometheus_path(e))
+        return; /* TensorRT-LLM: JSON here, the text at /prometheus/metrics: next round */
+    page_tally t = {0};
+    sc->tally = e->said_dialect ? NULL : &t;
     tel_prom_parse(e->body.p ? e->body.p : "", e->body.len, on_sample, sc, NULL);
+    if (sc->tally) {
+        say_dialect(e, &t);
+        e->said_dialect = 1;
+        sc->tally = NULL;
+    }
 }
 
 /* One round over every endpoint; nonzero (the records writer refused) ends

@@ -156,6 +156,24 @@ typedef enum ll_counts {
 /* "stream", "attributed", "tokenizer". */
 const char *ll_counts_name(ll_counts c);
 
+/* The server's own timing of one request, where its response carries one
+ * (request "server"): llama.cpp's "timings", vLLM's per-request "metrics"
+ * (--enable-per-request-metrics), SGLang's meta_info. Milliseconds on the
+ * server's clock; NAN (and -1 for counts) = not said. */
+typedef struct ll_rec_srv_timing {
+    int present;
+    double ttft_ms;           /* vLLM time_to_first_token_ms */
+    double queue_ms;          /* vLLM queue_time_ms, SGLang queue_time */
+    double prompt_ms;         /* llama.cpp prompt_ms: prefill of the uncached tokens */
+    double decode_ms;         /* llama.cpp predicted_ms, vLLM generation_time_ms */
+    double tpot_ms;           /* llama.cpp predicted_per_token_ms, vLLM mean_itl_ms */
+    int64_t prompt_n;         /* llama.cpp prompt_n: prompt tokens computed */
+    int64_t decode_n;         /* llama.cpp predicted_n */
+} ll_rec_srv_timing;
+
+/* An ll_rec_srv_timing that says nothing. */
+ll_rec_srv_timing ll_rec_srv_timing_none(void);
+
 typedef struct ll_rec_request {
     int level, rank;
     uint64_t id;
@@ -173,6 +191,13 @@ typedef struct ll_rec_request {
                                * counts != STREAM ("stream_tok"); else -1 */
     int64_t prompt_tok_target;/* the prompt's length as built with a tokenizer
                                * ("prompt_tok_target"); 0 = not built to a length */
+    int64_t cached_tok;       /* prompt tokens the server served from its prefix cache
+                               * ("cached_tok": usage.prompt_tokens_details.cached_tokens,
+                               * llama.cpp's timings.cache_n, SGLang's meta_info
+                               * cached_tokens); -1 = not said */
+    char finish[16];          /* the (first) choice's finish_reason as sent ("finish":
+                               * "length", "stop", ...; cut to 15 bytes); "" = none sent */
+    ll_rec_srv_timing srv;    /* "server": the server's own timing, when present */
     size_t n_chunks;
     ll_rec_chunk *chunks;     /* in arrival order */
 } ll_rec_request;

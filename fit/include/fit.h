@@ -188,6 +188,9 @@ typedef struct fit_request {
     int64_t stream_think_tok, stream_answer_tok; /* the stream's own count when
                                * counts != STREAM, else -1 */
     int64_t prompt_tok_target;/* prompt built to this length (0 = not) */
+    int64_t cached_tok;       /* prompt tokens the server said it served from its cache; -1 = not said */
+    char finish[16];          /* finish_reason as sent, "" = none */
+    ll_rec_srv_timing srv;    /* the server's own timing of the request (records.h) */
     size_t n_chunks;
     const fit_chunk *chunks;  /* in arrival order */
 } fit_request;
@@ -367,31 +370,81 @@ typedef struct fit_dist {
 #define FIT_PROMPT_DRIFT_FRAC 0.02
 
 /* Server figures (fit_level.server_*), from the target's /metrics scraped
- * during the sweep (records.h "metric"; docs/remote.md "Server metrics"):
+ * during the sweep (records.h "metric"; docs/remote.md "Server metrics"),
+ * read through common/dialect.h's table (one server per level: the first in
+ * the table's order whose running gauge the level has, else the first with
+ * any figure; GPU exporters never count):
  *  server N        mean of the running-requests gauge (loadlaw_running_requests,
- *                  else vllm:num_requests_running, else sglang:num_running_reqs),
- *                  summed over the labels of one scrape (engines, data-parallel
- *                  ranks), over the scrapes inside the level's steady windows
- *                  (the whole level when it has none). Beside the client's D = C
- *                  of a closed-loop level: they disagree when |N - C| >
- *                  FIT_SERVER_N_REL * C + FIT_SERVER_N_ABS (another tenant, or a
- *                  server that caps its batch).
+ *                  vllm:num_requests_running, sglang:num_running_reqs,
+ *                  llamacpp:requests_processing, tgi_batch_current_size,
+ *                  trtllm_num_requests_running), summed over the labels of one
+ *                  scrape (engines, data-parallel ranks), over the scrapes
+ *                  inside the level's steady windows (the whole level when it
+ *                  has none). Beside the client's D = C of a closed-loop level:
+ *                  they disagree when |N - C| > FIT_SERVER_N_REL * C +
+ *                  FIT_SERVER_N_ABS (another tenant, or a server that caps its
+ *                  batch).
  *  server waiting  the waiting gauge, the same way.
- *  server step     loadlaw: delta sum / delta count of loadlaw_step_duration_seconds;
- *                  vLLM: span / delta count of vllm:iteration_tokens_total (the
- *                  engine is busy throughout a steady window; with several
- *                  engines, data-parallel series, their spans summed over
- *                  their counts summed), tokens per step =
- *                  delta sum / delta count. Counters are differenced over the
- *                  span from the first steady window's start to the last one's
- *                  end, per series, a drop counted as a reset (the new value is
- *                  the increase), then summed over series.
+ *  server step     a step-duration histogram where the server has one (loadlaw,
+ *                  TGI's forward duration of method "decode"): delta sum / delta
+ *                  count; else a counter of iterations (vLLM's
+ *                  iteration_tokens_total count, llama.cpp's n_decode_total):
+ *                  span / delta count (the engine is busy throughout a steady
+ *                  window; with several engines, data-parallel series, their
+ *                  spans summed over their counts summed); else TensorRT-LLM's
+ *                  last-iteration gauge, its mean over the scrapes. Counters are
+ *                  differenced over the span from the first steady window's
+ *                  start to the last one's end, per series, a drop counted as a
+ *                  reset (the new value is the increase), then summed over series.
+ *  tokens per step vLLM: delta tokens / delta iterations of iteration_tokens_total;
+ *                  llama.cpp: delta (n_busy_slots_per_decode * n_decode_total) /
+ *                  delta n_decode_total (the gauge is a mean since start).
+ *  generated tok/s delta of the generated-tokens counter over its span.
+ *  cache share     prompt tokens the server served from its prefix cache over
+ *                  the prompt tokens it was given, over the whole level (start to
+ *                  end: prompts are prefilled in the ramp): vLLM hits / queries,
+ *                  SGLang and TensorRT-LLM cached / prompt, llama.cpp cached /
+ *                  (prompt + cached) (its prompt counter excludes cached tokens).
  *  stale           SGLang refreshes its gauges every --decode-log-interval
  *                  steps (default 40): a gen_throughput that held one value for
- *                  more than FIT_SGLANG_STALE_S while the level ran is noted. */
+ *                  more than FIT_SGLANG_STALE_S while the level ran is noted.
+ * Each figure's caveat (the table's) is printed under the server table. */
 #define FIT_SERVER_N_REL 0.10
 #define FIT_SERVER_N_ABS 1.0
 #define FIT_SGLANG_STALE_S 2.0
+
+/* The server's own per-request figures (fit_level.server_timed ...), from
+ * what each response carried beside its tokens (records.h "request":
+ * "server", "cached_tok", "finish"), over a level's ok measured requests:
+ *  server TPOT     the median of the server's per-token decode time
+ *                  (llama.cpp timings.predicted_per_token_ms, vLLM mean_itl_ms),
+ *                  beside the client's TPOT p50: equal within a few per cent
+ *                  when the client reads the stream as it arrives.
+ *  server TTFT     vLLM's time_to_first_token_ms, else queue_ms + prompt_ms
+ *                  (llama.cpp: prefill of the uncached prompt); ttft beyond
+ *                  server = the median over requests of the client's TTFT
+ *                  minus it: the network, the server's HTTP layer and queue
+ *                  before it timed, and the client.
+ *  cache share     sum of cached_tok over sum of usage prompt tokens, over the
+ *                  requests that said both: prompt tokens served from the
+ *                  server's prefix cache. A sweep's prompts are fresh unless
+ *                  its scenario shares them: a share above FIT_CACHE_NOTE_FRAC
+ *                  is noted (TTFT then measures the cache, not prefill). Below
+ *                  it: a chat template's opening, the same for every request
+ *                  (~10 tokens), is served from the cache by servers that cache
+ *                  per token (llama.cpp).
+ *  prompt asked    the prompt length the run asked in tokens when it built
+ *                  synthetic prompts without a tokenizer (words = tokens / 1.33):
+ *                  beside the server's mean prompt tokens, a drift over
+ *                  FIT_PROMPT_EST_DRIFT_FRAC is noted as an estimate (give
+ *                  --tokenizer for exact lengths).
+ *  cut short       requests that returned fewer completion tokens than the run
+ *                  asked (request.max_tokens) while asking the server to ignore
+ *                  EOS (so a "stop" is the server's), or that said "length"
+ *                  short of max_tokens (a server limit: context, slot size);
+ *                  counted and named per level, and noted. */
+#define FIT_CACHE_NOTE_FRAC 0.10
+#define FIT_PROMPT_EST_DRIFT_FRAC 0.05
 
 /* GPU figures and diagnosis (fit_level.gpu_*, .diagnosis), from GPU
  * telemetry among the metric records: loadlaw's own NVML sampler (`sweep
@@ -497,6 +550,19 @@ typedef struct fit_level {
      * those built to a length, against the mean usage.prompt_tokens the
      * server reported; NAN when absent. */
     double prompt_tok_target_mean, prompt_tok_server_mean;
+    /* What the server said in its responses ("The server's own per-request
+     * figures"); ok measured requests; NAN / 0 where none said it. */
+    size_t server_timed;          /* requests with the server's own timing */
+    double server_tpot_ms;        /* p50 of the server's per-token decode time */
+    double server_prefill_ms;     /* p50 of its prompt processing (llama.cpp prompt_ms) */
+    double server_ttft_ms;        /* p50 of its TTFT: vLLM's own, else queue + prefill */
+    double ttft_beyond_server_ms; /* p50 over requests of client TTFT - the server's */
+    size_t n_cached_said;         /* requests that said their cached prompt tokens */
+    double cache_share;           /* their cached tokens over their prompt tokens */
+    double prompt_tok_asked;      /* prompts.tokens asked without a tokenizer (built as
+                                   * words: an estimate); NAN otherwise */
+    size_t n_cut_short;           /* ended before max_tokens, not by the client's asking */
+    char cut_short_why[96];       /* their finish reasons, "stop x2, length x1" */
     /* Requests whose token counts were not the stream's own (records.h
      * ll_counts), ok measured ones: how many, what their streams alone
      * counted, and the counts recorded (the usage attributed, or the
@@ -509,7 +575,10 @@ typedef struct fit_level {
     double server_n;              /* mean running requests (summed over engine/dp labels) */
     double server_waiting;        /* mean waiting requests, same scrapes */
     double server_step_ms;        /* mean step on the server's clock */
-    double server_tok_per_step;   /* vLLM: tokens per engine iteration */
+    double server_tok_per_step;   /* vLLM, llama.cpp: requests (tokens) per engine iteration */
+    int server;                   /* ll_srv of these figures, -1 when none */
+    double server_gen_tok_s;      /* generated tokens per second, the server's counter */
+    double server_cache_share;    /* prompt tokens served from the prefix cache, 0..1 */
     int server_n_disagrees;       /* closed loop: |server_n - C| > FIT_SERVER_N_REL*C + FIT_SERVER_N_ABS */
     double server_stale_s;        /* SGLang: longest span gen_throughput kept one value
                                    * while the level ran */

@@ -189,6 +189,10 @@ typedef struct scn_scenario {
                               * (--url without a scenario) or "file" */
     int prompt_count;        /* synthetic pool size */
     uint64_t seed;
+    int prompts_reuse;       /* prompts.reuse, --reuse-prompts: each level from the set's
+                              * first prompt, no per-run head; else every request of a
+                              * run gets a prompt no earlier one had (loadgen's
+                              * lg_fresh_head): a server's prefix cache serves nothing */
     /* load */
     int threads;             /* 0 = the cores in the CPU affinity mask */
     scn_stamp arrival_stamp; /* how a chunk's arrival is timed (load.arrival_stamp) */

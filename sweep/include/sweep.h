@@ -37,6 +37,11 @@ enum {
 /* --metrics-url endpoints a sweep scrapes beside the target's own. */
 #define SWEEP_MAX_METRICS_URLS 16
 
+/* --gpu: auto samples the local GPUs when NVML loads and says nothing when
+ * it does not (unless the bundled engine runs on cuda); on says why it
+ * cannot; off starts no sampler. */
+enum { SWEEP_GPU_AUTO = 0, SWEEP_GPU_ON, SWEEP_GPU_OFF };
+
 typedef struct sweep_job {
     const scn_scenario *scn;     /* levels, request shape; scn->url or the bundled engine */
     const scn_prompts *prompts;
@@ -53,7 +58,7 @@ typedef struct sweep_job {
     size_t n_metrics_urls;
     double metrics_interval_s;
     int no_metrics;
-    int gpu_off;                 /* no NVML sampler (telemetry.h); rank 0 only */
+    int gpu;                     /* SWEEP_GPU_*: the NVML sampler (telemetry.h); rank 0 only */
     int slot;                    /* 0, or 1 for an A/B's side B (set by sweep_ab) */
     const lg_dist *turns;        /* an interleaved A/B's turn-taking hooks (ab.c);
                                   * NULL otherwise; never with mpi */

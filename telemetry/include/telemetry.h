@@ -131,7 +131,11 @@ typedef struct tel_scrape_auth {
 /* Start the thread: every interval_s, each target in turn is fetched (one
  * libcurl easy handle each, timeout max(1 s, interval); auth as above, NULL:
  * none), parsed (tel_prom_parse), and its samples of known families
- * (tel_scrape_known) written to w on the run clock. A failed scrape (refused, 401, 404,
+ * (tel_scrape_known) written to w on the run clock. After each endpoint's
+ * first page one stderr line says which server it recognised, or that the
+ * page held nothing it reads, with the first families it saw. A page of JSON
+ * at a URL ending in /metrics (TensorRT-LLM's iteration stats) moves that
+ * endpoint to /prometheus/metrics once. A failed scrape (refused, 401, 404,
  * timeout) is counted and said once per endpoint on stderr; it never fails
  * the sweep. *out: freed by tel_scrape_stop. */
 int tel_scrape_start(const tel_scrape_target *targets, size_t n, const tel_scrape_auth *auth, double interval_s,
@@ -145,9 +149,11 @@ void tel_scrape_stop(tel_scrape *s);
  * does not fit. */
 int tel_scrape_default_url(const char *url, char *out, size_t n);
 
-/* 1 when a sample name is one of the known families' (loadlaw's engine,
- * vLLM, SGLang, DCGM exporter; docs/remote.md "Server metrics"). */
-int tel_scrape_known(const char *name);
+/* 1 when a sample (its name, its labels as tel_prom_format_labels writes
+ * them, NULL: none) is one the dialect table keeps (common/dialect.h: the
+ * bundled engine, vLLM, SGLang, llama.cpp, TGI, TensorRT-LLM, DCGM exporter;
+ * docs/remote.md "Server metrics"). */
+int tel_scrape_known(const char *name, const char *labels);
 
 /* ---- the NVML sampler ------------------------------------------------------ */
 

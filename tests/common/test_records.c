@@ -150,14 +150,20 @@ static void test_round_trip(void)
                          .first_think_ns = 52000000, .first_answer_ns = INT64_C(4000000000000),
                          .end_ns = INT64_C(4000000000001), .prompt_tok = 120, .think_tok = 1, .answer_tok = 7,
                          .usage_prompt = 120, .usage_completion = 8, .usage_reasoning = 1, .n_chunks = 3,
-                         .chunks = ch};
+                         .chunks = ch, .cached_tok = 96, .finish = "length", .srv = ll_rec_srv_timing_none()};
+    ok.srv.present = 1;
+    ok.srv.prompt_ms = 12.5;
+    ok.srv.decode_ms = 700;
+    ok.srv.tpot_ms = 100;
+    ok.srv.prompt_n = 24;
+    ok.srv.decode_n = 7;
     CHECK(ll_rec_put_request(w, &ok) == 0 && ok.chunks == NULL, "put request (chunks taken)");
     /* A message with a quote, a newline and a byte that is not UTF-8. */
     ll_rec_request bad = {.level = 1, .rank = 2, .id = 18, .warmup = 1, .cls = LL_ERRC_STREAM, .http_status = 0,
                           .error = strdup("KV \"cache\"\nfull \xff"), .intended_ns = 5, .send_ns = 6,
                           .header_ns = -1, .first_token_ns = -1, .first_think_ns = -1, .first_answer_ns = -1,
                           .end_ns = 9, .prompt_tok = 3, .usage_prompt = -1, .usage_completion = -1,
-                          .usage_reasoning = -1};
+                          .usage_reasoning = -1, .cached_tok = -1};
     CHECK(ll_rec_put_request(w, &bad) == 0 && bad.error == NULL, "put failed request (error taken)");
     ll_rec_level_end le = {1, 1200000000, 1, 12, 3, {0}};
     ll_rec_step st = {5000, 2650000, 8, 9, 17, 4096, 0};
@@ -182,6 +188,8 @@ static void test_round_trip(void)
                            "\"first_think_ns\":52000000,\"first_answer_ns\":4000000000000,"
                            "\"end_ns\":4000000000001,\"prompt_tok\":120,\"think_tok\":1,\"answer_tok\":7,"
                            "\"usage\":{\"prompt_tokens\":120,\"completion_tokens\":8,\"reasoning_tokens\":1},"
+                           "\"cached_tok\":96,\"finish\":\"length\",\"server\":{\"prompt_ms\":12.5,\"decode_ms\":700,"
+                           "\"tpot_ms\":100,\"prompt_n\":24,\"decode_n\":7},"
                            "\"chunks\":[[52000000,1,\"t\"],[4000000000000,2,\"a\"],[4000000000000,5,\"a\"]]}\n") != NULL,
               "request line shape");
         CHECK(strstr(text, "\"error_class\":\"stream_error\",\"http_status\":null,"
@@ -253,6 +261,11 @@ static void test_round_trip(void)
               a->answer_tok == 7 && a->usage_prompt == 120 && a->usage_completion == 8 && a->usage_reasoning == 1 &&
               a->n_chunks == 3 && strcmp(g.rq_error[0], "(null)") == 0,
           "ok request exact");
+    CHECK(a->cached_tok == 96 && strcmp(a->finish, "length") == 0 && a->srv.present && a->srv.prompt_ms == 12.5 &&
+              a->srv.decode_ms == 700 && a->srv.tpot_ms == 100 && a->srv.prompt_n == 24 && a->srv.decode_n == 7 &&
+              isnan(a->srv.ttft_ms) && isnan(a->srv.queue_ms),
+          "ok request: cached tokens, finish, the server's timing");
+    CHECK(b->cached_tok == -1 && b->finish[0] == '\0' && !b->srv.present, "failed request: none of them");
     CHECK(g.chunks[0][0].t_ns == 52000000 && g.chunks[0][0].tokens == 1 && g.chunks[0][0].kind == 't' &&
               g.chunks[0][1].t_ns == INT64_C(4000000000000) && g.chunks[0][1].tokens == 2 &&
               g.chunks[0][1].kind == 'a' && g.chunks[0][2].tokens == 5,

@@ -287,6 +287,58 @@ static void test_hostile_usage(void)
           (long long)h.d.usage_completion, (long long)h.d.usage_prompt);
 }
 
+/* What servers say about a request beside its tokens: llama.cpp's timings
+ * and finish reason on its last chunk (tools/server/server-task.cpp), a
+ * usage chunk's cached tokens (OpenAI/vLLM/SGLang spelling), vLLM's
+ * per-request metrics, SGLang's meta_info (finish_reason as an object). */
+static void test_server_said(void)
+{
+    harness h;
+    const char *llama =
+        "data: {\"choices\":[{\"finish_reason\":null,\"index\":0,\"delta\":{\"content\":\"Hi\"}}],"
+        "\"object\":\"chat.completion.chunk\"}\n\n"
+        "data: {\"choices\":[{\"finish_reason\":\"length\",\"index\":0,\"delta\":{}}],\"created\":1764640000,"
+        "\"model\":\"tiny\",\"object\":\"chat.completion.chunk\",\"timings\":{\"cache_n\":3,\"prompt_n\":41,"
+        "\"prompt_ms\":12.5,\"prompt_per_token_ms\":0.3,\"prompt_per_second\":3280,\"predicted_n\":2,"
+        "\"predicted_ms\":41.6,\"predicted_per_token_ms\":20.8,\"predicted_per_second\":48.1}}\n\n"
+        "data: {\"choices\":[],\"usage\":{\"completion_tokens\":2,\"prompt_tokens\":44,\"total_tokens\":46}}\n\n"
+        "data: [DONE]\n\n";
+    run(&h, llama, 7, 0, LG_DIALECT_OPENAI);
+    CHECK(strcmp(h.d.finish, "length") == 0 && h.d.srv.present && h.d.srv.prompt_ms == 12.5 &&
+              h.d.srv.decode_ms == 41.6 && h.d.srv.tpot_ms == 20.8 && h.d.srv.prompt_n == 41 &&
+              h.d.srv.decode_n == 2 && h.d.usage_cached == 3 && isnan(h.d.srv.ttft_ms),
+          "llama.cpp: finish %s, timings %g/%g/%g, cached %lld", h.d.finish, h.d.srv.prompt_ms, h.d.srv.decode_ms,
+          h.d.srv.tpot_ms, (long long)h.d.usage_cached);
+    const char *vllm =
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"},\"finish_reason\":\"stop\"}]}\n\n"
+        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":300,\"completion_tokens\":1,"
+        "\"prompt_tokens_details\":{\"cached_tokens\":256}},\"metrics\":{\"time_to_first_token_ms\":35.5,"
+        "\"queue_time_ms\":2.25,\"generation_time_ms\":0,\"mean_itl_ms\":7.5,\"tokens_per_second\":133}}\n\n"
+        "data: [DONE]\n\n";
+    run(&h, vllm, 1000, 0, LG_DIALECT_OPENAI);
+    CHECK(strcmp(h.d.finish, "stop") == 0 && h.d.usage_cached == 256 && h.d.srv.present && h.d.srv.ttft_ms == 35.5 &&
+              h.d.srv.queue_ms == 2.25 && h.d.srv.tpot_ms == 7.5 && h.d.srv.decode_ms == 0 && h.d.srv.prompt_n == -1,
+          "vLLM: finish %s, cached %lld, ttft %g queue %g itl %g", h.d.finish, (long long)h.d.usage_cached,
+          h.d.srv.ttft_ms, h.d.srv.queue_ms, h.d.srv.tpot_ms);
+    const char *sgl = "data: {\"text\":\"a\",\"meta_info\":{\"prompt_tokens\":9,\"completion_tokens\":1,"
+                      "\"cached_tokens\":0,\"finish_reason\":null}}\n\n"
+                      "data: {\"text\":\"ab\",\"meta_info\":{\"prompt_tokens\":9,\"completion_tokens\":2,"
+                      "\"cached_tokens\":8,\"finish_reason\":{\"type\":\"length\",\"length\":2}}}\n\n"
+                      "data: [DONE]\n\n";
+    run(&h, sgl, 1000, 0, LG_DIALECT_GENERATE);
+    CHECK(strcmp(h.d.finish, "length") == 0 && h.d.usage_cached == 8 && !h.d.srv.present,
+          "SGLang /generate: finish %s, cached %lld", h.d.finish, (long long)h.d.usage_cached);
+    /* nothing said: nothing kept; a hostile value is not a count */
+    run(&h,
+        "data: {\"choices\":[{\"delta\":{\"content\":\"x\"},\"finish_reason\":null}]}\n\n"
+        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1,"
+        "\"prompt_tokens_details\":{\"cached_tokens\":-4}},\"timings\":{\"prompt_ms\":1e300}}\n\n",
+        1000, 0, LG_DIALECT_OPENAI);
+    CHECK(h.d.finish[0] == '\0' && h.d.usage_cached == -1 && isnan(h.d.srv.prompt_ms),
+          "hostile or absent: finish '%s', cached %lld, prompt_ms %g", h.d.finish, (long long)h.d.usage_cached,
+          h.d.srv.prompt_ms);
+}
+
 /* A server that never ends a line (or an event) must not grow the buffers
  * without bound: at C=4096 that is the client's memory. Past the cap the
  * feed fails with LL_ERANGE; a normal stream after it is unaffected. */
@@ -477,6 +529,7 @@ int main(void)
     test_error_messages();
     test_sse_framing();
     test_hostile_usage();
+    test_server_said();
     test_unbounded_line();
     test_json_escape_utf8();
     test_bytes_and_text();

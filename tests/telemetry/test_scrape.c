@@ -30,7 +30,7 @@ static void test_default_url(void)
     CHECK(tel_scrape_default_url("http://h:1/", out, sizeof out) == 0 && strcmp(out, "http://h:1/metrics") == 0,
           "trailing slash: %s", out);
     CHECK(tel_scrape_default_url("http://h:1/v1", out, 8) == LL_ERANGE, "too long for the buffer");
-    CHECK(tel_scrape_known("loadlaw_running_requests") && !tel_scrape_known("process_cpu_seconds_total"),
+    CHECK(tel_scrape_known("loadlaw_running_requests", NULL) && !tel_scrape_known("process_cpu_seconds_total", NULL),
           "known families");
 }
 

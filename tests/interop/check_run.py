@@ -1,0 +1,311 @@
+#!/usr/bin/env python3
+"""Check a loadlaw sweep of llama.cpp's llama-server (run_interop.sh).
+
+Usage: check_run.py RUN_DIR FIT.json FIT.txt --max-tokens N --levels 1,2,4,8
+                    [--url http://127.0.0.1:PORT]
+
+Reads RUN_DIR/records.jsonl (docs/records.md), the `loadlaw fit --json` output
+and the text `loadlaw fit` printed, prints every figure it compares (the
+client's beside the server's), and exits 1 when a check fails. Checks:
+
+  sweep      every level ran its requests, none failed, none interrupted
+  tokens     every measured request streamed exactly --max-tokens completion
+             tokens, the server's usage.completion_tokens says the same, and
+             the stream carried one token per chunk (counts "stream")
+  fit        the law was fitted; the text shows the model check and a row per
+             level with its error against the law
+  tokenize   (with --url) the server's /tokenize makes one token of each
+             prompt word
+and, once the fit carries the server's figures (a check whose keys are absent
+says so and neither passes nor fails):
+  tpot       per level, the client's TPOT p50 within 2% of the server's own
+             (llama-server's timings.predicted_per_token_ms): server_tpot_ms
+  server N   per level, the server's running requests from /metrics on the
+             steady windows (server_n) equal to the client's D = C
+  cache      per level, the share of prompt tokens the server took from its
+             prompt cache (server_cache_share, from /metrics) small: the
+             prompts differ but for a head (the chat template's, loadlaw's
+             run tag); the requests' own cached tokens (cached_tok on the
+             records, from usage.prompt_tokens_details) agree with it, and
+             no request took most of its prompt from the cache
+"""
+
+import argparse
+import json
+import math
+import sys
+import urllib.request
+
+TPOT_REL_TOL = 0.02
+# The fit averages the gauge over the scrapes in the steady windows (a few
+# per level); a scrape at a window's edge can see a slot between requests.
+SERVER_N_TOL = lambda c: 0.1 * c + 0.3  # noqa: E731
+# Distinct prompts still share a head with the prompt a slot held before: the
+# chat template's (<s><|im_start|>user\n, 11 tokens here, spelled in byte
+# tokens) and the "[" that opens each of loadlaw's fresh prompts, whose
+# request id comes next: ~12 of ~144 tokens, a share of ~0.08. A prompt sent
+# again is served whole from the cache (a share near 1).
+CACHE_SHARE_MAX = 0.12
+CACHE_REQ_MAX = 0.15  # no single request's cached share above this
+# The requests' own cached tokens (usage.prompt_tokens_details) against the
+# share from the server's /metrics counters over the level.
+CACHE_SHARE_AGREE = 0.1
+# The synthetic prompt words (scenarios/prompts.c), each one token in the model.
+PROMPT_WORDS = ("the model server decode token batch latency kernel memory cache attention "
+                "request stream throughput query").split()
+
+
+class Checks:
+    def __init__(self):
+        self.failed = []
+        self.pending = []
+
+    def ok(self, name, cond, detail):
+        print("  %-9s %s  %s" % (name, "ok  " if cond else "FAIL", detail))
+        if not cond:
+            self.failed.append(name)
+        return cond
+
+    def absent(self, name, detail):
+        print("  %-9s n/a   %s" % (name, detail))
+        self.pending.append(name)
+
+
+def read_records(path):
+    recs = {"level": [], "level_end": [], "request": [], "metric": 0}
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue  # a truncated last line
+            t = r.get("type")
+            if t == "metric":
+                recs["metric"] += 1
+            elif t in recs:
+                recs[t].append(r)
+    return recs
+
+
+def check_sweep(ck, recs, levels):
+    by_c = [lv["concurrency"] for lv in recs["level"]]
+    ck.ok("sweep", by_c == levels, "levels run: C = %s (asked %s)" % (by_c, levels))
+    ends = {e["level"]: e for e in recs["level_end"]}
+    for lv in recs["level"]:
+        e = ends.get(lv["level"])
+        if e is None:
+            ck.ok("sweep", False, "C=%d: no level_end" % lv["concurrency"])
+            continue
+        ck.ok("sweep", e["failed"] == 0 and e["ok"] == lv["n_requests"] and not e["interrupted"],
+              "C=%d: %d of %d requests ok, %d failed%s" % (
+                  lv["concurrency"], e["ok"], lv["n_requests"], e["failed"],
+                  ", interrupted" if e["interrupted"] else ""))
+    errs = [r for r in recs["request"] if r["status"] != "ok"]
+    for r in errs[:5]:
+        print("    request %s: %s %s %s" % (r["id"], r.get("error_class"), r.get("http_status"),
+                                           (r.get("error") or "")[:200]))
+    ck.ok("sweep", not errs, "%d request records, %d errors (warmup included)"
+          % (len(recs["request"]), len(errs)))
+
+
+def check_tokens(ck, recs, max_tokens):
+    meas = [r for r in recs["request"] if not r.get("warmup")]
+    bad_stream, bad_usage, bad_chunks, not_stream = [], [], [], []
+    for r in meas:
+        streamed = (r.get("think_tok") or 0) + (r.get("answer_tok") or 0)
+        usage = (r.get("usage") or {}).get("completion_tokens")
+        chunk_tok = sum(c[1] for c in r.get("chunks") or [])
+        if streamed != max_tokens:
+            bad_stream.append((r["id"], streamed))
+        if usage != max_tokens:
+            bad_usage.append((r["id"], usage))
+        if chunk_tok != max_tokens:
+            bad_chunks.append((r["id"], chunk_tok))
+        if r.get("counts", "stream") != "stream":
+            not_stream.append((r["id"], r.get("counts"), r.get("stream_tok")))
+    n = len(meas)
+    ck.ok("tokens", n > 0 and not bad_stream,
+          "%d requests: client-counted completion tokens = %d in %d (off: %s)"
+          % (n, max_tokens, n - len(bad_stream), bad_stream[:5]))
+    ck.ok("tokens", n > 0 and not bad_usage,
+          "server usage.completion_tokens = %d in %d of %d (off: %s)"
+          % (max_tokens, n - len(bad_usage), n, bad_usage[:5]))
+    ck.ok("tokens", not bad_chunks, "chunks carry %d tokens in %d of %d (off: %s)"
+          % (max_tokens, n - len(bad_chunks), n, bad_chunks[:5]))
+    ck.ok("tokens", not not_stream, "one token per chunk (counts \"stream\") in %d of %d (%s)"
+          % (n - len(not_stream), n, not_stream[:3]))
+    pt = [r["prompt_tok"] for r in meas if r.get("prompt_tok") is not None]
+    if pt:
+        print("  %-9s      server prompt tokens per request: mean %.1f, min %d, max %d"
+              % ("", sum(pt) / len(pt), min(pt), max(pt)))
+
+
+def check_fit(ck, fit, text, levels):
+    law = fit.get("law") or {}
+    ck.ok("fit", bool(law.get("ok")) and law.get("b_ms") is not None,
+          "law: step(N) = %s + %s*N ms (a 95%% %s, b 95%% %s), R2 %s, %s step points"
+          % (fmt(law.get("a_ms")), fmt(law.get("b_ms")), law.get("a_ci_ms"), law.get("b_ci_ms"),
+             fmt(law.get("r2")), law.get("n_points")))
+    mc = fit.get("model_check") or {}
+    ck.ok("fit", "model check:" in text and bool(mc.get("done")),
+          "model check printed: %s" % (mc.get("verdict") or "(none in the JSON)"))
+    lv = fit.get("levels") or []
+    ck.ok("fit", [x["concurrency"] for x in lv] == levels,
+          "fit levels C = %s" % [x["concurrency"] for x in lv])
+    hdr = [ln for ln in text.splitlines() if ln.split()[:4] == ["level", "C", "steady", "t/s"]]
+    ck.ok("fit", bool(hdr) and "err %" in hdr[0], "per-level table printed: %s"
+          % (hdr[0].strip() if hdr else "(no header)"))
+    for x in lv:
+        row = [ln for ln in text.splitlines()
+               if ln.split()[:2] == [str(x["level"]), str(x["concurrency"])]]
+        e = x.get("error_rel")
+        ck.ok("fit", bool(row) and e is not None and math.isfinite(e),
+              "C=%d: steady %s tok/s, law %s tok/s, error %s%%, TPOT p50 %s ms, step %s ms"
+              % (x["concurrency"], fmt(x.get("steady_tok_per_s")), fmt(x.get("predicted_tok_per_s")),
+                 fmt(None if e is None else 100 * e), fmt(p50(x.get("tpot_ms"))),
+                 fmt(x.get("steady_step_ms"))))
+
+
+def check_tokenize(ck, url):
+    body = json.dumps({"content": " ".join(PROMPT_WORDS), "add_special": False}).encode()
+    req = urllib.request.Request(url + "/tokenize", data=body,
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as f:
+            toks = json.load(f).get("tokens", [])
+    except Exception as e:  # the server is up: any failure here is one
+        ck.ok("tokenize", False, "POST /tokenize: %s" % e)
+        return
+    ck.ok("tokenize", len(toks) == len(PROMPT_WORDS),
+          "%d prompt words -> %d tokens %s" % (len(PROMPT_WORDS), len(toks), toks))
+
+
+# Checks on figures the fit carries once the scraper and the records know
+# llama-server's: each reads its key per level and says when it is absent.
+
+def check_tpot(ck, fit):
+    """Client TPOT p50 against the server's predicted_per_token_ms, per level."""
+    lv = fit.get("levels") or []
+    if not any(x.get("server_tpot_ms") is not None for x in lv):
+        ck.absent("tpot", "no server_tpot_ms in the fit: the server's per-request timings "
+                  "are not on the records")
+        for x in lv:
+            print("  %-9s      C=%d: client TPOT p50 %s ms (server's: -)"
+                  % ("", x["concurrency"], fmt(p50(x.get("tpot_ms")))))
+        return
+    for x in lv:
+        cli, srv = p50(x.get("tpot_ms")), p50(x.get("server_tpot_ms"))
+        if cli is None or srv is None or srv <= 0:
+            ck.ok("tpot", False, "C=%d: client TPOT p50 %s ms, server %s ms"
+                  % (x["concurrency"], fmt(cli), fmt(srv)))
+            continue
+        rel = cli / srv - 1
+        ck.ok("tpot", abs(rel) <= TPOT_REL_TOL,
+              "C=%d: client TPOT p50 %.3f ms, server predicted_per_token_ms %.3f ms: %+.2f%% (tol %.0f%%)"
+              % (x["concurrency"], cli, srv, 100 * rel, 100 * TPOT_REL_TOL))
+
+
+def check_server_n(ck, fit):
+    """The server's running requests (its /metrics) against the client's D = C."""
+    lv = [x for x in fit.get("levels") or [] if x.get("closed_loop", True)]
+    if not any(x.get("server_n") is not None for x in lv):
+        ck.absent("server N", "no server_n in the fit: /metrics gave no running-requests "
+                  "gauge the scraper knows")
+        return
+    for x in lv:
+        c, n = x["concurrency"], x.get("server_n")
+        tol = SERVER_N_TOL(c)
+        ck.ok("server N", n is not None and abs(n - c) <= tol,
+              "C=%d: client D %d, server N %s (tol %.2f, %s scrapes)"
+              % (c, c, fmt(n), tol, x.get("server_scrapes")))
+
+
+def check_cache_share(ck, fit, recs):
+    """The share of prompt tokens the server served from its prompt cache
+    (the fit's, from /metrics), per level; and the requests' own cached
+    tokens (cached_tok on the records, from usage.prompt_tokens_details):
+    their share agrees with the server's, and no request took more than
+    CACHE_REQ_MAX of its prompt from the cache."""
+    lv = fit.get("levels") or []
+    per_req = {}
+    for r in recs["request"]:
+        if not r.get("warmup") and r.get("cached_tok") is not None and r.get("prompt_tok"):
+            per_req.setdefault(r["level"], []).append((r["cached_tok"], r["prompt_tok"]))
+    if not any(x.get("server_cache_share") is not None for x in lv):
+        ck.absent("cache", "no server_cache_share in the fit")
+        return
+    for x in lv:
+        s = x.get("server_cache_share")
+        reqs = per_req.get(x["level"], [])
+        c, p = sum(q[0] for q in reqs), sum(q[1] for q in reqs)
+        ck.ok("cache", s is not None and s <= CACHE_SHARE_MAX,
+              "C=%d: cached prompt share %s from /metrics (max %.2f); the requests' usage: %s of %d "
+              "prompt tokens (fit cache_share %s)" % (x["concurrency"], fmt(s), CACHE_SHARE_MAX,
+                                                     c if p else "-", p, fmt(x.get("cache_share"))))
+        if not p:
+            continue
+        if s is not None:
+            ck.ok("cache", abs(c / p - s) <= CACHE_SHARE_AGREE,
+                  "C=%d: cached share, requests' usage %.3f vs server /metrics %.3f (tol %.2f)"
+                  % (x["concurrency"], c / p, s, CACHE_SHARE_AGREE))
+        worst = max(reqs, key=lambda q: q[0] / q[1])
+        ck.ok("cache", worst[0] / worst[1] <= CACHE_REQ_MAX,
+              "C=%d: most cached request: %d of %d prompt tokens (max share %.2f)"
+              % (x["concurrency"], worst[0], worst[1], CACHE_REQ_MAX))
+
+
+def p50(v):
+    if isinstance(v, dict):
+        return v.get("p50")
+    return v
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return "%.4g" % v
+    return str(v)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("run_dir")
+    ap.add_argument("fit_json")
+    ap.add_argument("fit_text")
+    ap.add_argument("--max-tokens", type=int, required=True)
+    ap.add_argument("--levels", required=True)
+    ap.add_argument("--url")
+    a = ap.parse_args()
+    levels = [int(c) for c in a.levels.split(",")]
+    recs = read_records(a.run_dir + "/records.jsonl")
+    with open(a.fit_json) as f:
+        fit = json.load(f)
+    with open(a.fit_text) as f:
+        text = f.read()
+
+    ck = Checks()
+    print("checks (client beside server):")
+    check_sweep(ck, recs, levels)
+    check_tokens(ck, recs, a.max_tokens)
+    check_fit(ck, fit, text, levels)
+    if a.url:
+        check_tokenize(ck, a.url)
+    print("  %-9s      %d metric records scraped from the server" % ("", recs["metric"]))
+    check_tpot(ck, fit)
+    check_server_n(ck, fit)
+    check_cache_share(ck, fit, recs)
+    if ck.pending:
+        print("not checked (keys absent): %s" % ", ".join(dict.fromkeys(ck.pending)))
+    if ck.failed:
+        print("FAILED: %s" % ", ".join(dict.fromkeys(ck.failed)))
+        return 1
+    print("all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
