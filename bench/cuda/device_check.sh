@@ -6,37 +6,51 @@
 # the build machine and with its .devpack/ copied into the checkout there:
 #
 #   bash bench/cuda/pack.sh                  # build machine: .devpack/
-#   bash bench/cuda/device_check.sh          # GPU host; allow >= 540 s
+#   bash bench/cuda/device_check.sh          # GPU host; ~6 minutes (DEVICE_CHECK_BUDGET_S)
 #   # with SGLang's kernel beside ours: bash bench/cuda/fetch_sglang_ref.sh on
 #   # the build machine, and .sglang_ref/ copied beside .devpack/
 #
-# Steps (each bounded in time; the whole run aims at < 8 minutes, and a step
-# that no longer fits is skipped, not started):
+# Steps, in order of value (each bounded in time; the default budget of
+# 330 s leaves room for a second run inside 15 minutes of machine time, and a
+# step that no longer fits is skipped, not started):
 #   gpu            nvidia-smi: the device, driver, memory (none -> every GPU
-#                  step below is skipped, and the run ends in seconds)
+#                  step below is skipped, with the reason, in seconds)
 #   toolchain      nvcc, cmake, gcc, glibc, python versions
 #   cublas         where libcublas.so.13 is (the toolkit's or the pip wheel's)
-#   kernels-build  the kernels' test and bench built here from source with
-#                  their standalone build (bench/cuda/standalone/)
-#   kernel-tests   the kernels against the cpu reference (test_cuda_*)
+#   manifest       the carried .devpack/ was built from this tree: every
+#                  source file pack.sh hashed (.devpack/SOURCES.sha256) is
+#                  unchanged here (a stale pack is a failed step; the kernels
+#                  are then rebuilt from this tree by kernels-build)
+#   kernels-build  only when the carried kernel programs are missing or
+#                  stale: the standalone nvcc build (bench/cuda/standalone/)
+#   quick          test_cuda_attn --quick, 30 s: three small cases, the first
+#                  sign of life of the kernels on this GPU
+#   memcheck       compute-sanitizer --tool memcheck on --quick, when the
+#                  host has compute-sanitizer
+#   kernel-tests   the kernels against the cpu reference (test_cuda_attn,
+#                  test_cuda_kv_host, test_cuda_split_policy)
 #   bench          bench_attn_cuda: roofs, then naive/tiled over N
+#   racecheck, synccheck
+#                  compute-sanitizer's other two tools on --quick
 #   loadlaw        the carried .devpack/bin/loadlaw starts (glibc, libraries)
 #   backend-tests  the carried cuda backend tests (cuda_backend, cuda_engine,
 #                  cuda_start)
 #   ab             loadlaw sweep scenarios/kernel-ab-cuda.json: naive vs
 #                  tiled end to end, compare, the expect_speedup gate
-#   nccl-tp        libnccl.so.2 (pip nvidia-nccl-cu13 or the
-#                  toolkit), its version, an all-reduce with K=1 and K=2
-#                  (two ranks on one GPU: NCCL_MULTI_RANK_GPU_ENABLE=1),
-#                  the cuda backend's tp=2 against tp=1 (test_cuda_tp), and
-#                  if tp=2 initialised a short sweep of scenarios/tp-ab-cuda.json
+#   nccl-tp        only where it can work: two GPUs, or one GPU and NCCL >=
+#                  2.30 (two ranks on it, NCCL_MULTI_RANK_GPU_ENABLE=1);
+#                  otherwise skipped with the NCCL version found. An
+#                  all-reduce with K=1 and K=2, the cuda backend's tp=2
+#                  against tp=1 (test_cuda_tp), and if tp=2 initialised a
+#                  short sweep of scenarios/tp-ab-cuda.json
 #   sglang-ref     optional: SGLang's Triton sparse decode kernel (carried in
 #                  .sglang_ref/ by bench/cuda/fetch_sglang_ref.sh, never
 #                  committed) checked and timed beside ours (bench/cuda/sglang_ref.py);
 #                  <= 90 s, only when that much budget is left; never fails the run
-# then ONE summary block. Logs under $OUT (default /tmp/loadlaw-device-check;
-# a few files, folders as tarballs): summary.txt, device_check.log, logs.tar.gz, ab.tar.gz,
-# bench.csv, tp-ab.tar.gz.
+# then ONE summary block: a line per step, and the figures to paste into
+# engine/cuda/README.md (its format: there, "The GPU check"). Logs under $OUT
+# (default /tmp/loadlaw-device-check; a few files, folders as tarballs):
+# summary.txt, device_check.log, logs.tar.gz, ab.tar.gz, bench.csv, tp-ab.tar.gz.
 # Exit status: 0 when no step failed (skips allowed), 1 otherwise.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -50,8 +64,8 @@ exec 3>&1 4>&2 > >(tee "$OUT/device_check.log") 2>&1
 tee_pid=$!
 
 t_start=$(date +%s)
-budget_s=${DEVICE_CHECK_BUDGET_S:-450} # 7.5 minutes; the steps' bounds fit inside it
-nccl_reserve_s=${DEVICE_CHECK_NCCL_RESERVE_S:-150} # kept back from the kernel A/B for nccl-tp
+budget_s=${DEVICE_CHECK_BUDGET_S:-330} # 5.5 minutes of steps: a second run still fits in 15 minutes
+nccl_reserve_s=${DEVICE_CHECK_NCCL_RESERVE_S:-120} # kept back from the kernel A/B for nccl-tp, when it can run
 pack=$root/.devpack
 
 declare -a s_name=() s_state=() s_note=()
@@ -147,42 +161,56 @@ export LOADLAW_SOURCE_DIR=$root # the carried tests read scenarios/ from this tr
 k_env=(env "LD_LIBRARY_PATH=${cublas_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 ll_env=(env "LD_LIBRARY_PATH=$pack/lib${cublas_dir:+:$cublas_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 
-# ---- kernels: build, tests, bench ---------------------------------------------------------
-section kernels-build
+# ---- manifest: was the carried pack built from this tree? ------------------------------------
+section manifest
+pack_fresh=0
+pack_id=$(sed -n 's/^loadlaw device pack: \([^,]*\),.*/\1/p' "$pack/MANIFEST" 2>/dev/null | head -1)
+if [ ! -f "$pack/MANIFEST" ]; then
+    record manifest fail "no .devpack/: run bench/cuda/pack.sh on the build machine and copy .devpack here"
+elif [ ! -f "$pack/SOURCES.sha256" ]; then
+    record manifest fail "pack ${pack_id:-?} has no SOURCES.sha256 (an older pack.sh): rebuild it"
+else
+    # sha256sum -c: "path: FAILED" (changed) or "path: FAILED open or read" (gone)
+    bad=$(sha256sum -c --quiet "$pack/SOURCES.sha256" 2>/dev/null | sed -n 's/: FAILED.*//p')
+    nsrc=$(wc -l <"$pack/SOURCES.sha256")
+    nbad=$(printf '%s' "$bad" | grep -c . || true)
+    if [ "$nbad" -eq 0 ]; then
+        pack_fresh=1
+        record manifest ok "pack ${pack_id:-?} built from this tree ($nsrc source files match)"
+    else
+        record manifest fail "pack ${pack_id:-?} was built from other sources: $nbad of $nsrc files differ here ($(printf '%s' "$bad" | head -3 | paste -sd ' ' -)); kernels rebuilt here, loadlaw and backend tests are the pack's"
+    fi
+fi
+echo "${s_note[${#s_note[@]}-1]}"
+
+# ---- kernels: build (only when the pack cannot serve), quick test, sanitizers, tests, bench ------
 kbin=$work/kernels
 mkdir -p "$kbin"
 sa=$root/bench/cuda/standalone
 kbuilt=""
+section kernels-build
 if [ "$gpu" -eq 0 ]; then
     record kernels-build skip "no GPU"
+elif [ "$pack_fresh" -eq 1 ] && [ -x "$pack/bin/test_cuda_attn" ] && [ -x "$pack/bin/bench_attn_cuda" ]; then
+    record kernels-build skip "not needed: the pack's kernel programs are this tree's"
 elif [ -z "$nvcc_bin" ]; then
-    record kernels-build fail "no nvcc"
+    record kernels-build fail "no nvcc, and the pack's kernel programs are missing or stale"
 else
-    if [ -f "$sa/build.sh" ]; then
-        # sm_90 only: the H200's, and half the compile time (README-device.txt)
-        run_bounded kernels-build 180 env ARCH="-gencode arch=compute_90,code=sm_90" bash "$sa/build.sh" "$kbin"
-        how="bench/cuda/standalone/build.sh"
-    elif [ -f "$sa/CMakeLists.txt" ]; then
-        run_bounded kernels-build 180 bash -c "cmake -S '$sa' -B '$kbin' -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90 && cmake --build '$kbin' -j"
-        how="bench/cuda/standalone/CMakeLists.txt"
-    else
-        rc=201
-        dur=0
-        how="none"
-    fi
+    # sm_90 only: the H200's, and half the compile time (README-device.txt)
+    run_bounded kernels-build 180 env ARCH="-gencode arch=compute_90,code=sm_90" bash "$sa/build.sh" "$kbin"
     if [ "$rc" -eq 0 ]; then
         kbuilt=$kbin
-        spills=$(grep -cE "[1-9][0-9]* bytes spill" "$kbin/ptxas.summary" 2>/dev/null)
-        record kernels-build ok "$how, ${dur}s; ptxas: ${spills:-?} kernel(s) with spills (ptxas.summary in logs)"
+        # ptxas.summary: "... N B spill stores, N B spill loads ..." per kernel
+        spills=$(grep -cE "[1-9][0-9]* B spill" "$kbin/ptxas.summary" 2>/dev/null)
+        record kernels-build ok "bench/cuda/standalone/build.sh, ${dur}s; ptxas: ${spills:-?} kernel(s) with spills (ptxas.summary in logs)"
         cp "$kbin/ptxas.summary" "$logs/" 2>/dev/null
-    elif [ "$rc" -eq 201 ]; then
-        record kernels-build skip "no standalone build in bench/cuda/standalone/ (using carried binaries if any)"
     elif [ "$rc" -eq 200 ]; then
         record kernels-build skip "out of time"
     else
-        record kernels-build fail "$how: exit $rc after ${dur}s (logs.tar.gz: kernels-build.log)"
+        record kernels-build fail "exit $rc after ${dur}s (logs.tar.gz: kernels-build.log)"
     fi
 fi
+
 # what to run: the fresh build's programs, else the ones carried in .devpack/bin
 kfind() {
     local n=$1 f=""
@@ -191,6 +219,51 @@ kfind() {
     echo "$f"
 }
 
+# compute-sanitizer: PATH, the toolkit, pip's nvidia-cuda-sanitizer-api
+sanitizer=$(command -v compute-sanitizer 2>/dev/null || ls /usr/local/cuda/bin/compute-sanitizer \
+    /usr/local/cuda-13*/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer 2>/dev/null | head -1)
+quick_ok=0
+section quick
+tca=$(kfind test_cuda_attn)
+if [ "$gpu" -eq 0 ]; then
+    record quick skip "no GPU"
+elif [ -z "$tca" ]; then
+    record quick fail "no test_cuda_attn (not built, not carried)"
+else
+    run_bounded quick 30 "${k_env[@]}" "$tca" --quick
+    case $rc in
+    0) quick_ok=1; record quick ok "${dur}s: $(test_line "$logs/quick.log")" ;;
+    77) record quick skip "$(test_line "$logs/quick.log")" ;;
+    124) record quick fail "stopped at its 30s bound" ;;
+    200) record quick skip "out of time" ;;
+    *) record quick fail "exit $rc: $(test_line "$logs/quick.log")" ;;
+    esac
+fi
+
+# sanitize TOOL: compute-sanitizer --tool TOOL on test_cuda_attn --quick, 45 s
+sanitize() {
+    local tool=$1
+    section "$tool"
+    if [ "$gpu" -eq 0 ]; then
+        record "$tool" skip "no GPU"
+    elif [ -z "$sanitizer" ]; then
+        record "$tool" skip "no compute-sanitizer on this host (PATH, /usr/local/cuda*/bin)"
+    elif [ -z "$tca" ]; then
+        record "$tool" skip "no test_cuda_attn"
+    else
+        run_bounded "$tool" 45 "${k_env[@]}" "$sanitizer" --tool "$tool" --error-exitcode 1 "$tca" --quick
+        local verdict
+        verdict=$(grep -m1 -E "ERROR SUMMARY|RACECHECK SUMMARY" "$logs/$tool.log" | sed 's/^=* *//')
+        case $rc in
+        0) record "$tool" ok "${dur}s: ${verdict:-no errors}" ;;
+        124) record "$tool" fail "stopped at its 45s bound" ;;
+        200) record "$tool" skip "out of time" ;;
+        *) record "$tool" fail "exit $rc: ${verdict:-$(tail -1 "$logs/$tool.log")}" ;;
+        esac
+    fi
+}
+sanitize memcheck
+
 section kernel-tests
 if [ "$gpu" -eq 0 ]; then
     record kernel-tests skip "no GPU"
@@ -198,11 +271,11 @@ else
     ran=0
     notes=""
     state=ok
-    for t in test_cuda_attn test_cuda_kv_host; do
+    for t in test_cuda_attn test_cuda_kv_host test_cuda_split_policy; do
         f=$(kfind $t)
-        [ -n "$f" ] || continue
+        [ -n "$f" ] || { notes+="$t: missing; "; continue; }
         ran=1
-        run_bounded "$t" 120 "${k_env[@]}" "$f"
+        run_bounded "$t" 90 "${k_env[@]}" "$f"
         line=$(test_line "$logs/$t.log")
         case $rc in
         0) notes+="$t: $line; " ;;
@@ -226,7 +299,7 @@ else
     if [ -z "$f" ]; then
         record bench fail "no bench_attn_cuda (not built, not carried)"
     else
-        run_bounded bench 150 "${k_env[@]}" "$f" --csv "$OUT/bench.csv"
+        run_bounded bench 100 "${k_env[@]}" "$f" --csv "$OUT/bench.csv"
         # the roofs, then per layout N = 1, 64, 256: times, % of copy bandwidth, naive/tiled
         key=$({
             grep -E "^roofs:" "$logs/bench.log" | cut -c1-90
@@ -241,6 +314,8 @@ else
         esac
     fi
 fi
+sanitize racecheck
+sanitize synccheck
 
 # ---- the carried loadlaw ------------------------------------------------------------------
 section loadlaw
@@ -248,7 +323,7 @@ ll_ok=0
 if [ ! -x "$pack/bin/loadlaw" ]; then
     record loadlaw fail "no .devpack/bin/loadlaw: run bench/cuda/pack.sh on the build machine and copy .devpack here"
 else
-    if "${ll_env[@]}" "$pack/bin/loadlaw" --version >"$logs/loadlaw-version.log" 2>&1; then
+    if timeout 20 "${ll_env[@]}" "$pack/bin/loadlaw" --version >"$logs/loadlaw-version.log" 2>&1; then
         ll_ok=1
         record loadlaw ok "$(head -1 "$logs/loadlaw-version.log" | cut -c1-60)"
     else
@@ -278,42 +353,10 @@ else
     record backend-tests "$state" "$notes"
 fi
 
-# ---- end to end ------------------------------------------------------------------------------
-section ab
-if [ "$gpu" -eq 0 ]; then
-    record ab skip "no GPU"
-elif [ "$ll_ok" -eq 0 ]; then
-    record ab skip "the carried loadlaw does not start"
-else
-    ab=$work/ab
-    # leave nccl-tp (next) its share of the budget: its parts take ~150 s at most
-    ab_max=$(($(left) - nccl_reserve_s))
-    [ "$ab_max" -gt 240 ] && ab_max=240
-    [ "$ab_max" -lt 60 ] && ab_max=60
-    run_bounded ab "$ab_max" "${ll_env[@]}" "$pack/bin/loadlaw" sweep scenarios/kernel-ab-cuda.json -o "$ab" -q
-    # the two laws, slope B/A, attention's share, the C=64 row, the gate
-    key=$(grep -iE "step = |slope B/A|attention share|^ +64 +[0-9]|expect|speedup" "$logs/ab.log" |
-        head -8 | tr -s ' ' | cut -c1-110 | paste -sd ';' -)
-    (cd "$work" && tar czf "$OUT/ab.tar.gz" ab 2>/dev/null)
-    case $rc in
-    0) record ab ok "${dur}s: ${key:-see ab.log}" ;;
-    3) record ab fail "the expect_speedup gate failed (exit 3): ${key:-see ab.log}" ;;
-    200) record ab skip "out of time" ;;
-    124) record ab fail "stopped at its bound after ${dur}s" ;;
-    *) record ab fail "exit $rc after ${dur}s: $(tail -1 "$logs/ab.log")" ;;
-    esac
-fi
-
-# ---- NCCL tensor parallelism ------------------------------------------------------------------
-section "nccl-tp"
-# Each part time-bounded (a collective that never completes hangs, it does
-# not fail): find libnccl.so.2 (pip nvidia-nccl-cu13, the venv, the
-# toolkit), its version (test_comm_nccl load), a real all-reduce with K=1,
-# then K=2 (two GPUs, or both ranks on this one with
-# NCCL_MULTI_RANK_GPU_ENABLE=1: NCCL 2.30+, experimental), the cuda
-# backend's tp=2 against tp=1 (test_cuda_tp), and when tp=2 initialised a
-# short `loadlaw sweep scenarios/tp-ab-cuda.json`. One summary line: NCCL's
-# version and where, ok/fail/skip of each part, the two laws.
+# ---- can the NCCL step work here? (decided before the A/B, which leaves it its share) -----------
+# libnccl.so.2 (pip nvidia-nccl-cu13, the venv, the toolkit) and its version
+# (test_comm_nccl load, 30 s): tensor parallelism needs two GPUs, or one GPU
+# and NCCL 2.30+ (two ranks on it, NCCL_MULTI_RANK_GPU_ENABLE=1).
 ngpu=0
 [ "$gpu" -eq 1 ] && ngpu=$(timeout 20 nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)
 nccl=""
@@ -340,23 +383,79 @@ if [ -z "$nccl" ] && [ "$gpu" -eq 1 ] && [ "$(left)" -ge 60 ]; then
 fi
 tcn=$pack/bin/test_comm_nccl
 tct=$pack/bin/test_cuda_tp
+nccl_ver=""
+nccl_can=0
+nccl_why="no GPU${nccl:+; NCCL at $nccl}"
+if [ "$gpu" -eq 1 ]; then
+    if [ -z "$nccl" ]; then
+        nccl_why="libnccl.so.2 not found (pip nvidia-nccl-cu13, /usr/local/cuda*, find /)"
+    elif [ "$ll_ok" -eq 0 ] || [ ! -x "$tcn" ] || [ ! -x "$tct" ]; then
+        nccl_why="NCCL at $nccl; the carried test_comm_nccl / test_cuda_tp are missing or do not start (pack.sh)"
+    else
+        section "nccl version"
+        run_bounded nccl-version 30 "${ll_env[@]}" env "LOADLAW_NCCL_LIB=$nccl" NCCL_DEBUG=WARN "$tcn" load
+        nccl_ver=$(sed -n 's/^NCCL \([0-9.]*\) loaded.*/\1/p' "$logs/nccl-version.log" | head -1)
+        # 2.30+ as one number: major * 100 + minor
+        vnum=$(awk -F. -v v="$nccl_ver" 'BEGIN { split(v, a, "."); print (a[1] + 0) * 100 + (a[2] + 0) }')
+        if [ -z "$nccl_ver" ]; then
+            nccl_why="NCCL at $nccl did not load: $(tail -1 "$logs/nccl-version.log" | cut -c1-120)"
+        elif [ "$ngpu" -ge 2 ] || [ "$vnum" -ge 230 ]; then
+            nccl_can=1
+        else
+            nccl_why="1 GPU and NCCL $nccl_ver ($nccl): two ranks on one GPU need NCCL 2.30+"
+        fi
+    fi
+fi
+echo "nccl: ${nccl_ver:-?} at ${nccl:-none}; ${ngpu} GPU(s); $([ "$nccl_can" -eq 1 ] && echo "the nccl-tp step runs" || echo "$nccl_why")"
+
+# ---- end to end ------------------------------------------------------------------------------
+section ab
 if [ "$gpu" -eq 0 ]; then
-    echo "no GPU${nccl:+ (libnccl.so.2 at $nccl)}"
-    record nccl-tp skip "no GPU${nccl:+; NCCL at $nccl}"
-elif [ -z "$nccl" ]; then
-    echo "libnccl.so.2 not found (pip nvidia-nccl-cu13, /usr/local/cuda*, find /)"
-    record nccl-tp fail "libnccl.so.2 not found (pip nvidia-nccl-cu13, /usr/local/cuda*, find /)"
-elif [ "$ll_ok" -eq 0 ] || [ ! -x "$tcn" ] || [ ! -x "$tct" ]; then
-    record nccl-tp fail "NCCL at $nccl; the carried test_comm_nccl / test_cuda_tp are missing or do not start (pack.sh)"
+    record ab skip "no GPU"
+elif [ "$ll_ok" -eq 0 ]; then
+    record ab skip "the carried loadlaw does not start"
+else
+    ab=$work/ab
+    # leave nccl-tp (next), when it can run, its share of the budget
+    ab_max=$(left)
+    [ "$nccl_can" -eq 1 ] && ab_max=$((ab_max - nccl_reserve_s))
+    [ "$ab_max" -gt 150 ] && ab_max=150
+    [ "$ab_max" -lt 60 ] && ab_max=60
+    run_bounded ab "$ab_max" "${ll_env[@]}" "$pack/bin/loadlaw" sweep scenarios/kernel-ab-cuda.json -o "$ab" -q
+    # the two laws, slope B/A, attention's share, the C=64 row, the gate
+    key=$(grep -iE "step = |slope B/A|attention share|^ +64 +[0-9]|expect|speedup" "$logs/ab.log" |
+        head -8 | tr -s ' ' | cut -c1-110 | paste -sd ';' -)
+    (cd "$work" && tar czf "$OUT/ab.tar.gz" ab 2>/dev/null)
+    case $rc in
+    0) record ab ok "${dur}s: ${key:-see ab.log}" ;;
+    3) record ab fail "the expect_speedup gate failed (exit 3): ${key:-see ab.log}" ;;
+    200) record ab skip "out of time" ;;
+    124) record ab fail "stopped at its bound after ${dur}s" ;;
+    *) record ab fail "exit $rc after ${dur}s: $(tail -1 "$logs/ab.log")" ;;
+    esac
+fi
+
+# ---- NCCL tensor parallelism ------------------------------------------------------------------
+section "nccl-tp"
+# Each part time-bounded (a collective that never completes hangs, it does
+# not fail): a real all-reduce with K=1, then K=2 (two GPUs, or both ranks
+# on this one with NCCL_MULTI_RANK_GPU_ENABLE=1), the cuda backend's tp=2
+# against tp=1 (test_cuda_tp), and when tp=2 initialised a short `loadlaw
+# sweep scenarios/tp-ab-cuda.json`. One summary line: NCCL's version and
+# where, ok/fail/skip of each part, the two laws.
+if [ "$nccl_can" -eq 0 ]; then
+    echo "$nccl_why"
+    if [ "$gpu" -eq 1 ] && [ -z "$nccl" ]; then
+        record nccl-tp fail "$nccl_why"
+    else
+        record nccl-tp skip "$nccl_why"
+    fi
 else
     n_env=(env "LOADLAW_NCCL_LIB=$nccl" NCCL_DEBUG=WARN)
     multi=()
     [ "$ngpu" -lt 2 ] && multi=(NCCL_MULTI_RANK_GPU_ENABLE=1)
     state=ok
-    run_bounded nccl-version 30 "${ll_env[@]}" "${n_env[@]}" "$tcn" load
-    ver=$(sed -n 's/^NCCL \([0-9.]*\) loaded.*/\1/p' "$logs/nccl-version.log" | head -1)
-    notes="NCCL ${ver:-?} ($nccl), ${ngpu} GPU(s); "
-    [ -n "$ver" ] || state=fail
+    notes="NCCL $nccl_ver ($nccl), ${ngpu} GPU(s); "
     # K=1: the communicator and a collective on this GPU
     run_bounded nccl-k1 45 "${ll_env[@]}" "${n_env[@]}" "$tcn" allreduce 1
     case $rc in
@@ -451,11 +550,45 @@ fi
 (cd "$work" && tar czf "$OUT/logs.tar.gz" logs 2>/dev/null)
 failed=0
 for st in "${s_state[@]}"; do [ "$st" = fail ] && failed=1; done
+# step NAME: "state: note" of a recorded step ("not run" when none)
+step() {
+    local i
+    for i in "${!s_name[@]}"; do
+        [ "${s_name[$i]}" = "$1" ] && { echo "${s_state[$i]}: ${s_note[$i]}"; return; }
+    done
+    echo "not run"
+}
+# The figures block, one fixed format (engine/cuda/README.md): a line per
+# figure; a figure not measured says why, from its step's note.
+figures() {
+    echo "device: $(step gpu)"
+    echo "pack: $(step manifest)"
+    if [ -f "$logs/bench.log" ] && grep -q "^roofs:" "$logs/bench.log"; then
+        echo "$(grep -m1 "^roofs:" "$logs/bench.log")"
+        echo "kernels (H=64, k=2048; GB/s over unique KV bytes, % of the copy roof):"
+        printf '  %-5s %4s %10s %10s %10s %6s %8s\n' kv N naive_us tiled_us tiled_GBs %copy naive/t
+        awk '$1 ~ /^(bf16|fp8)$/ && $2 ~ /^[0-9]+$/ {
+            printf "  %-5s %4s %10s %10s %10s %6s %8s\n", $1, $2, $3, $4, $8, $9, $13 }' "$logs/bench.log"
+    else
+        echo "kernels: not measured ($(step bench))"
+    fi
+    if [ -f "$logs/ab.log" ]; then
+        grep -iE "step = |slope B/A|attention share|expect|speedup" "$logs/ab.log" | head -8 | tr -s ' ' |
+            sed 's/^ */law: /' | cut -c1-160
+    else
+        echo "law: not measured ($(step ab))"
+    fi
+    echo "sanitizers (test_cuda_attn --quick): memcheck $(step memcheck); racecheck $(step racecheck); synccheck $(step synccheck)"
+    echo "nccl-tp: $(step nccl-tp)" | cut -c1-300
+}
 {
-    printf '\n==== loadlaw device check: summary (%ss) ====\n' "$(($(date +%s) - t_start))"
+    printf '\n==== loadlaw device check: summary (%ss of a %ss budget) ====\n' "$(($(date +%s) - t_start))" "$budget_s"
     for i in "${!s_name[@]}"; do
         printf '%-14s %-5s %s\n' "${s_name[$i]}" "${s_state[$i]}" "${s_note[$i]}"
     done
+    echo "---- figures (paste into engine/cuda/README.md) ----"
+    figures
+    echo "---- end of figures ----"
     echo "logs: $OUT (summary.txt, device_check.log, logs.tar.gz; ab.tar.gz / tp-ab.tar.gz when the A/Bs ran)"
 } | tee "$OUT/summary.txt"
 rm -rf "$work"

@@ -5,7 +5,7 @@
 # for bench/cuda/device_check.sh to run on the GPU host: copy .devpack/ into
 # the checkout there.
 #
-#   bash bench/cuda/pack.sh            # -> .devpack/{bin,lib,MANIFEST}
+#   bash bench/cuda/pack.sh            # -> .devpack/{bin,lib,MANIFEST,SOURCES.sha256}
 #   PACK_BUILD=/tmp/x PACK_ARCH=90 bash bench/cuda/pack.sh
 #
 # What goes in: bin/loadlaw, bin/test_cuda_{backend,engine,start}, the tp
@@ -43,8 +43,8 @@ if ! grep -q "CUDA (nvcc)  : found" "$build.configure.log"; then
 fi
 
 # the targets this tree has (the kernels' tests and bench may not exist yet)
-want=(loadlaw test_cuda_backend test_cuda_engine test_cuda_start test_cuda_attn test_cuda_kv_host bench_attn_cuda
-      test_cuda_tp test_cuda_tp_host test_comm_nccl)
+want=(loadlaw test_cuda_backend test_cuda_engine test_cuda_start test_cuda_attn test_cuda_kv_host test_cuda_split_policy
+      bench_attn_cuda test_cuda_tp test_cuda_tp_host test_comm_nccl)
 have=()
 # (ninja's `help` lists only phony targets; `-t targets all` has the rest)
 targets=$({ cmake --build "$build" --target help; [ -f "$build/build.ninja" ] && ninja -C "$build" -t targets all; } 2>/dev/null || true)
@@ -82,8 +82,15 @@ done
 missing=$(for b in "${bins[@]}"; do ldd "$b" | grep "not found" || true; done | sort -u)
 [ -z "$missing" ] || { echo "pack: unresolved here: $missing" >&2; exit 1; }
 
+# The sources the programs were built from (tracked and new, not ignored):
+# device_check.sh checks them against its tree at start (sha256sum -c), so a
+# pack from another commit, or from edits since, is caught before it runs.
+(cd "$root" && git ls-files --cached --others --exclude-standard -- '*.c' '*.h' '*.cu' '*.cc' '*.cuh' \
+    '*CMakeLists.txt' '*.cmake' | sort -u | while IFS= read -r f; do [ -f "$f" ] && printf '%s\n' "$f"; done |
+    xargs -d '\n' sha256sum) >"$pack/SOURCES.sha256"
 {
     echo "loadlaw device pack: $(git -C "$root" describe --always --dirty 2>/dev/null || echo '?'), $(date -u +%FT%TZ)"
+    echo "commit: $(git -C "$root" rev-parse HEAD 2>/dev/null || echo '?'); sources: $(wc -l <"$pack/SOURCES.sha256") files in SOURCES.sha256"
     echo "built on: $(. /etc/os-release && echo "$PRETTY_NAME"), $(ldd --version | head -1), nvcc $(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p'), sm_$arch"
     echo "run there: LD_LIBRARY_PATH=.devpack/lib:<dir of libcublas.so.13> .devpack/bin/loadlaw ..."
     echo

@@ -275,43 +275,72 @@ static_assert(NST_BF16 >= 2 && NST_FP8 >= 2, "the pipeline needs two stages");
 static_assert((BK * ROWB) % 16 == 0 && (BK * FP8_ROW) % 16 == 0, "16-byte aligned stages");
 
 /* Issue the cp.async copies of tile rows [j0, j0+BK) of one sequence into
- * dst (row stride DST bytes) and record which rows are valid. */
+ * dst (row stride DST bytes) and record which rows are valid. A warp takes
+ * whole rows (warp w: rows w, w + NT/32, ...): its lanes read the row's
+ * index once, one broadcast load, and lane l copies the row's 16-byte
+ * chunks l, l + 32, ... So the index, its bounds check and the row's
+ * address cost once per row, not once per chunk (a thread per chunk of the
+ * tile costs ~54 instructions per 16-byte copy on sm_90, this ~23:
+ * bench/cuda/static_figures.sh). */
 template <int ROWG, int DST, int NT>
 __device__ __forceinline__ void gather_issue(uint8_t *dst, int *valid, const uint8_t *kv, int64_t kv_rows,
                                              const int32_t *idx_seq, int j0, int kend)
 {
     constexpr int CH = ROWG / 16; /* 72 (bf16) or 41 (fp8) chunks per row */
-    for (int i = threadIdx.x; i < BK * CH; i += NT) {
-        int r = i / CH, c = i - r * CH;
-        int64_t row = entry_row(idx_seq, j0 + r, kend, kv_rows);
-        const uint8_t *src = kv + (row >= 0 ? (size_t)row * ROWG : 0) + c * 16;
-        cp_async16(dst + r * DST + c * 16, src, row >= 0 ? 16 : 0); /* invalid: zeros */
-        if (c == 0)
+    constexpr int NW = NT / 32;
+    static_assert(BK % NW == 0, "every warp copies the same number of rows");
+    const int lane = threadIdx.x & 31;
+#pragma unroll 1 /* unrolled, fp8 with 32 heads spills at its 128-register cap */
+    for (int i = 0; i < BK / NW; i++) {
+        const int r = (threadIdx.x >> 5) + i * NW;
+        const int64_t row = entry_row(idx_seq, j0 + r, kend, kv_rows); /* warp-uniform */
+        const uint8_t *src = kv + (row >= 0 ? (size_t)row * ROWG : 0);
+        uint8_t *d = dst + r * DST;
+        const int bytes = row >= 0 ? 16 : 0; /* invalid: zeros */
+#pragma unroll
+        for (int k = 0; k < (CH + 31) / 32; k++) {
+            const int c = lane + 32 * k;
+            if (c < CH)
+                cp_async16(d + c * 16, src + c * 16, bytes);
+        }
+        if (lane == 0)
             valid[r] = row >= 0;
     }
 }
 
-/* Dequantise a raw fp8 tile (BK x 656 B) into the bf16 tile (BK x 1168 B). */
+/* Dequantise a raw fp8 tile (BK x 656 B) into the bf16 tile (BK x 1168 B).
+ * As in the gather, a warp per row (warp w: rows w, w + NT/32, ...): a bf16
+ * row is 72 16-byte chunks, 64 of latent (lane l converts chunks l and
+ * l + 32, 8 e4m3 values each, scale group c / 16) and 8 of rope (lanes 0..7
+ * copy them), so no division or row arithmetic per chunk. */
 template <int NT>
 __device__ __forceinline__ void fp8_convert(__nv_bfloat16 *tile, const uint8_t *raw)
 {
-    for (int i = threadIdx.x; i < BK * 72; i += NT) {
-        int r = i / 72, c = i - r * 72; /* c: 16-byte chunk of the bf16 row (8 dims) */
+    constexpr int NW = NT / 32;
+    static_assert(BK % NW == 0, "every warp converts the same number of rows");
+    const int lane = threadIdx.x & 31;
+#pragma unroll 1
+    for (int i = 0; i < BK / NW; i++) {
+        const int r = (threadIdx.x >> 5) + i * NW;
         const uint8_t *src = raw + r * FP8_ROW;
-        uint4 w;
-        if (c < 64) {
-            float s = *reinterpret_cast<const float *>(src + FP8_SCALE_OFF + 4 * (c >> 4));
-            uint2 b = *reinterpret_cast<const uint2 *>(src + 8 * c);
+        uint8_t *dst = reinterpret_cast<uint8_t *>(tile) + r * ROWB;
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            const int c = lane + 32 * k; /* 16-byte chunk of the bf16 row (8 dims) */
+            const float s = *reinterpret_cast<const float *>(src + FP8_SCALE_OFF + 4 * (c >> 4));
+            const uint2 b = *reinterpret_cast<const uint2 *>(src + 8 * c);
             float2 f0 = e4m3x2_to_f2((uint16_t)(b.x & 0xffff)), f1 = e4m3x2_to_f2((uint16_t)(b.x >> 16));
             float2 f2 = e4m3x2_to_f2((uint16_t)(b.y & 0xffff)), f3 = e4m3x2_to_f2((uint16_t)(b.y >> 16));
+            uint4 w;
             w.x = pack_bf16(f0.x * s, f0.y * s); /* exact: power-of-two scale */
             w.y = pack_bf16(f1.x * s, f1.y * s);
             w.z = pack_bf16(f2.x * s, f2.y * s);
             w.w = pack_bf16(f3.x * s, f3.y * s);
-        } else {
-            w = *reinterpret_cast<const uint4 *>(src + FP8_ROPE_OFF + 16 * (c - 64));
+            *reinterpret_cast<uint4 *>(dst + 16 * c) = w;
         }
-        *reinterpret_cast<uint4 *>(reinterpret_cast<uint8_t *>(tile) + r * ROWB + 16 * c) = w;
+        if (lane < 8) /* rope: 64 bf16 = 8 chunks, copied */
+            *reinterpret_cast<uint4 *>(dst + 16 * (64 + lane)) =
+                *reinterpret_cast<const uint4 *>(src + FP8_ROPE_OFF + 16 * lane);
     }
 }
 

@@ -102,10 +102,32 @@ size_t cuda_attn_ws_bytes(cuda_attn_kind kind, int n_seq, int heads, int topk, i
  * so the CPU tests check it). Tiles are CUDA_ATTN_TILE_ROWS consecutive
  * entries of idx; split s of a sequence covers tiles
  * [s*tiles_per_split, min((s+1)*tiles_per_split, tiles)), never empty.
- * Grid: (head_groups, splits, n_seq) blocks of `threads`. */
+ * Grid: (head_groups, splits, n_seq) blocks of `threads`.
+ *
+ * Split policy: the split count is the one (of 1 .. tiles/4, >= 4 tiles per
+ * split) with the least predicted time under the cost model below, ties to
+ * fewer splits. The model counts the grid in waves of the device's resident
+ * block slots (sm_count x CUDA_ATTN_TILED_SLOTS_PER_SM), where a grid one
+ * block past a whole wave pays a whole tail wave, so the plan fills whole
+ * waves and splits while the unsplit grid leaves slots idle, in its tail
+ * wave too (N*groups >= 2*SMs: only where the shorter tail saves more than
+ * the combine costs). sm_count <= 1 never splits (the tests' way to run the
+ * unsplit path on any device).
+ *
+ * Cost model (cuda_attn_tiled_predict_us; constants COST_* in
+ * cuda_kv_host.c): a block costs a fixed prologue (q into registers, the
+ * copy pipeline's fill) plus its tiles; two blocks on one SM share its
+ * issue rate (a block-tile every COST_TILE_US per SM), a block alone runs
+ * at COST_ALONE of the SM's rate; full waves run back to back, and a
+ * tail wave lasts as long as its blocks alone or shared; split-k adds the
+ * combine kernel (a launch plus its bytes at the copy bandwidth). An
+ * estimate from the compiled SASS, not a measurement: it ranks grids, and
+ * the CPU test holds the policy to it (no rise in predicted time per
+ * sequence from N to N+1). */
 #define CUDA_ATTN_TILE_ROWS 16   /* selected rows per tile */
 #define CUDA_ATTN_STAGES_BF16 4  /* cp.async stages of bf16 tiles */
 #define CUDA_ATTN_STAGES_FP8 6   /* cp.async stages of raw fp8 tiles (+ one bf16 tile) */
+#define CUDA_ATTN_TILED_SLOTS_PER_SM 2 /* resident tiled blocks per SM on sm_90 (__launch_bounds__(256, 2)) */
 typedef struct cuda_attn_plan {
     int heads_per_block;  /* 16 (heads <= 16) or 32; heads are padded up to it */
     int head_groups;      /* ceil(heads / heads_per_block) */
@@ -115,10 +137,17 @@ typedef struct cuda_attn_plan {
     int tiles_per_split;
     size_t smem_bytes;    /* dynamic shared memory per block (<= 99 KB) */
     size_t ws_bytes;      /* split-k partials for this call (0 when splits == 1) */
+    long blocks;          /* head_groups * splits * n_seq */
+    double waves;         /* blocks / (sm_count * CUDA_ATTN_TILED_SLOTS_PER_SM); 0 when sm_count is 0 */
+    double predicted_us;  /* the cost model's time for this call (0 when sm_count is 0) */
 } cuda_attn_plan;
 /* 0 or -1 (bad sizes). */
 int cuda_attn_tiled_plan(int n_seq, int heads, int topk, int sm_count, cuda_kv_layout layout,
                          cuda_attn_plan *plan);
+/* The cost model's time (µs) for n_seq sequences cut as `plan` says (its
+ * heads_per_block, head_groups, splits, tiles_per_split) on sm_count SMs
+ * (>= 1); heads for the combine's bytes. */
+double cuda_attn_tiled_predict_us(const cuda_attn_plan *plan, int n_seq, int heads, int sm_count);
 
 /* The combine kernel's math on the host (the emulation the CPU test checks):
  * rows = N*H; part_out (splits, rows, 512) normalised partial outputs,

@@ -139,6 +139,40 @@ static size_t align256(size_t x)
     return (x + 255) & ~(size_t)255;
 }
 
+/* The cost model's constants (cuda_attn.h states the model), estimates
+ * until a GPU measures them. The tile: bench/cuda/static_figures.sh counts
+ * ~536 instructions a warp issues per tile in the sm_90 bf16 kernel; 8 warps
+ * over an SM's 4 schedulers is ~1,070 cycles at an H200's 1.98 GHz. */
+#define COST_TILE_US 0.54   /* one block-tile per SM, two blocks sharing it */
+#define COST_ALONE 0.6      /* fraction of the SM's rate one block alone reaches (8 warps hide less latency) */
+#define COST_BLOCK_US 1.0   /* a block's prologue: q (32 x 576 fp32) into registers, the pipeline's first tile */
+#define COST_LAUNCH_US 2.5  /* a kernel launch on the GPU's side */
+#define COST_COPY_BPS 4.0e12 /* the combine's bytes at about the copy roof */
+
+double cuda_attn_tiled_predict_us(const cuda_attn_plan *p, int n_seq, int heads, int sm_count)
+{
+    if (sm_count < 1 || n_seq < 1)
+        return 0;
+    long slots = (long)sm_count * CUDA_ATTN_TILED_SLOTS_PER_SM;
+    long blocks = (long)n_seq * p->head_groups * p->splits;
+    double shared_us = COST_BLOCK_US + CUDA_ATTN_TILED_SLOTS_PER_SM * p->tiles_per_split * COST_TILE_US;
+    double alone_us = COST_BLOCK_US + p->tiles_per_split * COST_TILE_US / COST_ALONE;
+    long full = blocks / slots, tail = blocks % slots;
+    double us = COST_LAUNCH_US + (double)full * shared_us;
+    if (tail > 0)
+        us += tail <= sm_count ? alone_us : shared_us;
+    if (p->splits > 1) /* combine: reads every partial (512 + lse), writes out and lse */
+        us += COST_LAUNCH_US + (double)(p->splits + 1) * n_seq * heads * (CUDA_ATTN_DV + 1) * 4 / COST_COPY_BPS * 1e6;
+    return us;
+}
+
+/* Cut the tiles into `splits` runs (fewer when the last would be empty). */
+static void set_splits(cuda_attn_plan *p, int splits)
+{
+    p->tiles_per_split = (p->tiles + splits - 1) / splits;
+    p->splits = (p->tiles + p->tiles_per_split - 1) / p->tiles_per_split; /* no empty split */
+}
+
 int cuda_attn_tiled_plan(int n_seq, int heads, int topk, int sm_count, cuda_kv_layout layout,
                          cuda_attn_plan *p)
 {
@@ -150,19 +184,30 @@ int cuda_attn_tiled_plan(int n_seq, int heads, int topk, int sm_count, cuda_kv_l
     p->threads = p->heads_per_block / 16 * 128;
     p->tiles = (topk + CUDA_ATTN_TILE_ROWS - 1) / CUDA_ATTN_TILE_ROWS;
     p->smem_bytes = tiled_smem_bytes(layout, p->heads_per_block / 16);
-    /* Split k when the (head group, sequence) blocks leave SMs idle: aim at
-     * two blocks per SM (what an SM90 SM holds at once; on SM120, two
-     * waves), and keep >= 4 tiles (64 rows) per split so each block's copy
-     * pipeline has something to overlap. */
+    set_splits(p, 1);
+    /* Split while the unsplit grid leaves block slots idle; the count is
+     * the model's cheapest, >= 4 tiles (64 rows) per split so each block's
+     * copy pipeline has something to overlap. */
     long base = (long)n_seq * p->head_groups;
-    int splits = 1;
-    if (sm_count > 0 && base > 0 && base < sm_count) {
-        long want = (2L * sm_count + base - 1) / base;
-        int cap = p->tiles / 4 > 1 ? p->tiles / 4 : 1;
-        splits = want < cap ? (int)want : cap;
+    int cap = p->tiles / 4 > 1 ? p->tiles / 4 : 1;
+    if (sm_count > 1 && base > 0) {
+        double best = cuda_attn_tiled_predict_us(p, n_seq, heads, sm_count);
+        int best_s = 1;
+        for (int s = 2; s <= cap; s++) {
+            set_splits(p, s);
+            double us = cuda_attn_tiled_predict_us(p, n_seq, heads, sm_count);
+            if (us < best * (1 - 1e-9)) { /* ties, within rounding, to fewer splits */
+                best = us;
+                best_s = p->splits;
+            }
+        }
+        set_splits(p, best_s);
     }
-    p->tiles_per_split = (p->tiles + splits - 1) / splits;
-    p->splits = (p->tiles + p->tiles_per_split - 1) / p->tiles_per_split; /* no empty split */
+    p->blocks = base * p->splits;
+    if (sm_count > 0) {
+        p->waves = (double)p->blocks / ((double)sm_count * CUDA_ATTN_TILED_SLOTS_PER_SM);
+        p->predicted_us = cuda_attn_tiled_predict_us(p, n_seq, heads, sm_count);
+    }
     if (p->splits > 1) {
         size_t rows = (size_t)p->splits * n_seq * heads;
         p->ws_bytes = align256(rows * 4) + rows * CUDA_ATTN_DV * 4;

@@ -167,6 +167,36 @@ static void test_holes(void)
     }
 }
 
+/* The split policy's edges (cuda_attn.h): planned for a 4-SM device (8
+ * resident slots) so every boundary sits at a small N: H = 32 (one head
+ * group), k = 256 (16 tiles), N = 1..9 crosses one SM-wave (N = 4), one
+ * slot-wave (N = 8) and the policy's changes of split count (1 to 4);
+ * layouts alternate by N. Each N also runs unsplit (sm_count 1). */
+static void test_wave_edges(void)
+{
+    for (int n = 1; n <= 9; n++) {
+        cac_case c = {.n_seq = n, .heads = 32, .topk = 256, .layout = (cuda_kv_layout)(n & 1), .ragged = 1,
+                      .seed = 700 + (uint64_t)n};
+        cac_data d;
+        if (cac_make(&c, &d) != 0) {
+            CHECK(0, "inputs (out of memory)");
+            return;
+        }
+        if (cac_reference(&d, NULL, 0) != 0) {
+            CHECK(0, "reference (out of memory)");
+            cac_free(&d);
+            return;
+        }
+        cuda_attn_plan p;
+        cuda_attn_tiled_plan(n, c.heads, c.topk, 4, c.layout, &p);
+        char base[120];
+        snprintf(base, sizeof base, "wave edge N=%d H=32 k=256 %s (4 SMs: %ld blocks, %.2f waves)", n,
+                 cuda_kv_layout_name(c.layout), p.blocks, p.waves);
+        run_data(&d, base, 4);
+        cac_free(&d);
+    }
+}
+
 static void test_bad_args(void)
 {
     float *dummy;
@@ -251,5 +281,7 @@ int main(int argc, char **argv)
         }
     if (!quick)
         test_holes();
+    if (!quick && !emu_small)
+        test_wave_edges();
     TEST_MAIN_END();
 }

@@ -180,6 +180,7 @@ static void test_counters(void)
     CHECK(cuda_attn_flops(idx, 2, 64, 4) == 2.0 * 64 * 4 * 1088, "flops");
 }
 
+/* complexity: the plan's invariants are one conjunction, read as a list */
 static void test_plan(void)
 {
     const int Ns[] = {1, 2, 3, 7, 16, 64, 130, 256, 1000};
@@ -207,7 +208,8 @@ static void test_plan(void)
                                    (p.splits - 1) * p.tiles_per_split < p.tiles &&   /* no empty split */
                                    p.smem_bytes <= 99 * 1024 &&
                                    (p.splits == 1) == (p.ws_bytes == 0) &&
-                                   (p.splits == 1 || (long)N * p.head_groups < sm) && /* split only when short */
+                                   (p.splits == 1 || sm > 1) && /* sm_count 0 or 1: never split */
+                                   p.blocks == (long)N * p.head_groups * p.splits &&
                                    (p.splits == 1 || p.tiles_per_split >= 4);
                         if (!good) {
                             ok = 0;

@@ -7,7 +7,7 @@
 #   bash bench/cuda/standalone/build.sh [OUTDIR]      # default /tmp/loadlaw-attn
 #   ARCH="-gencode arch=compute_90,code=sm_90" bash bench/cuda/standalone/build.sh
 #
-# -> OUTDIR/test_cuda_kv_host (CPU only), OUTDIR/test_cuda_attn (exit 77 =
+# -> OUTDIR/test_cuda_kv_host and OUTDIR/test_cuda_split_policy (CPU only), OUTDIR/test_cuda_attn (exit 77 =
 # no device), OUTDIR/bench_attn_cuda (needs libcublas, part of the toolkit).
 # OUTDIR/ptxas.log keeps the -Xptxas -v output (registers, smem, spills).
 set -euo pipefail
@@ -25,6 +25,7 @@ ref=("$root/engine/cuda/cuda_kv_host.c" "$root/tests/cuda/cuda_attn_check.c" "$r
 "$nvcc" "${common[@]}" "$root/tests/cuda/test_cuda_kv_host.c" \
     "$root/tests/cuda/cuda_fp8_toolkit.cu" "${ref[@]}" "$out/cuda_attn.o" -o "$out/test_cuda_kv_host"
 "$nvcc" "${common[@]}" "$root/tests/cuda/test_cuda_attn.c" "${ref[@]}" "$out/cuda_attn.o" -o "$out/test_cuda_attn"
+"$nvcc" "${common[@]}" "$root/tests/cuda/test_cuda_split_policy.c" "$root/engine/cuda/cuda_kv_host.c" -o "$out/test_cuda_split_policy"
 "$nvcc" "${common[@]}" "$root/bench/cuda/bench_attn_cuda.cu" "${ref[@]}" "$out/cuda_attn.o" -lcublas \
     -o "$out/bench_attn_cuda"
 # one line per kernel and arch: arch, registers, static smem, spills, mangled name
@@ -33,4 +34,4 @@ awk '/Compiling entry function/ { split($0, a, "'"'"'"); fn = a[2]; match($0, /s
      /Used [0-9]+ registers/ { match($0, /Used [0-9]+ registers/); r = substr($0, RSTART + 5, RLENGTH - 15)
                                sm = match($0, /[0-9]+ bytes smem/) ? substr($0, RSTART, RLENGTH) : "0 bytes smem"
                                print arch, r " regs", sm " (static)", sp, fn }' "$out/ptxas.log" >"$out/ptxas.summary" || true
-echo "built: $out/{test_cuda_kv_host,test_cuda_attn,bench_attn_cuda} (ptxas: $out/ptxas.summary)"
+echo "built: $out/{test_cuda_kv_host,test_cuda_split_policy,test_cuda_attn,bench_attn_cuda} (ptxas: $out/ptxas.summary)"
