@@ -14,13 +14,16 @@
 #include "opts.h"
 #include "report.h"
 
-enum { K_EXPECT = 256, K_HTML, K_JSON, K_RESAMPLES, K_SEED };
+enum { K_EXPECT = 256, K_HTML, K_JSON, K_RESAMPLES, K_SEED, K_EXPECT_OUTPUTS };
 
 static const cli_opt compare_table[] = {
     {"expect-speedup", K_EXPECT, "X[@C]", "gate: exit 3 unless the interval's lower end is >= X "
                 "at level C, or, without @C, at the highest level the "
                 "runs share (where the per-request cost dominates). "
                 "A C the runs do not share is a usage error (2)."},
+    {"expect-same-outputs", K_EXPECT_OUTPUTS, "F", "gate: exit 3 unless, at every level, at least this "
+                "share (0..1) of the requests matched by prompt key produced identical outputs or passed "
+                "the top-k check (runs recorded with sweep --record-outputs)"},
     {"html", K_HTML, "FILE", "also write a comparison page overlaying both runs"},
     {"json", K_JSON, NULL, "machine-readable output instead of tables"},
     {"resamples", K_RESAMPLES, "N", "bootstrap resamples (default 2000, at least 200)"},
@@ -30,8 +33,8 @@ static const cli_opt compare_table[] = {
 
 static const cli_cmd compare_cmd = {
     "compare",
-    "usage: loadlaw compare RUN_A RUN_B [--expect-speedup X[@C]] [--html OUT.html] [--json]\n"
-    "                       [--resamples N] [--seed S]",
+    "usage: loadlaw compare RUN_A RUN_B [--expect-speedup X[@C]] [--expect-same-outputs F]\n"
+    "                       [--html OUT.html] [--json] [--resamples N] [--seed S]",
     "Compares run B against the baseline A at every level present in both\n"
     "(closed-loop levels by concurrency, open-loop ones by request rate): steady\n"
     "throughput B/A with a 95% bootstrap interval (engine steps resampled, fixed\n"
@@ -39,7 +42,12 @@ static const cli_cmd compare_cmd = {
     "slopes, and a verdict line for a pull request. The two sides of an\n"
     "interleaved A/B (`loadlaw sweep` with two targets) are compared by pairs:\n"
     "per level the geometric mean of the pairs' ratios, with a t interval over\n"
-    "the pairs that keeps each pair's step noise as a floor (docs/ab.md).\n",
+    "the pairs that keeps each pair's step noise as a floor (docs/ab.md).\n"
+    "When the runs recorded outputs (sweep --record-outputs), an outputs section\n"
+    "follows: per level, the share of requests (matched by prompt key) with\n"
+    "identical outputs, the first divergence position of the others, whether\n"
+    "each side's token there is in the other's top-k, and the mean |delta logprob|\n"
+    "over the common prefix.\n",
     compare_table,
     "The bootstrap resamples engine steps (all requests' tokens in one step move\n"
     "together), not requests: the C streams of a level share every step, and a\n"
@@ -87,6 +95,11 @@ static int on_opt(const cli_opt *opt, const char *v, void *ctx)
     switch (opt->key) {
     case K_HTML: a->o.html = v; return 0;
     case K_JSON: a->o.json = 1; return 0;
+    case K_EXPECT_OUTPUTS:
+        if (ll_parse_double(v, &a->o.expect_outputs) || !(a->o.expect_outputs >= 0 && a->o.expect_outputs <= 1))
+            return cli_usage_error(&compare_cmd, "--expect-same-outputs wants a share from 0 to 1, got '%s'", v);
+        a->o.have_expect_outputs = 1;
+        return 0;
     case K_EXPECT:
         if (parse_expect(v, &a->o.expect_x, &a->o.expect_c))
             return cli_usage_error(&compare_cmd, "--expect-speedup wants X or X@C (X > 0), got '%s'", v);

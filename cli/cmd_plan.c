@@ -13,13 +13,15 @@
 #include "opts.h"
 #include "slo_opts.h"
 
-enum { K_JSON = 256, K_C };
+enum { K_JSON = 256, K_C, K_CONTEXT };
 
 static const cli_opt plan_table[] = {
     CLI_SLO_ROWS("per-token objective (50ms): the largest C whose mean step meets it, and the "
                  "TPOT part of goodput"),
     {"c", K_C, "LIST", "concurrencies to plan at (48 or 32,48,64; repeatable); default: the "
                 "measured ones"},
+    {"context", K_CONTEXT, "TOKENS", "when the chosen model has a context term: tokens of context per "
+                "request to plan at (4k, 4ki, 1200); default the run's mean"},
     {"json", K_JSON, NULL, "print one JSON object instead of the tables"},
     {0},
 };
@@ -27,8 +29,10 @@ static const cli_opt plan_table[] = {
 static const cli_cmd plan_cmd = {
     "plan",
     "usage: loadlaw plan RUN_DIR [--itl-slo DUR | --tpot-slo DUR] [--ttft-slo DUR] "
-    "[--e2e-slo DUR] [--c LIST]... [--json]",
-    "Capacity planning from RUN_DIR's fitted law step(N) = a + b*N and its measured\n"
+    "[--e2e-slo DUR] [--c LIST]... [--context TOKENS] [--json]",
+    "Capacity planning from RUN_DIR's chosen model (the law step(N) = a + b*N, or the\n"
+    "richer model the fit's model check chose: a context term at --context tokens per\n"
+    "request, a knee, batch buckets) and its measured\n"
     "levels: the largest C whose mean step meets a per-token objective (95% interval\n"
     "from the law's covariance), throughput and per-user tokens/s at any C (marked\n"
     "when beyond the largest measured C), TTFT interpolated between measured levels\n"
@@ -45,6 +49,7 @@ typedef struct plan_args {
     cli_slo_args slo;
     int at_c[PLAN_MAX_C];
     size_t n_at_c;
+    double context_tok;
 } plan_args;
 
 /* ---- the objective options, shared with `loadlaw report` (slo_opts.h) ---- */
@@ -123,6 +128,13 @@ static int on_opt(const cli_opt *o, const char *v, void *ctx)
     switch (o->key) {
     case K_JSON: a->json = 1; return 0;
     case K_C: return add_c_list(a, v);
+    case K_CONTEXT: {
+        uint64_t t;
+        if (ll_parse_count(v, &t) || t == 0)
+            return cli_usage_error(&plan_cmd, "--context: expected a positive token count (4k, 1200), got '%s'", v);
+        a->context_tok = (double)t;
+        return 0;
+    }
     }
     return 0;
 }
@@ -146,7 +158,7 @@ int cmd_plan(int argc, char **argv)
     fit_plan *plan = NULL;
     fit_options fo;
     fit_options_default(&fo);
-    fit_plan_options po = {.slo = slo, .at_c = a.at_c, .n_at_c = a.n_at_c};
+    fit_plan_options po = {.slo = slo, .at_c = a.at_c, .n_at_c = a.n_at_c, .context_tok = a.context_tok};
     int rc = CLI_FAIL;
     if (fit_load_run(a.dir, &run, err, sizeof err) ||
         fit_analyze(run, &fo, &res, err, sizeof err) ||

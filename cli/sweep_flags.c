@@ -364,6 +364,10 @@ static int apply_prompts(const sweep_opts *o, scn_scenario *s)
     }
     if (o->reuse_prompts)
         s->prompts_reuse = 1;
+    if (o->record_outputs)
+        s->record_outputs = 1;
+    if (o->greedy)
+        s->greedy = 1;
     return 0;
 }
 

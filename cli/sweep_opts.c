@@ -19,7 +19,7 @@ enum {
     K_MAX_TOKENS, K_THINK_TOKENS, K_TIMEOUT, K_SEED, K_PROMPTS, K_NO_REPORT, K_PROMPT_TOKENS, K_PROMPT_WORDS,
     K_TOKENIZER, K_HEADER, K_EXTRA_BODY, K_ENDPOINT_PATH, K_NO_CONT_USAGE, K_MAX_FAILED,
     K_METRICS_URL, K_METRICS_INTERVAL, K_NO_METRICS, K_GPU, K_REPEAT, K_ORDER, K_ARRIVAL_STAMP, K_KEEP_GOING,
-    K_SOURCE_ADDRS, K_REUSE_PROMPTS,
+    K_SOURCE_ADDRS, K_REUSE_PROMPTS, K_RECORD_OUTPUTS, K_GREEDY,
 };
 
 static const cli_opt sweep_table[] = {
@@ -71,6 +71,10 @@ static const cli_opt sweep_table[] = {
                 "'{\"temperature\":0.6,\"top_p\":0.95}'"},
     {"no-continuous-usage", K_NO_CONT_USAGE, NULL, "do not ask for stream_options.continuous_usage_stats "
                 "(strict OpenAI servers reject it; a 400 naming it also turns it off)"},
+    {"record-outputs", K_RECORD_OUTPUTS, NULL, "keep each request's output in its record (token ids or "
+                "text, and with logprobs the chosen token's and the top 5) for `loadlaw compare` to check "
+                "that two runs produced the same outputs (scenario key request.record_outputs)"},
+    {"greedy", K_GREEDY, NULL, "send temperature 0 and a fixed seed (scenario key request.greedy)"},
     {"seed", K_SEED, "N", "seed for prompts and arrivals"},
     {"prompts", K_PROMPTS, "FILE", ".jsonl of {\"prompt\":..} or ShareGPT .json"},
     {"prompt-tokens", K_PROMPT_TOKENS, "MEAN[,SD]", "synthetic prompt length in tokens (exact with --tokenizer, "
@@ -189,6 +193,8 @@ static int on_opt(const cli_opt *opt, const char *v, void *ctx)
     case K_PROMPT_WORDS: o->prompt_words = v; break;
     case K_TOKENIZER: o->tokenizer = v; break;
     case K_REUSE_PROMPTS: o->reuse_prompts = 1; break;
+    case K_RECORD_OUTPUTS: o->record_outputs = 1; break;
+    case K_GREEDY: o->greedy = 1; break;
     case K_EXTRA_BODY: o->extra_body = v; break;
     case K_ENDPOINT_PATH: o->endpoint_path = v; break;
     case K_NO_CONT_USAGE: o->no_continuous_usage = 1; break;

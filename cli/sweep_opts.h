@@ -34,6 +34,7 @@ typedef struct sweep_opts {
     int no_metrics;
     int gpu;                             /* --gpu: SWEEP_GPU_* */
     int reuse_prompts;                   /* --reuse-prompts */
+    int record_outputs, greedy;          /* --record-outputs, --greedy */
     long warmup, threads, max_tokens, think_tokens, seed;
     int no_report, quiet, no_continuous_usage;
     int keep_going;                      /* --keep-going: send the levels after one over --max-failed */

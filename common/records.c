@@ -32,6 +32,7 @@
  * The keys and shapes are docs/records.md; numbers are written as integers
  * where the struct holds integers (the same digits cJSON printed before). */
 #include "common.h"
+#include "records_outputs.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -124,6 +125,7 @@ static void item_free(rec_item *it)
     if (it->kind == K_REQUEST) {
         free(it->u.rq.chunks);
         free(it->u.rq.error);
+        ll_rec_outputs_free(it->u.rq.outputs);
     } else if (it->kind == K_JSON) {
         cJSON_Delete(it->u.obj);
     } else if (it->kind == K_LINES) {
@@ -329,7 +331,10 @@ static int format_request(ll_buf *b, const ll_rec_request *rq)
     LL_TRY(ll_buf_printf(b, ",\"chunks\":["));
     for (size_t i = 0; i < rq->n_chunks; i++)
         LL_TRY(put_chunk(b, &rq->chunks[i], i == 0));
-    LL_TRY(ll_buf_append(b, "]}", 2));
+    LL_TRY(ll_buf_append(b, "]", 1));
+    if (rq->outputs)
+        LL_TRY(ll_rec_format_outputs(b, rq->outputs));
+    LL_TRY(ll_buf_append(b, "}", 1));
 fail:
     return rc;
 }
@@ -612,6 +617,7 @@ int ll_rec_put_request(ll_rec_writer *w, ll_rec_request *rq)
     rq->chunks = NULL;
     rq->error = NULL;
     rq->n_chunks = 0;
+    rq->outputs = NULL;
     return enqueue(w, &it);
 }
 
@@ -707,6 +713,18 @@ static int add_law(cJSON *o, const ll_rec_engine_law *law)
     LL_TRY(ll_json_add_num(l, "c_ms_per_ktok", law->c_ms_per_ktok));
     LL_TRY(ll_json_add_num(l, "p_ms_per_tok", law->p_ms_per_tok));
     LL_TRY(ll_json_add_num(l, "time_scale", law->time_scale));
+    if (law->n_buckets > 0) {
+        int n = law->n_buckets < LL_REC_LAW_MAX_BUCKETS ? law->n_buckets : LL_REC_LAW_MAX_BUCKETS;
+        cJSON *b = cJSON_CreateIntArray(law->buckets, n);
+        if (!b || !cJSON_AddItemToObject(l, "buckets", b)) {
+            cJSON_Delete(b);
+            return LL_ENOMEM;
+        }
+    }
+    if (law->knee_n > 0) {
+        LL_TRY(add_num(l, "knee_n", law->knee_n));
+        LL_TRY(ll_json_add_num(l, "knee_b_ms", law->knee_b_ms));
+    }
 fail:
     return rc;
 }

@@ -9,6 +9,7 @@
  * record without a required key is dropped and counted; a truncated last line
  * (a killed writer) is skipped and counted; a newer schema is refused. */
 #include "common.h"
+#include "records_outputs.h"
 
 #include <math.h>
 #include <string.h>
@@ -121,6 +122,42 @@ static int rd_keep(reader *r)
     return 0;
 }
 
+/* An integer in [lo, 2^31 - 1] from a JSON number, or -1. */
+static int rd_law_int(const cJSON *it, int lo)
+{
+    if (!cJSON_IsNumber(it))
+        return -1;
+    double v = it->valuedouble;
+    return v >= lo && v <= INT32_MAX && v == floor(v) ? (int)v : -1;
+}
+
+/* engine_law's optional shape in N: "buckets" (strictly increasing integers
+ * >= 1, at most LL_REC_LAW_MAX_BUCKETS) and "knee_n" (>= 1) with "knee_b_ms"
+ * (>= 0). Absent: none. 0, or -1 when present but not of that form. */
+static int rd_law_shape(const cJSON *l, ll_rec_engine_law *law)
+{
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(l, "buckets");
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(l, "knee_n");
+    if (b) {
+        int n = cJSON_IsArray(b) ? cJSON_GetArraySize(b) : -1;
+        if (n < 1 || n > LL_REC_LAW_MAX_BUCKETS)
+            return -1;
+        for (const cJSON *it = b->child; it; it = it->next) {
+            int v = rd_law_int(it, 1);
+            if (v < 0 || (law->n_buckets > 0 && v <= law->buckets[law->n_buckets - 1]))
+                return -1;
+            law->buckets[law->n_buckets++] = v;
+        }
+    }
+    if (k) {
+        law->knee_n = rd_law_int(k, 1);
+        law->knee_b_ms = rd_double(l, "knee_b_ms", NAN);
+        if (law->knee_n < 0 || !(law->knee_b_ms >= 0) || !isfinite(law->knee_b_ms))
+            return -1;
+    }
+    return 0;
+}
+
 static void rd_law(const cJSON *o, ll_rec_engine_law *law)
 {
     const cJSON *l = cJSON_GetObjectItemCaseSensitive(o, "engine_law");
@@ -135,6 +172,10 @@ static void rd_law(const cJSON *o, ll_rec_engine_law *law)
     law->c_ms_per_ktok = rd_double(l, "c_ms_per_ktok", 0);
     law->p_ms_per_tok = rd_double(l, "p_ms_per_tok", 0);
     law->time_scale = rd_double(l, "time_scale", NAN);
+    if (rd_law_shape(l, law)) { /* a shape that cannot be the engine's: no law, not a wrong one */
+        memset(law, 0, sizeof *law);
+        law->time_scale = NAN;
+    }
 }
 
 static int rd_run(reader *r, const cJSON *o)
@@ -314,11 +355,21 @@ static int rd_request(reader *r, const cJSON *o)
     int rc = rd_chunks(r, o);
     if (rc)
         return rc;
-    if (!rd_keep(r) || !r->h->on_request)
+    const cJSON *outs = cJSON_GetObjectItemCaseSensitive(o, "outputs");
+    if (outs && r->h->on_request && (rc = ll_rec_read_outputs(outs, &rq.outputs)) != 0) {
+        if (rc != LL_EINVAL)
+            return rc;
+        r->missing = 1; /* an outputs member of the wrong shape drops the record */
+    }
+    if (!rd_keep(r) || !r->h->on_request) {
+        ll_rec_outputs_free(rq.outputs);
         return 0;
+    }
     rq.n_chunks = r->chunks.n;
     rq.chunks = r->chunks.v;
-    return r->h->on_request(&rq, r->ctx);
+    rc = r->h->on_request(&rq, r->ctx);
+    ll_rec_outputs_free(rq.outputs);
+    return rc;
 }
 
 static int rd_step(reader *r, const cJSON *o)

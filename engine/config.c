@@ -242,6 +242,8 @@ struct eng_key {
 static int set_backend(eng_config *cfg, const eng_key *k, const char *value, char *err, size_t errlen);
 static int set_law(eng_config *cfg, const eng_key *k, const char *value, char *err, size_t errlen);
 static int set_min_ctx(eng_config *cfg, const eng_key *k, const char *value, char *err, size_t errlen);
+static int set_buckets(eng_config *cfg, const eng_key *k, const char *value, char *err, size_t errlen);
+static int set_knee(eng_config *cfg, const eng_key *k, const char *value, char *err, size_t errlen);
 
 #define OFF(field) offsetof(eng_config, field)
 #define INT(n, field, l, h, f, hl) \
@@ -269,6 +271,12 @@ static const eng_key keys[] = {
     DBL("b", law_b_ms, 0, 1e7, "MS", "the law's per-sequence term alone"),
     DBL("c", law_c_ms_per_ktok, 0, 1e7, "MS", "the law's per-1000-context-tokens term alone"),
     DBL("p", law_p_ms_per_tok, 0, 1e7, "MS", "the law's per-prefill-token term alone"),
+    CUSTOM("buckets", set_buckets, "N,N,...",
+           "batch buckets: a step with N sequences costs the law at the smallest bucket >= N "
+           "(above the largest: N), e.g. \"1,2,4,8,16,24,32\"; \"none\" (default) for none"),
+    CUSTOM("knee", set_knee, "N:MS",
+           "above N sequences each further one costs MS instead of b (continuous at N), e.g. "
+           "\"8:5\"; \"none\" (default) for none"),
     {.name = "time_scale", .type = KEY_DOUBLE, .off = OFF(time_scale), .lo = 0, .lo_open = 1,
      .hi = 1e6, .form = "X", .help = "multiply every step time by X (default 1)"},
     DBL("jitter", jitter_frac, 0, 1, "F", "relative std-dev of seeded gaussian step jitter (default 0)"),
@@ -561,6 +569,71 @@ static int set_min_ctx(eng_config *cfg, const eng_key *k, const char *value, cha
     return 0;
 }
 
+/* "none", or up to ENG_LAW_MAX_BUCKETS strictly increasing integers in
+ * [1, 2^20], comma-separated. */
+static int set_buckets(eng_config *cfg, const eng_key *k, const char *value, char *err, size_t errlen)
+{
+    int b[ENG_LAW_MAX_BUCKETS], n = 0;
+    if (strcmp(value, "none") == 0) {
+        cfg->law_n_buckets = 0;
+        return 0;
+    }
+    for (const char *p = value;;) {
+        char item[32];
+        size_t end = strcspn(p, ","), lo = 0, hi = end; /* the item: p[lo, hi) */
+        int64_t v;
+        while (lo < hi && isspace((unsigned char)p[lo])) /* "1, 2": spaces around items */
+            lo++;
+        while (hi > lo && isspace((unsigned char)p[hi - 1]))
+            hi--;
+        if (hi == lo || hi - lo >= sizeof item || n == ENG_LAW_MAX_BUCKETS)
+            goto bad;
+        memcpy(item, p + lo, hi - lo);
+        item[hi - lo] = '\0';
+        if (parse_int_in(item, 1, 1 << 20, &v) || (n > 0 && v <= b[n - 1]))
+            goto bad;
+        b[n++] = (int)v;
+        if (p[end] == '\0')
+            break;
+        p += end + 1;
+    }
+    memcpy(cfg->law_buckets, b, (size_t)n * sizeof *b);
+    cfg->law_n_buckets = n;
+    return 0;
+bad:
+    ll_errf(err, errlen, "%s: expected \"none\" or 1..%d strictly increasing integers in [1, %d], "
+            "comma-separated, got \"%s\"", k->name, ENG_LAW_MAX_BUCKETS, 1 << 20, value);
+    return LL_EINVAL;
+}
+
+/* "none", or "N:MS": N in [1, 2^20], MS a slope in [0, 1e7]. */
+static int set_knee(eng_config *cfg, const eng_key *k, const char *value, char *err, size_t errlen)
+{
+    char n_txt[32];
+    const char *colon = strchr(value, ':');
+    int64_t n;
+    double slope;
+    if (strcmp(value, "none") == 0) {
+        cfg->law_knee_n = 0;
+        cfg->law_knee_b_ms = 0;
+        return 0;
+    }
+    if (!colon || colon == value || (size_t)(colon - value) >= sizeof n_txt)
+        goto bad;
+    memcpy(n_txt, value, (size_t)(colon - value));
+    n_txt[colon - value] = '\0';
+    if (parse_int_in(n_txt, 1, 1 << 20, &n) || ll_parse_double(colon + 1, &slope) ||
+        !(slope >= 0 && slope <= 1e7))
+        goto bad;
+    cfg->law_knee_n = (int)n;
+    cfg->law_knee_b_ms = slope;
+    return 0;
+bad:
+    ll_errf(err, errlen, "%s: expected \"none\" or N:MS (N in [1, %d], MS in [0, 1e7]), got \"%s\"",
+            k->name, 1 << 20, value);
+    return LL_EINVAL;
+}
+
 int eng_config_set(eng_config *cfg, const char *key, const char *value, char *err, size_t errlen)
 {
     if (!key || !value) {
@@ -595,29 +668,46 @@ static int split_item(char *item, char **key, char **value)
     return 0;
 }
 
+/* The keys whose value is a comma-separated list: in a spec, the items after
+ * "buckets=1" that hold no '=' ("2", "4") continue its value. */
+static int is_list_key(const char *key) { return strcmp(key, "buckets") == 0; }
+
+/* A spec is split at commas; an item without '=' after a list key is glued
+ * back to its value (the comma restored in place: strtok_r wrote a NUL
+ * there), so "buckets=1,2,4,law=5+1n" sets buckets to "1,2,4". */
 int eng_parse_spec(const char *spec, eng_config *cfg, char *err, size_t errlen)
 {
     if (!spec)
         return 0;
     int rc = 0;
-    char *copy = strdup(spec), *save = NULL;
+    char *copy = strdup(spec), *save = NULL, *key = NULL, *val = NULL;
     if (!copy) {
         ll_errf(err, errlen, "out of memory");
         return LL_ENOMEM;
     }
     for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-        char *key, *val;
+        char *raw = item;
         while (isspace((unsigned char)*item))
             item++;
         if (!*item)
             continue;
+        if (!strchr(item, '=') && key && is_list_key(key)) {
+            /* between the value's end and this item: the NUL strtok_r wrote and
+             * the commas of empty items it skipped ("1,,2", refused later) */
+            for (char *q = val + strlen(val); q < raw; q++)
+                *q = ',';
+            continue;
+        }
+        if (key)
+            LL_TRY(eng_config_set(cfg, key, val, err, errlen));
         if (split_item(item, &key, &val)) {
             ll_errf(err, errlen, "engine spec: \"%s\" is not key=value", item);
             rc = LL_EINVAL;
             goto fail;
         }
-        LL_TRY(eng_config_set(cfg, key, val, err, errlen));
     }
+    if (key)
+        LL_TRY(eng_config_set(cfg, key, val, err, errlen));
 fail:
     free(copy);
     return rc;

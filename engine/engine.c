@@ -41,6 +41,24 @@ static int raise_nofile(unsigned max_connections)
     return fd_max;
 }
 
+/* The law's shape in N, for a config filled by hand (the spec keys check
+ * the same when they parse). */
+static int check_law_shape(const eng_config *c, char *err, size_t errlen)
+{
+    if (c->law_n_buckets < 0 || c->law_n_buckets > ENG_LAW_MAX_BUCKETS || c->law_knee_n < 0 ||
+        !(c->law_knee_b_ms >= 0)) {
+        ll_errf(err, errlen, "engine config: law_n_buckets must be in [0, %d], law_knee_n and "
+                             "law_knee_b_ms >= 0", ENG_LAW_MAX_BUCKETS);
+        return LL_EINVAL;
+    }
+    for (int i = 0; i < c->law_n_buckets; i++)
+        if (c->law_buckets[i] < 1 || (i > 0 && c->law_buckets[i] <= c->law_buckets[i - 1])) {
+            ll_errf(err, errlen, "engine config: law buckets must be strictly increasing integers >= 1");
+            return LL_EINVAL;
+        }
+    return 0;
+}
+
 static int check_config(const eng_config *c, char *err, size_t errlen)
 {
     if (c->max_running < 1 || c->prefill_budget_tok < 1 || c->max_tokens_limit < 1 ||
@@ -54,6 +72,8 @@ static int check_config(const eng_config *c, char *err, size_t errlen)
         ll_errf(err, errlen, "engine config: time_scale must be > 0 and law terms and jitter >= 0");
         return LL_EINVAL;
     }
+    if (check_law_shape(c, err, errlen))
+        return LL_EINVAL;
     if (c->step_log_max < 1 || c->conn_memory_bytes < 4096) {
         ll_errf(err, errlen, "engine config: step_log_max must be >= 1 and conn_memory >= 4096");
         return LL_EINVAL;
@@ -201,6 +221,10 @@ int eng_law(const eng_engine *e, ll_rec_engine_law *out)
     out->c_ms_per_ktok = c->law_c_ms_per_ktok * c->time_scale;
     out->p_ms_per_tok = c->law_p_ms_per_tok * c->time_scale;
     out->time_scale = c->time_scale;
+    out->n_buckets = c->law_n_buckets;
+    memcpy(out->buckets, c->law_buckets, (size_t)c->law_n_buckets * sizeof *out->buckets);
+    out->knee_n = c->law_knee_n;
+    out->knee_b_ms = c->law_knee_n > 0 ? c->law_knee_b_ms * c->time_scale : 0;
     return 1;
 }
 

@@ -58,7 +58,8 @@ typedef struct eng_req {
     struct MHD_Connection *conn;
     int fd;                        /* conn's socket, -1 if unknown; read only while suspended */
     uint64_t id;
-    uint64_t seed;                 /* token words derive from (seed, position) */
+    uint64_t seed;                 /* token words derive from (seed, position); seed from
+                                    * the engine's seed and the prompt (request.c) */
     int64_t created_s;             /* wall clock seconds, for "created" */
     int64_t submit_ns;
     /* what the request asked for (immutable after submission) */
@@ -67,6 +68,9 @@ typedef struct eng_req {
     int prompt_tok, max_tok, min_tok, think_tok;
     int target_tok;                /* tokens it will produce */
     int stop_early;                /* finish_reason "stop" rather than "length" */
+    int lp_top;                    /* logprobs asked (chat logprobs, completions
+                                    * logprobs N): alternatives per token; -1 none */
+    int return_ids;                /* vLLM's return_token_ids: choices[].token_ids */
     char model_json[160];          /* served model name as a JSON string literal */
     char chunk_head[320];          /* "data: {"id":..,"model":..," of every stream chunk, */
     int chunk_head_len;            /* built once (sse.c); 0 until then */

@@ -109,6 +109,8 @@ static int refuse(const req_error *er, int status, const char *param, const char
 typedef struct req_opts {
     int max_tok, min_tok, think_tok;
     int stream, ignore_eos, include_usage, continuous_usage;
+    int lp_top, return_ids;       /* eng_req's */
+    uint64_t prompt_hash;         /* the token words' seed comes from it */
 } req_opts;
 
 /* The body as a JSON object in *root (caller deletes). */
@@ -238,6 +240,42 @@ static int read_stream_opts(const cJSON *root, req_opts *o, const req_error *er)
     return 0;
 }
 
+/* What to say about each token: chat "logprobs": true with "top_logprobs"
+ * 0..20, completions "logprobs": 0..20 alternatives; vLLM's
+ * "return_token_ids". */
+static int read_output_opts(const cJSON *root, int kind, req_opts *o, const req_error *er)
+{
+    int lp = 0, top = 0;
+    o->lp_top = -1;
+    if (opt_bool(root, "return_token_ids", &o->return_ids) < 0)
+        return refuse(er, 400, "return_token_ids", "'return_token_ids' must be a boolean");
+    if (kind == ENG_REQ_CHAT) {
+        if (opt_bool(root, "logprobs", &lp) < 0)
+            return refuse(er, 400, "logprobs", "'logprobs' must be a boolean");
+        if (opt_int(root, "top_logprobs", &top) < 0 || top < 0 || top > 20)
+            return refuse(er, 400, "top_logprobs", "'top_logprobs' must be an integer from 0 to 20");
+        o->lp_top = lp ? top : -1;
+    } else {
+        int got = opt_int(root, "logprobs", &top);
+        if (got < 0 || top < 0 || top > 20)
+            return refuse(er, 400, "logprobs", "'logprobs' must be an integer from 0 to 20");
+        o->lp_top = got ? top : -1;
+    }
+    return 0;
+}
+
+/* The prompt as the engine read it ("messages" or "prompt", printed
+ * compactly), hashed (FNV-1a 64): the same prompt gives the same tokens,
+ * whatever the request's id, arrival or batch. 0 when out of memory. */
+static uint64_t prompt_hash(const cJSON *root, int kind)
+{
+    char *s = cJSON_PrintUnformatted(
+        cJSON_GetObjectItemCaseSensitive(root, kind == ENG_REQ_CHAT ? "messages" : "prompt"));
+    uint64_t h = s ? ll_fnv64(LL_FNV64_INIT, s, strlen(s)) : 0;
+    free(s);
+    return h;
+}
+
 /* How many tokens the request will produce: max_tokens, or with the
  * engine's stop_after (and no ignore_eos) fewer, ending with "stop". */
 static void plan_output(eng_req *r, const eng_config *cfg, const req_opts *o)
@@ -282,8 +320,9 @@ static eng_req *new_req(eng_engine *e, int kind, int prompt, const req_opts *o)
     r->send_fd = -1;
     r->slot = -1;
     r->id = atomic_fetch_add(&e->next_id, 1);
-    /* splitmix-style mix so neighbouring ids give unrelated word sequences */
-    uint64_t z = cfg->seed * 0x9e3779b97f4a7c15ULL + r->id;
+    /* splitmix-style mix of the engine's seed and the prompt: the words are
+     * a function of the prompt (an A/B of two engines answers alike) */
+    uint64_t z = cfg->seed * 0x9e3779b97f4a7c15ULL + o->prompt_hash;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     r->seed = z ^ (z >> 27);
     r->created_s = ll_wall_ns() / 1000000000LL;
@@ -294,6 +333,8 @@ static eng_req *new_req(eng_engine *e, int kind, int prompt, const req_opts *o)
     r->prompt_tok = prompt;
     r->max_tok = o->max_tok;
     r->min_tok = o->min_tok;
+    r->lp_top = o->lp_top;
+    r->return_ids = o->return_ids;
     plan_output(r, cfg, o);
     if (set_model_json(r, cfg->model)) {
         free(r);
@@ -319,6 +360,8 @@ eng_req *eng_req_parse(eng_engine *e, int kind, const char *body, size_t len,
                                 : completion_prompt_tok(root, &prompt, &er));
     LL_TRY(read_token_counts(root, cfg, &o, &er));
     LL_TRY(read_stream_opts(root, &o, &er));
+    LL_TRY(read_output_opts(root, kind, &o, &er));
+    o.prompt_hash = prompt_hash(root, kind);
     if ((int64_t)prompt + o.max_tok > cfg->max_context_tok)
         LL_TRY(refuse(&er, 400, "max_tokens",
                       "prompt (%d tokens) plus max_tokens (%d) exceeds the context limit of %d",

@@ -7,7 +7,11 @@
  * inline between <think> and </think> (attached to the first and last thinking
  * word, so every chunk is still exactly one token).
  * Token text is deterministic: word (seed, position) from a fixed list, each
- * with a leading space so the concatenation reads as words. */
+ * with a leading space so the concatenation reads as words; the seed is the
+ * prompt's (request.c), so the same prompt gets the same words. Asked for,
+ * each token chunk also carries its id (vLLM's token_ids) and logprobs with
+ * top-k alternatives in OpenAI's spelling (chat's logprobs.content[],
+ * completions' tokens / token_logprobs / top_logprobs). */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,12 +32,61 @@ static const char *const words[64] = {
     "load", "sweep", "curve", "knee", "asymptote", "throughput", "latency", "done",
 };
 
-static const char *word_at(const eng_req *r, int pos)
+static uint64_t mix_at(const eng_req *r, int pos)
 {
     uint64_t z = r->seed + (uint64_t)pos * 0x9e3779b97f4a7c15ULL;
     z = (z ^ (z >> 31)) * 0xd6e8feb86659fd93ULL;
-    z ^= z >> 32;
-    return words[z & 63];
+    return z ^ (z >> 32);
+}
+
+static const char *word_at(const eng_req *r, int pos) { return words[mix_at(r, pos) & 63]; }
+
+/* ---- logprobs: the synthetic model's certainty, as data ----------------------
+ * Position pos's chosen word is its token id (0..63, the word list's index);
+ * its logprob is in (-0.7, 0], and the j-th alternative (j = 1..k-1) is word
+ * id + 13j (mod 64, all distinct) at 1 + 0.5j below it: a deterministic
+ * function of the prompt and the position, as a greedy model's would be. */
+static double lp_at(const eng_req *r, int pos) { return -(double)((mix_at(r, pos) >> 6) & 1023) / 1024.0 * 0.7; }
+
+static int alt_id(int id, int j) { return (id + 13 * j) & 63; }
+
+/* chat: "logprobs":{"content":[{"token":" w","logprob":L,"top_logprobs":[...]}]} */
+static int chat_logprobs(ll_buf *b, const eng_req *r, int pos)
+{
+    int id = (int)(mix_at(r, pos) & 63), rc;
+    double lp = lp_at(r, pos);
+    rc = ll_buf_printf(b, "\"logprobs\":{\"content\":[{\"token\":\" %s\",\"logprob\":%.4f,\"top_logprobs\":[",
+                       words[id], lp);
+    for (int j = 0; j < r->lp_top && !rc; j++)
+        rc = ll_buf_printf(b, "%s{\"token\":\" %s\",\"logprob\":%.4f}", j ? "," : "", words[alt_id(id, j)],
+                           lp - (j ? 1 + 0.5 * j : 0));
+    return rc ? rc : LIT(b, "]}]}");
+}
+
+/* completions: "logprobs":{"tokens":[" w"],"token_logprobs":[L],"top_logprobs":[{" w":L,...}]} */
+static int completion_logprobs(ll_buf *b, const eng_req *r, int pos)
+{
+    int id = (int)(mix_at(r, pos) & 63), rc;
+    double lp = lp_at(r, pos);
+    rc = ll_buf_printf(b, "\"logprobs\":{\"tokens\":[\" %s\"],\"token_logprobs\":[%.4f],\"top_logprobs\":[{",
+                       words[id], lp);
+    for (int j = 0; j < r->lp_top && !rc; j++)
+        rc = ll_buf_printf(b, "%s\" %s\":%.4f", j ? "," : "", words[alt_id(id, j)], lp - (j ? 1 + 0.5 * j : 0));
+    return rc ? rc : LIT(b, "}]}");
+}
+
+/* What a token chunk says beside its text: token_ids when asked, then
+ * logprobs (or null), then the finish reason key. */
+static int token_extras(ll_buf *b, const eng_req *r, int pos)
+{
+    int rc = 0;
+    if (r->return_ids)
+        rc = ll_buf_printf(b, "\"token_ids\":[%d],", (int)(mix_at(r, pos) & 63));
+    if (!rc && r->lp_top >= 0)
+        rc = r->kind == ENG_REQ_CHAT ? chat_logprobs(b, r, pos) : completion_logprobs(b, r, pos);
+    else if (!rc)
+        rc = LIT(b, "\"logprobs\":null");
+    return rc ? rc : LIT(b, ",\"finish_reason\":");
 }
 
 static const char *finish_reason(const eng_req *r) { return r->stop_early ? "stop" : "length"; }
@@ -87,14 +140,16 @@ static int token_chunk(ll_buf *b, eng_req *r, int pos)
         rc = rc ? rc : (think ? LIT(b, "\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\" ")
                               : LIT(b, "\"choices\":[{\"index\":0,\"delta\":{\"content\":\" "));
         rc = rc ? rc : append_str(b, word_at(r, pos));
-        rc = rc ? rc : LIT(b, "\"},\"logprobs\":null,\"finish_reason\":");
+        rc = rc ? rc : LIT(b, "\"},");
+        rc = rc ? rc : token_extras(b, r, pos);
     } else {
         rc = rc ? rc : LIT(b, "\"choices\":[{\"index\":0,\"text\":\"");
         rc = rc ? rc : (think && pos == 0 ? LIT(b, "<think>") : 0);
         rc = rc ? rc : LIT(b, " ");
         rc = rc ? rc : append_str(b, word_at(r, pos));
         rc = rc ? rc : (think && pos == r->think_tok - 1 ? LIT(b, "</think>") : 0);
-        rc = rc ? rc : LIT(b, "\",\"logprobs\":null,\"finish_reason\":");
+        rc = rc ? rc : LIT(b, "\",");
+        rc = rc ? rc : token_extras(b, r, pos);
     }
     if (!rc && last)
         rc = ll_buf_printf(b, "\"%s\"}]", finish_reason(r));

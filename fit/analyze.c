@@ -89,7 +89,7 @@ int fit_level_steps(const fit_result *r, size_t level_idx, double at_n, fit_step
         qsort(sel.v, sel.n, sizeof *sel.v, cmp_sample_time);
     for (size_t i = 0; i < sel.n;) {
         const fit_sample *first = sel.v[i];
-        fit_step st = {first->t_ns, first->n, 0, 0, 0, NAN};
+        fit_step st = {first->t_ns, first->n, 0, 0, 0, NAN, 0};
         /* each sample against its own gap: a sample of the next step ends a
          * whole (next) step after the first, however short that step is */
         for (; i < sel.n && sel.v[i]->n == first->n &&
@@ -99,8 +99,10 @@ int fit_level_steps(const fit_result *r, size_t level_idx, double at_n, fit_step
             st.n_samples++;
             st.tokens += sel.v[i]->tokens;
             st.gap_ms += sel.v[i]->gap_ms * sel.v[i]->tokens;
+            st.k += sel.v[i]->k * sel.v[i]->tokens;
         }
         st.ms_per_tok = st.gap_ms / st.tokens;
+        st.k /= st.tokens;
         LL_TRY(ll_vec_push(&steps, st));
     }
     ll_vec_free(&sel);
@@ -123,9 +125,13 @@ static void read_truth(const fit_run_info *info, fit_result *res)
     res->truth_b_ms = info->has_engine_law ? info->law_b_ms : NAN;
     res->time_scale = info->has_engine_law ? info->time_scale : NAN;
     res->engine_law_spec[0] = '\0';
-    if (info->has_engine_law && res->time_scale > 0)
-        snprintf(res->engine_law_spec, sizeof res->engine_law_spec, "%.6g+%.6gn",
-                 info->law_a_ms / res->time_scale, info->law_b_ms / res->time_scale);
+    if (info->has_engine_law && res->time_scale > 0) {
+        int n = snprintf(res->engine_law_spec, sizeof res->engine_law_spec, "%.6g+%.6gn",
+                         info->law_a_ms / res->time_scale, info->law_b_ms / res->time_scale);
+        if (info->law_c_ms_per_ktok > 0 && n > 0 && (size_t)n < sizeof res->engine_law_spec)
+            snprintf(res->engine_law_spec + n, sizeof res->engine_law_spec - (size_t)n, "+%.6gc",
+                     info->law_c_ms_per_ktok / res->time_scale);
+    }
 }
 
 /* Per level: timeline, step samples and every per-level figure. */
@@ -182,7 +188,7 @@ static void count_left_out(const fit_run *run, fit_result *res)
 /* The points of the law against one N (x, y, size) and the raw samples
  * behind them. */
 typedef struct law_points {
-    fit_double_vec x, y, w;
+    fit_double_vec x, y, w, k;
     size_t n_samples;
 } law_points;
 
@@ -190,6 +196,7 @@ static int law_points_push(law_points *p, double x, const fit_step *s)
 {
     int rc;
     LL_TRY(ll_vec_push(&p->x, x));
+    LL_TRY(ll_vec_push(&p->k, s->k));
     LL_TRY(ll_vec_push(&p->y, s->ms_per_tok));
     LL_TRY(ll_vec_push(&p->w, (double)s->tokens));
     p->n_samples += s->n_samples;
@@ -202,6 +209,7 @@ static void law_points_free(law_points *p)
     ll_vec_free(&p->x);
     ll_vec_free(&p->y);
     ll_vec_free(&p->w);
+    ll_vec_free(&p->k);
 }
 
 /* fit.h "The law against the server's N": the server's N at each step,
@@ -259,7 +267,12 @@ static int fit_laws(const fit_run *run, fit_result *res, const fit_options *opt,
     res->n_trimmed = res->law.n_trimmed;
     res->asymptote_tok_per_s = res->law.ok && res->law.b_ms > 0 ? 1000.0 / res->law.b_ms : NAN;
     res->n_half = res->law.ok && res->law.b_ms > 0 ? res->law.a_ms / res->law.b_ms : NAN;
-    LL_TRY(fit_model_check_run(px.v, py.v, px.n, opt, &res->model, err, errlen));
+    LL_TRY(fit_model_check_run(px.v, py.v, P->k.v, px.n, opt, &res->model, err, errlen));
+    if (res->model.done && fabs(res->model.kn_corr) > FIT_CONTEXT_COLLINEAR)
+        LL_TRY(fit_note(res, "the context term is not identifiable from this run: the context of the running "
+                             "requests moved with N (corr %.3f); vary prompt lengths (load.vary_context) or "
+                             "stagger requests within a level",
+                        res->model.kn_corr));
 fail:
     if (rc == LL_ENOMEM)
         ll_errf(err, errlen, "out of memory fitting the law");
@@ -275,7 +288,7 @@ fail:
  * (ms per token) over the level's steps at N = C, delta method, t with
  * steps - 1 dof; the throughput is 1000 C / R. */
 static int steady_interval(const fit_result *res, size_t l, double *r_ms, double *r_se_ms,
-                           double *t_crit)
+                           double *t_crit, double *k_mean)
 {
     const fit_level *L = &res->levels[l];
     fit_step *st = NULL;
@@ -283,11 +296,13 @@ static int steady_interval(const fit_result *res, size_t l, double *r_ms, double
     *r_ms = *r_se_ms = *t_crit = NAN;
     if (fit_level_steps(res, l, L->concurrency, &st, &n))
         return LL_ENOMEM;
-    double g = 0, t = 0, ss = 0;
+    double g = 0, t = 0, ss = 0, kt = 0;
     for (size_t k = 0; k < n; k++) {
         g += st[k].gap_ms;
         t += st[k].tokens;
+        kt += st[k].k * st[k].tokens;
     }
+    *k_mean = t > 0 ? kt / t : NAN;
     if (n >= 2 && t > 0) {
         double r = g / t, tbar = t / (double)n;
         for (size_t k = 0; k < n; k++)
@@ -300,17 +315,34 @@ static int steady_interval(const fit_result *res, size_t l, double *r_ms, double
     return 0;
 }
 
+/* A closed-loop level against the chosen model (fit.h "The chosen model"):
+ * its prediction at N = C and the level's mean K, and the level's error;
+ * the worst level kept in the result. */
+static void model_level(fit_result *res, fit_level *L)
+{
+    double step = fit_model_predict(&res->model, &res->law, L->concurrency, L->k_mean);
+    L->model_pred_tok_per_s = step > 0 ? 1000.0 * L->concurrency / step : NAN;
+    L->model_error_rel = L->steady_tok_per_s / L->model_pred_tok_per_s - 1.0;
+    if (!isfinite(L->model_error_rel))
+        return;
+    if (res->model_worst_level < 0 ||
+        fabs(L->model_error_rel) > fabs(res->levels[res->model_worst_level].model_error_rel))
+        res->model_worst_level = (int)(L - res->levels);
+}
+
 /* Each closed-loop level against the law (fit.h "steady_tok_per_s"). */
 static int compare_levels(fit_result *res)
 {
+    res->model_worst_level = -1;
     for (size_t i = 0; i < res->n_levels; i++) {
         fit_level *L = &res->levels[i];
         /* Open loop: C is only a cap on in-flight requests, not the batch. */
         if (L->concurrency <= 0 || !L->closed_loop)
             continue;
         double r, r_se, t_r;
-        if (steady_interval(res, i, &r, &r_se, &t_r))
+        if (steady_interval(res, i, &r, &r_se, &t_r, &L->k_mean))
             return LL_ENOMEM;
+        model_level(res, L);
         if (isfinite(r_se) && r - t_r * r_se > 0) {
             L->steady_tok_per_s_ci[0] = 1000.0 * L->concurrency / (r + t_r * r_se);
             L->steady_tok_per_s_ci[1] = 1000.0 * L->concurrency / (r - t_r * r_se);

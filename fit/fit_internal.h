@@ -114,8 +114,11 @@ int fit_cmp_xi_pair(const void *a, const void *b);
  * deviation) around it; v is reordered and overwritten. */
 void fit_median_mad(double *v, size_t n, double *med, double *sd);
 
-/* model.c: the model check on step points (x = N, y = ms per token). */
-int fit_model_check_run(const double *x, const double *y, size_t n, const fit_options *opt,
+/* model.c: N padded to the captured batch size (fit.h "The context term"). */
+double fit_bucket_of(double n);
+/* model.c: the model check on step points (x = N, y = ms per token, k = K
+ * per point or NULL). */
+int fit_model_check_run(const double *x, const double *y, const double *k, size_t n, const fit_options *opt,
                         fit_model_check *out, char *err, size_t errlen);
 
 /* analyze.c: append a formatted note to the result. */

@@ -347,6 +347,9 @@ static int level_analysis(cJSON *o, const fit_level *L)
     LL_TRY(put_predicted(o, L));
     LL_TRY(put_ramp(o, L));
     LL_TRY(ll_json_add_num(o, "error_rel", L->error_rel));
+    LL_TRY(ll_json_add_num(o, "k_mean", L->k_mean));
+    LL_TRY(ll_json_add_num(o, "model_pred_tok_per_s", L->model_pred_tok_per_s));
+    LL_TRY(ll_json_add_num(o, "model_error_rel", L->model_error_rel));
     LL_TRY(ll_json_add_pair(o, "error_rel_ci", L->error_rel_ci));
     LL_TRY(ll_json_add_num(o, "whole_tok_per_s", L->whole_tok_per_s));
     LL_TRY(ll_json_add_num(o, "steady_step_ms", L->steady_step_ms));
@@ -442,6 +445,19 @@ static int add_model_check(cJSON *parent, const fit_model_check *m)
     LL_TRY(ll_json_add_num(o, "knee_n", m->knee_n));
     LL_TRY(ll_json_add_num(o, "slope_before_ms", m->slope_before_ms));
     LL_TRY(ll_json_add_num(o, "slope_after_ms", m->slope_after_ms));
+    LL_TRY(ll_json_add_num(o, "effect_quadratic", m->effect_quadratic));
+    LL_TRY(ll_json_add_num(o, "effect_piecewise", m->effect_piecewise));
+    LL_TRY(ll_json_add_num(o, "bic_context", m->bic_context));
+    LL_TRY(ll_json_add_num(o, "ctx_a_ms", m->ctx_a_ms));
+    LL_TRY(ll_json_add_num(o, "ctx_b_ms", m->ctx_b_ms));
+    LL_TRY(ll_json_add_num(o, "ctx_c_ms_per_ktok", m->ctx_c_ms));
+    LL_TRY(ll_json_add_pair(o, "ctx_c_ci_ms_per_ktok", m->ctx_c_ci_ms));
+    LL_TRY(ll_json_add_num(o, "kn_corr", m->kn_corr));
+    LL_TRY(ll_json_add_num(o, "effect_context", m->effect_context));
+    LL_TRY(ll_json_add_num(o, "bic_buckets", m->bic_buckets));
+    LL_TRY(ll_json_add_num(o, "bkt_a_ms", m->bkt_a_ms));
+    LL_TRY(ll_json_add_num(o, "bkt_b_ms", m->bkt_b_ms));
+    LL_TRY(ll_json_add_num(o, "effect_buckets", m->effect_buckets));
     LL_TRY(ll_json_add_num(o, "n_trimmed", (double)m->n_trimmed));
     return add_str(o, "verdict", m->verdict);
 fail:

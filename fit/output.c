@@ -37,6 +37,35 @@ static const char *client_bound_cs(const fit_result *r, char *buf, size_t cap)
     return buf;
 }
 
+/* Under the line (fit.h "The chosen model"): the model the evidence chose
+ * when it is not the line, and when it misses a level by more than
+ * FIT_MODEL_LEVEL_FIT, that no model of the family fits every level. */
+static void print_model_headline(FILE *f, const fit_result *r)
+{
+    const fit_model_check *m = &r->model;
+    if (m->done && m->best == FIT_MODEL_CONTEXT) {
+        double kr = fit_context_per_request(r), per_tok = m->ctx_b_ms + m->ctx_c_ms * kr / 1000;
+        fprintf(f, "model: step(N, K) = %.4g + %.4g*N + %.4g*K/1k ms (K: context tokens of the running requests)",
+                m->ctx_a_ms, m->ctx_b_ms, m->ctx_c_ms);
+        if (r->has_truth && r->time_scale > 0 && r->time_scale != 1)
+            fprintf(f, " = %.4g + %.4g*N + %.4g*K/1k ms at time scale 1", m->ctx_a_ms / r->time_scale,
+                    m->ctx_b_ms / r->time_scale, m->ctx_c_ms / r->time_scale);
+        if (per_tok > 0 && isfinite(kr))
+            fprintf(f, "; at %.0f tokens of context per request: at most %.4g tok/s", kr, 1000 / per_tok);
+        fputc('\n', f);
+    } else if (m->done && m->best != FIT_MODEL_LINEAR) {
+        fprintf(f, "model: %s: %s\n", fit_model_name(m->best), m->verdict);
+    }
+    if (r->model_worst_level >= 0 && (size_t)r->model_worst_level < r->n_levels) {
+        const fit_level *W = &r->levels[r->model_worst_level];
+        if (fabs(W->model_error_rel) > FIT_MODEL_LEVEL_FIT)
+            fprintf(f, "NO MODEL OF THE FAMILY FITS EVERY LEVEL WITHIN %.0f%%: worst C=%d, measured %.4g tok/s, "
+                       "the %s model %.4g (%+.1f%%)\n",
+                    100 * FIT_MODEL_LEVEL_FIT, W->concurrency, W->steady_tok_per_s, fit_model_name(m->best),
+                    W->model_pred_tok_per_s, 100 * W->model_error_rel);
+    }
+}
+
 void fit_print_law_line(FILE *f, const fit_result *r)
 {
     const fit_law *L = &r->law;
@@ -70,6 +99,7 @@ void fit_print_law_line(FILE *f, const fit_result *r)
         fprintf(f, "  -- NOT THE SERVER'S LAW: the client set the pace at C=%s (see notes)",
                 client_bound_cs(r, cs, sizeof cs));
     fputc('\n', f);
+    print_model_headline(f, r);
 }
 
 /* A number for a table cell, or "-" when there is none. */
@@ -217,18 +247,19 @@ void fit_print(FILE *f, const fit_result *r)
         fprintf(f, "\nmodel check: %s: %s\n", fit_model_name(r->model.best), r->model.verdict);
     else /* no model was compared: naming "linear" would claim the data chose it */
         fprintf(f, "\nmodel check: %s\n", r->model.verdict);
-    fprintf(f, "\n%5s %6s %12s %12s %8s %12s %9s %10s %8s %8s %7s %7s\n", "level", "C", "steady t/s",
-            "law t/s", "err %", "whole t/s", "ramp s", "ramp tok", "steady", "failed", "burst%", "client");
+    fprintf(f, "\n%5s %6s %12s %12s %8s %12s %9s %10s %8s %8s %7s %7s %8s\n", "level", "C", "steady t/s",
+            "law t/s", "err %", "whole t/s", "ramp s", "ramp tok", "steady", "failed", "burst%", "client",
+            "model %");
     for (size_t i = 0; i < r->n_levels; i++) {
         const fit_level *L = &r->levels[i];
-        char c1[32], c2[32], c3[32], c4[32], c5[32], c6[32], c7[32];
-        fprintf(f, "%5d %6d %12s %12s %8s %12s %9s %10s %8zu %8zu %7s %7s%s%s\n", L->level,
+        char c1[32], c2[32], c3[32], c4[32], c5[32], c6[32], c7[32], c8[32];
+        fprintf(f, "%5d %6d %12s %12s %8s %12s %9s %10s %8zu %8zu %7s %7s %8s%s%s\n", L->level,
                 L->concurrency, fmt_num(c1, L->steady_tok_per_s, "%.5g"),
                 fmt_num(c2, L->predicted_tok_per_s, "%.5g"),
                 fmt_num(c3, 100 * L->error_rel, "%+.2f"), fmt_num(c4, L->whole_tok_per_s, "%.5g"),
                 fmt_num(c5, L->ramp_s, "%.4g"), fmt_num(c6, L->ramp_tokens, "%.6g"),
                 L->n_steady_samples, L->n_failed, fmt_num(c7, 100 * L->burst_gap_frac, "%.1f"),
-                L->client_bound ? "BOUND" : "-",
+                L->client_bound ? "BOUND" : "-", fmt_num(c8, 100 * L->model_error_rel, "%+.2f"),
                 L->closed_loop ? "" : "  (open loop)",
                 L->interrupted ? "  (interrupted)" : "");
     }

@@ -148,6 +148,57 @@ static void ttft_at(const ttft_pt *pt, size_t n, fit_plan_at *at)
     at->ttft_p90_ms = pt[i].p90_ms + w * (pt[i + 1].p90_ms - pt[i].p90_ms);
 }
 
+/* A knee, buckets or a curve (fit_plan's model): the step by its point
+ * estimate, without an interval. */
+static void model_point_at(const fit_plan *p, fit_plan_at *at)
+{
+    double c = at->concurrency;
+    at->step_ms = fit_model_predict(p->check, &p->law, c, 0);
+    at->step_ci_ms[0] = at->step_ci_ms[1] = NAN;
+    at->tok_per_s = at->step_ms > 0 ? 1000.0 * c / at->step_ms : NAN;
+    at->user_tok_per_s = at->step_ms > 0 ? 1000.0 / at->step_ms : NAN;
+    at->tok_per_s_ci[0] = at->tok_per_s_ci[1] = at->user_tok_per_s_ci[0] = at->user_tok_per_s_ci[1] = NAN;
+}
+
+/* Point-estimate models: the real N where the step reaches S (the model's
+ * step rises with N), searched in steps of 0.01 up to 100 times the largest
+ * measured C; no interval. */
+static void model_max_n(const fit_plan *p, double slo_ms, double *n_real, double ci[2])
+{
+    ci[0] = ci[1] = NAN;
+    *n_real = INFINITY;
+    double lim = 100.0 * (p->max_measured_c > 0 ? p->max_measured_c : 1);
+    if (!(fit_model_predict(p->check, &p->law, 0, 0) <= slo_ms)) {
+        *n_real = 0;
+        return;
+    }
+    for (double n = 0.01; n <= lim; n += 0.01)
+        if (fit_model_predict(p->check, &p->law, n, 0) > slo_ms) {
+            *n_real = n - 0.01;
+            return;
+        }
+}
+
+/* The context model at k tokens per request as a line in N (K = N*k):
+ * a + (b + c*k/1000)*N, with the OLS covariance of (a, b, c) carried. */
+static fit_law context_line(const fit_model_check *m, const fit_law *line, double k)
+{
+    fit_law L = *line;
+    double u = k / 1000;
+    L.a_ms = m->ctx_a_ms;
+    L.b_ms = m->ctx_b_ms + m->ctx_c_ms * u;
+    L.a_se_ms = sqrt(m->ctx_cov[0][0]);
+    L.b_se_ms = sqrt(m->ctx_cov[1][1] + 2 * u * m->ctx_cov[1][2] + u * u * m->ctx_cov[2][2]);
+    L.cov_ab_ms2 = m->ctx_cov[0][1] + u * m->ctx_cov[0][2];
+    L.t_crit = 1.96;
+    L.a_ci_ms[0] = L.a_ms - L.t_crit * L.a_se_ms;
+    L.a_ci_ms[1] = L.a_ms + L.t_crit * L.a_se_ms;
+    L.b_ci_ms[0] = L.b_ms - L.t_crit * L.b_se_ms;
+    L.b_ci_ms[1] = L.b_ms + L.t_crit * L.b_se_ms;
+    L.method = "context model (OLS covariance)";
+    return L;
+}
+
 static void law_at(const fit_law *L, int max_c, fit_plan_at *at)
 {
     double c = at->concurrency, lo, hi;
@@ -190,7 +241,10 @@ static size_t measured_points(const fit_result *res, fit_plan *p, ttft_pt *pt)
 static void plan_max_c(fit_plan *p, double tpot_slo_ms)
 {
     p->has_max_c = 1;
-    max_n_interval(&p->law, tpot_slo_ms, &p->n_real, p->n_real_ci);
+    if (p->model == FIT_MODEL_LINEAR || p->model == FIT_MODEL_CONTEXT)
+        max_n_interval(&p->law, tpot_slo_ms, &p->n_real, p->n_real_ci);
+    else
+        model_max_n(p, tpot_slo_ms, &p->n_real, p->n_real_ci);
     p->n_star = floor_n(p->n_real);
     p->n_star_ci[0] = floor_n(p->n_real_ci[0]);
     p->n_star_ci[1] = floor_n(p->n_real_ci[1]);
@@ -245,6 +299,15 @@ int fit_plan_compute(const fit_run *run, const fit_result *res, const fit_plan_o
     if (!p || !pt)
         goto fail;
     p->law = res->law;
+    p->check = &res->model;
+    p->model = res->model.done ? res->model.best : FIT_MODEL_LINEAR;
+    p->context_tok = NAN;
+    if (p->model == FIT_MODEL_CONTEXT) {
+        p->context_tok = opt->context_tok > 0 ? opt->context_tok : fit_context_per_request(res);
+        if (!isfinite(p->context_tok))
+            p->context_tok = 0;
+        p->law = context_line(&res->model, &res->law, p->context_tok);
+    }
     p->slo = opt->slo;
     p->best_goodput_idx = -1;
     size_t n_pt = measured_points(res, p, pt);
@@ -261,6 +324,8 @@ int fit_plan_compute(const fit_run *run, const fit_result *res, const fit_plan_o
         fit_plan_at *at = &p->at[i];
         at->concurrency = opt->n_at_c ? opt->at_c[i] : pt[i].c;
         law_at(&p->law, p->max_measured_c, at);
+        if (p->model != FIT_MODEL_LINEAR && p->model != FIT_MODEL_CONTEXT)
+            model_point_at(p, at);
         ttft_at(pt, n_pt, at);
     }
     if ((rc = plan_goodput(p, run, res, &opt->slo)))
@@ -353,6 +418,7 @@ static int plan_json(cJSON *j, const fit_plan *p)
     if (!obj)
         return LL_ENOMEM;
     LL_TRY(ll_json_add_num(j, "max_measured_c", p->max_measured_c));
+    LL_TRY(ll_json_add_num(j, "context_tok", p->context_tok));
     LL_TRY(ll_json_add_num(obj, "ttft_ms", slo_given(p->slo.ttft_ms) ? p->slo.ttft_ms : NAN));
     LL_TRY(ll_json_add_num(obj, "tpot_ms", slo_given(p->slo.tpot_ms) ? p->slo.tpot_ms : NAN));
     LL_TRY(ll_json_add_num(obj, "e2e_ms", slo_given(p->slo.e2e_ms) ? p->slo.e2e_ms : NAN));
@@ -360,15 +426,17 @@ static int plan_json(cJSON *j, const fit_plan *p)
         cJSON *m = cJSON_AddObjectToObject(j, "max_c");
         if (!m)
             return LL_ENOMEM;
-        double n_ci[2] = {(double)p->n_star_ci[0],
-                          p->n_star_ci[1] == LONG_MAX ? INFINITY : (double)p->n_star_ci[1]};
+        int point = isnan(p->n_real_ci[0]);
+        double n_ci[2] = {point ? NAN : (double)p->n_star_ci[0],
+                          point ? NAN : p->n_star_ci[1] == LONG_MAX ? INFINITY : (double)p->n_star_ci[1]};
         LL_TRY(ll_json_add_num(m, "tpot_slo_ms", p->slo.tpot_ms));
         LL_TRY(ll_json_add_num(m, "n", p->n_star == LONG_MAX ? INFINITY : (double)p->n_star));
         LL_TRY(ll_json_add_pair(m, "n_ci", n_ci));
         LL_TRY(ll_json_add_num(m, "n_real", p->n_real));
         LL_TRY(ll_json_add_pair(m, "n_real_ci", p->n_real_ci));
         LL_TRY(add_bool(m, "extrapolated", p->n_star_extrapolated));
-        if (!cJSON_AddStringToObject(m, "interval", "fieller")) {
+        if (!cJSON_AddStringToObject(m, "interval", point ? "none" : "fieller") ||
+            !cJSON_AddStringToObject(m, "model", fit_model_name(p->model))) {
             rc = LL_ENOMEM;
             goto fail;
         }
@@ -426,6 +494,11 @@ static void print_max_c(FILE *f, const fit_plan *p)
                 p->law.a_ms + p->law.b_ms);
         return;
     }
+    if (isnan(p->n_real_ci[0])) {
+        fprintf(f, "N = %ld (the %s model's point estimate, N = %.2f; no interval)%s\n", p->n_star,
+                fit_model_name(p->model), p->n_real, p->n_star_extrapolated ? "  EXTRAPOLATED" : "");
+        return;
+    }
     fprintf(f, "N = %ld, 95%% [%ld, ", p->n_star, p->n_star_ci[0] < 0 ? 0 : p->n_star_ci[0]);
     if (p->n_star_ci[1] == LONG_MAX)
         fprintf(f, "unbounded]");
@@ -441,6 +514,13 @@ void fit_plan_print(FILE *f, const fit_plan *p)
 {
     char b1[112], b2[112], b3[112];
     fprintf(f, "largest measured C: %d\n", p->max_measured_c);
+    if (p->model == FIT_MODEL_CONTEXT)
+        fprintf(f, "planned on the context model at %.0f tokens of context per request (--context): step(N) = "
+                   "%.4g + %.4g*N ms\n",
+                p->context_tok, p->law.a_ms, p->law.b_ms);
+    else if (p->model != FIT_MODEL_LINEAR)
+        fprintf(f, "planned on the %s model (point estimates, no intervals): %s\n", fit_model_name(p->model),
+                p->check->verdict);
     if (p->has_max_c)
         print_max_c(f, p);
     fprintf(f, "\n%6s  %-26s %-30s %-24s %s\n", "C", "step ms [95%]", "tok/s [95%]",

@@ -9,7 +9,12 @@
  *
  * Values are right-continuous: the value at a change point already includes
  * the events at that instant. A stream's own first token raises D at exactly
- * the start of its first gap, so that gap sees the raised D, as it should. */
+ * the start of its first gap, so that gap sees the raised D, as it should.
+ *
+ * K(t), the context tokens of the decoding requests (fit.h "The context
+ * term"), is a second line of the same kind: a request adds its prompt and
+ * first tokens at its first token, each later chunk's tokens as they
+ * arrive, and takes its whole context away at its end. */
 #include "fit_internal.h"
 
 #include <limits.h>
@@ -27,6 +32,88 @@ typedef struct tl_line {
     fit_phase_point *pt;  /* change points */
     double *integ;        /* integral of D (count * ns) from pt[0] to pt[j] */
 } tl_line;
+
+/* K(t): change times and the value from each on. */
+typedef struct tl_kline {
+    size_t n;
+    int64_t *t;
+    double *k;
+} tl_kline;
+
+typedef struct tl_kevent {
+    int64_t t_ns;
+    double dk;
+} tl_kevent;
+
+static int cmp_kevent(const void *a, const void *b)
+{
+    const tl_kevent *x = a, *y = b;
+    return (x->t_ns > y->t_ns) - (x->t_ns < y->t_ns);
+}
+
+/* A request's prompt in tokens: the server's usage, else as built. */
+static double prompt_tokens(const fit_request *q)
+{
+    return q->usage_prompt_tok >= 0 ? (double)q->usage_prompt_tok : (double)q->prompt_tok;
+}
+
+static int build_kline(const fit_run *run, const size_t *req_idx, size_t n_req, tl_kline *kl)
+{
+    LL_VEC(tl_kevent) ev = {0};
+    int rc = 0;
+    for (size_t i = 0; i < n_req && rc == 0; i++) {
+        const fit_request *q = fit_run_request(run, req_idx[i]);
+        if (!q->n_chunks || q->first_token_ns < 0)
+            continue;
+        double total = prompt_tokens(q);
+        rc = ll_vec_push(&ev, ((tl_kevent){q->chunks[0].t_ns, total}));
+        for (size_t c = 0; c < q->n_chunks && rc == 0; c++) {
+            total += q->chunks[c].tokens;
+            rc = ll_vec_push(&ev, ((tl_kevent){q->chunks[c].t_ns, (double)q->chunks[c].tokens}));
+        }
+        if (rc == 0)
+            rc = ll_vec_push(&ev, ((tl_kevent){q->end_ns > q->chunks[q->n_chunks - 1].t_ns
+                                                   ? q->end_ns
+                                                   : q->chunks[q->n_chunks - 1].t_ns + 1,
+                                               -total}));
+    }
+    if (rc == 0 && ev.n > 1)
+        qsort(ev.v, ev.n, sizeof *ev.v, cmp_kevent);
+    kl->t = rc ? NULL : malloc((ev.n + 1) * sizeof *kl->t);
+    kl->k = rc ? NULL : malloc((ev.n + 1) * sizeof *kl->k);
+    if (rc || !kl->t || !kl->k) {
+        ll_vec_free(&ev);
+        return LL_ENOMEM;
+    }
+    double k = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < ev.n;) {
+        int64_t t = ev.v[i].t_ns;
+        for (; i < ev.n && ev.v[i].t_ns == t; i++)
+            k += ev.v[i].dk;
+        kl->t[n] = t;
+        kl->k[n++] = k > 0 ? k : 0;
+    }
+    kl->n = n;
+    ll_vec_free(&ev);
+    return 0;
+}
+
+/* K at t (right-continuous); 0 before the first change. */
+static double k_at(const tl_kline *kl, int64_t t)
+{
+    long lo = 0, hi = (long)kl->n - 1, ans = -1;
+    while (lo <= hi) {
+        long mid = lo + (hi - lo) / 2;
+        if (kl->t[mid] <= t) {
+            ans = mid;
+            lo = mid + 1;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    return ans < 0 ? 0 : kl->k[ans];
+}
 
 static int cmp_event(const void *a, const void *b)
 {
@@ -149,7 +236,8 @@ typedef struct tl_acc {
 } tl_acc;
 
 /* The step samples of one stream: the gaps between its arrivals. */
-static int stream_samples(const fit_request *q, uint32_t req_idx, const tl_line *ln, int64_t cut,
+static int stream_samples(const fit_request *q, uint32_t req_idx, const tl_line *ln, const tl_kline *kl,
+                          int64_t cut,
                           int32_t level_idx, int conc, const fit_options *opt,
                           fit_level *L, fit_sample_vec *sv, tl_acc *acc)
 {
@@ -179,6 +267,7 @@ static int stream_samples(const fit_request *q, uint32_t req_idx, const tl_line 
         s.kind = kind;
         s.steady = i0 >= 0 && i0 == i1 && ln->pt[i0].prefill == 0;
         s.n = s.steady ? ln->pt[i0].decode : (integ_at(ln, t) - integ_at(ln, t0)) / (double)gap;
+        s.k = k_at(kl, t0); /* the context the step that made this chunk read */
         if (ll_vec_push(sv, s))
             return LL_ENOMEM;
         L->n_samples++;
@@ -269,6 +358,7 @@ static void level_init(fit_level *L, const fit_level_info *info)
     L->end_ns = info->end_ns;
     L->duration_s = (double)(info->end_ns - info->start_ns) / 1e9;
     L->steady_tok_per_s = L->steady_step_ms = L->predicted_tok_per_s = L->error_rel = NAN;
+    L->k_mean = L->model_pred_tok_per_s = L->model_error_rel = NAN;
     L->steady_tok_per_s_ci[0] = L->steady_tok_per_s_ci[1] = NAN;
     L->error_rel_ci[0] = L->error_rel_ci[1] = NAN;
     L->ramp_s = NAN;
@@ -322,13 +412,14 @@ int fit_timeline_level(const fit_run *run, const fit_level_info *info, const siz
                        char *err, size_t errlen)
 {
     tl_line ln = {0, NULL, NULL};
+    tl_kline kl = {0, NULL, NULL};
     tl_acc acc;
     memset(&acc, 0, sizeof acc);
     int rc;
     level_init(L, info);
 
     rc = build_line(run, req_idx, n_req, &ln);
-    if (rc)
+    if (rc || (rc = build_kline(run, req_idx, n_req, &kl)))
         goto fail;
     int64_t cut = cut_time(&ln, info);
     int conc = info->concurrency;
@@ -340,7 +431,7 @@ int fit_timeline_level(const fit_run *run, const fit_level_info *info, const siz
             L->n_excluded_requests++;
             continue;
         }
-        rc = stream_samples(q, (uint32_t)req_idx[i], &ln, cut, level_idx, conc, opt, L, sv, &acc);
+        rc = stream_samples(q, (uint32_t)req_idx[i], &ln, &kl, cut, level_idx, conc, opt, L, sv, &acc);
         if (rc)
             goto fail;
     }
@@ -365,6 +456,8 @@ int fit_timeline_level(const fit_run *run, const fit_level_info *info, const siz
     L->n_phase = ln.n;
     ln.pt = NULL;
     free(ln.integ);
+    free(kl.t);
+    free(kl.k);
     ll_vec_free(&acc.gaps_at_c);
     return 0;
 fail:
@@ -372,6 +465,8 @@ fail:
         ll_errf(err, errlen, "out of memory rebuilding level %d", info->level);
     free(ln.pt);
     free(ln.integ);
+    free(kl.t);
+    free(kl.k);
     ll_vec_free(&acc.gaps_at_c);
     fit_level_release(L);
     return rc;

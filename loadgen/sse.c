@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "jtape.h"
+#include "outputs.h"
 
 void lg_sse_init(lg_sse *s, lg_sse_cb cb, void *ctx)
 {
@@ -160,6 +161,8 @@ void lg_delta_free(lg_delta *d)
 {
     ll_buf_free(&d->think_text);
     ll_buf_free(&d->answer_text);
+    lg_out_free(d->out);
+    d->out = NULL;
     free(d->errmsg);
     d->errmsg = NULL;
 }
@@ -581,6 +584,8 @@ static void openai_event(lg_delta *d, const lg_jtape *t, lg_delta_out *out)
             split_content(d, s, n, &tb, &ab, &out->reclassify);
         }
     }
+    if (first && d->out)
+        lg_out_choice(d->out, t, first);
     if (first) {
         /* the last chunk of a choice: its finish reason, and where the
          * server puts them there (llama.cpp), its own timings */

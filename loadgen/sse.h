@@ -95,6 +95,10 @@ typedef struct lg_delta {
      * for a tokenizer to count when the server sends no usage */
     int keep_text;
     ll_buf think_text, answer_text;
+    /* Set after init when the scenario records outputs (outputs.h): each
+     * chat/completions event's first choice goes to it; freed by
+     * lg_delta_free. NULL (the default) costs one test per event. */
+    struct lg_outputs *out;
 } lg_delta;
 
 #define LG_DELTA_ERRMSG_BYTES 256

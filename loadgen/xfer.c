@@ -19,6 +19,7 @@
  * responses, generate) with its extra_body merged in; a 400 naming
  * continuous_usage_stats turns that field off for the run and resends once. */
 #include "lg_internal.h"
+#include "outputs.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -95,6 +96,27 @@ fail:
     return rc;
 }
 
+/* What comparing outputs needs: greedy decoding (temperature 0, the
+ * scenario's seed) and, when outputs are recorded, the chosen tokens'
+ * logprobs with the top 5 (chat: logprobs + top_logprobs; completions: a
+ * count). Nothing when neither is asked, so bodies stay as they were. */
+static int put_output_keys(ll_buf *b, const scn_scenario *s)
+{
+    int rc = 0;
+    if (s->greedy && keep_key(s, "temperature"))
+        LL_TRY(put_key(b, "temperature") || ll_buf_printf(b, "0"));
+    if (s->greedy && keep_key(s, "seed"))
+        LL_TRY(put_key(b, "seed") || ll_buf_printf(b, "%" PRIu64, s->seed % 2147483648u));
+    if (s->record_outputs && keep_key(s, "logprobs")) {
+        LL_TRY(put_key(b, "logprobs"));
+        LL_TRY(ll_buf_printf(b, s->endpoint == SCN_ENDPOINT_CHAT ? "true" : "5"));
+    }
+    if (s->record_outputs && s->endpoint == SCN_ENDPOINT_CHAT && keep_key(s, "top_logprobs"))
+        LL_TRY(put_key(b, "top_logprobs") || ll_buf_printf(b, "5"));
+fail:
+    return rc;
+}
+
 /* chat and completions: the length cap, the usage request and loadlaw's
  * engine extensions. */
 static int put_openai_limits(const lg_xfer *x, ll_buf *b, const scn_scenario *s)
@@ -114,6 +136,7 @@ static int put_openai_limits(const lg_xfer *x, ll_buf *b, const scn_scenario *s)
         LL_TRY(put_key(b, "ignore_eos") || ll_buf_printf(b, "true"));
     if (s->think_tokens >= 0 && keep_key(s, "think_tokens"))
         LL_TRY(put_key(b, "think_tokens") || ll_buf_printf(b, "%d", s->think_tokens));
+    LL_TRY(put_output_keys(b, s));
 fail:
     return rc;
 }
@@ -442,6 +465,9 @@ static void init_parsers(lg_xfer *x)
                                                      : LG_DIALECT_OPENAI;
     /* The text is kept only for a tokenizer to count (when usage is absent). */
     x->delta.keep_text = r->prompts && scn_prompts_tokenizer(r->prompts) != NULL;
+    /* Out of memory here records no outputs for this request, nothing worse. */
+    if (r->scn->record_outputs)
+        x->delta.out = lg_out_new();
 }
 
 /* The head of a fresh prompt: the request's id, then this run's tag, e.g.
@@ -449,10 +475,17 @@ static void init_parsers(lg_xfer *x)
  * requests share). A prefix cache matches from a prompt's first token, so
  * a head no earlier request had makes the whole prompt a miss: TTFT then
  * measures prefill, whatever ran on the server before, and two identical
- * runs agree. A few tokens long; a tokenizer counts them into the target. */
-static void fresh_head(const char *run_tag, uint64_t id, char *out, size_t n)
+ * runs agree. A few tokens long; a tokenizer counts them into the target.
+ * A run that records outputs for an A/B compares the same prompts on both
+ * sides: its head names the prompt set's seed instead of the run ("[17-s1] "),
+ * the same in A and B and still unique within each (a second run against
+ * the same server may then meet its own prompts in the cache). */
+static void fresh_head(const lg_run *r, uint64_t id, char *out, size_t n)
 {
-    snprintf(out, n, "[%" PRIu64 "-%.8s] ", id, run_tag);
+    if (r->scn->record_outputs)
+        snprintf(out, n, "[%" PRIu64 "-s%" PRIu64 "] ", id, r->scn->seed);
+    else
+        snprintf(out, n, "[%" PRIu64 "-%.8s] ", id, r->run_tag);
 }
 
 int lg_xfer_start(lg_worker *w, int req_index, int64_t intended_ns)
@@ -475,7 +508,7 @@ int lg_xfer_start(lg_worker *w, int req_index, int64_t intended_ns)
         x->head[0] = '\0';
     } else {
         x->prompt_index = (size_t)x->id;
-        fresh_head(r->run_tag, x->id, x->head, sizeof x->head);
+        fresh_head(r, x->id, x->head, sizeof x->head);
     }
     x->intended_ns = intended_ns;
     /* Every request names itself (vLLM and others log X-Request-Id; the
@@ -560,6 +593,18 @@ static ll_err_class classify(lg_xfer *x, CURLcode res, char *msg, size_t msglen)
 
 static int64_t rel(const lg_run *r, int64_t t) { return t < 0 ? -1 : t - r->epoch_ns; }
 
+/* The request's outputs under its prompt key: the prompt set's item (the
+ * index modulo the set's size, whatever head the prompt carried) and the
+ * scenario's seed, so that an A and a B run name the same prompt alike. */
+static ll_rec_outputs *take_outputs(lg_xfer *x)
+{
+    const lg_run *r = x->w->run;
+    size_t n = r->prompts ? scn_prompts_count(r->prompts) : 0;
+    char key[48];
+    snprintf(key, sizeof key, "p%zu-s%" PRIu64, n ? x->prompt_index % n : x->prompt_index, r->scn->seed);
+    return lg_out_take(x->delta.out, key);
+}
+
 /* The record of a finished transfer, on the run clock. Takes the chunk array
  * (its times rebased in place) and gives the message a heap copy. */
 static void fill_record(lg_xfer *x, ll_err_class cls, const char *msg, ll_counts counts, int64_t st_think,
@@ -603,6 +648,8 @@ static void fill_record(lg_xfer *x, ll_err_class cls, const char *msg, ll_counts
         .chunks = x->chunks.v,
     };
     memcpy(rq->finish, d->finish, sizeof rq->finish);
+    if (d->out)
+        rq->outputs = take_outputs(x);
     x->chunks.v = NULL;
     x->chunks.n = x->chunks.cap = 0;
 }

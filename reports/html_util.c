@@ -83,7 +83,7 @@ static const char *style =
     "main{max-width:1280px;margin:0 auto;padding:18px 24px 48px}\n"
     "section{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:16px 18px;margin:16px 0}\n"
     "h2{font-size:16px;margin:0 0 10px;font-weight:600}h3{font-size:14px;margin:14px 0 8px;font-weight:600}\n"
-    ".law{font-size:18px;font-weight:600;margin:2px 0 6px}.muted{color:var(--muted)}\n"
+    ".law{font-size:18px;font-weight:600;margin:2px 0 6px}.muted{color:var(--muted)}.warn{color:#b00020}\n"
     ".verdict{font-size:17px;font-weight:600;padding:10px 14px;border-left:4px solid var(--accent);background:#eff6ff}\n"
     ".grid2{display:grid;grid-template-columns:1fr 1fr;gap:14px}@media(max-width:900px){.grid2{grid-template-columns:1fr}}\n"
     ".chart{position:relative;height:330px}.chart.small{height:250px}.chart.wide{height:440px}\n"

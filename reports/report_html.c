@@ -30,6 +30,36 @@ static int law_row(ll_buf *b, const char *what, const fit_law *l)
                          l->n_samples);
 }
 
+/* The chosen model when it is not the line, and when it misses a level by
+ * more than FIT_MODEL_LEVEL_FIT, that no model of the family fits every
+ * level (fit.h "The chosen model"): the words match what the data show. */
+static int model_words(ll_buf *b, const fit_result *r)
+{
+    const fit_model_check *m = &r->model;
+    char x[3][48];
+    if (m->done && m->best == FIT_MODEL_CONTEXT &&
+        ll_buf_printf(b, "<div class=law>model: step(N, K) = %s + %s&middot;N + %s&middot;K/1k ms</div>\n"
+                         "<div class=muted>K: the context tokens of the running requests (their prompts and the "
+                         "tokens they have had); c 95%% [%.3g, %.3g] ms per 1,000</div>\n",
+                      html_num(x[0], 48, m->ctx_a_ms, 3), html_num(x[1], 48, m->ctx_b_ms, 4),
+                      html_num(x[2], 48, m->ctx_c_ms, 4), m->ctx_c_ci_ms[0], m->ctx_c_ci_ms[1]))
+        return LL_ENOMEM;
+    if (m->done && m->best != FIT_MODEL_LINEAR && m->best != FIT_MODEL_CONTEXT &&
+        (ll_buf_printf(b, "<div class=law>model: %s: ", fit_model_name(m->best)) || html_esc(b, m->verdict) ||
+         ll_buf_printf(b, "</div>\n")))
+        return LL_ENOMEM;
+    if (r->model_worst_level >= 0 && (size_t)r->model_worst_level < r->n_levels) {
+        const fit_level *W = &r->levels[r->model_worst_level];
+        if (fabs(W->model_error_rel) > FIT_MODEL_LEVEL_FIT &&
+            ll_buf_printf(b, "<p class=warn><b>No model of the family fits every level within %.0f%%:</b> at C=%d "
+                             "the measured %.4g tokens/s is %+.1f%% off the %s model's %.4g.</p>\n",
+                          100 * FIT_MODEL_LEVEL_FIT, W->concurrency, W->steady_tok_per_s,
+                          100 * W->model_error_rel, fit_model_name(m->best), W->model_pred_tok_per_s))
+            return LL_ENOMEM;
+    }
+    return 0;
+}
+
 static int law_section(ll_buf *b, const fit_result *r)
 {
     char x[8][48];
@@ -53,6 +83,8 @@ static int law_section(ll_buf *b, const fit_result *r)
     } else if (ll_buf_printf(b, "<div class=law>No law: too few steady samples at distinct N</div>\n")) {
         return LL_ENOMEM;
     }
+    if (model_words(b, r))
+        return LL_ENOMEM;
     if (ll_buf_printf(b, "<p><b>Model check:</b> ") ||
         html_esc(b, r->model.done ? r->model.verdict : "too few distinct N to check the straight line") ||
         ll_buf_printf(b, "</p>\n<div class=scroll><table><tr><th class=l>fit</th><th>a ms</th><th>a 95%%</th>"

@@ -128,23 +128,60 @@ fail:
     return rc;
 }
 
+/* load.vary_context's length factors (scenario.h, SCN_VARY_CONTEXT_*): a
+ * walk on [LO, HI] reflected at both ends, which keeps it uniform there.
+ * Its own generator, so the words drawn for the prompts are the same with
+ * and without it. */
+typedef struct ctx_walk {
+    ll_rng r;
+    double m;
+} ctx_walk;
+
+static void walk_start(ctx_walk *w, uint64_t seed)
+{
+    ll_rng_seed(&w->r, seed ^ 0xc07e47a1cULL);
+    w->m = SCN_VARY_CONTEXT_LO + (SCN_VARY_CONTEXT_HI - SCN_VARY_CONTEXT_LO) * ll_rng_uniform(&w->r);
+}
+
+/* The current factor; the walk then takes its step. */
+static double walk_next(ctx_walk *w)
+{
+    double m = w->m, x = w->m + SCN_VARY_CONTEXT_STEP * (2 * ll_rng_uniform(&w->r) - 1);
+    if (x < SCN_VARY_CONTEXT_LO)
+        x = 2 * SCN_VARY_CONTEXT_LO - x;
+    if (x > SCN_VARY_CONTEXT_HI)
+        x = 2 * SCN_VARY_CONTEXT_HI - x;
+    w->m = x;
+    return m;
+}
+
+/* A drawn length times the factor, at least 1. */
+static int scaled(int len, double factor)
+{
+    double x = floor(len * factor + 0.5);
+    return x < 1 ? 1 : (int)x;
+}
+
 static int gen_synthetic(const scn_scenario *s, scn_prompts *p, char *err, size_t errlen)
 {
     ll_rng r;
+    ctx_walk walk;
     ll_buf b = {0};
     int rc = 0;
     ll_rng_seed(&r, s->seed);
+    walk_start(&walk, s->seed);
     for (int i = 0; i < s->prompt_count && rc == 0; i++) {
         int target = 0, w;
+        double f = s->vary_context ? walk_next(&walk) : 1;
         if (s->prompt_tokens_set && p->tok) {
-            target = draw_words(&s->prompt_tokens, &r);
+            target = scaled(draw_words(&s->prompt_tokens, &r), f);
             rc = exact_text(p->tok, target, &r, &b, err, errlen);
         } else {
             /* No tokenizer: English runs about 1.33 tokens per word (0.75
              * words per token), so words = tokens / 1.33, and no target is
              * claimed since the count is only an estimate. */
-            w = s->prompt_tokens_set ? (int)floor(draw_words(&s->prompt_tokens, &r) / 1.33 + 0.5)
-                                     : draw_words(&s->words, &r);
+            w = s->prompt_tokens_set ? (int)floor(scaled(draw_words(&s->prompt_tokens, &r), f) / 1.33 + 0.5)
+                                     : scaled(draw_words(&s->words, &r), f);
             ll_buf_reset(&b);
             rc = add_words(&b, w < 1 ? 1 : w, &r);
         }

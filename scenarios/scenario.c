@@ -320,7 +320,7 @@ static int load_load(ld *c, const cJSON *load, scn_scenario *s, scn_level *proto
 {
     static const char *const load_keys[] = {"threads", "concurrency", "requests", "warmup", "duration_s",
                                             "rate_per_s", "arrival", "drain_s", "max_failed", "keep_going",
-                                            "profile", "arrival_stamp", "source_addrs", NULL};
+                                            "profile", "arrival_stamp", "source_addrs", "vary_context", NULL};
     int st = (int)s->arrival_stamp, rc;
     if ((rc = check_keys(c, load, "load", load_keys)) ||
         (rc = get_enum(c, load, "load", "arrival_stamp", k_stamp, "\"kernel\" or \"user\"", &st)) ||
@@ -328,6 +328,7 @@ static int load_load(ld *c, const cJSON *load, scn_scenario *s, scn_level *proto
         (rc = get_num(c, load, "load", "drain_s", 0, 86400, &s->drain_s)) ||
         (rc = get_num(c, load, "load", "max_failed", 0, 1, &s->max_failed)) ||
         (rc = get_bool(c, load, "load", "keep_going", &s->keep_going)) ||
+        (rc = get_bool(c, load, "load", "vary_context", &s->vary_context)) ||
         (rc = get_str(c, load, "load", "source_addrs", 0, &s->source_addrs)) ||
         (rc = load_level_fields(c, load, "load", proto)))
         return rc;
@@ -586,7 +587,7 @@ static int load_extra_body(ld *c, const cJSON *r, scn_scenario *s)
 static int load_request(ld *c, const cJSON *r, scn_scenario *s)
 {
     static const char *const rkeys[] = {"max_tokens", "think_tokens", "ignore_eos", "timeout_s",
-                                        "extra_body", "continuous_usage", NULL};
+                                        "extra_body", "continuous_usage", "record_outputs", "greedy", NULL};
     const cJSON *tt = cJSON_GetObjectItemCaseSensitive(r, "think_tokens");
     int rc;
     if ((rc = check_keys(c, r, "request", rkeys)) ||
@@ -594,6 +595,8 @@ static int load_request(ld *c, const cJSON *r, scn_scenario *s)
         (rc = get_bool(c, r, "request", "ignore_eos", &s->ignore_eos)) ||
         (rc = get_num(c, r, "request", "timeout_s", 0.001, 1e6, &s->timeout_s)) ||
         (rc = get_bool(c, r, "request", "continuous_usage", &s->continuous_usage)) ||
+        (rc = get_bool(c, r, "request", "record_outputs", &s->record_outputs)) ||
+        (rc = get_bool(c, r, "request", "greedy", &s->greedy)) ||
         (rc = load_extra_body(c, r, s)))
         return rc;
     if (tt && cJSON_IsNull(tt))
@@ -832,6 +835,17 @@ static cJSON *level_json(const scn_level *l)
     return o;
 }
 
+/* request.record_outputs and request.greedy, written only when on: a run
+ * that records no outputs keeps its run line as it was. */
+static int output_fields(cJSON *r, const scn_scenario *s)
+{
+    if (s->record_outputs && !cJSON_AddBoolToObject(r, "record_outputs", 1))
+        return LL_ENOMEM;
+    if (s->greedy && !cJSON_AddBoolToObject(r, "greedy", 1))
+        return LL_ENOMEM;
+    return 0;
+}
+
 static int scenario_fields(cJSON *root, const scn_scenario *s)
 {
     static const char *const src[] = {"synthetic", "sharegpt", "jsonl"};
@@ -870,6 +884,7 @@ static int scenario_fields(cJSON *root, const scn_scenario *s)
     LL_TRY(cJSON_AddBoolToObject(r, "ignore_eos", s->ignore_eos) ? 0 : LL_ENOMEM);
     LL_TRY(ll_json_add_num(r, "timeout_s", s->timeout_s));
     LL_TRY(cJSON_AddBoolToObject(r, "continuous_usage", s->continuous_usage) ? 0 : LL_ENOMEM);
+    LL_TRY(output_fields(r, s));
     if (s->extra_body)
         LL_TRY(add_item(r, "extra_body", cJSON_Duplicate(s->extra_body, 1)));
     else
@@ -887,6 +902,9 @@ static int scenario_fields(cJSON *root, const scn_scenario *s)
     LL_TRY(ll_json_add_num(ld_, "drain_s", s->drain_s));
     LL_TRY(ll_json_add_num(ld_, "max_failed", s->max_failed));
     LL_TRY(cJSON_AddBoolToObject(ld_, "keep_going", s->keep_going) ? 0 : LL_ENOMEM);
+    /* written only when on: a run without it keeps its run line */
+    if (s->vary_context)
+        LL_TRY(cJSON_AddBoolToObject(ld_, "vary_context", 1) ? 0 : LL_ENOMEM);
     LL_TRY(add_str(ld_, "arrival_stamp", k_stamp[s->arrival_stamp]));
     LL_TRY(add_str(ld_, "source_addrs", s->source_addrs ? s->source_addrs : "auto"));
     for (size_t i = 0; i < s->n_levels; i++)

@@ -28,6 +28,7 @@ typedef struct compared {
     fit_result *res[2];
     fit_compare *c;
     const fit_compare_level *gate; /* the level the verdict (and gate) judge */
+    fit_outputs *outs;             /* NULL: neither run recorded outputs */
 } compared;
 
 /* Load and fit both runs, then compare them. */
@@ -71,11 +72,57 @@ static int gate_met(const compared *k, const sweep_compare_opts *o)
     return k->gate->ratio_ci[0] >= o->expect_x; /* NAN compares false: no interval, no pass */
 }
 
-/* The comparison as JSON ({"gate":{...}} added when there is one). */
+/* The outputs comparison (fit.h): read when either run recorded outputs or
+ * the outputs gate is asked for; k->outs stays NULL otherwise. */
+static int load_outputs(compared *k, const sweep_compare_opts *o)
+{
+    char err[1024];
+    if (fit_outputs_compare(k->dir[0], k->dir[1], &k->outs, err, sizeof err)) {
+        fprintf(stderr, "loadlaw compare: outputs: %s\n", err);
+        return SWEEP_FAIL;
+    }
+    if (!o->have_expect_outputs && !k->outs->n_with_outputs[0] && !k->outs->n_with_outputs[1]) {
+        fit_outputs_free(k->outs);
+        k->outs = NULL;
+    }
+    return SWEEP_OK;
+}
+
+/* The outputs gate: every level's share of identical or top-k-consistent
+ * pairs at least expect_outputs; a line on stderr naming the worst level and
+ * its first failing pair. No pair compared misses it. */
+static int check_outputs_gate(const compared *k, const sweep_compare_opts *o)
+{
+    const fit_outputs_level *w = fit_outputs_worst(k->outs);
+    char at[64];
+    if (!w) {
+        fprintf(stderr, "gate: expected same outputs >= %.3g; no request pair could be compared: MISSED\n",
+                o->expect_outputs);
+        return SWEEP_GATE;
+    }
+    int met = w->share_ok >= o->expect_outputs;
+    if (w->open_loop)
+        snprintf(at, sizeof at, "%g req/s", w->rate_per_s);
+    else
+        snprintf(at, sizeof at, "C=%d", w->concurrency);
+    fprintf(stderr, "gate: expected same outputs >= %.3g; worst level %s: %.3f of %zu pairs: %s\n", o->expect_outputs,
+            at, w->share_ok, w->n_pairs, met ? "met" : "MISSED");
+    if (!met && w->example.found && w->example.pos != (size_t)-1)
+        fprintf(stderr, "  e.g. prompt %s, token %zu: A \"%s\", B \"%s\"\n", w->example.key, w->example.pos,
+                w->example.tok_a, w->example.tok_b);
+    else if (!met && w->example.found)
+        fprintf(stderr, "  e.g. prompt %s: the texts differ\n", w->example.key);
+    return met ? SWEEP_OK : SWEEP_GATE;
+}
+
+/* The comparison as JSON ({"gate":{...}} added when there is one, and
+ * "outputs" when either run recorded them). */
 static int print_json(const compared *k, const sweep_compare_opts *o)
 {
-    cJSON *j = rpt_compare_to_json(k->c), *g = NULL;
+    cJSON *j = rpt_compare_to_json(k->c), *g = NULL, *x;
     int ok = j != NULL;
+    if (ok && k->outs)
+        ok = (x = fit_outputs_to_json(k->outs)) && cJSON_AddItemToObject(j, "outputs", x);
     if (ok && o->have_expect)
         ok = (g = cJSON_AddObjectToObject(j, "gate")) && !ll_json_add_num(g, "expect_speedup", o->expect_x) &&
              !ll_json_add_num(g, "concurrency", k->gate->concurrency) &&
@@ -137,16 +184,25 @@ int sweep_compare(const char *run_a, const char *run_b, const sweep_compare_opts
     int rc = load_and_compare(&k, &o->co);
     if (rc == SWEEP_OK)
         rc = pick_gate_level(&k, o);
+    if (rc == SWEEP_OK)
+        rc = load_outputs(&k, o);
     if (rc == SWEEP_OK) {
         if (o->json)
             rc = print_json(&k, o);
         else
             rpt_compare_print(stdout, k.c, run_a, run_b);
+        if (!o->json && k.outs)
+            fit_outputs_print(stdout, k.outs);
     }
     if (rc == SWEEP_OK && o->html)
         rc = write_page(&k, o);
     if (rc == SWEEP_OK && o->have_expect)
         rc = check_gate(&k, o);
+    if ((rc == SWEEP_OK || rc == SWEEP_GATE) && o->have_expect_outputs) {
+        int orc = check_outputs_gate(&k, o);
+        rc = rc == SWEEP_OK ? orc : rc;
+    }
+    fit_outputs_free(k.outs);
     fit_compare_free(k.c);
     for (int i = 0; i < 2; i++) {
         fit_result_free(k.res[i]);

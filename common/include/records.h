@@ -70,13 +70,25 @@ enum { LL_CHUNK_THINK = 't', LL_CHUNK_ANSWER = 'a' };
 
 /* ---- records ---------------------------------------------------------------- */
 
+/* Most batch buckets an engine law records. */
+#define LL_REC_LAW_MAX_BUCKETS 16
+
 /* The engine's law as played (bundled synthetic engine only). a_ms.. are in
  * played (scaled) milliseconds; time_scale is the factor they were scaled by,
- * so a_ms / time_scale is the law as written ("52+30n"). */
+ * so a_ms / time_scale is the law as written ("52+30n").
+ * Its shape in N: the N a step pays for is the smallest of buckets[] >= N
+ * (N itself above the largest, or with n_buckets = 0), and above knee_n
+ * (> 0) each further sequence costs knee_b_ms instead of b_ms:
+ *   step = a + b*min(M, knee_n) + knee_b*max(M - knee_n, 0) + c*K/1000 + p*P,
+ * M the bucketed N (knee_n = 0: a + b*M + ...). Written only when set. */
 typedef struct ll_rec_engine_law {
     int present;
     double a_ms, b_ms, c_ms_per_ktok, p_ms_per_tok;
     double time_scale;        /* 1 when the engine ran in real time */
+    int n_buckets;            /* 0 = no buckets */
+    int buckets[LL_REC_LAW_MAX_BUCKETS]; /* strictly increasing, >= 1 */
+    int knee_n;               /* 0 = no knee */
+    double knee_b_ms;         /* slope above the knee, played milliseconds per sequence */
 } ll_rec_engine_law;
 
 typedef struct ll_rec_run {
@@ -174,6 +186,41 @@ typedef struct ll_rec_srv_timing {
 /* An ll_rec_srv_timing that says nothing. */
 ll_rec_srv_timing ll_rec_srv_timing_none(void);
 
+/* What a request produced, for comparing two runs' outputs (request
+ * "outputs", written only when the sweep records outputs: --record-outputs).
+ * key names the prompt-set item the request sent ("p<index>-s<seed>": the
+ * index into the prompt set and the set's seed, the same in an A and a B run,
+ * whatever per-request head the prompt carried). Per token, where the server
+ * said it: ids (its token ids), tok (the token's text, from logprobs), lp
+ * (the chosen token's logprob) and top_k alternatives each (top_tok[i*top_k+j]
+ * and top_lp[...], NULL / NAN past what the server sent). text is the output
+ * text cut to LL_REC_OUTPUT_TEXT_MAX bytes; text_bytes and text_hash (FNV-1a
+ * 64) are those of the whole text. Every pointer is malloc'ed and freed by
+ * ll_rec_outputs_free. */
+#define LL_REC_OUTPUT_TEXT_MAX 4096
+#define LL_REC_OUTPUT_TOP_MAX 20
+typedef struct ll_rec_outputs {
+    char key[48];
+    size_t n_tok;             /* tokens recorded (ids, tok, lp: each n_tok or NULL) */
+    int64_t *ids;
+    char **tok;
+    double *lp;               /* NAN where not said */
+    int top_k;                /* alternatives kept per token, 0 = none */
+    char **top_tok;           /* n_tok * top_k */
+    double *top_lp;
+    char *text;               /* NULL = no text */
+    size_t text_bytes;
+    uint64_t text_hash;
+} ll_rec_outputs;
+
+/* Free o and everything it holds; NULL is a no-op. */
+void ll_rec_outputs_free(ll_rec_outputs *o);
+/* A deep copy (free with ll_rec_outputs_free), NULL when out of memory. */
+ll_rec_outputs *ll_rec_outputs_dup(const ll_rec_outputs *o);
+/* FNV-1a 64 over len bytes, continuing from h (start with LL_FNV64_INIT). */
+#define LL_FNV64_INIT UINT64_C(0xcbf29ce484222325)
+uint64_t ll_fnv64(uint64_t h, const void *p, size_t len);
+
 typedef struct ll_rec_request {
     int level, rank;
     uint64_t id;
@@ -200,6 +247,9 @@ typedef struct ll_rec_request {
     ll_rec_srv_timing srv;    /* "server": the server's own timing, when present */
     size_t n_chunks;
     ll_rec_chunk *chunks;     /* in arrival order */
+    /* "outputs": NULL when not recorded (the line is then as before). The
+     * writer takes it like chunks; the reader's lives during the call only. */
+    ll_rec_outputs *outputs;
 } ll_rec_request;
 
 typedef struct ll_rec_step {
@@ -275,8 +325,8 @@ int64_t ll_rec_epoch_ns(const ll_rec_writer *w);
 int ll_rec_put_run(ll_rec_writer *w, const ll_rec_run *run);
 int ll_rec_put_level(ll_rec_writer *w, const ll_rec_level *lv);
 int ll_rec_put_level_end(ll_rec_writer *w, const ll_rec_level_end *le);
-/* Takes rq->chunks and rq->error (malloc'ed; freed by the writer, also on
- * error); the caller must not touch them afterwards. */
+/* Takes rq->chunks, rq->error and rq->outputs (malloc'ed; freed by the
+ * writer, also on error); the caller must not touch them afterwards. */
 int ll_rec_put_request(ll_rec_writer *w, ll_rec_request *rq);
 int ll_rec_put_step(ll_rec_writer *w, const ll_rec_step *st);
 int ll_rec_put_profile(ll_rec_writer *w, const ll_rec_profile *pr);

@@ -48,6 +48,9 @@ typedef enum eng_backend_kind {
     ENG_BACKEND_CUDA = 2,      /* GPU kernels (when built with CUDA) */
 } eng_backend_kind;
 
+/* Most batch buckets a synthetic law takes (eng_config.law_buckets). */
+#define ENG_LAW_MAX_BUCKETS LL_REC_LAW_MAX_BUCKETS
+
 /* The engine's configuration: a plain struct the caller fills.
  *
  * Strings: a config owns the strings that eng_config_set / eng_parse_spec /
@@ -85,6 +88,17 @@ typedef struct eng_config {
     /* synthetic law, in milliseconds before time_scale:
      * step = a + b*N + c*(total context tokens / 1000) + p*(prefill tokens in step) */
     double law_a_ms, law_b_ms, law_c_ms_per_ktok, law_p_ms_per_tok;
+    /* [buckets] the law's shape in N (b*N above): a step with N decoding
+     * sequences costs the law at the smallest bucket >= N, as servers that
+     * pad the batch to captured sizes do; N above the largest bucket is N
+     * itself. Strictly increasing, 1..ENG_LAW_MAX_BUCKETS of them; 0 = none */
+    int law_buckets[ENG_LAW_MAX_BUCKETS];
+    int law_n_buckets;
+    /* [knee] for N above law_knee_n the per-sequence slope is law_knee_b_ms
+     * instead of b, continuous at the knee: b*k + knee_b*(N - k). Applied
+     * after the bucket; law_knee_n = 0: no knee (default) */
+    int law_knee_n;
+    double law_knee_b_ms;
     double time_scale;         /* multiplies every step time; default 1 */
     double jitter_frac;        /* relative std-dev of seeded gaussian jitter, default 0 */
     uint64_t seed;             /* default 1 */
@@ -161,14 +175,16 @@ int eng_config_copy(eng_config *dst, const eng_config *src);
 void eng_config_free(eng_config *cfg);
 
 /* Parse a law such as "52+30n", "52+30n+0.5c+0.01p" (c: per 1000 context
- * tokens, p: per prefill token) into cfg's law fields. */
+ * tokens, p: per prefill token) into cfg's law fields (a, b, c, p; the
+ * buckets and the knee are keys of their own and keep their values). */
 int eng_parse_law(const char *law, eng_config *cfg, char *err, size_t errlen);
 
 /* Parse an engine spec, the form `loadlaw sweep --engine` takes:
  * "backend=synthetic,law=52+30n,time_scale=0.05,jitter=0.02,think=64,max_running=256,
  *  prefill_budget=2048,seed=1,attn=tiled,heads=64,topk=2048,threads=2".
  * Also: d_model, d_ff, vocab, capacity, min_ctx (cpu sizes, see eng_config),
- * a, b, c, p (law terms alone), max_waiting, max_tokens_limit, max_context,
+ * a, b, c, p (law terms alone), buckets (a list: "buckets=1,2,4,8": the items
+ * after it that hold no '=' continue its value), knee ("knee=8:5"), max_waiting, max_tokens_limit, max_context,
  * stop_after, default_max_tokens, model, host, port, profile_dir, max_connections,
  * max_body (bytes, k/m suffixes), conn_memory (bytes), idle_timeout (duration),
  * think_tokens (= think),

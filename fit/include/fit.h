@@ -273,8 +273,32 @@ typedef enum fit_model_kind {
     FIT_MODEL_LINEAR = 0,
     FIT_MODEL_QUADRATIC = 1,
     FIT_MODEL_PIECEWISE = 2,  /* two lines joined at a knee */
+    FIT_MODEL_CONTEXT = 3,    /* a + b*N + c*K/1000: the context term */
+    FIT_MODEL_BUCKETS = 4,    /* a + b*bucket(N): batches padded to captured sizes */
 } fit_model_kind;
-const char *fit_model_name(fit_model_kind k); /* "linear" | "quadratic" | "piecewise" */
+/* "linear" | "quadratic" | "piecewise" | "context" | "buckets" */
+const char *fit_model_name(fit_model_kind k);
+
+/* The context term (fit_model_check, FIT_MODEL_CONTEXT): K is the context
+ * tokens of the decoding requests at a step (their prompts plus the tokens
+ * they have received; fit_sample.k), c the step's cost per 1,000 of them.
+ * c is identifiable only when K does not move with N: over the law's points,
+ * |corr(N, K)| above FIT_CONTEXT_COLLINEAR leaves it "not identifiable from
+ * this run" (vary prompt lengths, load.vary_context). Its effect is the
+ * larger of its level means' departure from the line and the step time K
+ * moves within a level (10th to 90th percentile), relative to the line. Buckets: N padded up
+ * to the smallest of FIT_BUCKETS at or above it (vLLM's and SGLang's captured
+ * batch sizes); identifiable only when some level's N is not one of them. A
+ * richer model is chosen when its BIC is lower than the line's by the margin
+ * and its prediction departs from the line's by more than the minimum effect
+ * at some level (every level is judged; the one that departs most is named). */
+#define FIT_CONTEXT_COLLINEAR 0.995
+#define FIT_MODEL_LEVEL_FIT 0.05  /* a model "fits" a level within 5% of its step */
+/* The chosen model: the model check's choice (the line when nothing richer
+ * qualifies), predicted at each closed-loop level's N = C and mean K; every
+ * level's error against it is printed, and when one misses by more than
+ * FIT_MODEL_LEVEL_FIT the headline says that no model of the family fits
+ * every level, naming the worst. */
 
 /* Decimals that show an interval [lo, hi] with two significant digits of its
  * width, so "[5.199, 5.202]" never collapses to "[5.2, 5.2]" (nor a missed
@@ -290,16 +314,29 @@ typedef struct fit_model_check {
     double knee_n;            /* best breakpoint (NAN if none) */
     double slope_before_ms, slope_after_ms; /* piecewise slopes */
     double effect_quadratic, effect_piecewise; /* relative departure at max N */
-    char verdict[200];        /* one sentence */
+    double bic_context, bic_buckets; /* NAN when not fitted */
+    double ctx_a_ms, ctx_b_ms, ctx_c_ms;  /* a + b*N + c*K/1000, c per 1k context tokens */
+    double ctx_c_ci_ms[2];    /* OLS 95% interval of c */
+    double ctx_cov[3][3];     /* OLS covariance of (a, b, c) */
+    double kn_corr;           /* corr(N, K) over the points; NAN without K */
+    double effect_context, effect_buckets; /* largest relative departure from the line over the levels' N */
+    double worst_n_quadratic, worst_n_piecewise, worst_n_context, worst_n_buckets; /* the N where each departs most */
+    double bkt_a_ms, bkt_b_ms; /* a + b*bucket(N) */
+    double quad_coef[3], knee_coef[3]; /* a, b, c of the quadratic; a, b, slope change of the knee */
+    char verdict[320];        /* one sentence */
     size_t n_trimmed;         /* wild points left out of the check (> 6 robust sd
                                * from the median of their N) */
 } fit_model_check;
+/* The chosen model's step time (ms) at N with K context tokens in all (the
+ * line's when it is the choice; NAN when the check was not done). */
+double fit_model_predict(const fit_model_check *m, const fit_law *line, double n, double k);
 
 /* One step sample. */
 typedef struct fit_sample {
     int64_t t_ns;             /* arrival of the later chunk */
     double gap_ms;            /* gap divided by the later chunk's tokens */
     double n;                 /* time-average of D across the gap */
+    double k;                 /* K: context tokens of the decoding requests at the gap's start */
     int32_t level_idx;        /* index into fit_result.levels */
     uint32_t req_idx;         /* the request (fit_run_request index) */
     int32_t tokens;           /* tokens of the later chunk */
@@ -576,6 +613,10 @@ typedef struct fit_level {
     double server_waiting;        /* mean waiting requests, same scrapes */
     double server_step_ms;        /* mean step on the server's clock */
     double server_tok_per_step;   /* vLLM, llama.cpp: requests (tokens) per engine iteration */
+    /* The chosen model at this level (fit.h "The chosen model"): the mean K
+     * of its steady steps at N = C, the model's throughput there, and the
+     * measured steady throughput's error against it; NAN when not known. */
+    double k_mean, model_pred_tok_per_s, model_error_rel;
     int server;                   /* ll_srv of these figures, -1 when none */
     double server_gen_tok_s;      /* generated tokens per second, the server's counter */
     double server_cache_share;    /* prompt tokens served from the prefix cache, 0..1 */
@@ -621,6 +662,7 @@ typedef struct fit_result {
     double asymptote_tok_per_s;   /* 1000 / b_ms */
     double n_half;                /* a / b */
     fit_model_check model;
+    int model_worst_level;        /* the level the chosen model misses most; -1 none */
     size_t n_levels;
     fit_level *levels;
     size_t n_samples;
@@ -736,6 +778,7 @@ typedef struct fit_step {
     double tokens;            /* tokens of its samples */
     double gap_ms;            /* sum of its samples' whole gaps (ms) */
     double ms_per_tok;        /* gap_ms / tokens: its mean ms per token */
+    double k;                 /* mean K of its samples (token-weighted) */
 } fit_step;
 /* The steady samples of r->levels[level_idx] grouped into steps, in time
  * order (only those at N = at_n when at_n > 0). *out: caller frees with free
@@ -800,6 +843,8 @@ typedef struct fit_plan_options {
     fit_slo slo;              /* tpot_ms also gives the max-C figure */
     const int *at_c;          /* concurrencies to plan at; NULL/0: the measured ones */
     size_t n_at_c;
+    double context_tok;       /* context model: tokens of context per request to plan at
+                               * (--context); <= 0 or NAN: the run's mean */
 } fit_plan_options;
 
 typedef struct fit_plan_at {
@@ -823,7 +868,12 @@ typedef struct fit_plan_goodput {
 } fit_plan_goodput;
 
 typedef struct fit_plan {
-    fit_law law;              /* copy of the result's law (ok = 1) */
+    fit_law law;              /* the law planned on (ok = 1): the result's line, or the
+                               * context model at context_tok as a line in N (its a, its
+                               * b + c*context_tok/1000, their OLS covariance) */
+    fit_model_kind model;     /* the chosen model planned on (fit.h "The chosen model") */
+    const fit_model_check *check; /* the result's model check (borrowed) */
+    double context_tok;       /* context model: tokens per request planned at; NAN otherwise */
     fit_slo slo;
     int max_measured_c;       /* largest closed-loop C measured */
     int has_max_c;            /* a TPOT objective was given */
@@ -837,6 +887,14 @@ typedef struct fit_plan {
     int best_goodput_idx;     /* into goodput; -1 when none (no level had a good request) */
 } fit_plan;
 
+/* The run's mean context per running request: each closed-loop level's
+ * mean K over its C, averaged over levels; NAN when none. */
+double fit_context_per_request(const fit_result *r);
+
+/* Plans on the chosen model: the line and the context model with their
+ * intervals (Fieller, as the line's); a knee, buckets or a curve by their
+ * point estimates (N where the model's step reaches the objective, searched
+ * in steps of 0.01), without intervals. */
 /* LL_EINVAL (message in err, the result's no_law) when res has no law;
  * LL_ENOMEM. *out: caller frees with fit_plan_free. */
 int fit_plan_compute(const fit_run *run, const fit_result *res, const fit_plan_options *opt,
@@ -1007,5 +1065,69 @@ void fit_compare_set_verdict(fit_compare *c, size_t i);
  * cJSON_Delete; NULL on no memory. Tables: reports/report.h (rpt_compare_print). */
 cJSON *fit_compare_to_json(const fit_compare *c);
 /* ---- end A/B comparison ---- */
+
+/* ---- outputs comparison (fit/outputs.c) ----
+ * Did B produce what A produced? For two runs recorded with --record-outputs
+ * (records.h ll_rec_outputs), the measured ok requests of each level are
+ * matched by prompt key (the k-th request of a key in A with the k-th in B;
+ * levels by closed-loop C or open-loop rate) and each pair compared on the
+ * most exact thing both sides said: token ids, else token texts (from
+ * logprobs), else the output text's hash (identical or not, no position).
+ * A pair that differs has its first divergence position; where both sides
+ * sent top-k alternatives there, each side's token is looked up in the
+ * other's top-k (the check vLLM's tests use: a tie flipped by a different
+ * summation order passes, a wrong kernel does not). Over the common prefix
+ * the chosen tokens' |delta logprob| is averaged. */
+typedef struct fit_outputs_example {
+    int found;
+    char key[48];
+    size_t pos;                       /* first divergence (tokens) */
+    char tok_a[64], tok_b[64];        /* the tokens there ("(end)" past a side's last) */
+} fit_outputs_example;
+
+typedef struct fit_outputs_level {
+    int concurrency, open_loop;
+    double rate_per_s;
+    size_t n_pairs;                   /* matched pairs compared */
+    size_t n_identical;
+    size_t n_diverged;                /* n_pairs - n_identical */
+    size_t n_positioned;              /* diverged pairs with a token position */
+    double pos_p10, pos_p50;          /* of those positions; NAN when none */
+    size_t n_topk_known;              /* diverged pairs with both sides' top-k at the position */
+    size_t n_a_in_topb, n_b_in_topa;  /* A's token within B's top-k, and B's within A's */
+    size_t n_topk_ok;                 /* both: passes the top-k check */
+    double mean_abs_dlp;              /* over the common prefixes' tokens; NAN when no logprobs */
+    size_t n_lp_tok;                  /* tokens in that mean */
+    double share_ok;                  /* (identical + top-k ok) / pairs; NAN when no pair */
+    fit_outputs_example example;      /* the first pair that failed the check */
+} fit_outputs_level;
+
+typedef struct fit_outputs {
+    size_t n_levels;
+    fit_outputs_level *levels;        /* in A's order */
+    fit_outputs_level all;            /* every level together */
+    /* what could not be compared, and why */
+    size_t n_req[2];                  /* measured ok requests read, A and B (0 for a run
+                                       * whose run line says it recorded no outputs: not read) */
+    size_t n_with_outputs[2];         /* of those, with an outputs member */
+    size_t n_with_lp[2], n_with_top[2], n_with_ids[2];
+    size_t n_unmatched[2];            /* no request of the same key and level on the other side */
+    size_t n_text_only;               /* pairs compared by text hash only (no token position) */
+    size_t n_nothing;                 /* pairs where the sides share no kind of output */
+} fit_outputs;
+
+/* Read RUN_A and RUN_B (run directories or records.jsonl files) and compare
+ * their outputs. *out: caller frees with fit_outputs_free; a run without
+ * recorded outputs is not an error (n_with_outputs says so). LL_EIO /
+ * LL_EPARSE / LL_EINVAL from the reader, LL_ENOMEM; err says which. */
+int fit_outputs_compare(const char *run_a, const char *run_b, fit_outputs **out, char *err, size_t errlen);
+void fit_outputs_free(fit_outputs *o);
+/* The level with the lowest share_ok (NULL when no level compared a pair). */
+const fit_outputs_level *fit_outputs_worst(const fit_outputs *o);
+/* The "outputs" section of `compare --json` (fit/outputs_json.c); NULL on no memory. */
+cJSON *fit_outputs_to_json(const fit_outputs *o);
+/* The section as text, for compare's tables. */
+void fit_outputs_print(FILE *f, const fit_outputs *o);
+/* ---- end outputs comparison ---- */
 
 #endif

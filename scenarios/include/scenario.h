@@ -18,6 +18,7 @@
  *    "load":{"threads":0,"concurrency":[1,2,4],"requests":0,"warmup":0,"duration_s":0,
  *            "rate_per_s":0,"arrival":"poisson"|"constant","drain_s":10,
  *            "max_failed":0.1,"keep_going":false,"arrival_stamp":"kernel"|"user",
+ *            "vary_context":false,
  *            "source_addrs":"auto"|"off"|"127.0.0.1-127.0.0.8,10.0.0.5",
  *            "profile":{...}},                    (short form: one level per C)
  *    "levels":[{"concurrency":32,"requests":220,"warmup":0,"duration_s":0,
@@ -175,6 +176,10 @@ typedef struct scn_scenario {
     int max_tokens;
     int think_tokens;        /* -1 = do not send the think_tokens extension */
     int ignore_eos;
+    int record_outputs;      /* request.record_outputs, --record-outputs: keep each request's
+                              * output (ids or text, logprobs, top-k) in its record and ask
+                              * chat/completions servers for logprobs (top 5) */
+    int greedy;              /* request.greedy, --greedy: temperature 0 and a fixed seed */
     double timeout_s;        /* whole-request bound */
     /* prompts */
     scn_source source;
@@ -202,6 +207,11 @@ typedef struct scn_scenario {
     double drain_s;          /* after the first SIGINT, how long in-flight may finish */
     double max_failed;       /* fraction of a level's measured requests that may fail
                               * before the sweep exits 1 (records kept); 1 = never */
+    int vary_context;        /* load.vary_context: synthetic prompt lengths wander between
+                              * SCN_VARY_CONTEXT_LO and _HI times their drawn length (a
+                              * seeded walk along the run's request order, below), so
+                              * that the context tokens in flight (K) do not move in step
+                              * with the requests in flight (N); default 0 */
     int keep_going;          /* 1: the levels after one over max_failed are still sent
                               * (default 0: the sweep stops after it) */
     scn_level *levels;
@@ -236,6 +246,24 @@ int scn_level_requests(const scn_level *l);
 cJSON *scn_to_json(const scn_scenario *s);
 
 /* ---- prompts -------------------------------------------------------------- */
+
+/* load.vary_context: prompt i's length (words, or tokens with
+ * prompts.tokens) is its length as drawn from the scenario's distribution
+ * times a factor m_i in [SCN_VARY_CONTEXT_LO, SCN_VARY_CONTEXT_HI]. The
+ * factors are a seeded random walk over i, reflected at the bounds (steps
+ * uniform in +-SCN_VARY_CONTEXT_STEP), so m is uniform over the range with
+ * mean 1 and neighbours are alike: requests sent close together (those in
+ * flight together) share a length scale, and that scale wanders across the
+ * range over ~(1.5 / 0.15)^2 = 100 requests. Independent factors would
+ * average out over the N requests in flight and leave K ~ N * mean length;
+ * a shared scale moves K/N at every N (simulated on the default sweep's
+ * levels: the variance inflation of K against N fell from ~230 with fixed
+ * factors and ~140 with independent ones to ~17). The walk has its own
+ * generator: a scenario without vary_context keeps its prompts byte for byte.
+ * File prompts (sharegpt, jsonl) are sent as they are. */
+#define SCN_VARY_CONTEXT_LO 0.25
+#define SCN_VARY_CONTEXT_HI 1.75
+#define SCN_VARY_CONTEXT_STEP 0.15
 
 typedef struct scn_prompts scn_prompts;
 typedef struct scn_tokenizer scn_tokenizer; /* below */

@@ -128,11 +128,17 @@ typedef struct sweep_compare_opts {
     int have_expect;           /* a gate: expect_x at expect_c (0: highest shared C) */
     double expect_x;
     int expect_c;
+    /* a second gate: at every level, at least this share of the matched
+     * requests produced identical outputs or passed the top-k check
+     * (fit.h "outputs comparison"); have_expect_outputs 0: none */
+    int have_expect_outputs;
+    double expect_outputs;
     fit_compare_options co;
 } sweep_compare_opts;
 void sweep_compare_opts_default(sweep_compare_opts *o);
 /* Fit both runs, compare B (run_b) against the baseline A, print the tables
- * (or JSON), write the page, judge the gate. A sweep exit code: SWEEP_GATE
+ * (or JSON) and, when either run recorded outputs, their comparison, write
+ * the page, judge the gates. A sweep exit code: SWEEP_GATE
  * when the gate is missed, SWEEP_USAGE when its C is not shared by the runs. */
 int sweep_compare(const char *run_a, const char *run_b, const sweep_compare_opts *o);
 

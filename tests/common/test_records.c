@@ -561,6 +561,68 @@ static void test_hostile(void)
     CHECK(g.run.law.present == 0 && isnan(g.run.law.time_scale), "no law: present 0, time_scale NAN");
 }
 
+/* The law's shape in N (buckets, knee): written only when set, read back
+ * exactly, and a shape that cannot be an engine's drops the law rather than
+ * passing on a wrong one. The plain law's line stays as it was (round trip). */
+static void test_law_shape(void)
+{
+    char path[512], err[256] = "", *text = NULL;
+    size_t len;
+    ll_rec_writer *w = NULL;
+    path_of(path, sizeof path, "shape.jsonl");
+    CHECK(ll_rec_open(path, 0, &w, err, sizeof err) == 0, "open: %s", err);
+    if (!w)
+        return;
+    ll_rec_run run = {.host = "box", .ranks = 1, .threads = 1, .url = "u", .model = "m", .endpoint = "chat",
+                      .bundled = 1, .engine = "law=10+2n,buckets=1,2,4,8,knee=8:0.5,time_scale=0.5",
+                      .backend = "synthetic",
+                      .law = {.present = 1, .a_ms = 5, .b_ms = 1, .time_scale = 0.5, .n_buckets = 4,
+                              .buckets = {1, 2, 4, 8}, .knee_n = 8, .knee_b_ms = 0.25}};
+    CHECK(ll_rec_put_run(w, &run) == 0 && ll_rec_close(w) == 0, "put run, close");
+    CHECK(ll_read_file(path, &text, &len, err, sizeof err) == 0, "read back: %s", err);
+    if (text)
+        CHECK(strstr(text, "\"engine_law\":{\"a_ms\":5,\"b_ms\":1,\"c_ms_per_ktok\":0,\"p_ms_per_tok\":0,"
+                           "\"time_scale\":0.5,\"buckets\":[1,2,4,8],\"knee_n\":8,\"knee_b_ms\":0.25}") != NULL,
+              "engine_law with buckets and knee: %.300s", text);
+    free(text);
+    got g;
+    ll_rec_read_stats rs;
+    memset(&g, 0, sizeof g);
+    CHECK(ll_rec_read(path, &all_handlers, &g, &rs, err, sizeof err) == 0, "read: %s", err);
+    const ll_rec_engine_law *l = &g.run.law;
+    CHECK(l->present && l->a_ms == 5 && l->b_ms == 1 && l->n_buckets == 4 && l->buckets[0] == 1 &&
+              l->buckets[3] == 8 && l->knee_n == 8 && l->knee_b_ms == 0.25 && l->time_scale == 0.5,
+          "shape read back: %d buckets, knee %d at %g", l->n_buckets, l->knee_n, l->knee_b_ms);
+
+#define LAW_LINE(x) "{\"type\":\"run\",\"schema\":1,\"target\":{\"url\":\"u\"},\"engine_law\":{\"a_ms\":1," \
+                    "\"b_ms\":2,\"time_scale\":1" x "}}\n"
+    static const struct {
+        const char *line;
+        int present;
+    } cases[] = {
+        {LAW_LINE(""), 1},
+        {LAW_LINE(",\"buckets\":[1,3]"), 1},
+        {LAW_LINE(",\"knee_n\":4,\"knee_b_ms\":0"), 1},
+        {LAW_LINE(",\"buckets\":[2,2]"), 0},          /* not increasing */
+        {LAW_LINE(",\"buckets\":[0,4]"), 0},          /* a bucket below 1 */
+        {LAW_LINE(",\"buckets\":[1.5]"), 0},          /* not an integer */
+        {LAW_LINE(",\"buckets\":[]"), 0},
+        {LAW_LINE(",\"buckets\":\"1,2\""), 0},
+        {LAW_LINE(",\"buckets\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17]"), 0},
+        {LAW_LINE(",\"knee_n\":4"), 0},               /* a knee without its slope */
+        {LAW_LINE(",\"knee_n\":0,\"knee_b_ms\":1"), 0},
+        {LAW_LINE(",\"knee_n\":4,\"knee_b_ms\":-1"), 0},
+        {LAW_LINE(",\"knee_n\":1e300,\"knee_b_ms\":1"), 0},
+    };
+#undef LAW_LINE
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int rc = read_text("shape_case.jsonl", cases[i].line, &g, &rs, err, sizeof err);
+        CHECK(rc == 0 && g.runs == 1 && g.run.law.present == cases[i].present &&
+                  (cases[i].present || (g.run.law.n_buckets == 0 && g.run.law.knee_n == 0)),
+              "law shape case %zu: rc %d, present %d (want %d)", i, rc, g.run.law.present, cases[i].present);
+    }
+}
+
 static void test_err_class_names(void)
 {
     int ok = 1;
@@ -739,6 +801,119 @@ static void test_handoff_send(void)
     CHECK(s.h[1].send_ns == -1 && s.h[1].tok == 0, "absent send_ns reads -1: %" PRId64, s.h[1].send_ns);
 }
 
+/* ---- request "outputs" ------------------------------------------------------ */
+
+typedef struct got_out {
+    int n, n_with;
+    ll_rec_outputs *o;          /* a copy of the first one with outputs */
+} got_out;
+
+static int on_request_out(const ll_rec_request *rq, void *ctx)
+{
+    got_out *g = ctx;
+    g->n++;
+    if (rq->outputs && !g->o) {
+        g->o = ll_rec_outputs_dup(rq->outputs);
+        g->n_with++;
+    }
+    return 0;
+}
+
+static ll_rec_outputs *make_outputs(void)
+{
+    ll_rec_outputs *o = calloc(1, sizeof *o);
+    snprintf(o->key, sizeof o->key, "p12-s7");
+    o->n_tok = 3;
+    o->ids = malloc(3 * sizeof *o->ids);
+    o->tok = calloc(3, sizeof *o->tok);
+    o->lp = malloc(3 * sizeof *o->lp);
+    o->top_k = 2;
+    o->top_tok = calloc(6, sizeof *o->top_tok);
+    o->top_lp = malloc(6 * sizeof *o->top_lp);
+    const char *toks[3] = {"He", "llo \"w\"", "\xc3\xa9t\xc3\xa9"};
+    for (int i = 0; i < 3; i++) {
+        o->ids[i] = 1000 + i;
+        o->tok[i] = strdup(toks[i]);
+        o->lp[i] = -0.125 * i;
+        o->top_tok[2 * i] = strdup(toks[i]);
+        o->top_lp[2 * i] = o->lp[i];
+        o->top_tok[2 * i + 1] = i == 2 ? NULL : strdup("alt"); /* the server sent one alternative there */
+        o->top_lp[2 * i + 1] = i == 2 ? NAN : -2.5;
+    }
+    o->lp[1] = NAN; /* not said */
+    o->text = strdup("Hello \"w\"\xc3\xa9t\xc3\xa9");
+    o->text_bytes = 5000;
+    o->text_hash = UINT64_C(0x0123456789abcdef);
+    return o;
+}
+
+/* outputs: exact round trip (ids, tokens with quotes and UTF-8, a logprob not
+ * said, a top-k row shorter than k, text, its length and hash); a request
+ * without them reads NULL and writes no "outputs" key; a member of the wrong
+ * shape drops its record (counted). */
+static void test_outputs(void)
+{
+    char path[512], err[256] = "";
+    ll_rec_writer *w = NULL;
+    path_of(path, sizeof path, "outputs.jsonl");
+    CHECK(ll_rec_open(path, 0, &w, err, sizeof err) == 0, "open: %s", err);
+    if (!w)
+        return;
+    ll_rec_run run = {.host = "box", .ranks = 1, .threads = 1, .url = "u", .model = "m", .endpoint = "chat"};
+    CHECK(ll_rec_put_run(w, &run) == 0, "put run");
+    ll_rec_request rq = {.level = 0, .cls = LL_ERRC_OK, .intended_ns = -1, .send_ns = 1, .header_ns = -1,
+                         .first_token_ns = -1, .first_think_ns = -1, .first_answer_ns = -1, .end_ns = 2,
+                         .usage_prompt = -1, .usage_completion = -1, .usage_reasoning = -1, .cached_tok = -1,
+                         .srv = ll_rec_srv_timing_none()};
+    ll_rec_request plain = rq;
+    rq.id = 1;
+    rq.outputs = make_outputs();
+    CHECK(ll_rec_put_request(w, &plain) == 0, "put a request without outputs");
+    CHECK(ll_rec_put_request(w, &rq) == 0 && rq.outputs == NULL, "put one with outputs (taken)");
+    CHECK(ll_rec_close(w) == 0, "close");
+    char *text = NULL;
+    size_t len = 0;
+    CHECK(ll_read_file(path, &text, &len, err, sizeof err) == 0, "read the file back: %s", err);
+    char *first = text ? strstr(text, "\"type\":\"request\"") : NULL;
+    char *second = first ? strstr(first + 1, "\"type\":\"request\"") : NULL;
+    int in_second = second && strstr(second, "\"outputs\"") != NULL;
+    if (second)
+        *second = '\0'; /* the first request line alone */
+    CHECK(first && in_second && !strstr(first, "outputs"), "only the second request line has outputs");
+    free(text);
+    got_out g = {0};
+    ll_rec_handlers h = {.on_request = on_request_out};
+    ll_rec_read_stats rs = {0};
+    CHECK(ll_rec_read(path, &h, &g, &rs, err, sizeof err) == 0 && g.n == 2 && g.n_with == 1, "read: %s (%d, %d)",
+          err, g.n, g.n_with);
+    ll_rec_outputs *o = g.o, *e = make_outputs();
+    if (o) {
+        CHECK(strcmp(o->key, "p12-s7") == 0 && o->n_tok == 3 && o->top_k == 2, "key, n, k");
+        int same = o->ids && o->tok && o->lp && o->top_tok && o->top_lp;
+        for (size_t i = 0; same && i < 3; i++)
+            same = o->ids[i] == e->ids[i] && strcmp(o->tok[i], e->tok[i]) == 0 &&
+                   (i == 1 ? isnan(o->lp[i]) : o->lp[i] == e->lp[i]);
+        for (size_t i = 0; same && i < 6; i++)
+            same = (e->top_tok[i] ? o->top_tok[i] && strcmp(o->top_tok[i], e->top_tok[i]) == 0 : !o->top_tok[i]) &&
+                   (isnan(e->top_lp[i]) ? isnan(o->top_lp[i]) : o->top_lp[i] == e->top_lp[i]);
+        CHECK(same, "ids, tokens, logprobs and top-k read back exactly");
+        CHECK(o->text && strcmp(o->text, e->text) == 0 && o->text_bytes == 5000 &&
+                  o->text_hash == UINT64_C(0x0123456789abcdef),
+              "text, its length and hash");
+    }
+    ll_rec_outputs_free(o);
+    ll_rec_outputs_free(e);
+    /* the wrong shape: 3 tokens, 2 ids */
+    path_of(path, sizeof path, "outputs_bad.jsonl");
+    write_text(path, "{\"type\":\"run\",\"schema\":1}\n"
+                     "{\"type\":\"request\",\"level\":0,\"status\":\"ok\",\"send_ns\":1,\"end_ns\":2,"
+                     "\"outputs\":{\"key\":\"p0-s1\",\"n\":3,\"ids\":[1,2]}}\n");
+    memset(&g, 0, sizeof g);
+    memset(&rs, 0, sizeof rs);
+    CHECK(ll_rec_read(path, &h, &g, &rs, err, sizeof err) == 0 && g.n == 0 && rs.n_rejected == 1,
+          "an outputs member of the wrong shape drops its record: %d read, %zu rejected", g.n, rs.n_rejected);
+}
+
 int main(void)
 {
     snprintf(g_dir, sizeof g_dir, "%s/ll_records_%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
@@ -749,6 +924,8 @@ int main(void)
     }
     test_err_class_names();
     test_round_trip();
+    test_outputs();
+    test_law_shape();
     test_level_end_client();
     test_handoff_send();
     test_clock_and_lines();

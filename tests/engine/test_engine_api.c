@@ -214,6 +214,61 @@ static void test_completions(void)
     g_gen_tokens += 5 + 4 + 3;
 }
 
+/* ---- outputs: a function of the prompt, with ids and logprobs -------------- */
+
+/* The streamed chat tokens of one request: their texts joined, and whether
+ * every chunk's logprobs and token id agree with its text. */
+static void chat_tokens(const char *prompt, ll_buf *text, int *consistent)
+{
+    char body[512];
+    tc_resp r;
+    tc_events ev;
+    snprintf(body, sizeof body,
+             "{\"messages\":[{\"role\":\"user\",\"content\":\"%s\"}],\"max_tokens\":6,\"stream\":true,"
+             "\"logprobs\":true,\"top_logprobs\":3,\"return_token_ids\":true}",
+             prompt);
+    post("/v1/chat/completions", body, &r);
+    CHECK(r.status == 200, "status %ld", r.status);
+    tc_sse_split(r.body.p ? r.body.p : "", &ev);
+    *consistent = ev.n == 8; /* role + 6 tokens + [DONE] */
+    for (size_t i = 1; i + 1 < ev.n; i++) {
+        cJSON *o = cJSON_Parse(ev.data[i]);
+        const cJSON *c = choice0(o);
+        const char *t = ll_json_str(at(c, "delta", NULL), "content", "");
+        const cJSON *lp = cJSON_GetArrayItem(at(at(c, "logprobs", NULL), "content", NULL), 0);
+        const cJSON *top = at(lp, "top_logprobs", NULL), *ids = at(c, "token_ids", NULL);
+        double chosen = ll_json_num(lp, "logprob", 1);
+        *consistent &= strcmp(ll_json_str(lp, "token", ""), t) == 0 && chosen <= 0 && chosen > -0.7 &&
+                       cJSON_GetArraySize(top) == 3 &&
+                       strcmp(ll_json_str(cJSON_GetArrayItem(top, 0), "token", ""), t) == 0 &&
+                       ll_json_num(cJSON_GetArrayItem(top, 1), "logprob", 0) < chosen &&
+                       cJSON_GetArraySize(ids) == 1 && cJSON_GetArrayItem(ids, 0)->valuedouble >= 0;
+        ll_buf_append(text, t, strlen(t));
+        cJSON_Delete(o);
+    }
+    tc_events_free(&ev);
+    tc_resp_free(&r);
+    g_gen_tokens += 6;
+}
+
+/* The same prompt gives the same tokens, whatever the request's id; each
+ * chunk names its token, logprob, top-k (chosen first) and id. */
+static void test_outputs(void)
+{
+    ll_buf a = {0}, b = {0}, c = {0};
+    int ca = 0, cb = 0, cc = 0;
+    chat_tokens("the same prompt", &a, &ca);
+    chat_tokens("another prompt", &c, &cc);
+    chat_tokens("the same prompt", &b, &cb);
+    CHECK(ca && cb && cc, "every chunk's logprobs, top-k and id agree with its text");
+    CHECK(a.len && a.len == b.len && memcmp(a.p, b.p, a.len) == 0, "same prompt, same tokens: '%.*s' vs '%.*s'",
+          (int)a.len, a.p ? a.p : "", (int)b.len, b.p ? b.p : "");
+    CHECK(c.len && (c.len != a.len || memcmp(a.p, c.p, a.len) != 0), "another prompt, other tokens");
+    ll_buf_free(&a);
+    ll_buf_free(&b);
+    ll_buf_free(&c);
+}
+
 /* The engine runs with stop_after=50: without ignore_eos a request ends early
  * with "stop" (not before min_tokens); with it, at max_tokens with "length". */
 static void test_finish_reasons(void)
@@ -348,6 +403,10 @@ static void test_bad_input(void)
                  400, "stream", "stream wrong type");
     expect_error("POST", chat, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"temperature\":9}", -1,
                  400, "temperature", "temperature out of range");
+    expect_error("POST", chat, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"logprobs\":true,"
+                 "\"top_logprobs\":21}", -1, 400, "top_logprobs", "top_logprobs over 20");
+    expect_error("POST", "/v1/completions", "{\"prompt\":\"x\",\"logprobs\":true}", -1, 400, "logprobs",
+                 "completions logprobs not a count");
     expect_error("POST", chat, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream_options\":3}",
                  -1, 400, "stream_options", "stream_options wrong type");
     expect_error("POST", chat, "{\"model\":\"gpt-9\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", -1,
@@ -510,6 +569,7 @@ int main(void)
     test_chat_nonstream();
     test_completions();
     test_finish_reasons();
+    test_outputs();
     test_bad_input();
     test_models_health("m-test");
     test_metrics(e);

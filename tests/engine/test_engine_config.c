@@ -55,6 +55,35 @@ int main(void)
     CHECK(eng_parse_spec("backend=tpu", &c, err, sizeof err) != 0 && strstr(err, "tpu"), "%s", err);
     CHECK(eng_config_set(&c, "jitter", "abc", err, sizeof err) != 0 && strstr(err, "jitter"), "%s", err);
 
+    /* the law's shape in N: buckets (a list inside a comma-separated spec) and a knee */
+    eng_config_free(&c);
+    eng_config_default(&c);
+    CHECK(c.law_n_buckets == 0 && c.law_knee_n == 0, "no buckets, no knee by default");
+    CHECK(eng_parse_spec("law=10+2n,buckets=1,2, 4,8 ,16,time_scale=0.5,knee=8:0.25", &c, err, sizeof err) == 0,
+          "%s", err);
+    CHECK(c.law_n_buckets == 5 && c.law_buckets[0] == 1 && c.law_buckets[2] == 4 && c.law_buckets[4] == 16 &&
+              c.time_scale == 0.5 && c.law_knee_n == 8 && c.law_knee_b_ms == 0.25 && c.law_b_ms == 2,
+          "buckets %d (%d..%d), knee %d:%g, time_scale %g", c.law_n_buckets, c.law_buckets[0],
+          c.law_buckets[c.law_n_buckets ? c.law_n_buckets - 1 : 0], c.law_knee_n, c.law_knee_b_ms, c.time_scale);
+    CHECK(eng_parse_spec("law=5+1n", &c, err, sizeof err) == 0 && c.law_n_buckets == 5 && c.law_knee_n == 8,
+          "a new law keeps the shape keys");
+    CHECK(eng_config_set(&c, "buckets", "3,9", err, sizeof err) == 0 && c.law_n_buckets == 2 &&
+              c.law_buckets[1] == 9, "serve-style buckets: %s", err);
+    CHECK(eng_parse_spec("buckets=none,knee=none", &c, err, sizeof err) == 0 && c.law_n_buckets == 0 &&
+              c.law_knee_n == 0, "none clears both: %s", err);
+    static const char *bad_shape[][2] = {
+        {"buckets=4,2", "buckets"}, {"buckets=2,2", "buckets"}, {"buckets=0,2", "buckets"},
+        {"buckets=1,,2", "buckets"}, {"buckets=", "buckets"}, {"buckets=1,x", "buckets"},
+        {"buckets=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17", "buckets"}, {"knee=8", "knee"},
+        {"knee=0:1", "knee"}, {"knee=8:-1", "knee"}, {"knee=:1", "knee"}, {"knee=8:x", "knee"},
+        {"law=1+1n,7", "key=value"},
+    };
+    for (size_t i = 0; i < sizeof bad_shape / sizeof bad_shape[0]; i++) {
+        err[0] = '\0';
+        CHECK(eng_parse_spec(bad_shape[i][0], &c, err, sizeof err) == LL_EINVAL && strstr(err, bad_shape[i][1]),
+              "%s refused naming %s: %s", bad_shape[i][0], bad_shape[i][1], err);
+    }
+
     /* cpu sizes: defaults as the backend always had them, keys with range checks */
     eng_config_free(&c);
     eng_config_default(&c);
@@ -143,6 +172,12 @@ int main(void)
     c.port = 0;
     c.bind_addr = "not-an-address";
     CHECK(eng_start(&c, &e, err, sizeof err) != 0 && e == NULL && strstr(err, "not-an-address"), "%s", err);
+    eng_config_default(&c);
+    c.law_n_buckets = 2;
+    c.law_buckets[0] = 4;
+    c.law_buckets[1] = 2;
+    CHECK(eng_start(&c, &e, err, sizeof err) != 0 && e == NULL && strstr(err, "buckets"),
+          "hand-filled buckets out of order refused: %s", err);
     eng_config_default(&c);
     c.backend = ENG_BACKEND_CUDA;
     CHECK(eng_start(&c, &e, err, sizeof err) != 0 && strstr(err, "cuda"), "%s", err);

@@ -1,5 +1,5 @@
 /* test_engine_law.c: the law played out, judged so that a loaded machine
- * cannot fail it.
+ * cannot fail it (test_shape's medians aside: they say so).
  *
  * The synthetic backend does two things each step: it plans the step's time
  * from the law (a + b*N + c*ctx/1000 + p*prefill, times time_scale, times the
@@ -33,12 +33,25 @@ static eng_step *steps_of(eng_engine *e, size_t *n)
 
 typedef struct law {
     double a, b, c, p, scale; /* law ms, per N, per 1000 ctx tokens, per prefill token; time scale */
+    int buckets[8], n_buckets; /* the shape in N: batch buckets (0: none) */
+    int knee;                  /* 0: no knee */
+    double knee_b;             /* ms per sequence above the knee */
 } law;
+
+/* The law's N term, written from the definition (docs/engine.md), not from
+ * the backend's code: the smallest bucket >= N, then bent at the knee. */
+static double law_n_ms(const law *L, int n)
+{
+    int m = n;
+    for (int i = L->n_buckets - 1; n > 0 && i >= 0 && L->buckets[i] >= n; i--)
+        m = L->buckets[i];
+    return L->knee > 0 && m > L->knee ? L->b * L->knee + L->knee_b * (m - L->knee) : L->b * m;
+}
 
 static double law_ns(const law *L, const eng_step *s)
 {
-    return (L->a + L->b * s->n_decode + L->c * (double)s->ctx_tok / 1000.0 + L->p * s->prefill_tok) * L->scale *
-           1e6;
+    return (L->a + law_n_ms(L, s->n_decode) + L->c * (double)s->ctx_tok / 1000.0 + L->p * s->prefill_tok) *
+           L->scale * 1e6;
 }
 
 /* Every step's plan is the law of that step, to the nanosecond (llround), and
@@ -167,6 +180,71 @@ static void test_jitter(void)
     free(r3);
 }
 
+static int cmp_i64(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* The law's shape in N, played: levels of C streams at once, every step's
+ * plan checked exactly against the shape of its N (machine-independent: a
+ * backend that ignored the buckets or the knee fails it), then the measured
+ * step durations at each steady N against the shape. The wall-clock check is
+ * the timing-sensitive one: the median step at each N within 10% + 0.3 ms of
+ * the shape (scale 0.05: the shapes' steps differ from the plain line by 1.5
+ * ms and more at the N below); the medians are printed either way. */
+static void test_shape(const char *spec, const law *L)
+{
+    static const int levels[] = {1, 3, 5, 8, 12, 20};
+    enum { NL = sizeof levels / sizeof levels[0] };
+    eng_engine *e = tc_start(spec);
+    char url[160];
+    snprintf(url, sizeof url, "%s/v1/completions", eng_url(e));
+    const char *body = "{\"prompt\":\"shape\",\"max_tokens\":40,\"ignore_eos\":true,\"stream\":true}";
+    tc_stream *st = calloc(32, sizeof *st);
+    for (int l = 0; l < NL; l++) {
+        int ok = 0;
+        CHECK(tc_streams(url, body, levels[l], st) == 0, "%s: level %d ran", spec, levels[l]);
+        for (int i = 0; i < levels[l]; i++)
+            ok += st[i].status == 200 && st[i].tokens == 40 && st[i].done;
+        CHECK(ok == levels[l], "%s: level %d: %d streams complete", spec, levels[l], ok);
+    }
+    free(st);
+    size_t n;
+    eng_step *log = steps_of(e, &n);
+    check_plan(spec, L, log, n);
+    int64_t *dur = calloc(n ? n : 1, sizeof *dur);
+    for (int l = 0; l < NL; l++) {
+        int c = levels[l];
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (log[i].n_decode == c && log[i].prefill_tok == 0)
+                dur[k++] = log[i].dur_ns;
+        const eng_step probe = {.n_decode = c};
+        double want_ms = law_ns(L, &probe) / 1e6, line_ms = (L->a + L->b * c) * L->scale;
+        if (k < 5) {
+            CHECK(0, "%s: only %zu steady steps at N = %d", spec, k, c);
+            continue;
+        }
+        qsort(dur, k, sizeof *dur, cmp_i64);
+        double med_ms = (double)dur[k / 2] / 1e6;
+        printf("%s: N = %2d: median step %.3f ms over %zu steps, shape %.3f ms, plain line %.3f ms\n", spec, c,
+               med_ms, k, want_ms, line_ms);
+        CHECK(fabs(med_ms - want_ms) <= 0.1 * want_ms + 0.3,
+              "%s: N = %d: median step %.3f ms within 10%% + 0.3 ms of the shape's %.3f ms (timing-sensitive)", spec,
+              c, med_ms, want_ms);
+    }
+    free(dur);
+    free(log);
+    ll_rec_engine_law rl;
+    CHECK(eng_law(e, &rl) == 1 && rl.n_buckets == L->n_buckets && rl.knee_n == L->knee &&
+              fabs(rl.knee_b_ms - L->knee_b * L->scale) < 1e-12 &&
+              (L->n_buckets == 0 || rl.buckets[L->n_buckets - 1] == L->buckets[L->n_buckets - 1]),
+          "%s: eng_law reports the shape (%d buckets, knee %d at %g played ms)", spec, rl.n_buckets, rl.knee_n,
+          rl.knee_b_ms);
+    eng_stop(e);
+}
+
 int main(void)
 {
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
@@ -237,6 +315,15 @@ int main(void)
     eng_stop(e);
     test_prefill_and_terms();
     test_jitter();
+    /* 10 + 10N at scale 0.05: at N = 3, 5, 12, 20 the buckets play 4, 8, 16, 32 */
+    const law Lb = {.a = 10, .b = 10, .scale = 0.05, .buckets = {1, 2, 4, 8, 16, 32}, .n_buckets = 6};
+    test_shape("law=10+10n,buckets=1,2,4,8,16,32,time_scale=0.05,max_running=64", &Lb);
+    const law Lk = {.a = 10, .b = 10, .scale = 0.05, .knee = 8, .knee_b = 2};
+    test_shape("law=10+10n,knee=8:2,time_scale=0.05,max_running=64", &Lk);
+    /* both, and buckets that stop below the largest level (N = 20 plays 20) */
+    const law Lbk = {.a = 10, .b = 10, .scale = 0.05, .buckets = {1, 2, 4, 8, 16}, .n_buckets = 5, .knee = 8,
+                     .knee_b = 2};
+    test_shape("law=10+10n,buckets=1,2,4,8,16,knee=8:2,time_scale=0.05,max_running=64", &Lbk);
     curl_global_cleanup();
     TEST_MAIN_END();
 }

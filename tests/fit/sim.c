@@ -14,7 +14,7 @@
 enum { R_UNSENT, R_WAITING, R_DECODING, R_DONE };
 
 typedef struct sreq {
-    int id, state, tokens, failing, warmup, ok;
+    int id, state, tokens, failing, warmup, ok, prompt;
     int64_t send, first, end;
     int64_t *chunk_t;
     int n_chunks;
@@ -44,6 +44,8 @@ void sim_set_levels(sim_cfg *c, const int *conc, int n, int per_c)
 
 double sim_law(const sim_cfg *c, double n)
 {
+    if (c->buckets)
+        n = n <= 1 ? 1 : n <= 2 ? 2 : n <= 4 ? 4 : 8 * ceil(n / 8);
     double s = c->a_ms + c->b_ms * n;
     if (c->knee_n > 0 && n > c->knee_n)
         s += (c->b2_ms - c->b_ms) * (n - c->knee_n);
@@ -89,7 +91,7 @@ static void write_request(FILE *f, int level, const sreq *q, const sim_cfg *c)
             q->ok ? "null" : "\"stream_error\"", q->ok ? "null" : "\"injected\"",
             (long long)q->send, (long long)q->send, (long long)q->first,
             (long long)q->first, answer,
-            (long long)q->end, c->prompt_tok, think, q->tokens - think);
+            (long long)q->end, q->prompt, think, q->tokens - think);
     if (c->usage_prompt_tok > 0)
         fprintf(f, "\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d},", c->usage_prompt_tok,
                 q->tokens);
@@ -173,6 +175,10 @@ int sim_write(const char *path, const sim_cfg *c, sim_stats *st)
             rq[i].ok = 1;
             rq[i].chunk_t = malloc((size_t)c->max_tokens * sizeof(int64_t));
             rq[i].first = rq[i].end = -1;
+            rq[i].prompt = c->prompt_tok;
+            if (c->prompt_spread > 0)
+                rq[i].prompt = (int)lround(c->prompt_tok * (1 - c->prompt_spread +
+                                                            2 * c->prompt_spread * ll_rng_uniform(&rng)));
         }
         int open = c->open_interval_ms > 0;
         if (open)
@@ -191,9 +197,11 @@ int sim_write(const char *path, const sim_cfg *c, sim_stats *st)
         while (n_done < n) {
             int64_t ts = t;
             int n_dec = 0, n_pre = 0, inc = 0;
+            double k_ctx = 0;
             for (int i = 0; i < sent; i++)
                 if (rq[i].state == R_DECODING) {
                     n_dec++;
+                    k_ctx += rq[i].prompt + rq[i].tokens;
                     inc += rq[i].ok && !rq[i].failing && !rq[i].warmup;
                 }
             int pre[4096];
@@ -210,7 +218,7 @@ int sim_write(const char *path, const sim_cfg *c, sim_stats *st)
                 t = next;
                 continue;
             }
-            double dur_ms = sim_law(c, n_dec) + c->p_ms_per_tok * c->prompt_tok * n_pre;
+            double dur_ms = sim_law(c, n_dec) + c->c_ms_per_ktok * k_ctx / 1000 + c->p_ms_per_tok * c->prompt_tok * n_pre;
             dur_ms *= jitter_factor(c, &rng);
             if (c->stall_every > 0 && (st->steps + 1) % c->stall_every == 0)
                 dur_ms += c->stall_ms;

@@ -63,6 +63,10 @@ typedef struct sim_cfg {
                                  * completion_tokens: their tokens} */
     int attributed_every;       /* every k-th request's counts are "attributed" and its
                                  * stream counted half its tokens (0 = none) */
+    double c_ms_per_ktok;       /* ... + c * K/1000, K the decoding requests' context
+                                 * (their prompts plus the tokens they have had) */
+    double prompt_spread;       /* > 0: each request's prompt is prompt_tok * U(1 - s, 1 + s) */
+    int buckets;                /* 1: the law's N is padded to 1, 2, 4, then multiples of 8 */
 } sim_cfg;
 
 typedef struct sim_level_stats {

@@ -9,7 +9,8 @@
  * context, thinking <= planned output) and its model name is a JSON string
  * literal; a refused one has a 4xx/5xx status and a message, and the error
  * body the server would send for it is valid UTF-8 and valid JSON carrying
- * that status.
+ * that status. A streamed one's first token chunks (logprobs, top-k and
+ * token ids included when asked) are JSON events.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -31,9 +32,30 @@ static void check_accepted(const eng_engine *e, const eng_req *r)
     FUZZ_CHECK(r->think_tok >= 0 && r->think_tok <= r->target_tok);
     FUZZ_CHECK(r->stop_early == (r->target_tok < r->max_tok));
     FUZZ_CHECK(r->include_usage <= r->stream && r->continuous_usage <= r->stream);
+    FUZZ_CHECK(r->lp_top >= -1 && r->lp_top <= 20);
     cJSON *m = cJSON_Parse(r->model_json);
     FUZZ_CHECK(m && cJSON_IsString(m) && strcmp(m->valuestring, cfg->model) == 0);
     cJSON_Delete(m);
+}
+
+/* A streamed request's first tokens (with logprobs and ids when asked):
+ * every event's data is JSON. */
+static void check_stream(eng_req *r)
+{
+    int n = r->target_tok < 3 ? r->target_tok : 3;
+    if (!r->stream || eng_sse_tokens(r, 0, n) != 0)
+        return;
+    for (const char *p = r->out.p; p && (p = strstr(p, "data: ")) != NULL;) {
+        p += 6;
+        const char *end = strstr(p, "\n\n");
+        FUZZ_CHECK(end != NULL);
+        if (strncmp(p, "[DONE]", 6) != 0) {
+            cJSON *j = cJSON_ParseWithLength(p, (size_t)(end - p));
+            FUZZ_CHECK(j != NULL);
+            cJSON_Delete(j);
+        }
+        p = end;
+    }
 }
 
 static void check_refused(int status, const char *param, const char *msg, size_t msglen)
@@ -81,6 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     eng_req *r = eng_req_parse(e, kind, body, size - 1, &status, &param, msg, sizeof msg);
     if (r) {
         check_accepted(e, r);
+        check_stream(r);
         eng_req_unref(r);
     } else {
         check_refused(status, param, msg, sizeof msg);

@@ -1,7 +1,9 @@
 /* fuzz_sse.c: the client's SSE framer and OpenAI delta interpreter
  * (loadgen/sse.c) must not depend on how the bytes were split.
  *
- * Input: byte 0 picks the dialect and keep_text, bytes 1-4 seed the split
+ * Input: byte 0 picks the dialect, keep_text and whether outputs are
+ * gathered (outputs.h: their tokens, ids and text must not depend on the
+ * split either), bytes 1-4 seed the split
  * points, the rest is the stream. The stream is parsed twice: fed whole, then
  * fed in pieces of 1..64 bytes drawn from the seed (single bytes, CRLF pairs
  * and UTF-8 sequences cut in two included). The events (name, data), the
@@ -19,6 +21,7 @@
 #include "common.h"
 #include "fuzz_util.h"
 #include "jtape.h"
+#include "outputs.h"
 #include "sse.h"
 
 /* Every dispatched event and what it meant, serialised into one buffer so two
@@ -70,6 +73,8 @@ static void parse_init(parse *p, uint8_t mode)
     lg_delta_init(&p->d);
     p->d.dialect = (lg_dialect)(mode % 3);
     p->d.keep_text = (mode >> 2) & 1;
+    if ((mode >> 3) & 1)
+        p->d.out = lg_out_new();
 }
 
 static void parse_free(parse *p)
@@ -90,6 +95,23 @@ static uint32_t next_rand(uint32_t *s)
 static int buf_eq(const ll_buf *a, const ll_buf *b)
 {
     return a->len == b->len && (a->len == 0 || memcmp(a->p, b->p, a->len) == 0);
+}
+
+/* Both parses gathered the same outputs (NULL when out of memory). */
+static void check_outputs(lg_outputs *a, lg_outputs *b)
+{
+    FUZZ_CHECK(!a == !b);
+    if (!a || !b || a->oom || b->oom)
+        return;
+    FUZZ_CHECK(a->tok.n == b->tok.n && a->ids.n == b->ids.n && a->alts.n == b->alts.n && a->lp.n == a->tok.n);
+    FUZZ_CHECK(a->text_bytes == b->text_bytes && a->text_hash == b->text_hash && buf_eq(&a->text, &b->text));
+    for (size_t i = 0; i < a->tok.n; i++)
+        FUZZ_CHECK(strcmp(a->tok.v[i], b->tok.v[i]) == 0);
+    ll_rec_outputs *ra = lg_out_take(a, "k"), *rb = lg_out_take(b, "k");
+    if (ra && rb)
+        FUZZ_CHECK(ra->n_tok == rb->n_tok && ra->top_k == rb->top_k && !ra->ids == !rb->ids);
+    ll_rec_outputs_free(ra);
+    ll_rec_outputs_free(rb);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -138,6 +160,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(a->gen_len == b->gen_len);
         FUZZ_CHECK(buf_eq(&a->think_text, &b->think_text));
         FUZZ_CHECK(buf_eq(&a->answer_text, &b->answer_text));
+        check_outputs(a->out, b->out);
     }
     parse_free(&whole);
     parse_free(&cut);

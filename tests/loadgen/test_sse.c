@@ -7,6 +7,7 @@
 
 #include "jtape.h"
 #include "lg_internal.h"
+#include "outputs.h"
 #include "sse.h"
 #include "testutil.h"
 
@@ -522,6 +523,67 @@ static void test_fast_path(void)
           h.d.bad_events);
 }
 
+/* Outputs (outputs.h) from a completions stream in OpenAI's spelling
+ * (logprobs.tokens / token_logprobs / top_logprobs as {token: logprob}) and
+ * from a chat stream of vLLM's return_tokens_as_token_ids ("token_id:N");
+ * the text is kept whole below its bound and hashed. Fed split at every byte,
+ * the record is the same. */
+static ll_rec_outputs *outputs_of(const char *stream, size_t split)
+{
+    harness h;
+    size_t n = strlen(stream);
+    memset(&h, 0, sizeof h);
+    lg_delta_init(&h.d);
+    h.d.out = lg_out_new();
+    lg_sse_init(&h.sse, on_event, &h);
+    if (split && split < n) {
+        lg_sse_feed(&h.sse, stream, split);
+        lg_sse_feed(&h.sse, stream + split, n - split);
+    } else {
+        lg_sse_feed(&h.sse, stream, n);
+    }
+    lg_sse_finish(&h.sse);
+    ll_rec_outputs *o = h.d.out ? lg_out_take(h.d.out, "p1-s2") : NULL;
+    lg_sse_free(&h.sse);
+    lg_delta_free(&h.d);
+    return o;
+}
+
+static void test_outputs(void)
+{
+    const char *cmpl =
+        "data: {\"choices\":[{\"index\":0,\"text\":\"Hi\",\"logprobs\":{\"tokens\":[\"Hi\"],\"token_logprobs\":[-0.5],"
+        "\"top_logprobs\":[{\"Hi\":-0.5,\"Yo\":-1.25}],\"text_offset\":[0]},\"finish_reason\":null}]}\n\n"
+        "data: {\"choices\":[{\"index\":0,\"text\":\" there\",\"logprobs\":{\"tokens\":[\" the\",\"re\"],"
+        "\"token_logprobs\":[-0.25,-0.125],\"top_logprobs\":[{\" the\":-0.25},{\"re\":-0.125,\"ir\":-3}]},"
+        "\"finish_reason\":\"length\"}]}\n\n"
+        "data: [DONE]\n\n";
+    size_t n = strlen(cmpl);
+    int all_same = 1;
+    for (size_t split = 0; split < n; split += 7) {
+        ll_rec_outputs *o = outputs_of(cmpl, split);
+        int ok = o && o->n_tok == 3 && o->tok && strcmp(o->tok[1], " the") == 0 && o->lp[2] == -0.125 &&
+                 o->top_k == 2 && strcmp(o->top_tok[1], "Yo") == 0 && o->top_lp[1] == -1.25 && !o->top_tok[3] &&
+                 strcmp(o->top_tok[5], "ir") == 0 && !o->ids && o->text && strcmp(o->text, "Hi there") == 0 &&
+                 o->text_bytes == 8 && o->text_hash == ll_fnv64(LL_FNV64_INIT, "Hi there", 8);
+        if (!ok && all_same)
+            CHECK(ok, "completions outputs at split %zu", split);
+        all_same &= ok;
+        ll_rec_outputs_free(o);
+    }
+    CHECK(all_same, "completions logprobs: tokens, logprobs, top-k rows of 2, 1 and 2, text and hash");
+    const char *chat =
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"},\"logprobs\":{\"content\":[{\"token\":"
+        "\"token_id:17\",\"logprob\":-0.5,\"top_logprobs\":[]}]}}]}\n\n"
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"b\"},\"logprobs\":{\"content\":[{\"token\":"
+        "\"token_id:4\",\"logprob\":-1,\"top_logprobs\":[]}]}}]}\n\ndata: [DONE]\n\n";
+    ll_rec_outputs *o = outputs_of(chat, 0);
+    CHECK(o && o->n_tok == 2 && o->ids && o->ids[0] == 17 && o->ids[1] == 4 && o->top_k == 0 && o->text &&
+              strcmp(o->text, "ab") == 0,
+          "token_id:N tokens give ids");
+    ll_rec_outputs_free(o);
+}
+
 int main(void)
 {
     for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++)
@@ -536,5 +598,6 @@ int main(void)
     test_dialect_errors();
     test_request_hooks();
     test_fast_path();
+    test_outputs();
     TEST_MAIN_END();
 }

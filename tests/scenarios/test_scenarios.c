@@ -453,6 +453,93 @@ static void test_ab_order(void)
     scn_free(s);
 }
 
+/* Words of each prompt of the set a scenario text makes (count prompts). */
+static int *words_of(const char *json, int count, char ***texts)
+{
+    scn_scenario *s = NULL;
+    scn_prompts *p = NULL;
+    char err[512] = "";
+    int *w = calloc((size_t)count, sizeof *w);
+    CHECK(scn_load_string(json, "v.json", &s, err, sizeof err) == 0 && scn_prompts_load(s, &p, err, sizeof err) == 0 &&
+              (int)scn_prompts_count(p) == count,
+          "load %s: %s", json, err);
+    if (texts)
+        *texts = calloc((size_t)count, sizeof **texts);
+    for (int i = 0; p && i < count; i++) {
+        const char *t = scn_prompt(p, (size_t)i, &w[i]);
+        if (texts)
+            (*texts)[i] = strdup(t);
+    }
+    scn_prompts_free(p);
+    scn_free(s);
+    return w;
+}
+
+/* load.vary_context: lengths within 0.25..1.75 of the drawn ones, mean
+ * kept, neighbours alike (a step is at most 0.15 of the length), and the
+ * mean length of 32 requests in a row (those in flight together at C = 32)
+ * wanders across the range, which is what makes K and N separable. Off, the
+ * prompts are those of a scenario that never named it, byte for byte. */
+static void test_vary_context(void)
+{
+    enum { COUNT = 20000, WIN = 32 };
+    char **plain_t = NULL, **off_t = NULL;
+    int *plain = words_of("{\"prompts\":{\"words\":{\"dist\":\"fixed\",\"value\":100},\"count\":20000,\"seed\":3}}",
+                          COUNT, &plain_t);
+    int *off = words_of("{\"prompts\":{\"words\":{\"dist\":\"fixed\",\"value\":100},\"count\":20000,\"seed\":3},"
+                        "\"load\":{\"vary_context\":false}}", COUNT, &off_t);
+    const char *on_json = "{\"prompts\":{\"words\":{\"dist\":\"fixed\",\"value\":100},\"count\":20000,\"seed\":3},"
+                          "\"load\":{\"vary_context\":true}}";
+    int *on = words_of(on_json, COUNT, NULL), *again = words_of(on_json, COUNT, NULL);
+    int same_off = 1, lo = 1 << 30, hi = 0, step_max = 0;
+    double sum = 0, win_lo = 1e9, win_hi = 0, win = 0;
+    for (int i = 0; i < COUNT; i++) {
+        same_off &= plain[i] == 100 && off[i] == 100 && strcmp(plain_t[i], off_t[i]) == 0;
+        lo = on[i] < lo ? on[i] : lo;
+        hi = on[i] > hi ? on[i] : hi;
+        sum += on[i];
+        if (i > 0 && abs(on[i] - on[i - 1]) > step_max)
+            step_max = abs(on[i] - on[i - 1]);
+        win += on[i] - (i >= WIN ? on[i - WIN] : 0);
+        if (i >= WIN - 1) {
+            win_lo = win / WIN < win_lo ? win / WIN : win_lo;
+            win_hi = win / WIN > win_hi ? win / WIN : win_hi;
+        }
+        free(plain_t[i]);
+        free(off_t[i]);
+    }
+    CHECK(same_off, "vary_context false: the prompts of a scenario without it, all 100 words");
+    CHECK(lo >= 25 && hi <= 175 && lo <= 30 && hi >= 170, "vary_context: lengths %d..%d words (100 x 0.25..1.75)",
+          lo, hi);
+    /* neighbours are alike, so 20000 lengths weigh as ~160 independent ones:
+     * the mean's sd is ~3.3%, and 10% is three of them */
+    CHECK(sum / COUNT > 90 && sum / COUNT < 110, "vary_context: mean length %.2f words (drawn: 100)", sum / COUNT);
+    CHECK(step_max <= 16, "vary_context: neighbours differ by at most %d words (0.15 x 100, rounded)", step_max);
+    CHECK(win_lo < 60 && win_hi > 140, "vary_context: the mean of %d requests in a row spans %.1f..%.1f words", WIN,
+          win_lo, win_hi);
+    CHECK(memcmp(on, again, COUNT * sizeof *on) == 0, "vary_context: the same seed, the same lengths");
+    free(plain);
+    free(off);
+    free(plain_t);
+    free(off_t);
+    free(on);
+    free(again);
+
+    /* the run line's config says it when on, and only then */
+    scn_scenario *s = NULL;
+    char err[512] = "";
+    for (int v = 0; v < 2; v++) {
+        CHECK(scn_load_string(v ? on_json : "{}", "v.json", &s, err, sizeof err) == 0, "load: %s", err);
+        cJSON *j = s ? scn_to_json(s) : NULL;
+        const cJSON *vc = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "load"), "vary_context");
+        CHECK(v ? cJSON_IsTrue(vc) : vc == NULL, "scn_to_json: load.vary_context %s", v ? "true" : "absent");
+        cJSON_Delete(j);
+        scn_free(s);
+        s = NULL;
+    }
+    expect_error("{\"load\":{\"vary_context\":1}}", "load.vary_context", NULL);
+}
+
 int main(void)
 {
     test_errors();
@@ -460,6 +547,7 @@ int main(void)
     test_request_fields();
     test_shipped();
     test_prompts();
+    test_vary_context();
     test_ab();
     test_ab_order();
     TEST_MAIN_END();

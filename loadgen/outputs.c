@@ -1,0 +1,218 @@
+/* outputs.c: gather what a request produced from its stream (outputs.h).
+ *
+ * Servers say it in three places, each kept where present: the text
+ * (chat delta.content / reasoning, completions text), per-token logprobs
+ * (chat: choices[].logprobs.content[] of {token, logprob, top_logprobs:
+ * [{token, logprob}]}; completions: logprobs.tokens[], token_logprobs[],
+ * top_logprobs[] of {token: logprob}), and token ids (vLLM's return_token_ids:
+ * choices[].token_ids; its return_tokens_as_token_ids spells a logprobs token
+ * "token_id:N"). The text is bounded (LL_REC_OUTPUT_TEXT_MAX) and hashed whole,
+ * so a long answer costs a record its first 4 KiB, never more. */
+#include "outputs.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+lg_outputs *lg_out_new(void)
+{
+    lg_outputs *o = calloc(1, sizeof *o);
+    if (o)
+        o->text_hash = LL_FNV64_INIT;
+    return o;
+}
+
+static void clear(lg_outputs *o)
+{
+    for (size_t i = 0; i < o->tok.n; i++)
+        free(o->tok.v[i]);
+    for (size_t i = 0; i < o->alts.n; i++)
+        free(o->alts.v[i].s);
+    ll_vec_free(&o->ids);
+    ll_vec_free(&o->tok);
+    ll_vec_free(&o->lp);
+    ll_vec_free(&o->alts);
+    ll_buf_free(&o->text);
+}
+
+void lg_out_free(lg_outputs *o)
+{
+    if (!o)
+        return;
+    clear(o);
+    free(o);
+}
+
+static char *dup_n(const char *s, size_t n)
+{
+    char *p = malloc(n + 1);
+    if (p) {
+        memcpy(p, s, n);
+        p[n] = '\0';
+    }
+    return p;
+}
+
+static void add_text(lg_outputs *o, const char *s, size_t n)
+{
+    size_t room = o->text_bytes < LL_REC_OUTPUT_TEXT_MAX ? LL_REC_OUTPUT_TEXT_MAX - o->text_bytes : 0;
+    if (room && ll_buf_append(&o->text, s, n < room ? n : room))
+        o->oom = 1;
+    o->text_bytes += n;
+    o->text_hash = ll_fnv64(o->text_hash, s, n);
+}
+
+static double num_or_nan(const lg_jnode *v)
+{
+    return v && v->type == LG_J_NUM ? v->num : NAN;
+}
+
+/* One token: its text, logprob and, from "token_id:N", its id. */
+static void add_token(lg_outputs *o, const char *s, size_t n, double lp)
+{
+    char *p = dup_n(s ? s : "", s ? n : 0);
+    if (!p || ll_vec_push(&o->tok, p) || ll_vec_push(&o->lp, lp)) {
+        free(p);
+        o->oom = 1;
+        return;
+    }
+    if (n > 9 && memcmp(s, "token_id:", 9) == 0 && ll_vec_push(&o->ids, strtoll(p + 9, NULL, 10)))
+        o->oom = 1;
+}
+
+static void add_alt(lg_outputs *o, const char *s, size_t n, double lp)
+{
+    lg_out_alt a = {o->tok.n - 1, dup_n(s, n), lp};
+    if (!a.s || ll_vec_push(&o->alts, a)) {
+        free(a.s);
+        o->oom = 1;
+    }
+}
+
+/* chat: logprobs.content[] of {token, logprob, top_logprobs: [{token, logprob}]} */
+static void chat_logprobs(lg_outputs *o, const lg_jtape *t, const lg_jnode *content)
+{
+    for (const lg_jnode *e = lg_jchild(t, content); e; e = lg_jnext(t, e)) {
+        size_t n = 0;
+        const char *s = lg_jstr(t, e, "token", &n);
+        add_token(o, s, n, num_or_nan(lg_jget(t, e, "logprob")));
+        const lg_jnode *top = lg_jget(t, e, "top_logprobs");
+        for (const lg_jnode *a = top && top->type == LG_J_ARR ? lg_jchild(t, top) : NULL; a; a = lg_jnext(t, a)) {
+            size_t an = 0;
+            const char *as = lg_jstr(t, a, "token", &an);
+            if (as)
+                add_alt(o, as, an, num_or_nan(lg_jget(t, a, "logprob")));
+        }
+    }
+}
+
+/* completions: logprobs.tokens[], token_logprobs[], top_logprobs[] of {token: logprob} */
+static void completion_logprobs(lg_outputs *o, const lg_jtape *t, const lg_jnode *lp)
+{
+    const lg_jnode *toks = lg_jget(t, lp, "tokens"), *tlp = lg_jget(t, lp, "token_logprobs");
+    const lg_jnode *top = lg_jget(t, lp, "top_logprobs");
+    const lg_jnode *l = tlp && tlp->type == LG_J_ARR ? lg_jchild(t, tlp) : NULL;
+    const lg_jnode *k = top && top->type == LG_J_ARR ? lg_jchild(t, top) : NULL;
+    for (const lg_jnode *e = toks->type == LG_J_ARR ? lg_jchild(t, toks) : NULL; e; e = lg_jnext(t, e)) {
+        add_token(o, e->type == LG_J_STR ? e->str : NULL, e->type == LG_J_STR ? e->str_len : 0, num_or_nan(l));
+        for (const lg_jnode *a = k && k->type == LG_J_OBJ ? lg_jchild(t, k) : NULL; a; a = lg_jnext(t, a))
+            add_alt(o, a->key, a->key_len, num_or_nan(a));
+        l = l ? lg_jnext(t, l) : NULL;
+        k = k ? lg_jnext(t, k) : NULL;
+    }
+}
+
+static void token_ids(lg_outputs *o, const lg_jtape *t, const lg_jnode *ids)
+{
+    for (const lg_jnode *e = lg_jchild(t, ids); e; e = lg_jnext(t, e))
+        if (e->type == LG_J_NUM && e->num >= 0 && e->num < 9e15 && ll_vec_push(&o->ids, (int64_t)e->num))
+            o->oom = 1;
+}
+
+void lg_out_choice(lg_outputs *o, const lg_jtape *t, const lg_jnode *choice)
+{
+    const lg_jnode *delta = lg_jget(t, choice, "delta"), *lp = lg_jget(t, choice, "logprobs");
+    const lg_jnode *ids = lg_jget(t, choice, "token_ids");
+    size_t n = 0;
+    const char *s;
+    if (delta && delta->type == LG_J_OBJ) {
+        if ((s = lg_jstr(t, delta, "reasoning_content", &n)) || (s = lg_jstr(t, delta, "reasoning", &n)))
+            add_text(o, s, n);
+        if ((s = lg_jstr(t, delta, "content", &n)))
+            add_text(o, s, n);
+        if (!ids)
+            ids = lg_jget(t, delta, "token_ids");
+    } else if ((s = lg_jstr(t, choice, "text", &n))) {
+        add_text(o, s, n);
+    }
+    if (lp && lp->type == LG_J_OBJ) {
+        const lg_jnode *content = lg_jget(t, lp, "content"), *toks = lg_jget(t, lp, "tokens");
+        if (content && content->type == LG_J_ARR)
+            chat_logprobs(o, t, content);
+        else if (toks && toks->type == LG_J_ARR)
+            completion_logprobs(o, t, lp);
+    }
+    if (ids && ids->type == LG_J_ARR)
+        token_ids(o, t, ids);
+}
+
+/* The alternatives as n_tok rows of k (the most any token has, capped). */
+static int take_top(const lg_outputs *o, ll_rec_outputs *r)
+{
+    size_t k = 0, run = 0;
+    for (size_t i = 0; i < o->alts.n; i++) {
+        run = i > 0 && o->alts.v[i].tok_i == o->alts.v[i - 1].tok_i ? run + 1 : 1;
+        k = run > k ? run : k;
+    }
+    k = k > LL_REC_OUTPUT_TOP_MAX ? LL_REC_OUTPUT_TOP_MAX : k;
+    if (k == 0 || r->n_tok == 0)
+        return 0;
+    if (!(r->top_tok = calloc(r->n_tok * k, sizeof *r->top_tok)) ||
+        !(r->top_lp = malloc(r->n_tok * k * sizeof *r->top_lp)))
+        return LL_ENOMEM;
+    r->top_k = (int)k;
+    for (size_t i = 0; i < r->n_tok * k; i++)
+        r->top_lp[i] = NAN;
+    for (size_t i = 0, j = 0; i < o->alts.n; i++) {
+        j = i > 0 && o->alts.v[i].tok_i == o->alts.v[i - 1].tok_i ? j + 1 : 0;
+        size_t ti = o->alts.v[i].tok_i;
+        if (j >= k || ti >= r->n_tok)
+            continue;
+        r->top_tok[ti * k + j] = o->alts.v[i].s;
+        r->top_lp[ti * k + j] = o->alts.v[i].lp;
+        o->alts.v[i].s = NULL; /* moved */
+    }
+    return 0;
+}
+
+ll_rec_outputs *lg_out_take(lg_outputs *o, const char *key)
+{
+    ll_rec_outputs *r = calloc(1, sizeof *r);
+    if (!r)
+        goto fail;
+    snprintf(r->key, sizeof r->key, "%s", key);
+    r->n_tok = o->tok.n ? o->tok.n : o->ids.n;
+    if (o->tok.n) {
+        r->tok = o->tok.v, r->lp = o->lp.v;
+        o->tok.v = NULL, o->lp.v = NULL;
+        o->tok.n = o->lp.n = 0;
+    }
+    if (o->ids.n && o->ids.n == r->n_tok) {
+        r->ids = o->ids.v;
+        o->ids.v = NULL;
+    }
+    if (take_top(o, r))
+        goto fail;
+    if (o->text_bytes || o->text.len) {
+        if (!(r->text = dup_n(o->text.p ? o->text.p : "", o->text.len)))
+            goto fail;
+        r->text_bytes = o->text_bytes;
+        r->text_hash = o->text_hash;
+    }
+    clear(o);
+    return r;
+fail:
+    ll_rec_outputs_free(r);
+    clear(o);
+    return NULL;
+}
