@@ -14,7 +14,7 @@
 #include "opts.h"
 #include "report.h"
 
-enum { K_EXPECT = 256, K_HTML, K_JSON, K_RESAMPLES, K_SEED, K_EXPECT_OUTPUTS };
+enum { K_EXPECT = 256, K_HTML, K_JSON, K_RESAMPLES, K_SEED, K_EXPECT_OUTPUTS, K_LEVELS };
 
 static const cli_opt compare_table[] = {
     {"expect-speedup", K_EXPECT, "X[@C]", "gate: exit 3 unless the interval's lower end is >= X "
@@ -24,6 +24,10 @@ static const cli_opt compare_table[] = {
     {"expect-same-outputs", K_EXPECT_OUTPUTS, "F", "gate: exit 3 unless, at every level, at least this "
                 "share (0..1) of the requests matched by prompt key produced identical outputs or passed "
                 "the top-k check (runs recorded with sweep --record-outputs)"},
+    {"levels", K_LEVELS, "CA:CB", "one run instead of two: its outputs at closed-loop level C=CB against "
+                "those at C=CA for the same prompt keys (do outputs depend on batch size?); the run needs "
+                "--record-outputs and prompts shared by its levels (--reuse-prompts); --expect-same-outputs "
+                "gates it"},
     {"html", K_HTML, "FILE", "also write a comparison page overlaying both runs"},
     {"json", K_JSON, NULL, "machine-readable output instead of tables"},
     {"resamples", K_RESAMPLES, "N", "bootstrap resamples (default 2000, at least 200)"},
@@ -34,7 +38,8 @@ static const cli_opt compare_table[] = {
 static const cli_cmd compare_cmd = {
     "compare",
     "usage: loadlaw compare RUN_A RUN_B [--expect-speedup X[@C]] [--expect-same-outputs F]\n"
-    "                       [--html OUT.html] [--json] [--resamples N] [--seed S]",
+    "                       [--html OUT.html] [--json] [--resamples N] [--seed S]\n"
+    "       loadlaw compare RUN --levels CA:CB [--expect-same-outputs F] [--json]",
     "Compares run B against the baseline A at every level present in both\n"
     "(closed-loop levels by concurrency, open-loop ones by request rate): steady\n"
     "throughput B/A with a 95% bootstrap interval (engine steps resampled, fixed\n"
@@ -47,7 +52,8 @@ static const cli_cmd compare_cmd = {
     "follows: per level, the share of requests (matched by prompt key) with\n"
     "identical outputs, the first divergence position of the others, whether\n"
     "each side's token there is in the other's top-k, and the mean |delta logprob|\n"
-    "over the common prefix.\n",
+    "over the common prefix. With --levels, one run's level C=CB is compared\n"
+    "with its level C=CA the same way: whether outputs depend on batch size.\n",
     compare_table,
     "The bootstrap resamples engine steps (all requests' tokens in one step move\n"
     "together), not requests: the C streams of a level share every step, and a\n"
@@ -78,6 +84,7 @@ static int parse_expect(const char *s, double *x, int *c)
 }
 
 typedef struct compare_args {
+    int have_levels, level_c[2];  /* --levels CA:CB */
     const char *run_dir[2];
     sweep_compare_opts o;
 } compare_args;
@@ -95,6 +102,18 @@ static int on_opt(const cli_opt *opt, const char *v, void *ctx)
     switch (opt->key) {
     case K_HTML: a->o.html = v; return 0;
     case K_JSON: a->o.json = 1; return 0;
+    case K_LEVELS: {
+        int64_t ca, cb;
+        char buf[64], *colon;
+        snprintf(buf, sizeof buf, "%s", v);
+        if (!(colon = strchr(buf, ':')) || (*colon = '\0', ll_parse_int64(buf, &ca)) ||
+            ll_parse_int64(colon + 1, &cb) || ca < 1 || cb < 1 || ca > 1000000 || cb > 1000000 || ca == cb)
+            return cli_usage_error(&compare_cmd, "--levels wants CA:CB, two different concurrencies, got '%s'", v);
+        a->have_levels = 1;
+        a->level_c[0] = (int)ca;
+        a->level_c[1] = (int)cb;
+        return 0;
+    }
     case K_EXPECT_OUTPUTS:
         if (ll_parse_double(v, &a->o.expect_outputs) || !(a->o.expect_outputs >= 0 && a->o.expect_outputs <= 1))
             return cli_usage_error(&compare_cmd, "--expect-same-outputs wants a share from 0 to 1, got '%s'", v);
@@ -125,6 +144,13 @@ int cmd_compare(int argc, char **argv)
     int rc = cli_parse(&compare_cmd, argc, argv, on_opt, &a);
     if (rc != CLI_GO_ON)
         return rc;
+    if (a.have_levels) {
+        if (!a.run_dir[0] || a.run_dir[1])
+            return cli_usage_error(&compare_cmd, "--levels compares within one run: RUN --levels CA:CB");
+        if (a.o.have_expect || a.o.html)
+            return cli_usage_error(&compare_cmd, "--levels compares outputs only (no --expect-speedup, --html)");
+        return sweep_compare_levels(a.run_dir[0], a.level_c[0], a.level_c[1], &a.o);
+    }
     if (!a.run_dir[1])
         return cli_usage_error(&compare_cmd, "needs RUN_A and RUN_B (try loadlaw compare --help)");
     return sweep_compare(a.run_dir[0], a.run_dir[1], &a.o);

@@ -102,6 +102,10 @@ static int prepare(int argc, char **argv, sweep_opts *o, scn_scenario **scn, cha
         return ret;
     if ((ret = load_scenario(o, scn)) != CLI_OK)
         return ret;
+    if (ranks > 1 && (*scn)->trace_path) {
+        fprintf(stderr, "loadlaw sweep: a trace replays in one process (run it without mpirun)\n");
+        return CLI_USAGE;
+    }
     if (ranks > 1 && (*scn)->ab.enabled) {
         fprintf(stderr, "loadlaw sweep: an \"ab\" scenario runs in one process (run each side under mpirun)\n");
         return CLI_USAGE;

@@ -371,9 +371,83 @@ static int apply_prompts(const sweep_opts *o, scn_scenario *s)
     return 0;
 }
 
+/* "A:B" as two numbers (B may be empty: 0). */
+static int parse_window(const char *v, double *a, double *b)
+{
+    char *end;
+    *a = strtod(v, &end);
+    if (end == v || *end != ':' || !(*a >= 0 && *a < 1e9))
+        return -1;
+    const char *q = end + 1;
+    *b = 0;
+    if (!*q)
+        return 0;
+    *b = strtod(q, &end);
+    return end == q || *end || !(*b == 0 || (*b > *a && *b < 1e9)) ? -1 : 0;
+}
+
+/* --shared-prefix G:P. */
+static int apply_shared_prefix(const char *v, scn_scenario *s)
+{
+    char *end;
+    long g = strtol(v, &end, 10), p = 0;
+    if (end != v && *end == ':') {
+        const char *q = end + 1;
+        p = strtol(q, &end, 10);
+        if (end == q || *end)
+            p = 0;
+    }
+    if (!(g >= 1 && g <= 1000000 && p >= 1 && p <= 10000000))
+        return cli_usage_error(&sweep_cmd, "--shared-prefix: expected GROUPS:TOKENS like 4:512, got '%s'", v);
+    s->prefix_groups = (int)g;
+    s->prefix_tokens = (int)p;
+    return 0;
+}
+
+/* The first flag given that shapes levels (NULL: none). */
+static const char *level_flag_given(const sweep_opts *o)
+{
+    return o->conc ? "-c" : o->rate ? "--rate" : o->requests ? "-n" : o->duration ? "--duration"
+         : o->arrival ? "--arrival" : NULL;
+}
+
+/* The workload's shape: a trace to replay (which makes the one level) and
+ * shared prefixes. */
+static int apply_workload(const sweep_opts *o, scn_scenario *s)
+{
+    double x, a, b;
+    if (o->shared_prefix && apply_shared_prefix(o->shared_prefix, s))
+        return CLI_USAGE;
+    if ((o->trace_speed || o->trace_window) && !o->trace && !s->trace_path)
+        return cli_usage_error(&sweep_cmd, "%s: needs --trace (or a scenario's load.trace)",
+                               o->trace_speed ? "--trace-speed" : "--trace-window");
+    if (o->trace && scn_set_str(&s->trace_path, o->trace))
+        return cli_usage_error(&sweep_cmd, "out of memory");
+    if (o->trace_speed) {
+        if (ll_parse_double(o->trace_speed, &x) || !(x >= 1e-3 && x <= 1e6))
+            return cli_usage_error(&sweep_cmd, "--trace-speed: expected a factor in [0.001, 1e6], got '%s'",
+                                   o->trace_speed);
+        s->trace_speed = x;
+    }
+    if (o->trace_window) {
+        if (parse_window(o->trace_window, &a, &b))
+            return cli_usage_error(&sweep_cmd, "--trace-window: expected START:END seconds (START < END, END "
+                                   "empty for the end), got '%s'", o->trace_window);
+        s->trace_start_s = a;
+        s->trace_end_s = b;
+    }
+    const char *level_flag = level_flag_given(o);
+    if (s->trace_path && level_flag)
+        return cli_usage_error(&sweep_cmd, "%s with a trace: the trace's rows are the level (use --trace-window "
+                               "and --trace-speed)", level_flag);
+    return 0;
+}
+
 int sweep_apply_flags(const sweep_opts *o, scn_scenario *s)
 {
     int rc;
+    if ((rc = apply_workload(o, s)))
+        return rc;
     if ((rc = apply_target(o, s)) || (rc = apply_levels(o, s)) || (rc = apply_level_load(o, s)) ||
         (rc = apply_request(o, s)) || (rc = apply_prompts(o, s)) || (rc = sweep_apply_ab_flags(o, s)))
         return rc;

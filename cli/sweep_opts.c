@@ -19,7 +19,8 @@ enum {
     K_MAX_TOKENS, K_THINK_TOKENS, K_TIMEOUT, K_SEED, K_PROMPTS, K_NO_REPORT, K_PROMPT_TOKENS, K_PROMPT_WORDS,
     K_TOKENIZER, K_HEADER, K_EXTRA_BODY, K_ENDPOINT_PATH, K_NO_CONT_USAGE, K_MAX_FAILED,
     K_METRICS_URL, K_METRICS_INTERVAL, K_NO_METRICS, K_GPU, K_REPEAT, K_ORDER, K_ARRIVAL_STAMP, K_KEEP_GOING,
-    K_SOURCE_ADDRS, K_REUSE_PROMPTS, K_RECORD_OUTPUTS, K_GREEDY,
+    K_SOURCE_ADDRS, K_REUSE_PROMPTS, K_RECORD_OUTPUTS, K_GREEDY, K_TRACE, K_TRACE_SPEED, K_TRACE_WINDOW,
+    K_SHARED_PREFIX,
 };
 
 static const cli_opt sweep_table[] = {
@@ -85,6 +86,17 @@ static const cli_opt sweep_table[] = {
                 "repeats; scenario key prompts.reuse)"},
     {"tokenizer", K_TOKENIZER, "PATH", "Hugging Face tokenizer.json: exact prompt lengths and token counts "
                 "where the server gives no usage"},
+    {"shared-prefix", K_SHARED_PREFIX, "G:P", "every prompt starts with one of G fixed P-token texts (round "
+                "robin), then its own: the shape of system prompts and RAG documents (scenario key "
+                "load.shared_prefix)"},
+    {NULL, 0, NULL, "trace replay (docs/workloads.md):"},
+    {"trace", K_TRACE, "FILE", "replay a request trace: Mooncake JSONL, Azure LLM inference CSV or BurstGPT "
+                "CSV (known by their columns); one open-loop level, each row sent at its time with a prompt "
+                "of its input length (blocks of the same hash id: the same text) and max_tokens its output "
+                "length (scenario key load.trace; no -c, --rate, -n or --duration beside it)"},
+    {"trace-speed", K_TRACE_SPEED, "X", "replay X times faster (0.5: half as fast; default 1)"},
+    {"trace-window", K_TRACE_WINDOW, "START:END", "only the rows from START to END seconds of trace time "
+                "(after its first row; END empty or 0: to the end); the first is sent at once"},
     {NULL, 0, NULL, "server metrics:"},
     {"metrics-url", K_METRICS_URL, "URL", "also scrape this Prometheus endpoint (repeatable; e.g. a DCGM "
                 "exporter); the target's own /metrics is always scraped unless --no-metrics"},
@@ -133,9 +145,24 @@ static int parse_long(const char *flag, const char *v, long lo, long hi, long *o
     return 0;
 }
 
+/* The workload's options (checked where sweep_flags.c lays them). */
+static int on_workload_opt(sweep_opts *o, int key, const char *v)
+{
+    switch (key) {
+    case K_TRACE: o->trace = v; break;
+    case K_TRACE_SPEED: o->trace_speed = v; break;
+    case K_TRACE_WINDOW: o->trace_window = v; break;
+    case K_SHARED_PREFIX: o->shared_prefix = v; break;
+    }
+    return 0;
+}
+
+/* complexity: one switch over the option table, a line per option. */
 static int on_opt(const cli_opt *opt, const char *v, void *ctx)
 {
     sweep_opts *o = ctx;
+    if (opt && opt->key >= K_TRACE)
+        return on_workload_opt(o, opt->key, v);
     if (!opt) {
         if (o->scenario)
             return cli_usage_error(&sweep_cmd, "one scenario only ('%s' and '%s')", o->scenario, v);

@@ -38,6 +38,8 @@ typedef struct sweep_opts {
     long warmup, threads, max_tokens, think_tokens, seed;
     int no_report, quiet, no_continuous_usage;
     int keep_going;                      /* --keep-going: send the levels after one over --max-failed */
+    const char *trace, *trace_speed, *trace_window; /* --trace FILE, --trace-speed X, --trace-window A:B */
+    const char *shared_prefix;           /* --shared-prefix GROUPS:TOKENS */
 } sweep_opts;
 
 /* `loadlaw sweep` for opts.h: its option table and --help (sweep_opts.c);

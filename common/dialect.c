@@ -21,6 +21,8 @@ static const ll_srv_metric table[] = {
     {"loadlaw_step_duration_seconds_count", LL_SRV_LOADLAW, LL_ROLE_STEP_COUNT, NULL, NULL},
     {"loadlaw_steps_total", LL_SRV_LOADLAW, LL_ROLE_ITERS, NULL, NULL},
     {"loadlaw_generation_tokens_total", LL_SRV_LOADLAW, LL_ROLE_GEN_TOKENS, NULL, NULL},
+    {"loadlaw_prompt_tokens_total", LL_SRV_LOADLAW, LL_ROLE_PROMPT_UNCACHED, NULL, NULL},
+    {"loadlaw_prompt_tokens_cached_total", LL_SRV_LOADLAW, LL_ROLE_CACHED_TOKENS, NULL, NULL},
 
     /* vLLM v1 (older spellings kept: an older image still reports) */
     {"vllm:num_requests_running", LL_SRV_VLLM, LL_ROLE_RUNNING, NULL, NULL},

@@ -15,6 +15,18 @@
 
 #include "engine.h"
 
+/* A token a backend's model chose, for the response (sse.c): its id in
+ * [0, vocab), its logprob, and the top alternatives, the chosen one first.
+ * id < 0: the backend computes no tokens (the engine's seeded words stand). */
+#define ENG_TOK_TOP 8
+typedef struct eng_tok {
+    int32_t id;
+    int n_top;                 /* 0..ENG_TOK_TOP */
+    float lp;
+    int32_t top_id[ENG_TOK_TOP];
+    float top_lp[ENG_TOK_TOP];
+} eng_tok;
+
 /* The work of one step, as the scheduler hands it to the backend. */
 typedef struct eng_batch {
     int n_decode;              /* sequences that decode one token this step */
@@ -25,6 +37,12 @@ typedef struct eng_batch {
     const int *prefill_tok;    /* (n_prefill) prompt tokens prefilled for each */
     int prefill_tok_total;
     int64_t ctx_tok_total;     /* sum of decode_ctx */
+    /* Each sequence's seed, a function of the engine's seed and its prompt
+     * alone, and where a backend that computes tokens puts them (ids preset
+     * to -1): decode_out[i] is decode sequence i's token, prefill_out[i] the
+     * first token of prefill chunk i when that chunk completes its prompt. */
+    const uint64_t *decode_seed, *prefill_seed;
+    eng_tok *decode_out, *prefill_out;
 } eng_batch;
 
 /* A timed phase inside a step (for /metrics and the profiler trace).

@@ -97,6 +97,7 @@ void eng_config_default(eng_config *cfg)
     cfg->capacity_tok = 4096;
     cfg->min_ctx_tok = -1; /* = topk */
     cfg->default_max_tokens = 256;
+    cfg->prefix_cache_blocks = 65536;
     /* sizeof(eng_step) = 56 bytes a step: 56 MB at most, about 5.6 hours
      * of 20 ms steps */
     cfg->step_log_max = 1000000;
@@ -242,6 +243,8 @@ struct eng_key {
 static int set_backend(eng_config *cfg, const eng_key *k, const char *value, char *err, size_t errlen);
 static int set_law(eng_config *cfg, const eng_key *k, const char *value, char *err, size_t errlen);
 static int set_min_ctx(eng_config *cfg, const eng_key *k, const char *value, char *err, size_t errlen);
+static int set_attn_fault(eng_config *cfg, const eng_key *k, const char *value, char *err,
+                          size_t errlen);
 static int set_buckets(eng_config *cfg, const eng_key *k, const char *value, char *err, size_t errlen);
 static int set_knee(eng_config *cfg, const eng_key *k, const char *value, char *err, size_t errlen);
 
@@ -313,6 +316,11 @@ static const eng_key keys[] = {
            "the key /start_profile and /stop_profile need instead of api_key (serve also reads "
            "LOADLAW_CONTROL_KEY)"),
     BOOL("no_control", no_control, "turn /start_profile and /stop_profile off (404)"),
+    BOOL("prefix_cache", prefix_cache,
+         "keep a prefix cache: a prompt's leading 16-word blocks an earlier prompt had are not "
+         "prefilled again, and are said as usage.prompt_tokens_details.cached_tokens"),
+    INT("prefix_cache_blocks", prefix_cache_blocks, 1, 1 << 26, "N",
+        "blocks the prefix cache keeps, oldest evicted first (default 65536)"),
     BOOL("metrics_vllm_names", metrics_vllm_names,
          "also export vLLM's vllm:num_requests_running/waiting in /metrics (colons: not "
          "promtool-clean)"),
@@ -335,6 +343,9 @@ static const eng_key keys[] = {
     INT("vocab", vocab, 2, 1 << 20, "N", "cpu/cuda: vocabulary (default 1024)"),
     INT("capacity", capacity_tok, 1, 1 << 24, "N", "cpu/cuda: KV rows per sequence slot (default 4096)"),
     CUSTOM("min_ctx", set_min_ctx, "N|topk", "cpu/cuda: rows attended at least (default topk; 0 = real context)"),
+    CUSTOM("attn_fault", set_attn_fault, "none|skip_last_tile|swap_heads",
+           "testing: cpu attn=tiled drops each sequence's last KV tile, or writes each head's "
+           "output from its neighbour's accumulator (fast and wrong; default none)"),
     {.name = "kv", .type = KEY_CHOICE, .slot = STR_KV, .choices = "bf16|fp8", .form = "bf16|fp8",
      .help = "cuda: KV cache layout, bf16 1152 B or DeepSeek-V3.2 fp8 656 B per row (default bf16)"},
     INT("device", device, 0, 1023, "K", "cuda: CUDA device index (default 0)"),
@@ -567,6 +578,20 @@ static int set_min_ctx(eng_config *cfg, const eng_key *k, const char *value, cha
     }
     cfg->min_ctx_tok = (int)i;
     return 0;
+}
+
+static int set_attn_fault(eng_config *cfg, const eng_key *k, const char *value, char *err,
+                          size_t errlen)
+{
+    static const char *const names[] = {"none", "skip_last_tile", "swap_heads"};
+    for (int i = 0; i < 3; i++)
+        if (strcmp(value, names[i]) == 0) {
+            cfg->attn_fault = i; /* ENG_ATTN_FAULT_* in this order */
+            return 0;
+        }
+    ll_errf(err, errlen, "%s: expected none, skip_last_tile or swap_heads, got \"%s\"", k->name,
+            value);
+    return LL_EINVAL;
 }
 
 /* "none", or up to ENG_LAW_MAX_BUCKETS strictly increasing integers in

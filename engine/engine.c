@@ -67,6 +67,12 @@ static int check_config(const eng_config *c, char *err, size_t errlen)
                              "max_context and default_max_tokens must be >= 1");
         return LL_EINVAL;
     }
+    if (c->prefix_cache && c->backend != ENG_BACKEND_SYNTHETIC) {
+        /* the cpu and cuda backends would have to keep the cached rows' KV */
+        ll_errf(err, errlen, "engine config: prefix_cache needs backend=synthetic (the cpu and cuda backends "
+                             "keep no KV rows for cached prompt tokens)");
+        return LL_EINVAL;
+    }
     if (!(c->time_scale > 0) || c->jitter_frac < 0 || c->law_a_ms < 0 || c->law_b_ms < 0 ||
         c->law_c_ms_per_ktok < 0 || c->law_p_ms_per_tok < 0) {
         ll_errf(err, errlen, "engine config: time_scale must be > 0 and law terms and jitter >= 0");
@@ -172,6 +178,11 @@ int eng_start(const eng_config *cfg, eng_engine **out, char *err, size_t errlen)
     }
     LL_TRY(e->be->create(&e->cfg, &e->be_state, err, errlen));
     have_backend = 1;
+    if (cfg->prefix_cache && !(e->prefix = eng_prefix_new((size_t)cfg->prefix_cache_blocks))) {
+        ll_errf(err, errlen, "engine: out of memory for the prefix cache");
+        rc = LL_ENOMEM;
+        goto fail;
+    }
     LL_TRY(init_sync(e, err, errlen));
     have_sync = 1;
     LL_TRY(eng_sched_start(e, err, errlen));
@@ -187,8 +198,10 @@ fail:
         destroy_sync(e);
     if (have_backend)
         e->be->destroy(e->be_state);
-    if (e)
+    if (e) {
+        eng_prefix_free(e->prefix);
         eng_config_free(&e->cfg);
+    }
     free(e);
     return rc;
 }
@@ -281,6 +294,7 @@ void eng_stop(eng_engine *e)
     eng_sched_stop(e);
     eng_server_stop(e);
     e->be->destroy(e->be_state);
+    eng_prefix_free(e->prefix);
     ll_vec_free(&e->prof.steps);
     ll_vec_free(&e->prof.phases);
     ll_vec_free(&e->log);

@@ -77,8 +77,13 @@ typedef struct eng_req {
     /* scheduler thread only */
     struct eng_req *next;          /* waiting queue link (under eng->mu while queued) */
     int slot;
-    int prefilled;                 /* prompt tokens prefilled so far */
+    int prefilled;                 /* prompt tokens prefilled so far (cached ones included) */
+    int cached_tok;                /* prompt tokens the prefix cache served */
+    uint64_t *prefix_keys;         /* the prompt's block keys (eng_prefix_keys); NULL */
+    int n_prefix_keys;
     int gen;                       /* tokens emitted so far */
+    eng_tok *toks;                 /* (target_tok) the model's tokens when the backend
+                                    * computes them (sched.c), else NULL; read by sse.c */
     int started;                   /* prefill complete, decoding */
     /* under eng->io_mu */
     ll_buf out;                    /* SSE / JSON bytes not yet handed to MHD */
@@ -104,6 +109,20 @@ typedef struct eng_req {
     int send_fd;
     char rid[LL_REC_HANDOFF_REQ_MAX + 1]; /* X-Request-Id, or "engine-<id>" */
 } eng_req;
+
+/* prefix_cache.c: the engine's prefix cache (eng_config.prefix_cache). A
+ * block is ENG_PREFIX_BLOCK words; a prompt's keys name its prefixes block
+ * by block. */
+#define ENG_PREFIX_BLOCK 16
+typedef struct eng_prefix_cache eng_prefix_cache;
+eng_prefix_cache *eng_prefix_new(size_t blocks);
+void eng_prefix_free(eng_prefix_cache *c);
+/* The keys of a parsed request body's prompt (chat: its messages' text;
+ * else its prompt strings), whole blocks only. *keys: caller frees. 0 or LL_ENOMEM. */
+int eng_prefix_keys(const cJSON *root, int chat, uint64_t **keys, int *n_keys);
+/* At admission (the scheduler thread): the prompt tokens its leading cached
+ * blocks cover (never the whole prompt), and its blocks inserted. */
+int eng_prefix_admit(eng_prefix_cache *c, const uint64_t *keys, int n_keys, int prompt_tok);
 
 void eng_req_ref(eng_req *r);
 void eng_req_unref(eng_req *r);
@@ -192,6 +211,8 @@ typedef struct eng_engine {
 
     /* metrics (under mu) */
     uint64_t steps_total, prompt_tok_total, gen_tok_total;
+    uint64_t prompt_cached_total;  /* prompt tokens the prefix cache served */
+    eng_prefix_cache *prefix;      /* scheduler thread only; NULL when off */
     uint64_t req_finished, req_cancelled, req_rejected;
     uint64_t hist[ENG_HIST_BUCKETS];
     double step_sum_s;

@@ -90,6 +90,9 @@ static int metrics_write(eng_engine *e, ll_buf *b)
                    (unsigned long long)e->steps_total));
     LL_TRY(COUNTER(b, "loadlaw_prompt_tokens_total", "Prompt tokens prefilled.", "%llu",
                    (unsigned long long)e->prompt_tok_total));
+    LL_TRY(COUNTER(b, "loadlaw_prompt_tokens_cached_total",
+                   "Prompt tokens the prefix cache served (prefix_cache=1), not prefilled.", "%llu",
+                   (unsigned long long)e->prompt_cached_total));
     LL_TRY(COUNTER(b, "loadlaw_generation_tokens_total", "Tokens generated.", "%llu",
                    (unsigned long long)e->gen_tok_total));
     LL_TRY(ll_buf_printf(b, "# HELP loadlaw_requests_total Requests that left the engine, by outcome.\n"

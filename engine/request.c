@@ -19,6 +19,8 @@ void eng_req_unref(eng_req *r)
     if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
         return;
     ll_buf_free(&r->out);
+    free(r->prefix_keys);
+    free(r->toks);
     free(r);
 }
 
@@ -367,8 +369,11 @@ eng_req *eng_req_parse(eng_engine *e, int kind, const char *body, size_t len,
                       "prompt (%d tokens) plus max_tokens (%d) exceeds the context limit of %d",
                       prompt, o.max_tok, cfg->max_context_tok));
     r = new_req(e, kind, prompt, &o);
-    if (!r)
+    if (!r || (cfg->prefix_cache && eng_prefix_keys(root, kind == ENG_REQ_CHAT, &r->prefix_keys, &r->n_prefix_keys))) {
+        eng_req_unref(r);
+        r = NULL;
         LL_TRY(refuse(&er, 500, NULL, "out of memory"));
+    }
     cJSON_Delete(root);
     return r;
 fail:

@@ -48,6 +48,11 @@ typedef struct eng_sched {
     int *dec_slot, *pre_slot, *pre_tok;
     int64_t *dec_ctx;
     eng_req **dec_req, **pre_req;
+    /* the model's tokens (backend.h, eng_tok): seeds in, tokens out; pre_at[k]
+     * is pre_req[k]'s index in the batch (pre_req is reordered) */
+    uint64_t *dec_seed, *pre_seed;
+    eng_tok *dec_out, *pre_out;
+    int *pre_at;
 } eng_sched;
 
 static void sched_free(eng_sched *s)
@@ -56,6 +61,7 @@ static void sched_free(eng_sched *s)
         return;
     free(s->run); free(s->free_slot); free(s->dec_slot); free(s->pre_slot);
     free(s->pre_tok); free(s->dec_ctx); free(s->dec_req); free(s->pre_req);
+    free(s->dec_seed); free(s->pre_seed); free(s->dec_out); free(s->pre_out); free(s->pre_at);
     free(s);
 }
 
@@ -73,8 +79,14 @@ static eng_sched *sched_new(int cap)
     s->dec_ctx = calloc((size_t)cap, sizeof *s->dec_ctx);
     s->dec_req = calloc((size_t)cap, sizeof *s->dec_req);
     s->pre_req = calloc((size_t)cap, sizeof *s->pre_req);
+    s->dec_seed = calloc((size_t)cap, sizeof *s->dec_seed);
+    s->pre_seed = calloc((size_t)cap, sizeof *s->pre_seed);
+    s->dec_out = calloc((size_t)cap, sizeof *s->dec_out);
+    s->pre_out = calloc((size_t)cap, sizeof *s->pre_out);
+    s->pre_at = calloc((size_t)cap, sizeof *s->pre_at);
     if (!s->run || !s->free_slot || !s->dec_slot || !s->pre_slot || !s->pre_tok ||
-        !s->dec_ctx || !s->dec_req || !s->pre_req) {
+        !s->dec_ctx || !s->dec_req || !s->pre_req || !s->dec_seed || !s->pre_seed ||
+        !s->dec_out || !s->pre_out || !s->pre_at) {
         sched_free(s);
         return NULL;
     }
@@ -183,6 +195,17 @@ static void drop_cancelled_waiting(eng_engine *e)
     }
 }
 
+/* Keep the token the backend's model chose at pos (none: id < 0), for sse.c. */
+static int keep_token(eng_req *r, int pos, const eng_tok *t)
+{
+    if (t->id < 0 || pos >= r->target_tok)
+        return 0;
+    if (!r->toks && !(r->toks = calloc((size_t)r->target_tok, sizeof *r->toks)))
+        return LL_ENOMEM;
+    r->toks[pos] = *t;
+    return 0;
+}
+
 /* Hand this step's tokens (one per sequence) to their streams. */
 static void emit(eng_engine *e, eng_sched *s, int n_dec, int n_pre_done, int64_t step_end_ns)
 {
@@ -192,8 +215,8 @@ static void emit(eng_engine *e, eng_sched *s, int n_dec, int n_pre_done, int64_t
         eng_req *r = k < n_dec ? s->dec_req[k] : s->pre_req[k - n_dec];
         int pos = r->gen++;
         r->started = 1;
-        int rc = 0;
-        if (r->stream)
+        int rc = keep_token(r, pos, k < n_dec ? &s->dec_out[k] : &s->pre_out[s->pre_at[k - n_dec]]);
+        if (r->stream && !rc)
             rc = eng_sse_tokens(r, pos, 1);
         if (k_sample > 0 && r->stream && !rc && pos % k_sample == 0) {
             /* read_cb records it once the stream's bytes up to here are handed over */
@@ -363,6 +386,11 @@ static void admit_waiting(eng_engine *e, eng_sched *s)
         r->next = NULL;
         r->slot = s->free_slot[--s->n_free];
         s->run[s->n_run++] = r;
+        if (e->prefix) { /* its cached leading blocks are not prefilled again */
+            r->cached_tok = eng_prefix_admit(e->prefix, r->prefix_keys, r->n_prefix_keys, r->prompt_tok);
+            r->prefilled = r->cached_tok;
+            e->prompt_cached_total += (uint64_t)r->cached_tok;
+        }
     }
     atomic_store(&e->n_running, s->n_run);
 }
@@ -393,6 +421,8 @@ static eng_batch build_batch(eng_engine *e, eng_sched *s, int *n_pre_done)
             s->dec_req[n_dec] = r;
             s->dec_slot[n_dec] = r->slot;
             s->dec_ctx[n_dec] = (int64_t)r->prompt_tok + r->gen;
+            s->dec_seed[n_dec] = r->seed;
+            s->dec_out[n_dec].id = -1;
             ctx += s->dec_ctx[n_dec];
             n_dec++;
             continue;
@@ -405,6 +435,9 @@ static eng_batch build_batch(eng_engine *e, eng_sched *s, int *n_pre_done)
         s->pre_slot[n_pre] = r->slot;
         s->pre_tok[n_pre] = chunk;
         s->pre_req[n_pre] = r;
+        s->pre_seed[n_pre] = r->seed;
+        s->pre_out[n_pre].id = -1;
+        s->pre_at[n_pre] = n_pre;
         pre_total += chunk;
         r->prefilled += chunk;
         n_pre++;
@@ -415,13 +448,18 @@ static eng_batch build_batch(eng_engine *e, eng_sched *s, int *n_pre_done)
     for (int i = 0; i < n_pre; i++)
         if (s->pre_req[i]->prefilled == s->pre_req[i]->prompt_tok) {
             eng_req *t = s->pre_req[i];
+            int at = s->pre_at[i];
             s->pre_req[i] = s->pre_req[*n_pre_done];
+            s->pre_at[i] = s->pre_at[*n_pre_done];
+            s->pre_at[*n_pre_done] = at;
             s->pre_req[(*n_pre_done)++] = t;
         }
     return (eng_batch){
         .n_decode = n_dec, .decode_slot = s->dec_slot, .decode_ctx = s->dec_ctx,
         .n_prefill = n_pre, .prefill_slot = s->pre_slot, .prefill_tok = s->pre_tok,
         .prefill_tok_total = pre_total, .ctx_tok_total = ctx,
+        .decode_seed = s->dec_seed, .prefill_seed = s->pre_seed,
+        .decode_out = s->dec_out, .prefill_out = s->pre_out,
     };
 }
 

@@ -11,8 +11,13 @@
  * prompt's (request.c), so the same prompt gets the same words. Asked for,
  * each token chunk also carries its id (vLLM's token_ids) and logprobs with
  * top-k alternatives in OpenAI's spelling (chat's logprobs.content[],
- * completions' tokens / token_logprobs / top_logprobs). */
+ * completions' tokens / token_logprobs / top_logprobs).
+ * A backend that computes tokens (the cpu backend's greedy argmax, kept in
+ * r->toks by sched.c) replaces the seeded words: token id i is spelled as
+ * word i mod 64 followed by i / 64 when that is not 0 ("tile", "tile3"), and
+ * the logprobs and alternatives are the model's. */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,7 +44,28 @@ static uint64_t mix_at(const eng_req *r, int pos)
     return z ^ (z >> 32);
 }
 
-static const char *word_at(const eng_req *r, int pos) { return words[mix_at(r, pos) & 63]; }
+/* The model's token at pos, or NULL where the seeded words stand. */
+static const eng_tok *model_tok(const eng_req *r, int pos)
+{
+    return r->toks && r->toks[pos].id >= 0 ? &r->toks[pos] : NULL;
+}
+
+static int tok_id(const eng_req *r, int pos)
+{
+    const eng_tok *t = model_tok(r, pos);
+    return t ? t->id : (int)(mix_at(r, pos) & 63);
+}
+
+/* Token id's text (without its leading space) into buf[16]. */
+static const char *id_text(int id, char *buf)
+{
+    if (id < 64)
+        return words[id];
+    snprintf(buf, 16, "%s%d", words[id & 63], id >> 6);
+    return buf;
+}
+
+static const char *word_at(const eng_req *r, int pos, char *buf) { return id_text(tok_id(r, pos), buf); }
 
 /* ---- logprobs: the synthetic model's certainty, as data ----------------------
  * Position pos's chosen word is its token id (0..63, the word list's index);
@@ -50,28 +76,57 @@ static double lp_at(const eng_req *r, int pos) { return -(double)((mix_at(r, pos
 
 static int alt_id(int id, int j) { return (id + 13 * j) & 63; }
 
+/* The chosen token's logprob, the alternatives given (at most lp_top), and
+ * the j-th alternative (j = 0 is the chosen token). */
+static double tok_lp(const eng_req *r, int pos)
+{
+    const eng_tok *t = model_tok(r, pos);
+    return t ? t->lp : lp_at(r, pos);
+}
+
+static int n_alt(const eng_req *r, int pos)
+{
+    const eng_tok *t = model_tok(r, pos);
+    return t && t->n_top < r->lp_top ? t->n_top : r->lp_top;
+}
+
+static void alt_at(const eng_req *r, int pos, int j, int *id, double *lp)
+{
+    const eng_tok *t = model_tok(r, pos);
+    if (t) {
+        *id = t->top_id[j];
+        *lp = t->top_lp[j];
+    } else {
+        *id = alt_id(tok_id(r, pos), j);
+        *lp = lp_at(r, pos) - (j ? 1 + 0.5 * j : 0);
+    }
+}
+
 /* chat: "logprobs":{"content":[{"token":" w","logprob":L,"top_logprobs":[...]}]} */
 static int chat_logprobs(ll_buf *b, const eng_req *r, int pos)
 {
-    int id = (int)(mix_at(r, pos) & 63), rc;
-    double lp = lp_at(r, pos);
-    rc = ll_buf_printf(b, "\"logprobs\":{\"content\":[{\"token\":\" %s\",\"logprob\":%.4f,\"top_logprobs\":[",
-                       words[id], lp);
-    for (int j = 0; j < r->lp_top && !rc; j++)
-        rc = ll_buf_printf(b, "%s{\"token\":\" %s\",\"logprob\":%.4f}", j ? "," : "", words[alt_id(id, j)],
-                           lp - (j ? 1 + 0.5 * j : 0));
+    char tb[16];
+    int rc = ll_buf_printf(b, "\"logprobs\":{\"content\":[{\"token\":\" %s\",\"logprob\":%.4f,\"top_logprobs\":[",
+                           word_at(r, pos, tb), tok_lp(r, pos));
+    for (int j = 0, n = n_alt(r, pos), id; j < n && !rc; j++) {
+        double lp;
+        alt_at(r, pos, j, &id, &lp);
+        rc = ll_buf_printf(b, "%s{\"token\":\" %s\",\"logprob\":%.4f}", j ? "," : "", id_text(id, tb), lp);
+    }
     return rc ? rc : LIT(b, "]}]}");
 }
 
 /* completions: "logprobs":{"tokens":[" w"],"token_logprobs":[L],"top_logprobs":[{" w":L,...}]} */
 static int completion_logprobs(ll_buf *b, const eng_req *r, int pos)
 {
-    int id = (int)(mix_at(r, pos) & 63), rc;
-    double lp = lp_at(r, pos);
-    rc = ll_buf_printf(b, "\"logprobs\":{\"tokens\":[\" %s\"],\"token_logprobs\":[%.4f],\"top_logprobs\":[{",
-                       words[id], lp);
-    for (int j = 0; j < r->lp_top && !rc; j++)
-        rc = ll_buf_printf(b, "%s\" %s\":%.4f", j ? "," : "", words[alt_id(id, j)], lp - (j ? 1 + 0.5 * j : 0));
+    char tb[16];
+    int rc = ll_buf_printf(b, "\"logprobs\":{\"tokens\":[\" %s\"],\"token_logprobs\":[%.4f],\"top_logprobs\":[{",
+                           word_at(r, pos, tb), tok_lp(r, pos));
+    for (int j = 0, n = n_alt(r, pos), id; j < n && !rc; j++) {
+        double lp;
+        alt_at(r, pos, j, &id, &lp);
+        rc = ll_buf_printf(b, "%s\" %s\":%.4f", j ? "," : "", id_text(id, tb), lp);
+    }
     return rc ? rc : LIT(b, "}]}");
 }
 
@@ -81,7 +136,7 @@ static int token_extras(ll_buf *b, const eng_req *r, int pos)
 {
     int rc = 0;
     if (r->return_ids)
-        rc = ll_buf_printf(b, "\"token_ids\":[%d],", (int)(mix_at(r, pos) & 63));
+        rc = ll_buf_printf(b, "\"token_ids\":[%d],", tok_id(r, pos));
     if (!rc && r->lp_top >= 0)
         rc = r->kind == ENG_REQ_CHAT ? chat_logprobs(b, r, pos) : completion_logprobs(b, r, pos);
     else if (!rc)
@@ -107,6 +162,8 @@ static int usage(ll_buf *b, const eng_req *r, int completion, int details)
     if (!rc && details)
         rc = ll_buf_printf(b, ",\"completion_tokens_details\":{\"reasoning_tokens\":%d}",
                            r->think_tok < completion ? r->think_tok : completion);
+    if (!rc && r->eng->prefix) /* read after admission: the usage goes out with the last token */
+        rc = ll_buf_printf(b, ",\"prompt_tokens_details\":{\"cached_tokens\":%d}", r->cached_tok);
     return rc ? rc : LIT(b, "}");
 }
 
@@ -135,18 +192,19 @@ static int append_str(ll_buf *b, const char *s) { return ll_buf_append(b, s, str
 static int token_chunk(ll_buf *b, eng_req *r, int pos)
 {
     int last = pos == r->target_tok - 1, think = pos < r->think_tok;
+    char tb[16];
     int rc = chunk_head(b, r);
     if (r->kind == ENG_REQ_CHAT) {
         rc = rc ? rc : (think ? LIT(b, "\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\" ")
                               : LIT(b, "\"choices\":[{\"index\":0,\"delta\":{\"content\":\" "));
-        rc = rc ? rc : append_str(b, word_at(r, pos));
+        rc = rc ? rc : append_str(b, word_at(r, pos, tb));
         rc = rc ? rc : LIT(b, "\"},");
         rc = rc ? rc : token_extras(b, r, pos);
     } else {
         rc = rc ? rc : LIT(b, "\"choices\":[{\"index\":0,\"text\":\"");
         rc = rc ? rc : (think && pos == 0 ? LIT(b, "<think>") : 0);
         rc = rc ? rc : LIT(b, " ");
-        rc = rc ? rc : append_str(b, word_at(r, pos));
+        rc = rc ? rc : append_str(b, word_at(r, pos, tb));
         rc = rc ? rc : (think && pos == r->think_tok - 1 ? LIT(b, "</think>") : 0);
         rc = rc ? rc : LIT(b, "\",");
         rc = rc ? rc : token_extras(b, r, pos);
@@ -195,9 +253,10 @@ int eng_sse_tokens(eng_req *r, int from, int n)
 
 static int words_into(ll_buf *b, const eng_req *r, int from, int to)
 {
+    char tb[16];
     int rc = 0;
     for (int i = from; i < to && !rc; i++)
-        rc = ll_buf_printf(b, " %s", word_at(r, i));
+        rc = ll_buf_printf(b, " %s", word_at(r, i, tb));
     return rc;
 }
 

@@ -114,6 +114,8 @@ int fit_cmp_xi_pair(const void *a, const void *b);
  * deviation) around it; v is reordered and overwritten. */
 void fit_median_mad(double *v, size_t n, double *med, double *sd);
 
+/* regress.c: the total sum of squares of y[0..n) around its mean (n > 0). */
+double fit_total_ss(const double *y, size_t n);
 /* model.c: N padded to the captured batch size (fit.h "The context term"). */
 double fit_bucket_of(double n);
 /* model.c: the model check on step points (x = N, y = ms per token, k = K

@@ -361,12 +361,7 @@ static int model_check_core(const double *x, const double *y, const double *k, s
         free(d);
         return 0;
     }
-    double mean = 0, tss = 0;
-    for (size_t i = 0; i < n; i++)
-        mean += y[i];
-    mean /= (double)n;
-    for (size_t i = 0; i < n; i++)
-        tss += (y[i] - mean) * (y[i] - mean);
+    double tss = fit_total_ss(y, n);
     double floor_rss = 1e-18 * (tss > 0 ? tss : 1.0);
 
     double cl[3], cq[3], rss_l, rss_q;

@@ -391,6 +391,79 @@ fail:
     return rc;
 }
 
+/* Within one run: level CA's requests play A, level CB's play B, matched by
+ * prompt key as between two runs (one group, reported as CB). */
+static int split_levels(side *all, int ga, int gb, side *sa, side *sb)
+{
+    for (size_t i = 0; i < all->reqs.n; i++) {
+        oreq r = all->reqs.v[i];
+        side *to = r.group == ga ? sa : r.group == gb ? sb : NULL;
+        if (!to)
+            continue;
+        r.group = 0;
+        if (!(r.o = ll_rec_outputs_dup(r.o)) || ll_vec_push(&to->reqs, r)) {
+            ll_rec_outputs_free(r.o);
+            return LL_ENOMEM;
+        }
+        fit_outputs *res = sa->res;
+        int k = to->is_b;
+        res->n_req[k]++;
+        res->n_with_outputs[k]++;
+        res->n_with_lp[k] += r.o->lp != NULL;
+        res->n_with_top[k] += r.o->top_k > 0;
+        res->n_with_ids[k] += r.o->ids != NULL;
+    }
+    number_occurrences(sa);
+    number_occurrences(sb);
+    return 0;
+}
+
+int fit_outputs_compare_levels(const char *run, int c_a, int c_b, fit_outputs **out, char *err, size_t errlen)
+{
+    group_vec groups = {0};
+    fit_outputs *res = calloc(1, sizeof *res);
+    side s = {.is_b = 0, .groups = &groups, .res = res}, sa = {.is_b = 0, .res = res}, sb = {.is_b = 1, .res = res};
+    acc ac = {0}, all = {0};
+    int rc = 0, ga = -1, gb = -1;
+    *out = NULL;
+    LL_TRY(res ? 0 : LL_ENOMEM);
+    LL_TRY(read_side(run, &s, err, errlen));
+    for (size_t g = 0; g < groups.n; g++)
+        if (!groups.v[g].open_loop) {
+            ga = groups.v[g].concurrency == c_a ? (int)g : ga;
+            gb = groups.v[g].concurrency == c_b ? (int)g : gb;
+        }
+    if (s.no_outputs || ga < 0 || gb < 0) {
+        ll_errf(err, errlen, "%s: %s", run, s.no_outputs ? "recorded no outputs (sweep --record-outputs)"
+                                            : "has no closed-loop level with that C and recorded outputs");
+        rc = LL_EINVAL;
+        goto fail;
+    }
+    memset(res->n_req, 0, sizeof res->n_req);
+    memset(res->n_with_outputs, 0, sizeof res->n_with_outputs);
+    memset(res->n_with_lp, 0, sizeof res->n_with_lp);
+    memset(res->n_with_top, 0, sizeof res->n_with_top);
+    memset(res->n_with_ids, 0, sizeof res->n_with_ids);
+    LL_TRY(split_levels(&s, ga, gb, &sa, &sb));
+    res->n_levels = 1;
+    LL_TRY((res->levels = calloc(1, sizeof *res->levels)) ? 0 : LL_ENOMEM);
+    res->levels[0].concurrency = c_b;
+    LL_TRY(match(res, &sa, &sb, &ac, &all));
+    *out = res;
+    res = NULL;
+fail:
+    if (rc == LL_ENOMEM)
+        ll_errf(err, errlen, "out of memory comparing outputs");
+    ll_vec_free(&ac.pos);
+    ll_vec_free(&all.pos);
+    ll_vec_free(&groups);
+    free_side(&s);
+    free_side(&sa);
+    free_side(&sb);
+    fit_outputs_free(res);
+    return rc;
+}
+
 void fit_outputs_free(fit_outputs *o)
 {
     if (!o)

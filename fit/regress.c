@@ -42,6 +42,18 @@ static void law_nan(fit_law *L)
     L->a_ci_ms[0] = L->a_ci_ms[1] = L->b_ci_ms[0] = L->b_ci_ms[1] = NAN;
 }
 
+/* fit_internal.h. */
+double fit_total_ss(const double *y, size_t n)
+{
+    double mean = 0, tss = 0;
+    for (size_t i = 0; i < n; i++)
+        mean += y[i];
+    mean /= (double)n;
+    for (size_t i = 0; i < n; i++)
+        tss += (y[i] - mean) * (y[i] - mean);
+    return tss;
+}
+
 /* Distinct values of x, sorted, into *out (caller frees). */
 int fit_distinct_x(const double *x, size_t n, double **out, size_t *nd)
 {
@@ -119,12 +131,7 @@ static int fit_ols(const double *x, const double *y, size_t n, fit_law *L, char 
         ll_errf(err, errlen, "OLS fit failed: %s", gsl_strerror(st));
         return LL_EINVAL;
     }
-    double mean = 0, tss = 0;
-    for (size_t i = 0; i < n; i++)
-        mean += y[i];
-    mean /= (double)n;
-    for (size_t i = 0; i < n; i++)
-        tss += (y[i] - mean) * (y[i] - mean);
+    double tss = fit_total_ss(y, n);
     double *r = calloc(n + 1, sizeof *r);
     if (!r) {
         ll_errf(err, errlen, "out of memory in fit");

@@ -13,7 +13,8 @@
 
 #include "fit_internal.h"
 
-/* What the run asked of every request: max_tokens (0 = unknown) and whether
+/* What the run asked of every request: max_tokens (0 = unknown, as in a
+ * trace replay, whose rows ask their own) and whether
  * the server was asked to ignore EOS (the scenario's ignore_eos, or an
  * extra body that sets it). */
 /* The prompt length asked in tokens when prompts were built to it without
@@ -42,7 +43,9 @@ static void asked(const fit_run *run, int64_t *max_tokens, int *ignore_eos, doub
     *prompt_tok = asked_prompt_tokens(config);
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(req, "max_tokens");
     const cJSON *extra = cJSON_GetObjectItemCaseSensitive(req, "extra_body");
-    if (cJSON_IsNumber(mt) && mt->valuedouble >= 1)
+    /* a trace replay asks each row's own output length: no one max_tokens */
+    const cJSON *trace = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(config, "load"), "trace");
+    if (cJSON_IsNumber(mt) && mt->valuedouble >= 1 && (!trace || cJSON_IsNull(trace)))
         *max_tokens = (int64_t)mt->valuedouble;
     *ignore_eos = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "ignore_eos")) ||
                   cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(extra, "ignore_eos"));

@@ -73,6 +73,10 @@ typedef struct lg_xfer {
      * scenario reuses prompts; its tokens when a tokenizer counts them. */
     char head[40];
     int head_tok;
+    size_t head_at;                /* where in the prompt the head goes (scn_prompt_head_at):
+                                    * after a prefix other requests share, else 0 */
+    int max_tokens;                /* this request's length cap: a trace row's output
+                                    * length, else the scenario's max_tokens */
 } lg_xfer;
 
 struct lg_worker {

@@ -5,7 +5,8 @@
  * whichever worker frees a slot first. Open loop: the level's arrival times
  * are one seeded sequence; worker w takes arrivals w, w+W, w+2W, ... and
  * computes the whole sequence itself (nothing shared), sending each when it
- * is due and recording both intended and actual send times. A worker leaves
+ * is due and recording both intended and actual send times (a trace level:
+ * arrival k at its row's time, scn_prompt_send_ns). A worker leaves
  * when it has nothing left to send and nothing in flight, or when the
  * interrupt deadline passes (then in-flight transfers are aborted). */
 #include "lg_internal.h"
@@ -164,13 +165,19 @@ typedef struct arrivals {
     int poisson;
     int k;          /* index of the arrival at t_ns */
     int64_t t_ns;
+    const scn_prompts *trace; /* a trace level: arrival k at start + its row's time */
+    int64_t start_ns;
 } arrivals;
 
 static void arr_next(arrivals *a)
 {
+    a->k++;
+    if (a->trace) {
+        a->t_ns = a->start_ns + scn_prompt_send_ns(a->trace, (size_t)a->k);
+        return;
+    }
     double gap_s = a->poisson ? ll_rng_exponential(&a->rng, a->rate) : 1.0 / a->rate;
     a->t_ns += (int64_t)(gap_s * 1e9);
-    a->k++;
 }
 
 /* One worker's walk through a level. */
@@ -197,6 +204,11 @@ static void walk_init(walk *k, lg_worker *w)
     k->a.rate = L->rate_per_s;
     k->a.poisson = L->lv->arrival == SCN_ARRIVAL_POISSON;
     k->a.t_ns = L->start_ns;
+    if (L->lv->arrival == SCN_ARRIVAL_TRACE && w->run->scn->trace) {
+        k->a.trace = w->run->prompts;
+        k->a.start_ns = L->start_ns;
+        k->a.t_ns = L->start_ns + scn_prompt_send_ns(k->a.trace, 0);
+    }
     while (k->a.k < w->offset)
         arr_next(&k->a);
     if (w->stride == 0)

@@ -61,24 +61,36 @@ static const char *prompt_key(scn_endpoint e)
     }
 }
 
-/* The prompt as one JSON string: head (plain ASCII, nothing to escape)
- * written inside the string's opening quote, then the prompt escaped. */
-static int put_text(ll_buf *b, const char *head, const char *prompt)
+/* The prompt as one JSON string with the head (plain ASCII, nothing to
+ * escape) inserted head_at bytes into the prompt: at 0, inside the string's
+ * opening quote; further on, after the prefix other requests share, so a
+ * server's prefix cache can still match that prefix. The escaped prefix's
+ * length is found by escaping it alone (escaping is per character). */
+static int put_text(ll_buf *b, const char *head, const char *prompt, size_t head_at)
 {
-    size_t at = b->len, hn = strlen(head);
+    size_t at = b->len, hn = strlen(head), off = 1;
     int rc;
     LL_TRY(ll_json_escape(b, prompt));
+    if (hn && head_at > 0 && head_at <= strlen(prompt)) {
+        ll_buf pre = {0};
+        char *cut = strndup(prompt, head_at);
+        rc = cut ? ll_json_escape(&pre, cut) : LL_ENOMEM;
+        off = pre.len - 1; /* the opening quote and the prefix, without its closing quote */
+        free(cut);
+        ll_buf_free(&pre);
+        LL_TRY(rc);
+    }
     if (hn) {
         LL_TRY(ll_buf_append(b, head, hn)); /* room, then move the string's body up */
-        memmove(b->p + at + 1 + hn, b->p + at + 1, b->len - hn - at - 1);
-        memcpy(b->p + at + 1, head, hn);
+        memmove(b->p + at + off + hn, b->p + at + off, b->len - hn - at - off);
+        memcpy(b->p + at + off, head, hn);
     }
 fail:
     return rc;
 }
 
 /* The prompt under the endpoint's key; chat sends it as one user message. */
-static int put_prompt(ll_buf *b, const scn_scenario *s, const char *head, const char *prompt)
+static int put_prompt(ll_buf *b, const scn_scenario *s, const char *head, const char *prompt, size_t head_at)
 {
     const char *k = prompt_key(s->endpoint);
     int rc = 0;
@@ -87,10 +99,10 @@ static int put_prompt(ll_buf *b, const scn_scenario *s, const char *head, const 
     LL_TRY(put_key(b, k));
     if (s->endpoint == SCN_ENDPOINT_CHAT) {
         LL_TRY(ll_buf_printf(b, "[{\"role\":\"user\",\"content\":"));
-        LL_TRY(put_text(b, head, prompt));
+        LL_TRY(put_text(b, head, prompt, head_at));
         LL_TRY(ll_buf_append(b, "}]", 2));
     } else {
-        LL_TRY(put_text(b, head, prompt));
+        LL_TRY(put_text(b, head, prompt, head_at));
     }
 fail:
     return rc;
@@ -124,7 +136,7 @@ static int put_openai_limits(const lg_xfer *x, ll_buf *b, const scn_scenario *s)
     int rc = 0;
     if (keep_key(s, "max_tokens")) {
         LL_TRY(put_key(b, "max_tokens"));
-        LL_TRY(ll_buf_printf(b, "%d", s->max_tokens));
+        LL_TRY(ll_buf_printf(b, "%d", x->max_tokens));
     }
     if (keep_key(s, "stream_options")) {
         LL_TRY(put_key(b, "stream_options"));
@@ -150,11 +162,11 @@ static int put_limits(const lg_xfer *x, ll_buf *b, const scn_scenario *s, int op
     if (s->endpoint == SCN_ENDPOINT_RESPONSES) {
         if (keep_key(s, "max_output_tokens")) {
             LL_TRY(put_key(b, "max_output_tokens"));
-            LL_TRY(ll_buf_printf(b, "%d", s->max_tokens));
+            LL_TRY(ll_buf_printf(b, "%d", x->max_tokens));
         }
     } else if (keep_key(s, "sampling_params")) {
         LL_TRY(put_key(b, "sampling_params"));
-        LL_TRY(ll_buf_printf(b, "{\"max_new_tokens\":%d%s}", s->max_tokens,
+        LL_TRY(ll_buf_printf(b, "{\"max_new_tokens\":%d%s}", x->max_tokens,
                              s->ignore_eos ? ",\"ignore_eos\":true" : ""));
     }
 fail:
@@ -199,7 +211,10 @@ static int build_body(lg_xfer *x)
         LL_TRY(put_key(b, "model"));
         LL_TRY(ll_json_escape(b, r->model));
     }
-    LL_TRY(put_prompt(b, s, x->head, prompt));
+    x->head_at = scn_prompt_head_at(r->prompts, x->prompt_index);
+    int mt = scn_prompt_max_tokens(r->prompts, x->prompt_index);
+    x->max_tokens = mt > 0 ? mt : s->max_tokens;
+    LL_TRY(put_prompt(b, s, x->head, prompt, x->head_at));
     if (x->head[0]) {
         const scn_tokenizer *tok = scn_prompts_tokenizer(r->prompts);
         x->prompt_words++;
@@ -506,6 +521,10 @@ int lg_xfer_start(lg_worker *w, int req_index, int64_t intended_ns)
     if (r->scn->prompts_reuse) {
         x->prompt_index = (size_t)req_index * (size_t)r->ranks + (size_t)r->rank;
         x->head[0] = '\0';
+    } else if (r->scn->trace) {
+        /* a trace's request k is row k, sent at its time (worker.c) */
+        x->prompt_index = (size_t)req_index * (size_t)r->ranks + (size_t)r->rank;
+        fresh_head(r, x->id, x->head, sizeof x->head);
     } else {
         x->prompt_index = (size_t)x->id;
         fresh_head(r, x->id, x->head, sizeof x->head);

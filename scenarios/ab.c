@@ -18,7 +18,7 @@ static int bad(char *err, size_t errlen, const char *origin, const char *path, c
     return LL_EINVAL;
 }
 
-static int check_keys(const cJSON *o, const char *path, const char *const *keys, const char *origin, char *err,
+int scn_check_keys(const cJSON *o, const char *path, const char *const *keys, const char *origin, char *err,
                       size_t errlen)
 {
     for (const cJSON *it = o->child; it; it = it->next) {
@@ -69,7 +69,7 @@ static int load_side(const cJSON *o, const char *path, const char *origin, scn_a
     int rc;
     if (!cJSON_IsObject(o))
         return bad(err, errlen, origin, path, "an object {\"name\":..,\"engine\":..}");
-    if ((rc = check_keys(o, path, keys, origin, err, errlen)))
+    if ((rc = scn_check_keys(o, path, keys, origin, err, errlen)))
         return rc;
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, "name");
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "engine");
@@ -161,7 +161,8 @@ static int load_expect(const cJSON *v, scn_ab *ab)
 
 int scn_ab_load(const cJSON *v, const char *origin, scn_ab *ab, char *err, size_t errlen)
 {
-    static const char *const keys[] = {"a", "b", "expect_speedup", "order", "repeat", NULL};
+    static const char *const keys[] = {"a", "b", "expect_speedup", "expect_same_outputs", "order", "repeat",
+                                       NULL};
     int rc;
     if (cJSON_IsNull(v)) {
         scn_ab_free(ab);
@@ -169,7 +170,7 @@ int scn_ab_load(const cJSON *v, const char *origin, scn_ab *ab, char *err, size_
     }
     if (!cJSON_IsObject(v))
         return bad(err, errlen, origin, "ab", "an object {\"a\":{..},\"b\":{..}} or null");
-    if ((rc = check_keys(v, "ab", keys, origin, err, errlen)) ||
+    if ((rc = scn_check_keys(v, "ab", keys, origin, err, errlen)) ||
         (rc = load_side(cJSON_GetObjectItemCaseSensitive(v, "a"), "ab.a", origin, &ab->side[0], err, errlen)) ||
         (rc = load_side(cJSON_GetObjectItemCaseSensitive(v, "b"), "ab.b", origin, &ab->side[1], err, errlen)))
         return rc;
@@ -180,6 +181,13 @@ int scn_ab_load(const cJSON *v, const char *origin, scn_ab *ab, char *err, size_
     ab->expect_c = 0;
     if (x && !cJSON_IsNull(x) && load_expect(x, ab))
         return bad(err, errlen, origin, "ab.expect_speedup", "\"X\" or \"X@C\" (X > 0, C >= 1), or a number");
+    const cJSON *so = cJSON_GetObjectItemCaseSensitive(v, "expect_same_outputs");
+    ab->expect_outputs = 0;
+    if (so && !cJSON_IsNull(so)) {
+        if (!cJSON_IsNumber(so) || !(so->valuedouble > 0 && so->valuedouble <= 1))
+            return bad(err, errlen, origin, "ab.expect_same_outputs", "a share in (0, 1], e.g. 0.99");
+        ab->expect_outputs = so->valuedouble;
+    }
     if ((rc = load_order(v, origin, ab, err, errlen)))
         return rc;
     ab->enabled = 1;
@@ -192,6 +200,9 @@ int scn_ab_validate(const scn_scenario *s, const char *origin, char *err, size_t
         return 0;
     if (s->url)
         return bad(err, errlen, origin, "ab", "no target.url (each side names its own target)");
+    if (s->ab.expect_outputs > 0 && !s->record_outputs)
+        return bad(err, errlen, origin, "ab.expect_same_outputs",
+                   "request.record_outputs true (the gate compares the recorded outputs)");
     if (s->ab.expect_c) {
         for (size_t i = 0; i < s->n_levels; i++)
             if (s->levels[i].rate_per_s <= 0 && s->levels[i].concurrency == s->ab.expect_c)
@@ -239,6 +250,8 @@ static int ab_fields(cJSON *o, const scn_ab *ab)
     } else {
         LL_TRY(cJSON_AddNullToObject(o, "expect_speedup") ? 0 : LL_ENOMEM);
     }
+    if (ab->expect_outputs > 0)
+        LL_TRY(cJSON_AddNumberToObject(o, "expect_same_outputs", ab->expect_outputs) ? 0 : LL_ENOMEM);
 fail:
     return rc;
 }

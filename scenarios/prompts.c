@@ -2,8 +2,10 @@
  * ShareGPT-format JSON file (first human turn of each conversation), or a
  * JSONL file of prompts. Loaded once, then read-only (shared by workers).
  * With prompt_tokens and a tokenizer, synthetic prompts are built to an exact
- * token length (the set owns the tokenizer, which the run also counts with). */
-#include "scenario.h"
+ * token length (the set owns the tokenizer, which the run also counts with).
+ * load.trace makes one prompt per trace row instead, and load.shared_prefix
+ * puts one of G fixed texts in front of every prompt (both below). */
+#include "scn_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -15,6 +17,9 @@ typedef struct prompt {
     char *text;
     int words; /* whitespace-separated words in text */
     int target_tok; /* tokens it was built to; 0 = not built to a token length */
+    int64_t send_ns; /* trace: its send time after the level's start; else -1 */
+    int max_tok;     /* trace: its output length; else 0 (the scenario's max_tokens) */
+    size_t head_at;  /* where a per-request head may go (scn_prompt_head_at) */
 } prompt;
 
 struct scn_prompts {
@@ -34,7 +39,7 @@ static const char *const k_vocab[] = {
 
 static int push(scn_prompts *p, const char *s, int target_tok)
 {
-    prompt e = {strdup(s), 0, target_tok};
+    prompt e = {strdup(s), 0, target_tok, -1, 0, 0};
     if (!e.text)
         return LL_ENOMEM;
     int in = 0;
@@ -76,16 +81,18 @@ static int add_words(ll_buf *b, int w, ll_rng *r)
 {
     int rc = 0;
     for (int k = 0; k < w && rc == 0; k++)
-        rc = ll_buf_printf(b, "%s%s", b->len ? " " : "", k_vocab[ll_rng_u64(r) % VOCAB_N]);
+        rc = ll_buf_printf(b, "%s%s", b->len && b->p[b->len - 1] != ' ' ? " " : "", k_vocab[ll_rng_u64(r) % VOCAB_N]);
     return rc;
 }
 
-/* Text of exactly `target` tokens into b: seeded words, encoded, the ids cut
+/* Text of exactly `target` tokens into b (lead: starting with a space, as
+ * it will be counted after other text): seeded words, encoded, the ids cut
  * to the target and decoded. Re-encoding a cut text can merge differently at
  * the cut (a word split mid-way), so re-count and move the cut by the
  * difference until the count is exact; more words are added if the cut runs
  * past the end. */
-static int exact_text(const scn_tokenizer *t, int target, ll_rng *r, ll_buf *b, char *err, size_t errlen)
+static int exact_text_lead(const scn_tokenizer *t, int target, int lead, ll_rng *r, ll_buf *b, char *err,
+                           size_t errlen)
 {
     int32_t *ids = NULL;
     char *text = NULL;
@@ -93,6 +100,8 @@ static int exact_text(const scn_tokenizer *t, int target, ll_rng *r, ll_buf *b, 
     int rc = 0;
     int64_t cut = target;
     ll_buf_reset(b);
+    if (lead)
+        LL_TRY(ll_buf_append(b, " ", 1));
     /* Every vocabulary word is at least one token: target words is enough. */
     LL_TRY(add_words(b, target + 8, r));
     LL_TRY(scn_tokenizer_encode(t, b->p, b->len, &ids, &n));
@@ -126,6 +135,11 @@ fail:
     free(ids);
     free(text);
     return rc;
+}
+
+static int exact_text(const scn_tokenizer *t, int target, ll_rng *r, ll_buf *b, char *err, size_t errlen)
+{
+    return exact_text_lead(t, target, 0, r, b, err, errlen);
 }
 
 /* load.vary_context's length factors (scenario.h, SCN_VARY_CONTEXT_*): a
@@ -192,8 +206,7 @@ static int gen_synthetic(const scn_scenario *s, scn_prompts *p, char *err, size_
     return rc;
 }
 
-/* A path the scenario names: relative to the scenario's folder first, then the cwd. */
-static void resolve(const scn_scenario *s, const char *name, char *path, size_t size)
+void scn_resolve_path(const scn_scenario *s, const char *name, char *path, size_t size)
 {
     snprintf(path, size, "%s", name ? name : "");
     if (s->path && name && name[0] != '/') {
@@ -267,6 +280,171 @@ static int jsonl_line(const cJSON *o, size_t line_no, void *ctx)
     return push(c->p, s, 0);
 }
 
+/* ---- load.trace and load.shared_prefix ------------------------------------ */
+
+/* A seed for a block hash or a prefix group: its own stream, apart from the
+ * synthetic prompts' and from each other's. */
+static uint64_t mix(uint64_t seed, uint64_t salt, uint64_t k)
+{
+    uint64_t z = seed ^ salt ^ (k + 0x9e3779b97f4a7c15ULL) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 31)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 29);
+}
+
+/* Append text of `tok` tokens to b (a space between pieces): exact with a
+ * tokenizer (tmp holds it), else tok / 1.33 words. With a tokenizer a piece
+ * after the first is built with its leading space, as it is counted there
+ * (byte-level BPE folds a space into the word after it, and a word costs
+ * fewer tokens with it), so the pieces' counts add up exactly: the
+ * pre-tokenizer splits at that space, and no token spans two pieces. */
+static int add_piece(const scn_prompts *p, int tok, ll_rng *r, ll_buf *b, ll_buf *tmp, char *err, size_t errlen)
+{
+    int rc = 0;
+    if (!p->tok)
+        return add_words(b, tok / 1.33 < 1 ? 1 : (int)floor(tok / 1.33 + 0.5), r);
+    LL_TRY(exact_text_lead(p->tok, tok, b->len > 0, r, tmp, err, errlen));
+    LL_TRY(ll_buf_append(b, tmp->p, tmp->len));
+fail:
+    return rc;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* How many rows' blocks carry hash h (sorted: every block hash of the trace). */
+static size_t hash_uses(const int64_t *sorted, size_t n, int64_t h)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (sorted[mid] < h)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t k = lo;
+    while (k < n && sorted[k] == h)
+        k++;
+    return k - lo;
+}
+
+/* Push b as a prompt with a trace row's fields. */
+static int push_row(scn_prompts *p, const ll_buf *b, int target, const scn_trace_row *row, size_t head_at)
+{
+    int rc = push(p, b->p ? b->p : "", target);
+    if (rc)
+        return rc;
+    prompt *e = &p->set.v[p->set.n - 1];
+    e->send_ns = row->send_ns;
+    e->max_tok = row->out_tok;
+    e->head_at = head_at;
+    return 0;
+}
+
+/* Row i of the trace: its hash blocks, SCN_TRACE_BLOCK_TOK tokens each (the
+ * last one cut to the input length), each the same text wherever its hash
+ * appears (seeded by the hash), then the rest of the input as text of its
+ * own. The per-request head goes after the leading blocks other rows share. */
+static int trace_prompt(const scn_scenario *s, scn_prompts *p, size_t i, const int64_t *sorted, ll_buf *b,
+                        ll_buf *tmp, char *err, size_t errlen)
+{
+    const scn_trace *t = s->trace;
+    const scn_trace_row *row = &t->rows.v[i];
+    size_t head_at = 0;
+    int left = row->in_tok, shared = 1, rc = 0;
+    ll_rng r;
+    ll_buf_reset(b);
+    for (size_t j = 0; j < row->n_hash && left > 0; j++) {
+        int64_t h = t->hashes.v[row->hash_at + j];
+        int len = left < SCN_TRACE_BLOCK_TOK ? left : SCN_TRACE_BLOCK_TOK;
+        ll_rng_seed(&r, mix(s->seed, 0xb10c, (uint64_t)h));
+        LL_TRY(add_piece(p, len, &r, b, tmp, err, errlen));
+        left -= len;
+        shared = shared && hash_uses(sorted, t->hashes.n, h) > 1;
+        if (shared)
+            head_at = b->len;
+    }
+    if (left > 0) {
+        ll_rng_seed(&r, mix(s->seed, 0x0e1f, i));
+        LL_TRY(add_piece(p, left, &r, b, tmp, err, errlen));
+    }
+    /* after the space that starts the row's own text */
+    if (head_at > 0 && head_at < b->len)
+        head_at++;
+    LL_TRY(push_row(p, b, p->tok ? row->in_tok : 0, row, head_at));
+fail:
+    return rc;
+}
+
+static int gen_trace(const scn_scenario *s, scn_prompts *p, char *err, size_t errlen)
+{
+    const scn_trace *t = s->trace;
+    ll_buf b = {0}, tmp = {0};
+    int64_t *sorted = NULL;
+    int rc = 0;
+    if (t->hashes.n) {
+        LL_TRY((sorted = malloc(t->hashes.n * sizeof *sorted)) ? 0 : LL_ENOMEM);
+        memcpy(sorted, t->hashes.v, t->hashes.n * sizeof *sorted);
+        qsort(sorted, t->hashes.n, sizeof *sorted, cmp_i64);
+    }
+    for (size_t i = 0; i < t->rows.n && rc == 0; i++)
+        rc = trace_prompt(s, p, i, sorted, &b, &tmp, err, errlen);
+fail:
+    free(sorted);
+    ll_buf_free(&b);
+    ll_buf_free(&tmp);
+    return rc;
+}
+
+/* load.shared_prefix: G texts of P tokens (each seeded by its group), and
+ * every prompt of the set becomes one of them, a space, then its own text;
+ * prompt i takes group i mod G, or a seeded draw (pick "seeded"). */
+static int add_shared_prefix(const scn_scenario *s, scn_prompts *p, char *err, size_t errlen)
+{
+    int G = s->prefix_groups, rc = 0;
+    ll_buf *pre = calloc((size_t)G, sizeof *pre);
+    ll_buf tmp = {0}, b = {0};
+    ll_rng r, pick;
+    if (!pre)
+        return LL_ENOMEM;
+    for (int g = 0; g < G; g++) {
+        ll_rng_seed(&r, mix(s->seed, 0x9e7, (uint64_t)g));
+        LL_TRY(add_piece(p, s->prefix_tokens, &r, &pre[g], &tmp, err, errlen));
+    }
+    ll_rng_seed(&pick, mix(s->seed, 0x91c4, 0));
+    for (size_t i = 0; i < p->set.n; i++) {
+        prompt *e = &p->set.v[i];
+        size_t g = s->prefix_seeded ? (size_t)(ll_rng_u64(&pick) % (uint64_t)G) : i % (size_t)G;
+        ll_buf_reset(&b);
+        LL_TRY(ll_buf_append(&b, pre[g].p, pre[g].len));
+        LL_TRY(ll_buf_printf(&b, " %s", e->text));
+        char *text = strdup(b.p);
+        LL_TRY(text ? 0 : LL_ENOMEM);
+        free(e->text);
+        e->text = text;
+        e->head_at = pre[g].len + 1;
+        e->words = 0;
+        for (const char *c = text; *c; c++)
+            e->words += (c == text || c[-1] == ' ') && *c != ' ';
+        if (e->target_tok > 0) {
+            /* the joining space folds into the suffix's first word: count the whole */
+            int64_t n = scn_tokenizer_count(p->tok, text, strlen(text));
+            LL_TRY(n < 0 ? (int)n : 0);
+            e->target_tok = (int)n;
+        }
+    }
+fail:
+    for (int g = 0; g < G; g++)
+        ll_buf_free(&pre[g]);
+    free(pre);
+    ll_buf_free(&tmp);
+    ll_buf_free(&b);
+    return rc;
+}
+
 int scn_prompts_load(const scn_scenario *s, scn_prompts **out, char *err, size_t errlen)
 {
     scn_prompts *p = calloc(1, sizeof *p);
@@ -276,16 +454,18 @@ int scn_prompts_load(const scn_scenario *s, scn_prompts **out, char *err, size_t
         return LL_ENOMEM;
     path[0] = '\0';
     if (s->tokenizer_path) {
-        resolve(s, s->tokenizer_path, path, sizeof path);
+        scn_resolve_path(s, s->tokenizer_path, path, sizeof path);
         rc = scn_tokenizer_load(path, &p->tok, err, errlen);
         if (rc) {
             scn_prompts_free(p);
             return rc;
         }
     }
-    if (s->source != SCN_SOURCE_SYNTHETIC)
-        resolve(s, s->prompts_path, path, sizeof path);
-    switch (s->source) {
+    /* a trace makes its own prompts, whatever the source */
+    scn_source src = s->trace ? SCN_SOURCE_SYNTHETIC : s->source;
+    if (src != SCN_SOURCE_SYNTHETIC)
+        scn_resolve_path(s, s->prompts_path, path, sizeof path);
+    switch (src) {
     case SCN_SOURCE_SHAREGPT:
         rc = load_sharegpt(path, p, err, errlen);
         break;
@@ -295,8 +475,10 @@ int scn_prompts_load(const scn_scenario *s, scn_prompts **out, char *err, size_t
         break;
     }
     default:
-        rc = gen_synthetic(s, p, err, errlen);
+        rc = s->trace ? gen_trace(s, p, err, errlen) : gen_synthetic(s, p, err, errlen);
     }
+    if (rc == 0 && !s->trace && s->prefix_groups > 0)
+        rc = add_shared_prefix(s, p, err, errlen);
     if (rc == 0 && p->set.n == 0) {
         ll_errf(err, errlen, "%s: no prompts", s->source == SCN_SOURCE_SYNTHETIC ? "synthetic" : path);
         rc = LL_EINVAL;
@@ -320,6 +502,12 @@ const char *scn_prompt(const scn_prompts *p, size_t i, int *words)
 }
 
 int scn_prompt_target_tokens(const scn_prompts *p, size_t i) { return p->set.v[i % p->set.n].target_tok; }
+
+int64_t scn_prompt_send_ns(const scn_prompts *p, size_t i) { return p->set.v[i % p->set.n].send_ns; }
+
+int scn_prompt_max_tokens(const scn_prompts *p, size_t i) { return p->set.v[i % p->set.n].max_tok; }
+
+size_t scn_prompt_head_at(const scn_prompts *p, size_t i) { return p->set.v[i % p->set.n].head_at; }
 
 const scn_tokenizer *scn_prompts_tokenizer(const scn_prompts *p) { return p->tok; }
 

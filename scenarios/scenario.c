@@ -134,6 +134,7 @@ void scn_free(scn_scenario *s)
     free(s->output);
     free(s->source_addrs);
     scn_ab_free(&s->ab);
+    scn_workload_free(s);
     free(s);
 }
 
@@ -263,7 +264,7 @@ static int get_obj(ld *c, const cJSON *obj, const char *path, const char *key, c
 
 /* ---- sections ------------------------------------------------------------- */
 
-static const char *const k_arrival[] = {"poisson", "constant", NULL};
+static const char *const k_arrival[] = {"poisson", "constant", "trace", NULL};
 static const char *const k_stamp[] = {"kernel", "user", NULL};
 
 static int load_profile(ld *c, const cJSON *o, const char *path, scn_profile *p)
@@ -320,7 +321,8 @@ static int load_load(ld *c, const cJSON *load, scn_scenario *s, scn_level *proto
 {
     static const char *const load_keys[] = {"threads", "concurrency", "requests", "warmup", "duration_s",
                                             "rate_per_s", "arrival", "drain_s", "max_failed", "keep_going",
-                                            "profile", "arrival_stamp", "source_addrs", "vary_context", NULL};
+                                            "profile", "arrival_stamp", "source_addrs", "vary_context", "trace",
+                                            "shared_prefix", NULL};
     int st = (int)s->arrival_stamp, rc;
     if ((rc = check_keys(c, load, "load", load_keys)) ||
         (rc = get_enum(c, load, "load", "arrival_stamp", k_stamp, "\"kernel\" or \"user\"", &st)) ||
@@ -330,6 +332,7 @@ static int load_load(ld *c, const cJSON *load, scn_scenario *s, scn_level *proto
         (rc = get_bool(c, load, "load", "keep_going", &s->keep_going)) ||
         (rc = get_bool(c, load, "load", "vary_context", &s->vary_context)) ||
         (rc = get_str(c, load, "load", "source_addrs", 0, &s->source_addrs)) ||
+        (rc = scn_workload_load(load, c->origin, s, c->err, c->errlen)) ||
         (rc = load_level_fields(c, load, "load", proto)))
         return rc;
     s->arrival_stamp = (scn_stamp)st;
@@ -702,6 +705,9 @@ int scn_level_requests(const scn_level *l)
 
 static int validate(scn_scenario *s, const char *o, char *err, size_t errlen)
 {
+    int rc = scn_workload_validate(s, o, err, errlen);
+    if (rc)
+        return rc;
     for (size_t i = 0; i < s->n_levels; i++) {
         const scn_level *l = &s->levels[i];
         if (l->rate_per_s <= 0 && l->concurrency < 1) {
@@ -907,6 +913,7 @@ static int scenario_fields(cJSON *root, const scn_scenario *s)
         LL_TRY(cJSON_AddBoolToObject(ld_, "vary_context", 1) ? 0 : LL_ENOMEM);
     LL_TRY(add_str(ld_, "arrival_stamp", k_stamp[s->arrival_stamp]));
     LL_TRY(add_str(ld_, "source_addrs", s->source_addrs ? s->source_addrs : "auto"));
+    LL_TRY(scn_workload_to_json(ld_, s));
     for (size_t i = 0; i < s->n_levels; i++)
         LL_TRY(add_item(lv, NULL, level_json(&s->levels[i])));
     LL_TRY(add_str_or_null(root, "output", s->output));

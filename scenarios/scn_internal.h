@@ -4,11 +4,19 @@
 #define LOADLAW_SCN_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
 
 #include <cjson/cJSON.h>
 
 #include "scenario.h"
 
+/* Every member of object o is one of keys (NULL-ended); else LL_EINVAL with
+ * "ORIGIN: PATH.KEY: unknown key" in err (ab.c; the ab section, load.trace,
+ * load.shared_prefix). */
+int scn_check_keys(const cJSON *o, const char *path, const char *const *keys, const char *origin, char *err,
+                   size_t errlen);
 /* Parse the value of the top-level "ab" key into ab (origin names the file in
  * messages). 0 or LL_EINVAL / LL_ENOMEM. */
 int scn_ab_load(const cJSON *v, const char *origin, scn_ab *ab, char *err, size_t errlen);
@@ -17,5 +25,41 @@ int scn_ab_validate(const scn_scenario *s, const char *origin, char *err, size_t
 /* The section as JSON (for the run record); NULL on no memory. */
 cJSON *scn_ab_to_json(const scn_ab *ab);
 void scn_ab_free(scn_ab *ab);
+
+/* ---- load.trace and load.shared_prefix (trace.c, workload.c) ---- */
+
+/* Mooncake's prefix blocks: hash_ids name blocks of this many tokens. */
+#define SCN_TRACE_BLOCK_TOK 512
+
+typedef struct scn_trace_row {
+    int64_t send_ns;         /* after the level's start (speed applied) */
+    int in_tok, out_tok;     /* out_tok >= 1 */
+    size_t hash_at, n_hash;  /* its block hashes: hashes.v[hash_at .. +n_hash) */
+} scn_trace_row;
+
+struct scn_trace {
+    LL_VEC(scn_trace_row) rows;
+    LL_VEC(int64_t) hashes;
+    const char *format;      /* "mooncake", "azure", "burstgpt" (static) */
+};
+typedef struct scn_trace scn_trace;
+
+/* Read a trace file (trace.c says the formats and checks). 0, or LL_EINVAL
+ * with "PATH:LINE: COLUMN: what" in err, or LL_ENOMEM. */
+int scn_trace_load(const char *path, double speed, double start_s, double end_s, scn_trace **out, char *err,
+                   size_t errlen);
+void scn_trace_free(scn_trace *t);
+
+/* The "trace" and "shared_prefix" keys of "load" (workload.c). */
+int scn_workload_load(const cJSON *load, const char *origin, scn_scenario *s, char *err, size_t errlen);
+/* Read the trace (when named and not read yet) and give the scenario its one
+ * trace level; check shared_prefix. */
+int scn_workload_validate(scn_scenario *s, const char *origin, char *err, size_t errlen);
+/* Add the keys to the run line's "load" object. */
+int scn_workload_to_json(cJSON *load, const scn_scenario *s);
+void scn_workload_free(scn_scenario *s);
+/* A path a scenario names: relative to the scenario's folder when a file is
+ * there, else as given (relative to the cwd). */
+void scn_resolve_path(const scn_scenario *s, const char *name, char *path, size_t size);
 
 #endif

@@ -414,6 +414,8 @@ static int compare_sides(const scn_ab *ab, char dirs[2][4096], const char *out_d
     co.have_expect = ab->expect_x > 0;
     co.expect_x = ab->expect_x;
     co.expect_c = ab->expect_c;
+    co.have_expect_outputs = ab->expect_outputs > 0;
+    co.expect_outputs = ab->expect_outputs;
     printf("\n== compare %s (A) vs %s (B)%s\n", ab->side[0].name, ab->side[1].name,
            ab->order == SCN_AB_INTERLEAVED ? ", paired (interleaved)" : "");
     fflush(stdout);

@@ -211,3 +211,37 @@ int sweep_compare(const char *run_a, const char *run_b, const sweep_compare_opts
     return rc;
 }
 
+
+int sweep_compare_levels(const char *run, int c_a, int c_b, const sweep_compare_opts *o)
+{
+    char err[1024];
+    compared k = {.dir = {run, run}};
+    if (fit_outputs_compare_levels(run, c_a, c_b, &k.outs, err, sizeof err)) {
+        fprintf(stderr, "loadlaw compare: outputs: %s\n", err);
+        return SWEEP_FAIL;
+    }
+    int rc = SWEEP_OK;
+    if (o->json) {
+        cJSON *j = cJSON_CreateObject(), *x = fit_outputs_to_json(k.outs);
+        if (j && x && cJSON_AddItemToObject(j, "outputs", x))
+            x = NULL; /* j owns it */
+        int ok = j && !x && !ll_json_add_num(j, "level_a", c_a) && !ll_json_add_num(j, "level_b", c_b);
+        cJSON_Delete(x);
+        char *s = ok ? cJSON_Print(j) : NULL;
+        cJSON_Delete(j);
+        if (s)
+            printf("%s\n", s);
+        else
+            rc = SWEEP_FAIL;
+        free(s);
+    } else {
+        printf("outputs within %s: C=%d (as B) against C=%d (as A), same prompt keys\n", run, c_b, c_a);
+        fit_outputs_print(stdout, k.outs);
+    }
+    if (rc == SWEEP_OK && o->have_expect_outputs) {
+        fflush(stdout);
+        rc = check_outputs_gate(&k, o);
+    }
+    fit_outputs_free(k.outs);
+    return rc;
+}

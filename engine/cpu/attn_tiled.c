@@ -19,11 +19,21 @@
  * splits per (sequence, head): M = max m_s, L = Σ l_s e^(m_s - M),
  * out = Σ acc_s e^(m_s - M) / L. Per-worker scratch holds K_t, S and the
  * running (acc, m, l) of the split being worked on.
+ *
+ * Faults (b->fault, for testing that an A/B catches a wrong kernel; each is
+ * a slip such a rewrite makes, and each makes the kernel no slower):
+ *   skip_last_tile  the split that owns a sequence's last tile stops one
+ *                   short (an off-by-one loop bound): the newest rows, which
+ *                   the indexer always selects, are never attended
+ *   swap_heads      the write-back takes head h's accumulator from head h^1
+ *                   but normalises it by h's own l (a head-index slip in the
+ *                   epilogue): not a permutation, so the head mean moves
  */
 #include <math.h>
 
 #include "common.h"
 #include "cpu_kernels.h"
+#include "engine.h"
 
 #define HB 4   /* heads per register block in P·V */
 #define HV 16  /* heads per vector in Q·Kᵀ; heads are padded to a multiple */
@@ -178,6 +188,10 @@ static void tiled_task(void *vctx, int task, int worker)
 
     int tiles = (sq->k + ATTN_TILE - 1) / ATTN_TILE;
     int tile0 = (int)((int64_t)split * tiles / S), tile1 = (int)((int64_t)(split + 1) * tiles / S);
+    if (b->fault == ENG_ATTN_FAULT_SKIP_LAST_TILE && tile1 == tiles && tile1 - tile0 > 1)
+        tile1--;
+    /* the head whose accumulator head hh's output is written from */
+#define SRC_HEAD(hh) (b->fault == ENG_ATTN_FAULT_SWAP_HEADS && ((hh) ^ 1) < H ? (hh) ^ 1 : (hh))
 
     /* padded heads get zero queries: finite scores, ignored outputs */
     for (int d = 0; d < ATTN_DQK; d++)
@@ -208,7 +222,7 @@ static void tiled_task(void *vctx, int task, int worker)
         for (int hh = 0; hh < H; hh++) {
             float inv = l[hh] > 0.0f ? 1.0f / l[hh] : 0.0f;
             for (int d = 0; d < ATTN_DV; d++)
-                o[(size_t)hh * ATTN_DV + d] = acc[(size_t)hh * ATTN_DV + d] * inv;
+                o[(size_t)hh * ATTN_DV + d] = acc[(size_t)SRC_HEAD(hh) * ATTN_DV + d] * inv;
         }
         return;
     }
@@ -216,10 +230,11 @@ static void tiled_task(void *vctx, int task, int worker)
     for (int hh = 0; hh < H; hh++) {
         float *dst = pp + (size_t)hh * part_stride();
         for (int d = 0; d < ATTN_DV; d++)
-            dst[d] = acc[(size_t)hh * ATTN_DV + d];
+            dst[d] = acc[(size_t)SRC_HEAD(hh) * ATTN_DV + d];
         dst[ATTN_DV] = m[hh];
         dst[ATTN_DV + 1] = l[hh];
     }
+#undef SRC_HEAD
 }
 
 static void merge_task(void *vctx, int n, int worker)

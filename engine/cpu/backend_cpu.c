@@ -9,6 +9,14 @@
  *               (the law's b: its cost grows with every running sequence)
  *   sampling    mean over heads · Wv, softmax, argmax -> next token
  *
+ * Outputs are a function of the prompt (and the engine's seed), never of the
+ * slot, the batch or the requests before: a request's seed (eng_batch's
+ * prefill_seed, from its prompt) gives its first token, its prompt rows and
+ * its top-k choice; the "history" rows are the same seeded rows in every
+ * slot, and the rows a request wrote are put back to them when it leaves.
+ * Each decode's greedy token goes back to the engine with its logprob and
+ * the top ENG_TOK_TOP alternatives (a real log-softmax over the logits).
+ *
  * KV memory: each slot owns `capacity` rows of 576 bf16 (1152 B), allocated
  * when the slot is first used, filled with seeded "history" and kept for the
  * next request that lands on the slot, so the pool is bounded by
@@ -57,6 +65,10 @@
 #include "cpu_model.h"
 #include "model_opts.h"
 
+#ifndef CPU_ATTN_SHARP
+#define CPU_ATTN_SHARP 6.0f
+#endif
+
 /* The model's keys (model_opts.h, shared with the cuda backend); threads
  * resolved here (0 = every online core). */
 typedef eng_model_opts cpu_opts;
@@ -65,6 +77,8 @@ typedef struct cpu_slot {
     uint16_t *kv;        /* (capacity, ATTN_DQK) bf16, NULL until first use */
     int64_t prefilled;   /* prompt rows written for the current request */
     int32_t token;       /* last sampled token */
+    uint64_t seed;       /* the current request's (its prompt's) seed */
+    int64_t hi;          /* rows [0, hi) may hold the current request's rows */
 } cpu_slot;
 
 /* One tensor-parallel rank: its heads, its columns of W, its threads and
@@ -84,6 +98,7 @@ typedef struct cpu_rank {
 
 typedef struct cpu_state {
     cpu_opts o;
+    int fault;           /* attn_fault (tiled only): a deliberate kernel bug, for tests */
     cpu_rank *rank;      /* (tp) */
     cpu_pool *ranks;     /* tp threads leading ranks 1..tp-1 (NULL when tp = 1) */
     eng_comm *comm;      /* host all-reduce over the ranks (NULL when tp = 1) */
@@ -197,6 +212,7 @@ static int cpu_create(const eng_config *cfg, void **state, char *err, size_t err
     int rc = opts_from_config(cfg, &st->o, err, errlen);
     if (rc != 0)
         goto fail;
+    st->fault = st->o.tiled ? cfg->attn_fault : ENG_ATTN_FAULT_NONE;
     rc = create_ranks(st, err, errlen);
     if (rc != 0)
         goto fail;
@@ -213,6 +229,9 @@ static int cpu_create(const eng_config *cfg, void **state, char *err, size_t err
             "capacity=%d min_ctx=%d", st->o.tiled ? "tiled" : "naive", st->o.heads, st->o.topk,
             st->o.threads, st->o.tp, st->o.d_model, st->o.d_ff,
             (double)st->o.d_model * st->o.d_ff * 4 / 1e6, st->o.capacity, st->o.min_ctx);
+    if (st->fault != ENG_ATTN_FAULT_NONE)
+        ll_warn("cpu backend: attn_fault=%s: the tiled kernel is wrong on purpose (testing)",
+                st->fault == ENG_ATTN_FAULT_SKIP_LAST_TILE ? "skip_last_tile" : "swap_heads");
     *state = st;
     return 0;
 fail:
@@ -256,6 +275,10 @@ static int grow_batch(cpu_state *st, int n)
     return 0;
 }
 
+/* The history rows' seed: the same in every slot, so no output depends on
+ * which slot a request landed on. */
+static uint64_t history_seed(const cpu_state *st) { return cpu_hash64(st->o.seed ^ 0x4b56ull); }
+
 /* The slot's KV rows, allocated and filled with seeded history on first use. */
 static uint16_t *slot_kv(cpu_state *st, int slot)
 {
@@ -264,9 +287,15 @@ static uint16_t *slot_kv(cpu_state *st, int slot)
         s->kv = malloc((size_t)st->o.capacity * ATTN_ROW_BYTES);
         if (!s->kv)
             return NULL;
-        cpu_kv_fill(s->kv, 0, st->o.capacity, cpu_hash64(st->o.seed ^ (uint64_t)slot));
+        cpu_kv_fill(s->kv, 0, st->o.capacity, history_seed(st));
     }
     return s->kv;
+}
+
+static void slot_touch(cpu_slot *s, int64_t rows)
+{
+    if (rows > s->hi)
+        s->hi = rows;
 }
 
 static int check_slot(const cpu_state *st, int slot)
@@ -290,10 +319,17 @@ static int phase_prefill(cpu_state *st, const eng_batch *b)
             return LL_ENOMEM;
         cpu_slot *s = &st->slots[slot];
         int64_t cap = st->o.capacity;
-        uint64_t seed = cpu_hash64(st->o.seed ^ ((uint64_t)slot << 32) ^ 0x9f11ull);
+        if (s->prefilled == 0) { /* a new request: its seed, and its first token */
+            s->seed = b->prefill_seed ? b->prefill_seed[i] : cpu_hash64(st->o.seed ^ (uint64_t)slot);
+            s->token = (int32_t)(cpu_hash64(s->seed ^ 0x70ull) % (uint64_t)st->o.vocab);
+        }
+        uint64_t seed = cpu_hash64(s->seed ^ 0x9f11ull);
         for (int64_t t = 0; t < b->prefill_tok[i]; t++)
             cpu_kv_fill(kv, (s->prefilled + t) % cap, 1, seed);
         s->prefilled += b->prefill_tok[i];
+        slot_touch(s, s->prefilled < cap ? s->prefilled : cap);
+        if (b->prefill_out) /* the prompt's token: certain, no alternatives computed */
+            b->prefill_out[i] = (eng_tok){.id = s->token, .n_top = 1, .top_id = {s->token}};
     }
     return 0;
 }
@@ -324,7 +360,7 @@ static int step_prepare(cpu_state *st, const eng_batch *b)
         int32_t *idx = st->idx + (size_t)i * o->topk;
         st->seqs[i].kv = st->slots[slot].kv;
         st->seqs[i].idx = idx;
-        st->seqs[i].k = cpu_topk_select(ctx, o->topk, cpu_hash64(o->seed ^ (uint64_t)slot), idx);
+        st->seqs[i].k = cpu_topk_select(ctx, o->topk, cpu_hash64(st->slots[slot].seed), idx);
     }
     return 0;
 }
@@ -370,6 +406,7 @@ static void rank_step(void *vst, int r, int worker)
             cpu_slot *s = &st->slots[b->decode_slot[i]];
             int64_t ctx = b->decode_ctx[i] > 0 ? b->decode_ctx[i] : 1;
             uint16_t *row = s->kv + ((ctx - 1) % o->capacity) * ATTN_DQK;
+            slot_touch(s, ctx < o->capacity ? ctx : o->capacity);
             for (int d = 0; d < ATTN_DQK; d++)
                 row[d] = f32_to_bf16(st->kv_new[(size_t)i * ATTN_DQK + d]);
         }
@@ -379,8 +416,8 @@ static void rank_step(void *vst, int r, int worker)
     rank_mark(rk, r, "dense_gemm", t0);
 
     t0 = ll_now_ns();
-    attn_batch ab = {.n_seq = n, .heads = hr, .scale = 1.0f / sqrtf((float)ATTN_DQK),
-                     .q = rk->q, .seq = st->seqs, .out = rk->out};
+    attn_batch ab = {.n_seq = n, .heads = hr, .scale = CPU_ATTN_SHARP / sqrtf((float)ATTN_DQK),
+                     .q = rk->q, .seq = st->seqs, .out = rk->out, .fault = st->fault};
     int rc = o->tiled ? attn_decode_tiled(rk->pool, rk->ws, &ab)
                       : attn_decode_naive(rk->pool, rk->ws, &ab);
     if (rc != 0 && rk->rc == 0)
@@ -395,12 +432,41 @@ static void rank_step(void *vst, int r, int worker)
     }
 }
 
+/* t = the greedy token (cpu_sample's argmax, the first of equal logits), its
+ * log-softmax and the ENG_TOK_TOP largest logits' (the chosen one first). */
+static void token_out(const float *lg, int vocab, int32_t token, eng_tok *t)
+{
+    double s = 0;
+    for (int v = 0; v < vocab; v++)
+        s += exp((double)(lg[v] - lg[token]));
+    double lse = lg[token] + log(s);
+    *t = (eng_tok){.id = token, .lp = (float)(lg[token] - lse)};
+    int k = vocab < ENG_TOK_TOP ? vocab : ENG_TOK_TOP;
+    for (int j = 0; j < k; j++) { /* selection: k passes over the vocabulary */
+        int best = -1;
+        for (int v = 0; v < vocab; v++) {
+            int taken = 0;
+            for (int q = 0; q < j && !taken; q++)
+                taken = t->top_id[q] == v;
+            if (!taken && (best < 0 || lg[v] > lg[best]))
+                best = v;
+        }
+        t->top_id[j] = best;
+        t->top_lp[j] = (float)(lg[best] - lse);
+    }
+    t->n_top = k;
+}
+
 static void phase_sampling(cpu_state *st, const eng_batch *b)
 {
     cpu_sample(&st->dense, st->rank[0].sum, b->n_decode, st->o.heads, st->logits, st->tokens,
                NULL);
-    for (int i = 0; i < b->n_decode; i++)
+    for (int i = 0; i < b->n_decode; i++) {
         st->slots[b->decode_slot[i]].token = st->tokens[i];
+        if (b->decode_out)
+            token_out(st->logits + (size_t)i * st->o.vocab, st->o.vocab, st->tokens[i],
+                      &b->decode_out[i]);
+    }
 }
 
 static void phase_mark(eng_phase *ph, int *np, const char *name, int64_t t0)
@@ -465,9 +531,14 @@ static void cpu_release(void *state, int slot)
     cpu_state *st = state;
     if (check_slot(st, slot) != 0)
         return;
-    /* keep the rows (the pool is reused), forget the request */
-    st->slots[slot].prefilled = 0;
-    st->slots[slot].token = 0;
+    /* keep the rows (the pool is reused), forget the request: the rows it
+     * wrote go back to the history every request starts from */
+    cpu_slot *s = &st->slots[slot];
+    if (s->kv && s->hi > 0)
+        cpu_kv_fill(s->kv, 0, s->hi, history_seed(st));
+    s->hi = 0;
+    s->prefilled = 0;
+    s->token = 0;
 }
 
 const float *cpu_backend_attn_out(void *state, int i, int h)

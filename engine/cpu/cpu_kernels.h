@@ -61,6 +61,8 @@ typedef struct attn_batch {
     const float *q;      /* (N, H, ATTN_DQK) */
     const attn_seq *seq; /* (N) */
     float *out;          /* (N, H, ATTN_DV), written */
+    int fault;           /* testing, attn_decode_tiled only: ENG_ATTN_FAULT_* (engine.h), a
+                          * deliberate bug; 0 = none */
 } attn_batch;
 
 /* Bytes of KV each kernel must read for batch b (the traffic model the bench

@@ -60,6 +60,10 @@ typedef enum eng_backend_kind {
  * eng_start returns). Copy a config with eng_config_copy, not `=`, once it
  * owns strings: a plain assignment shares them. NULL string fields mean the
  * default. */
+/* eng_config.attn_fault: a deliberate bug in the cpu backend's tiled kernel,
+ * for testing that an A/B catches a wrong kernel (docs/engine.md). */
+enum { ENG_ATTN_FAULT_NONE = 0, ENG_ATTN_FAULT_SKIP_LAST_TILE = 1, ENG_ATTN_FAULT_SWAP_HEADS = 2 };
+
 typedef struct eng_config {
     /* server */
     const char *bind_addr;     /* default "127.0.0.1" */
@@ -122,11 +126,18 @@ typedef struct eng_config {
     const char *kv;            /* [kv] cuda: KV cache layout, "bf16" (576 x 2 B rows, default)
                                 * | "fp8" (DeepSeek-V3.2's 656 B rows, engine/cuda/README.md) */
     int device;                /* [device] cuda: CUDA device index, default 0 */
+    int attn_fault;            /* [attn_fault] testing: ENG_ATTN_FAULT_*, a deliberate bug in
+                                * the cpu tiled kernel (fast and wrong), default none */
     /* added fields (spec keys in brackets) */
     int stop_after_tok;        /* [stop_after] a request without ignore_eos ends with
                                 * finish_reason "stop" after max(min_tokens, this) tokens
                                 * when that is below its max_tokens; 0 = never (default) */
     int default_max_tokens;    /* [default_max_tokens] when a request names none, default 256 */
+    int prefix_cache;          /* [prefix_cache] 1: a prompt's leading blocks of 16 words
+                                * that an earlier prompt had are not prefilled again, and
+                                * are said as cached_tokens (engine/prefix_cache.c); 0 default */
+    int prefix_cache_blocks;   /* [prefix_cache_blocks] blocks kept, oldest evicted first
+                                * (default 65536) */
     const char *profile_dir;   /* [profile_dir] where /start_profile writes traces; NULL
                                 * (default): "$TMPDIR/loadlaw-profile-<uid>" ($TMPDIR unset:
                                 * /tmp), made mode 0700, refused when it is a symlink, not

@@ -475,7 +475,8 @@ typedef struct fit_dist {
  *                  beside the server's mean prompt tokens, a drift over
  *                  FIT_PROMPT_EST_DRIFT_FRAC is noted as an estimate (give
  *                  --tokenizer for exact lengths).
- *  cut short       requests that returned fewer completion tokens than the run
+ *  cut short       (not in a trace replay, whose rows ask their own lengths)
+ *                  requests that returned fewer completion tokens than the run
  *                  asked (request.max_tokens) while asking the server to ignore
  *                  EOS (so a "stop" is the server's), or that said "length"
  *                  short of max_tokens (a server limit: context, slot size);
@@ -1122,6 +1123,12 @@ typedef struct fit_outputs {
  * LL_EPARSE / LL_EINVAL from the reader, LL_ENOMEM; err says which. */
 int fit_outputs_compare(const char *run_a, const char *run_b, fit_outputs **out, char *err, size_t errlen);
 void fit_outputs_free(fit_outputs *o);
+/* Within one run: the requests of closed-loop level C = c_b against those of
+ * C = c_a with the same prompt key (do outputs depend on batch size?), as one
+ * level reported at c_b. The levels must share prompts (sweep
+ * --reuse-prompts). LL_EINVAL when the run recorded no outputs or lacks
+ * either level (err says which); else as fit_outputs_compare. */
+int fit_outputs_compare_levels(const char *run, int c_a, int c_b, fit_outputs **out, char *err, size_t errlen);
 /* The level with the lowest share_ok (NULL when no level compared a pair). */
 const fit_outputs_level *fit_outputs_worst(const fit_outputs *o);
 /* The "outputs" section of `compare --json` (fit/outputs_json.c); NULL on no memory. */

@@ -19,6 +19,8 @@
  *            "rate_per_s":0,"arrival":"poisson"|"constant","drain_s":10,
  *            "max_failed":0.1,"keep_going":false,"arrival_stamp":"kernel"|"user",
  *            "vary_context":false,
+ *            "trace":"file"|{"path":"file","speed":1,"window_s":[START,END]},
+ *            "shared_prefix":{"groups":G,"tokens":P,"pick":"round-robin"|"seeded"},
  *            "source_addrs":"auto"|"off"|"127.0.0.1-127.0.0.8,10.0.0.5",
  *            "profile":{...}},                    (short form: one level per C)
  *    "levels":[{"concurrency":32,"requests":220,"warmup":0,"duration_s":0,
@@ -63,7 +65,9 @@ int scn_endpoint_parse(const char *name, scn_endpoint *out);
 /* The standard path under the base URL: "/v1/chat/completions",
  * "/v1/completions", "/v1/responses", "/generate". */
 const char *scn_endpoint_path(scn_endpoint e);
-typedef enum scn_arrival { SCN_ARRIVAL_POISSON = 0, SCN_ARRIVAL_CONSTANT = 1 } scn_arrival;
+/* SCN_ARRIVAL_TRACE: the level load.trace makes (each request at its row's
+ * time); not a choice for other levels. */
+typedef enum scn_arrival { SCN_ARRIVAL_POISSON = 0, SCN_ARRIVAL_CONSTANT = 1, SCN_ARRIVAL_TRACE = 2 } scn_arrival;
 typedef enum scn_source {
     SCN_SOURCE_SYNTHETIC = 0, /* seeded random words */
     SCN_SOURCE_SHAREGPT = 1,  /* [{"conversations":[{"from":"human","value":...}]}] */
@@ -134,6 +138,9 @@ typedef struct scn_ab {
     scn_ab_side side[2];     /* [0] = a (the baseline), [1] = b */
     double expect_x;         /* 0 = no gate */
     int expect_c;            /* 0 = the highest level both runs share */
+    double expect_outputs;   /* ab.expect_same_outputs: at every level at least this share of
+                              * B's requests produced A's outputs or passed the top-k check
+                              * (needs request.record_outputs); 0 = no gate */
     scn_ab_order order;      /* default interleaved */
     int repeat;              /* runs of each level per side, 1..SCN_AB_MAX_REPEAT (default 1) */
 } scn_ab;
@@ -218,6 +225,22 @@ typedef struct scn_scenario {
     size_t n_levels;
     char *output;            /* run dir; NULL = runs/<timestamp> */
     scn_ab ab;               /* ab.enabled = 0: one ordinary sweep */
+    /* load.trace (--trace, --trace-speed, --trace-window; docs/workloads.md):
+     * replay a Mooncake JSONL, Azure LLM inference CSV or BurstGPT CSV trace.
+     * scn_validate reads the file (a bad row is its error, naming the line
+     * and the column) and replaces the levels by one open-loop level of
+     * arrival SCN_ARRIVAL_TRACE, one request per row of the window; the
+     * prompt set then holds one prompt per row (scn_prompt_send_ns,
+     * scn_prompt_max_tokens). */
+    char *trace_path;        /* NULL = no trace */
+    double trace_speed;      /* trace time / speed = send time (default 1) */
+    double trace_start_s, trace_end_s; /* rows with trace time (s after its first row)
+                                        * in [start, end); end 0 = to the last row */
+    struct scn_trace *trace; /* the rows, read by scn_validate (owned; internal) */
+    /* load.shared_prefix: every prompt = one of prefix_groups fixed texts of
+     * prefix_tokens tokens, then its own text (0 groups = off). */
+    int prefix_groups, prefix_tokens;
+    int prefix_seeded;       /* pick "seeded": a seeded draw per prompt; else prompt i takes i mod G */
 } scn_scenario;
 
 /* A scenario with the built-in defaults (one closed level at C=1, synthetic
@@ -275,6 +298,20 @@ size_t scn_prompts_count(const scn_prompts *p);
  * lives as long as the set. */
 const char *scn_prompt(const scn_prompts *p, size_t i, int *words);
 void scn_prompts_free(scn_prompts *p);
+/* Trace prompts: prompt i's send time after the level's start (ns, trace
+ * time / speed), or -1 when the set is not a trace. */
+int64_t scn_prompt_send_ns(const scn_prompts *p, size_t i);
+/* The max_tokens prompt i asks for (a trace row's output length), or 0: the
+ * scenario's. */
+int scn_prompt_max_tokens(const scn_prompts *p, size_t i);
+/* Where in prompt i (bytes) a per-request head may go without breaking a
+ * prefix that other prompts share: after the shared prefix (shared_prefix)
+ * or the leading blocks other rows share (trace); 0 otherwise. */
+size_t scn_prompt_head_at(const scn_prompts *p, size_t i);
+/* The trace format read ("mooncake", "azure", "burstgpt") and its rows, or
+ * NULL and 0 (no trace, or not validated yet). */
+const char *scn_trace_format(const scn_scenario *s);
+size_t scn_trace_rows(const scn_scenario *s);
 /* The tokens prompt i was built to (0 when not built to a token length). */
 int scn_prompt_target_tokens(const scn_prompts *p, size_t i);
 /* The tokenizer the scenario named (loaded by scn_prompts_load), or NULL. */

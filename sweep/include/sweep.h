@@ -141,5 +141,10 @@ void sweep_compare_opts_default(sweep_compare_opts *o);
  * the page, judge the gates. A sweep exit code: SWEEP_GATE
  * when the gate is missed, SWEEP_USAGE when its C is not shared by the runs. */
 int sweep_compare(const char *run_a, const char *run_b, const sweep_compare_opts *o);
+/* Within one run: the outputs at closed-loop level C = c_b against those at
+ * c_a for the same prompt keys (fit_outputs_compare_levels), printed (or
+ * JSON), and o's outputs gate judged. SWEEP_FAIL when the run lacks outputs
+ * or either level. */
+int sweep_compare_levels(const char *run, int c_a, int c_b, const sweep_compare_opts *o);
 
 #endif

@@ -540,6 +540,139 @@ static void test_vary_context(void)
     expect_error("{\"load\":{\"vary_context\":1}}", "load.vary_context", NULL);
 }
 
+/* Two run lines alike but for the trace's "format" and "rows" (a scenario
+ * not yet validated has read no trace). */
+static int tu_trace_same(const char *a, const char *b)
+{
+    cJSON *x = cJSON_Parse(a), *y = cJSON_Parse(b);
+    cJSON *tx = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(x, "load"), "trace");
+    cJSON *ty = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(y, "load"), "trace");
+    int same = tx && ty;
+    for (int k = 0; same && k < 2; k++) {
+        cJSON_DeleteItemFromObjectCaseSensitive(tx, k ? "rows" : "format");
+        cJSON_DeleteItemFromObjectCaseSensitive(ty, k ? "rows" : "format");
+    }
+    same = same && cJSON_Compare(x, y, 1);
+    cJSON_Delete(x);
+    cJSON_Delete(y);
+    return same;
+}
+
+/* load.trace and load.shared_prefix: their keys as strict as the rest, the
+ * Mooncake sample's rows as prompts (sizes by the tokenizer, send times,
+ * max_tokens, where the head goes, a window), prefixes of exact length. */
+static void test_workloads(void)
+{
+    expect_error("{\"load\":{\"trace\":{\"file\":\"x\"}}}", "load.trace.file", "unknown key");
+    expect_error("{\"load\":{\"trace\":{\"path\":\"x\",\"speed\":0}}}", "load.trace.speed", "[0.001, 1e6]");
+    expect_error("{\"load\":{\"trace\":{\"path\":\"x\",\"window_s\":[5,2]}}}", "load.trace.window_s", "START < END");
+    expect_error("{\"load\":{\"shared_prefix\":{\"groups\":0,\"tokens\":8}}}", "load.shared_prefix.groups", NULL);
+    expect_error("{\"load\":{\"shared_prefix\":{\"groups\":2}}}", "load.shared_prefix.tokens", NULL);
+    expect_error("{\"load\":{\"shared_prefix\":{\"groups\":2,\"tokens\":8,\"pick\":\"any\"}}}",
+                 "load.shared_prefix.pick", "seeded");
+
+    static const int ts_ms[] = {0, 120, 200, 350, 400, 650, 700, 900, 1000, 1200};
+    static const int in[] = {1100, 700, 1300, 300, 1024, 800, 1536, 520, 1200, 256};
+    static const int out[] = {12, 8, 20, 5, 16, 10, 4, 30, 6, 9};
+    const char *json = "{\"load\":{\"concurrency\":[4,8],\"trace\":{\"path\":\"" LOADLAW_SOURCE_DIR
+                       "/tests/sweep/data/trace-mooncake.jsonl\"}},\"prompts\":{\"tokenizer\":\"" LOADLAW_SOURCE_DIR
+                       "/tests/scenarios/data/tokenizer.json\"}}";
+    scn_scenario *s = NULL;
+    scn_prompts *p = NULL;
+    char err[512] = "";
+    CHECK(scn_load_string(json, "t.json", &s, err, sizeof err) == 0 && scn_validate(s, err, sizeof err) == 0 &&
+              scn_prompts_load(s, &p, err, sizeof err) == 0,
+          "a trace scenario loads: %s", err);
+    if (!p) {
+        scn_free(s);
+        return;
+    }
+    CHECK(s->n_levels == 1 && s->levels[0].arrival == SCN_ARRIVAL_TRACE && scn_level_requests(&s->levels[0]) == 10 &&
+              s->levels[0].concurrency == 0 && strcmp(scn_trace_format(s), "mooncake") == 0,
+          "one open trace level of 10 requests, no cap, in place of load.concurrency");
+    const scn_tokenizer *tok = scn_prompts_tokenizer(p);
+    size_t sized = 0, timed = 0, capped = 0;
+    for (size_t i = 0; i < 10 && scn_prompts_count(p) == 10; i++) {
+        const char *t = scn_prompt(p, i, NULL);
+        int64_t n = scn_tokenizer_count(tok, t, strlen(t));
+        sized += n == in[i];
+        timed += scn_prompt_send_ns(p, i) == (int64_t)ts_ms[i] * 1000000;
+        capped += scn_prompt_max_tokens(p, i) == out[i];
+    }
+    CHECK(sized == 10 && timed == 10 && capped == 10, "rows: %zu sized, %zu timed, %zu with max_tokens (of 10)", sized,
+          timed, capped);
+    /* row 0 = blocks 0, 1 (shared), 2 (its own): the head after block 1, which row 4 is */
+    const char *r0 = scn_prompt(p, 0, NULL), *r4 = scn_prompt(p, 4, NULL);
+    CHECK(scn_prompt_head_at(p, 0) == strlen(r4) + 1 && strncmp(r0, r4, strlen(r4)) == 0,
+          "row 0: blocks 0 and 1 as row 4 has them, then the head (at %zu)", scn_prompt_head_at(p, 0));
+    CHECK(scn_prompt_head_at(p, 3) == 0 && scn_prompt_head_at(p, 4) == strlen(r4),
+          "a row of its own blocks: the head first; a row of shared blocks only: the head last");
+    scn_prompts_free(p);
+    p = NULL;
+    scn_free(s);
+    s = NULL;
+
+    /* the window [0.3, 1.0) s: rows 3..7, the first sent at once */
+    const char *win = "{\"load\":{\"trace\":{\"path\":\"" LOADLAW_SOURCE_DIR "/tests/sweep/data/trace-mooncake.jsonl\","
+                      "\"speed\":2,\"window_s\":[0.3,1.0]}}}";
+    CHECK(scn_load_string(win, "w.json", &s, err, sizeof err) == 0 && scn_validate(s, err, sizeof err) == 0 &&
+              scn_prompts_load(s, &p, err, sizeof err) == 0,
+          "a windowed trace: %s", err);
+    CHECK(p && scn_prompts_count(p) == 5 && scn_prompt_send_ns(p, 0) == 0 && scn_prompt_send_ns(p, 1) == 25000000 &&
+              scn_prompt_max_tokens(p, 4) == 30,
+          "window: 5 rows, sent at (t - 350 ms) / 2");
+    cJSON *j = s ? scn_to_json(s) : NULL;
+    const cJSON *tr = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "load"), "trace");
+    CHECK(cJSON_GetObjectItemCaseSensitive(tr, "speed") && cJSON_GetObjectItemCaseSensitive(tr, "speed")->valuedouble == 2 &&
+              cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(tr, "window_s")) == 2,
+          "the run line's load.trace: speed and window");
+    /* the run line's config loads back as the same scenario (format and rows are ignored on load) */
+    char *t1 = j ? cJSON_PrintUnformatted(j) : NULL, *t2 = NULL;
+    scn_scenario *back = NULL;
+    if (t1 && scn_load_string(t1, "back.json", &back, err, sizeof err) == 0) {
+        cJSON *j2 = scn_to_json(back);
+        t2 = j2 ? cJSON_PrintUnformatted(j2) : NULL;
+        cJSON_Delete(j2);
+    }
+    CHECK(back && t2 && tu_trace_same(t1, t2), "the run line's load.trace loads back: %s", err);
+    scn_free(back);
+    free(t1);
+    free(t2);
+    cJSON_Delete(j);
+    scn_prompts_free(p);
+    p = NULL;
+    scn_free(s);
+    s = NULL;
+
+    /* shared prefixes of exactly 100 tokens, seeded pick */
+    const char *sp = "{\"load\":{\"shared_prefix\":{\"groups\":4,\"tokens\":100,\"pick\":\"seeded\"}},"
+                     "\"prompts\":{\"count\":40,\"tokens\":{\"dist\":\"fixed\",\"value\":30},\"tokenizer\":\"" LOADLAW_SOURCE_DIR
+                     "/tests/scenarios/data/tokenizer.json\"}}";
+    CHECK(scn_load_string(sp, "p.json", &s, err, sizeof err) == 0 && scn_validate(s, err, sizeof err) == 0 &&
+              scn_prompts_load(s, &p, err, sizeof err) == 0,
+          "a shared-prefix scenario: %s", err);
+    size_t exact = 0, groups = 0;
+    const char *seen[4] = {0};
+    size_t seen_len[4] = {0};
+    for (size_t i = 0; p && i < scn_prompts_count(p); i++) {
+        const char *t = scn_prompt(p, i, NULL);
+        size_t at = scn_prompt_head_at(p, i);
+        exact += at > 1 && scn_tokenizer_count(scn_prompts_tokenizer(p), t, at - 1) == 100;
+        size_t g = 0;
+        while (g < 4 && seen[g] && !(seen_len[g] == at && strncmp(seen[g], t, at) == 0))
+            g++;
+        if (g < 4 && !seen[g]) {
+            seen[g] = t;
+            seen_len[g] = at;
+            groups++;
+        }
+    }
+    CHECK(p && scn_prompts_count(p) == 40 && exact == 40 && groups == 4,
+          "40 prompts, each behind a prefix of exactly 100 tokens (%zu), 4 prefixes (%zu)", exact, groups);
+    scn_prompts_free(p);
+    scn_free(s);
+}
+
 int main(void)
 {
     test_errors();
@@ -548,6 +681,7 @@ int main(void)
     test_shipped();
     test_prompts();
     test_vary_context();
+    test_workloads();
     test_ab();
     test_ab_order();
     TEST_MAIN_END();
