@@ -15,6 +15,14 @@
 #include "testutil.h"
 #include "tsupport.h"
 
+/* Each term's tolerance: 5%; under the sanitizers, whose overhead grows the
+ * client's and engine's per-step work unevenly with N and K, 15%. */
+#ifdef LOADLAW_SANITIZED
+#define TOL 0.15
+#else
+#define TOL 0.05
+#endif
+
 static double num(const cJSON *o, const char *k)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
@@ -46,9 +54,9 @@ int main(void)
     CHECK(cJSON_IsString(best) && strcmp(best->valuestring, "context") == 0, "the context model chosen: %s",
           cJSON_IsString(best) ? best->valuestring : "(none)");
     /* played at time scale 0.1: 2 + 0.2n + 0.05c */
-    CHECK_REL(num(m, "ctx_a_ms"), 2.0, 0.05, "a");
-    CHECK_REL(num(m, "ctx_b_ms"), 0.2, 0.05, "b");
-    CHECK_REL(num(m, "ctx_c_ms_per_ktok"), 0.05, 0.05, "c per 1k context tokens");
+    CHECK_REL(num(m, "ctx_a_ms"), 2.0, TOL, "a");
+    CHECK_REL(num(m, "ctx_b_ms"), 0.2, TOL, "b");
+    CHECK_REL(num(m, "ctx_c_ms_per_ktok"), 0.05, TOL, "c per 1k context tokens");
     const cJSON *ci = cJSON_GetObjectItemCaseSensitive(m, "ctx_c_ci_ms_per_ktok");
     CHECK(cJSON_GetArraySize(ci) == 2 && cJSON_GetArrayItem(ci, 0)->valuedouble > 0, "c's interval excludes 0");
     cJSON_Delete(j);

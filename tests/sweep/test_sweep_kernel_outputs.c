@@ -16,6 +16,15 @@
 #include "testutil.h"
 #include "tsupport.h"
 
+/* The speed gate: the tiled kernel at least 1.2x naive at C=8; under the
+ * sanitizers, whose overhead is not the kernels', only a ratio the plumbing
+ * must carry (the outputs gate is the same in both builds). */
+#ifdef LOADLAW_SANITIZED
+#define SPEEDUP "0.5"
+#else
+#define SPEEDUP "1.2"
+#endif
+
 static char g_tmp[256];
 
 #define MODEL "backend=cpu,heads=64,topk=512,d_model=256,d_ff=1024,capacity=1024,threads=2,seed=1"
@@ -27,7 +36,7 @@ static void write_scenario(const char *path, const char *fault)
              "{\"name\":\"kernel-ab-small\",\"engine\":\"" MODEL "\",\n"
              " \"ab\":{\"a\":{\"name\":\"naive\",\"engine\":\"attn=naive\"},\n"
              "        \"b\":{\"name\":\"tiled\",\"engine\":\"attn=tiled,attn_fault=%s\"},\n"
-             "        \"expect_speedup\":\"1.2@8\",\"expect_same_outputs\":0.99},\n"
+             "        \"expect_speedup\":\"" SPEEDUP "@8\",\"expect_same_outputs\":0.99},\n"
              " \"request\":{\"max_tokens\":16,\"think_tokens\":0,\"ignore_eos\":true,\"timeout_s\":60,\n"
              "             \"record_outputs\":true,\"greedy\":true},\n"
              " \"prompts\":{\"source\":\"synthetic\",\"words\":{\"dist\":\"uniform\",\"min\":20,\"max\":60},"
@@ -60,14 +69,14 @@ static void test_ab(void)
     char *e = NULL;
     int rc = run_ab("none", &e);
     CHECK(rc == 0, "naive vs tiled: both gates met, exit 0 (got %d): %s", rc, e);
-    CHECK(strstr(e, "gate: expected >= 1.2") && strstr(e, ": met\ngate: expected same outputs >= 0.99") &&
+    CHECK(strstr(e, "gate: expected >= " SPEEDUP) && strstr(e, ": met\ngate: expected same outputs >= 0.99") &&
               strstr(e, "same outputs >= 0.99; worst level") && !strstr(e, "MISSED"),
           "naive vs tiled: both gate lines met: %s", e);
     free(e);
     static const char *const faults[] = {"skip_last_tile", "swap_heads"};
     for (int i = 0; i < 2; i++) {
         rc = run_ab(faults[i], &e);
-        const char *speed = strstr(e, "gate: expected >= 1.2");
+        const char *speed = strstr(e, "gate: expected >= " SPEEDUP);
         const char *outs = strstr(e, "gate: expected same outputs >= 0.99");
         CHECK(rc == 3, "%s: exit 3 (got %d): %s", faults[i], rc, e);
         CHECK(speed && strstr(speed, ": met\n") && strstr(speed, ": met\n") < outs,
