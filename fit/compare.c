@@ -259,6 +259,31 @@ static int work_alloc(cmp_work *w, fit_compare **out, size_t n_levels_a)
     return w->keys && w->lp && w->nua && w->nub ? 0 : LL_ENOMEM;
 }
 
+/* B/A of one term with its interval (delta method on the log scale). */
+static void term_ratio(double va, double vara, double vb, double varb, double ci, double *r, double out_ci[2])
+{
+    *r = out_ci[0] = out_ci[1] = NAN;
+    if (!(va > 0 && vb > 0 && vara >= 0 && varb >= 0))
+        return;
+    double se = sqrt(vara / (va * va) + varb / (vb * vb)), z = gsl_cdf_ugaussian_Pinv(0.5 + ci / 2);
+    *r = vb / va;
+    out_ci[0] = *r * exp(-z * se);
+    out_ci[1] = *r * exp(z * se);
+}
+
+/* fit.h fit_compare.ctx_*: the context model's terms B/A when both chose it. */
+static void compare_context_terms(fit_compare *c, const fit_model_check *ma, const fit_model_check *mb, double ci)
+{
+    c->ctx_b_ratio = c->ctx_c_ratio = NAN;
+    c->ctx_b_ratio_ci[0] = c->ctx_b_ratio_ci[1] = c->ctx_c_ratio_ci[0] = c->ctx_c_ratio_ci[1] = NAN;
+    if (!ma->done || !mb->done || ma->best != FIT_MODEL_CONTEXT || mb->best != FIT_MODEL_CONTEXT)
+        return;
+    term_ratio(ma->ctx_b_ms, ma->ctx_cov[1][1], mb->ctx_b_ms, mb->ctx_cov[1][1], ci, &c->ctx_b_ratio,
+               c->ctx_b_ratio_ci);
+    term_ratio(ma->ctx_c_ms, ma->ctx_cov[2][2], mb->ctx_c_ms, mb->ctx_cov[2][2], ci, &c->ctx_c_ratio,
+               c->ctx_c_ratio_ci);
+}
+
 /* Both laws, their asymptotes and the options the result reports. */
 static void compare_laws(fit_compare *c, const fit_result *ra, const fit_result *rb, const fit_compare_options *o)
 {
@@ -271,6 +296,7 @@ static void compare_laws(fit_compare *c, const fit_result *ra, const fit_result 
     c->ci = o->ci;
     c->n_resamples = o->n_resamples;
     c->seed = o->seed;
+    compare_context_terms(c, &ra->model, &rb->model, o->ci);
 }
 
 /* The keys (load) of a's levels, first occurrence each, in key order. */

@@ -63,6 +63,9 @@ static int compare_head_json(cJSON *root, const fit_compare *c)
         !cJSON_AddStringToObject(root, "slope_method", c->slope_method) ||
         add_pair(root, "slope_ratio_ci", c->slope_ratio_ci))
         return -1;
+    if (add_num(root, "ctx_b_ratio", c->ctx_b_ratio) || add_pair(root, "ctx_b_ratio_ci", c->ctx_b_ratio_ci) ||
+        add_num(root, "ctx_c_ratio", c->ctx_c_ratio) || add_pair(root, "ctx_c_ratio_ci", c->ctx_c_ratio_ci))
+        return -1;
     if (add_num(root, "ci", c->ci) || add_num(root, "n_resamples", c->n_resamples) ||
         !cJSON_AddBoolToObject(root, "paired", c->paired) || !cJSON_AddStringToObject(root, "verdict", c->verdict))
         return -1;

@@ -66,6 +66,11 @@ void rpt_compare_print(FILE *f, const fit_compare *c, const char *label_a, const
         fprintf(f, "  slope B/A %s [%s, %s] (%s%s)\n", n2(x[0], 64, c->slope_ratio, 3),
                 n2(x[1], 64, c->slope_ratio_ci[0], 3), n2(x[2], 64, c->slope_ratio_ci[1], 3), c->slope_method,
                 c->slope_method[0] == 'b' ? ", steady step time per level against C" : " method, from the laws' standard errors");
+    if (c->ctx_c_ratio > 0)
+        fprintf(f, "  context model, both runs: per-request term b B/A %s [%s, %s], context term c B/A %s [%s, %s]\n",
+                n2(x[0], 64, c->ctx_b_ratio, 3), n2(x[1], 64, c->ctx_b_ratio_ci[0], 3),
+                n2(x[2], 64, c->ctx_b_ratio_ci[1], 3), n2(x[3], 64, c->ctx_c_ratio, 3),
+                n2(x[4], 64, c->ctx_c_ratio_ci[0], 3), n2(x[5], 64, c->ctx_c_ratio_ci[1], 3));
 
     if (c->paired)
         fprintf(f, "\nper level: steady throughput B/A, paired (interleaved A/B): geometric mean of the pairs' "

@@ -1025,6 +1025,12 @@ typedef struct fit_compare {
     double slope_a_ms, slope_b_ms;         /* the slopes behind slope_ratio */
     double slope_ratio, slope_ratio_ci[2]; /* B / A; NAN when unknown */
     const char *slope_method;              /* "bootstrap" | "delta" | "none" */
+    /* Both runs on the context model (fit.h "The context term"): each term
+     * B/A with a delta-method interval from the models' OLS covariances, log
+     * scale; NAN unless both chose it. The per-request term b and the
+     * context term c say which part of the step a kernel change moved (a
+     * decode-attention rewrite moves c). */
+    double ctx_b_ratio, ctx_b_ratio_ci[2], ctx_c_ratio, ctx_c_ratio_ci[2];
     double ci;
     int n_resamples;
     uint64_t seed;

@@ -3,8 +3,7 @@
  * 1,000 context tokens of the running requests) at time scale 0.1, with
  * prompt lengths varied within levels (load.vary_context), then `loadlaw fit
  * --json`: the model check chooses the context model, and each term is
- * within 5% of the law as played (a margin for a shared machine; the
- * simulated runs in test_fit_models.c hold 3%), c's interval excluding 0.
+ * within 8% of the law as played (TOL below), c's interval excluding 0.
  * argv: none (LOADLAW_BIN). Real time: about 10 s. */
 #include <math.h>
 #include <stdio.h>
@@ -15,12 +14,13 @@
 #include "testutil.h"
 #include "tsupport.h"
 
-/* Each term's tolerance: 5%; under the sanitizers, whose overhead grows the
- * client's and engine's per-step work unevenly with N and K, 15%. */
+/* Each term's tolerance: 8% (real time on a shared machine; the simulated
+ * runs of test_fit_models.c hold 3%); under the sanitizers, whose overhead
+ * grows the client's and engine's per-step work unevenly with N and K, 15%. */
 #ifdef LOADLAW_SANITIZED
 #define TOL 0.15
 #else
-#define TOL 0.05
+#define TOL 0.08
 #endif
 
 static double num(const cJSON *o, const char *k)

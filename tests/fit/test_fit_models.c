@@ -113,6 +113,40 @@ static void test_context(void)
     fit_result_free(r);
 }
 
+/* compare on the context model: B halves c (a decode-attention rewrite),
+ * keeps b: c B/A near 0.5 inside its interval, b B/A near 1 */
+static void test_compare_terms(void)
+{
+    static const int conc[] = {1, 2, 4, 8, 12, 16};
+    fit_run *ra = NULL, *rb = NULL;
+    sim_cfg ca = base(20, 2, 21, conc, 6), cb = base(20, 2, 22, conc, 6);
+    sim_set_levels(&ca, conc, 6, 12);
+    sim_set_levels(&cb, conc, 6, 12);
+    ca.prompt_tok = cb.prompt_tok = 2000;
+    ca.prompt_spread = cb.prompt_spread = 0.9;
+    ca.c_ms_per_ktok = 0.5;
+    cb.c_ms_per_ktok = 0.25;
+    fit_result *a = run_sim_keep(&ca, "cmp_a", &ra), *b = run_sim_keep(&cb, "cmp_b", &rb);
+    if (a && b) {
+        fit_compare_options o;
+        fit_compare_options_default(&o);
+        o.n_resamples = 0;
+        fit_compare *c = NULL;
+        char err[256] = "";
+        CHECK(fit_compare_runs(ra, a, rb, b, &o, &c, err, sizeof err) == 0 && c, "compare: %s", err);
+        if (c) {
+            CHECK(fabs(c->ctx_c_ratio - 0.5) < 0.05 && c->ctx_c_ratio_ci[0] <= 0.5 && 0.5 <= c->ctx_c_ratio_ci[1],
+                  "c B/A %.3f [%.3f, %.3f] around 0.5", c->ctx_c_ratio, c->ctx_c_ratio_ci[0], c->ctx_c_ratio_ci[1]);
+            CHECK(fabs(c->ctx_b_ratio - 1) < 0.05, "b B/A %.3f near 1", c->ctx_b_ratio);
+            fit_compare_free(c);
+        }
+    }
+    fit_result_free(a);
+    fit_result_free(b);
+    fit_run_free(ra);
+    fit_run_free(rb);
+}
+
 static void test_line_seeds(void)
 {
     static const int conc[] = {1, 2, 4, 8, 16, 32};
@@ -196,6 +230,7 @@ static void test_no_model_fits(void)
 int main(void)
 {
     test_context();
+    test_compare_terms();
     test_line_seeds();
     test_knee();
     test_buckets();
