@@ -13,6 +13,7 @@
  * (lookups and inserts at admission: no lock). The table is open addressing
  * over 2^k slots with a FIFO of inserted keys for eviction, so memory is
  * fixed: cfg.prefix_cache_blocks keys. */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,13 +128,14 @@ static int close_block(keyer *k)
     return 0;
 }
 
+/* Words as request.c counts them: runs of non-space bytes (isspace). */
 static int feed(keyer *k, const char *s)
 {
     while (*s) {
-        while (*s && (*s == ' ' || *s == '\n' || *s == '\t' || *s == '\r' || *s == '\f' || *s == '\v'))
+        while (*s && isspace((unsigned char)*s))
             s++;
         const char *w = s;
-        while (*s && !(*s == ' ' || *s == '\n' || *s == '\t' || *s == '\r' || *s == '\f' || *s == '\v'))
+        while (*s && !isspace((unsigned char)*s))
             s++;
         if (s == w)
             break;

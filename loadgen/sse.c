@@ -593,10 +593,10 @@ static void openai_event(lg_delta *d, const lg_jtape *t, lg_delta_out *out)
         if (fr && fr->type != LG_J_NULL) {
             take_finish(d, t, fr);
             take_server_timing(d, t, root);
+            if (usage && usage->type == LG_J_OBJ)
+                take_cached(d, t, usage);
         }
     }
-    if (usage && usage->type == LG_J_OBJ)
-        take_cached(d, t, usage);
     count_event(d, tb, ab, usage && usage->type == LG_J_OBJ ? jnum(t, usage, "completion_tokens") : -1, out);
 }
 
