@@ -23,6 +23,7 @@ int cmd_fit(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
+int cmd_check_decode(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 
 #endif

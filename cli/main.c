@@ -22,6 +22,7 @@ static const struct {
     {"plan", cmd_plan, "capacity planning from the law: max C for an objective, goodput"},
     {"report", cmd_report, "write RUN_DIR/report.html (self-contained, opens offline)"},
     {"compare", cmd_compare, "compare two runs: per-level speedups with CIs, law change, gate"},
+    {"check-decode", cmd_check_decode, "re-score a run's recorded outputs through prefill on the same server"},
     {"trace", cmd_trace, "kernel-time breakdown of PyTorch/Kineto profiler traces"},
 };
 
@@ -29,7 +30,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: loadlaw <command> [options]   (loadlaw <command> --help)\n\n");
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-        fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].what);
+        fprintf(f, "  %-12s %s\n", cmds[i].name, cmds[i].what);
     fprintf(f, "\n  --version        print the version\n"
                "  help --markdown  every command's options as Markdown (docs/cli.md)\n"
                "\nexit codes: 0 ok, 1 failure, 2 usage error, 3 gate failed\n"

@@ -293,6 +293,30 @@ fail:
     return rc;
 }
 
+/* The request's place in its workload and its max_tokens, each only where
+ * it applies (records.h ll_rec_work). */
+static int format_work(ll_buf *b, const ll_rec_request *rq)
+{
+    int rc = 0;
+    if (rq->max_tokens > 0)
+        LL_TRY(ll_buf_printf(b, ",\"max_tokens\":%d", rq->max_tokens));
+    switch (rq->work.kind) {
+    case LL_WORK_SESSION:
+        LL_TRY(ll_buf_printf(b, ",\"session\":%" PRId64 ",\"turn\":%d", rq->work.index, rq->work.turn));
+        break;
+    case LL_WORK_TRACE:
+        LL_TRY(ll_buf_printf(b, ",\"trace_row\":%" PRId64, rq->work.index));
+        break;
+    case LL_WORK_PREFIX:
+        LL_TRY(ll_buf_printf(b, ",\"prefix_group\":%" PRId64, rq->work.index));
+        break;
+    default:
+        break;
+    }
+fail:
+    return rc;
+}
+
 static int format_request(ll_buf *b, const ll_rec_request *rq)
 {
     int ok = rq->cls == LL_ERRC_OK, rc;
@@ -328,6 +352,7 @@ static int format_request(ll_buf *b, const ll_rec_request *rq)
     }
     if (rq->srv.present)
         LL_TRY(format_srv_timing(b, &rq->srv));
+    LL_TRY(format_work(b, rq));
     LL_TRY(ll_buf_printf(b, ",\"chunks\":["));
     for (size_t i = 0; i < rq->n_chunks; i++)
         LL_TRY(put_chunk(b, &rq->chunks[i], i == 0));

@@ -37,6 +37,7 @@ void ll_rec_outputs_free(ll_rec_outputs *o)
     free(o->top_tok);
     free(o->top_lp);
     free(o->text);
+    free(o->prompt);
     free(o);
 }
 
@@ -115,6 +116,14 @@ int ll_rec_format_outputs(ll_buf *b, const ll_rec_outputs *o)
         LL_TRY(ll_buf_printf(b, ",\"text_bytes\":%zu,\"text_hash\":\"%016" PRIx64 "\"", o->text_bytes,
                              o->text_hash));
     }
+    /* -- the prompt as sent (check-decode) -- */
+    if (o->prompt) {
+        LL_TRY(ll_buf_printf(b, ",\"prompt\":"));
+        LL_TRY(ll_json_escape(b, o->prompt));
+    }
+    if (o->prompt_bytes)
+        LL_TRY(ll_buf_printf(b, ",\"prompt_bytes\":%zu", o->prompt_bytes));
+    /* -- end prompt -- */
     LL_TRY(ll_buf_append(b, "}", 1));
 fail:
     return rc;
@@ -182,9 +191,10 @@ static int read_arrays(ll_rec_outputs *o, const cJSON *v, int *bad)
     if (ids && !(o->ids = malloc((o->n_tok ? o->n_tok : 1) * sizeof *o->ids)))
         return LL_ENOMEM;
     for (const cJSON *c = ids ? ids->child : NULL; c; c = c->next, i++) {
-        if (!cJSON_IsNumber(c) || !(c->valuedouble >= 0 && c->valuedouble < 9e15))
+        int ok = cJSON_IsNumber(c) && c->valuedouble >= 0 && c->valuedouble < 9e15;
+        if (!ok)
             *bad = 1;
-        o->ids[i] = cJSON_IsNumber(c) ? (int64_t)c->valuedouble : -1;
+        o->ids[i] = ok ? (int64_t)c->valuedouble : -1;
     }
     i = 0;
     if (tok && !(o->tok = calloc(o->n_tok ? o->n_tok : 1, sizeof *o->tok)))
@@ -220,6 +230,13 @@ int ll_rec_read_outputs(const cJSON *v, ll_rec_outputs **out)
         const char *h = ll_json_str(v, "text_hash", NULL);
         o->text_hash = h ? strtoull(h, NULL, 16) : ll_fnv64(LL_FNV64_INIT, o->text, strlen(o->text));
     }
+    /* -- the prompt as sent (check-decode) -- */
+    const cJSON *prompt = cJSON_GetObjectItemCaseSensitive(v, "prompt");
+    if (cJSON_IsString(prompt))
+        LL_TRY((o->prompt = dup_str(prompt)) ? 0 : LL_ENOMEM);
+    double pb = ll_json_num(v, "prompt_bytes", o->prompt ? (double)strlen(o->prompt) : 0);
+    o->prompt_bytes = pb >= 0 && pb < 9e15 ? (size_t)pb : 0;
+    /* -- end prompt -- */
     *out = o;
     return 0;
 fail:
@@ -267,7 +284,9 @@ ll_rec_outputs *ll_rec_outputs_dup(const ll_rec_outputs *o)
     c->lp = dup_mem(o->lp, o->n_tok * sizeof *o->lp, &oom);
     c->top_lp = c->top_k ? dup_mem(o->top_lp, nt * sizeof *o->top_lp, &oom) : NULL;
     c->text = o->text ? strdup(o->text) : NULL;
-    if (oom || (o->text && !c->text) || dup_strs(&c->tok, o->tok, o->n_tok) ||
+    c->prompt = o->prompt ? strdup(o->prompt) : NULL; /* the prompt as sent (check-decode) */
+    c->prompt_bytes = o->prompt_bytes;
+    if (oom || (o->text && !c->text) || (o->prompt && !c->prompt) || dup_strs(&c->tok, o->tok, o->n_tok) ||
         (c->top_k && dup_strs(&c->top_tok, o->top_tok, nt))) {
         ll_rec_outputs_free(c);
         return NULL;

@@ -304,6 +304,24 @@ static int rd_chunks(reader *r, const cJSON *o)
     return 0;
 }
 
+/* "max_tokens" and the workload keys (records.h ll_rec_work): a session
+ * needs both "session" and "turn" (turn >= 1); absent keys leave none. */
+static void rd_work(reader *r, const cJSON *o, ll_rec_request *rq)
+{
+    rq->max_tokens = (int)rd_int(r, o, "max_tokens", 0, 0, INT32_MAX, 0);
+    if (cJSON_GetObjectItemCaseSensitive(o, "session")) {
+        rq->work.index = rd_int(r, o, "session", 1, 0, TIME_MAX_NS, 0);
+        rq->work.turn = (int)rd_int(r, o, "turn", 1, 1, INT32_MAX, 0);
+        rq->work.kind = rq->work.turn > 0 ? LL_WORK_SESSION : LL_WORK_NONE;
+    } else if (cJSON_GetObjectItemCaseSensitive(o, "trace_row")) {
+        rq->work.index = rd_int(r, o, "trace_row", 1, 0, TIME_MAX_NS, 0);
+        rq->work.kind = LL_WORK_TRACE;
+    } else if (cJSON_GetObjectItemCaseSensitive(o, "prefix_group")) {
+        rq->work.index = rd_int(r, o, "prefix_group", 1, 0, INT32_MAX, 0);
+        rq->work.kind = LL_WORK_PREFIX;
+    }
+}
+
 static int rd_request(reader *r, const cJSON *o)
 {
     ll_rec_request rq;
@@ -352,6 +370,7 @@ static int rd_request(reader *r, const cJSON *o)
     rq.cached_tok = rd_int(r, o, "cached_tok", 0, 0, TIME_MAX_NS, -1);
     snprintf(rq.finish, sizeof rq.finish, "%s", ll_json_str(o, "finish", ""));
     rq.srv = rd_srv_timing(r, cJSON_GetObjectItemCaseSensitive(o, "server"));
+    rd_work(r, o, &rq);
     int rc = rd_chunks(r, o);
     if (rc)
         return rc;

@@ -27,6 +27,23 @@ typedef struct eng_tok {
     float top_lp[ENG_TOK_TOP];
 } eng_tok;
 
+/* A prompt scored through prefill ("prompt_logprobs", docs/engine.md): the
+ * prompt's last n tokens are model tokens (a continuation, e.g. a decoded
+ * output sent back), the ctx_tok before them the request's context. A
+ * backend that computes tokens writes, for each continuation position j, the
+ * logprob of ids[j] given everything before it (out[j]: id = ids[j], lp, the
+ * top alternatives) and rank[j] (1 = the model's argmax), through a path that
+ * does not share the decode attention kernel; the first token after the
+ * prompt is then the one that follows the continuation. out[j].id stays -1
+ * where the backend computes nothing (the engine's seeded words stand). */
+typedef struct eng_cont {
+    int ctx_tok;               /* prompt tokens before the continuation */
+    int n;                     /* continuation tokens */
+    const int32_t *ids;        /* (n) */
+    eng_tok *out;              /* (n), ids preset to -1 */
+    int32_t *rank;             /* (n) */
+} eng_cont;
+
 /* The work of one step, as the scheduler hands it to the backend. */
 typedef struct eng_batch {
     int n_decode;              /* sequences that decode one token this step */
@@ -43,6 +60,9 @@ typedef struct eng_batch {
      * first token of prefill chunk i when that chunk completes its prompt. */
     const uint64_t *decode_seed, *prefill_seed;
     eng_tok *decode_out, *prefill_out;
+    /* (n_prefill, may be NULL) prefill chunk i's continuation to score when
+     * the chunk completes a prompt that asked for prompt logprobs, else NULL */
+    const eng_cont *const *prefill_cont;
 } eng_batch;
 
 /* A timed phase inside a step (for /metrics and the profiler trace).
@@ -85,6 +105,10 @@ enum {
     /* Step times are played from cfg's law and time_scale, so eng_law can
      * report the law as data. */
     ENG_CAP_PLAYS_LAW = 1u << 1,
+    /* Prompt logprobs can be answered (eng_cont): the backend scores a
+     * continuation through its prefill path, or computes no tokens at all
+     * so the engine's seeded words score it. */
+    ENG_CAP_PROMPT_LOGPROBS = 1u << 2,
 };
 
 typedef struct eng_backend_ops {

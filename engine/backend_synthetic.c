@@ -98,7 +98,7 @@ static void syn_destroy(void *state) { free(state); }
 
 const eng_backend_ops eng_backend_synthetic = {
     .name = "synthetic",
-    .caps = ENG_CAP_SLEEPS | ENG_CAP_PLAYS_LAW,
+    .caps = ENG_CAP_SLEEPS | ENG_CAP_PLAYS_LAW | ENG_CAP_PROMPT_LOGPROBS,
     .create = syn_create,
     .step = syn_step,
     .release = syn_release,

@@ -330,8 +330,8 @@ static const eng_key keys[] = {
     {.name = "step_log_max", .type = KEY_BYTES, .off = OFF(step_log_max), .lo = 1, .hi = 1e9,
      .form = "N", .help = "steps the engine's step log keeps, newest first; older ones are "
      "dropped and counted in /metrics (default 1m = 56 MB)"},
-    {.name = "attn", .type = KEY_CHOICE, .slot = STR_ATTN, .choices = "naive|tiled",
-     .form = "naive|tiled", .help = "cpu/cuda: decode attention kernel (default tiled)"},
+    {.name = "attn", .type = KEY_CHOICE, .slot = STR_ATTN, .choices = "naive|tiled|v2",
+     .form = "naive|tiled|v2", .help = "cpu/cuda: decode attention kernel (default tiled; v2: cuda only)"},
     INT("heads", heads, 1, 4096, "N", "cpu/cuda: query heads (default 64)"),
     INT("topk", topk, 1, 1 << 24, "N", "cpu/cuda: KV rows selected per decode (default 2048)"),
     INT("threads", threads, 0, 1024, "N", "cpu: compute threads, 0 = all cores (default 1)"),

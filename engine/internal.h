@@ -71,6 +71,10 @@ typedef struct eng_req {
     int lp_top;                    /* logprobs asked (chat logprobs, completions
                                     * logprobs N): alternatives per token; -1 none */
     int return_ids;                /* vLLM's return_token_ids: choices[].token_ids */
+    int prompt_lp;                 /* vLLM's prompt_logprobs: alternatives per prompt
+                                    * position; -1 none (prompt_lp.c) */
+    eng_cont cont;                 /* the prompt's scored continuation (cont.n = 0: none);
+                                    * ids/out/rank owned, out written by the step */
     char model_json[160];          /* served model name as a JSON string literal */
     char chunk_head[320];          /* "data: {"id":..,"model":..," of every stream chunk, */
     int chunk_head_len;            /* built once (sse.c); 0 until then */
@@ -268,6 +272,32 @@ eng_req *eng_req_parse(eng_engine *e, int kind, const char *body, size_t len,
 /* sse.c: output formatting; append to r->out (caller holds io_mu). */
 int eng_sse_tokens(eng_req *r, int from, int n);   /* tokens [from, from+n) */
 int eng_json_full(eng_req *r);                     /* whole non-streaming body */
+/* The engine's token spelling (sse.c): id i is word i mod 64, followed by
+ * i / 64 when that is not 0 ("tile", "tile3"); buf has 16 bytes. The
+ * inverse: the id a word of n bytes spells, or -1. */
+const char *eng_token_text(int id, char *buf);
+int eng_token_id(const char *s, size_t n);
+/* The seeded words' model (the synthetic backend's tokens): the id at
+ * position pos of a request with seed, and the logprob and rank (1 = the
+ * chosen one) it gives token id; the j-th alternative of the chosen one. */
+int eng_seeded_id(uint64_t seed, int pos);
+double eng_seeded_lp(uint64_t seed, int pos, int id, int *rank);
+void eng_seeded_alt(uint64_t seed, int pos, int j, int *id, double *lp);
+
+/* prompt_lp.c: prompt logprobs (docs/engine.md, "Prompt logprobs"). From a
+ * checked body: "prompt_logprobs" (0..20, -1 when absent) and the scored
+ * continuation: chat, a last assistant message with "continue_final_message":
+ * true; completions, the words from "logprob_start_len" on (SGLang's name).
+ * *ctx_json (caller frees; NULL when there is no continuation) is the prompt
+ * without it, printed as the engine prints prompts for their seed. 0, or
+ * LL_EINVAL with a 400's parameter and message, or LL_ENOMEM. */
+int eng_prompt_lp_parse(const cJSON *root, int kind, int vocab, int *prompt_lp, eng_cont *cont,
+                        char **ctx_json, const char **param, char *msg, size_t msglen);
+/* ,"prompt_logprobs":[...] for r (null for context positions), filling the
+ * positions the backend left (out[j].id < 0) from the seeded words' model. */
+int eng_json_prompt_lp(ll_buf *b, eng_req *r);
+void eng_cont_free(eng_cont *c);
+
 /* Copy at most max_bytes of src into dst (dstlen with its NUL), cut at a
  * character boundary, invalid UTF-8 bytes made '?', and "..." appended
  * (within dstlen) when cut: request bytes safe to put in a message.

@@ -16,8 +16,11 @@ int eng_model_opts_from_config(const eng_config *cfg, const char *backend, eng_m
         o->tiled = 1;
     else if (strcmp(attn, "naive") == 0)
         o->tiled = 0;
+    else if (strcmp(attn, "v2") == 0 && strcmp(backend, "cuda") == 0)
+        o->tiled = 2;
     else {
-        ll_errf(err, errlen, "%s backend: attn must be naive or tiled, got '%s'", backend, attn);
+        ll_errf(err, errlen, "%s backend: attn must be naive or tiled%s, got '%s'", backend,
+                strcmp(backend, "cuda") == 0 ? " or v2" : " (v2 is the cuda backend's kernel)", attn);
         return LL_EINVAL;
     }
     /* Sizes are taken as given (no zero-means-default): eng_config_default

@@ -13,7 +13,7 @@
 
 typedef struct eng_model_opts {
     int heads, topk;           /* 64, 2048 when cfg leaves them 0 */
-    int tiled;                 /* attn: 1 tiled (default), 0 naive */
+    int tiled;                 /* attn: 1 tiled (default), 0 naive, 2 v2 (cuda only) */
     int tp;                    /* ranks, 1 when cfg leaves it 0; bounds: the backend's */
     int d_model, d_ff, vocab;  /* as given (eng_config_default sets them) */
     int capacity, min_ctx;     /* rows per slot; min_ctx -1 resolved to topk */

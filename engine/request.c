@@ -19,6 +19,7 @@ void eng_req_unref(eng_req *r)
     if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
         return;
     ll_buf_free(&r->out);
+    eng_cont_free(&r->cont);
     free(r->prefix_keys);
     free(r->toks);
     free(r);
@@ -112,6 +113,8 @@ typedef struct req_opts {
     int max_tok, min_tok, think_tok;
     int stream, ignore_eos, include_usage, continuous_usage;
     int lp_top, return_ids;       /* eng_req's */
+    int prompt_lp;                /* eng_req's; with cont (moved into it) */
+    eng_cont cont;
     uint64_t prompt_hash;         /* the token words' seed comes from it */
 } req_opts;
 
@@ -278,6 +281,34 @@ static uint64_t prompt_hash(const cJSON *root, int kind)
     return h;
 }
 
+/* prompt_logprobs and the scored continuation (prompt_lp.c), and the seed's
+ * hash: the context's when there is a continuation. With a backend that can
+ * neither score a continuation nor leave it to the seeded words, prompt
+ * logprobs are refused and a continuation is read as context. */
+static int read_prompt_lp(const eng_engine *e, const cJSON *root, int kind, req_opts *o,
+                          const req_error *er)
+{
+    char *ctx_json = NULL;
+    int rc = eng_prompt_lp_parse(root, kind, e->cfg.vocab > 64 ? e->cfg.vocab : 64, &o->prompt_lp,
+                                 &o->cont, &ctx_json, er->param, er->msg, er->msglen);
+    if (rc == LL_EINVAL)
+        *er->status = 400;
+    if (rc)
+        return rc == LL_EINVAL ? rc : refuse(er, 500, NULL, "out of memory");
+    if (!(e->be->caps & ENG_CAP_PROMPT_LOGPROBS)) {
+        /* a continuation is then context like the rest, as before */
+        free(ctx_json);
+        ctx_json = NULL;
+        eng_cont_free(&o->cont);
+        if (o->prompt_lp >= 0)
+            return refuse(er, 400, "prompt_logprobs", "prompt logprobs are not available with the %s backend",
+                          e->be->name);
+    }
+    o->prompt_hash = ctx_json ? ll_fnv64(LL_FNV64_INIT, ctx_json, strlen(ctx_json)) : prompt_hash(root, kind);
+    free(ctx_json);
+    return 0;
+}
+
 /* How many tokens the request will produce: max_tokens, or with the
  * engine's stop_after (and no ignore_eos) fewer, ending with "stop". */
 static void plan_output(eng_req *r, const eng_config *cfg, const req_opts *o)
@@ -337,6 +368,7 @@ static eng_req *new_req(eng_engine *e, int kind, int prompt, const req_opts *o)
     r->min_tok = o->min_tok;
     r->lp_top = o->lp_top;
     r->return_ids = o->return_ids;
+    r->prompt_lp = o->prompt_lp;
     plan_output(r, cfg, o);
     if (set_model_json(r, cfg->model)) {
         free(r);
@@ -363,12 +395,17 @@ eng_req *eng_req_parse(eng_engine *e, int kind, const char *body, size_t len,
     LL_TRY(read_token_counts(root, cfg, &o, &er));
     LL_TRY(read_stream_opts(root, &o, &er));
     LL_TRY(read_output_opts(root, kind, &o, &er));
-    o.prompt_hash = prompt_hash(root, kind);
+    LL_TRY(read_prompt_lp(e, root, kind, &o, &er));
     if ((int64_t)prompt + o.max_tok > cfg->max_context_tok)
         LL_TRY(refuse(&er, 400, "max_tokens",
                       "prompt (%d tokens) plus max_tokens (%d) exceeds the context limit of %d",
                       prompt, o.max_tok, cfg->max_context_tok));
     r = new_req(e, kind, prompt, &o);
+    if (r) { /* the continuation is the request's now */
+        r->cont = o.cont;
+        r->cont.ctx_tok = prompt - o.cont.n;
+        memset(&o.cont, 0, sizeof o.cont);
+    }
     if (!r || (cfg->prefix_cache && eng_prefix_keys(root, kind == ENG_REQ_CHAT, &r->prefix_keys, &r->n_prefix_keys))) {
         eng_req_unref(r);
         r = NULL;
@@ -377,6 +414,7 @@ eng_req *eng_req_parse(eng_engine *e, int kind, const char *body, size_t len,
     cJSON_Delete(root);
     return r;
 fail:
+    eng_cont_free(&o.cont);
     cJSON_Delete(root);
     return NULL;
 }

@@ -52,6 +52,7 @@ typedef struct eng_sched {
      * is pre_req[k]'s index in the batch (pre_req is reordered) */
     uint64_t *dec_seed, *pre_seed;
     eng_tok *dec_out, *pre_out;
+    const eng_cont **pre_cont;     /* (cap) a completing chunk's continuation, else NULL */
     int *pre_at;
 } eng_sched;
 
@@ -62,6 +63,7 @@ static void sched_free(eng_sched *s)
     free(s->run); free(s->free_slot); free(s->dec_slot); free(s->pre_slot);
     free(s->pre_tok); free(s->dec_ctx); free(s->dec_req); free(s->pre_req);
     free(s->dec_seed); free(s->pre_seed); free(s->dec_out); free(s->pre_out); free(s->pre_at);
+    free(s->pre_cont);
     free(s);
 }
 
@@ -83,10 +85,11 @@ static eng_sched *sched_new(int cap)
     s->pre_seed = calloc((size_t)cap, sizeof *s->pre_seed);
     s->dec_out = calloc((size_t)cap, sizeof *s->dec_out);
     s->pre_out = calloc((size_t)cap, sizeof *s->pre_out);
+    s->pre_cont = calloc((size_t)cap, sizeof *s->pre_cont);
     s->pre_at = calloc((size_t)cap, sizeof *s->pre_at);
     if (!s->run || !s->free_slot || !s->dec_slot || !s->pre_slot || !s->pre_tok ||
         !s->dec_ctx || !s->dec_req || !s->pre_req || !s->dec_seed || !s->pre_seed ||
-        !s->dec_out || !s->pre_out || !s->pre_at) {
+        !s->dec_out || !s->pre_out || !s->pre_at || !s->pre_cont) {
         sched_free(s);
         return NULL;
     }
@@ -440,6 +443,7 @@ static eng_batch build_batch(eng_engine *e, eng_sched *s, int *n_pre_done)
         s->pre_at[n_pre] = n_pre;
         pre_total += chunk;
         r->prefilled += chunk;
+        s->pre_cont[n_pre] = r->cont.n > 0 && r->prefilled == r->prompt_tok ? &r->cont : NULL;
         n_pre++;
     }
     /* pre_slot/pre_tok stay in admission order; this only reorders pre_req,
@@ -460,6 +464,7 @@ static eng_batch build_batch(eng_engine *e, eng_sched *s, int *n_pre_done)
         .prefill_tok_total = pre_total, .ctx_tok_total = ctx,
         .decode_seed = s->dec_seed, .prefill_seed = s->pre_seed,
         .decode_out = s->dec_out, .prefill_out = s->pre_out,
+        .prefill_cont = (const eng_cont *const *)s->pre_cont,
     };
 }
 

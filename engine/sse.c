@@ -15,7 +15,8 @@
  * A backend that computes tokens (the cpu backend's greedy argmax, kept in
  * r->toks by sched.c) replaces the seeded words: token id i is spelled as
  * word i mod 64 followed by i / 64 when that is not 0 ("tile", "tile3"), and
- * the logprobs and alternatives are the model's. */
+ * the logprobs and alternatives are the model's. A non-streaming answer
+ * carries prompt logprobs where asked (prompt_lp.c). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,12 +38,14 @@ static const char *const words[64] = {
     "load", "sweep", "curve", "knee", "asymptote", "throughput", "latency", "done",
 };
 
-static uint64_t mix_at(const eng_req *r, int pos)
+static uint64_t mix_seed(uint64_t seed, int pos)
 {
-    uint64_t z = r->seed + (uint64_t)pos * 0x9e3779b97f4a7c15ULL;
+    uint64_t z = seed + (uint64_t)pos * 0x9e3779b97f4a7c15ULL;
     z = (z ^ (z >> 31)) * 0xd6e8feb86659fd93ULL;
     return z ^ (z >> 32);
 }
+
+static uint64_t mix_at(const eng_req *r, int pos) { return mix_seed(r->seed, pos); }
 
 /* The model's token at pos, or NULL where the seeded words stand. */
 static const eng_tok *model_tok(const eng_req *r, int pos)
@@ -65,6 +68,31 @@ static const char *id_text(int id, char *buf)
     return buf;
 }
 
+const char *eng_token_text(int id, char *buf) { return id_text(id, buf); }
+
+int eng_token_id(const char *s, size_t n)
+{
+    size_t a = 0;
+    while (a < n && s[a] >= 'a' && s[a] <= 'z')
+        a++;
+    int w = -1;
+    for (int i = 0; i < 64 && w < 0; i++)
+        if (strlen(words[i]) == a && memcmp(words[i], s, a) == 0)
+            w = i;
+    if (w < 0 || a == n)
+        return w;
+    /* a multiple of 64: digits without a leading zero, at most 7 of them */
+    if (n - a > 7 || s[a] == '0')
+        return -1;
+    int k = 0;
+    for (size_t i = a; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        k = k * 10 + (s[i] - '0');
+    }
+    return w + 64 * k;
+}
+
 static const char *word_at(const eng_req *r, int pos, char *buf) { return id_text(tok_id(r, pos), buf); }
 
 /* ---- logprobs: the synthetic model's certainty, as data ----------------------
@@ -72,9 +100,33 @@ static const char *word_at(const eng_req *r, int pos, char *buf) { return id_tex
  * its logprob is in (-0.7, 0], and the j-th alternative (j = 1..k-1) is word
  * id + 13j (mod 64, all distinct) at 1 + 0.5j below it: a deterministic
  * function of the prompt and the position, as a greedy model's would be. */
-static double lp_at(const eng_req *r, int pos) { return -(double)((mix_at(r, pos) >> 6) & 1023) / 1024.0 * 0.7; }
+static double lp_seed(uint64_t seed, int pos) { return -(double)((mix_seed(seed, pos) >> 6) & 1023) / 1024.0 * 0.7; }
+
+static double lp_at(const eng_req *r, int pos) { return lp_seed(r->seed, pos); }
 
 static int alt_id(int id, int j) { return (id + 13 * j) & 63; }
+
+int eng_seeded_id(uint64_t seed, int pos) { return (int)(mix_seed(seed, pos) & 63); }
+
+/* Token id is the j-th alternative of the chosen c where id = c + 13j (mod
+ * 64): j = 5 (id - c) mod 64, 5 being 13's inverse mod 64. An id past the
+ * word list is not a word of this model: -9999, as vLLM clamps -inf. */
+double eng_seeded_lp(uint64_t seed, int pos, int id, int *rank)
+{
+    if (id < 0 || id >= 64) {
+        *rank = 65;
+        return -9999.0;
+    }
+    int j = (5 * (id - eng_seeded_id(seed, pos))) & 63;
+    *rank = j + 1;
+    return lp_seed(seed, pos) - (j ? 1 + 0.5 * j : 0);
+}
+
+void eng_seeded_alt(uint64_t seed, int pos, int j, int *id, double *lp)
+{
+    *id = alt_id(eng_seeded_id(seed, pos), j);
+    *lp = lp_seed(seed, pos) - (j ? 1 + 0.5 * j : 0);
+}
 
 /* The chosen token's logprob, the alternatives given (at most lp_top), and
  * the j-th alternative (j = 0 is the chosen token). */
@@ -260,36 +312,47 @@ static int words_into(ll_buf *b, const eng_req *r, int from, int to)
     return rc;
 }
 
-int eng_json_full(eng_req *r)
+/* The whole answer's choice up to its logprobs: chat's message, or the
+ * completion's text with its thinking between tags. */
+static int full_choice(ll_buf *b, eng_req *r)
 {
-    ll_buf *b = &r->out;
     int think = r->think_tok, n = r->target_tok;
     int rc;
-    if (r->kind == ENG_REQ_CHAT) {
-        rc = head(b, r, "chat.completion");
-        rc = rc ? rc : LIT(b, "\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
-                                     "\"reasoning_content\":");
-        if (!rc && think > 0) {
-            rc = LIT(b, "\"");
-            rc = rc ? rc : words_into(b, r, 0, think);
-            rc = rc ? rc : LIT(b, "\"");
-        } else if (!rc) {
-            rc = LIT(b, "null");
-        }
-        rc = rc ? rc : LIT(b, ",\"content\":\"");
-        rc = rc ? rc : words_into(b, r, think, n);
-        rc = rc ? rc : LIT(b, "\"},");
-    } else {
+    if (r->kind != ENG_REQ_CHAT) {
         rc = head(b, r, "text_completion");
-        rc = rc ? rc : ll_buf_printf(b, "\"choices\":[{\"index\":0,\"text\":\"%s",
-                                     think > 0 ? "<think>" : "");
+        rc = rc ? rc : ll_buf_printf(b, "\"choices\":[{\"index\":0,\"text\":\"%s", think > 0 ? "<think>" : "");
         rc = rc ? rc : words_into(b, r, 0, think);
         rc = rc ? rc : (think > 0 ? LIT(b, "</think>") : 0);
         rc = rc ? rc : words_into(b, r, think, n);
-        rc = rc ? rc : LIT(b, "\",");
+        return rc ? rc : LIT(b, "\",");
     }
-    rc = rc ? rc : ll_buf_printf(b, "\"logprobs\":null,\"finish_reason\":\"%s\"}],", finish_reason(r));
-    rc = rc ? rc : usage(b, r, n, 1);
+    rc = head(b, r, "chat.completion");
+    rc = rc ? rc : LIT(b, "\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
+                          "\"reasoning_content\":");
+    if (!rc && think > 0) {
+        rc = LIT(b, "\"");
+        rc = rc ? rc : words_into(b, r, 0, think);
+        rc = rc ? rc : LIT(b, "\"");
+    } else if (!rc) {
+        rc = LIT(b, "null");
+    }
+    rc = rc ? rc : LIT(b, ",\"content\":\"");
+    rc = rc ? rc : words_into(b, r, think, n);
+    return rc ? rc : LIT(b, "\"},");
+}
+
+int eng_json_full(eng_req *r)
+{
+    ll_buf *b = &r->out;
+    int rc = full_choice(b, r);
+    rc = rc ? rc : ll_buf_printf(b, "\"logprobs\":null,\"finish_reason\":\"%s\"", finish_reason(r));
+    /* vLLM's places: a completions choice's, a chat response's top level */
+    if (!rc && r->prompt_lp >= 0 && r->kind != ENG_REQ_CHAT)
+        rc = eng_json_prompt_lp(b, r);
+    rc = rc ? rc : LIT(b, "}],");
+    rc = rc ? rc : usage(b, r, r->target_tok, 1);
+    if (!rc && r->prompt_lp >= 0 && r->kind == ENG_REQ_CHAT)
+        rc = eng_json_prompt_lp(b, r);
     return rc ? rc : LIT(b, "}");
 }
 

@@ -59,6 +59,7 @@ void fit_result_free(fit_result *r)
     for (size_t i = 0; i < r->n_notes; i++)
         free(r->notes[i]);
     free(r->notes);
+    free(r->turns);
     free(r);
 }
 
@@ -268,6 +269,10 @@ static int fit_laws(const fit_run *run, fit_result *res, const fit_options *opt,
     res->asymptote_tok_per_s = res->law.ok && res->law.b_ms > 0 ? 1000.0 / res->law.b_ms : NAN;
     res->n_half = res->law.ok && res->law.b_ms > 0 ? res->law.a_ms / res->law.b_ms : NAN;
     LL_TRY(fit_model_check_run(px.v, py.v, P->k.v, px.n, opt, &res->model, err, errlen));
+    if (res->model.done && res->model.context_negative)
+        LL_TRY(fit_note(res, "a model with a context term fitted better, but its c came out negative (step time "
+                             "falling as context grows is not a cost of context): set aside; something else that "
+                             "differs with K between levels moved the step"));
     if (res->model.done && fabs(res->model.kn_corr) > FIT_CONTEXT_COLLINEAR)
         LL_TRY(fit_note(res, "the context term is not identifiable from this run: the context of the running "
                              "requests moved with N (corr %.3f); vary prompt lengths (load.vary_context) or "
@@ -750,6 +755,7 @@ int fit_analyze(const fit_run *run, const fit_options *opt_in, fit_result **out,
             LL_TRY(note_client_bound(res, run, l));
     LL_TRY(notes_counts(res));
     LL_TRY(notes_left_out(run, &opt, res));
+    LL_TRY(fit_turns_compute(run, res));
     *out = res;
     return 0;
 fail:

@@ -284,6 +284,52 @@ static void compare_context_terms(fit_compare *c, const fit_model_check *ma, con
                c->ctx_c_ratio_ci);
 }
 
+/* fit.h fit_compare.term_*: every term B/A when both chose the same richer
+ * model with the same knees. */
+static void compare_model_terms(fit_compare *c, const fit_model_check *ma, const fit_model_check *mb, double ci)
+{
+    const fit_model_fit *fa = &ma->chosen, *fb = &mb->chosen;
+    c->n_terms = 0;
+    c->terms_model = FIT_MODEL_LINEAR;
+    if (!ma->done || !mb->done || ma->best == FIT_MODEL_LINEAR || ma->best != mb->best || !fa->p || fa->p != fb->p)
+        return;
+    for (size_t j = 0; j < fa->p; j++)
+        if (fa->term[j] != fb->term[j] || (fa->term[j] == FIT_TERM_HINGE && fa->knee[j] != fb->knee[j]))
+            return;
+    c->terms_model = ma->best;
+    c->n_terms = fa->p;
+    for (size_t j = 0; j < fa->p; j++) {
+        c->term[j] = fa->term[j];
+        c->term_knee[j] = fa->knee[j];
+        term_ratio(fa->coef[j], fa->cov[j][j], fb->coef[j], fb->cov[j][j], ci, &c->term_ratio[j],
+                   c->term_ratio_ci[j]);
+    }
+}
+
+static const fit_level *level_of(const fit_result *r, int level)
+{
+    for (size_t i = 0; i < r->n_levels; i++)
+        if (r->levels[i].level == level)
+            return &r->levels[i];
+    return NULL;
+}
+
+/* fit.h fit_compare_level.model_ratio. */
+static void compare_model_levels(fit_compare *c, const fit_result *ra, const fit_result *rb)
+{
+    for (size_t i = 0; i < c->n_levels; i++) {
+        fit_compare_level *L = &c->levels[i];
+        const fit_level *A = level_of(ra, L->level_a), *B = level_of(rb, L->level_b);
+        L->model_ratio = NAN;
+        if (L->open_loop || !A || !B || L->concurrency <= 0)
+            continue;
+        double sa = fit_model_predict(&ra->model, &ra->law, L->concurrency, A->k_mean);
+        double sb = fit_model_predict(&rb->model, &rb->law, L->concurrency, B->k_mean);
+        if (sa > 0 && sb > 0)
+            L->model_ratio = sa / sb;
+    }
+}
+
 /* Both laws, their asymptotes and the options the result reports. */
 static void compare_laws(fit_compare *c, const fit_result *ra, const fit_result *rb, const fit_compare_options *o)
 {
@@ -297,6 +343,7 @@ static void compare_laws(fit_compare *c, const fit_result *ra, const fit_result 
     c->n_resamples = o->n_resamples;
     c->seed = o->seed;
     compare_context_terms(c, &ra->model, &rb->model, o->ci);
+    compare_model_terms(c, &ra->model, &rb->model, o->ci);
 }
 
 /* The keys (load) of a's levels, first occurrence each, in key order. */
@@ -414,6 +461,7 @@ int fit_compare_runs(const fit_run *a, const fit_result *ra, const fit_run *b,
     }
     if (compare_slopes(c, &w))
         goto oom;
+    compare_model_levels(c, ra, rb);
     fit_compare_set_verdict(c, fit_compare_default_level(c));
     work_free(&w);
     *out = c;

@@ -29,7 +29,8 @@ static int level_figures_json(cJSON *o, const fit_compare_level *L)
         return -1;
     if (!cJSON_AddStringToObject(o, "mode", L->open_loop ? "open" : "closed") ||
         add_num(o, "rate_per_s", L->rate_per_s) || !cJSON_AddStringToObject(o, "ratio_method", L->ratio_method) ||
-        add_num(o, "n_pairs", (double)L->n_pairs) || add_num(o, "df", L->df))
+        add_num(o, "n_pairs", (double)L->n_pairs) || add_num(o, "df", L->df) ||
+        add_num(o, "model_ratio", L->model_ratio))
         return -1;
     cJSON *pr = cJSON_AddArrayToObject(o, "pair_ratio");
     if (!pr)
@@ -52,6 +53,24 @@ static int level_latency_json(cJSON *o, const fit_compare_level *L)
     return 0;
 }
 
+/* "terms": both runs' shared richer model, every term B/A (null when none). */
+static int model_terms_json(cJSON *root, const fit_compare *c)
+{
+    if (!c->n_terms)
+        return cJSON_AddNullToObject(root, "terms") ? 0 : -1;
+    cJSON *o = cJSON_AddObjectToObject(root, "terms"), *t = o ? cJSON_AddArrayToObject(o, "terms") : NULL;
+    if (!t || !cJSON_AddStringToObject(o, "model", fit_model_name(c->terms_model)))
+        return -1;
+    for (size_t j = 0; j < c->n_terms; j++) {
+        cJSON *x = cJSON_CreateObject();
+        if (!x || !cJSON_AddItemToArray(t, x) || !cJSON_AddStringToObject(x, "term", fit_term_name(c->term[j])) ||
+            (c->term[j] == FIT_TERM_HINGE && add_num(x, "knee", c->term_knee[j])) ||
+            add_num(x, "ratio", c->term_ratio[j]) || add_pair(x, "ratio_ci", c->term_ratio_ci[j]))
+            return -1;
+    }
+    return 0;
+}
+
 /* The two laws, the slope ratio and the verdict. */
 static int compare_head_json(cJSON *root, const fit_compare *c)
 {
@@ -65,6 +84,8 @@ static int compare_head_json(cJSON *root, const fit_compare *c)
         return -1;
     if (add_num(root, "ctx_b_ratio", c->ctx_b_ratio) || add_pair(root, "ctx_b_ratio_ci", c->ctx_b_ratio_ci) ||
         add_num(root, "ctx_c_ratio", c->ctx_c_ratio) || add_pair(root, "ctx_c_ratio_ci", c->ctx_c_ratio_ci))
+        return -1;
+    if (model_terms_json(root, c))
         return -1;
     if (add_num(root, "ci", c->ci) || add_num(root, "n_resamples", c->n_resamples) ||
         !cJSON_AddBoolToObject(root, "paired", c->paired) || !cJSON_AddStringToObject(root, "verdict", c->verdict))

@@ -100,6 +100,9 @@ int fit_timeline_level(const fit_run *run, const fit_level_info *info, const siz
                        fit_level *out, fit_sample_vec *sv, size_t *n_empty_chunks,
                        char *err, size_t errlen);
 void fit_level_release(fit_level *L);
+/* position.c: L's early/late figures (fit.h "Step time against position")
+ * from the samples of level_idx among s[0..n). */
+void fit_position_level(fit_level *L, const fit_sample *s, size_t n, int32_t level_idx);
 
 /* regress.c: helpers shared with model.c. Distinct values of x, sorted, into
  * *out (caller frees); (x, index) pairs sorted by x with fit_cmp_xi_pair. */
@@ -118,10 +121,25 @@ void fit_median_mad(double *v, size_t n, double *med, double *sd);
 double fit_total_ss(const double *y, size_t n);
 /* model.c: N padded to the captured batch size (fit.h "The context term"). */
 double fit_bucket_of(double n);
+/* model_terms.c: BIC of a least-squares fit (params counts the knees);
+ * the fit of f's terms (set by fit_model_fit_spec) on the points, its bic,
+ * and with want_cov its HC3 covariance; its residual sum of squares. */
+double fit_model_bic(double rss, double floor_rss, size_t n, int params);
+int fit_model_fit_run(fit_model_fit *f, const double *x, const double *y, const double *k, size_t n,
+                      double floor_rss, int want_cov, double *rss_out);
+/* The terms of kind (knees where it has them), nothing fitted yet. */
+void fit_model_fit_spec(fit_model_fit *f, fit_model_kind kind, double knee1, double knee2);
 /* model.c: the model check on step points (x = N, y = ms per token, k = K
  * per point or NULL). */
 int fit_model_check_run(const double *x, const double *y, const double *k, size_t n, const fit_options *opt,
                         fit_model_check *out, char *err, size_t errlen);
+
+/* turns.c: the per-turn figures (fit.h fit_turn) into r->turns, after the
+ * levels are built. 0 or LL_ENOMEM. */
+int fit_turns_compute(const fit_run *run, fit_result *r);
+
+/* plan.c: 1 when an objective is given (a number > 0). */
+int fit_slo_given(double v);
 
 /* analyze.c: append a formatted note to the result. */
 int fit_note(fit_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -406,6 +406,22 @@ fail:
     return rc;
 }
 
+/* fit --json's early and late tokens (fit.h "Step time against position in
+ * the request"): the mean step of the first and last quarter of positions,
+ * steady samples and every sample. */
+static int level_position(cJSON *o, const fit_level *L)
+{
+    int rc;
+    LL_TRY(ll_json_add_num(o, "pos_max_tok", L->pos_max_tok));
+    LL_TRY(ll_json_add_num(o, "early_ms", L->early_ms));
+    LL_TRY(ll_json_add_num(o, "late_ms", L->late_ms));
+    LL_TRY(ll_json_add_num(o, "early_all_ms", L->early_all_ms));
+    LL_TRY(ll_json_add_num(o, "late_all_ms", L->late_all_ms));
+    return 0;
+fail:
+    return rc;
+}
+
 cJSON *fit_json_level(const fit_level *L, const fit_level_info *planned, fit_json_style style)
 {
     int rc;
@@ -420,6 +436,7 @@ cJSON *fit_json_level(const fit_level *L, const fit_level_info *planned, fit_jso
         return o;
     }
     LL_TRY(level_analysis(o, L));
+    LL_TRY(level_position(o, L));
     LL_TRY(level_counts(o, L));
     LL_TRY(put_interrupted(o, L));
     LL_TRY(level_figures(o, L, 0));
@@ -431,6 +448,36 @@ fail:
 }
 
 /* ---- fit --json ---------------------------------------------------------- */
+
+/* "chosen": the chosen model's terms ({"term","knee"?,"coef","se","ci"}),
+ * HC3 errors; null for the line (the law is its fit). */
+static int add_chosen(cJSON *o, const fit_model_check *m)
+{
+    int rc;
+    const fit_model_fit *f = &m->chosen;
+    if (!m->done || m->best == FIT_MODEL_LINEAR || !f->p)
+        return cJSON_AddNullToObject(o, "chosen") ? 0 : LL_ENOMEM;
+    cJSON *c = cJSON_AddObjectToObject(o, "chosen"), *terms = c ? cJSON_AddArrayToObject(c, "terms") : NULL;
+    if (!terms || add_str(c, "model", fit_model_name(m->best)))
+        return LL_ENOMEM;
+    LL_TRY(ll_json_add_num(c, "bic", f->bic));
+    LL_TRY(ll_json_add_num(c, "effect", f->effect));
+    LL_TRY(ll_json_add_num(c, "worst_n", f->worst_n));
+    for (size_t j = 0; j < f->p; j++) {
+        cJSON *t = cJSON_CreateObject();
+        if (!t || !cJSON_AddItemToArray(terms, t) || add_str(t, "term", fit_term_name(f->term[j])))
+            return LL_ENOMEM;
+        if (f->term[j] == FIT_TERM_HINGE)
+            LL_TRY(ll_json_add_num(t, "knee", f->knee[j]));
+        double ci[2] = {f->coef[j] - 1.96 * f->se[j], f->coef[j] + 1.96 * f->se[j]};
+        LL_TRY(ll_json_add_num(t, "coef", f->coef[j]));
+        LL_TRY(ll_json_add_num(t, "se", f->se[j]));
+        LL_TRY(ll_json_add_pair(t, "ci", ci));
+    }
+    return 0;
+fail:
+    return rc;
+}
 
 static int add_model_check(cJSON *parent, const fit_model_check *m)
 {
@@ -459,6 +506,12 @@ static int add_model_check(cJSON *parent, const fit_model_check *m)
     LL_TRY(ll_json_add_num(o, "bkt_b_ms", m->bkt_b_ms));
     LL_TRY(ll_json_add_num(o, "effect_buckets", m->effect_buckets));
     LL_TRY(ll_json_add_num(o, "n_trimmed", (double)m->n_trimmed));
+    LL_TRY(ll_json_add_num(o, "bic_two_knees", m->knees2.p ? m->knees2.bic : NAN));
+    LL_TRY(ll_json_add_num(o, "bic_piecewise_context", m->knee_context.p ? m->knee_context.bic : NAN));
+    LL_TRY(ll_json_add_num(o, "bic_buckets_context", m->buckets_context.p ? m->buckets_context.bic : NAN));
+    LL_TRY(ll_json_add_num(o, "alone_n", m->alone_n));
+    LL_TRY(add_bool(o, "context_negative", m->context_negative));
+    LL_TRY(add_chosen(o, m));
     return add_str(o, "verdict", m->verdict);
 fail:
     return rc;
@@ -569,6 +622,7 @@ cJSON *fit_result_to_json(const fit_result *r)
     LL_TRY(add_model_check(o, &r->model));
     LL_TRY(add_excluded(o, r));
     LL_TRY(add_notes(o, r));
+    LL_TRY(fit_json_turns(o, r));
     return o;
 fail:
     cJSON_Delete(o);

@@ -268,6 +268,8 @@ static int on_request(const ll_rec_request *rq, void *vctx)
     q.cached_tok = rq->cached_tok;
     memcpy(q.finish, rq->finish, sizeof q.finish);
     q.srv = rq->srv;
+    q.work = rq->work;
+    q.max_tokens = rq->max_tokens;
     size_t base = r->chunks.n, k = rq->n_chunks;
     LL_TRY(ll_vec_reserve(&r->chunks, base + k + 1));
     int sorted = 1;

@@ -1,147 +1,32 @@
-/* model.c: is a straight line the right law? The linear fit against a
- * quadratic and against two lines joined at a knee (breakpoint searched over
- * the distinct N), by BIC on least-squares fits of the step points, with a
- * practical-size threshold so that thousands of points do not turn a 0.5%
- * wobble into "curved". */
+/* model.c: which law does the data show? The family of fit.h "The context
+ * term" — the line, a curve, one or two knees (breakpoints searched over the
+ * distinct N), batch buckets, the context term, and a knee or buckets with
+ * the context term — each a least-squares design of model_terms.c, judged by
+ * BIC with a practical-size threshold (so that thousands of points do not
+ * turn a 0.5% wobble into "curved"), richer models only when they beat the
+ * simpler one chosen so far by the margin. The chosen model then gets HC3
+ * errors, and each level is left out in turn to name one that alone made it
+ * win. */
 #include "fit_internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <gsl/gsl_multifit.h>
+/* The points of one check and what every candidate is judged against. */
+typedef struct mdata {
+    const double *x, *y, *k; /* N, ms per token, K (NULL: no context) */
+    size_t n;
+    const double *d;         /* distinct N, sorted */
+    size_t nd;
+    double cl[2];            /* the OLS line a + b*N */
+    double bic_line, floor_rss;
+} mdata;
 
-
-/* OLS of y on [1, cols[0], ..., cols[p-2]]: coefficients (p of them), the
- * residual sum of squares, and (cov_out != NULL) their covariance, p*p row
- * major, as GSL scales it (rss/(n-p) times (X'X)^-1). */
-static int ols_cols(const double *const *cols, size_t p, const double *y, size_t n, double *coef, double *rss,
-                    double *cov_out)
-{
-    int rc = 0;
-    gsl_matrix *X = gsl_matrix_alloc(n, p), *cov = gsl_matrix_alloc(p, p);
-    gsl_vector *yv = gsl_vector_alloc(n), *c = gsl_vector_alloc(p);
-    gsl_multifit_linear_workspace *w = gsl_multifit_linear_alloc(n, p);
-    if (!X || !cov || !yv || !c || !w) {
-        rc = LL_ENOMEM;
-        goto done;
-    }
-    for (size_t i = 0; i < n; i++) {
-        gsl_matrix_set(X, i, 0, 1.0);
-        for (size_t j = 1; j < p; j++)
-            gsl_matrix_set(X, i, j, cols[j - 1][i]);
-        gsl_vector_set(yv, i, y[i]);
-    }
-    if (gsl_multifit_linear(X, yv, c, cov, rss, w)) {
-        rc = LL_EINVAL;
-        goto done;
-    }
-    for (size_t j = 0; j < p; j++) {
-        coef[j] = gsl_vector_get(c, j);
-        for (size_t q = 0; cov_out && q < p; q++)
-            cov_out[j * p + q] = gsl_matrix_get(cov, j, q);
-    }
-done:
-    if (w)
-        gsl_multifit_linear_free(w);
-    gsl_vector_free(c);
-    gsl_vector_free(yv);
-    gsl_matrix_free(cov);
-    gsl_matrix_free(X);
-    return rc;
-}
-
-/* OLS residual sum of squares and coefficients for y ~ design(x). kind 0:
- * [1, x]; 1: [1, x, x^2]; 2: [1, x, max(0, x - knee)]. */
-static int ols_design(const double *x, const double *y, size_t n, int kind, double knee,
-                      double coef[3], double *rss)
-{
-    double *z = NULL;
-    const double *cols[2] = {x, NULL};
-    if (kind) {
-        if (!(z = malloc((n + 1) * sizeof *z)))
-            return LL_ENOMEM;
-        for (size_t i = 0; i < n; i++)
-            z[i] = kind == 1 ? x[i] * x[i] : x[i] > knee ? x[i] - knee : 0.0;
-        cols[1] = z;
-    }
-    coef[2] = 0;
-    int rc = ols_cols(cols, kind ? 3 : 2, y, n, coef, rss, NULL);
-    free(z);
-    return rc;
-}
-
-static double bic(double rss, double floor_rss, size_t n, int k)
-{
-    if (rss < floor_rss)
-        rss = floor_rss; /* exact fits: keep ln finite; only differences matter */
-    return (double)n * log(rss / (double)n) + (double)k * log((double)n);
-}
-
-/* A richer model qualifies with BIC lower than the line's by the margin and
- * a departure from the line over the minimum effect at some level. */
 static int qualifies(double bic_model, double bic_line, double effect, const fit_options *opt)
 {
     return isfinite(bic_model) && bic_model < bic_line - opt->model_bic_margin && effect > opt->model_min_effect;
-}
-
-/* The model the evidence chooses (the qualifying one with the lowest BIC),
- * and the verdict that says why. */
-static void model_choose(fit_model_check *m, const fit_options *opt)
-{
-    const struct {
-        fit_model_kind k;
-        double bic, effect;
-    } cand[] = {{FIT_MODEL_PIECEWISE, m->bic_piecewise, m->effect_piecewise},
-                {FIT_MODEL_QUADRATIC, m->bic_quadratic, m->effect_quadratic},
-                {FIT_MODEL_CONTEXT, m->bic_context, m->effect_context},
-                {FIT_MODEL_BUCKETS, m->bic_buckets, m->effect_buckets}};
-    double best_bic = INFINITY;
-    for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++)
-        if (qualifies(cand[i].bic, m->bic_linear, cand[i].effect, opt) && cand[i].bic < best_bic) {
-            best_bic = cand[i].bic;
-            m->best = cand[i].k;
-        }
-    char *v = m->verdict;
-    size_t n = sizeof m->verdict;
-    switch (m->best) {
-    case FIT_MODEL_PIECEWISE:
-        snprintf(v, n, "knee at N=%g: slope %.4g ms per request before, %.4g after (BIC %.1f lower than a line; "
-                       "%.0f%% off it at N=%g)",
-                 m->knee_n, m->slope_before_ms, m->slope_after_ms, m->bic_linear - m->bic_piecewise,
-                 100 * m->effect_piecewise, m->worst_n_piecewise);
-        break;
-    case FIT_MODEL_QUADRATIC:
-        snprintf(v, n, "curved: %+.4g ms*N^2 (%.0f%% off the line at N=%g; BIC %.1f lower)", m->quad_c_ms,
-                 100 * m->effect_quadratic, m->worst_n_quadratic, m->bic_linear - m->bic_quadratic);
-        break;
-    case FIT_MODEL_CONTEXT:
-        snprintf(v, n, "context: %.4g + %.4g*N + %.4g*K/1k ms (c 95%% [%.3g, %.3g]; BIC %.1f lower than a line; "
-                       "%.0f%% off it at N=%g)",
-                 m->ctx_a_ms, m->ctx_b_ms, m->ctx_c_ms, m->ctx_c_ci_ms[0], m->ctx_c_ci_ms[1],
-                 m->bic_linear - m->bic_context, 100 * m->effect_context, m->worst_n_context);
-        break;
-    case FIT_MODEL_BUCKETS:
-        snprintf(v, n, "batch buckets: %.4g + %.4g*bucket(N) ms, N padded to 1,2,4,8,16,24,... (BIC %.1f lower "
-                       "than a line; %.0f%% off it at N=%g)",
-                 m->bkt_a_ms, m->bkt_b_ms, m->bic_linear - m->bic_buckets, 100 * m->effect_buckets,
-                 m->worst_n_buckets);
-        break;
-    default: {
-        int len = snprintf(v, n, "a straight line fits: quadratic BIC %+.1f (%.1f%%), knee BIC %+.1f (%.1f%%)",
-                           m->bic_quadratic - m->bic_linear, 100 * m->effect_quadratic,
-                           m->bic_piecewise - m->bic_linear, 100 * m->effect_piecewise);
-        if (len > 0 && (size_t)len < n && isfinite(m->bic_context))
-            len += snprintf(v + len, n - (size_t)len, ", context BIC %+.1f (%.1f%%)",
-                            m->bic_context - m->bic_linear, 100 * m->effect_context);
-        if (len > 0 && (size_t)len < n && isfinite(m->bic_buckets))
-            len += snprintf(v + len, n - (size_t)len, ", buckets BIC %+.1f (%.1f%%)",
-                            m->bic_buckets - m->bic_linear, 100 * m->effect_buckets);
-        if (len > 0 && (size_t)len < n)
-            snprintf(v + len, n - (size_t)len, "; a richer model needs BIC -%g and %.0f%% at some level",
-                     opt->model_bic_margin, 100 * opt->model_min_effect);
-    }
-    }
 }
 
 /* N padded up to the smallest captured batch size at or above it: 1, 2, 4,
@@ -158,76 +43,6 @@ double fit_bucket_of(double n)
     if (n <= 512)
         return 8 * ceil(n / 8);
     return n;
-}
-
-/* The largest relative departure of a model's prediction from the line's
- * over the distinct N (at each N the points' mean K), and that N. */
-typedef struct departure {
-    double effect, worst_n;
-} departure;
-
-static departure depart(const double *x, const double *k, size_t n, const double *d, size_t nd, const double cl[2],
-                        fit_model_kind kind, const double *c, double knee)
-{
-    departure out = {0, NAN};
-    for (size_t j = 0; j < nd; j++) {
-        double kbar = 0;
-        size_t cnt = 0;
-        for (size_t i = 0; k && i < n; i++)
-            if (x[i] == d[j]) {
-                kbar += k[i];
-                cnt++;
-            }
-        kbar = cnt ? kbar / (double)cnt : 0;
-        double line = cl[0] + cl[1] * d[j], pred;
-        switch (kind) {
-        case FIT_MODEL_QUADRATIC:
-            pred = c[0] + c[1] * d[j] + c[2] * d[j] * d[j];
-            break;
-        case FIT_MODEL_PIECEWISE:
-            pred = c[0] + c[1] * d[j] + c[2] * (d[j] > knee ? d[j] - knee : 0);
-            break;
-        case FIT_MODEL_CONTEXT:
-            pred = c[0] + c[1] * d[j] + c[2] * kbar / 1000;
-            break;
-        default:
-            pred = c[0] + c[1] * fit_bucket_of(d[j]);
-        }
-        double e = fabs(pred - line) / fabs(line);
-        if (e > out.effect) {
-            out.effect = e;
-            out.worst_n = d[j];
-        }
-    }
-    return out;
-}
-
-/* Knee: every distinct N with at least two distinct N at or below it and
- * one above; the breakpoint counts as a fourth parameter. 0 or ols_design's
- * error. */
-static int knee_search(const double *x, const double *y, size_t n, const double *d, size_t nd, const double cl[2],
-                       double floor_rss, fit_model_check *m)
-{
-    double best_rss = INFINITY, best[3] = {0};
-    int rc;
-    for (size_t k = 1; k + 1 < nd; k++) {
-        double cp[3], rss;
-        if ((rc = ols_design(x, y, n, 2, d[k], cp, &rss)))
-            return rc;
-        if (rss < best_rss) {
-            best_rss = rss;
-            m->knee_n = d[k];
-            memcpy(best, cp, sizeof best);
-        }
-    }
-    m->slope_before_ms = best[1];
-    m->slope_after_ms = best[1] + best[2];
-    memcpy(m->knee_coef, best, sizeof best);
-    departure dp = depart(x, NULL, n, d, nd, cl, FIT_MODEL_PIECEWISE, best, m->knee_n);
-    m->effect_piecewise = dp.effect;
-    m->worst_n_piecewise = dp.worst_n;
-    m->bic_piecewise = bic(best_rss, floor_rss, n, 4);
-    return 0;
 }
 
 /* corr(x, k); NAN when either is constant. */
@@ -267,72 +82,306 @@ static double context_spread(const double *x, const double *k, size_t n, double 
     return r;
 }
 
-/* a + b*N + c*K/1000, when K was given and does not move with N. */
-static int context_fit(const double *x, const double *y, const double *k, size_t n, const double *d, size_t nd,
-                       const double cl[2], double floor_rss, fit_model_check *m)
+/* The mean K of the points at N = at (0 without K). */
+static double level_k(const mdata *md, double at)
 {
-    m->kn_corr = correlation(x, k, n);
-    if (!isfinite(m->kn_corr) || fabs(m->kn_corr) > FIT_CONTEXT_COLLINEAR)
-        return 0; /* not identifiable: said by the caller from kn_corr */
-    double *kk = malloc((n + 1) * sizeof *kk), c[3], rss;
-    if (!kk)
-        return LL_ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        kk[i] = k[i] / 1000;
-    const double *cols[2] = {x, kk};
-    int rc = ols_cols(cols, 3, y, n, c, &rss, &m->ctx_cov[0][0]);
-    free(kk);
-    if (rc)
-        return rc;
-    m->ctx_a_ms = c[0];
-    m->ctx_b_ms = c[1];
-    m->ctx_c_ms = c[2];
-    double hw = 1.96 * sqrt(m->ctx_cov[2][2]);
-    m->ctx_c_ci_ms[0] = c[2] - hw;
-    m->ctx_c_ci_ms[1] = c[2] + hw;
-    m->bic_context = bic(rss, floor_rss, n, 3);
-    departure dp = depart(x, k, n, d, nd, cl, FIT_MODEL_CONTEXT, c, 0);
-    m->effect_context = dp.effect;
-    m->worst_n_context = dp.worst_n;
-    /* Where K grows with N as N times a fixed context per request, the
-     * model's level means are a line too: its effect is then the step time
-     * K moves within a level (its 10th to 90th percentile there). */
-    for (size_t j = 0; j < nd; j++) {
-        double spread = fabs(c[2]) * context_spread(x, k, n, d[j]) / 1000, line = cl[0] + cl[1] * d[j];
-        if (spread / fabs(line) > m->effect_context) {
-            m->effect_context = spread / fabs(line);
-            m->worst_n_context = d[j];
+    double s = 0;
+    size_t c = 0;
+    for (size_t i = 0; md->k && i < md->n; i++)
+        if (md->x[i] == at) {
+            s += md->k[i];
+            c++;
+        }
+    return c ? s / (double)c : 0;
+}
+
+/* f's largest relative departure from the line over the distinct N (at
+ * each N the points' mean K). Where K grows with N as N times a fixed
+ * context per request, a context model's level means are a line too: its
+ * effect is then the step time K moves within a level (10th to 90th
+ * percentile there). */
+static void depart(const mdata *md, fit_model_fit *f)
+{
+    int has_k = fit_model_fit_has(f, FIT_TERM_K);
+    double c = 0;
+    for (size_t j = 0; has_k && j < f->p; j++)
+        if (f->term[j] == FIT_TERM_K)
+            c = f->coef[j];
+    f->effect = 0;
+    f->worst_n = NAN;
+    for (size_t j = 0; j < md->nd; j++) {
+        double line = md->cl[0] + md->cl[1] * md->d[j];
+        double e = fabs(fit_model_fit_eval(f, md->d[j], level_k(md, md->d[j])) - line) / fabs(line);
+        if (has_k) {
+            double spread = fabs(c) * context_spread(md->x, md->k, md->n, md->d[j]) / 1000 / fabs(line);
+            e = spread > e ? spread : e;
+        }
+        if (e > f->effect) {
+            f->effect = e;
+            f->worst_n = md->d[j];
         }
     }
+}
+
+static int fit_one(const mdata *md, fit_model_fit *f, int want_cov)
+{
+    int rc = fit_model_fit_run(f, md->x, md->y, md->k, md->n, md->floor_rss, want_cov, NULL);
+    if (!rc)
+        depart(md, f);
+    return rc;
+}
+
+/* The knee(s) of kind (one for PIECEWISE and KNEE_CONTEXT, two for KNEES2)
+ * with the least BIC: each knee a distinct N with at least two distinct N at
+ * or below the first, one between two knees and one above the last. */
+static int knee_search(const mdata *md, fit_model_kind kind, fit_model_fit *best)
+{
+    int two = kind == FIT_MODEL_KNEES2;
+    fit_model_fit_spec(best, kind, NAN, NAN);
+    best->p = 0;
+    for (size_t a = 1; a + 1 < md->nd; a++)
+        for (size_t b = two ? a + 1 : a; b + 1 < md->nd && (two || b == a); b++) {
+            fit_model_fit f;
+            fit_model_fit_spec(&f, kind, md->d[a], md->d[b]);
+            int rc = fit_model_fit_run(&f, md->x, md->y, md->k, md->n, md->floor_rss, 0, NULL);
+            if (rc)
+                return rc;
+            if (!best->p || f.bic < best->bic)
+                *best = f;
+        }
+    if (best->p)
+        depart(md, best);
     return 0;
 }
 
-/* a + b*bucket(N), when some level's N is not a bucket size. */
-static int bucket_fit(const double *x, const double *y, size_t n, const double *d, size_t nd, const double cl[2],
-                      double floor_rss, fit_model_check *m)
+/* The candidates, simplest first (BIC parameters, knees counted). */
+static const fit_model_kind candidates[] = {FIT_MODEL_BUCKETS,         FIT_MODEL_QUADRATIC, FIT_MODEL_CONTEXT,
+                                            FIT_MODEL_BUCKETS_CONTEXT, FIT_MODEL_PIECEWISE, FIT_MODEL_KNEE_CONTEXT,
+                                            FIT_MODEL_KNEES2};
+#define N_CANDIDATES (sizeof candidates / sizeof candidates[0])
+
+/* Whether kind can be fitted on these points: a context term needs K that
+ * does not move with N; buckets a level whose N is not a bucket size; one
+ * knee four distinct N, two knees five. */
+static int can_fit(const mdata *md, const fit_model_check *m, fit_model_kind kind)
 {
-    int differs = 0;
-    for (size_t j = 0; j < nd; j++)
-        differs |= fit_bucket_of(d[j]) != d[j];
-    if (!differs)
+    int ctx = kind == FIT_MODEL_CONTEXT || kind == FIT_MODEL_KNEE_CONTEXT || kind == FIT_MODEL_BUCKETS_CONTEXT;
+    if (ctx && (!md->k || !isfinite(m->kn_corr) || fabs(m->kn_corr) > FIT_CONTEXT_COLLINEAR))
         return 0;
-    double *bx = malloc((n + 1) * sizeof *bx), c[2], rss;
-    if (!bx)
-        return LL_ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        bx[i] = fit_bucket_of(x[i]);
-    const double *cols[1] = {bx};
-    int rc = ols_cols(cols, 2, y, n, c, &rss, NULL);
-    free(bx);
-    if (rc)
-        return rc;
-    m->bkt_a_ms = c[0];
-    m->bkt_b_ms = c[1];
-    m->bic_buckets = bic(rss, floor_rss, n, 2);
-    departure dp = depart(x, NULL, n, d, nd, cl, FIT_MODEL_BUCKETS, c, 0);
-    m->effect_buckets = dp.effect;
-    m->worst_n_buckets = dp.worst_n;
-    return 0;
+    if (kind == FIT_MODEL_BUCKETS || kind == FIT_MODEL_BUCKETS_CONTEXT) {
+        int differs = 0;
+        for (size_t j = 0; j < md->nd; j++)
+            differs |= fit_bucket_of(md->d[j]) != md->d[j];
+        return differs;
+    }
+    if (kind == FIT_MODEL_PIECEWISE || kind == FIT_MODEL_KNEE_CONTEXT)
+        return md->nd >= 4;
+    return kind == FIT_MODEL_KNEES2 ? md->nd >= 5 : 1;
+}
+
+/* A candidate with a context term gets its HC3 errors here: the choice
+ * needs its c's interval (context_positive). */
+static int fit_candidate(const mdata *md, fit_model_kind kind, fit_model_fit *f)
+{
+    int rc;
+    if (kind == FIT_MODEL_PIECEWISE || kind == FIT_MODEL_KNEE_CONTEXT || kind == FIT_MODEL_KNEES2) {
+        if ((rc = knee_search(md, kind, f)) || !f->p || !fit_model_fit_has(f, FIT_TERM_K))
+            return rc;
+        return fit_one(md, f, 1);
+    }
+    fit_model_fit_spec(f, kind, NAN, NAN);
+    return fit_one(md, f, fit_model_fit_has(f, FIT_TERM_K));
+}
+
+/* A context term is physics only when reading more context costs time: c's
+ * 95% interval above 0. A negative c fits something else that differs with
+ * K between levels (a batch size the kernels like, lengths that differ level
+ * to level), and is set aside (fit_model_check.context_negative). */
+static int context_positive(const fit_model_fit *f)
+{
+    for (size_t j = 0; j < f->p; j++)
+        if (f->term[j] == FIT_TERM_K)
+            return f->coef[j] - 1.96 * f->se[j] > 0;
+    return 1;
+}
+
+static int params_of(const fit_model_fit *f)
+{
+    int k = (int)f->p;
+    for (size_t j = 0; j < f->p; j++)
+        k += f->term[j] == FIT_TERM_HINGE;
+    return k;
+}
+
+/* The choice: simplest first, a candidate replaces the one chosen so far
+ * when it qualifies against the line and its BIC is lower than the chosen
+ * one's (by the margin when it has more parameters); a qualifying one with a
+ * negative context term is set aside (*negative = 1). -1: the line. */
+static int choose(const fit_model_fit *fits, const fit_options *opt, double bic_line, int *negative)
+{
+    int chosen = -1;
+    for (size_t i = 0; i < N_CANDIDATES; i++) {
+        const fit_model_fit *f = &fits[i];
+        if (!f->p || !qualifies(f->bic, bic_line, f->effect, opt))
+            continue;
+        if (!context_positive(f)) {
+            *negative = 1;
+            continue;
+        }
+        double need = chosen < 0 ? bic_line - opt->model_bic_margin
+                      : params_of(f) > params_of(&fits[chosen]) ? fits[chosen].bic - opt->model_bic_margin
+                                                                : fits[chosen].bic;
+        if (f->bic < need)
+            chosen = (int)i;
+    }
+    return chosen;
+}
+
+/* The single models' figures, kept under their own names (JSON, verdicts,
+ * compare's context terms). */
+static void keep_figures(fit_model_check *m, const fit_model_fit *fits)
+{
+    for (size_t i = 0; i < N_CANDIDATES; i++) {
+        const fit_model_fit *f = &fits[i];
+        if (!f->p)
+            continue;
+        switch (candidates[i]) {
+        case FIT_MODEL_QUADRATIC:
+            m->bic_quadratic = f->bic;
+            m->quad_c_ms = f->coef[2];
+            memcpy(m->quad_coef, f->coef, sizeof m->quad_coef);
+            m->effect_quadratic = f->effect;
+            m->worst_n_quadratic = f->worst_n;
+            break;
+        case FIT_MODEL_PIECEWISE:
+            m->bic_piecewise = f->bic;
+            m->knee_n = f->knee[2];
+            memcpy(m->knee_coef, f->coef, sizeof m->knee_coef);
+            m->slope_before_ms = f->coef[1];
+            m->slope_after_ms = f->coef[1] + f->coef[2];
+            m->effect_piecewise = f->effect;
+            m->worst_n_piecewise = f->worst_n;
+            break;
+        case FIT_MODEL_CONTEXT:
+            m->bic_context = f->bic;
+            m->ctx_a_ms = f->coef[0];
+            m->ctx_b_ms = f->coef[1];
+            m->ctx_c_ms = f->coef[2];
+            for (size_t a = 0; a < 3; a++)
+                for (size_t b = 0; b < 3; b++)
+                    m->ctx_cov[a][b] = f->cov[a][b];
+            m->ctx_c_ci_ms[0] = f->coef[2] - 1.96 * f->se[2];
+            m->ctx_c_ci_ms[1] = f->coef[2] + 1.96 * f->se[2];
+            m->effect_context = f->effect;
+            m->worst_n_context = f->worst_n;
+            break;
+        case FIT_MODEL_BUCKETS:
+            m->bic_buckets = f->bic;
+            m->bkt_a_ms = f->coef[0];
+            m->bkt_b_ms = f->coef[1];
+            m->effect_buckets = f->effect;
+            m->worst_n_buckets = f->worst_n;
+            break;
+        case FIT_MODEL_KNEES2:
+            m->knees2 = *f;
+            break;
+        case FIT_MODEL_KNEE_CONTEXT:
+            m->knee_context = *f;
+            break;
+        default:
+            m->buckets_context = *f;
+        }
+    }
+}
+
+/* The level (its N) without which the chosen model would not qualify
+ * against the line; of several, the one whose absence leaves the least BIC
+ * gain. NAN when none, or too few levels to leave one out. */
+static double alone_level(const mdata *md, const fit_model_fit *chosen, const fit_options *opt)
+{
+    double out = NAN, least = INFINITY;
+    double *x = malloc((md->n + 1) * sizeof *x), *y = malloc((md->n + 1) * sizeof *y),
+           *k = malloc((md->n + 1) * sizeof *k), *d = malloc((md->nd + 1) * sizeof *d);
+    for (size_t j = 0; x && y && k && d && md->nd >= 4 && j < md->nd; j++) {
+        mdata s = *md;
+        s.n = s.nd = 0;
+        for (size_t i = 0; i < md->n; i++)
+            if (md->x[i] != md->d[j]) {
+                x[s.n] = md->x[i];
+                y[s.n] = md->y[i];
+                k[s.n++] = md->k ? md->k[i] : 0;
+            }
+        for (size_t q = 0; q < md->nd; q++)
+            if (q != j)
+                d[s.nd++] = md->d[q];
+        s.x = x, s.y = y, s.k = md->k ? k : NULL, s.d = d;
+        fit_model_fit line, f = *chosen;
+        fit_model_fit_spec(&line, FIT_MODEL_LINEAR, NAN, NAN);
+        if (fit_model_fit_run(&line, x, y, s.k, s.n, s.floor_rss, 0, NULL))
+            break;
+        s.cl[0] = line.coef[0];
+        s.cl[1] = line.coef[1];
+        if (fit_one(&s, &f, 0))
+            break;
+        double gain = line.bic - f.bic;
+        if (!qualifies(f.bic, line.bic, f.effect, opt) && gain < least) {
+            least = gain;
+            out = md->d[j];
+        }
+    }
+    free(x);
+    free(y);
+    free(k);
+    free(d);
+    return out;
+}
+
+/* The verdict's sentence for the chosen model (the line's says what each
+ * richer model would have needed). */
+static void model_verdict(fit_model_check *m, const fit_options *opt)
+{
+    char *v = m->verdict, formula[160];
+    size_t n = sizeof m->verdict;
+    const fit_model_fit *c = &m->chosen;
+    int len;
+    fit_model_fit_formula(c, 1, formula, sizeof formula);
+    switch (m->best) {
+    case FIT_MODEL_LINEAR:
+        len = snprintf(v, n, "a straight line fits: quadratic BIC %+.1f (%.1f%%), knee BIC %+.1f (%.1f%%)",
+                       m->bic_quadratic - m->bic_linear, 100 * m->effect_quadratic, m->bic_piecewise - m->bic_linear,
+                       100 * m->effect_piecewise);
+        if (len > 0 && (size_t)len < n && isfinite(m->bic_context))
+            len += snprintf(v + len, n - (size_t)len, ", context BIC %+.1f (%.1f%%)",
+                            m->bic_context - m->bic_linear, 100 * m->effect_context);
+        if (len > 0 && (size_t)len < n && isfinite(m->bic_buckets))
+            len += snprintf(v + len, n - (size_t)len, ", buckets BIC %+.1f (%.1f%%)",
+                            m->bic_buckets - m->bic_linear, 100 * m->effect_buckets);
+        if (len > 0 && (size_t)len < n)
+            snprintf(v + len, n - (size_t)len, "; a richer model needs BIC -%g and %.0f%% at some level",
+                     opt->model_bic_margin, 100 * opt->model_min_effect);
+        return;
+    case FIT_MODEL_PIECEWISE:
+        len = snprintf(v, n, "knee at N=%g: slope %.4g ms per request before, %.4g after", m->knee_n,
+                       m->slope_before_ms, m->slope_after_ms);
+        break;
+    case FIT_MODEL_QUADRATIC:
+        len = snprintf(v, n, "curved: %+.4g ms*N^2", m->quad_c_ms);
+        break;
+    case FIT_MODEL_CONTEXT:
+        len = snprintf(v, n, "context: %s ms (c 95%% [%.3g, %.3g])", formula, m->ctx_c_ci_ms[0], m->ctx_c_ci_ms[1]);
+        break;
+    case FIT_MODEL_BUCKETS:
+        len = snprintf(v, n, "batch buckets: %s ms, N padded to 1,2,4,8,16,24,...", formula);
+        break;
+    default:
+        len = snprintf(v, n, "%s: %s ms", fit_model_name(m->best), formula);
+    }
+    if (len > 0 && (size_t)len < n)
+        len += snprintf(v + len, n - (size_t)len, " (BIC %.1f lower than a line; %.0f%% off it at N=%g)",
+                        m->bic_linear - c->bic, 100 * c->effect, c->worst_n);
+    if (len > 0 && (size_t)len < n && isfinite(m->alone_n))
+        snprintf(v + len, n - (size_t)len, "; it rests on the level at N=%g alone (without it the line would do)",
+                 m->alone_n);
 }
 
 static void model_reset(fit_model_check *m)
@@ -344,6 +393,34 @@ static void model_reset(fit_model_check *m)
     m->worst_n_quadratic = m->worst_n_piecewise = m->worst_n_context = m->worst_n_buckets = NAN;
     m->ctx_a_ms = m->ctx_b_ms = m->ctx_c_ms = m->ctx_c_ci_ms[0] = m->ctx_c_ci_ms[1] = m->kn_corr = NAN;
     m->bkt_a_ms = m->bkt_b_ms = NAN;
+    m->alone_n = NAN;
+    fit_model_fit_spec(&m->chosen, FIT_MODEL_LINEAR, NAN, NAN);
+    m->chosen.p = 0;
+    m->knees2 = m->knee_context = m->buckets_context = m->chosen;
+}
+
+/* Every candidate on the points, the choice, the chosen model's HC3 errors
+ * and the level it may rest on. */
+static int check_points(const mdata *md, fit_model_check *m, const fit_options *opt)
+{
+    fit_model_fit fits[N_CANDIDATES];
+    int rc;
+    for (size_t i = 0; i < N_CANDIDATES; i++) {
+        fit_model_fit_spec(&fits[i], candidates[i], NAN, NAN);
+        fits[i].p = 0;
+        if (can_fit(md, m, candidates[i]) && (rc = fit_candidate(md, candidates[i], &fits[i])))
+            return rc;
+    }
+    keep_figures(m, fits);
+    int c = choose(fits, opt, md->bic_line, &m->context_negative);
+    m->best = c < 0 ? FIT_MODEL_LINEAR : candidates[c];
+    if (c >= 0) {
+        m->chosen = fits[c];
+        if ((rc = fit_one(md, &m->chosen, 1)))
+            return rc;
+        m->alone_n = alone_level(md, &m->chosen, opt);
+    }
+    return 0;
 }
 
 static int model_check_core(const double *x, const double *y, const double *k, size_t n, const fit_options *opt,
@@ -362,24 +439,20 @@ static int model_check_core(const double *x, const double *y, const double *k, s
         return 0;
     }
     double tss = fit_total_ss(y, n);
-    double floor_rss = 1e-18 * (tss > 0 ? tss : 1.0);
-
-    double cl[3], cq[3], rss_l, rss_q;
-    if ((rc = ols_design(x, y, n, 0, 0, cl, &rss_l)) || (rc = ols_design(x, y, n, 1, 0, cq, &rss_q)))
+    mdata md = {.x = x, .y = y, .k = k, .n = n, .d = d, .nd = nd, .floor_rss = 1e-18 * (tss > 0 ? tss : 1.0)};
+    fit_model_fit line;
+    fit_model_fit_spec(&line, FIT_MODEL_LINEAR, NAN, NAN);
+    if ((rc = fit_model_fit_run(&line, x, y, k, n, md.floor_rss, 0, NULL)))
         goto gslfail;
-    m->bic_linear = bic(rss_l, floor_rss, n, 2);
-    m->bic_quadratic = bic(rss_q, floor_rss, n, 3);
-    m->quad_c_ms = cq[2];
-    memcpy(m->quad_coef, cq, sizeof cq);
-    departure dq = depart(x, NULL, n, d, nd, cl, FIT_MODEL_QUADRATIC, cq, 0);
-    m->effect_quadratic = dq.effect;
-    m->worst_n_quadratic = dq.worst_n;
-    if ((nd >= 4 && (rc = knee_search(x, y, n, d, nd, cl, floor_rss, m))) ||
-        (k && (rc = context_fit(x, y, k, n, d, nd, cl, floor_rss, m))) ||
-        (rc = bucket_fit(x, y, n, d, nd, cl, floor_rss, m)))
+    md.cl[0] = line.coef[0];
+    md.cl[1] = line.coef[1];
+    md.bic_line = m->bic_linear = line.bic;
+    if (k)
+        m->kn_corr = correlation(x, k, n);
+    if ((rc = check_points(&md, m, opt)))
         goto gslfail;
     m->done = 1;
-    model_choose(m, opt);
+    model_verdict(m, opt);
     free(d);
     return 0;
 gslfail:
@@ -407,36 +480,17 @@ double fit_context_per_request(const fit_result *r)
 
 double fit_model_predict(const fit_model_check *m, const fit_law *line, double n, double k)
 {
-    switch (m->best) {
-    case FIT_MODEL_QUADRATIC:
-        return m->quad_coef[0] + m->quad_coef[1] * n + m->quad_coef[2] * n * n;
-    case FIT_MODEL_PIECEWISE:
-        return m->knee_coef[0] + m->knee_coef[1] * n + m->knee_coef[2] * (n > m->knee_n ? n - m->knee_n : 0);
-    case FIT_MODEL_CONTEXT:
-        return m->ctx_a_ms + m->ctx_b_ms * n + m->ctx_c_ms * k / 1000;
-    case FIT_MODEL_BUCKETS:
-        return m->bkt_a_ms + m->bkt_b_ms * fit_bucket_of(n);
-    default:
-        return line && line->ok ? line->a_ms + line->b_ms * n : NAN;
-    }
+    if (m->done && m->best != FIT_MODEL_LINEAR && m->chosen.p)
+        return fit_model_fit_eval(&m->chosen, n, k);
+    return line && line->ok ? line->a_ms + line->b_ms * n : NAN;
 }
 
 const char *fit_model_name(fit_model_kind k)
 {
-    switch (k) {
-    case FIT_MODEL_QUADRATIC:
-        return "quadratic";
-    case FIT_MODEL_PIECEWISE:
-        return "piecewise";
-    case FIT_MODEL_CONTEXT:
-        return "context";
-    case FIT_MODEL_BUCKETS:
-        return "buckets";
-    default:
-        return "linear";
-    }
+    static const char *const names[] = {"linear",    "quadratic", "piecewise",         "context",
+                                        "buckets",   "two-knees", "piecewise+context", "buckets+context"};
+    return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "linear";
 }
-
 
 /* The model check compares least-squares fits, which a few wild steps (a
  * stalled client, a GC pause) would dominate. Points further than 6 robust

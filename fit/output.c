@@ -43,18 +43,26 @@ static const char *client_bound_cs(const fit_result *r, char *buf, size_t cap)
 static void print_model_headline(FILE *f, const fit_result *r)
 {
     const fit_model_check *m = &r->model;
-    if (m->done && m->best == FIT_MODEL_CONTEXT) {
-        double kr = fit_context_per_request(r), per_tok = m->ctx_b_ms + m->ctx_c_ms * kr / 1000;
-        fprintf(f, "model: step(N, K) = %.4g + %.4g*N + %.4g*K/1k ms (K: context tokens of the running requests)",
-                m->ctx_a_ms, m->ctx_b_ms, m->ctx_c_ms);
-        if (r->has_truth && r->time_scale > 0 && r->time_scale != 1)
-            fprintf(f, " = %.4g + %.4g*N + %.4g*K/1k ms at time scale 1", m->ctx_a_ms / r->time_scale,
-                    m->ctx_b_ms / r->time_scale, m->ctx_c_ms / r->time_scale);
-        if (per_tok > 0 && isfinite(kr))
+    if (m->done && m->best != FIT_MODEL_LINEAR && m->chosen.p) {
+        char formula[200];
+        int ctx = fit_model_fit_has(&m->chosen, FIT_TERM_K);
+        double kr = fit_context_per_request(r), per_tok = fit_model_fit_slope(&m->chosen, kr);
+        fit_model_fit_formula(&m->chosen, 1, formula, sizeof formula);
+        fprintf(f, "model (%s): step(N%s) = %s ms%s", fit_model_name(m->best), ctx ? ", K" : "", formula,
+                ctx ? " (K: context tokens of the running requests)" : "");
+        if (r->has_truth && r->time_scale > 0 && r->time_scale != 1) {
+            fit_model_fit_formula(&m->chosen, 1 / r->time_scale, formula, sizeof formula);
+            fprintf(f, " = %s ms at time scale 1", formula);
+        }
+        if (per_tok > 0 && ctx && isfinite(kr))
             fprintf(f, "; at %.0f tokens of context per request: at most %.4g tok/s", kr, 1000 / per_tok);
+        else if (per_tok > 0)
+            fprintf(f, "; at most %.4g tok/s", 1000 / per_tok);
         fputc('\n', f);
-    } else if (m->done && m->best != FIT_MODEL_LINEAR) {
-        fprintf(f, "model: %s: %s\n", fit_model_name(m->best), m->verdict);
+        if (isfinite(m->alone_n))
+            fprintf(f, "model: chosen on the strength of the level at N=%g alone: without it the line would do; "
+                       "repeat that level before trusting the %s model\n",
+                    m->alone_n, fit_model_name(m->best));
     }
     if (r->model_worst_level >= 0 && (size_t)r->model_worst_level < r->n_levels) {
         const fit_level *W = &r->levels[r->model_worst_level];
@@ -265,6 +273,7 @@ void fit_print(FILE *f, const fit_result *r)
     }
     print_server(f, r);
     print_said(f, r);
+    fit_print_turns(f, r);
     print_gpu(f, r);
     if (r->n_notes) {
         fprintf(f, "\nleft out, and why:\n");

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int slo_given(double v)
+int fit_slo_given(double v)
 {
     return isfinite(v) && v > 0;
 }
@@ -28,12 +28,12 @@ int fit_request_meets(const fit_request *q, const fit_slo *slo)
     fit_request_ms m;
     fit_request_latency_ms(q, &m);
     /* NAN fails every comparison: a request without a first token misses TTFT */
-    if (slo_given(slo->ttft_ms) && !(m.ttft_ms <= slo->ttft_ms))
+    if (fit_slo_given(slo->ttft_ms) && !(m.ttft_ms <= slo->ttft_ms))
         return 0;
     /* a single-token request has no TPOT; DistServe and vLLM take it as 0 */
-    if (slo_given(slo->tpot_ms) && !isnan(m.tpot_ms) && !(m.tpot_ms <= slo->tpot_ms))
+    if (fit_slo_given(slo->tpot_ms) && !isnan(m.tpot_ms) && !(m.tpot_ms <= slo->tpot_ms))
         return 0;
-    if (slo_given(slo->e2e_ms) && !(m.e2e_ms <= slo->e2e_ms))
+    if (fit_slo_given(slo->e2e_ms) && !(m.e2e_ms <= slo->e2e_ms))
         return 0;
     return 1;
 }
@@ -148,39 +148,72 @@ static void ttft_at(const ttft_pt *pt, size_t n, fit_plan_at *at)
     at->ttft_p90_ms = pt[i].p90_ms + w * (pt[i + 1].p90_ms - pt[i].p90_ms);
 }
 
-/* A knee, buckets or a curve (fit_plan's model): the step by its point
- * estimate, without an interval. */
-static void model_point_at(const fit_plan *p, fit_plan_at *at)
+/* The chosen model's step at N, K = N * the context per request planned
+ * at (0 when the model has no context term). */
+static double model_k(const fit_plan *p, double n)
 {
-    double c = at->concurrency;
-    at->step_ms = fit_model_predict(p->check, &p->law, c, 0);
-    at->step_ci_ms[0] = at->step_ci_ms[1] = NAN;
-    at->tok_per_s = at->step_ms > 0 ? 1000.0 * c / at->step_ms : NAN;
-    at->user_tok_per_s = at->step_ms > 0 ? 1000.0 / at->step_ms : NAN;
-    at->tok_per_s_ci[0] = at->tok_per_s_ci[1] = at->user_tok_per_s_ci[0] = at->user_tok_per_s_ci[1] = NAN;
+    return isfinite(p->context_tok) ? n * p->context_tok : 0;
 }
 
-/* Point-estimate models: the real N where the step reaches S (the model's
- * step rises with N), searched in steps of 0.01 up to 100 times the largest
- * measured C; no interval. */
+/* A knee, buckets, a curve or a combination (fit_plan's model): the step
+ * by the model, with its HC3 interval (fit_model_fit_ci). */
+static void model_point_at(const fit_plan *p, fit_plan_at *at)
+{
+    double c = at->concurrency, ci[2];
+    at->step_ms = fit_model_predict(p->check, &p->law, c, model_k(p, c));
+    fit_model_fit_ci(&p->check->chosen, c, model_k(p, c), ci);
+    at->step_ci_ms[0] = ci[0];
+    at->step_ci_ms[1] = ci[1];
+    at->tok_per_s = at->step_ms > 0 ? 1000.0 * c / at->step_ms : NAN;
+    at->user_tok_per_s = at->step_ms > 0 ? 1000.0 / at->step_ms : NAN;
+    at->tok_per_s_ci[0] = ci[1] > 0 ? 1000.0 * c / ci[1] : NAN;
+    at->tok_per_s_ci[1] = ci[0] > 0 ? 1000.0 * c / ci[0] : NAN;
+    at->user_tok_per_s_ci[0] = ci[1] > 0 ? 1000.0 / ci[1] : NAN;
+    at->user_tok_per_s_ci[1] = ci[0] > 0 ? 1000.0 / ci[0] : NAN;
+}
+
+/* The step at n by the model (which 0), or its interval's upper (1) or
+ * lower (2) end. */
+static double model_step(const fit_plan *p, double n, int which)
+{
+    double ci[2];
+    if (which == 0)
+        return fit_model_predict(p->check, &p->law, n, model_k(p, n));
+    fit_model_fit_ci(&p->check->chosen, n, model_k(p, n), ci);
+    return which == 1 ? ci[1] : ci[0];
+}
+
+/* The first N (steps of 0.01 from 0, up to lim) past which the step (which:
+ * model_step) exceeds S: 0 when it does at N = 0, INFINITY when never, NAN
+ * when the interval is unknown. */
+static double model_cross(const fit_plan *p, double slo_ms, double lim, int which)
+{
+    double s0 = model_step(p, 0, which);
+    if (isnan(s0))
+        return NAN;
+    if (!(s0 <= slo_ms))
+        return 0;
+    for (double n = 0.01; n <= lim; n += 0.01)
+        if (model_step(p, n, which) > slo_ms)
+            return n - 0.01;
+    return INFINITY;
+}
+
+/* Models other than the line: the real N where the step reaches S (the
+ * model's step rises with N), searched in steps of 0.01 up to 100 times the
+ * largest measured C; its interval where the step's interval ends reach S. */
 static void model_max_n(const fit_plan *p, double slo_ms, double *n_real, double ci[2])
 {
-    ci[0] = ci[1] = NAN;
-    *n_real = INFINITY;
     double lim = 100.0 * (p->max_measured_c > 0 ? p->max_measured_c : 1);
-    if (!(fit_model_predict(p->check, &p->law, 0, 0) <= slo_ms)) {
-        *n_real = 0;
-        return;
-    }
-    for (double n = 0.01; n <= lim; n += 0.01)
-        if (fit_model_predict(p->check, &p->law, n, 0) > slo_ms) {
-            *n_real = n - 0.01;
-            return;
-        }
+    *n_real = model_cross(p, slo_ms, lim, 0);
+    ci[0] = model_cross(p, slo_ms, lim, 1);
+    ci[1] = model_cross(p, slo_ms, lim, 2);
+    if (isnan(ci[0]) || isnan(ci[1]))
+        ci[0] = ci[1] = NAN;
 }
 
 /* The context model at k tokens per request as a line in N (K = N*k):
- * a + (b + c*k/1000)*N, with the OLS covariance of (a, b, c) carried. */
+ * a + (b + c*k/1000)*N, with the HC3 covariance of (a, b, c) carried. */
 static fit_law context_line(const fit_model_check *m, const fit_law *line, double k)
 {
     fit_law L = *line;
@@ -195,7 +228,7 @@ static fit_law context_line(const fit_model_check *m, const fit_law *line, doubl
     L.a_ci_ms[1] = L.a_ms + L.t_crit * L.a_se_ms;
     L.b_ci_ms[0] = L.b_ms - L.t_crit * L.b_se_ms;
     L.b_ci_ms[1] = L.b_ms + L.t_crit * L.b_se_ms;
-    L.method = "context model (OLS covariance)";
+    L.method = "context model (HC3 covariance)";
     return L;
 }
 
@@ -272,7 +305,7 @@ static void plan_goodput_level(fit_plan *p, const fit_run *run, const fit_level 
 /* Every level's goodput, when any objective is given. */
 static int plan_goodput(fit_plan *p, const fit_run *run, const fit_result *res, const fit_slo *slo)
 {
-    if (!slo_given(slo->ttft_ms) && !slo_given(slo->tpot_ms) && !slo_given(slo->e2e_ms))
+    if (!fit_slo_given(slo->ttft_ms) && !fit_slo_given(slo->tpot_ms) && !fit_slo_given(slo->e2e_ms))
         return 0;
     p->goodput = calloc(res->n_levels ? res->n_levels : 1, sizeof *p->goodput);
     if (!p->goodput)
@@ -302,16 +335,17 @@ int fit_plan_compute(const fit_run *run, const fit_result *res, const fit_plan_o
     p->check = &res->model;
     p->model = res->model.done ? res->model.best : FIT_MODEL_LINEAR;
     p->context_tok = NAN;
-    if (p->model == FIT_MODEL_CONTEXT) {
+    if (p->model != FIT_MODEL_LINEAR && fit_model_fit_has(&res->model.chosen, FIT_TERM_K)) {
         p->context_tok = opt->context_tok > 0 ? opt->context_tok : fit_context_per_request(res);
         if (!isfinite(p->context_tok))
             p->context_tok = 0;
-        p->law = context_line(&res->model, &res->law, p->context_tok);
     }
+    if (p->model == FIT_MODEL_CONTEXT)
+        p->law = context_line(&res->model, &res->law, p->context_tok);
     p->slo = opt->slo;
     p->best_goodput_idx = -1;
     size_t n_pt = measured_points(res, p, pt);
-    if (slo_given(opt->slo.tpot_ms))
+    if (fit_slo_given(opt->slo.tpot_ms))
         plan_max_c(p, opt->slo.tpot_ms);
 
     /* where to plan: the given C, else the measured ones */
@@ -347,224 +381,4 @@ void fit_plan_free(fit_plan *p)
     free(p->at);
     free(p->goodput);
     free(p);
-}
-
-/* ---- JSON ------------------------------------------------------------------ */
-
-static int add_bool(cJSON *o, const char *key, int v)
-{
-    return cJSON_AddBoolToObject(o, key, v) ? 0 : LL_ENOMEM;
-}
-
-static int at_json(cJSON *arr, const fit_plan_at *at)
-{
-    int rc;
-    cJSON *o = cJSON_CreateObject();
-    if (!o || !cJSON_AddItemToArray(arr, o)) {
-        cJSON_Delete(o);
-        return LL_ENOMEM;
-    }
-    LL_TRY(ll_json_add_num(o, "concurrency", at->concurrency));
-    LL_TRY(add_bool(o, "extrapolated", at->extrapolated));
-    LL_TRY(ll_json_add_num(o, "step_ms", at->step_ms));
-    LL_TRY(ll_json_add_pair(o, "step_ci_ms", at->step_ci_ms));
-    LL_TRY(ll_json_add_num(o, "tok_per_s", at->tok_per_s));
-    LL_TRY(ll_json_add_pair(o, "tok_per_s_ci", at->tok_per_s_ci));
-    LL_TRY(ll_json_add_num(o, "user_tok_per_s", at->user_tok_per_s));
-    LL_TRY(ll_json_add_pair(o, "user_tok_per_s_ci", at->user_tok_per_s_ci));
-    LL_TRY(ll_json_add_num(o, "ttft_p50_ms", at->ttft_p50_ms));
-    LL_TRY(ll_json_add_num(o, "ttft_p90_ms", at->ttft_p90_ms));
-    LL_TRY(add_bool(o, "ttft_interpolated", at->ttft_interpolated));
-    if (at->ttft_note[0]) {
-        if (!cJSON_AddStringToObject(o, "ttft_note", at->ttft_note)) {
-            rc = LL_ENOMEM;
-            goto fail;
-        }
-    } else if (!cJSON_AddNullToObject(o, "ttft_note")) {
-        rc = LL_ENOMEM;
-        goto fail;
-    }
-    return 0;
-fail:
-    return rc;
-}
-
-static int goodput_json(cJSON *arr, const fit_plan_goodput *g)
-{
-    int rc;
-    cJSON *o = cJSON_CreateObject();
-    if (!o || !cJSON_AddItemToArray(arr, o)) {
-        cJSON_Delete(o);
-        return LL_ENOMEM;
-    }
-    LL_TRY(ll_json_add_num(o, "level", g->level));
-    LL_TRY(ll_json_add_num(o, "concurrency", g->concurrency));
-    LL_TRY(ll_json_add_num(o, "n_measured", (double)g->n_measured));
-    LL_TRY(ll_json_add_num(o, "n_good", (double)g->n_good));
-    LL_TRY(ll_json_add_num(o, "duration_s", g->duration_s));
-    LL_TRY(ll_json_add_num(o, "good_frac", g->good_frac));
-    LL_TRY(ll_json_add_num(o, "goodput_req_per_s", g->goodput_req_per_s));
-    return 0;
-fail:
-    return rc;
-}
-
-static int plan_json(cJSON *j, const fit_plan *p)
-{
-    int rc;
-    /* the law's parameters the plan used: fit's one law writer */
-    LL_TRY(fit_json_law(j, "law", &p->law, NULL, NAN, FIT_JSON_PLAN));
-    cJSON *obj = cJSON_AddObjectToObject(j, "objectives");
-    if (!obj)
-        return LL_ENOMEM;
-    LL_TRY(ll_json_add_num(j, "max_measured_c", p->max_measured_c));
-    LL_TRY(ll_json_add_num(j, "context_tok", p->context_tok));
-    LL_TRY(ll_json_add_num(obj, "ttft_ms", slo_given(p->slo.ttft_ms) ? p->slo.ttft_ms : NAN));
-    LL_TRY(ll_json_add_num(obj, "tpot_ms", slo_given(p->slo.tpot_ms) ? p->slo.tpot_ms : NAN));
-    LL_TRY(ll_json_add_num(obj, "e2e_ms", slo_given(p->slo.e2e_ms) ? p->slo.e2e_ms : NAN));
-    if (p->has_max_c) {
-        cJSON *m = cJSON_AddObjectToObject(j, "max_c");
-        if (!m)
-            return LL_ENOMEM;
-        int point = isnan(p->n_real_ci[0]);
-        double n_ci[2] = {point ? NAN : (double)p->n_star_ci[0],
-                          point ? NAN : p->n_star_ci[1] == LONG_MAX ? INFINITY : (double)p->n_star_ci[1]};
-        LL_TRY(ll_json_add_num(m, "tpot_slo_ms", p->slo.tpot_ms));
-        LL_TRY(ll_json_add_num(m, "n", p->n_star == LONG_MAX ? INFINITY : (double)p->n_star));
-        LL_TRY(ll_json_add_pair(m, "n_ci", n_ci));
-        LL_TRY(ll_json_add_num(m, "n_real", p->n_real));
-        LL_TRY(ll_json_add_pair(m, "n_real_ci", p->n_real_ci));
-        LL_TRY(add_bool(m, "extrapolated", p->n_star_extrapolated));
-        if (!cJSON_AddStringToObject(m, "interval", point ? "none" : "fieller") ||
-            !cJSON_AddStringToObject(m, "model", fit_model_name(p->model))) {
-            rc = LL_ENOMEM;
-            goto fail;
-        }
-    } else if (!cJSON_AddNullToObject(j, "max_c")) {
-        return LL_ENOMEM;
-    }
-    cJSON *at = cJSON_AddArrayToObject(j, "at");
-    cJSON *gp = cJSON_AddArrayToObject(j, "goodput");
-    if (!at || !gp)
-        return LL_ENOMEM;
-    for (size_t i = 0; i < p->n_at; i++)
-        LL_TRY(at_json(at, &p->at[i]));
-    for (size_t i = 0; i < p->n_goodput; i++)
-        LL_TRY(goodput_json(gp, &p->goodput[i]));
-    LL_TRY(ll_json_add_num(j, "best_goodput_concurrency",
-                   p->best_goodput_idx >= 0 ? p->goodput[p->best_goodput_idx].concurrency : NAN));
-    return 0;
-fail:
-    return rc;
-}
-
-cJSON *fit_plan_to_json(const fit_plan *p)
-{
-    cJSON *j = cJSON_CreateObject();
-    if (j && plan_json(j, p)) {
-        cJSON_Delete(j);
-        return NULL;
-    }
-    return j;
-}
-
-/* ---- text ------------------------------------------------------------------ */
-
-/* "12.3 [11.9, 12.8]" into buf; "-" for NAN, "inf" for an unbounded end. */
-static const char *fmt_ci(char *buf, size_t n, double v, const double ci[2], int dec)
-{
-    char lo[32], hi[32];
-    if (isnan(v))
-        return snprintf(buf, n, "-"), buf;
-    snprintf(lo, sizeof lo, "%.*f", dec, ci[0]);
-    snprintf(hi, sizeof hi, isnan(ci[1]) ? "inf" : "%.*f", dec, ci[1]);
-    snprintf(buf, n, "%.*f [%s, %s]", dec, v, isnan(ci[0]) ? "-" : lo, hi);
-    return buf;
-}
-
-static void print_max_c(FILE *f, const fit_plan *p)
-{
-    fprintf(f, "max C for ITL/TPOT <= %g ms: ", p->slo.tpot_ms);
-    if (p->n_star == LONG_MAX) {
-        fprintf(f, "unbounded (b = %g ms per request)\n", p->law.b_ms);
-        return;
-    }
-    if (p->n_star < 1) {
-        fprintf(f, "none: the law's step at N = 1 (%.3f ms) is already above it\n",
-                p->law.a_ms + p->law.b_ms);
-        return;
-    }
-    if (isnan(p->n_real_ci[0])) {
-        fprintf(f, "N = %ld (the %s model's point estimate, N = %.2f; no interval)%s\n", p->n_star,
-                fit_model_name(p->model), p->n_real, p->n_star_extrapolated ? "  EXTRAPOLATED" : "");
-        return;
-    }
-    fprintf(f, "N = %ld, 95%% [%ld, ", p->n_star, p->n_star_ci[0] < 0 ? 0 : p->n_star_ci[0]);
-    if (p->n_star_ci[1] == LONG_MAX)
-        fprintf(f, "unbounded]");
-    else
-        fprintf(f, "%ld]", p->n_star_ci[1]);
-    fprintf(f, "  ((S - a)/b = %.2f)", p->n_real);
-    if (p->n_star_extrapolated)
-        fprintf(f, "  EXTRAPOLATED: beyond the largest measured C = %d", p->max_measured_c);
-    fputc('\n', f);
-}
-
-void fit_plan_print(FILE *f, const fit_plan *p)
-{
-    char b1[112], b2[112], b3[112];
-    fprintf(f, "largest measured C: %d\n", p->max_measured_c);
-    if (p->model == FIT_MODEL_CONTEXT)
-        fprintf(f, "planned on the context model at %.0f tokens of context per request (--context): step(N) = "
-                   "%.4g + %.4g*N ms\n",
-                p->context_tok, p->law.a_ms, p->law.b_ms);
-    else if (p->model != FIT_MODEL_LINEAR)
-        fprintf(f, "planned on the %s model (point estimates, no intervals): %s\n", fit_model_name(p->model),
-                p->check->verdict);
-    if (p->has_max_c)
-        print_max_c(f, p);
-    fprintf(f, "\n%6s  %-26s %-30s %-24s %s\n", "C", "step ms [95%]", "tok/s [95%]",
-            "per-user tok/s [95%]", "TTFT p50 / p90 ms");
-    int any_extra = 0;
-    for (size_t i = 0; i < p->n_at; i++) {
-        const fit_plan_at *at = &p->at[i];
-        char c[16], ttft[112];
-        snprintf(c, sizeof c, "%d%s", at->concurrency, at->extrapolated ? "*" : "");
-        any_extra |= at->extrapolated;
-        if (at->ttft_known)
-            snprintf(ttft, sizeof ttft, "%.1f / %.1f%s", at->ttft_p50_ms, at->ttft_p90_ms,
-                     at->ttft_interpolated ? " (interpolated)" : "");
-        else
-            snprintf(ttft, sizeof ttft, "not given: %s", at->ttft_note);
-        fprintf(f, "%6s  %-26s %-30s %-24s %s\n", c,
-                fmt_ci(b1, sizeof b1, at->step_ms, at->step_ci_ms, 3),
-                fmt_ci(b2, sizeof b2, at->tok_per_s, at->tok_per_s_ci, 1),
-                fmt_ci(b3, sizeof b3, at->user_tok_per_s, at->user_tok_per_s_ci, 2), ttft);
-    }
-    if (any_extra)
-        fprintf(f, "     * extrapolated: beyond the largest measured C (%d)\n", p->max_measured_c);
-    if (p->n_goodput == 0) {
-        fprintf(f, "\ngoodput: no objective given (--ttft-slo, --itl-slo/--tpot-slo, --e2e-slo)\n");
-        return;
-    }
-    fprintf(f, "\ngoodput: requests per second meeting");
-    if (slo_given(p->slo.ttft_ms))
-        fprintf(f, " TTFT <= %g ms", p->slo.ttft_ms);
-    if (slo_given(p->slo.tpot_ms))
-        fprintf(f, " TPOT <= %g ms", p->slo.tpot_ms);
-    if (slo_given(p->slo.e2e_ms))
-        fprintf(f, " E2E <= %g ms", p->slo.e2e_ms);
-    fprintf(f, " (each request's own)\n%6s  %9s  %9s  %7s  %14s\n", "C", "requests", "meeting",
-            "share", "goodput req/s");
-    for (size_t i = 0; i < p->n_goodput; i++) {
-        const fit_plan_goodput *g = &p->goodput[i];
-        char c[16];
-        if (g->concurrency > 0)
-            snprintf(c, sizeof c, "%d", g->concurrency);
-        else
-            snprintf(c, sizeof c, "open");
-        fprintf(f, "%6s  %9zu  %9zu  %6.1f%%  %14.3f%s\n", c, g->n_measured, g->n_good,
-                100 * g->good_frac, g->goodput_req_per_s,
-                (int)i == p->best_goodput_idx ? "  <- best" : "");
-    }
 }

@@ -14,7 +14,11 @@
  * K(t), the context tokens of the decoding requests (fit.h "The context
  * term"), is a second line of the same kind: a request adds its prompt and
  * first tokens at its first token, each later chunk's tokens as they
- * arrive, and takes its whole context away at its end. */
+ * arrive, and takes its whole context away at its end.
+ *
+ * Each sample also carries its position in the request (the tokens the
+ * request had received before its later chunk), for the step against
+ * position (position.c). */
 #include "fit_internal.h"
 
 #include <limits.h>
@@ -242,9 +246,9 @@ static int stream_samples(const fit_request *q, uint32_t req_idx, const tl_line 
                           fit_level *L, fit_sample_vec *sv, tl_acc *acc)
 {
     int64_t prev_t = -1, t;
-    int32_t tok;
+    int32_t tok, pos = 0; /* tokens received before this arrival */
     char kind;
-    for (size_t i = 0; fit_next_arrival(q, &i, &t, &tok, &kind);) {
+    for (size_t i = 0; fit_next_arrival(q, &i, &t, &tok, &kind); pos += tok) {
         if (prev_t < 0) {
             prev_t = t;
             continue;
@@ -264,6 +268,7 @@ static int stream_samples(const fit_request *q, uint32_t req_idx, const tl_line 
         s.level_idx = level_idx;
         s.req_idx = req_idx;
         s.tokens = tok;
+        s.pos_tok = pos;
         s.kind = kind;
         s.steady = i0 >= 0 && i0 == i1 && ln->pt[i0].prefill == 0;
         s.n = s.steady ? ln->pt[i0].decode : (integ_at(ln, t) - integ_at(ln, t0)) / (double)gap;
@@ -359,6 +364,7 @@ static void level_init(fit_level *L, const fit_level_info *info)
     L->duration_s = (double)(info->end_ns - info->start_ns) / 1e9;
     L->steady_tok_per_s = L->steady_step_ms = L->predicted_tok_per_s = L->error_rel = NAN;
     L->k_mean = L->model_pred_tok_per_s = L->model_error_rel = NAN;
+    L->pos_max_tok = L->early_ms = L->late_ms = L->early_all_ms = L->late_all_ms = NAN;
     L->steady_tok_per_s_ci[0] = L->steady_tok_per_s_ci[1] = NAN;
     L->error_rel_ci[0] = L->error_rel_ci[1] = NAN;
     L->ramp_s = NAN;
@@ -417,6 +423,7 @@ int fit_timeline_level(const fit_run *run, const fit_level_info *info, const siz
     memset(&acc, 0, sizeof acc);
     int rc;
     level_init(L, info);
+    size_t n0 = sv->n; /* this level's samples start here */
 
     rc = build_line(run, req_idx, n_req, &ln);
     if (rc || (rc = build_kline(run, req_idx, n_req, &kl)))
@@ -442,6 +449,7 @@ int fit_timeline_level(const fit_run *run, const fit_level_info *info, const siz
         ll_sort_doubles(acc.gaps_at_c.v, acc.gaps_at_c.n);
         L->steady_step_ms = ll_quantile_sorted(acc.gaps_at_c.v, acc.gaps_at_c.n, 0.5);
     }
+    fit_position_level(L, sv->n > n0 ? sv->v + n0 : NULL, sv->n - n0, level_idx);
 
     rc = steady_windows(&ln, conc, cut, L);
     if (rc)

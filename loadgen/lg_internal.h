@@ -31,10 +31,30 @@ typedef struct lg_level_ctx {
     double rate_per_s;         /* this rank's rate (open loop), else 0 */
     int64_t start_ns, deadline_ns;  /* CLOCK_MONOTONIC; deadline 0 = none */
     uint64_t seed;
-    atomic_int next;           /* closed loop: next request index to issue */
+    int sessions;              /* load.sessions: this rank's conversations (total = sessions x turns) */
+    atomic_int next;           /* closed loop: next request index to issue
+                                * (with sessions: next conversation) */
 } lg_level_ctx;
 
 typedef struct lg_worker lg_worker;
+
+/* load.sessions: one conversation slot of a worker (session.c). */
+typedef enum lg_sess_state {
+    LG_SESS_IDLE = 0,          /* no conversation: takes the level's next */
+    LG_SESS_DUE,               /* its next turn is sent at due_ns */
+    LG_SESS_INFLIGHT,          /* a turn in flight */
+    LG_SESS_DONE,              /* the level has no conversation left for it */
+} lg_sess_state;
+typedef struct lg_sess {
+    lg_sess_state state;
+    int local;                 /* this rank's index of the conversation in the level */
+    int64_t session;           /* its index in the level (local * ranks + rank) */
+    int turn;                  /* the turn due or in flight, 1-based */
+    int64_t due_ns;            /* DUE: CLOCK_MONOTONIC */
+    ll_buf hist;               /* the turns before: message objects, comma-separated */
+    ll_buf user;               /* this turn's user message */
+    int hist_words;            /* words in hist's contents */
+} lg_sess;
 
 typedef struct lg_xfer {
     lg_worker *w;
@@ -77,6 +97,7 @@ typedef struct lg_xfer {
                                     * after a prefix other requests share, else 0 */
     int max_tokens;                /* this request's length cap: a trace row's output
                                     * length, else the scenario's max_tokens */
+    lg_sess *sess;                 /* load.sessions: the conversation it is a turn of; NULL */
 } lg_xfer;
 
 struct lg_worker {
@@ -96,6 +117,8 @@ struct lg_worker {
     int stride, offset;            /* open loop: this worker's arrivals k = offset + i*stride */
     int inflight;
     lg_xfer *head;
+    lg_sess *sess;                 /* load.sessions: the level's conversation slots (n_sess = slots) */
+    int n_sess;
     int n_ok, n_failed;            /* measured requests finished in this level */
     int rc;
     char err[256];
@@ -150,7 +173,8 @@ struct lg_run {
 void lg_run_notify(lg_run *r);
 
 /* xfer.c */
-int lg_xfer_start(lg_worker *w, int req_index, int64_t intended_ns);
+/* sess: the conversation it is a turn of (load.sessions), else NULL. */
+int lg_xfer_start(lg_worker *w, int req_index, int64_t intended_ns, lg_sess *sess);
 /* The one place a finished transfer is classified, handed to the records
  * writer and freed. */
 void lg_xfer_done(lg_xfer *x, CURLcode res);
@@ -161,6 +185,21 @@ const char *lg_request_path(const scn_scenario *s);
  * calls it after its own headers). 0 or LL_ENOMEM (*list is then unchanged
  * past the headers appended so far, and still the caller's to free). */
 int lg_xfer_headers(const scn_scenario *s, struct curl_slist **list);
+
+/* session.c (load.sessions; its DESIGN comment says how a slot walks) */
+/* n slots for a level, every one idle (the old ones freed). 0 or LL_ENOMEM. */
+int lg_sess_assign(lg_worker *w, int n);
+void lg_sess_free_all(lg_worker *w);
+/* Start every turn that is due at now, idle slots taking conversations
+ * first. Returns the slots still live (not DONE); w->rc on a failure. */
+int lg_sess_issue(lg_worker *w, int64_t now);
+/* The earliest due turn of the worker's slots, or INT64_MAX. */
+int64_t lg_sess_next_due(const lg_worker *w);
+/* The messages array of the slot's turn into b; *words: their words. */
+int lg_sess_put_messages(ll_buf *b, const lg_sess *q, int *words);
+/* A turn ended (ok or not) at now with this answer text: the next turn is
+ * due after the think time, or the conversation is over. */
+void lg_sess_end(lg_worker *w, lg_sess *q, const ll_buf *answer, int ok, int64_t now);
 
 /* worker.c */
 int lg_worker_init(lg_worker *w, lg_run *r, int index, char *err, size_t errlen);

@@ -6,11 +6,16 @@
  * [{token, logprob}]}; completions: logprobs.tokens[], token_logprobs[],
  * top_logprobs[] of {token: logprob}), and token ids (vLLM's return_token_ids:
  * choices[].token_ids; its return_tokens_as_token_ids spells a logprobs token
- * "token_id:N"). The text is bounded (LL_REC_OUTPUT_TEXT_MAX) and hashed whole,
- * so a long answer costs a record its first 4 KiB, never more. */
+ * "token_id:N"); the Responses API's output_text deltas carry logprobs in
+ * chat's per-token shape, and SGLang's /generate meta_info.output_token_logprobs
+ * [logprob, id, text] triples (output_top_logprobs rows of them) or
+ * output_ids alone. The text is bounded (LL_REC_OUTPUT_TEXT_MAX) and hashed whole,
+ * so a long answer costs a record its first 4 KiB, never more. The prompt
+ * as sent is kept beside them (up to 64 KiB) for `loadlaw check-decode`. */
 #include "outputs.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +38,9 @@ static void clear(lg_outputs *o)
     ll_vec_free(&o->lp);
     ll_vec_free(&o->alts);
     ll_buf_free(&o->text);
+    free(o->prompt);
+    o->prompt = NULL;
+    o->prompt_bytes = 0;
 }
 
 void lg_out_free(lg_outputs *o)
@@ -156,6 +164,83 @@ void lg_out_choice(lg_outputs *o, const lg_jtape *t, const lg_jnode *choice)
         token_ids(o, t, ids);
 }
 
+/* ---- the Responses API and SGLang's /generate -------------------------------- */
+
+void lg_out_responses(lg_outputs *o, const lg_jtape *t, const lg_jnode *ev)
+{
+    if (!o)
+        return;
+    size_t n = 0;
+    const char *s = lg_jstr(t, ev, "delta", &n);
+    const lg_jnode *lp = lg_jget(t, ev, "logprobs");
+    if (s)
+        add_text(o, s, n);
+    if (lp && lp->type == LG_J_ARR)
+        chat_logprobs(o, t, lp);
+}
+
+/* One [logprob, id, text] triple (text null unless return_text_in_logprobs). */
+static void sglang_token(lg_outputs *o, const lg_jtape *t, const lg_jnode *e)
+{
+    const lg_jnode *lp = lg_jchild(t, e), *id = lp ? lg_jnext(t, lp) : NULL, *tx = id ? lg_jnext(t, id) : NULL;
+    int have = tx && tx->type == LG_J_STR;
+    add_token(o, have ? tx->str : NULL, have ? tx->str_len : 0, num_or_nan(lp));
+    if (id && id->type == LG_J_NUM && id->num >= 0 && id->num < 9e15 && ll_vec_push(&o->ids, (int64_t)id->num))
+        o->oom = 1;
+}
+
+static void sglang_alts(lg_outputs *o, const lg_jtape *t, const lg_jnode *row)
+{
+    for (const lg_jnode *a = row && row->type == LG_J_ARR ? lg_jchild(t, row) : NULL; a; a = lg_jnext(t, a)) {
+        const lg_jnode *lp = lg_jchild(t, a), *id = lp ? lg_jnext(t, lp) : NULL, *tx = id ? lg_jnext(t, id) : NULL;
+        char buf[32];
+        if (tx && tx->type == LG_J_STR)
+            add_alt(o, tx->str, tx->str_len, num_or_nan(lp));
+        else if (id && id->type == LG_J_NUM)
+            add_alt(o, buf, (size_t)snprintf(buf, sizeof buf, "token_id:%.0f", id->num), num_or_nan(lp));
+    }
+}
+
+void lg_out_generate(lg_outputs *o, const lg_jtape *t, const lg_jnode *ev, const char *text, size_t n, int cumulative)
+{
+    const lg_jnode *meta = lg_jget(t, ev, "meta_info");
+    const lg_jnode *lps = meta ? lg_jget(t, meta, "output_token_logprobs") : NULL;
+    const lg_jnode *tops = meta ? lg_jget(t, meta, "output_top_logprobs") : NULL;
+    const lg_jnode *ids = lg_jget(t, ev, "output_ids");
+    if (text && n)
+        add_text(o, text, n);
+    if (lps && lps->type == LG_J_ARR) {
+        /* a cumulative event repeats the tokens already taken: skip them */
+        size_t i = 0, skip = cumulative ? o->tok.n : 0;
+        const lg_jnode *top = tops && tops->type == LG_J_ARR ? lg_jchild(t, tops) : NULL;
+        for (const lg_jnode *e = lg_jchild(t, lps); e; e = lg_jnext(t, e), i++, top = top ? lg_jnext(t, top) : NULL)
+            if (i >= skip && e->type == LG_J_ARR) {
+                sglang_token(o, t, e);
+                sglang_alts(o, t, top);
+            }
+        return;
+    }
+    size_t i = 0, skip = cumulative ? o->ids.n : 0;
+    for (const lg_jnode *e = ids && ids->type == LG_J_ARR ? lg_jchild(t, ids) : NULL; e; e = lg_jnext(t, e), i++)
+        if (i >= skip && e->type == LG_J_NUM && e->num >= 0 && e->num < 9e15 && ll_vec_push(&o->ids, (int64_t)e->num))
+            o->oom = 1;
+}
+
+void lg_out_prompt(lg_outputs *o, const char *body, size_t len, int chat)
+{
+    cJSON *root = cJSON_ParseWithLengthOpts(body, len, NULL, 0);
+    char *s = root ? cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(root, chat ? "messages" : "prompt"))
+                   : NULL;
+    cJSON_Delete(root);
+    if (!s)
+        return;
+    o->prompt_bytes = strlen(s);
+    if (o->prompt_bytes <= LL_REC_OUTPUT_PROMPT_MAX)
+        o->prompt = s;
+    else
+        free(s);
+}
+
 /* The alternatives as n_tok rows of k (the most any token has, capped). */
 static int take_top(const lg_outputs *o, ll_rec_outputs *r)
 {
@@ -203,6 +288,9 @@ ll_rec_outputs *lg_out_take(lg_outputs *o, const char *key)
     }
     if (take_top(o, r))
         goto fail;
+    r->prompt = o->prompt; /* moved */
+    r->prompt_bytes = o->prompt_bytes;
+    o->prompt = NULL;
     if (o->text_bytes || o->text.len) {
         if (!(r->text = dup_n(o->text.p ? o->text.p : "", o->text.len)))
             goto fail;

@@ -26,6 +26,8 @@ typedef struct lg_outputs {
     size_t text_bytes;
     uint64_t text_hash;
     int oom;                   /* an allocation failed: the record says less */
+    char *prompt;              /* the body's prompt member as JSON (lg_out_prompt), or NULL */
+    size_t prompt_bytes;
 } lg_outputs;
 
 /* A new collector, NULL when out of memory (the request then records none). */
@@ -34,6 +36,21 @@ void lg_out_free(lg_outputs *o);
 /* One event's first choice (chat: delta and logprobs.content; completions:
  * text and logprobs.tokens/token_logprobs/top_logprobs; either: token_ids). */
 void lg_out_choice(lg_outputs *o, const lg_jtape *t, const lg_jnode *choice);
+/* A Responses API text delta event (response.output_text.delta or
+ * response.reasoning_text.delta): its delta and logprobs[] of {token,
+ * logprob, top_logprobs}. o NULL: nothing (outputs not recorded). */
+void lg_out_responses(lg_outputs *o, const lg_jtape *t, const lg_jnode *ev);
+/* An SGLang /generate event: text (n bytes) is what it added to the output;
+ * meta_info.output_token_logprobs ([logprob, id, text] each) with
+ * output_top_logprobs, or else output_ids. cumulative: the event repeats
+ * every token so far (SGLang's default), so the ones already taken are
+ * skipped; else each event has only its new ones. */
+void lg_out_generate(lg_outputs *o, const lg_jtape *t, const lg_jnode *ev, const char *text, size_t n, int cumulative);
+/* Keep the request body's prompt (chat: "messages"; else "prompt") as
+ * JSON, for `loadlaw check-decode` to send back with the decoded tokens;
+ * only its size when it is over LL_REC_OUTPUT_PROMPT_MAX. Once per request,
+ * before it is sent. */
+void lg_out_prompt(lg_outputs *o, const char *body, size_t len, int chat);
 /* The record's outputs under key (caller owns; ll_rec_outputs_free), NULL
  * when out of memory. o is left empty. */
 ll_rec_outputs *lg_out_take(lg_outputs *o, const char *key);

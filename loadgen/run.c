@@ -420,6 +420,11 @@ static void assign(lg_run *r, lg_level_ctx *L)
         w->slots = C / W + (i < C % W);
         w->stride = i < active ? active : 0;
         w->offset = i;
+        /* load.sessions: each slot holds a conversation (session.c) */
+        if (lg_sess_assign(w, L->sessions > 0 ? w->slots : 0)) {
+            w->rc = LL_ENOMEM;
+            snprintf(w->err, sizeof w->err, "out of memory for the level's conversations");
+        }
     }
 }
 
@@ -578,6 +583,13 @@ static void take_share(const lg_run *r, lg_level_ctx *L)
     int weights = lv->rate_per_s > 0 ? 0 : C;
     L->warmup = share(lv->warmup, weights, k, K);
     L->total = share(scn_level_requests(lv), weights, k, K) + L->warmup;
+    int T = r->scn->session_turns;
+    if (T > 0 && lv->rate_per_s <= 0) {
+        /* whole conversations per rank (scn_validate made requests S x T) */
+        L->sessions = share(scn_level_requests(lv) / T, weights, k, K);
+        L->warmup = 0;
+        L->total = L->sessions * T;
+    }
 }
 
 static int run_level(lg_run *r, int index, char *err, size_t errlen)

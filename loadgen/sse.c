@@ -475,8 +475,10 @@ static void responses_event(lg_delta *d, const char *event, const lg_jtape *t, l
     }
     if (str_is(type, tl, "response.output_text.delta") && delta) {
         split_content(d, delta, dl, &tb, &ab, &out->reclassify);
+        lg_out_responses(d->out, t, root); /* a no-op unless outputs are recorded */
     } else if (str_is(type, tl, "response.reasoning_text.delta") && delta) {
         think_text(d, delta, dl, &tb);
+        lg_out_responses(d->out, t, root);
     } else if (str_is(type, tl, "response.completed") || str_is(type, tl, "response.incomplete")) {
         const lg_jnode *usage = lg_jget(t, lg_jget(t, root, "response"), "usage");
         if (usage && usage->type == LG_J_OBJ) {
@@ -531,7 +533,12 @@ static void generate_event(lg_delta *d, const lg_jtape *t, lg_delta_out *out)
          * (not a continuation) only resets the mark. */
         if (n > d->gen_len)
             split_content(d, text + d->gen_len, n - d->gen_len, &tb, &ab, &out->reclassify);
+        if (d->out) /* outputs: the same suffix, and the tokens beyond those taken */
+            lg_out_generate(d->out, t, root, n > d->gen_len ? text + d->gen_len : NULL,
+                            n > d->gen_len ? n - d->gen_len : 0, n >= d->gen_len);
         d->gen_len = n;
+    } else if (d->out) {
+        lg_out_generate(d->out, t, root, NULL, 0, 1);
     }
     if (meta && meta->type == LG_J_OBJ) {
         int64_t p = jnum(t, meta, "prompt_tokens"), r = jnum(t, meta, "reasoning_tokens");

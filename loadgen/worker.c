@@ -154,6 +154,7 @@ void lg_worker_free(lg_worker *w)
     curl_slist_free_all(w->headers);
     ll_pct_free(w->read_lag);
     lg_src_free(&w->src);
+    lg_sess_free_all(w);
     memset(w, 0, sizeof *w);
     w->epfd = w->wake_fd = -1;
 }
@@ -217,7 +218,7 @@ static void walk_init(walk *k, lg_worker *w)
 
 static int start_request(lg_worker *w, int idx, int64_t intended_ns)
 {
-    if ((w->rc = lg_xfer_start(w, idx, intended_ns)))
+    if ((w->rc = lg_xfer_start(w, idx, intended_ns, NULL)))
         snprintf(w->err, sizeof w->err, "starting a request: %s", ll_strerror(w->rc));
     return w->rc;
 }
@@ -226,6 +227,13 @@ static int start_request(lg_worker *w, int idx, int64_t intended_ns)
 static void issue_closed(walk *k)
 {
     lg_worker *w = k->w;
+    if (w->n_sess > 0) {
+        /* load.sessions: the slots are conversations (session.c); past the
+         * level's deadline or an interrupt no further turn starts */
+        if (!k->no_more)
+            k->no_more = lg_sess_issue(w, ll_now_ns()) == 0;
+        return;
+    }
     while (!k->no_more && w->inflight < w->slots) {
         int idx = atomic_fetch_add(&k->L->next, 1);
         if (idx >= k->L->total) {
@@ -332,6 +340,8 @@ static int64_t wake_at(const walk *k, int64_t now, int64_t abort_at)
         until = k->a.t_ns;
     if (k->L->deadline_ns && !k->no_more && k->L->deadline_ns < until)
         until = k->L->deadline_ns;
+    if (w->n_sess > 0 && !k->no_more && lg_sess_next_due(w) < until)
+        until = lg_sess_next_due(w); /* a conversation's next turn, after its think time */
     if (abort_at && abort_at < until)
         until = abort_at;
     return until;

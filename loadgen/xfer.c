@@ -164,11 +164,20 @@ static int put_limits(const lg_xfer *x, ll_buf *b, const scn_scenario *s, int op
             LL_TRY(put_key(b, "max_output_tokens"));
             LL_TRY(ll_buf_printf(b, "%d", x->max_tokens));
         }
+        /* outputs: each text delta's logprobs with the top 5 */
+        if (s->record_outputs && keep_key(s, "top_logprobs"))
+            LL_TRY(put_key(b, "top_logprobs") || ll_buf_printf(b, "5"));
+        if (s->record_outputs && keep_key(s, "include"))
+            LL_TRY(put_key(b, "include") || ll_buf_printf(b, "[\"message.output_text.logprobs\"]"));
     } else if (keep_key(s, "sampling_params")) {
         LL_TRY(put_key(b, "sampling_params"));
         LL_TRY(ll_buf_printf(b, "{\"max_new_tokens\":%d%s}", x->max_tokens,
                              s->ignore_eos ? ",\"ignore_eos\":true" : ""));
     }
+    /* outputs from SGLang's /generate: meta_info's output token logprobs, top 5, with their text */
+    if (s->endpoint == SCN_ENDPOINT_GENERATE && s->record_outputs && keep_key(s, "return_logprob"))
+        LL_TRY(put_key(b, "return_logprob") || ll_buf_printf(b, "true,\"top_logprobs_num\":5,"
+                                                                "\"return_text_in_logprobs\":true"));
 fail:
     return rc;
 }
@@ -214,7 +223,13 @@ static int build_body(lg_xfer *x)
     x->head_at = scn_prompt_head_at(r->prompts, x->prompt_index);
     int mt = scn_prompt_max_tokens(r->prompts, x->prompt_index);
     x->max_tokens = mt > 0 ? mt : s->max_tokens;
-    LL_TRY(put_prompt(b, s, x->head, prompt, x->head_at));
+    if (x->sess) {
+        /* a turn of a conversation (session.c): the messages so far */
+        LL_TRY(put_key(b, "messages"));
+        LL_TRY(lg_sess_put_messages(b, x->sess, &x->prompt_words));
+    } else {
+        LL_TRY(put_prompt(b, s, x->head, prompt, x->head_at));
+    }
     if (x->head[0]) {
         const scn_tokenizer *tok = scn_prompts_tokenizer(r->prompts);
         x->prompt_words++;
@@ -478,8 +493,9 @@ static void init_parsers(lg_xfer *x)
     x->delta.dialect = ep == SCN_ENDPOINT_RESPONSES  ? LG_DIALECT_RESPONSES
                        : ep == SCN_ENDPOINT_GENERATE ? LG_DIALECT_GENERATE
                                                      : LG_DIALECT_OPENAI;
-    /* The text is kept only for a tokenizer to count (when usage is absent). */
-    x->delta.keep_text = r->prompts && scn_prompts_tokenizer(r->prompts) != NULL;
+    /* The text is kept for a tokenizer to count (when usage is absent) and
+     * for a conversation's next turn (the answer it sends back). */
+    x->delta.keep_text = (r->prompts && scn_prompts_tokenizer(r->prompts) != NULL) || x->sess;
     /* Out of memory here records no outputs for this request, nothing worse. */
     if (r->scn->record_outputs)
         x->delta.out = lg_out_new();
@@ -503,7 +519,7 @@ static void fresh_head(const lg_run *r, uint64_t id, char *out, size_t n)
         snprintf(out, n, "[%" PRIu64 "-%.8s] ", id, r->run_tag);
 }
 
-int lg_xfer_start(lg_worker *w, int req_index, int64_t intended_ns)
+int lg_xfer_start(lg_worker *w, int req_index, int64_t intended_ns, lg_sess *sess)
 {
     lg_run *r = w->run;
     lg_xfer *x = calloc(1, sizeof *x);
@@ -512,13 +528,15 @@ int lg_xfer_start(lg_worker *w, int req_index, int64_t intended_ns)
         return LL_ENOMEM;
     x->w = w;
     x->req_index = req_index;
+    x->sess = sess;
     x->warmup = req_index < w->lvl->warmup;
     /* unique across ranks: rank r takes r, r+K, r+2K, ... */
     x->id = atomic_fetch_add(&r->next_id, 1) * (uint64_t)r->ranks + (uint64_t)r->rank;
     /* Fresh prompts: the run's n-th request takes the set's n-th prompt
      * (mod its size), behind a head no other request of any run has; a
      * scenario that reuses prompts starts each level at the set's first. */
-    if (r->scn->prompts_reuse) {
+    if (r->scn->prompts_reuse || sess) {
+        /* a conversation's turns carry its own head (session.c) */
         x->prompt_index = (size_t)req_index * (size_t)r->ranks + (size_t)r->rank;
         x->head[0] = '\0';
     } else if (r->scn->trace) {
@@ -541,6 +559,8 @@ int lg_xfer_start(lg_worker *w, int req_index, int64_t intended_ns)
     x->empty_ns = x->read_ns = x->counted_ns = -1;
     init_parsers(x);
     LL_TRY(build_body(x));
+    if (x->delta.out) /* outputs recorded: the prompt as sent, for check-decode */
+        lg_out_prompt(x->delta.out, x->body.p, x->body.len, r->scn->endpoint == SCN_ENDPOINT_CHAT);
     LL_TRY((x->easy = curl_easy_init()) ? 0 : LL_ENOMEM);
     LL_TRY(setup_easy(x));
     x->send_ns = ll_now_ns();
@@ -612,6 +632,20 @@ static ll_err_class classify(lg_xfer *x, CURLcode res, char *msg, size_t msglen)
 
 static int64_t rel(const lg_run *r, int64_t t) { return t < 0 ? -1 : t - r->epoch_ns; }
 
+/* Where the request sits in its workload (records.h ll_rec_work). */
+static ll_rec_work work_of(const lg_xfer *x)
+{
+    const lg_run *r = x->w->run;
+    if (x->sess)
+        return (ll_rec_work){LL_WORK_SESSION, x->sess->session, x->sess->turn};
+    if (r->scn->trace)
+        return (ll_rec_work){LL_WORK_TRACE, (int64_t)x->prompt_index, 0};
+    int g = scn_prompt_prefix_group(r->prompts, x->prompt_index);
+    if (g >= 0)
+        return (ll_rec_work){LL_WORK_PREFIX, g, 0};
+    return (ll_rec_work){LL_WORK_NONE, 0, 0};
+}
+
 /* The request's outputs under its prompt key: the prompt set's item (the
  * index modulo the set's size, whatever head the prompt carried) and the
  * scenario's seed, so that an A and a B run name the same prompt alike. */
@@ -663,6 +697,8 @@ static void fill_record(lg_xfer *x, ll_err_class cls, const char *msg, ll_counts
         .prompt_tok_target = target > 0 ? target : 0,
         .cached_tok = d->usage_cached,
         .srv = d->srv,
+        .work = work_of(x),
+        .max_tokens = x->max_tokens,
         .n_chunks = x->chunks.n,
         .chunks = x->chunks.v,
     };
@@ -927,6 +963,8 @@ void lg_xfer_done(lg_xfer *x, CURLcode res)
         w->rc = prc;
         snprintf(w->err, sizeof w->err, "queueing a request record: %s", ll_strerror(prc));
     }
+    if (x->sess)
+        lg_sess_end(w, x->sess, &x->delta.answer_text, cls == LL_ERRC_OK, ll_now_ns());
     count_finished(x, cls);
     unlink_and_free(x);
 }

@@ -56,6 +56,25 @@ static const char *change(char *b, size_t n, double a, double bb)
     return b;
 }
 
+/* Both runs on the same richer model: every term B/A. */
+static void print_terms(FILE *f, const fit_compare *c)
+{
+    char x[3][64];
+    if (!c->n_terms)
+        return;
+    fprintf(f, "  %s model, both runs: each term B/A (HC3):", fit_model_name(c->terms_model));
+    for (size_t j = 0; j < c->n_terms; j++) {
+        char name[48];
+        if (c->term[j] == FIT_TERM_HINGE)
+            snprintf(name, sizeof name, "(N-%g)+", c->term_knee[j]);
+        else
+            snprintf(name, sizeof name, "%s", fit_term_name(c->term[j]));
+        fprintf(f, "%s %s %s [%s, %s]", j ? "," : "", name, n2(x[0], 64, c->term_ratio[j], 3),
+                n2(x[1], 64, c->term_ratio_ci[j][0], 3), n2(x[2], 64, c->term_ratio_ci[j][1], 3));
+    }
+    fputc('\n', f);
+}
+
 void rpt_compare_print(FILE *f, const fit_compare *c, const char *label_a, const char *label_b)
 {
     char x[8][64];
@@ -66,12 +85,7 @@ void rpt_compare_print(FILE *f, const fit_compare *c, const char *label_a, const
         fprintf(f, "  slope B/A %s [%s, %s] (%s%s)\n", n2(x[0], 64, c->slope_ratio, 3),
                 n2(x[1], 64, c->slope_ratio_ci[0], 3), n2(x[2], 64, c->slope_ratio_ci[1], 3), c->slope_method,
                 c->slope_method[0] == 'b' ? ", steady step time per level against C" : " method, from the laws' standard errors");
-    if (c->ctx_c_ratio > 0)
-        fprintf(f, "  context model, both runs: per-request term b B/A %s [%s, %s], context term c B/A %s [%s, %s]\n",
-                n2(x[0], 64, c->ctx_b_ratio, 3), n2(x[1], 64, c->ctx_b_ratio_ci[0], 3),
-                n2(x[2], 64, c->ctx_b_ratio_ci[1], 3), n2(x[3], 64, c->ctx_c_ratio, 3),
-                n2(x[4], 64, c->ctx_c_ratio_ci[0], 3), n2(x[5], 64, c->ctx_c_ratio_ci[1], 3));
-
+    print_terms(f, c);
     if (c->paired)
         fprintf(f, "\nper level: steady throughput B/A, paired (interleaved A/B): geometric mean of the pairs' "
                    "ratios, %.0f%% t interval over pairs with each pair's step noise as a floor (fit.h)\n",
@@ -80,8 +94,8 @@ void rpt_compare_print(FILE *f, const fit_compare *c, const char *label_a, const
         fprintf(f, "\nper level: steady throughput B/A with a %.0f%% bootstrap interval (%d resamples of engine "
                    "steps)\n",
                 100 * c->ci, c->n_resamples);
-    fprintf(f, "  %5s %10s %10s %7s %17s  %-24s %-24s %-24s\n", "C", "A tok/s", "B tok/s", "B/A", "interval",
-            "TTFT p50 ms A -> B", "TTFA p50 ms A -> B", "ITL p50 ms A -> B");
+    fprintf(f, "  %5s %10s %10s %7s %17s %7s  %-24s %-24s %-24s\n", "C", "A tok/s", "B tok/s", "B/A", "interval",
+            "model", "TTFT p50 ms A -> B", "TTFA p50 ms A -> B", "ITL p50 ms A -> B");
     for (size_t i = 0; i < c->n_levels; i++) {
         const fit_compare_level *L = &c->levels[i];
         char iv[160], key[32];
@@ -96,12 +110,16 @@ void rpt_compare_print(FILE *f, const fit_compare *c, const char *label_a, const
             snprintf(key, sizeof key, "%g/s", L->rate_per_s);
         else
             snprintf(key, sizeof key, "%d", L->concurrency);
-        fprintf(f, "  %5s %10s %10s %7s %17s  %-24s %-24s %-24s%s\n", key,
+        char mr[64];
+        fprintf(f, "  %5s %10s %10s %7s %17s %7s  %-24s %-24s %-24s%s\n", key,
                 n2(x[2], 64, L->tok_per_s_a, 1), n2(x[3], 64, L->tok_per_s_b, 1), n2(x[4], 64, L->ratio, 2), iv,
+                n2(mr, 64, L->model_ratio, 2),
                 change(x[5], 64, L->lat_a.ttft.p50_ms, L->lat_b.ttft.p50_ms),
                 change(x[6], 64, L->lat_a.ttfa.p50_ms, L->lat_b.ttfa.p50_ms),
                 change(x[7], 64, L->lat_a.itl.p50_ms, L->lat_b.itl.p50_ms), note);
     }
+    fprintf(f, "  (model: B/A as each run's chosen model predicts it at the level's C and mean context; far from "
+               "the measured B/A, a model misses that level)\n");
     for (size_t i = 0; i < c->n_levels; i++) {
         const fit_compare_level *L = &c->levels[i];
         if (!L->n_pairs)

@@ -38,11 +38,33 @@ int html_page_end(ll_buf *b, const cJSON *data, char *err, size_t errlen);
 int html_write_file(const ll_buf *b, const char *path, char *err, size_t errlen);
 
 /* Chart data of one run: {"law":{ok,a,b,a_ci,b_ci}, "levels":[{c, duration_s,
- * steady_tok_per_s, whole_tok_per_s, phase, windows, ramp, rate, cdf}],
- * "samples":{"steady":[[n,ms]],"other":[[n,ms]]}, "engine_steps":[[n,ms]]}.
+ * steady_tok_per_s, whole_tok_per_s, phase, windows, ramp, rate, cdf,
+ * position}], "samples":{"steady":[[n,ms]],"other":[[n,ms]]},
+ * "engine_steps":[[n,ms]], "model_view" (rpt_model_view_json)}.
  * full = 0 keeps only what the comparison page draws. NULL on no memory. */
 cJSON *rpt_run_chart_data(const fit_run *run, const fit_result *res, int full, char *err,
                           size_t errlen);
+
+/* What the model sees (report_model.c): {"model", "has_k", "formula",
+ * "k_edges": K/N at the 0, 20, .., 100th percentile of the steady samples,
+ * "lines": [{q, k_per_req, pts: [[n, ms]]}] (the chosen model at the 10th,
+ * 50th and 90th percentile of K/N when it has a context term, else one line),
+ * "points": [[n, ms, K/N, K, ms - model]] (steady samples, thinned to
+ * RPT_MAX_POINTS)}, lines over N in [0, n_max]. NULL on no memory. */
+#define RPT_MODEL_LINE_POINTS 200
+cJSON *rpt_model_view_json(const fit_result *res, double n_max);
+/* A level's step against position in the request (fit_level_position):
+ * {"width_tok", "steady": [[position, ms]], "all": [[position, ms]],
+ * "early_ms", "late_ms", "early_all_ms", "late_all_ms"}; NULL on no memory. */
+cJSON *rpt_position_json(const fit_result *res, size_t level_idx);
+/* The sentence that says whether early or late tokens of level L are slower
+ * and why (fit.h "Step time against position"), from its figures. */
+int rpt_position_words(ll_buf *b, const fit_level *L);
+/* The section's opening: the level where early and late differ most. */
+int rpt_position_summary(ll_buf *b, const fit_result *r);
+/* The server's per-level figures (fit.h "Server figures", "The server's own
+ * per-request figures") beside the client's, when the run has any. */
+int rpt_server_table(ll_buf *b, const fit_result *r);
 
 /* The Pareto chart (report_pareto.c): the curve runs over C = 1 .. this times
  * the largest measured C, at most RPT_PARETO_CURVE_POINTS + 2 C; a level
@@ -69,5 +91,10 @@ cJSON *rpt_pareto_json(const fit_run *run, const fit_result *res, const fit_slo 
  * failed_by_class), and that finished ok (n_sent minus those). */
 size_t rpt_level_failed(const fit_level *L);
 size_t rpt_level_ok(const fit_level *L);
+
+/* Chart data: attach v to o under k / append it to arr; -1 (v freed) when v
+ * is NULL or cannot be attached, 0 otherwise. */
+int rpt_json_add(cJSON *o, const char *k, cJSON *v);
+int rpt_json_push(cJSON *arr, cJSON *v);
 
 #endif

@@ -210,3 +210,25 @@ int html_write_file(const ll_buf *b, const char *path, char *err, size_t errlen)
     free(tmp);
     return 0;
 }
+
+int rpt_json_add(cJSON *o, const char *k, cJSON *v)
+{
+    if (!v)
+        return -1;
+    if (!cJSON_AddItemToObject(o, k, v)) {
+        cJSON_Delete(v);
+        return -1;
+    }
+    return 0;
+}
+
+int rpt_json_push(cJSON *arr, cJSON *v)
+{
+    if (!v)
+        return -1;
+    if (!cJSON_AddItemToArray(arr, v)) {
+        cJSON_Delete(v);
+        return -1;
+    }
+    return 0;
+}

@@ -201,6 +201,103 @@
     });
   }
 
+  /* ---- what the model sees (report_model.c computes every number) ------ */
+
+  /* Short to long context per request, colour-blind safe (plasma). */
+  var KCOL = ['#0d0887', '#6a00a8', '#b12a90', '#e16462', '#fca636'];
+  function kBins(mv) {
+    var e = mv.k_edges || [];
+    return e.length === 6 && e[5] > e[0] ? e : null;
+  }
+  function kBinOf(edges, kr) {
+    if (!edges) return 0;
+    for (var j = 4; j > 0; j--) if (kr >= edges[j]) return j;
+    return 0;
+  }
+  function kLabel(edges, j) {
+    return edges ? 'K/N ' + fmt(edges[j], 0) + '–' + fmt(edges[j + 1], 0) + ' tok' : 'steady samples';
+  }
+  /* Scatter datasets of rows binned by K/N (row[2]); x, y picked from each row. */
+  function kScatter(mv, xi, yi) {
+    var edges = kBins(mv), groups = [];
+    (mv.points || []).forEach(function (p) {
+      if (p[xi] == null || p[yi] == null) return;
+      var j = kBinOf(edges, p[2]);
+      (groups[j] = groups[j] || []).push({ x: p[xi], y: p[yi] });
+    });
+    var ds = [];
+    groups.forEach(function (g, j) {
+      if (g) ds.push({ type: 'scatter', label: kLabel(edges, j), data: g, backgroundColor: KCOL[j], pointRadius: 2 });
+    });
+    return ds;
+  }
+  function yTop(vals) {
+    vals.sort(function (a, b) { return a - b; });
+    var y = vals.length ? vals[Math.floor(vals.length * 0.995)] * 1.4 : undefined;
+    if (y) { var mag = Math.pow(10, Math.floor(Math.log10(y))); y = Math.ceil(y / mag * 2) * mag / 2; }
+    return y;
+  }
+
+  function modelChart(d, id) {
+    var mv = d.model_view;
+    if (!mv) return null;
+    var edges = kBins(mv), ds = [];
+    (mv.lines || []).forEach(function (l) {
+      var col = mv.has_k ? KCOL[kBinOf(edges, l.k_per_req)] : COL.fit;
+      ds.push({ type: 'line', data: pts(l.pts), borderColor: col, borderWidth: 2, pointRadius: 0, llGuide: true,
+                label: mv.has_k ? 'model at K/N = ' + fmt(l.k_per_req, 0) + ' tok (p' + fmt(100 * l.q, 0) + ')'
+                                : 'model (' + mv.model + '): ' + mv.formula + ' ms' });
+    });
+    ds = ds.concat(kScatter(mv, 0, 1));
+    return makeChart(id, {
+      data: { datasets: ds },
+      options: {
+        scales: { x: linAxis('decoding requests N', { min: 0 }),
+                  y: linAxis('step time, ms per token', { min: 0,
+                    max: yTop((mv.points || []).map(function (p) { return p[1]; })) }) },
+        plugins: { title: { display: true, text: 'Step time against N, coloured by context per request (K/N)' },
+                   subtitle: { display: true, text: 'chosen model: ' + mv.model + ', ' + mv.formula + ' ms' } }
+      }
+    });
+  }
+
+  function residChart(d, id, xi, xtitle) {
+    var mv = d.model_view;
+    if (!mv) return null;
+    var ds = kScatter(mv, xi, 4), xmax = 0;
+    (mv.points || []).forEach(function (p) { if (p[xi] != null) xmax = Math.max(xmax, p[xi]); });
+    ds.unshift({ type: 'line', label: '', data: [{ x: 0, y: 0 }, { x: xmax, y: 0 }], borderColor: COL.fit,
+                 borderWidth: 1, pointRadius: 0, llGuide: true });
+    return makeChart(id, {
+      data: { datasets: ds },
+      options: {
+        scales: { x: linAxis(xtitle, { min: 0 }), y: linAxis('measured − model, ms per token') },
+        plugins: { title: { display: true, text: 'Residuals against ' + (xi === 0 ? 'N' : 'K') },
+                   legend: { labels: { filter: function (it) { return it.text !== ''; } } } }
+      }
+    });
+  }
+
+  /* A level's mean step by position in the request (fit_level_position). */
+  function positionChart(L, i) {
+    var p = L.position;
+    if (!p) return null;
+    return makeChart('pos-' + i, {
+      type: 'line',
+      data: { datasets: [
+        { label: 'steady steps' + (L.c > 0 ? ' at N = C' : ''), data: pts(p.steady), borderColor: COL.steady,
+          backgroundColor: COL.steady, pointRadius: 3, borderWidth: 2 },
+        { label: 'every step (prefill shared too)', data: pts(p.all), borderColor: COL.prefill,
+          backgroundColor: COL.prefill, pointRadius: 2, borderWidth: 1.5, borderDash: [4, 3] }
+      ] },
+      options: {
+        scales: { x: linAxis('tokens the request had received', { min: 0 }),
+                  y: linAxis('mean step, ms per token', { min: 0 }) },
+        plugins: { title: { display: true, text: 'C=' + L.c + ': step against position in the request' } }
+      }
+    });
+  }
+
   /* Text beside points: a dataset's llLabels[i] next to its i-th point. */
   var labelPlugin = {
     id: 'llLabels',
@@ -323,6 +420,7 @@
   }
 
   function levelCharts(L, i) {
+    positionChart(L, i);
     var shade = [];
     (L.windows || []).forEach(function (w) { shade.push([w[0], w[1], COL.window]); });
     if (L.ramp) shade.push([L.ramp[0], L.ramp[1], COL.ramp]);
@@ -445,6 +543,9 @@
     if (d.kind === 'run') {
       throughputChart(d, 'chart-throughput', [{ label: '', color: COL.a, levels: d.levels, law: d.law }]);
       stepChart(d, 'chart-step');
+      modelChart(d, 'chart-model');
+      residChart(d, 'chart-resid-n', 0, 'decoding requests N');
+      residChart(d, 'chart-resid-k', 3, 'K, context tokens of the running requests');
       paretoChart(d, 'chart-pareto');
       d.levels.forEach(levelCharts);
     } else if (d.kind === 'compare') {

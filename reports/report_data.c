@@ -3,7 +3,7 @@
  * Bounded whatever the run's size: scatter series are thinned by a fixed
  * stride to RPT_MAX_POINTS, P/D timelines are binned to RPT_PHASE_POINTS
  * (each bin keeps its peak so a short burst still shows), distributions go
- * out as RPT_CDF_POINTS quantiles. Times on a level's charts are seconds from
+ * out as RPT_CDF_POINTS quantiles (what the model sees: report_model.c). Times on a level's charts are seconds from
  * the level's start. Each level also carries its figures ("figures": the
  * same object as in summary.json, from fit_level), so a page's numbers can be
  * checked against the run's other outputs. */
@@ -19,35 +19,13 @@ static cJSON *num(double x)
     return ll_json_num_item(x);
 }
 
-static int add(cJSON *o, const char *k, cJSON *v)
-{
-    if (!v)
-        return -1;
-    if (!cJSON_AddItemToObject(o, k, v)) {
-        cJSON_Delete(v);
-        return -1;
-    }
-    return 0;
-}
-
-static int push(cJSON *arr, cJSON *v)
-{
-    if (!v)
-        return -1;
-    if (!cJSON_AddItemToArray(arr, v)) {
-        cJSON_Delete(v);
-        return -1;
-    }
-    return 0;
-}
-
 static cJSON *xy(double x, double y)
 {
     cJSON *p = cJSON_CreateArray();
     if (!p)
         return NULL;
     /* four significant digits are plenty on a chart and halve the page */
-    if (push(p, num(round(x * 1e4) / 1e4)) || push(p, num(y == 0 ? 0 : round(y * 1e4) / 1e4))) {
+    if (rpt_json_push(p, num(round(x * 1e4) / 1e4)) || rpt_json_push(p, num(y == 0 ? 0 : round(y * 1e4) / 1e4))) {
         cJSON_Delete(p);
         return NULL;
     }
@@ -70,7 +48,7 @@ static int add_law(cJSON *o, const fit_law *l, double n_max)
         double n = n_max * i / RPT_BAND_POINTS, lo, hi;
         fit_law_mean_ci(l, n, &lo, &hi);
         cJSON *p = cJSON_CreateArray();
-        if (push(band, p) || push(p, num(n)) || push(p, num(lo)) || push(p, num(hi)))
+        if (rpt_json_push(band, p) || rpt_json_push(p, num(n)) || rpt_json_push(p, num(lo)) || rpt_json_push(p, num(hi)))
             return -1;
     }
     return 0;
@@ -105,7 +83,7 @@ static cJSON *cdf_json(const double *v, size_t n)
         }
         if (x <= 0)
             continue; /* zero gaps (chunks read together) have no place on a log axis */
-        if (push(arr, xy(x, f))) {
+        if (rpt_json_push(arr, xy(x, f))) {
             cJSON_Delete(arr);
             return NULL;
         }
@@ -123,7 +101,7 @@ static cJSON *phase_json(const fit_level *L)
     if (L->n_phase <= RPT_PHASE_POINTS) {
         for (size_t i = 0; i < L->n_phase; i++) {
             cJSON *p = xy(L->phase[i].t_ns / 1e9 - t0, L->phase[i].prefill);
-            if (!p || push(p, cJSON_CreateNumber(L->phase[i].decode)) || push(arr, p)) {
+            if (!p || rpt_json_push(p, cJSON_CreateNumber(L->phase[i].decode)) || rpt_json_push(arr, p)) {
                 cJSON_Delete(p);
                 cJSON_Delete(arr);
                 return NULL;
@@ -147,7 +125,7 @@ static cJSON *phase_json(const fit_level *L)
             i++;
         }
         cJSON *p = xy(b0 / 1e9 - t0, mp);
-        if (!p || push(p, cJSON_CreateNumber(md)) || push(arr, p)) {
+        if (!p || rpt_json_push(p, cJSON_CreateNumber(md)) || rpt_json_push(arr, p)) {
             cJSON_Delete(arr);
             return NULL;
         }
@@ -160,13 +138,13 @@ static int windows_json(cJSON *o, const fit_level *L)
 {
     double t0 = L->start_ns / 1e9;
     cJSON *win = cJSON_CreateArray();
-    if (add(o, "phase", phase_json(L)) || add(o, "windows", win))
+    if (rpt_json_add(o, "phase", phase_json(L)) || rpt_json_add(o, "windows", win))
         return -1;
     for (size_t i = 0; i < L->n_windows; i++) {
-        if (push(win, xy(L->windows[i].t0_ns / 1e9 - t0, L->windows[i].t1_ns / 1e9 - t0)))
+        if (rpt_json_push(win, xy(L->windows[i].t0_ns / 1e9 - t0, L->windows[i].t1_ns / 1e9 - t0)))
             return -1;
     }
-    if (L->ramp_reached && isfinite(L->ramp_s) && add(o, "ramp", xy(0, L->ramp_s)))
+    if (L->ramp_reached && isfinite(L->ramp_s) && rpt_json_add(o, "ramp", xy(0, L->ramp_s)))
         return -1;
     return 0;
 }
@@ -178,12 +156,12 @@ static int rate_json(cJSON *o, const fit_level *L)
     if (L->n_rate_bins == 0)
         return 0;
     cJSON *rate = cJSON_CreateObject(), *th = cJSON_CreateArray(), *an = cJSON_CreateArray();
-    if (add(o, "rate", rate) || add(rate, "t0_s", num(L->rate_t0_ns / 1e9 - t0)) ||
-        add(rate, "bin_s", num(L->rate_bin_ns / 1e9)) || add(rate, "think", th) || add(rate, "answer", an))
+    if (rpt_json_add(o, "rate", rate) || rpt_json_add(rate, "t0_s", num(L->rate_t0_ns / 1e9 - t0)) ||
+        rpt_json_add(rate, "bin_s", num(L->rate_bin_ns / 1e9)) || rpt_json_add(rate, "think", th) || rpt_json_add(rate, "answer", an))
         return -1;
     for (size_t i = 0; i < L->n_rate_bins; i++)
-        if (push(th, num(round(L->think_tok_per_s[i] * 100) / 100)) ||
-            push(an, num(round(L->answer_tok_per_s[i] * 100) / 100)))
+        if (rpt_json_push(th, num(round(L->think_tok_per_s[i] * 100) / 100)) ||
+            rpt_json_push(an, num(round(L->answer_tok_per_s[i] * 100) / 100)))
             return -1;
     return 0;
 }
@@ -198,8 +176,8 @@ static int cdfs_json(cJSON *o, const fit_run *run, const fit_level *L, char *err
     if (fit_level_latency_get(run, L->level, &lat, &ttft, &ttfa, &itl, &n_itl, err, errlen))
         goto out;
     cJSON *cdf = cJSON_CreateObject();
-    if (add(o, "cdf", cdf) || add(cdf, "ttft", cdf_json(ttft, lat.ttft.n)) ||
-        add(cdf, "ttfa", cdf_json(ttfa, lat.ttfa.n)) || add(cdf, "itl", cdf_json(itl, n_itl)))
+    if (rpt_json_add(o, "cdf", cdf) || rpt_json_add(cdf, "ttft", cdf_json(ttft, lat.ttft.n)) ||
+        rpt_json_add(cdf, "ttfa", cdf_json(ttfa, lat.ttfa.n)) || rpt_json_add(cdf, "itl", cdf_json(itl, n_itl)))
         goto out;
     rc = 0;
 out:
@@ -209,14 +187,16 @@ out:
     return rc;
 }
 
-static cJSON *level_json(const fit_run *run, const fit_level *L, int full, char *err, size_t errlen)
+static cJSON *level_json(const fit_run *run, const fit_result *res, size_t i, int full, char *err,
+                         size_t errlen)
 {
+    const fit_level *L = &res->levels[i];
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
-    if (add(o, "c", cJSON_CreateNumber(L->concurrency)) || add(o, "level", cJSON_CreateNumber(L->level)) ||
-        add(o, "duration_s", num(L->duration_s)) || add(o, "steady_tok_per_s", num(L->steady_tok_per_s)) ||
-        add(o, "whole_tok_per_s", num(L->whole_tok_per_s)))
+    if (rpt_json_add(o, "c", cJSON_CreateNumber(L->concurrency)) || rpt_json_add(o, "level", cJSON_CreateNumber(L->level)) ||
+        rpt_json_add(o, "duration_s", num(L->duration_s)) || rpt_json_add(o, "steady_tok_per_s", num(L->steady_tok_per_s)) ||
+        rpt_json_add(o, "whole_tok_per_s", num(L->whole_tok_per_s)))
         goto fail;
     /* The level's figures exactly as summary.json has them (fit's one writer). */
     cJSON *fig = cJSON_AddObjectToObject(o, "figures");
@@ -224,7 +204,8 @@ static cJSON *level_json(const fit_run *run, const fit_level *L, int full, char 
         goto fail;
     if (!full)
         return o;
-    if (windows_json(o, L) || rate_json(o, L) || cdfs_json(o, run, L, err, errlen))
+    if (windows_json(o, L) || rate_json(o, L) || cdfs_json(o, run, L, err, errlen) ||
+        rpt_json_add(o, "position", rpt_position_json(res, i)))
         goto fail;
     return o;
 fail:
@@ -246,7 +227,7 @@ static cJSON *samples_json(const fit_result *r, int steady)
         const fit_sample *s = &r->samples[i];
         if ((s->steady != 0) != steady || k++ % stride)
             continue;
-        if (push(arr, xy(s->n, s->gap_ms))) {
+        if (rpt_json_push(arr, xy(s->n, s->gap_ms))) {
             cJSON_Delete(arr);
             return NULL;
         }
@@ -267,7 +248,7 @@ static cJSON *engine_json(const fit_run *run)
         const fit_engine_step *s = fit_run_step(run, i);
         if (s->prefill_tok != 0 || s->n_decode <= 0 || k++ % stride)
             continue;
-        if (push(arr, xy(s->n_decode, s->dur_ns / 1e6))) {
+        if (rpt_json_push(arr, xy(s->n_decode, s->dur_ns / 1e6))) {
             cJSON_Delete(arr);
             return NULL;
         }
@@ -284,11 +265,12 @@ cJSON *rpt_run_chart_data(const fit_run *run, const fit_result *res, int full, c
     if (!levels || !samples || add_law(o, &res->law, chart_n_max(res)))
         goto fail;
     for (size_t i = 0; i < res->n_levels; i++)
-        if (push(levels, level_json(run, &res->levels[i], full, err, errlen)))
+        if (rpt_json_push(levels, level_json(run, res, i, full, err, errlen)))
             goto fail;
-    if (add(samples, "steady", samples_json(res, 1)))
+    if (rpt_json_add(samples, "steady", samples_json(res, 1)))
         goto fail;
-    if (full && (add(samples, "other", samples_json(res, 0)) || add(o, "engine_steps", engine_json(run))))
+    if (full && (rpt_json_add(samples, "other", samples_json(res, 0)) || rpt_json_add(o, "engine_steps", engine_json(run)) ||
+                 rpt_json_add(o, "model_view", rpt_model_view_json(res, chart_n_max(res)))))
         goto fail;
     return o;
 fail:

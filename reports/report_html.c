@@ -1,9 +1,12 @@
 /* report_html.c: RUN_DIR/report.html — the law with its intervals and model
  * check, the charts (throughput against C with the fitted curve and its
  * asymptote; step time against N with the fit, its band and the engine's own
- * steps; per level the P/D timeline, the token rate thinking vs answer, and
- * the TTFT/TTFA/ITL distributions), the per-level table and the run's
- * configuration. Tables are plain HTML written here, so the numbers read even
+ * steps; what the model sees: the steps coloured by context with the chosen
+ * model at three contexts, and its residuals against N and K; per level the
+ * P/D timeline, the token rate thinking vs answer, the TTFT/TTFA/ITL
+ * distributions and the step against position in the request, with words
+ * that say whether early or late tokens are slower), the per-level table, the
+ * server's own figures beside it, and the run's configuration. Tables are plain HTML written here, so the numbers read even
  * with scripts off; charts are drawn by report.js from the embedded data. */
 #include <math.h>
 #include <stdlib.h>
@@ -36,18 +39,27 @@ static int law_row(ll_buf *b, const char *what, const fit_law *l)
 static int model_words(ll_buf *b, const fit_result *r)
 {
     const fit_model_check *m = &r->model;
-    char x[3][48];
-    if (m->done && m->best == FIT_MODEL_CONTEXT &&
-        ll_buf_printf(b, "<div class=law>model: step(N, K) = %s + %s&middot;N + %s&middot;K/1k ms</div>\n"
-                         "<div class=muted>K: the context tokens of the running requests (their prompts and the "
-                         "tokens they have had); c 95%% [%.3g, %.3g] ms per 1,000</div>\n",
-                      html_num(x[0], 48, m->ctx_a_ms, 3), html_num(x[1], 48, m->ctx_b_ms, 4),
-                      html_num(x[2], 48, m->ctx_c_ms, 4), m->ctx_c_ci_ms[0], m->ctx_c_ci_ms[1]))
-        return LL_ENOMEM;
-    if (m->done && m->best != FIT_MODEL_LINEAR && m->best != FIT_MODEL_CONTEXT &&
-        (ll_buf_printf(b, "<div class=law>model: %s: ", fit_model_name(m->best)) || html_esc(b, m->verdict) ||
-         ll_buf_printf(b, "</div>\n")))
-        return LL_ENOMEM;
+    const fit_model_fit *f = &m->chosen;
+    if (m->done && m->best != FIT_MODEL_LINEAR && f->p) {
+        char formula[200];
+        int ctx = fit_model_fit_has(f, FIT_TERM_K);
+        fit_model_fit_formula(f, 1, formula, sizeof formula);
+        if (ll_buf_printf(b, "<div class=law>model (%s): step(N%s) = ", fit_model_name(m->best), ctx ? ", K" : "") ||
+            html_esc(b, formula) || ll_buf_printf(b, " ms</div>\n<div class=muted>95%% intervals (HC3):"))
+            return LL_ENOMEM;
+        for (size_t j = 0; j < f->p; j++)
+            if (ll_buf_printf(b, "%s %s [%.4g, %.4g]", j ? "," : "", fit_term_name(f->term[j]),
+                              f->coef[j] - 1.96 * f->se[j], f->coef[j] + 1.96 * f->se[j]))
+                return LL_ENOMEM;
+        if (ll_buf_printf(b, "%s</div>\n", ctx ? "; K: the context tokens of the running requests (their prompts "
+                                                  "and the tokens they have had), per 1,000" : ""))
+            return LL_ENOMEM;
+        if (isfinite(m->alone_n) &&
+            ll_buf_printf(b, "<p class=warn>The %s model rests on the level at N=%g alone: without it a straight "
+                             "line would do. Repeat that level before trusting it.</p>\n",
+                          fit_model_name(m->best), m->alone_n))
+            return LL_ENOMEM;
+    }
     if (r->model_worst_level >= 0 && (size_t)r->model_worst_level < r->n_levels) {
         const fit_level *W = &r->levels[r->model_worst_level];
         if (fabs(W->model_error_rel) > FIT_MODEL_LEVEL_FIT &&
@@ -311,27 +323,67 @@ static int pareto_section(ll_buf *b, const cJSON *pareto, const fit_slo *slo)
     return ll_buf_printf(b, "</p></section>\n");
 }
 
+/* What the step-time model sees: the steady samples against N coloured by
+ * their context per request with the chosen model at three contexts, and
+ * the residuals against N and against K (report_model.c's data). */
+static int model_section(ll_buf *b, const fit_result *r)
+{
+    const fit_model_check *m = &r->model;
+    int ctx = m->done && m->chosen.p && fit_model_fit_has(&m->chosen, FIT_TERM_K);
+    if (ll_buf_printf(b, "<section><h2>What the model sees</h2><div class='chart wide'><canvas id=chart-model>"
+                         "</canvas></div><div class=grid2><div class='chart small'><canvas id=chart-resid-n>"
+                         "</canvas></div><div class='chart small'><canvas id=chart-resid-k></canvas></div></div>\n"
+                         "<p class=muted>Steady samples coloured by the context of each running request (K/N: "
+                         "prompt and tokens so far, in tokens). "))
+        return LL_ENOMEM;
+    if (!r->law.ok) {
+        if (ll_buf_printf(b, "No model: no law was fitted (") ||
+            html_esc(b, r->no_law[0] ? r->no_law : "too few steady samples") ||
+            ll_buf_printf(b, "), so there are no lines and no residuals.</p></section>\n"))
+            return LL_ENOMEM;
+        return 0;
+    }
+    if (ll_buf_printf(b, ctx ? "The lines are the chosen model (%s) at the 10th, 50th and 90th percentile of K/N "
+                               "(K = N &times; that): samples of one colour should sit on the line of that colour. "
+                             : "The line is the chosen model (%s): it has no context term. ",
+                      fit_model_name(m->done ? m->best : FIT_MODEL_LINEAR)) ||
+        ll_buf_printf(b, "Residuals: measured minus the model at each sample&#39;s own N and K, in ms per token; "
+                         "a trend in either chart is what the model misses.</p></section>\n"))
+        return LL_ENOMEM;
+    return 0;
+}
+
+static int level_block(ll_buf *b, const fit_level *L, size_t i)
+{
+    char x[2][48];
+    if (ll_buf_printf(b, "<div class=level><h3>Level %d: C = %d, %zu requests, steady %s tok/s</h3>"
+                         "<div class=grid2><div class='chart small'><canvas id=tl-%zu></canvas></div>"
+                         "<div class='chart small'><canvas id=rate-%zu></canvas></div></div>"
+                         "<div class=grid2><div class='chart small'><canvas id=dist-%zu></canvas></div>"
+                         "<div class='chart small'><canvas id=pos-%zu></canvas></div></div><p class=pos>",
+                      L->level, L->concurrency, L->n_requests, html_num(x[0], 48, L->steady_tok_per_s, 1), i, i, i,
+                      i) ||
+        rpt_position_words(b, L) ||
+        ll_buf_printf(b, "</p><p class=muted>duration %s s</p></div>\n", html_num(x[1], 48, L->duration_s, 2)))
+        return LL_ENOMEM;
+    return 0;
+}
+
 static int charts_section(ll_buf *b, const fit_result *r, const cJSON *pareto, const fit_slo *slo)
 {
     if (ll_buf_printf(b, "<section><h2>Throughput and step time</h2><div class=grid2>"
                          "<div class=chart><canvas id=chart-throughput></canvas></div>"
                          "<div class=chart><canvas id=chart-step></canvas></div></div></section>\n") ||
-        pareto_section(b, pareto, slo) ||
-        ll_buf_printf(b, "<section><h2>Each level</h2><p class=muted>Early tokens look slow because they share "
-                         "steps with prefill: the ramp is shaded orange, steady windows green.</p>\n"))
+        model_section(b, r) || pareto_section(b, pareto, slo) ||
+        ll_buf_printf(b, "<section><h2>Each level</h2><p class=pos-summary>") || rpt_position_summary(b, r) ||
+        ll_buf_printf(b, "</p><p class=muted>Timelines: the ramp is shaded orange, steady windows green. Step "
+                         "against position: the mean ms per token by the tokens a request had received, in steady "
+                         "steps (closed loop: at N = C) and over every step; early and late are the first and the "
+                         "last quarter of positions.</p>\n"))
         return LL_ENOMEM;
-    for (size_t i = 0; i < r->n_levels; i++) {
-        const fit_level *L = &r->levels[i];
-        char x[2][48];
-        if (ll_buf_printf(b, "<div class=level><h3>Level %d: C = %d, %zu requests, steady %s tok/s</h3>"
-                             "<div class=grid2><div class='chart small'><canvas id=tl-%zu></canvas></div>"
-                             "<div class='chart small'><canvas id=rate-%zu></canvas></div></div>"
-                             "<div class='chart small'><canvas id=dist-%zu></canvas></div>"
-                             "<p class=muted>duration %s s</p></div>\n",
-                          L->level, L->concurrency, L->n_requests, html_num(x[0], 48, L->steady_tok_per_s, 1), i,
-                          i, i, html_num(x[1], 48, L->duration_s, 2)))
+    for (size_t i = 0; i < r->n_levels; i++)
+        if (level_block(b, &r->levels[i], i))
             return LL_ENOMEM;
-    }
     return ll_buf_printf(b, "</section>\n");
 }
 
@@ -393,7 +445,8 @@ int rpt_write_html_with(const char *run_dir, const fit_run *run, const fit_resul
     if (!pareto)
         goto oom;
     if ((rc = law_section(&b, res)) || (rc = charts_section(&b, res, pareto, slo)) ||
-        (rc = level_table(&b, res)) || (rc = gpu_table(&b, res)) || (rc = config_section(&b, run, res)))
+        (rc = level_table(&b, res)) || (rc = rpt_server_table(&b, res)) || (rc = gpu_table(&b, res)) ||
+        (rc = config_section(&b, run, res)))
         goto fail;
     if (ll_buf_printf(&b, "</main>\n"))
         goto oom;

@@ -62,7 +62,7 @@ static cJSON *summary_json(const fit_run *run, const fit_result *res)
         }
     }
     /* the law as `loadlaw fit --json` writes it, asymptote and N1/2 */
-    if (fit_json_headline(o, res))
+    if (fit_json_headline(o, res) || fit_json_turns(o, res))
         goto fail;
     return o;
 fail:
@@ -180,4 +180,5 @@ void rpt_print_levels(FILE *f, const fit_result *res)
 {
     print_counts(f, res);
     print_latencies(f, res);
+    fit_print_turns(f, res);
 }

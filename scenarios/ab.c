@@ -132,13 +132,24 @@ static int load_order(const cJSON *v, const char *origin, scn_ab *ab, char *err,
     return 0;
 }
 
-/* "X", "Xx", "X@C" or a number X; X > 0, C >= 1. */
+/* "X", "Xx", "X@C" or a number X; X in [0.001, 1e6], C >= 1. */
+/* A speedup gate X in [SPEEDUP_MIN, SPEEDUP_MAX]: a ratio of two
+ * throughputs, so a gate below 0.001 or above a million is a typo (and a
+ * subnormal one would not survive being written back). */
+#define SPEEDUP_MIN 1e-3
+#define SPEEDUP_MAX 1e6
+
+static int speedup_ok(double x)
+{
+    return x >= SPEEDUP_MIN && x <= SPEEDUP_MAX;
+}
+
 static int load_expect(const cJSON *v, scn_ab *ab)
 {
     if (cJSON_IsNumber(v)) {
         ab->expect_x = v->valuedouble;
         ab->expect_c = 0;
-        return isfinite(ab->expect_x) && ab->expect_x > 0 ? 0 : -1;
+        return speedup_ok(ab->expect_x) ? 0 : -1;
     }
     if (!cJSON_IsString(v))
         return -1;
@@ -156,7 +167,7 @@ static int load_expect(const cJSON *v, scn_ab *ab)
     size_t n = strlen(buf);
     if (n > 0 && (buf[n - 1] == 'x' || buf[n - 1] == 'X'))
         buf[n - 1] = '\0';
-    return ll_parse_double(buf, &ab->expect_x) || !isfinite(ab->expect_x) || !(ab->expect_x > 0) ? -1 : 0;
+    return ll_parse_double(buf, &ab->expect_x) || !speedup_ok(ab->expect_x) ? -1 : 0;
 }
 
 int scn_ab_load(const cJSON *v, const char *origin, scn_ab *ab, char *err, size_t errlen)
@@ -180,7 +191,7 @@ int scn_ab_load(const cJSON *v, const char *origin, scn_ab *ab, char *err, size_
     ab->expect_x = 0;
     ab->expect_c = 0;
     if (x && !cJSON_IsNull(x) && load_expect(x, ab))
-        return bad(err, errlen, origin, "ab.expect_speedup", "\"X\" or \"X@C\" (X > 0, C >= 1), or a number");
+        return bad(err, errlen, origin, "ab.expect_speedup", "\"X\" or \"X@C\" (0.001 <= X <= 1e6, C >= 1), or a number");
     const cJSON *so = cJSON_GetObjectItemCaseSensitive(v, "expect_same_outputs");
     ab->expect_outputs = 0;
     if (so && !cJSON_IsNull(so)) {

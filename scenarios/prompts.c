@@ -20,10 +20,15 @@ typedef struct prompt {
     int64_t send_ns; /* trace: its send time after the level's start; else -1 */
     int max_tok;     /* trace: its output length; else 0 (the scenario's max_tokens) */
     size_t head_at;  /* where a per-request head may go (scn_prompt_head_at) */
+    int group;       /* load.shared_prefix: its prefix's group; else -1 */
 } prompt;
 
 struct scn_prompts {
     LL_VEC(prompt) set;
+    /* load.sessions from ShareGPT: each conversation's human turns, in
+     * order (turns.v[conv.v[c]] .. up to the next conversation's start) */
+    LL_VEC(char *) turns;
+    LL_VEC(size_t) conv;
     scn_tokenizer *tok; /* the scenario's tokenizer_path, or NULL */
 };
 
@@ -39,7 +44,7 @@ static const char *const k_vocab[] = {
 
 static int push(scn_prompts *p, const char *s, int target_tok)
 {
-    prompt e = {strdup(s), 0, target_tok, -1, 0, 0};
+    prompt e = {strdup(s), 0, target_tok, -1, 0, 0, -1};
     if (!e.text)
         return LL_ENOMEM;
     int in = 0;
@@ -77,7 +82,7 @@ static int draw_words(const scn_dist *d, ll_rng *r)
     return x < 1 ? 1 : (int)x;
 }
 
-static int add_words(ll_buf *b, int w, ll_rng *r)
+int scn_add_words(ll_buf *b, int w, ll_rng *r)
 {
     int rc = 0;
     for (int k = 0; k < w && rc == 0; k++)
@@ -103,13 +108,13 @@ static int exact_text_lead(const scn_tokenizer *t, int target, int lead, ll_rng 
     if (lead)
         LL_TRY(ll_buf_append(b, " ", 1));
     /* Every vocabulary word is at least one token: target words is enough. */
-    LL_TRY(add_words(b, target + 8, r));
+    LL_TRY(scn_add_words(b, target + 8, r));
     LL_TRY(scn_tokenizer_encode(t, b->p, b->len, &ids, &n));
     for (int iter = 0; iter < 64; iter++) {
         while ((size_t)cut > n) {
             free(ids);
             ids = NULL;
-            LL_TRY(add_words(b, (int)(cut - (int64_t)n) + 8, r));
+            LL_TRY(scn_add_words(b, (int)(cut - (int64_t)n) + 8, r));
             LL_TRY(scn_tokenizer_encode(t, b->p, b->len, &ids, &n));
         }
         free(text);
@@ -197,7 +202,7 @@ static int gen_synthetic(const scn_scenario *s, scn_prompts *p, char *err, size_
             w = s->prompt_tokens_set ? (int)floor(scaled(draw_words(&s->prompt_tokens, &r), f) / 1.33 + 0.5)
                                      : scaled(draw_words(&s->words, &r), f);
             ll_buf_reset(&b);
-            rc = add_words(&b, w < 1 ? 1 : w, &r);
+            rc = scn_add_words(&b, w < 1 ? 1 : w, &r);
         }
         if (rc == 0)
             rc = push(p, b.p ? b.p : "", target);
@@ -223,7 +228,26 @@ void scn_resolve_path(const scn_scenario *s, const char *name, char *path, size_
     }
 }
 
-static int load_sharegpt(const char *path, scn_prompts *p, char *err, size_t errlen)
+/* A conversation's human turns (load.sessions): appended to p->turns,
+ * its start to p->conv when it has any. */
+static int keep_conversation(scn_prompts *p, const cJSON *turns)
+{
+    size_t at = p->turns.n;
+    for (const cJSON *t = turns->child; t; t = t->next) {
+        const char *from = ll_json_str(t, "from", "");
+        const char *val = ll_json_str(t, "value", NULL);
+        char *c;
+        if ((strcmp(from, "human") == 0 || strcmp(from, "user") == 0) && val && val[0]) {
+            if (!(c = strdup(val)) || ll_vec_push(&p->turns, c)) {
+                free(c);
+                return LL_ENOMEM;
+            }
+        }
+    }
+    return p->turns.n > at && ll_vec_push(&p->conv, at) ? LL_ENOMEM : 0;
+}
+
+static int load_sharegpt(const char *path, scn_prompts *p, int sessions, char *err, size_t errlen)
 {
     char *text = NULL;
     size_t len = 0;
@@ -244,6 +268,10 @@ static int load_sharegpt(const char *path, scn_prompts *p, char *err, size_t err
             ll_errf(err, errlen, "%s: [%zu].conversations: expected an array", path, i);
             rc = LL_EPARSE;
             goto out;
+        }
+        if (sessions) {
+            rc = keep_conversation(p, turns);
+            continue;
         }
         /* The first human turn is the prompt; conversations without one are skipped. */
         for (const cJSON *t = turns->child; t; t = t->next) {
@@ -301,7 +329,7 @@ static int add_piece(const scn_prompts *p, int tok, ll_rng *r, ll_buf *b, ll_buf
 {
     int rc = 0;
     if (!p->tok)
-        return add_words(b, tok / 1.33 < 1 ? 1 : (int)floor(tok / 1.33 + 0.5), r);
+        return scn_add_words(b, tok / 1.33 < 1 ? 1 : (int)floor(tok / 1.33 + 0.5), r);
     LL_TRY(exact_text_lead(p->tok, tok, b->len > 0, r, tmp, err, errlen));
     LL_TRY(ll_buf_append(b, tmp->p, tmp->len));
 fail:
@@ -426,6 +454,7 @@ static int add_shared_prefix(const scn_scenario *s, scn_prompts *p, char *err, s
         free(e->text);
         e->text = text;
         e->head_at = pre[g].len + 1;
+        e->group = (int)g;
         e->words = 0;
         for (const char *c = text; *c; c++)
             e->words += (c == text || c[-1] == ' ') && *c != ' ';
@@ -465,9 +494,19 @@ int scn_prompts_load(const scn_scenario *s, scn_prompts **out, char *err, size_t
     scn_source src = s->trace ? SCN_SOURCE_SYNTHETIC : s->source;
     if (src != SCN_SOURCE_SYNTHETIC)
         scn_resolve_path(s, s->prompts_path, path, sizeof path);
-    switch (src) {
+    if (s->session_turns > 0 && s->session_sharegpt) {
+        scn_resolve_path(s, s->session_path ? s->session_path : s->prompts_path, path, sizeof path);
+        if ((rc = load_sharegpt(path, p, 1, err, errlen)) == 0 && p->conv.n == 0) {
+            ll_errf(err, errlen, "%s: load.sessions: no conversation with a human turn", path);
+            rc = LL_EINVAL;
+        }
+        src = SCN_SOURCE_SYNTHETIC; /* the prompt set itself stays synthetic (unused) */
+    }
+    switch (rc ? -1 : (int)src) {
+    case -1:
+        break;
     case SCN_SOURCE_SHAREGPT:
-        rc = load_sharegpt(path, p, err, errlen);
+        rc = load_sharegpt(path, p, 0, err, errlen);
         break;
     case SCN_SOURCE_JSONL: {
         jl_ctx c = {p, path, err, errlen};
@@ -503,6 +542,19 @@ const char *scn_prompt(const scn_prompts *p, size_t i, int *words)
 
 int scn_prompt_target_tokens(const scn_prompts *p, size_t i) { return p->set.v[i % p->set.n].target_tok; }
 
+int scn_prompt_prefix_group(const scn_prompts *p, size_t i) { return p->set.v[i % p->set.n].group; }
+
+size_t scn_prompts_n_convs(const scn_prompts *p) { return p->conv.n; }
+
+const char *scn_prompts_conv_turn(const scn_prompts *p, size_t conv, int turn)
+{
+    if (p->conv.n == 0 || turn < 1)
+        return NULL;
+    size_t c = conv % p->conv.n, at = p->conv.v[c] + (size_t)turn - 1;
+    size_t end = c + 1 < p->conv.n ? p->conv.v[c + 1] : p->turns.n;
+    return at < end ? p->turns.v[at] : NULL;
+}
+
 int64_t scn_prompt_send_ns(const scn_prompts *p, size_t i) { return p->set.v[i % p->set.n].send_ns; }
 
 int scn_prompt_max_tokens(const scn_prompts *p, size_t i) { return p->set.v[i % p->set.n].max_tok; }
@@ -519,5 +571,9 @@ void scn_prompts_free(scn_prompts *p)
     for (size_t i = 0; i < p->set.n; i++)
         free(p->set.v[i].text);
     ll_vec_free(&p->set);
+    for (size_t i = 0; i < p->turns.n; i++)
+        free(p->turns.v[i]);
+    ll_vec_free(&p->turns);
+    ll_vec_free(&p->conv);
     free(p);
 }

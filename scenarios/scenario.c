@@ -322,7 +322,7 @@ static int load_load(ld *c, const cJSON *load, scn_scenario *s, scn_level *proto
     static const char *const load_keys[] = {"threads", "concurrency", "requests", "warmup", "duration_s",
                                             "rate_per_s", "arrival", "drain_s", "max_failed", "keep_going",
                                             "profile", "arrival_stamp", "source_addrs", "vary_context", "trace",
-                                            "shared_prefix", NULL};
+                                            "shared_prefix", "sessions", NULL};
     int st = (int)s->arrival_stamp, rc;
     if ((rc = check_keys(c, load, "load", load_keys)) ||
         (rc = get_enum(c, load, "load", "arrival_stamp", k_stamp, "\"kernel\" or \"user\"", &st)) ||
@@ -630,14 +630,17 @@ static int load_root(ld *c, const cJSON *root, scn_scenario *s)
     return validate(s, c->origin, c->err, c->errlen);
 }
 
-int scn_load_string(const char *json, const char *origin, scn_scenario **out, char *err, size_t errlen)
+/* The text's scenario; path (NULL: none) is set before the checks, so the
+ * files it names (load.trace, ...) are looked up beside it. */
+static int load_text(const char *json, const char *origin, const char *path, scn_scenario **out, char *err,
+                     size_t errlen)
 {
     ld c = {origin ? origin : "(scenario)", err, errlen};
     scn_scenario *s = NULL;
     cJSON *root = NULL;
     const char *end = NULL;
     int rc = scn_new(&s);
-    if (rc)
+    if (rc || (path && (rc = scn_set_str(&s->path, path))))
         goto fail;
     root = cJSON_ParseWithOpts(json, &end, 1);
     if (!root) {
@@ -660,6 +663,11 @@ fail:
     return rc;
 }
 
+int scn_load_string(const char *json, const char *origin, scn_scenario **out, char *err, size_t errlen)
+{
+    return load_text(json, origin, NULL, out, err, errlen);
+}
+
 int scn_load_file(const char *path, scn_scenario **out, char *err, size_t errlen)
 {
     char *text = NULL;
@@ -667,12 +675,8 @@ int scn_load_file(const char *path, scn_scenario **out, char *err, size_t errlen
     int rc = ll_read_file(path, &text, &len, err, errlen);
     if (rc)
         return rc;
-    rc = scn_load_string(text, path, out, err, errlen);
+    rc = load_text(text, path, path, out, err, errlen);
     free(text);
-    if (rc == 0 && (rc = scn_set_str(&(*out)->path, path))) {
-        scn_free(*out);
-        *out = NULL;
-    }
     return rc;
 }
 

@@ -58,6 +58,24 @@ int scn_workload_validate(scn_scenario *s, const char *origin, char *err, size_t
 /* Add the keys to the run line's "load" object. */
 int scn_workload_to_json(cJSON *load, const scn_scenario *s);
 void scn_workload_free(scn_scenario *s);
+/* ---- load.sessions (sessions.c) ---- */
+
+/* The "sessions" key of "load". */
+int scn_sessions_load(const cJSON *v, const char *origin, scn_scenario *s, char *err, size_t errlen);
+/* Checks beside the rest of the scenario, and each level's requests made
+ * sessions x turns. */
+int scn_sessions_validate(scn_scenario *s, const char *origin, char *err, size_t errlen);
+int scn_sessions_to_json(cJSON *load, const scn_scenario *s);
+void scn_sessions_free(scn_scenario *s);
+/* prompts.c: w seeded words of the synthetic vocabulary appended to b (a
+ * space before each unless b ends in one). */
+int scn_add_words(ll_buf *b, int w, ll_rng *r);
+/* prompts.c: ShareGPT conversations kept for sessions: how many, and the
+ * human message of turn (1-based) of conversation conv mod count (NULL
+ * past its last). */
+size_t scn_prompts_n_convs(const scn_prompts *p);
+const char *scn_prompts_conv_turn(const scn_prompts *p, size_t conv, int turn);
+
 /* A path a scenario names: relative to the scenario's folder when a file is
  * there, else as given (relative to the cwd). */
 void scn_resolve_path(const scn_scenario *s, const char *name, char *path, size_t size);

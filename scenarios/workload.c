@@ -1,6 +1,7 @@
 /* workload.c: the scenario keys that shape the workload itself rather than
- * its levels: load.trace (replay a request trace, trace.c reads it) and
- * load.shared_prefix (prompts that share one of G leading texts). Loading,
+ * its levels: load.trace (replay a request trace, trace.c reads it),
+ * load.shared_prefix (prompts that share one of G leading texts) and
+ * load.sessions (multi-turn conversations, sessions.c). Loading,
  * checking, the trace's level and the run line's view of both; the prompts
  * they make are prompts.c's.
  */
@@ -86,10 +87,13 @@ int scn_workload_load(const cJSON *load, const char *origin, scn_scenario *s, ch
 {
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(load, "trace");
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(load, "shared_prefix");
+    const cJSON *ss = cJSON_GetObjectItemCaseSensitive(load, "sessions");
     int rc;
     if (t && !cJSON_IsNull(t) && (rc = load_trace(t, origin, s, err, errlen)))
         return rc;
     if (p && !cJSON_IsNull(p) && (rc = load_prefix(p, origin, s, err, errlen)))
+        return rc;
+    if (ss && !cJSON_IsNull(ss) && (rc = scn_sessions_load(ss, origin, s, err, errlen)))
         return rc;
     return 0;
 }
@@ -122,8 +126,10 @@ int scn_workload_validate(scn_scenario *s, const char *o, char *err, size_t errl
         for (size_t i = 0; i < s->n_levels; i++)
             if (s->levels[i].arrival == SCN_ARRIVAL_TRACE)
                 return bad(o, "arrival", "\"poisson\" or \"constant\" (\"trace\" needs load.trace)", err, errlen);
-        return 0;
+        return scn_sessions_validate(s, o, err, errlen);
     }
+    if (s->session_turns > 0)
+        return bad(o, "load.sessions", "nothing beside load.trace (a trace row is one request)", err, errlen);
     if (s->prefix_groups > 0)
         return bad(o, "load.shared_prefix", "nothing beside load.trace (the trace's hash_ids say what is shared)",
                    err, errlen);
@@ -160,11 +166,12 @@ int scn_workload_to_json(cJSON *load, const scn_scenario *s)
             !cJSON_AddStringToObject(o, "pick", s->prefix_seeded ? "seeded" : "round-robin"))
             return LL_ENOMEM;
     }
-    return 0;
+    return scn_sessions_to_json(load, s);
 }
 
 void scn_workload_free(scn_scenario *s)
 {
+    scn_sessions_free(s);
     free(s->trace_path);
     s->trace_path = NULL;
     scn_trace_free(s->trace);

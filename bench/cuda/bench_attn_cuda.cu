@@ -1,4 +1,5 @@
-/* bench_attn_cuda.cu: sparse MLA decode attention on the GPU, naive vs tiled,
+/* bench_attn_cuda.cu: sparse MLA decode attention on the GPU, naive vs tiled
+ * vs v2,
  * in the manner of llm.c's dev/cuda and bench/cpu/bench_attn.c:
  *   1. every kernel is checked against engine/cpu/attn_ref.c on the very
  *      inputs it is timed on (sequences 0 and N-1 of each batch, both
@@ -11,10 +12,14 @@
  *      after warm-up, each call queued behind a 100 us spin kernel so host
  *      launch latency is not timed; the index sets rotate over the pool so L2
  *      holds no previous call's rows), unique KV bytes, FLOPs, GB/s over unique
- *      bytes and TFLOP/s against the roofs, naive/tiled.
+ *      bytes and TFLOP/s against the roofs, naive/tiled; v2's time, GB/s and
+ *      % of copy in the columns after them, and tiled/v2.
  *
- * Usage: bench_attn_cuda [--heads H] [--topk K] [--max-n N] [--iters I]
- *                        [--csv FILE] [--no-roofs]
+ * Usage: bench_attn_cuda [--heads H] [--topk K] [--max-n N] [--only-n N]
+ *                        [--iters I] [--csv FILE] [--no-roofs]
+ * --only-n N: time only that batch size (a power of two <= max-n; the pool
+ * still rotates over max-n sequences): one shape for a profiler
+ * (device_check.sh's ncu step).
  * Exit: 0; 1 a kernel failed its check or a CUDA call failed; 2 usage;
  *       77 no CUDA device (prints SKIP: <reason>).
  *
@@ -22,7 +27,10 @@
  * valid entries x row bytes. Expectation (H200, not measured here): naive is
  * fp32-FMA bound (~1.1 GFLOP per N x 64 heads, each block re-reads its rows);
  * tiled is meant to be bandwidth bound at N >= 64, aiming at >= 70% of the
- * copy roof (see engine/cuda/README.md for the reasoning and what limits it).
+ * copy roof (see engine/cuda/README.md for the reasoning and what limits it);
+ * v2 (64 heads per block, the softmax once per tile, balanced split-KV) is
+ * estimated from its static figures at about balanced between issue and
+ * bytes for bf16 and issue-bound for fp8 — none of it measured yet.
  */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -199,7 +207,7 @@ static int launch(const cac_data *d, const bench_dev *g, cuda_attn_kind kind, in
 
 static const char *kind_name(cuda_attn_kind k)
 {
-    return k == CUDA_ATTN_NAIVE ? "naive" : "tiled";
+    return k == CUDA_ATTN_NAIVE ? "naive" : k == CUDA_ATTN_V2 ? "v2" : "tiled";
 }
 
 /* Check `kind` at batch n on rotation 0 (sequences 0..n-1): sequences 0 and
@@ -270,12 +278,13 @@ static double time_kind(const cac_data *d, const bench_dev *g, cuda_attn_kind ki
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: bench_attn_cuda [--heads H] [--topk K] [--max-n N] [--iters I] [--csv FILE] [--no-roofs]\n");
+    fprintf(f, "usage: bench_attn_cuda [--heads H] [--topk K] [--max-n N] [--only-n N] [--iters I] [--csv FILE] "
+               "[--no-roofs]\n");
 }
 
 int main(int argc, char **argv)
 {
-    int heads = 64, topk = 2048, max_n = 256, iters = 40, roofs = 1;
+    int heads = 64, topk = 2048, max_n = 256, iters = 40, roofs = 1, only_n = 0;
     const char *csv_path = NULL;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
@@ -289,6 +298,8 @@ int main(int argc, char **argv)
             topk = atoi(argv[++i]);
         else if (!strcmp(o, "--max-n") && has)
             max_n = atoi(argv[++i]);
+        else if (!strcmp(o, "--only-n") && has)
+            only_n = atoi(argv[++i]);
         else if (!strcmp(o, "--iters") && has)
             iters = atoi(argv[++i]);
         else if (!strcmp(o, "--csv") && has)
@@ -300,7 +311,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (heads < 1 || topk < 1 || max_n < 1 || iters < 1) {
+    if (heads < 1 || topk < 1 || max_n < 1 || iters < 1 || only_n < 0 || only_n > max_n ||
+        (only_n & (only_n - 1)) != 0) {
         usage(stderr);
         return 2;
     }
@@ -331,10 +343,12 @@ int main(int argc, char **argv)
             return 1;
         }
         fprintf(csv, "layout,n,heads,topk,naive_us,tiled_us,unique_kv_bytes,flops,naive_gbs,tiled_gbs,tiled_pct_copy,"
-                     "naive_tflops,tiled_tflops,tiled_pct_tc,naive_over_tiled,copy_gbs,tc_tflops\n");
+                     "naive_tflops,tiled_tflops,tiled_pct_tc,naive_over_tiled,copy_gbs,tc_tflops,v2_us,v2_gbs,"
+                     "v2_pct_copy,tiled_over_v2\n");
     }
-    printf("\n%-5s %4s %10s %10s %9s %8s %9s %9s %6s %8s %8s %6s %7s\n", "kv", "N", "naive_us", "tiled_us", "uniq_MB",
-           "GFLOP", "naive_GBs", "tiled_GBs", "%copy", "naive_TF", "tiled_TF", "%tc", "n/t");
+    printf("\n%-5s %4s %10s %10s %9s %8s %9s %9s %6s %8s %8s %6s %7s %10s %9s %6s %7s\n", "kv", "N", "naive_us",
+           "tiled_us", "uniq_MB", "GFLOP", "naive_GBs", "tiled_GBs", "%copy", "naive_TF", "tiled_TF", "%tc", "n/t",
+           "v2_us", "v2_GBs", "%copy", "t/v2");
 
     char summary[2][256] = {"", ""};
     for (int l = 0; l < 2; l++) {
@@ -359,7 +373,8 @@ int main(int argc, char **argv)
         CK(cudaMalloc((void **)&g.lse, rows * 4));
         CK(cudaMalloc((void **)&g.kv, (size_t)d.kv_rows * d.row_bytes));
         CK(cudaMalloc((void **)&g.idx2, 2 * nidx * 4));
-        g.ws_bytes = cuda_attn_ws_bytes(CUDA_ATTN_TILED, max_n, heads, topk, sm);
+        g.ws_bytes = std::max(cuda_attn_ws_bytes(CUDA_ATTN_TILED, max_n, heads, topk, sm),
+                              cuda_attn_ws_bytes(CUDA_ATTN_V2, max_n, heads, topk, sm));
         if (g.ws_bytes)
             CK(cudaMalloc(&g.ws, g.ws_bytes));
         CK(cudaMemcpy(g.q, d.q, rows * CUDA_ATTN_DQK * 4, cudaMemcpyHostToDevice));
@@ -367,31 +382,37 @@ int main(int argc, char **argv)
         CK(cudaMemcpy(g.idx2, d.idx, nidx * 4, cudaMemcpyHostToDevice));
         CK(cudaMemcpy(g.idx2 + nidx, d.idx, nidx * 4, cudaMemcpyHostToDevice));
 
-        for (int n = 1; n <= max_n; n *= 2) {
-            /* validate, then time (llm.c): both kinds on the inputs timed */
-            if (check_kind(&d, &g, CUDA_ATTN_NAIVE, n, sm) || check_kind(&d, &g, CUDA_ATTN_TILED, n, sm))
+        for (int n = only_n ? only_n : 1; n <= (only_n ? only_n : max_n); n *= 2) {
+            /* validate, then time (llm.c): every kind on the inputs timed */
+            if (check_kind(&d, &g, CUDA_ATTN_NAIVE, n, sm) || check_kind(&d, &g, CUDA_ATTN_TILED, n, sm) ||
+                check_kind(&d, &g, CUDA_ATTN_V2, n, sm))
                 return 1;
             double t_naive = time_kind(&d, &g, CUDA_ATTN_NAIVE, n, sm, iters);
             double t_tiled = time_kind(&d, &g, CUDA_ATTN_TILED, n, sm, iters);
+            double t_v2 = time_kind(&d, &g, CUDA_ATTN_V2, n, sm, iters);
             double bytes = cuda_attn_unique_kv_bytes(d.idx, n, topk, c.layout);
             double flops = cuda_attn_flops(d.idx, n, heads, topk);
             double gbs_n = bytes / (t_naive * 1e-3) / 1e9, gbs_t = bytes / (t_tiled * 1e-3) / 1e9;
+            double gbs_v = bytes / (t_v2 * 1e-3) / 1e9;
             double tf_n = flops / (t_naive * 1e-3) / 1e12, tf_t = flops / (t_tiled * 1e-3) / 1e12;
-            printf("%-5s %4d %10.1f %10.1f %9.2f %8.2f %9.0f %9.0f %5.0f%% %8.1f %8.1f %5.0f%% %7.1f\n",
+            printf("%-5s %4d %10.1f %10.1f %9.2f %8.2f %9.0f %9.0f %5.0f%% %8.1f %8.1f %5.0f%% %7.1f %10.1f %9.0f %5.0f%% "
+                   "%7.2f\n",
                    cuda_kv_layout_name(c.layout), n, t_naive * 1e3, t_tiled * 1e3, bytes / 1e6, flops / 1e9, gbs_n,
-                   gbs_t, 100 * gbs_t / copy_gbs, tf_n, tf_t, 100 * tf_t / tc_tflops, t_naive / t_tiled);
+                   gbs_t, 100 * gbs_t / copy_gbs, tf_n, tf_t, 100 * tf_t / tc_tflops, t_naive / t_tiled, t_v2 * 1e3,
+                   gbs_v, 100 * gbs_v / copy_gbs, t_tiled / t_v2);
             if (csv)
-                fprintf(csv, "%s,%d,%d,%d,%.3f,%.3f,%.0f,%.0f,%.1f,%.1f,%.2f,%.3f,%.3f,%.2f,%.3f,%.1f,%.1f\n",
+                fprintf(csv, "%s,%d,%d,%d,%.3f,%.3f,%.0f,%.0f,%.1f,%.1f,%.2f,%.3f,%.3f,%.2f,%.3f,%.1f,%.1f,%.3f,%.1f,%.2f,"
+                             "%.3f\n",
                         cuda_kv_layout_name(c.layout), n, heads, topk, t_naive * 1e3, t_tiled * 1e3, bytes, flops,
                         gbs_n, gbs_t, 100 * gbs_t / copy_gbs, tf_n, tf_t, 100 * tf_t / tc_tflops, t_naive / t_tiled,
-                        copy_gbs, tc_tflops);
+                        copy_gbs, tc_tflops, t_v2 * 1e3, gbs_v, 100 * gbs_v / copy_gbs, t_tiled / t_v2);
             fflush(stdout);
             if (n <= 64 || summary[l][0] == 0) /* the largest N <= 64 (or N = 1) */
                 snprintf(summary[l], sizeof summary[l],
                          "summary %s N=%d: tiled %.0f GB/s = %.0f%% of copy (%.0f GB/s), %.1f TFLOP/s; naive %.1f TFLOP/s; "
-                         "naive/tiled %.1fx",
+                         "naive/tiled %.1fx; v2 %.0f GB/s = %.0f%% of copy, tiled/v2 %.2fx",
                          cuda_kv_layout_name(c.layout), n, gbs_t, 100 * gbs_t / copy_gbs, copy_gbs, tf_t, tf_n,
-                         t_naive / t_tiled);
+                         t_naive / t_tiled, gbs_v, 100 * gbs_v / copy_gbs, t_tiled / t_v2);
         }
         CK(cudaFree(g.q));
         CK(cudaFree(g.out));

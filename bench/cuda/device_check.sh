@@ -29,9 +29,16 @@
 #                  host has compute-sanitizer
 #   kernel-tests   the kernels against the cpu reference (test_cuda_attn,
 #                  test_cuda_kv_host, test_cuda_split_policy)
-#   bench          bench_attn_cuda: roofs, then naive/tiled over N
+#   bench          bench_attn_cuda: roofs, then naive/tiled/v2 over N
 #   racecheck, synccheck
 #                  compute-sanitizer's other two tools on --quick
+#   ncu            optional: Nsight Compute (ncu, when the host has it;
+#                  skipped with a message otherwise) on bench_attn_cuda
+#                  --only-n 64 (H=64, k=2048, both layouts): per kernel
+#                  (naive, tiled, v2) achieved DRAM bandwidth %, issue-slot
+#                  utilisation %, occupancy and duration, into ncu.csv and
+#                  ncu.txt; <= 120 s; a failure (no counter permission, an
+#                  unknown metric) is a warning, never a failed run
 #   loadlaw        the carried .devpack/bin/loadlaw starts (glibc, libraries)
 #   backend-tests  the carried cuda backend tests (cuda_backend, cuda_engine,
 #                  cuda_start)
@@ -50,7 +57,8 @@
 # then ONE summary block: a line per step, and the figures to paste into
 # engine/cuda/README.md (its format: there, "The GPU check"). Logs under $OUT
 # (default /tmp/loadlaw-device-check; a few files, folders as tarballs):
-# summary.txt, device_check.log, logs.tar.gz, ab.tar.gz, bench.csv, tp-ab.tar.gz.
+# summary.txt, device_check.log, logs.tar.gz, ab.tar.gz, bench.csv, tp-ab.tar.gz,
+# ncu.csv and ncu.txt.
 # Exit status: 0 when no step failed (skips allowed), 1 otherwise.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -304,7 +312,8 @@ else
         key=$({
             grep -E "^roofs:" "$logs/bench.log" | cut -c1-90
             awk '$1 ~ /^(bf16|fp8)$/ && ($2 == 1 || $2 == 64 || $2 == 256) {
-                printf "%s N=%s: naive %sus tiled %sus (%s of copy) n/t %s\n", $1, $2, $3, $4, $9, $13 }' "$logs/bench.log"
+                printf "%s N=%s: naive %sus tiled %sus (%s of copy) n/t %s v2 %sus (%s)\n", $1, $2, $3, $4, $9, $13, $14, $16 }' \
+                "$logs/bench.log"
         } | paste -sd ';' -)
         case $rc in
         0) record bench ok "${dur}s: ${key:-see bench.log}" ;;
@@ -316,6 +325,40 @@ else
 fi
 sanitize racecheck
 sanitize synccheck
+
+# ---- ncu: achieved DRAM bandwidth and issue-slot utilisation per kernel ----------------------
+# One representative shape (N = 64, H = 64, k = 2048, bf16 and fp8: every
+# kernel at one batch, --iters 1: a check, three warm-ups and one timed call
+# per kernel and layout, each replayed by ncu for its metrics). The metrics:
+# DRAM throughput (% of peak, elapsed) and issued instructions (% of the
+# issue slots, active cycles): is a kernel bound by memory or by issue.
+section ncu
+ncu_bin=$(command -v ncu 2>/dev/null || ls /usr/local/cuda/bin/ncu /usr/local/cuda-13*/bin/ncu \
+    /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+if [ "$gpu" -eq 0 ]; then
+    record ncu skip "no GPU"
+elif [ -z "$ncu_bin" ]; then
+    record ncu skip "no ncu on this host (PATH, /usr/local/cuda*/bin, /opt/nvidia/nsight-compute): Nsight Compute figures not recorded"
+elif [ -z "$(kfind bench_attn_cuda)" ]; then
+    record ncu skip "no bench_attn_cuda"
+else
+    run_bounded ncu 120 "${k_env[@]}" "$ncu_bin" --csv --kernel-name regex:'mla_decode_(naive|tiled|v2)_kernel' \
+        --launch-count 60 --metrics dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__inst_issued.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active,gpu__time_duration.sum \
+        "$(kfind bench_attn_cuda)" --no-roofs --only-n 64 --iters 1
+    cp "$logs/ncu.log" "$OUT/ncu.csv" 2>/dev/null
+    python3 "$root/bench/cuda/ncu_summary.py" "$OUT/ncu.csv" >"$OUT/ncu.txt" 2>&1
+    ncu_rc=$?
+    case $rc in
+    0) if [ "$ncu_rc" -eq 0 ]; then
+           record ncu ok "${dur}s: ncu.txt ($(wc -l <"$OUT/ncu.txt") kernels)"
+       else
+           record ncu warn "${dur}s: ncu ran, its CSV gave no figures: $(head -1 "$OUT/ncu.txt")"
+       fi ;;
+    200) record ncu skip "out of time" ;;
+    124) record ncu warn "stopped at its bound; partial ncu.csv kept" ;;
+    *) record ncu warn "exit $rc: $(grep -m1 -E "ERR|rror" "$logs/ncu.log" | cut -c1-160)" ;;
+    esac
+fi
 
 # ---- the carried loadlaw ------------------------------------------------------------------
 section loadlaw
@@ -566,9 +609,11 @@ figures() {
     if [ -f "$logs/bench.log" ] && grep -q "^roofs:" "$logs/bench.log"; then
         echo "$(grep -m1 "^roofs:" "$logs/bench.log")"
         echo "kernels (H=64, k=2048; GB/s over unique KV bytes, % of the copy roof):"
-        printf '  %-5s %4s %10s %10s %10s %6s %8s\n' kv N naive_us tiled_us tiled_GBs %copy naive/t
+        printf '  %-5s %4s %10s %10s %10s %6s %8s %10s %10s %6s %7s\n' kv N naive_us tiled_us tiled_GBs %copy naive/t \
+            v2_us v2_GBs %copy t/v2
         awk '$1 ~ /^(bf16|fp8)$/ && $2 ~ /^[0-9]+$/ {
-            printf "  %-5s %4s %10s %10s %10s %6s %8s\n", $1, $2, $3, $4, $8, $9, $13 }' "$logs/bench.log"
+            printf "  %-5s %4s %10s %10s %10s %6s %8s %10s %10s %6s %7s\n", $1, $2, $3, $4, $8, $9, $13, $14, $15, $16, $17 }' \
+            "$logs/bench.log"
     else
         echo "kernels: not measured ($(step bench))"
     fi
@@ -579,6 +624,12 @@ figures() {
         echo "law: not measured ($(step ab))"
     fi
     echo "sanitizers (test_cuda_attn --quick): memcheck $(step memcheck); racecheck $(step racecheck); synccheck $(step synccheck)"
+    if [ -s "$OUT/ncu.txt" ] && grep -q "^mla_decode" "$OUT/ncu.txt"; then
+        echo "ncu (N=64, H=64, k=2048; <layout 0 bf16 / 1 fp8, head groups>):"
+        sed 's/^/  /' "$OUT/ncu.txt"
+    else
+        echo "ncu: not measured ($(step ncu))"
+    fi
     echo "nccl-tp: $(step nccl-tp)" | cut -c1-300
 }
 {

@@ -9,16 +9,18 @@ stores, N bytes spill loads"), static shared memory, dynamic shared memory
 per SM the limits allow (registers, shared memory, threads: the occupancy a
 launch can reach, not a measurement).
 
-Per tiled kernel, the hot loop: the loop over KV tiles, found as the
-backward branch with the longest span (one iteration = one 16-row tile per
-warp). Printed: its static instructions, their mix, and an estimate of the
+Per tiled and v2 kernel, the hot loop: the loop over KV tiles, found as the
+longest backward branch whose body issues mma and holds no other such loop
+(one iteration = one 16-row tile per warp; v2 inlines it inside its loop
+over units). A warp serves 4 heads in both kernels, so the per-warp figures
+compare directly; they are also printed per KV row per head. Printed: its static instructions, their mix, and an estimate of the
 instructions a warp issues per tile: the loop's static count with each
 inner loop (the cp.async gather, fp8's dequantisation) replaced by its cost
 per marker instruction (cp.async, or the dequantisation's 16-byte shared
 store) times the markers a warp issues per tile, and the copies the
 compiler peeled off those loops taken out likewise. Markers per warp come
 from the kernel's constants and mappings, which this script repeats from
-cuda_attn.cu (change them together): the gather, a warp per row, 16 rows /
+cuda_attn_dev.cuh (change them together): the gather, a warp per row, 16 rows /
 warps x ceil(72 (bf16) or 41 (fp8) 16-byte chunks / 32 lanes); the
 dequantisation, a warp per row too, 16 rows / warps x 3 stores (the 64
 latent chunks over 32 lanes, then the 8 rope chunks).
@@ -64,9 +66,16 @@ def kernel_shape(name):
         lay = "bf16" if m.group(1) == "0" else "fp8"
         hg = int(m.group(2))
         return "tiled %s %d heads" % (lay, 16 * hg), lay, 128 * hg
+    m = re.match(r"_Z\d+mla_decode_v2_kernelILi(\d)ELi(\d)E", name)
+    if m:
+        lay = "bf16" if m.group(1) == "0" else "fp8"
+        hg = int(m.group(2))
+        return "v2 %s %d heads" % (lay, 16 * hg), lay, 128 * hg
     m = re.match(r"_Z\d+mla_decode_naive_kernelILi(\d)E", name)
     if m:
         return "naive %s" % ("bf16" if m.group(1) == "0" else "fp8"), "", 128
+    if "v2_combine" in name:
+        return "v2 combine", "", 128
     if "combine" in name:
         return "combine", "", 128
     return name, "", 0
@@ -112,7 +121,8 @@ def loops(ins):
     at = {a: i for i, (a, _) in enumerate(ins)}
     out = []
     for i, (a, t) in enumerate(ins):
-        m = re.search(r"\bBRA\s+(?:`\()?0x([0-9a-f]+)", t)
+        # "BRA 0x..", "BRA `(0x..)", or sm_120's uniform "BRA.U !UP0, 0x.."
+        m = re.search(r"\bBRA(?:\.\w+)*\s+(?:!?U?P\w+,\s*)?(?:`\()?0x([0-9a-f]+)", t)
         if m:
             tgt = int(m.group(1), 16)
             if tgt < a and tgt in at:
@@ -140,10 +150,15 @@ def klass(op):
 
 
 def hot_loop(ins, layout, threads):
+    """the loop over KV tiles: the longest loop that issues mma (HMMA) and
+    holds no other such loop (v2 inlines its tile loop twice, inside loops
+    over units)"""
     ls = loops(ins)
-    if not ls:
+    mma = [(a, b) for a, b in ls if any(opcode(t).startswith("HMMA") for _, t in ins[a:b + 1])]
+    inner_mma = [(a, b) for a, b in mma if not any((c, d) != (a, b) and a <= c and d <= b for c, d in mma)]
+    if not inner_mma:
         return None
-    s, e = max(ls, key=lambda x: x[1] - x[0])
+    s, e = max(inner_mma, key=lambda x: x[1] - x[0])
     body = [t for _, t in ins[s:e + 1]]
     inner = [(a, b) for a, b in ls if s <= a and b <= e and (a, b) != (s, e)]
     est = float(len(body))
@@ -176,7 +191,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ptxas", required=True)
     ap.add_argument("--sass", help="cuobjdump -sass output of the same cubin")
-    ap.add_argument("--smem", default="", help="layout:heads:bytes,... dynamic shared memory of the tiled kernels")
+    ap.add_argument("--smem", default="", help="kind-layout:heads:bytes,... dynamic shared memory of the tiled and v2 kernels")
     ap.add_argument("--label", default="")
     a = ap.parse_args()
     dyn = {}
@@ -192,9 +207,9 @@ def main():
     for (arch, name), k in kernels.items():
         pretty, lay, thr = kernel_shape(name)
         d = 0
-        m = re.match(r"tiled \S+ (\d+) heads", pretty)
+        m = re.match(r"(tiled|v2) \S+ (\d+) heads", pretty)
         if m:
-            d = dyn.get((lay, int(m.group(1))), 0)
+            d = dyn.get((m.group(1) + "-" + lay, int(m.group(2))), 0)
         n, why = blocks_per_sm(arch, k["regs"], thr, k["smem"] + d)
         spilled += (k["spill_st"] + k["spill_ld"]) > 0
         rows.append((arch, pretty, name, lay, thr))
@@ -205,16 +220,19 @@ def main():
     if not a.sass:
         print("sass: skipped (no cuobjdump)")
         return 0
-    print("\nhot loop of the tiled kernel (per warp per 16-row KV tile)%s:" % (" " + a.label if a.label else ""))
+    print("\nhot loop of the tiled and v2 kernels (per warp per 16-row KV tile)%s:" % (" " + a.label if a.label else ""))
     for arch, pretty, name, lay, thr in rows:
-        if not pretty.startswith("tiled") or name not in sass:
+        if not (pretty.startswith("tiled") or pretty.startswith("v2 b") or pretty.startswith("v2 f")) or name not in sass:
             continue
         h = hot_loop(sass[name], lay, thr)
         if not h:
             print("sm_%s %-22s no loop found" % (arch, pretty))
             continue
         mix = ", ".join("%s %d" % (c, h["mix"][c]) for c, _ in CLASSES + [("int/addr", 0)] if h["mix"][c])
-        print("sm_%s %-22s static %4d, est. issued per tile %4.0f  [%s]" % (arch, pretty, h["static"], h["est"], mix))
+        # a warp serves 4 heads in both kernels (4 warps per 16 heads), so
+        # per warp per tile = per 16 KV rows x 4 heads; per row and head:
+        print("sm_%s %-22s static %4d, est. issued per tile %4.0f (%.2f per KV row per head)  [%s]"
+              % (arch, pretty, h["static"], h["est"], h["est"] / (ROWS * 4), mix))
         for note in h["notes"]:
             print("      %s" % note)
     return 0

@@ -2,7 +2,7 @@
 # static_figures.sh: the attention kernels' static figures, on any machine
 # with nvcc (no GPU): registers, spills, shared memory and the occupancy they
 # allow per kernel (ptxas -v), and the SASS instructions of the tiled
-# kernel's hot loop per KV tile (cuobjdump -sass, counted by
+# and v2 kernels' hot loop per KV tile (cuobjdump -sass, counted by
 # static_figures.py). A benchmark, not a test: it prints figures and fails
 # only when it cannot compile.
 #
@@ -43,14 +43,22 @@ int main(void)
             cuda_attn_plan p;
             if (cuda_attn_tiled_plan(1, h, 64, 0, (cuda_kv_layout)l, &p) != 0)
                 return 1;
-            printf("%s%s:%d:%zu", sep, cuda_kv_layout_name((cuda_kv_layout)l), h, p.smem_bytes);
+            printf("%stiled-%s:%d:%zu", sep, cuda_kv_layout_name((cuda_kv_layout)l), h, p.smem_bytes);
             sep = ",";
+        }
+    for (int l = 0; l < 2; l++)
+        for (int h = 16; h <= 64; h *= 2) {
+            cuda_attn_v2_plan p;
+            if (cuda_attn_v2_plan_make(1, h, 64, 0, (cuda_kv_layout)l, &p) != 0)
+                return 1;
+            printf(",v2-%s:%d:%zu", cuda_kv_layout_name((cuda_kv_layout)l), h, p.smem_bytes);
         }
     printf("\n");
     return 0;
 }
 EOF
-"$cc" -O1 -I"$root/engine/cuda" -I"$root/engine" "$out/plan_smem.c" "$root/engine/cuda/cuda_kv_host.c" -lm \
+"$cc" -O1 -I"$root/engine/cuda" -I"$root/engine" "$out/plan_smem.c" "$root/engine/cuda/cuda_kv_host.c" \
+    "$root/engine/cuda/cuda_attn_sched.c" -lm \
     -o "$out/plan_smem"
 smem=$("$out/plan_smem")
 
@@ -58,11 +66,19 @@ cuobjdump=$(find_tool cuobjdump || true)
 nvdisasm=$(find_tool nvdisasm || true)
 echo "nvcc: $("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'); cuobjdump: ${cuobjdump:-none}"
 for a in $archs; do
-    "$nvcc" -O2 -std=c++17 -lineinfo -gencode "arch=compute_$a,code=sm_$a" -I"$root/engine/cuda" -I"$root/engine" \
-        -Xptxas -v -cubin -o "$out/cuda_attn.sm_$a.cubin" "$root/engine/cuda/cuda_attn.cu" 2>"$out/ptxas.sm_$a.log"
+    : >"$out/ptxas.sm_$a.log"
+    : >"$out/cuda_attn.sm_$a.sass"
+    sass_ok=1
+    for f in cuda_attn cuda_attn_v2; do
+        "$nvcc" -O2 -std=c++17 -lineinfo -gencode "arch=compute_$a,code=sm_$a" -I"$root/engine/cuda" -I"$root/engine" \
+            -Xptxas -v -cubin -o "$out/$f.sm_$a.cubin" "$root/engine/cuda/$f.cu" 2>>"$out/ptxas.sm_$a.log"
+        if [ -n "$cuobjdump" ] && [ -n "$nvdisasm" ]; then
+            PATH="$(dirname "$nvdisasm"):$PATH" "$cuobjdump" -sass "$out/$f.sm_$a.cubin" >>"$out/cuda_attn.sm_$a.sass" \
+                2>"$out/cuobjdump.log" || sass_ok=0
+        fi
+    done
     sass=()
-    if [ -n "$cuobjdump" ] && [ -n "$nvdisasm" ] &&
-        PATH="$(dirname "$nvdisasm"):$PATH" "$cuobjdump" -sass "$out/cuda_attn.sm_$a.cubin" >"$out/cuda_attn.sm_$a.sass" 2>"$out/cuobjdump.log"; then
+    if [ -n "$cuobjdump" ] && [ -n "$nvdisasm" ] && [ "$sass_ok" = 1 ]; then
         sass=(--sass "$out/cuda_attn.sm_$a.sass")
     elif [ -n "$cuobjdump" ]; then
         echo "sass: cuobjdump failed ($(head -c 200 "$out/cuobjdump.log")); pip install nvidia-cuda-nvdisasm"

@@ -211,7 +211,15 @@ typedef struct ll_rec_outputs {
     char *text;               /* NULL = no text */
     size_t text_bytes;
     uint64_t text_hash;
+    /* -- the prompt as sent ("prompt", "prompt_bytes"; loadlaw check-decode) --
+     * The body's "messages" (chat) or "prompt" (completions) member printed
+     * as JSON, kept when it is at most LL_REC_OUTPUT_PROMPT_MAX bytes (NULL:
+     * not kept); prompt_bytes: its length, 0 when unknown. */
+    char *prompt;
+    size_t prompt_bytes;
+    /* -- end prompt -- */
 } ll_rec_outputs;
+#define LL_REC_OUTPUT_PROMPT_MAX 65536
 
 /* Free o and everything it holds; NULL is a no-op. */
 void ll_rec_outputs_free(ll_rec_outputs *o);
@@ -220,6 +228,22 @@ ll_rec_outputs *ll_rec_outputs_dup(const ll_rec_outputs *o);
 /* FNV-1a 64 over len bytes, continuing from h (start with LL_FNV64_INIT). */
 #define LL_FNV64_INIT UINT64_C(0xcbf29ce484222325)
 uint64_t ll_fnv64(uint64_t h, const void *p, size_t len);
+
+/* Where a request sits in the workload that made it (docs/records.md
+ * "Workload"): at most one applies, so the line carries only its keys.
+ * Zeroed: none (the line is as before). */
+typedef enum ll_work_kind {
+    LL_WORK_NONE = 0,
+    LL_WORK_SESSION,          /* load.sessions: "session":S,"turn":K */
+    LL_WORK_TRACE,            /* load.trace: "trace_row":R */
+    LL_WORK_PREFIX,           /* load.shared_prefix: "prefix_group":G */
+} ll_work_kind;
+typedef struct ll_rec_work {
+    ll_work_kind kind;
+    int64_t index;            /* the session (0-based in its level), the trace row
+                               * (0-based in the window kept) or the prefix group */
+    int turn;                 /* a session's turn, 1-based; 0 otherwise */
+} ll_rec_work;
 
 typedef struct ll_rec_request {
     int level, rank;
@@ -245,6 +269,8 @@ typedef struct ll_rec_request {
     char finish[16];          /* the (first) choice's finish_reason as sent ("finish":
                                * "length", "stop", ...; cut to 15 bytes); "" = none sent */
     ll_rec_srv_timing srv;    /* "server": the server's own timing, when present */
+    ll_rec_work work;         /* "session"/"turn", "trace_row" or "prefix_group" */
+    int max_tokens;           /* "max_tokens": the length cap the request asked; 0 = not said */
     size_t n_chunks;
     ll_rec_chunk *chunks;     /* in arrival order */
     /* "outputs": NULL when not recorded (the line is then as before). The

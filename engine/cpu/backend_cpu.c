@@ -63,6 +63,7 @@
 #include "common.h"
 #include "cpu_kernels.h"
 #include "cpu_model.h"
+#include "cpu_rescore.h"
 #include "model_opts.h"
 
 #ifndef CPU_ATTN_SHARP
@@ -307,6 +308,27 @@ static int check_slot(const cpu_state *st, int slot)
     return 0;
 }
 
+/* A prompt's scored continuation (cpu_rescore.h): its rows and logits
+ * through the prefill path; the token after it becomes the first output. */
+static int prefill_scored(cpu_state *st, cpu_slot *s, const eng_cont *c, eng_tok *out)
+{
+    cpu_rescore_in in = {.pool = st->rank[0].pool, .ws = st->rank[0].ws, .dense = &st->dense,
+                         .heads = st->o.heads, .topk = st->o.topk, .capacity = st->o.capacity,
+                         .min_ctx = st->o.min_ctx, .scale = CPU_ATTN_SHARP / sqrtf((float)ATTN_DQK),
+                         .model_seed = st->o.seed, .seq_seed = s->seed,
+                         .hist_seed = history_seed(st), .first_tok = s->token, .kv = s->kv};
+    eng_tok next;
+    int64_t hi = 0;
+    int rc = cpu_rescore(&in, c, &next, &hi);
+    if (rc != 0)
+        return rc;
+    slot_touch(s, hi);
+    s->token = next.id;
+    if (out)
+        *out = next;
+    return 0;
+}
+
 static int phase_prefill(cpu_state *st, const eng_batch *b)
 {
     for (int i = 0; i < b->n_prefill; i++) {
@@ -330,6 +352,9 @@ static int phase_prefill(cpu_state *st, const eng_batch *b)
         slot_touch(s, s->prefilled < cap ? s->prefilled : cap);
         if (b->prefill_out) /* the prompt's token: certain, no alternatives computed */
             b->prefill_out[i] = (eng_tok){.id = s->token, .n_top = 1, .top_id = {s->token}};
+        const eng_cont *c = b->prefill_cont ? b->prefill_cont[i] : NULL;
+        if (c && (rc = prefill_scored(st, s, c, b->prefill_out ? &b->prefill_out[i] : NULL)) != 0)
+            return rc;
     }
     return 0;
 }
@@ -566,7 +591,7 @@ int cpu_backend_token(void *state, int slot)
 
 const eng_backend_ops eng_backend_cpu = {
     .name = "cpu",
-    .caps = 0, /* computes on the scheduler thread's pool; its step time is measured */
+    .caps = ENG_CAP_PROMPT_LOGPROBS, /* computes on the scheduler thread's pool; its step time is measured */
     .create = cpu_create,
     .step = cpu_step,
     .release = cpu_release,

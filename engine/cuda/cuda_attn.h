@@ -32,6 +32,10 @@
  * Kernels (same inputs, same outputs):
  *   naive  one block per (head, sequence), fp32 SIMT, each block walking its
  *          selected rows itself: the seed's kernel; KV traffic ~ N*H*k*row.
+ *   v2     the tiled kernel reworked (cuda_attn_v2.cu): 64 heads per block
+ *          (a KV tile gathered once per sequence), the scores' sum and
+ *          softmax computed once per tile and shared by the block's warps,
+ *          and a balanced split-KV scheduler (cuda_attn_v2_plan below).
  *   tiled  a block serves a group of heads; each gathered KV tile (cp.async
  *          into shared memory) is used by all of them; S = Q.K^T and P.V on
  *          tensor cores (mma.sync bf16, fp32 accumulate), online softmax,
@@ -68,6 +72,7 @@ typedef enum cuda_kv_layout {
 typedef enum cuda_attn_kind {
     CUDA_ATTN_NAIVE = 0,
     CUDA_ATTN_TILED = 1,
+    CUDA_ATTN_V2 = 2,
     CUDA_ATTN_KIND_MAX_ = 0x7fffffff,
 } cuda_attn_kind;
 
@@ -94,7 +99,7 @@ typedef struct cuda_attn_args {
 
 /* Scratch bytes `kind` needs for ANY batch of 1..n_seq sequences with
  * (heads, topk) on a device with `sm_count` multiprocessors (0 for naive;
- * split-k partials for tiled). Smaller batches split more, so this is the
+ * split-k partials for tiled and v2). Smaller batches split more, so this is the
  * maximum over the batch sizes, not the value at n_seq: size it once. */
 size_t cuda_attn_ws_bytes(cuda_attn_kind kind, int n_seq, int heads, int topk, int sm_count);
 
@@ -148,6 +153,54 @@ int cuda_attn_tiled_plan(int n_seq, int heads, int topk, int sm_count, cuda_kv_l
  * heads_per_block, head_groups, splits, tiles_per_split) on sm_count SMs
  * (>= 1); heads for the combine's bytes. */
 double cuda_attn_tiled_predict_us(const cuda_attn_plan *plan, int n_seq, int heads, int sm_count);
+
+/* How the v2 kernel (cuda_attn_v2.cu) cuts one call: the balanced split-KV
+ * scheduler (cuda_attn_sched.c, plain C). Work comes in units, one per
+ * (sequence, head group) of heads_per_block heads, each `tiles` tiles of
+ * CUDA_ATTN_TILE_ROWS entries. The grid is at most one wave of resident
+ * blocks (sm_count x slots_per_sm). Block b first runs whole units
+ * b*q .. b*q+q-1 (q = whole_per_block = units / blocks when units fill the
+ * wave, else 0), written straight to out; the units left over (the tail:
+ * units - q*blocks of them, tail_tiles tiles) are cut as a flat list of
+ * tiles into tail_blocks equal shares [b*Tt/Bt, (b+1)*Tt/Bt), crossing unit
+ * boundaries, and every unit a share holds in part is merged by the v2
+ * combine kernel. tail_blocks is the count with the least predicted time
+ * (cuda_attn_v2_predict_us), so a tail is spread over as many SMs as pays
+ * for the pieces' traffic, instead of a whole tail wave or none.
+ * sm_count <= 1 plans one block per unit, no tail (the unsplit path). */
+#define CUDA_ATTN_V2_HEADS 64 /* heads per v2 block when heads > 32 */
+typedef struct cuda_attn_v2_plan {
+    int heads_per_block;  /* 16 (heads <= 16), 32 (<= 32) or 64; heads are padded up to it */
+    int head_groups;      /* ceil(heads / heads_per_block) */
+    int threads;          /* 4 warps per 16 heads: 128, 256 or 512 */
+    int slots_per_sm;     /* resident blocks per SM: 1 at 64 heads, 2 below (sm_90 figures) */
+    int tiles;            /* tiles per unit: ceil(topk / CUDA_ATTN_TILE_ROWS) */
+    long units;           /* n_seq * head_groups */
+    int blocks;           /* grid size, <= sm_count * slots_per_sm (one wave) unless sm_count <= 1 */
+    int whole_per_block;  /* q */
+    int tail_blocks;      /* Bt, <= blocks; 0 when no tail */
+    long tail_tiles;      /* Tt = (units - q * blocks) * tiles */
+    int combine;          /* 1 when some tail unit is shared by two blocks (the combine kernel runs) */
+    long pieces;          /* partial results the blocks write for the combine */
+    int tail_units_max;   /* the most tail units one share touches */
+    long tail_segments;   /* (share, unit) pairs of the tail: q loads and stores */
+    cuda_kv_layout layout;
+    size_t smem_bytes;    /* dynamic shared memory per block (<= 99 KB) */
+    size_t ws_bytes;      /* partials: tail_blocks x 2 slots x heads_per_block x (512 + 1) fp32 */
+    double waves;         /* blocks / (sm_count * slots_per_sm) */
+    double predicted_us;  /* the cost model's time for this call (0 when sm_count is 0) */
+} cuda_attn_v2_plan;
+/* 0 or -1 (bad sizes). */
+int cuda_attn_v2_plan_make(int n_seq, int heads, int topk, int sm_count, cuda_kv_layout layout,
+                           cuda_attn_v2_plan *plan);
+/* The cost model's time (µs) for the plan's grid on sm_count SMs (>= 1):
+ * per block-tile the larger of its issue time (instructions per tile from
+ * the compiled SASS, shared by the blocks on one SM) and its bytes at the
+ * copy bandwidth shared by all blocks streaming at once; whole units, then
+ * the tail's largest share, each unit adding a prologue (q in, out written);
+ * the pieces' bytes (written, read back by the combine) and the combine's
+ * launch. An estimate from static figures, not a measurement. */
+double cuda_attn_v2_predict_us(const cuda_attn_v2_plan *plan, int n_seq, int heads, int sm_count);
 
 /* The combine kernel's math on the host (the emulation the CPU test checks):
  * rows = N*H; part_out (splits, rows, 512) normalised partial outputs,

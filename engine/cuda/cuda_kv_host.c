@@ -217,6 +217,13 @@ int cuda_attn_tiled_plan(int n_seq, int heads, int topk, int sm_count, cuda_kv_l
 
 size_t cuda_attn_ws_bytes(cuda_attn_kind kind, int n_seq, int heads, int topk, int sm_count)
 {
+    if (kind == CUDA_ATTN_V2) { /* a plan's tail has at most one wave of shares, at any N */
+        cuda_attn_v2_plan p;
+        if (n_seq < 1 || sm_count <= 1 || cuda_attn_v2_plan_make(1, heads, topk, sm_count, CUDA_KV_BF16, &p) != 0)
+            return 0;
+        size_t slots = (size_t)sm_count * p.slots_per_sm * 2 * p.heads_per_block;
+        return align256(slots * 4) + slots * CUDA_ATTN_DV * 4;
+    }
     if (kind != CUDA_ATTN_TILED)
         return 0;
     size_t most = 0;

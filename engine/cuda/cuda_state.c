@@ -29,7 +29,7 @@ static int opts_from_config(const eng_config *cfg, cuda_state *st, char *err, si
     int rc = eng_model_opts_from_config(cfg, "cuda", o, err, errlen);
     if (rc != 0)
         return rc;
-    st->kind = o->tiled ? CUDA_ATTN_TILED : CUDA_ATTN_NAIVE;
+    st->kind = o->tiled == 2 ? CUDA_ATTN_V2 : o->tiled ? CUDA_ATTN_TILED : CUDA_ATTN_NAIVE;
     const char *kv = cfg->kv ? cfg->kv : "bf16";
     if (strcmp(kv, "bf16") == 0)
         st->layout = CUDA_KV_BF16;
@@ -456,7 +456,8 @@ static void log_ranks(const cuda_state *st, const char *dl)
     ll_info("cuda backend: tp=%d on device%s %s%s%s, attn=%s kv=%s heads=%d (%d per rank) topk=%d "
             "dense %dx%d bf16, capacity=%d min_ctx=%d max_running=%d", K, K > 1 ? "s" : "", dl,
             K > 1 ? " over NCCL " : "", K > 1 ? eng_comm_name(st->comm) : "",
-            st->kind == CUDA_ATTN_TILED ? "tiled" : "naive", cuda_kv_layout_name(st->layout),
+            st->kind == CUDA_ATTN_V2 ? "v2" : st->kind == CUDA_ATTN_TILED ? "tiled" : "naive",
+            cuda_kv_layout_name(st->layout),
             o->heads, o->heads / K, o->topk, o->d_model, o->d_ff, o->capacity, o->min_ctx,
             o->max_slots);
 }

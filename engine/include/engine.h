@@ -107,7 +107,7 @@ typedef struct eng_config {
     double jitter_frac;        /* relative std-dev of seeded gaussian jitter, default 0 */
     uint64_t seed;             /* default 1 */
     /* cpu/cuda backends (engine/cpu/README.md); spec keys in brackets */
-    const char *attn;          /* [attn] "naive" | "tiled", default "tiled" */
+    const char *attn;          /* [attn] "naive" | "tiled" | "v2" (cuda), default "tiled" */
     int heads;                 /* [heads] query heads, default 64 (cpu: at most 1024) */
     int topk;                  /* [topk] KV rows selected per decode, default 2048 */
     int threads;               /* [threads] compute threads, 0 = all online cores, default 1 */

@@ -191,6 +191,8 @@ typedef struct fit_request {
     int64_t cached_tok;       /* prompt tokens the server said it served from its cache; -1 = not said */
     char finish[16];          /* finish_reason as sent, "" = none */
     ll_rec_srv_timing srv;    /* the server's own timing of the request (records.h) */
+    ll_rec_work work;         /* its session and turn, trace row or prefix group (records.h) */
+    int max_tokens;           /* the length cap it asked; 0 = not recorded */
     size_t n_chunks;
     const fit_chunk *chunks;  /* in arrival order */
 } fit_request;
@@ -275,9 +277,56 @@ typedef enum fit_model_kind {
     FIT_MODEL_PIECEWISE = 2,  /* two lines joined at a knee */
     FIT_MODEL_CONTEXT = 3,    /* a + b*N + c*K/1000: the context term */
     FIT_MODEL_BUCKETS = 4,    /* a + b*bucket(N): batches padded to captured sizes */
+    FIT_MODEL_KNEES2 = 5,     /* three lines joined at two knees */
+    FIT_MODEL_KNEE_CONTEXT = 6,    /* a knee and the context term */
+    FIT_MODEL_BUCKETS_CONTEXT = 7, /* buckets and the context term */
 } fit_model_kind;
-/* "linear" | "quadratic" | "piecewise" | "context" | "buckets" */
+/* "linear" | "quadratic" | "piecewise" | "context" | "buckets" | "two-knees"
+ * | "piecewise+context" | "buckets+context" */
 const char *fit_model_name(fit_model_kind k);
+
+/* A model of the family as terms of one least-squares design: step =
+ * sum coef[j] * term_j(N, K). FIT_TERM_HINGE is max(0, N - knee[j]) (the
+ * slope's change at a knee), FIT_TERM_BUCKET is fit_bucket_of(N), FIT_TERM_K
+ * is K/1000. The covariance is HC3 (the sandwich the line's errors use, fit.h
+ * "The law"), so the intervals hold when the step's noise grows with N. */
+#define FIT_MODEL_MAX_TERMS 6
+typedef enum fit_term {
+    FIT_TERM_ONE = 0,
+    FIT_TERM_N,
+    FIT_TERM_N2,
+    FIT_TERM_HINGE,
+    FIT_TERM_BUCKET,
+    FIT_TERM_K,
+} fit_term;
+typedef struct fit_model_fit {
+    fit_model_kind kind;
+    size_t p;                            /* terms; 0: not fitted */
+    fit_term term[FIT_MODEL_MAX_TERMS];
+    double knee[FIT_MODEL_MAX_TERMS];    /* FIT_TERM_HINGE: its N (NAN otherwise) */
+    double coef[FIT_MODEL_MAX_TERMS];
+    double se[FIT_MODEL_MAX_TERMS];      /* HC3 standard errors */
+    double cov[FIT_MODEL_MAX_TERMS][FIT_MODEL_MAX_TERMS]; /* HC3 covariance */
+    double bic;                          /* knees count as parameters */
+    double effect, worst_n;              /* largest departure from the line, and where */
+} fit_model_fit;
+/* The model's step (ms) at N with K context tokens in all. */
+double fit_model_fit_eval(const fit_model_fit *f, double n, double k);
+/* Its 95% interval there (delta method on the HC3 covariance); NANs when the
+ * covariance is unknown. */
+void fit_model_fit_ci(const fit_model_fit *f, double n, double k, double ci[2]);
+/* "20.1 + 2.01*N + 0.498*K/1k", "10 + 2*N + 4*(N-8)+", "8 + 1.5*bucket(N)":
+ * coefficients times scale (1, or 1/time_scale for the law as configured). */
+void fit_model_fit_formula(const fit_model_fit *f, double scale, char *buf, size_t len);
+/* The term's name as JSON and the report spell it: "a", "N", "N^2",
+ * "(N-knee)+", "bucket(N)", "K/1k". */
+const char *fit_term_name(fit_term t);
+/* The step's growth per request as N grows past every knee, at kr context
+ * tokens per request (the terms in N, the hinges' and K's share); NAN for the
+ * quadratic, which has none. */
+double fit_model_fit_slope(const fit_model_fit *f, double kr);
+/* 1 when the model has term t (FIT_TERM_K: it needs a context to predict). */
+int fit_model_fit_has(const fit_model_fit *f, fit_term t);
 
 /* The context term (fit_model_check, FIT_MODEL_CONTEXT): K is the context
  * tokens of the decoding requests at a step (their prompts plus the tokens
@@ -323,9 +372,17 @@ typedef struct fit_model_check {
     double worst_n_quadratic, worst_n_piecewise, worst_n_context, worst_n_buckets; /* the N where each departs most */
     double bkt_a_ms, bkt_b_ms; /* a + b*bucket(N) */
     double quad_coef[3], knee_coef[3]; /* a, b, c of the quadratic; a, b, slope change of the knee */
-    char verdict[320];        /* one sentence */
+    char verdict[448];        /* one sentence */
     size_t n_trimmed;         /* wild points left out of the check (> 6 robust sd
                                * from the median of their N) */
+    fit_model_fit chosen;     /* the chosen model's terms (p = 0 for the line:
+                               * the headline's robust line is its own fit) */
+    fit_model_fit knees2, knee_context, buckets_context; /* the combinations
+                               * (p = 0 when not fitted; their bic is NAN) */
+    double alone_n;           /* the level (its N) without which the chosen model
+                               * would not have qualified; NAN when none alone */
+    int context_negative;     /* a model with a context term qualified but its c's
+                               * interval was not above 0: set aside (a note says so) */
 } fit_model_check;
 /* The chosen model's step time (ms) at N with K context tokens in all (the
  * line's when it is the choice; NAN when the check was not done). */
@@ -340,6 +397,9 @@ typedef struct fit_sample {
     int32_t level_idx;        /* index into fit_result.levels */
     uint32_t req_idx;         /* the request (fit_run_request index) */
     int32_t tokens;           /* tokens of the later chunk */
+    int32_t pos_tok;          /* its position in the request: the tokens the
+                               * request had received before the later chunk
+                               * (the first chunk's tokens for its first gap) */
     char kind;                /* FIT_CHUNK_THINK / FIT_CHUNK_ANSWER */
     unsigned char steady;
 } fit_sample;
@@ -618,6 +678,12 @@ typedef struct fit_level {
      * of its steady steps at N = C, the model's throughput there, and the
      * measured steady throughput's error against it; NAN when not known. */
     double k_mean, model_pred_tok_per_s, model_error_rel;
+    /* Early against late tokens (fit.h "Step time against position"): the
+     * mean step (ms per token) of the first and last quarter of positions,
+     * over the level's steady samples (closed loop: at N = C), and over all
+     * its samples (steps shared with prefill too); NAN when a quarter has
+     * none. pos_max_tok: the largest position seen. */
+    double pos_max_tok, early_ms, late_ms, early_all_ms, late_all_ms;
     int server;                   /* ll_srv of these figures, -1 when none */
     double server_gen_tok_s;      /* generated tokens per second, the server's counter */
     double server_cache_share;    /* prompt tokens served from the prefix cache, 0..1 */
@@ -642,6 +708,23 @@ typedef struct fit_level {
     size_t n_rate_bins;
     double *think_tok_per_s, *answer_tok_per_s; /* (n_rate_bins) */
 } fit_level;
+
+/* Per turn of multi-turn sessions (load.sessions; turns.c): for each level
+ * and turn k, the level's measured requests that finished ok as turn k of a
+ * conversation (records' "turn"), with each request's TTFT and TPOT as
+ * fit_request_latency_ms defines them (the one definition): TTFT p50 and
+ * p90, TPOT p50; the mean prompt tokens (the server's usage where it said,
+ * else the client's count), and the cached share: the cached tokens over
+ * the prompt tokens of those whose server said its cached tokens (NAN when
+ * none did). A later turn resends every turn before it, so a server's prefix
+ * cache can serve all of that: the share rises and TTFT falls with the turn
+ * where it does. */
+typedef struct fit_turn {
+    int level, concurrency, turn;
+    size_t n;
+    double ttft_p50_ms, ttft_p90_ms, tpot_p50_ms; /* NAN with no sample */
+    double prompt_tok_mean, cache_share;
+} fit_turn;
 
 typedef struct fit_result {
     fit_law law;                  /* THE answer: trimmed WLS on steady steps, the mean step */
@@ -683,7 +766,17 @@ typedef struct fit_result {
     char no_law[200];             /* why there is no law ("" when law.ok) */
     size_t n_notes;
     char **notes;                 /* one line each */
+    size_t n_turns;               /* per-turn figures (fit_turn); 0 without sessions */
+    fit_turn *turns;              /* by level, then turn */
 } fit_result;
+
+/* The per-turn table (fit_turn) as `loadlaw fit` and the sweep print it;
+ * nothing without sessions. */
+void fit_print_turns(FILE *f, const fit_result *r);
+/* "turns":[{"level","concurrency","turn","n","ttft_p50_ms","ttft_p90_ms",
+ * "tpot_p50_ms","prompt_tok_mean","cache_share"}] into o (fit --json,
+ * summary.json); nothing without sessions. 0 or LL_ENOMEM. */
+int fit_json_turns(cJSON *o, const fit_result *r);
 
 int fit_analyze(const fit_run *run, const fit_options *opt, fit_result **out,
                 char *err, size_t errlen);
@@ -697,9 +790,11 @@ void fit_result_free(fit_result *r);
  * "burst_gap_frac","burst_gap_ms","client_bound","client_busy_frac",
  * "client_events_per_read","client_gap_vs_step","prompt_tok_target_mean",
  * "prompt_tok_server_mean","n_counts_attributed","n_counts_tokenizer",
- * "counts_stream_tok","counts_recorded_tok", the server_* and (fit_level_gpu_json)
- * gpu_* / diagnosis keys,...}], "law_n" ("client" | "server"), "law_other" (the
- * law against the other N, null without one),
+ * "counts_stream_tok","counts_recorded_tok","pos_max_tok","early_ms","late_ms",
+ * "early_all_ms","late_all_ms" (step against position), the server_* and
+ * (fit_level_gpu_json) gpu_* / diagnosis keys,...}], "law_n" ("client" | "server"), "law_other" (the
+ * law against the other N, null without one), "turns" (multi-turn sessions
+ * only: fit_json_turns),
  * ...}. NAN becomes null. Caller frees with cJSON_Delete; NULL on no memory. */
 cJSON *fit_result_to_json(const fit_result *r);
 
@@ -787,6 +882,33 @@ typedef struct fit_step {
 int fit_level_steps(const fit_result *r, size_t level_idx, double at_n, fit_step **out,
                     size_t *n_out);
 
+/* Step time against position in the request (position.c): a level's
+ * samples by their position (fit_sample.pos_tok) in FIT_POS_BINS bins of
+ * equal width over [0, pos_max_tok], each bin's mean step the ratio sum of
+ * gaps / sum of tokens (the law's mean, header comment). Two series: the
+ * steady samples (a closed-loop level's at N = C only, so the batch is the
+ * same early and late and what moves the step is the context; an open-loop
+ * level's all steady ones) and every sample, steps shared with prefill
+ * included. Late tokens slower in steady steps: the step grows with the
+ * context (fit.h "The context term"). Early tokens slower over every sample
+ * but not in steady steps: they share steps with prefill. fit_level's
+ * early_ms and late_ms are the first FIT_POS_BINS/4 bins and the last
+ * FIT_POS_BINS/4 together (the first and last quarter of positions); a
+ * difference within FIT_POS_SAME_FRAC is read as none. */
+#define FIT_POS_BINS 16
+#define FIT_POS_SAME_FRAC 0.05
+typedef struct fit_pos_bins {
+    double pos_max_tok;       /* largest position among the level's samples; NAN with none */
+    double width_tok;         /* (pos_max_tok + 1) / FIT_POS_BINS: bin b holds
+                               * positions in [b*width, (b+1)*width) */
+    double steady_ms[FIT_POS_BINS], all_ms[FIT_POS_BINS]; /* NAN when a bin is empty */
+    double steady_tok[FIT_POS_BINS], all_tok[FIT_POS_BINS]; /* tokens behind each */
+    double early_ms, late_ms, early_all_ms, late_all_ms;  /* fit_level's figures */
+} fit_pos_bins;
+/* The bins of r->levels[level_idx] (the figures in fit_level come from the
+ * same code). */
+void fit_level_position(const fit_result *r, size_t level_idx, fit_pos_bins *out);
+
 /* ---- Capacity plan (plan.c) ----
  *
  * What a run's law and measured levels say about serving at other loads
@@ -844,8 +966,8 @@ typedef struct fit_plan_options {
     fit_slo slo;              /* tpot_ms also gives the max-C figure */
     const int *at_c;          /* concurrencies to plan at; NULL/0: the measured ones */
     size_t n_at_c;
-    double context_tok;       /* context model: tokens of context per request to plan at
-                               * (--context); <= 0 or NAN: the run's mean */
+    double context_tok;       /* a model with a context term: tokens of context per
+                               * request to plan at (--context); <= 0 or NAN: the run's mean */
 } fit_plan_options;
 
 typedef struct fit_plan_at {
@@ -871,10 +993,13 @@ typedef struct fit_plan_goodput {
 typedef struct fit_plan {
     fit_law law;              /* the law planned on (ok = 1): the result's line, or the
                                * context model at context_tok as a line in N (its a, its
-                               * b + c*context_tok/1000, their OLS covariance) */
+                               * b + c*context_tok/1000, their HC3 covariance). Other
+                               * models are planned on by fit_model_predict at K =
+                               * N*context_tok, intervals by fit_model_fit_ci */
     fit_model_kind model;     /* the chosen model planned on (fit.h "The chosen model") */
     const fit_model_check *check; /* the result's model check (borrowed) */
-    double context_tok;       /* context model: tokens per request planned at; NAN otherwise */
+    double context_tok;       /* a model with a context term: tokens per request planned
+                               * at; NAN otherwise */
     fit_slo slo;
     int max_measured_c;       /* largest closed-loop C measured */
     int has_max_c;            /* a TPOT objective was given */
@@ -1017,6 +1142,10 @@ typedef struct fit_compare_level {
     double within_var, between_var; /* paired: mean v_i and tau^2 (log scale) */
     double df;                /* paired: t degrees of freedom (INFINITY: normal) */
     fit_level_latency lat_a, lat_b;
+    double model_ratio;       /* closed levels: each run's chosen model at C and its
+                               * level's mean K, throughput B/A = step A / step B (what
+                               * the models predict beside what was measured); NAN
+                               * otherwise */
 } fit_compare_level;
 
 typedef struct fit_compare {
@@ -1026,11 +1155,20 @@ typedef struct fit_compare {
     double slope_ratio, slope_ratio_ci[2]; /* B / A; NAN when unknown */
     const char *slope_method;              /* "bootstrap" | "delta" | "none" */
     /* Both runs on the context model (fit.h "The context term"): each term
-     * B/A with a delta-method interval from the models' OLS covariances, log
+     * B/A with a delta-method interval from the models' HC3 covariances, log
      * scale; NAN unless both chose it. The per-request term b and the
      * context term c say which part of the step a kernel change moved (a
      * decode-attention rewrite moves c). */
     double ctx_b_ratio, ctx_b_ratio_ci[2], ctx_c_ratio, ctx_c_ratio_ci[2];
+    /* Both runs on the same richer model (same terms, same knees): every
+     * term B/A the same way (HC3 covariances); n_terms = 0 otherwise, and a
+     * ratio is NAN where a side's coefficient is not positive (a slope
+     * change at a knee may be negative). */
+    fit_model_kind terms_model;
+    size_t n_terms;
+    fit_term term[FIT_MODEL_MAX_TERMS];
+    double term_knee[FIT_MODEL_MAX_TERMS];
+    double term_ratio[FIT_MODEL_MAX_TERMS], term_ratio_ci[FIT_MODEL_MAX_TERMS][2];
     double ci;
     int n_resamples;
     uint64_t seed;
@@ -1142,5 +1280,48 @@ cJSON *fit_outputs_to_json(const fit_outputs *o);
 /* The section as text, for compare's tables. */
 void fit_outputs_print(FILE *f, const fit_outputs *o);
 /* ---- end outputs comparison ---- */
+
+/* ---- decode self-check (fit/check_decode.c) ----
+ * `loadlaw check-decode`: each re-scored request's decode-time logprobs
+ * (recorded with its tokens) against the same tokens' logprobs from the
+ * server's prefill (prompt logprobs), position by position. A healthy server
+ * computes the same distribution both ways up to its arithmetic; a decode
+ * kernel bug shows as |delta| far beyond it and as greedy tokens that prefill
+ * does not rank first. Pure arithmetic: sweep/ does the HTTP. */
+typedef struct fit_cd_stats {
+    int level, concurrency;           /* level index and its C; -1 for all levels */
+    size_t n_req;                     /* requests compared */
+    size_t n_pos;                     /* positions with both logprobs */
+    size_t n_over;                    /* of those, |delta| > tolerance */
+    size_t n_ranked, n_rank1;         /* positions with a prefill rank; of those, rank 1 */
+    double sum_abs, max_abs;          /* |decode lp - prefill lp|, nats */
+    char worst_key[48];               /* where max_abs is: prompt key, position */
+    size_t worst_pos;
+    double worst_decode, worst_prefill;
+} fit_cd_stats;
+
+typedef struct fit_check_decode {
+    double tolerance;                 /* nats */
+    double max_over;                  /* the gate: share of positions over tolerance */
+    fit_cd_stats all;
+    fit_cd_stats *levels;             /* in the order first seen */
+    size_t n_levels;
+} fit_check_decode;
+
+void fit_cd_init(fit_check_decode *c, double tolerance, double max_over);
+/* One request's n positions: decode and prefill logprobs (NAN: not said,
+ * the position is skipped) and prefill ranks (0: not said). 0 or LL_ENOMEM. */
+int fit_cd_add(fit_check_decode *c, int level, int concurrency, const char *key, const double *decode_lp,
+               const double *prefill_lp, const int *rank, size_t n);
+double fit_cd_mean_abs(const fit_cd_stats *s);   /* NAN when no position */
+double fit_cd_share_over(const fit_cd_stats *s); /* NAN when no position */
+/* 1 when positions were compared and the share over tolerance is <= max_over. */
+int fit_cd_passed(const fit_check_decode *c);
+/* The figures as JSON (caller deletes), NULL on no memory. */
+cJSON *fit_cd_to_json(const fit_check_decode *c);
+/* Per level and overall, as text. */
+void fit_cd_print(FILE *f, const fit_check_decode *c);
+void fit_cd_free(fit_check_decode *c);
+/* ---- end decode self-check ---- */
 
 #endif

@@ -132,4 +132,39 @@ void lg_run_counts(const lg_run *r, size_t *ok, size_t *failed);
 /* Free everything; the records writer stays open (the caller closes it). */
 int lg_run_free(lg_run *r);
 
+/* ---- re-scoring a decoded output through prefill (rescore.c) ----
+ * For `loadlaw check-decode`: the recorded prompt plus the tokens a request
+ * decoded, sent back to the server with prompt logprobs asked (vLLM's
+ * "prompt_logprobs"), and the scores of the output's positions read back.
+ * One blocking HTTP transfer per call; callable from any thread. */
+typedef struct lg_rescore_req {
+    const char *url;           /* the endpoint's full URL (…/v1/chat/completions or …/v1/completions) */
+    const char *api_key;       /* NULL: none; never logged */
+    const char *model;         /* NULL: not sent */
+    int chat;                  /* 1: prompt_json is the messages array; 0: the prompt string */
+    const char *prompt_json;   /* the prompt as recorded (records.h ll_rec_outputs.prompt) */
+    const char *output;        /* the decoded text, token by token as streamed */
+    size_t n_tok;              /* tokens in output: the last n_tok prompt positions */
+    int top_k;                 /* prompt_logprobs: alternatives per position (0..20) */
+    double timeout_s;          /* whole transfer; <= 0: 600 s */
+} lg_rescore_req;
+
+typedef struct lg_rescore {
+    size_t n;                  /* = n_tok */
+    double *lp;                /* (n) the output token's prefill logprob, NAN where null */
+    int *rank;                 /* (n) its rank (1 = prefill's argmax), 0 when not said */
+    int64_t *id;               /* (n) the token id the server scored, -1 when not said */
+    char **tok;                /* (n) its decoded text, NULL when not said */
+    int unsupported;           /* the server cannot return prompt logprobs (refused, or sent none) */
+} lg_rescore;
+
+/* 0 with *out filled (free with lg_rescore_free); LL_EINVAL with
+ * out->unsupported set when the server refused prompt logprobs (a 4xx) or
+ * answered without them, LL_EINVAL alone for a prompt_json of the wrong
+ * shape, LL_EIO (unreachable, 5xx), LL_EPARSE (fewer positions than
+ * tokens), LL_ENOMEM; a one-line reason in err. */
+int lg_rescore_run(const lg_rescore_req *q, lg_rescore *out, char *err, size_t errlen);
+void lg_rescore_free(lg_rescore *r);
+/* ---- end re-scoring ---- */
+
 #endif

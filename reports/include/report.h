@@ -36,7 +36,8 @@ int rpt_write_summary(const char *run_dir, const fit_run *run, const fit_result 
  * p99, mean and n per level (2 decimals), all from fit_level. */
 void rpt_print_levels(FILE *f, const fit_result *res);
 
-/* ---- HTML run report (report_html.c, report_data.c) ------------------------ */
+/* ---- HTML run report (report_html.c, report_data.c, report_model.c,
+ * report_words.c) ---------------------------------------------------------- */
 
 /* Write the self-contained report of a run: one HTML file with Chart.js
  * inlined (read at report time from Debian's libjs-chart.js, see

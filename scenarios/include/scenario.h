@@ -21,6 +21,8 @@
  *            "vary_context":false,
  *            "trace":"file"|{"path":"file","speed":1,"window_s":[START,END]},
  *            "shared_prefix":{"groups":G,"tokens":P,"pick":"round-robin"|"seeded"},
+ *            "sessions":{"turns":T,"count":S,"think_time_ms":X,"user_tokens":U,
+ *                        "source":"synthetic"|"sharegpt","path":"file"},
  *            "source_addrs":"auto"|"off"|"127.0.0.1-127.0.0.8,10.0.0.5",
  *            "profile":{...}},                    (short form: one level per C)
  *    "levels":[{"concurrency":32,"requests":220,"warmup":0,"duration_s":0,
@@ -46,6 +48,8 @@
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
+
+#include "common.h" /* ll_buf */
 
 /* The API a sweep calls. chat and completions: OpenAI's streaming forms;
  * responses: the OpenAI Responses API (/v1/responses, reasoning in
@@ -241,6 +245,17 @@ typedef struct scn_scenario {
      * prefix_tokens tokens, then its own text (0 groups = off). */
     int prefix_groups, prefix_tokens;
     int prefix_seeded;       /* pick "seeded": a seeded draw per prompt; else prompt i takes i mod G */
+    /* load.sessions (docs/workloads.md "Multi-turn sessions"): each closed
+     * level runs conversations of session_turns turns, its C of them in
+     * flight; turn k sends the turns before it (the user messages and the
+     * answers received) and a new user message. scn_validate makes every
+     * level's requests session_count (0: its C) x turns. */
+    int session_turns;       /* 0 = no sessions */
+    int session_count;       /* conversations per level; 0 = the level's concurrency */
+    double session_think_ms; /* between an answer's end and the next turn's send */
+    int session_user_tok;    /* a synthetic user message's tokens (words = tokens / 1.33) */
+    int session_sharegpt;    /* 1: user messages are a ShareGPT conversation's human turns */
+    char *session_path;      /* that file; NULL = prompts.path */
 } scn_scenario;
 
 /* A scenario with the built-in defaults (one closed level at C=1, synthetic
@@ -314,6 +329,16 @@ const char *scn_trace_format(const scn_scenario *s);
 size_t scn_trace_rows(const scn_scenario *s);
 /* The tokens prompt i was built to (0 when not built to a token length). */
 int scn_prompt_target_tokens(const scn_prompts *p, size_t i);
+/* load.sessions: the user message of turn `turn` (1-based) of conversation
+ * `session` of level `level`, appended to out: synthetic text seeded by the
+ * scenario's seed and (level, session, turn), or the turn-th human message
+ * of ShareGPT conversation session mod count. 0; 1 when the conversation has
+ * no such turn (a ShareGPT conversation that is shorter: the session ends);
+ * LL_ENOMEM. Pure: any thread. */
+int scn_session_user(const scn_scenario *s, const scn_prompts *p, int level, int64_t session, int turn,
+                     ll_buf *out);
+/* The prefix group prompt i carries (load.shared_prefix), or -1. */
+int scn_prompt_prefix_group(const scn_prompts *p, size_t i);
 /* The tokenizer the scenario named (loaded by scn_prompts_load), or NULL. */
 const scn_tokenizer *scn_prompts_tokenizer(const scn_prompts *p);
 

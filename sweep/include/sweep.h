@@ -147,4 +147,32 @@ int sweep_compare(const char *run_a, const char *run_b, const sweep_compare_opts
  * or either level. */
 int sweep_compare_levels(const char *run, int c_a, int c_b, const sweep_compare_opts *o);
 
+/* ---- check-decode (check_decode.c) ----
+ * `loadlaw check-decode RUN_DIR`: a run's recorded outputs (sweep
+ * --record-outputs) sent back, after their prompts, to the same server with
+ * prompt logprobs asked, and the decode-time logprobs compared with the
+ * prefill-time ones (fit.h "decode self-check"). The default tolerance:
+ * the bundled cpu engine (fp32, logprobs printed to 4 decimals) agrees with
+ * itself within 1e-4 nat and its tiled kernel's testing fault moves 0.002 to
+ * 0.02 nat (docs/check-decode.md); a bf16 server needs a looser one. */
+#define SWEEP_CHECK_DECODE_TOLERANCE 0.005
+#define SWEEP_CHECK_DECODE_MAX_OVER 0.01
+typedef struct sweep_check_decode_opts {
+    const char *url;           /* NULL: the run's target */
+    const char *engine;        /* start the bundled engine with this spec and check against it */
+    const char *api_key;       /* NULL: none */
+    int max_requests;          /* re-score at most this many, evenly spaced (0: all); default 200 */
+    double tolerance;          /* nats */
+    double max_over;           /* gate: share of positions over tolerance */
+    double timeout_s;          /* per request */
+    int json;
+} sweep_check_decode_opts;
+void sweep_check_decode_opts_default(sweep_check_decode_opts *o);
+/* Print the figures (or JSON) and judge the gate: SWEEP_OK, SWEEP_GATE when
+ * the share over tolerance exceeds the gate, SWEEP_USAGE when the run has no
+ * recorded outputs (or prompts) or the server cannot return prompt logprobs,
+ * SWEEP_FAIL when nothing could be compared. */
+int sweep_check_decode(const char *run_dir, const sweep_check_decode_opts *o);
+/* ---- end check-decode ---- */
+
 #endif

@@ -914,6 +914,83 @@ static void test_outputs(void)
           "an outputs member of the wrong shape drops its record: %d read, %zu rejected", g.n, rs.n_rejected);
 }
 
+/* The workload keys (records.h ll_rec_work) and max_tokens: each written
+ * only where it applies, in the order docs/records.md shows, and read back
+ * as they were; a "session" without its "turn" drops the record. */
+typedef struct got_work {
+    ll_rec_work w[4];
+    int max_tokens[4];
+    int n;
+} got_work;
+
+static size_t count_of(const char *text, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+static int on_request_work(const ll_rec_request *rq, void *ctx)
+{
+    got_work *g = ctx;
+    if (g->n < 4) {
+        g->w[g->n] = rq->work;
+        g->max_tokens[g->n++] = rq->max_tokens;
+    }
+    return 0;
+}
+
+static void test_work_keys(void)
+{
+    char path[512], err[256] = "";
+    ll_rec_writer *w = NULL;
+    path_of(path, sizeof path, "work.jsonl");
+    CHECK(ll_rec_open(path, 0, &w, err, sizeof err) == 0, "open: %s", err);
+    if (!w)
+        return;
+    ll_rec_run run = {.host = "box", .ranks = 1, .threads = 1, .url = "u", .model = "m", .endpoint = "chat"};
+    CHECK(ll_rec_put_run(w, &run) == 0, "put run");
+    ll_rec_request rq = {.level = 0, .cls = LL_ERRC_OK, .intended_ns = -1, .send_ns = 1, .header_ns = -1,
+                         .first_token_ns = -1, .first_think_ns = -1, .first_answer_ns = -1, .end_ns = 2,
+                         .usage_prompt = -1, .usage_completion = -1, .usage_reasoning = -1, .cached_tok = -1,
+                         .srv = ll_rec_srv_timing_none()};
+    ll_rec_request r[4] = {rq, rq, rq, rq};
+    r[0].work = (ll_rec_work){LL_WORK_SESSION, 3, 2};
+    r[0].max_tokens = 48;
+    r[1].work = (ll_rec_work){LL_WORK_TRACE, 199, 0};
+    r[1].max_tokens = 7;
+    r[2].work = (ll_rec_work){LL_WORK_PREFIX, 2, 0};
+    for (int i = 0; i < 4; i++)
+        CHECK(ll_rec_put_request(w, &r[i]) == 0, "put request %d", i);
+    CHECK(ll_rec_close(w) == 0, "close");
+    char *text = NULL;
+    size_t len = 0;
+    CHECK(ll_read_file(path, &text, &len, err, sizeof err) == 0, "read the file back: %s", err);
+    CHECK(text && strstr(text, "\"max_tokens\":48,\"session\":3,\"turn\":2,\"chunks\"") &&
+              strstr(text, "\"max_tokens\":7,\"trace_row\":199,\"chunks\"") &&
+              strstr(text, ",\"prefix_group\":2,\"chunks\"") &&
+              count_of(text, "max_tokens") == 2 && count_of(text, "session") == 1,
+          "each key where it applies, none elsewhere");
+    free(text);
+    got_work g = {0};
+    ll_rec_handlers h = {.on_request = on_request_work};
+    ll_rec_read_stats rs = {0};
+    CHECK(ll_rec_read(path, &h, &g, &rs, err, sizeof err) == 0 && g.n == 4, "read: %s (%d)", err, g.n);
+    CHECK(g.w[0].kind == LL_WORK_SESSION && g.w[0].index == 3 && g.w[0].turn == 2 && g.max_tokens[0] == 48 &&
+              g.w[1].kind == LL_WORK_TRACE && g.w[1].index == 199 && g.max_tokens[1] == 7 &&
+              g.w[2].kind == LL_WORK_PREFIX && g.w[2].index == 2 && g.max_tokens[2] == 0 &&
+              g.w[3].kind == LL_WORK_NONE,
+          "session/turn, trace row, prefix group, max_tokens read back");
+    path_of(path, sizeof path, "work_bad.jsonl");
+    write_text(path, "{\"type\":\"run\",\"schema\":1}\n"
+                     "{\"type\":\"request\",\"level\":0,\"status\":\"ok\",\"send_ns\":1,\"end_ns\":2,\"session\":1}\n");
+    memset(&g, 0, sizeof g);
+    memset(&rs, 0, sizeof rs);
+    CHECK(ll_rec_read(path, &h, &g, &rs, err, sizeof err) == 0 && g.n == 0 && rs.n_rejected == 1,
+          "a session without its turn drops its record: %d read, %zu rejected", g.n, rs.n_rejected);
+}
+
 int main(void)
 {
     snprintf(g_dir, sizeof g_dir, "%s/ll_records_%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
@@ -925,6 +1002,7 @@ int main(void)
     test_err_class_names();
     test_round_trip();
     test_outputs();
+    test_work_keys();
     test_law_shape();
     test_level_end_client();
     test_handoff_send();

@@ -119,6 +119,11 @@ static void test_errors(void)
     CHECK(eng_backend_cpu.create(&cfg, &st, err, sizeof err) == LL_EINVAL && st == NULL,
           "attn=fast rejected");
     CHECK(strstr(err, "naive or tiled") != NULL, "message names the choices: %s", err);
+    small_config(&cfg, "v2");
+    err[0] = '\0';
+    CHECK(eng_backend_cpu.create(&cfg, &st, err, sizeof err) == LL_EINVAL && st == NULL &&
+              strstr(err, "v2 is the cuda backend's kernel"),
+          "attn=v2 on the cpu backend refused, naming why: %s", err);
 
     small_config(&cfg, "tiled");
     cfg.d_ff = 100;

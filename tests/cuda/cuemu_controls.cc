@@ -14,6 +14,13 @@
  *                (launch failures)
  *   shuffle      a divergent __shfl_xor_sync: the two halves of a warp at two
  *                different shuffle instructions (launch failure)
+ *   ldmatrix_plain
+ *                ldmatrix .x4 without .trans (the v2 kernel's K fragments)
+ *                against .x4.trans, the form checked against CUTLASS: the
+ *                plain load of four 8x8 matrices must give every lane the
+ *                registers the .trans load of their transposes gives (PTX:
+ *                plain delivers element (g, 2t), .trans (2t, g) of what is
+ *                stored); the bug, lane 8 at row 0, must break that
  *
  * A kernel fault is sticky in cuemu, as it is in cudart (the context is
  * lost), so each case runs in its own process: `test_cuemu_controls CASE`.
@@ -84,6 +91,26 @@ __global__ void ldmatrix_kernel(uint32_t *out, int bug)
     ldmatrix_x4_trans(r, (const uint8_t *)(s + 8 * row) + off);
     for (int j = 0; j < 4; j++)
         out[4 * l + j] = r[j];
+}
+
+/* One warp: M (four 8x8 b16 matrices, element e of row l = 8l + e) at
+ * s[0, 256), their transposes at s[256, 512); out[l*4 + j] = register j of
+ * the plain load of M xor that of the .trans load of the transposes (0 when
+ * they agree). bug: lane 8 points at row 0 in the plain load. */
+__global__ void ldmatrix_plain_kernel(uint32_t *out, int bug)
+{
+    uint16_t *s = (uint16_t *)dyn_smem();
+    int l = threadIdx.x; /* matrix l >> 3, row l & 7 */
+    for (int e = 0; e < 8; e++) {
+        s[8 * l + e] = (uint16_t)(8 * l + e);
+        s[256 + 8 * ((l & ~7) + e) + (l & 7)] = (uint16_t)(8 * l + e);
+    }
+    __syncthreads();
+    uint32_t a[4], b[4];
+    ldmatrix_x4(a, s + 8 * (bug && l == 8 ? 0 : l));
+    ldmatrix_x4_trans(b, s + 256 + 8 * l);
+    for (int j = 0; j < 4; j++)
+        out[4 * l + j] = a[j] ^ b[j];
 }
 
 /* One warp: out[l] = in[l ^ 1], with the halves of the warp at two different
@@ -188,6 +215,20 @@ static void case_ldmatrix(const char *which)
     }
 }
 
+static void case_ldmatrix_plain(void)
+{
+    std::vector<uint32_t> out(128, 1);
+    int same[2];
+    for (int bug = 0; bug < 2; bug++) {
+        LAUNCH(ldmatrix_plain_kernel, 1, 32, 1024, 0)(out.data(), bug);
+        same[bug] = finish() == cudaSuccess;
+        for (uint32_t w : out)
+            same[bug] = same[bug] && w == 0;
+    }
+    CHECK(same[0], "plain ldmatrix of M = .trans ldmatrix of its transpose, every lane and register");
+    CHECK(!same[1], "lane 8 at row 0: the plain load differs");
+}
+
 static void case_shuffle(void)
 {
     std::vector<float> in(32), out(32);
@@ -217,9 +258,11 @@ int main(int argc, char **argv)
         case_ldmatrix("misaligned");
     else if (strcmp(c, "shuffle") == 0)
         case_shuffle();
+    else if (strcmp(c, "ldmatrix_plain") == 0)
+        case_ldmatrix_plain();
     else {
         fprintf(stderr, "usage: test_cuemu_controls barrier|cp_async|ldmatrix_row|ldmatrix_oob|"
-                        "ldmatrix_misaligned|shuffle\n");
+                        "ldmatrix_misaligned|shuffle|ldmatrix_plain\n");
         return 2;
     }
     TEST_MAIN_END();

@@ -8,7 +8,10 @@
  * kernels' source on the CPU: `--emu` picks the cases sized for it.
  *
  * The tiled kernel accepts every H >= 1 (heads padded up to 16 or 32 per
- * block; padded rows are computed on zero queries and never written). */
+ * block; padded rows are computed on zero queries and never written); v2
+ * likewise (16, 32 or 64 per block), each case run unsplit, with the
+ * balanced plan for the device and for a 3-SM device (tail shares that
+ * cross units). */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdlib.h>
@@ -73,6 +76,28 @@ done:
     free(lse);
 }
 
+/* v2 unsplit (sm_count 1: a block per unit), with the balanced plan for
+ * split_sm SMs, and for V2_FEW_SMS SMs (few blocks: whole units per block
+ * and tail shares that cross units), each where the plan differs. */
+#define V2_FEW_SMS 3
+static void run_v2(cac_data *d, dev_case *g, const char *label, int split_sm)
+{
+    const cac_case *c = &d->c;
+    char what[240];
+    snprintf(what, sizeof what, "v2 %s", label);
+    run_check(what, d, g, CUDA_ATTN_V2, 1);
+    const int sms[2] = {split_sm, V2_FEW_SMS};
+    for (int i = 0; i < 2; i++) {
+        cuda_attn_v2_plan p;
+        cuda_attn_v2_plan_make(c->n_seq, c->heads, c->topk, sms[i], c->layout, &p);
+        if (p.tail_blocks == 0 || (i == 1 && sms[1] == split_sm))
+            continue;
+        snprintf(what, sizeof what, "v2 %d SMs (%d blocks: %d whole + tail of %ld tiles in %d, %ld pieces) %s",
+                 sms[i], p.blocks, p.whole_per_block, p.tail_tiles, p.tail_blocks, p.pieces, label);
+        run_check(what, d, g, CUDA_ATTN_V2, sms[i]);
+    }
+}
+
 /* Upload d and check naive, tiled without split-k (sm_count 1) and, where
  * the plan for split_sm SMs splits, tiled with split-k. The sm_count only
  * plans the grid, so a case plans the same on every device. */
@@ -87,6 +112,10 @@ static void run_data(cac_data *d, const char *label, int split_sm)
     CK(cudaMalloc((void **)&g.kv, (size_t)d->kv_rows * d->row_bytes));
     CK(cudaMalloc((void **)&g.idx, ((size_t)c->n_seq * c->topk + 1) * sizeof(int32_t)));
     g.ws_bytes = cuda_attn_ws_bytes(CUDA_ATTN_TILED, c->n_seq, c->heads, c->topk, split_sm);
+    size_t v2_ws = cuda_attn_ws_bytes(CUDA_ATTN_V2, c->n_seq, c->heads, c->topk, split_sm);
+    size_t v2_ws3 = cuda_attn_ws_bytes(CUDA_ATTN_V2, c->n_seq, c->heads, c->topk, V2_FEW_SMS);
+    g.ws_bytes = g.ws_bytes > v2_ws ? g.ws_bytes : v2_ws;
+    g.ws_bytes = g.ws_bytes > v2_ws3 ? g.ws_bytes : v2_ws3;
     if (g.ws_bytes)
         CK(cudaMalloc(&g.ws, g.ws_bytes));
     CK(cudaMemcpy(g.q, d->q, rows * CUDA_ATTN_DQK * sizeof(float), cudaMemcpyHostToDevice));
@@ -104,6 +133,7 @@ static void run_data(cac_data *d, const char *label, int split_sm)
         snprintf(what, sizeof what, "tiled split%d %s", p.splits, label);
         run_check(what, d, &g, CUDA_ATTN_TILED, split_sm);
     }
+    run_v2(d, &g, label, split_sm);
     cudaFree(g.q);
     cudaFree(g.out);
     cudaFree(g.lse);
@@ -212,8 +242,13 @@ static void test_bad_args(void)
     a.topk = 2048;
     a.ws = NULL;
     a.ws_bytes = 0; /* N=2 splits on any real GPU: needs ws */
-    if (g_sm > 4)
+    if (g_sm > 4) {
         CHECK(cuda_attn_decode(CUDA_ATTN_TILED, &a, g_sm, NULL) == (int)cudaErrorInvalidValue, "missing ws");
+        CHECK(cuda_attn_decode(CUDA_ATTN_V2, &a, g_sm, NULL) == (int)cudaErrorInvalidValue, "v2: missing ws");
+    }
+    a.heads = 0;
+    CHECK(cuda_attn_decode(CUDA_ATTN_V2, &a, g_sm, NULL) == (int)cudaErrorInvalidValue, "v2: heads 0");
+    a.heads = 64;
     a.layout = (cuda_kv_layout)9;
     CHECK(cuda_attn_decode(CUDA_ATTN_NAIVE, &a, g_sm, NULL) == (int)cudaErrorInvalidValue, "bad layout");
     a.layout = CUDA_KV_BF16;

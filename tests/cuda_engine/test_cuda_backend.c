@@ -167,7 +167,9 @@ static int run_script(const char *attn, const char *kv, int tokens[STEPS][SLOTS]
         CHECK(rc == 0, "%s step %d rc %d (%s)", what, s, rc,
               eng_backend_cuda.last_error ? eng_backend_cuda.last_error(st) : "");
         if (checks) {
-            const char *an = strcmp(attn, "tiled") == 0 ? "mla_decode_tiled_kernel" : "mla_decode_naive_kernel";
+            const char *an = strcmp(attn, "tiled") == 0 ? "mla_decode_tiled_kernel"
+                             : strcmp(attn, "v2") == 0  ? "mla_decode_v2_kernel"
+                                                        : "mla_decode_naive_kernel";
             const char *dec[] = {CUDA_K_EMBED, CUDA_K_GEMM, CUDA_K_PROJECT, CUDA_K_TOPK, an,
                                  CUDA_K_LOGITS, CUDA_K_SAMPLE};
             int off = (s == 0 || s == 3) ? 1 : 0, nw = s == 0 ? 1 : 7 + off;
@@ -255,11 +257,14 @@ int main(void)
         return TEST_SKIP;
     }
     int tn[STEPS][SLOTS], tt[STEPS][SLOTS], tt2[STEPS][SLOTS], tf[STEPS][SLOTS], tfn[STEPS][SLOTS];
+    int tv[STEPS][SLOTS], tvf[STEPS][SLOTS];
     run_script("naive", "bf16", tn, 1);
     run_script("tiled", "bf16", tt, 1);
     run_script("tiled", "bf16", tt2, 0);
     run_script("tiled", "fp8", tf, 1);
     run_script("naive", "fp8", tfn, 1);
+    run_script("v2", "bf16", tv, 1);
+    run_script("v2", "fp8", tvf, 1);
     int same2 = 1, agree = 0, total = 0, in_range = 1, varied = 0;
     for (int s = 1; s < STEPS; s++)
         for (int k = 0; k < SLOTS; k++) {
@@ -274,6 +279,14 @@ int main(void)
     CHECK(same2, "a rerun samples the same tokens (seeded)");
     CHECK(varied, "tokens vary across slots and steps");
     CHECK(agree * 10 >= total * 8, "naive and tiled agree on %d of %d tokens", agree, total);
+    int agree_v2 = 0, agree_v2f = 0;
+    for (int s = 1; s < STEPS; s++)
+        for (int k = 0; k < SLOTS; k++) {
+            agree_v2 += tv[s][k] == tt[s][k];
+            agree_v2f += tvf[s][k] == tf[s][k];
+        }
+    CHECK(agree_v2 * 10 >= total * 8 && agree_v2f * 10 >= total * 8,
+          "v2 agrees with tiled on %d (bf16) and %d (fp8) of %d tokens", agree_v2, agree_v2f, total);
     test_errors();
     TEST_MAIN_END();
 }

@@ -49,6 +49,8 @@ double sim_law(const sim_cfg *c, double n)
     double s = c->a_ms + c->b_ms * n;
     if (c->knee_n > 0 && n > c->knee_n)
         s += (c->b2_ms - c->b_ms) * (n - c->knee_n);
+    if (c->knee2_n > 0 && n > c->knee2_n)
+        s += (c->b3_ms - c->b2_ms) * (n - c->knee2_n);
     return s + c->c2_ms * n * n;
 }
 

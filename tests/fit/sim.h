@@ -28,6 +28,7 @@ enum { SIM_JITTER_NORMAL = 0, SIM_JITTER_EXP = 1, SIM_JITTER_LOGNORMAL = 2 };
 typedef struct sim_cfg {
     double a_ms, b_ms;          /* step = a + b*N ... */
     double knee_n, b2_ms;       /* ... + (b2 - b)*(N - knee) above the knee (knee 0: none) */
+    double knee2_n, b3_ms;      /* ... + (b3 - b2)*(N - knee2) above a second knee (0: none) */
     double c2_ms;               /* ... + c2*N^2 (curvature; 0: none) */
     double p_ms_per_tok;        /* prefill cost per prompt token */
     double jitter_frac;         /* relative size of the jitter per step (below) */

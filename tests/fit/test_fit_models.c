@@ -12,7 +12,12 @@
  *  - batch buckets (N padded to 1, 2, 4, 8, 16, 24) over C = 1, 3, 5, 6, 12,
  *    20: the bucket model;
  *  - a law the family cannot express (a step in a at N >= 6 over a plain
- *    line): the headline's worst level beyond 5%.
+ *    line): the headline's worst level beyond 5%;
+ *  - two knees (8 and 24); a knee with the context term; the HC3 intervals'
+ *    coverage over 20 seeds; a knee only the last level shows, named;
+ *  - plan on a knee against its closed form; compare of two knee runs: each
+ *    term B/A, and the per-level speedup the models predict;
+ *  - a context term that comes out negative: set aside, and said.
  * argv: none. Real time: a few seconds (no real time is simulated). */
 #include <math.h>
 #include <stdio.h>
@@ -227,6 +232,196 @@ static void test_no_model_fits(void)
     fit_result_free(r);
 }
 
+/* The coefficient of term t in the chosen model (NAN when it has none). */
+static double term_coef(const fit_model_fit *f, fit_term t, int nth)
+{
+    for (size_t j = 0; j < f->p; j++)
+        if (f->term[j] == t && nth-- == 0)
+            return f->coef[j];
+    return NAN;
+}
+
+static int term_covers(const fit_model_fit *f, fit_term t, double truth)
+{
+    for (size_t j = 0; j < f->p; j++)
+        if (f->term[j] == t)
+            return f->coef[j] - 1.96 * f->se[j] <= truth && truth <= f->coef[j] + 1.96 * f->se[j];
+    return 0;
+}
+
+/* two knees: slope 2 to N = 8, 6 to N = 24, then 1 (a kernel that switches,
+ * then a batch that saturates something else) */
+static void test_two_knees(void)
+{
+    static const int conc[] = {1, 2, 4, 6, 8, 12, 16, 20, 24, 32, 40, 48};
+    sim_cfg c = base(10, 2, 7, conc, 12);
+    c.knee_n = 8;
+    c.b2_ms = 6;
+    c.knee2_n = 24;
+    c.b3_ms = 1;
+    fit_result *r = run_sim(&c, "knees2");
+    if (!r)
+        return;
+    const fit_model_fit *f = &r->model.chosen;
+    CHECK(r->model.best == FIT_MODEL_KNEES2 && f->knee[2] == 8 && f->knee[3] == 24, "two knees at 8 and 24: %s (%s)",
+          fit_model_name(r->model.best), r->model.verdict);
+    CHECK_REL(term_coef(f, FIT_TERM_ONE, 0), 10, 0.03, "a");
+    CHECK_REL(term_coef(f, FIT_TERM_N, 0), 2, 0.03, "slope to the first knee");
+    CHECK_REL(term_coef(f, FIT_TERM_HINGE, 0), 4, 0.03, "slope change at 8");
+    CHECK_REL(term_coef(f, FIT_TERM_HINGE, 1), -5, 0.03, "slope change at 24");
+    CHECK(worst_level_error(r) < FIT_MODEL_LEVEL_FIT, "every level within 5%%: %.3f", worst_level_error(r));
+    CHECK(isnan(r->model.alone_n), "no level alone: %g", r->model.alone_n);
+    fit_result_free(r);
+}
+
+/* a knee at N = 8 and the context term together, lengths varied */
+static void test_knee_context(void)
+{
+    static const int conc[] = {1, 2, 4, 6, 8, 12, 16, 24};
+    sim_cfg c = base(20, 2, 13, conc, 8);
+    sim_set_levels(&c, conc, 8, 12);
+    c.knee_n = 8;
+    c.b2_ms = 5;
+    c.c_ms_per_ktok = 0.5;
+    c.prompt_tok = 2000;
+    c.prompt_spread = 0.9;
+    fit_result *r = run_sim(&c, "kneectx");
+    if (!r)
+        return;
+    const fit_model_fit *f = &r->model.chosen;
+    CHECK(r->model.best == FIT_MODEL_KNEE_CONTEXT && f->knee[2] == 8, "knee + context: %s (%s)",
+          fit_model_name(r->model.best), r->model.verdict);
+    CHECK_REL(term_coef(f, FIT_TERM_N, 0), 2, 0.03, "b");
+    CHECK_REL(term_coef(f, FIT_TERM_HINGE, 0), 3, 0.03, "slope change at the knee");
+    CHECK_REL(term_coef(f, FIT_TERM_K, 0), 0.5, 0.03, "c");
+    CHECK(term_covers(f, FIT_TERM_K, 0.5), "c's HC3 interval covers 0.5");
+    fit_result_free(r);
+}
+
+/* The chosen model's HC3 intervals over 20 seeds of 20 + 2n + 0.5c: each
+ * covers the truth in most (at 95%, 19 expected; 15 or fewer would have
+ * probability under 2%); and each seed picks the context model. */
+static void test_context_coverage(void)
+{
+    static const int conc[] = {1, 2, 4, 8, 12, 16};
+    int cover_b = 0, cover_c = 0, chosen = 0;
+    for (uint64_t seed = 101; seed <= 120; seed++) {
+        sim_cfg c = base(20, 2, seed, conc, 6);
+        c.c_ms_per_ktok = 0.5;
+        c.prompt_tok = 2000;
+        c.prompt_spread = 0.9;
+        c.jitter_kind = SIM_JITTER_LOGNORMAL;
+        c.jitter_frac = 0.05;
+        fit_result *r = run_sim(&c, "cover");
+        if (!r)
+            return;
+        chosen += r->model.best == FIT_MODEL_CONTEXT;
+        /* lognormal jitter: the mean step is law * exp(j^2/2) */
+        double m = exp(0.05 * 0.05 / 2);
+        cover_b += term_covers(&r->model.chosen, FIT_TERM_N, 2 * m);
+        cover_c += term_covers(&r->model.chosen, FIT_TERM_K, 0.5 * m);
+        fit_result_free(r);
+    }
+    printf("20+2n+0.5c, 20 seeds, lognormal noise: context model chosen in %d; HC3 95%% intervals cover b in %d, "
+           "c in %d\n", chosen, cover_b, cover_c);
+    CHECK(chosen >= 19, "the context model in %d of 20 seeds", chosen);
+    CHECK(cover_b >= 16 && cover_c >= 16, "HC3 95%% intervals cover b in %d, c in %d of 20", cover_b, cover_c);
+}
+
+/* a knee that only the last level shows: chosen, and the level named */
+static void test_alone_level(void)
+{
+    static const int conc[] = {1, 2, 4, 6, 8, 12, 16, 24};
+    sim_cfg c = base(10, 2, 5, conc, 8);
+    c.knee_n = 16;
+    c.b2_ms = 4;
+    fit_result *r = run_sim(&c, "alone");
+    if (!r)
+        return;
+    CHECK(r->model.best == FIT_MODEL_PIECEWISE && r->model.alone_n == 24, "knee at 16 resting on N=24: %s, %g (%s)",
+          fit_model_name(r->model.best), r->model.alone_n, r->model.verdict);
+    CHECK(strstr(r->model.verdict, "rests on the level at N=24 alone") != NULL, "said: %s", r->model.verdict);
+    fit_result_free(r);
+}
+
+/* plan on the knee model against its closed form: past the knee,
+ * N = k + (S - a - b*k) / (b + h); and compare two knee runs (B halves both
+ * slopes, the same knee): every term B/A and the per-level predicted
+ * speedup beside the measured one */
+static void test_knee_plan_compare(void)
+{
+    static const int conc[] = {1, 2, 4, 6, 8, 12, 16, 24};
+    fit_run *ra = NULL, *rb = NULL;
+    sim_cfg ca = base(10, 2, 31, conc, 8), cb = base(10, 1, 32, conc, 8);
+    ca.knee_n = cb.knee_n = 8;
+    ca.b2_ms = 6;
+    cb.b2_ms = 3;
+    fit_result *a = run_sim_keep(&ca, "kpa", &ra), *b = run_sim_keep(&cb, "kpb", &rb);
+    if (a && b && a->model.best == FIT_MODEL_PIECEWISE && b->model.best == FIT_MODEL_PIECEWISE) {
+        const fit_model_fit *f = &a->model.chosen;
+        fit_plan_options po = {.slo = {NAN, 60, NAN}};
+        fit_plan *p = NULL;
+        char err[256] = "";
+        CHECK(fit_plan_compute(ra, a, &po, &p, err, sizeof err) == 0 && p, "plan: %s", err);
+        if (p) {
+            double k = f->knee[2], want = k + (60 - f->coef[0] - f->coef[1] * k) / (f->coef[1] + f->coef[2]);
+            CHECK(fabs(p->n_real - want) <= 0.011, "plan on the knee: N = %.3f, closed form %.3f", p->n_real, want);
+            CHECK(p->n_real_ci[0] <= p->n_real && p->n_real <= p->n_real_ci[1] && p->n_real_ci[1] > p->n_real_ci[0],
+                  "with an interval [%g, %g]", p->n_real_ci[0], p->n_real_ci[1]);
+            fit_plan_free(p);
+        }
+        fit_compare_options o;
+        fit_compare_options_default(&o);
+        o.n_resamples = 0;
+        fit_compare *c = NULL;
+        CHECK(fit_compare_runs(ra, a, rb, b, &o, &c, err, sizeof err) == 0 && c, "compare: %s", err);
+        if (c) {
+            CHECK(c->n_terms == 3 && c->terms_model == FIT_MODEL_PIECEWISE, "terms compared: %zu", c->n_terms);
+            CHECK(fabs(c->term_ratio[0] - 1) < 0.05 && fabs(c->term_ratio[1] - 0.5) < 0.03 &&
+                      fabs(c->term_ratio[2] - 0.5) < 0.05,
+                  "a, N, (N-8)+ B/A: %.3f %.3f %.3f (1, 0.5, 0.5)", c->term_ratio[0], c->term_ratio[1],
+                  c->term_ratio[2]);
+            for (size_t i = 0; i < c->n_levels; i++) {
+                const fit_compare_level *L = &c->levels[i];
+                double truth = sim_law(&ca, L->concurrency) / sim_law(&cb, L->concurrency);
+                CHECK(fabs(L->model_ratio / truth - 1) < 0.03 && fabs(L->model_ratio / L->ratio - 1) < 0.03,
+                      "C=%d: predicted %.3f, measured %.3f, truth %.3f", L->concurrency, L->model_ratio, L->ratio,
+                      truth);
+            }
+            fit_compare_free(c);
+        }
+    } else {
+        CHECK(0, "both runs choose the knee: %s / %s", a ? fit_model_name(a->model.best) : "-",
+              b ? fit_model_name(b->model.best) : "-");
+    }
+    fit_result_free(a);
+    fit_result_free(b);
+    fit_run_free(ra);
+    fit_run_free(rb);
+}
+
+/* a "context term" that makes steps faster (c < 0: no physics behind it)
+ * is set aside and said, never chosen */
+static void test_negative_context(void)
+{
+    static const int conc[] = {1, 2, 4, 8, 12, 16};
+    sim_cfg c = base(40, 2, 17, conc, 6);
+    sim_set_levels(&c, conc, 6, 12);
+    c.c_ms_per_ktok = -0.5;
+    c.prompt_tok = 2000;
+    c.prompt_spread = 0.9;
+    fit_result *r = run_sim(&c, "negctx");
+    if (!r)
+        return;
+    CHECK(r->model.context_negative && !fit_model_fit_has(&r->model.chosen, FIT_TERM_K),
+          "a negative c set aside: %s (%s)", fit_model_name(r->model.best), r->model.verdict);
+    int said = 0;
+    for (size_t i = 0; i < r->n_notes; i++)
+        said |= strstr(r->notes[i], "came out negative") != NULL;
+    CHECK(said, "a note says so");
+    fit_result_free(r);
+}
+
 int main(void)
 {
     test_context();
@@ -235,5 +430,11 @@ int main(void)
     test_knee();
     test_buckets();
     test_no_model_fits();
+    test_two_knees();
+    test_knee_context();
+    test_context_coverage();
+    test_alone_level();
+    test_knee_plan_compare();
+    test_negative_context();
     TEST_MAIN_END();
 }

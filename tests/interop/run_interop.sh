@@ -5,10 +5,11 @@
 # Builds llama-server once per machine (scripts/llama_server.sh; or takes
 # $LOADLAW_LLAMA_SERVER), writes a tiny random-weight LLaMA GGUF
 # (make_model.py, with the gguf package from gguf_python.sh), starts the
-# server on a free loopback port with /metrics and 8 slots, sweeps it with
-# `loadlaw sweep -c 1,2,4,8`, fits the run with `loadlaw fit` (text and
-# --json) and checks both with check_run.py, which prints the figures it
-# compares. The server is stopped on every exit path.
+# server on a free loopback port with /metrics and 8 slots, sweeps it twice
+# (short requests at C = 1,2,3,4,6,8; 1,024-token requests at C = 1,2,4,8),
+# fits each run with `loadlaw fit` (text and --json) and checks both with
+# check_run.py, which prints the figures it compares (the long run: a context
+# term). The server is stopped on every exit path.
 #
 # Environment: LOADLAW_LLAMA_SERVER (a llama-server binary to use),
 # LOADLAW_INTEROP_NO_BUILD=1 (use a cached build only; skip when there is
@@ -21,12 +22,19 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 loadlaw=${1:?usage: run_interop.sh LOADLAW_BIN WORK_DIR}
 work=${2:?usage: run_interop.sh LOADLAW_BIN WORK_DIR}
-levels=1,2,4,8
-requests=8,12,16,32
+# Two sweeps: short requests over six levels (enough distinct N to place the
+# knees a CPU server shows), and long ones whose context grows ~420 -> ~1450
+# tokens within each request (the context term).
+levels=1,2,3,4,6,8
+requests=8,12,12,16,24,32
 max_tokens=64
 prompt_tokens=128
+long_levels=1,2,4,8
+long_requests=2,4,8,16
+long_max_tokens=1024
+long_prompt_tokens=420
 slots=8
-ctx=4096 # 512 per slot: a 128-token prompt, the chat template and 64 tokens
+ctx=16384 # 2048 per slot: a 420-token prompt, the chat template and 1024 tokens
 
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
@@ -140,28 +148,31 @@ print("  model: " + ", ".join("%s %s" % (k, m[k]) for k in
                               ("n_params", "n_vocab", "n_embd", "n_ctx_train", "size") if k in m))
 PY
 
-# 4. sweep and fit
-run="$work/run"
-rm -rf "$run"
-t0=$(date +%s)
-# In the background with `wait`, so that a signal reaches the traps at once.
-timeout -k 10 300 "$loadlaw" sweep --url "$url" --model tiny-llama -c "$levels" -n "$requests" \
-  --max-tokens "$max_tokens" --prompt-tokens "$prompt_tokens" --seed 7 --metrics-interval 0.2 \
-  --extra-body '{"ignore_eos":true}' -o "$run" -q >"$work/sweep.log" 2>&1 &
-sweep_pid=$!
-rc=0
-wait "$sweep_pid" || rc=$?
-sweep_pid=""
-echo "sweep: exit $rc in $(($(date +%s) - t0)) s"
-cat "$work/sweep.log"
-[ "$rc" = 0 ] || { tail -20 "$work/server.log"; fail "loadlaw sweep exited $rc"; }
-"$loadlaw" fit "$run" >"$work/fit.txt" 2>&1 || { cat "$work/fit.txt"; fail "loadlaw fit failed"; }
-"$loadlaw" fit "$run" --json >"$work/fit.json" 2>"$work/fit.json.err" ||
-  { cat "$work/fit.json.err"; fail "loadlaw fit --json failed"; }
-echo "--- loadlaw fit"
-cat "$work/fit.txt"
-echo "---"
-
-# 5. checks (the server still up: check_run.py asks it to tokenize)
-python3 "$here/check_run.py" "$run" "$work/fit.json" "$work/fit.txt" \
-  --max-tokens "$max_tokens" --levels "$levels" --url "$url" || fail "checks failed (above)"
+# 4. sweep, fit and check (the server still up: check_run.py asks it to tokenize)
+# sweep_check NAME LEVELS REQUESTS MAX_TOKENS PROMPT_TOKENS [check_run.py options]
+sweep_check() {
+  local name=$1 lv=$2 rq=$3 mt=$4 pt=$5 run="$work/$1" rc=0 t0
+  shift 5
+  rm -rf "$run"
+  t0=$(date +%s)
+  # In the background with `wait`, so that a signal reaches the traps at once.
+  timeout -k 10 600 "$loadlaw" sweep --url "$url" --model tiny-llama -c "$lv" -n "$rq" \
+    --max-tokens "$mt" --prompt-tokens "$pt" --seed 7 --metrics-interval 0.2 \
+    --extra-body '{"ignore_eos":true}' -o "$run" -q >"$work/$name.sweep.log" 2>&1 &
+  sweep_pid=$!
+  wait "$sweep_pid" || rc=$?
+  sweep_pid=""
+  echo "sweep $name: exit $rc in $(($(date +%s) - t0)) s"
+  cat "$work/$name.sweep.log"
+  [ "$rc" = 0 ] || { tail -20 "$work/server.log"; fail "loadlaw sweep ($name) exited $rc"; }
+  "$loadlaw" fit "$run" >"$work/$name.fit.txt" 2>&1 || { cat "$work/$name.fit.txt"; fail "loadlaw fit failed"; }
+  "$loadlaw" fit "$run" --json >"$work/$name.fit.json" 2>"$work/$name.fit.json.err" ||
+    { cat "$work/$name.fit.json.err"; fail "loadlaw fit --json failed"; }
+  echo "--- loadlaw fit ($name)"
+  cat "$work/$name.fit.txt"
+  echo "---"
+  python3 "$here/check_run.py" "$run" "$work/$name.fit.json" "$work/$name.fit.txt" \
+    --max-tokens "$mt" --levels "$lv" --url "$url" "$@" || fail "checks failed ($name, above)"
+}
+sweep_check short "$levels" "$requests" "$max_tokens" "$prompt_tokens"
+sweep_check long "$long_levels" "$long_requests" "$long_max_tokens" "$long_prompt_tokens" --expect-context

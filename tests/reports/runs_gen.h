@@ -6,7 +6,10 @@
  * (a + b*C) * (1 + jitter*N(0,1)) ms; each stream sees the step a few
  * microseconds apart. The next wave is sent when the last one ends. Step times
  * are exactly the law up to the seeded jitter, so the steady throughput at C is
- * 1000*C/(a + b*C) tokens/s and the slope is b. */
+ * 1000*C/(a + b*C) tokens/s and the slope is b. With c_ms_per_ktok the step
+ * also grows with the context: step k (the one that brings each stream its
+ * token k, k tokens after its first) adds c * C * (100 + k) / 1000, the C
+ * streams' 100-token prompts plus the k tokens each has had. */
 #ifndef LOADLAW_RUNS_GEN_H
 #define LOADLAW_RUNS_GEN_H
 
@@ -24,6 +27,7 @@ typedef struct gen_spec {
     int n_levels;
     uint64_t seed;
     int with_steps;      /* also write engine step records */
+    double c_ms_per_ktok;/* context term (header comment); 0: none */
 } gen_spec;
 
 static int gen_run(const char *dir, const gen_spec *g)
@@ -41,9 +45,9 @@ static int gen_run(const char *dir, const gen_spec *g)
                "\"epoch_wall_ns\":1764430000000000000,\"host\":\"testbox\",\"ranks\":1,"
                "\"target\":{\"url\":\"http://127.0.0.1:1\",\"model\":\"synthetic\",\"endpoint\":\"chat\",\"bundled\":true},"
                "\"engine\":\"backend=synthetic,law=%g+%gn\","
-               "\"engine_law\":{\"a_ms\":%g,\"b_ms\":%g,\"c_ms_per_ktok\":0,\"p_ms_per_tok\":0},"
+               "\"engine_law\":{\"a_ms\":%g,\"b_ms\":%g,\"c_ms_per_ktok\":%g,\"p_ms_per_tok\":0},"
                "\"scenario\":\"generated\",\"config\":{\"max_tokens\":%d}}\n",
-            g->a_ms, g->b_ms, g->a_ms, g->b_ms, g->tokens);
+            g->a_ms, g->b_ms, g->a_ms, g->b_ms, g->c_ms_per_ktok, g->tokens);
     int64_t t = 1000000; /* ns */
     long id = 0;
     for (int li = 0; li < g->n_levels; li++) {
@@ -55,10 +59,10 @@ static int gen_run(const char *dir, const gen_spec *g)
             int64_t send = t;
             int64_t first = send + (int64_t)(g->prefill_ms * 1e6);
             int64_t *chunk_t = malloc(sizeof(int64_t) * (size_t)g->tokens);
-            int64_t step_end = first;
-            chunk_t[0] = first;
+            int64_t step_end = chunk_t[0] = first;
             for (int k = 1; k < g->tokens; k++) {
-                double step = (g->a_ms + g->b_ms * c) * (1 + g->jitter * ll_rng_normal(&r));
+                double step = (g->a_ms + g->b_ms * c + g->c_ms_per_ktok * c * (100 + k) / 1000.0) *
+                              (1 + g->jitter * ll_rng_normal(&r));
                 if (step < 0.1)
                     step = 0.1;
                 step_end += (int64_t)(step * 1e6);

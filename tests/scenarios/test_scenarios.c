@@ -345,7 +345,10 @@ static void test_ab(void)
     expect_error("{\"ab\":{\"a\":{\"name\":\"x\",\"engine\":\"a\"},\"b\":{\"name\":\"x\",\"engine\":\"b\"}}}",
                  "ab.b.name", "different");
     expect_error("{\"ab\":{" AB_SIDES ",\"expect_speedup\":\"fast\"}}", "ab.expect_speedup", "X@C");
-    expect_error("{\"ab\":{" AB_SIDES ",\"expect_speedup\":-2}}", "ab.expect_speedup", "X > 0");
+    expect_error("{\"ab\":{" AB_SIDES ",\"expect_speedup\":-2}}", "ab.expect_speedup", "0.001 <= X <= 1e6");
+    /* a subnormal gate (found by the scenario fuzzer: it did not survive being written back) */
+    expect_error("{\"ab\":{" AB_SIDES ",\"expect_speedup\":1e-320}}", "ab.expect_speedup", "0.001 <= X");
+    expect_error("{\"ab\":{" AB_SIDES ",\"expect_speedup\":\"2e6@1\"}}", "ab.expect_speedup", NULL);
     expect_error("{\"ab\":{" AB_SIDES ",\"expect_speedup\":\"2@0\"}}", "ab.expect_speedup", NULL);
     expect_error("{\"load\":{\"concurrency\":[1,8]},\"ab\":{" AB_SIDES ",\"expect_speedup\":\"2@16\"}}",
                  "ab.expect_speedup", "C=16");

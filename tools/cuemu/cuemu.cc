@@ -550,6 +550,26 @@ void ldmatrix_x4_trans(uint32_t r[4], const void *smem_row)
     });
 }
 
+/* ldmatrix.sync.aligned.m8n8.x4.shared.b16 (no .trans): register j of lane
+ * l holds elements (g, 2t) and (g, 2t+1) of matrix j, low half first: the
+ * 4 bytes at 4t of the row lane 8j + g points at. */
+void ldmatrix_x4(uint32_t r[4], const void *smem_row)
+{
+    if (((uintptr_t)smem_row & 15) || !in_smem(smem_row, 16))
+        fault("ldmatrix row address %p: not 16-byte aligned inside the block's %zu B of dynamic shared memory",
+              smem_row, L->blk.smem_bytes);
+    uint32_t none = 0;
+    collective(C_LDM, __builtin_return_address(0), 0xffffffffu, &none, 0, smem_row, r, 4, [](warp_slot &w) {
+        if (w.lanes != 32)
+            fault("ldmatrix .x4 needs a full warp");
+        for (int l = 0; l < 32; l++) {
+            int g = l >> 2, t = l & 3;
+            for (int j = 0; j < 4; j++)
+                memcpy(&w.out[l][j], (const uint8_t *)w.ptr[8 * j + g] + 4 * t, 4);
+        }
+    });
+}
+
 static bool g_cp_early;
 
 void cp_async16(void *smem_dst, const void *gsrc, int src_bytes)

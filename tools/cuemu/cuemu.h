@@ -88,6 +88,7 @@ uint32_t shfl_xor(uint32_t mask, uint32_t v, int lane_mask, int width);
 int any(uint32_t mask, int pred);
 void mma_m16n8k16_bf16(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1);
 void ldmatrix_x4_trans(uint32_t r[4], const void *smem_row);
+void ldmatrix_x4(uint32_t r[4], const void *smem_row);
 void cp_async16(void *smem_dst, const void *gsrc, int src_bytes);
 void cp_async_commit();
 void cp_async_wait(int n);
@@ -188,6 +189,7 @@ CUEMU_INLINE void mma_bf16(float c[4], const uint32_t a[4], uint32_t b0, uint32_
     cuemu::mma_m16n8k16_bf16(c, a, b0, b1);
 }
 CUEMU_INLINE void ldmatrix_x4_trans(uint32_t r[4], const void *smem_row) { cuemu::ldmatrix_x4_trans(r, smem_row); }
+CUEMU_INLINE void ldmatrix_x4(uint32_t r[4], const void *smem_row) { cuemu::ldmatrix_x4(r, smem_row); }
 static inline void cp_async16(void *smem_dst, const void *gsrc, int src_bytes)
 {
     cuemu::cp_async16(smem_dst, gsrc, src_bytes);

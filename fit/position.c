@@ -1,0 +1,94 @@
+/* position.c: step time against position in the request (fit.h "Step time
+ * against position in the request").
+ *
+ * Each step sample carries the tokens its request had received before it
+ * (fit_sample.pos_tok, set where timeline.c builds the samples). A level's
+ * samples fall into FIT_POS_BINS bins of equal width over its positions;
+ * each bin's mean is sum of gaps over sum of tokens, as the law's points and
+ * the steady throughput are. Two passes over the level's samples, O(n). */
+#include "fit_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Samples of one level that the steady series counts: steady, and in a
+ * closed-loop level at N = C (the same batch early and late). */
+static int steady_counts(const fit_sample *s, int at_c)
+{
+    return s->steady && (at_c <= 0 || (int)s->n == at_c);
+}
+
+static double ratio_or_nan(double ms, double tok)
+{
+    return tok > 0 ? ms / tok : NAN;
+}
+
+/* The bins and quarters of the samples of level_idx among s[0..n). at_c:
+ * the level's C when closed loop, else 0. */
+static void position_of(const fit_sample *s, size_t n, int32_t level_idx, int at_c, fit_pos_bins *out)
+{
+    double st_ms[FIT_POS_BINS] = {0}, all_ms[FIT_POS_BINS] = {0};
+    memset(out, 0, sizeof *out);
+    out->pos_max_tok = -1;
+    for (size_t i = 0; i < n; i++)
+        if (s[i].level_idx == level_idx && s[i].pos_tok > out->pos_max_tok)
+            out->pos_max_tok = s[i].pos_tok;
+    out->width_tok = (out->pos_max_tok + 1) / FIT_POS_BINS;
+    for (size_t i = 0; i < n && out->pos_max_tok >= 0; i++) {
+        if (s[i].level_idx != level_idx)
+            continue;
+        int b = (int)(s[i].pos_tok / out->width_tok);
+        b = b < 0 ? 0 : b >= FIT_POS_BINS ? FIT_POS_BINS - 1 : b;
+        double ms = s[i].gap_ms * s[i].tokens; /* the whole gap */
+        all_ms[b] += ms;
+        out->all_tok[b] += s[i].tokens;
+        if (steady_counts(&s[i], at_c)) {
+            st_ms[b] += ms;
+            out->steady_tok[b] += s[i].tokens;
+        }
+    }
+    /* the first and the last quarter of positions: FIT_POS_BINS / 4 bins each */
+    double q[4][2] = {{0}};
+    for (int b = 0; b < FIT_POS_BINS; b++) {
+        out->steady_ms[b] = ratio_or_nan(st_ms[b], out->steady_tok[b]);
+        out->all_ms[b] = ratio_or_nan(all_ms[b], out->all_tok[b]);
+        int late = b >= FIT_POS_BINS - FIT_POS_BINS / 4;
+        if (b >= FIT_POS_BINS / 4 && !late)
+            continue;
+        q[late][0] += st_ms[b];
+        q[late][1] += out->steady_tok[b];
+        q[2 + late][0] += all_ms[b];
+        q[2 + late][1] += out->all_tok[b];
+    }
+    out->early_ms = ratio_or_nan(q[0][0], q[0][1]);
+    out->late_ms = ratio_or_nan(q[1][0], q[1][1]);
+    out->early_all_ms = ratio_or_nan(q[2][0], q[2][1]);
+    out->late_all_ms = ratio_or_nan(q[3][0], q[3][1]);
+    if (out->pos_max_tok < 0)
+        out->pos_max_tok = out->width_tok = NAN;
+}
+
+static int level_at_c(const fit_level *L)
+{
+    return L->closed_loop && L->concurrency > 0 ? L->concurrency : 0;
+}
+
+void fit_position_level(fit_level *L, const fit_sample *s, size_t n, int32_t level_idx)
+{
+    fit_pos_bins pb;
+    position_of(s, n, level_idx, level_at_c(L), &pb);
+    L->pos_max_tok = pb.pos_max_tok;
+    L->early_ms = pb.early_ms;
+    L->late_ms = pb.late_ms;
+    L->early_all_ms = pb.early_all_ms;
+    L->late_all_ms = pb.late_all_ms;
+}
+
+void fit_level_position(const fit_result *r, size_t level_idx, fit_pos_bins *out)
+{
+    if (level_idx >= r->n_levels) {
+        position_of(NULL, 0, -1, 0, out);
+        return;
+    }
+    position_of(r->samples, r->n_samples, (int32_t)level_idx, level_at_c(&r->levels[level_idx]), out);
+}

@@ -1,0 +1,167 @@
+/* turns.c: the per-turn figures of multi-turn sessions (fit.h fit_turn):
+ * for each level, its measured ok requests grouped by the turn their record
+ * names, with TTFT and TPOT per request from fit_request_latency_ms (the one
+ * definition of each), and the table and JSON that print them. A run
+ * without sessions has no turns and prints nothing here.
+ *
+ * Cost: one pass over the requests per level and turn (T is small: a
+ * conversation's turns), sorting each turn's samples once. */
+#include "fit_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The highest turn among the level's requests (0: no session requests). */
+static int max_turn(const fit_run *run, int level)
+{
+    int t = 0;
+    for (size_t i = 0; i < fit_run_n_requests(run); i++) {
+        const fit_request *q = fit_run_request(run, i);
+        if (q->level == level && q->work.kind == LL_WORK_SESSION && q->work.turn > t)
+            t = q->work.turn;
+    }
+    return t;
+}
+
+/* Samples of one turn: TTFT and TPOT (sorted), prompt and cached tokens. */
+typedef struct turn_acc {
+    fit_double_vec ttft, tpot;
+    double prompt, cached, prompt_said;
+    size_t n;
+} turn_acc;
+
+static int collect(const fit_run *run, int level, int turn, turn_acc *a)
+{
+    for (size_t i = 0; i < fit_run_n_requests(run); i++) {
+        const fit_request *q = fit_run_request(run, i);
+        if (q->level != level || q->warmup || !q->ok || q->work.kind != LL_WORK_SESSION || q->work.turn != turn)
+            continue;
+        fit_request_ms ms;
+        fit_request_latency_ms(q, &ms);
+        if (isfinite(ms.ttft_ms) && ll_vec_push(&a->ttft, ms.ttft_ms))
+            return LL_ENOMEM;
+        if (isfinite(ms.tpot_ms) && ll_vec_push(&a->tpot, ms.tpot_ms))
+            return LL_ENOMEM;
+        double prompt = (double)(q->usage_prompt_tok >= 0 ? q->usage_prompt_tok : q->prompt_tok);
+        a->prompt += prompt;
+        if (q->cached_tok >= 0 && prompt > 0) {
+            a->cached += (double)q->cached_tok;
+            a->prompt_said += prompt;
+        }
+        a->n++;
+    }
+    return 0;
+}
+
+static double pct_of(const fit_double_vec *v, double p)
+{
+    fit_dist d;
+    fit_dist_of(v->v, v->n, &d);
+    return p == 50 ? d.p50_ms : d.p90_ms;
+}
+
+static int add_turn(const fit_run *run, const fit_level *L, int turn, fit_result *r)
+{
+    turn_acc a;
+    memset(&a, 0, sizeof a);
+    int rc = collect(run, L->level, turn, &a);
+    if (rc == 0) {
+        if (a.ttft.n) /* an empty vector has no array: qsort's pointer must not be NULL */
+            qsort(a.ttft.v, a.ttft.n, sizeof *a.ttft.v, cmp_double);
+        if (a.tpot.n)
+            qsort(a.tpot.v, a.tpot.n, sizeof *a.tpot.v, cmp_double);
+        r->turns[r->n_turns++] = (fit_turn){
+            .level = L->level,
+            .concurrency = L->concurrency,
+            .turn = turn,
+            .n = a.n,
+            .ttft_p50_ms = pct_of(&a.ttft, 50),
+            .ttft_p90_ms = pct_of(&a.ttft, 90),
+            .tpot_p50_ms = pct_of(&a.tpot, 50),
+            .prompt_tok_mean = a.n ? a.prompt / (double)a.n : NAN,
+            .cache_share = a.prompt_said > 0 ? a.cached / a.prompt_said : NAN,
+        };
+    }
+    ll_vec_free(&a.ttft);
+    ll_vec_free(&a.tpot);
+    return rc;
+}
+
+int fit_turns_compute(const fit_run *run, fit_result *r)
+{
+    size_t total = 0;
+    for (size_t l = 0; l < r->n_levels; l++)
+        total += (size_t)max_turn(run, r->levels[l].level);
+    if (total == 0)
+        return 0;
+    if (!(r->turns = calloc(total, sizeof *r->turns)))
+        return LL_ENOMEM;
+    for (size_t l = 0; l < r->n_levels; l++) {
+        int T = max_turn(run, r->levels[l].level);
+        for (int t = 1; t <= T; t++) {
+            int rc = add_turn(run, &r->levels[l], t, r);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+static const char *fmt(char buf[32], double v, const char *f)
+{
+    if (!isfinite(v))
+        return "-";
+    snprintf(buf, 32, f, v);
+    return buf;
+}
+
+void fit_print_turns(FILE *f, const fit_result *r)
+{
+    if (!r->n_turns)
+        return;
+    fprintf(f, "\nby turn (multi-turn sessions; ok measured requests of each turn):\n"
+               "%5s %6s %5s %6s %9s %9s %9s %10s %7s\n",
+            "level", "C", "turn", "n", "TTFT p50", "TTFT p90", "TPOT p50", "prompt tok", "cached");
+    for (size_t i = 0; i < r->n_turns; i++) {
+        const fit_turn *t = &r->turns[i];
+        char c[5][32];
+        fprintf(f, "%5d %6d %5d %6zu %9s %9s %9s %10s %7s\n", t->level, t->concurrency, t->turn, t->n,
+                fmt(c[0], t->ttft_p50_ms, "%.4g"), fmt(c[1], t->ttft_p90_ms, "%.4g"),
+                fmt(c[2], t->tpot_p50_ms, "%.4g"), fmt(c[3], t->prompt_tok_mean, "%.0f"),
+                fmt(c[4], 100 * t->cache_share, "%.1f%%"));
+    }
+    fprintf(f, "  ms; turn k sends turns 1..k-1 again: cached is the share of its prompt tokens the server's\n"
+               "  prefix cache served (where it said)\n");
+}
+
+int fit_json_turns(cJSON *o, const fit_result *r)
+{
+    if (!r->n_turns)
+        return 0;
+    cJSON *arr = cJSON_AddArrayToObject(o, "turns");
+    if (!arr)
+        return LL_ENOMEM;
+    for (size_t i = 0; i < r->n_turns; i++) {
+        const fit_turn *t = &r->turns[i];
+        cJSON *e = cJSON_CreateObject();
+        if (!e || !cJSON_AddItemToArray(arr, e)) {
+            cJSON_Delete(e);
+            return LL_ENOMEM;
+        }
+        if (ll_json_add_num(e, "level", t->level) || ll_json_add_num(e, "concurrency", t->concurrency) ||
+            ll_json_add_num(e, "turn", t->turn) || ll_json_add_num(e, "n", (double)t->n) ||
+            ll_json_add_num(e, "ttft_p50_ms", t->ttft_p50_ms) || ll_json_add_num(e, "ttft_p90_ms", t->ttft_p90_ms) ||
+            ll_json_add_num(e, "tpot_p50_ms", t->tpot_p50_ms) ||
+            ll_json_add_num(e, "prompt_tok_mean", t->prompt_tok_mean) ||
+            ll_json_add_num(e, "cache_share", t->cache_share))
+            return LL_ENOMEM;
+    }
+    return 0;
+}
