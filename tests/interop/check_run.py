@@ -60,7 +60,8 @@ CACHE_SHARE_AGREE = 0.1
 # when a level misses it, and not say it otherwise. A CPU server's step is not
 # always a shape of the family (llama-server on one core has run N = 3 faster
 # than N = 2), so the check asks for what must hold on any run: the chosen
-# model's worst level no worse than the line's, and within MODEL_TOL.
+# model's worst level no worse than the line's (or within 5%), and within
+# MODEL_TOL.
 # Measured on a 2-core machine, worst levels: short runs 4.4% and 8.2% (the
 # line: 29% and 20%), 1,024-token runs 2.8% and 4.0% (the line: 14%, 25%).
 FIT_MODEL_LEVEL_FIT = 0.05
@@ -200,9 +201,9 @@ def check_model(ck, fit, text, expect_context):
                  fmt(None if el is None else 100 * el)))
         worst_m = max(worst_m, abs(e if e is not None else math.inf))
         worst_l = max(worst_l, abs(el if el is not None else math.inf))
-    ck.ok("model", worst_m <= worst_l and worst_m <= MODEL_TOL,
-          "worst level: the chosen model %.1f%%, the line %.1f%% (the model at most the line's and %.0f%%)"
-          % (100 * worst_m, 100 * worst_l, 100 * MODEL_TOL))
+    ck.ok("model", worst_m <= max(worst_l, FIT_MODEL_LEVEL_FIT) and worst_m <= MODEL_TOL,
+          "worst level: the chosen model %.1f%%, the line %.1f%% (the model at most the line's, or 5%%, "
+          "and %.0f%%)" % (100 * worst_m, 100 * worst_l, 100 * MODEL_TOL))
     said = "NO MODEL OF THE FAMILY FITS EVERY LEVEL WITHIN 5%" in text
     ck.ok("model", said == (worst_m > FIT_MODEL_LEVEL_FIT),
           "the headline %s that no model fits every level within 5%% (worst %.1f%%)"
