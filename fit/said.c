@@ -45,7 +45,8 @@ static void asked(const fit_run *run, int64_t *max_tokens, int *ignore_eos, doub
     const cJSON *extra = cJSON_GetObjectItemCaseSensitive(req, "extra_body");
     /* a trace replay asks each row's own output length: no one max_tokens */
     const cJSON *trace = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(config, "load"), "trace");
-    if (cJSON_IsNumber(mt) && mt->valuedouble >= 1 && (!trace || cJSON_IsNull(trace)))
+    if (cJSON_IsNumber(mt) && mt->valuedouble >= 1 && mt->valuedouble <= INT32_MAX &&
+        (!trace || cJSON_IsNull(trace)))
         *max_tokens = (int64_t)mt->valuedouble;
     *ignore_eos = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "ignore_eos")) ||
                   cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(extra, "ignore_eos"));

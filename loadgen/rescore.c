@@ -166,7 +166,8 @@ static int take_entry(lg_rescore *r, size_t i, const cJSON *e)
     const cJSON *rk = cJSON_GetObjectItemCaseSensitive(m, "rank");
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(m, "decoded_token");
     r->lp[i] = cJSON_IsNumber(lp) ? lp->valuedouble : cJSON_IsNumber(m) ? m->valuedouble : NAN;
-    r->rank[i] = cJSON_IsNumber(rk) ? (int)rk->valuedouble : 0;
+    /* a server's number: cast only what an int holds */
+    r->rank[i] = cJSON_IsNumber(rk) && fabs(rk->valuedouble) < 1e9 ? (int)rk->valuedouble : 0;
     if (cJSON_IsString(dt) && !(r->tok[i] = strdup(dt->valuestring)))
         return LL_ENOMEM;
     return 0;

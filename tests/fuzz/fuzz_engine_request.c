@@ -85,6 +85,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!e || !body)
         goto out;
     eng_config_default(&e->cfg);
+    /* what a request may ask depends on the backend's caps (prompt
+     * logprobs): the synthetic one, the engine's default */
+    e->be = &eng_backend_synthetic;
     if (mode & 2)
         e->cfg.stop_after_tok = 16;
     if (mode & 4)
