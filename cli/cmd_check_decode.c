@@ -53,8 +53,8 @@ typedef struct check_args {
 static int on_opt(const cli_opt *opt, const char *v, void *ctx)
 {
     check_args *a = ctx;
-    int64_t n;
     double x;
+    int rc;
     if (!opt) {
         if (a->run_dir)
             return cli_usage_error(&check_cmd, "one run, please");
@@ -67,25 +67,14 @@ static int on_opt(const cli_opt *opt, const char *v, void *ctx)
     case K_API_KEY: a->o.api_key = v; return 0;
     case K_JSON: a->o.json = 1; return 0;
     case K_MAX_REQ:
-        if (ll_parse_int64(v, &n) || n < 0 || n > 100000000)
-            return cli_usage_error(&check_cmd, "--max-requests wants a whole number >= 0, got '%s'", v);
-        a->o.max_requests = (int)n;
-        return 0;
-    case K_TOL:
-        if (ll_parse_double(v, &x) || !(x >= 0 && x < 1e4))
-            return cli_usage_error(&check_cmd, "--tolerance wants nats >= 0, got '%s'", v);
-        a->o.tolerance = x;
-        return 0;
-    case K_MAX_OVER:
-        if (ll_parse_double(v, &x) || !(x >= 0 && x <= 1))
-            return cli_usage_error(&check_cmd, "--max-over wants a share from 0 to 1, got '%s'", v);
-        a->o.max_over = x;
-        return 0;
+        rc = cli_number(&check_cmd, opt->name, v, CLI_WHOLE, 0, 1e8, "a whole number >= 0", &x);
+        a->o.max_requests = rc ? 0 : (int)x;
+        return rc;
+    case K_TOL: return cli_number(&check_cmd, opt->name, v, CLI_REAL, 0, 1e4, "nats >= 0", &a->o.tolerance);
+    case K_MAX_OVER: return cli_number(&check_cmd, opt->name, v, CLI_REAL, 0, 1, "a share from 0 to 1", &a->o.max_over);
     case K_TIMEOUT:
-        if (ll_parse_duration_s(v, &x) || !(x > 0 && x <= 86400))
-            return cli_usage_error(&check_cmd, "--timeout wants a duration (e.g. 30s, 2m), got '%s'", v);
-        a->o.timeout_s = x;
-        return 0;
+        return cli_number(&check_cmd, opt->name, v, CLI_DURATION, 1e-3, 86400, "a duration (e.g. 30s, 2m)",
+                          &a->o.timeout_s);
     }
     return cli_usage_error(&check_cmd, "unknown option");
 }

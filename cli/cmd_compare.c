@@ -13,6 +13,7 @@
 #include "fit.h"
 #include "opts.h"
 #include "report.h"
+#include "scenario.h"
 
 enum { K_EXPECT = 256, K_HTML, K_JSON, K_RESAMPLES, K_SEED, K_EXPECT_OUTPUTS, K_LEVELS };
 
@@ -64,25 +65,6 @@ static const cli_cmd compare_cmd = {
 
 /* ---- options ----------------------------------------------------------------- */
 
-static int parse_expect(const char *s, double *x, int *c)
-{
-    char buf[64];
-    snprintf(buf, sizeof buf, "%s", s);
-    char *at = strchr(buf, '@');
-    *c = 0;
-    if (at) {
-        int64_t v;
-        *at = '\0';
-        if (ll_parse_int64(at + 1, &v) || v < 1 || v > 1000000)
-            return -1;
-        *c = (int)v;
-    }
-    size_t n = strlen(buf);
-    if (n > 0 && (buf[n - 1] == 'x' || buf[n - 1] == 'X'))
-        buf[n - 1] = '\0';
-    return ll_parse_double(buf, x) || !(*x > 0) ? -1 : 0;
-}
-
 typedef struct compare_args {
     int have_levels, level_c[2];  /* --levels CA:CB */
     const char *run_dir[2];
@@ -115,13 +97,11 @@ static int on_opt(const cli_opt *opt, const char *v, void *ctx)
         return 0;
     }
     case K_EXPECT_OUTPUTS:
-        if (ll_parse_double(v, &a->o.expect_outputs) || !(a->o.expect_outputs >= 0 && a->o.expect_outputs <= 1))
-            return cli_usage_error(&compare_cmd, "--expect-same-outputs wants a share from 0 to 1, got '%s'", v);
         a->o.have_expect_outputs = 1;
-        return 0;
+        return cli_number(&compare_cmd, opt->name, v, CLI_REAL, 0, 1, "a share from 0 to 1", &a->o.expect_outputs);
     case K_EXPECT:
-        if (parse_expect(v, &a->o.expect_x, &a->o.expect_c))
-            return cli_usage_error(&compare_cmd, "--expect-speedup wants X or X@C (X > 0), got '%s'", v);
+        if (scn_parse_speedup(v, &a->o.expect_x, &a->o.expect_c))
+            return cli_usage_error(&compare_cmd, "--expect-speedup wants X or X@C (X in [0.001, 1e6]), got '%s'", v);
         a->o.have_expect = 1;
         return 0;
     }

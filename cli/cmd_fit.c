@@ -1,5 +1,6 @@
 /* cmd_fit.c: `loadlaw fit RUN_DIR [--json]`: the law, its confidence, the
  * model check and the per-level table of a recorded run (fit/fit.h). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,9 +57,8 @@ static int on_opt(const cli_opt *o, const char *v, void *ctx)
         a->opt.n_server = !strcmp(v, "server");
         break;
     case K_EDGE_TOL:
-        if (ll_parse_double(v, &a->opt.edge_tol_frac) || !(a->opt.edge_tol_frac >= 0 && a->opt.edge_tol_frac < 0.5))
-            return cli_usage_error(&fit_cmd, "--edge-tol needs a number in [0, 0.5)");
-        break;
+        return cli_number(&fit_cmd, o->name, v, CLI_REAL, 0, nextafter(0.5, 0), "a number in [0, 0.5)",
+                          &a->opt.edge_tol_frac);
     }
     return 0;
 }
@@ -73,42 +73,26 @@ int cmd_fit(int argc, char **argv)
     if (!a.dir)
         return cli_usage_error(&fit_cmd, "missing RUN_DIR (try loadlaw fit --help)");
     const char *dir = a.dir;
-    int json = a.json;
-    fit_options opt = a.opt;
-
     char err[512] = "";
     fit_run *run = NULL;
     fit_result *res = NULL;
-    int rc = CLI_FAIL;
-    if (fit_load_run(dir, &run, err, sizeof err)) {
+    if (fit_open(dir, &a.opt, &run, &res, err, sizeof err)) {
         fprintf(stderr, "loadlaw fit: %s\n", err);
-        goto done;
+        return CLI_FAIL;
     }
-    if (fit_analyze(run, &opt, &res, err, sizeof err)) {
-        fprintf(stderr, "loadlaw fit: %s\n", err);
-        goto done;
-    }
-    if (json) {
-        cJSON *o = fit_result_to_json(res);
-        char *s = o ? cJSON_Print(o) : NULL;
-        cJSON_Delete(o);
-        if (!s) {
-            fprintf(stderr, "loadlaw fit: out of memory writing JSON\n");
-            goto done;
-        }
-        puts(s);
-        cJSON_free(s);
+    int rc;
+    if (a.json) {
+        rc = cli_print_json(&fit_cmd, fit_result_to_json(res));
     } else {
         fit_print(stdout, res);
+        rc = fflush(stdout) == 0 ? CLI_OK : CLI_FAIL;
     }
-    rc = fflush(stdout) == 0 ? CLI_OK : CLI_FAIL;
     if (rc == CLI_OK && fit_run_n_requests(run) == 0) {
         /* a sweep stopped before its first request finished: say so, and fail, so a
          * script that fits every run directory notices the empty one */
         fprintf(stderr, "loadlaw fit: %s holds no request record: nothing to fit\n", dir);
         rc = CLI_FAIL;
     }
-done:
     fit_result_free(res);
     fit_run_free(run);
     return rc;

@@ -70,13 +70,9 @@ int cli_slo_opt(const cli_cmd *c, const cli_opt *o, const char *v, cli_slo_args 
     case CLI_SLO_KEY_E2E: to = &a->slo.e2e_ms; break;
     default: return 0;
     }
-    double s;
-    if (ll_parse_duration_s(v, &s) || !(s > 0)) {
-        *rc = cli_usage_error(c, "--%s: expected a positive duration (50ms, 2s), got '%s'", o->name, v);
-        return 1;
-    }
+    double s = 0;
+    *rc = cli_number(c, o->name, v, CLI_DURATION, 1e-9, 1e9, "a positive duration (50ms, 2s)", &s);
     *to = s * 1e3;
-    *rc = 0;
     return 1;
 }
 
@@ -128,13 +124,9 @@ static int on_opt(const cli_opt *o, const char *v, void *ctx)
     switch (o->key) {
     case K_JSON: a->json = 1; return 0;
     case K_C: return add_c_list(a, v);
-    case K_CONTEXT: {
-        uint64_t t;
-        if (ll_parse_count(v, &t) || t == 0)
-            return cli_usage_error(&plan_cmd, "--context: expected a positive token count (4k, 1200), got '%s'", v);
-        a->context_tok = (double)t;
-        return 0;
-    }
+    case K_CONTEXT:
+        return cli_number(&plan_cmd, o->name, v, CLI_WHOLE, 1, 1e15, "a positive token count (4k, 1200)",
+                          &a->context_tok);
     }
     return 0;
 }
@@ -156,31 +148,19 @@ int cmd_plan(int argc, char **argv)
     fit_run *run = NULL;
     fit_result *res = NULL;
     fit_plan *plan = NULL;
-    fit_options fo;
-    fit_options_default(&fo);
     fit_plan_options po = {.slo = slo, .at_c = a.at_c, .n_at_c = a.n_at_c, .context_tok = a.context_tok};
     int rc = CLI_FAIL;
-    if (fit_load_run(a.dir, &run, err, sizeof err) ||
-        fit_analyze(run, &fo, &res, err, sizeof err) ||
-        fit_plan_compute(run, res, &po, &plan, err, sizeof err)) {
+    if (fit_open(a.dir, NULL, &run, &res, err, sizeof err) || fit_plan_compute(run, res, &po, &plan, err, sizeof err)) {
         fprintf(stderr, "loadlaw plan: %s\n", err);
         goto done;
     }
     if (a.json) {
-        cJSON *o = fit_plan_to_json(plan);
-        char *s = o ? cJSON_Print(o) : NULL;
-        cJSON_Delete(o);
-        if (!s) {
-            fprintf(stderr, "loadlaw plan: out of memory writing JSON\n");
-            goto done;
-        }
-        puts(s);
-        cJSON_free(s);
+        rc = cli_print_json(&plan_cmd, fit_plan_to_json(plan));
     } else {
         fit_print_law_line(stdout, res);
         fit_plan_print(stdout, plan);
+        rc = fflush(stdout) == 0 ? CLI_OK : CLI_FAIL;
     }
-    rc = fflush(stdout) == 0 ? CLI_OK : CLI_FAIL;
 done:
     fit_plan_free(plan);
     fit_result_free(res);

@@ -74,11 +74,7 @@ int cmd_report(int argc, char **argv)
     char err[1024], path[4096];
     fit_run *run = NULL;
     fit_result *res = NULL;
-    fit_options o;
-    fit_options_default(&o);
-    int rc = fit_load_run(dir, &run, err, sizeof err);
-    if (rc == 0)
-        rc = fit_analyze(run, &o, &res, err, sizeof err);
+    int rc = fit_open(dir, NULL, &run, &res, err, sizeof err);
     if (rc == 0)
         rc = rpt_write_html_with(dir, run, res, &slo, out, path, sizeof path, err, sizeof err);
     if (rc == 0) {

@@ -130,40 +130,49 @@ static void serve_on_failure(void *ctx, const char *msg)
     sem_post(&w->posted);
 }
 
-int cmd_serve(int argc, char **argv)
+/* The engine's settings: defaults (port 8000), the secrets from the
+ * environment, then the flags. CLI_GO_ON, or an exit code with cfg freed. */
+static int serve_config(int argc, char **argv, eng_config *cfg)
 {
-    eng_config cfg;
     char err[512];
-    eng_engine *eng = NULL;
-    eng_config_default(&cfg);
-    cfg.port = 8000;
-    cli_opt *table = serve_table_new();
-    if (!table) {
-        fprintf(stderr, "loadlaw serve: out of memory\n");
-        return CLI_FAIL;
-    }
+    eng_config_default(cfg);
+    cfg->port = 8000;
     /* Secrets from the environment (as vLLM reads VLLM_API_KEY), so they
      * need not sit in the process list; a flag given too wins. Never echoed. */
     static const char *const env_keys[][2] = {{"LOADLAW_API_KEY", "api_key"},
                                               {"LOADLAW_CONTROL_KEY", "control_key"}};
     for (size_t i = 0; i < sizeof env_keys / sizeof env_keys[0]; i++) {
         const char *v = getenv(env_keys[i][0]);
-        if (v && *v && eng_config_set(&cfg, env_keys[i][1], v, err, sizeof err)) {
+        if (v && *v && eng_config_set(cfg, env_keys[i][1], v, err, sizeof err)) {
             fprintf(stderr, "loadlaw serve: %s: %s\n", env_keys[i][0], err);
-            serve_table_free(table);
-            eng_config_free(&cfg);
+            eng_config_free(cfg);
             return CLI_USAGE;
         }
     }
+    cli_opt *table = serve_table_new();
+    if (!table) {
+        fprintf(stderr, "loadlaw serve: out of memory\n");
+        eng_config_free(cfg);
+        return CLI_FAIL;
+    }
     cli_cmd cmd = {"serve", "usage: loadlaw serve [options]", SERVE_INTRO, table, SERVE_OUTRO};
     g_serve_cmd = &cmd;
-    int pr = cli_parse(&cmd, argc, argv, on_opt, &cfg);
+    int pr = cli_parse(&cmd, argc, argv, on_opt, cfg);
     g_serve_cmd = NULL;
     serve_table_free(table);
-    if (pr != CLI_GO_ON) {
-        eng_config_free(&cfg);
+    if (pr != CLI_GO_ON)
+        eng_config_free(cfg);
+    return pr;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    eng_config cfg;
+    char err[512];
+    eng_engine *eng = NULL;
+    int pr = serve_config(argc, argv, &cfg);
+    if (pr != CLI_GO_ON)
         return pr;
-    }
 
     serve_wait w;
     atomic_init(&w.sig, 0);

@@ -16,8 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -54,26 +52,15 @@ static void on_first(int sig, void *ctx)
 
 /* ---- the command ------------------------------------------------------------ */
 
-static void default_run_dir(char *out, size_t n)
-{
-    time_t t = time(NULL);
-    struct tm tm;
-    struct stat st;
-    char base[64];
-    gmtime_r(&t, &tm);
-    strftime(base, sizeof base, "runs/%Y%m%d-%H%M%S", &tm);
-    snprintf(out, n, "%s", base);
-    for (int i = 2; stat(out, &st) == 0 && i < 1000; i++)
-        snprintf(out, n, "%s-%d", base, i);
-}
-
 /* The scenario with the flags laid over it, validated. CLI_OK or an exit code. */
 static int load_scenario(const sweep_opts *o, scn_scenario **out)
 {
     char err[1024] = "";
     int rc;
-    if ((rc = sweep_base_scenario(o, out)) != CLI_OK)
-        return rc;
+    if ((rc = scn_load_base(o->scenario, o->url != NULL, out, err, sizeof err))) {
+        fprintf(stderr, "loadlaw sweep: %s\n", err);
+        return rc == LL_EIO || rc == LL_ENOMEM ? CLI_FAIL : CLI_USAGE;
+    }
     scn_scenario *scn = *out;
     if (scn->ab.enabled && (o->engine || o->url)) {
         /* Overriding both sides with one spec would compare a run with itself. */
@@ -128,7 +115,7 @@ static int prepare(int argc, char **argv, sweep_opts *o, scn_scenario **scn, cha
     if ((*scn)->output)
         snprintf(run_dir, n, "%s", (*scn)->output);
     else
-        default_run_dir(run_dir, n);
+        sweep_default_run_dir(run_dir, n);
     return CLI_GO_ON;
 }
 

@@ -48,7 +48,6 @@ static int on_opt(const cli_opt *opt, const char *v, void *ctx)
 {
     trace_args *a = ctx;
     char err[512];
-    int64_t top;
     if (!opt) {
         a->files[a->nfiles++] = v;
         return 0;
@@ -56,11 +55,12 @@ static int on_opt(const cli_opt *opt, const char *v, void *ctx)
     switch (opt->key) {
     case K_WIDE: a->o.wide = 1; break;
     case K_JSON: a->o.json = 1; break;
-    case K_TOP:
-        if (ll_parse_int64(v, &top) || top < 1 || top > 1000000)
-            return cli_usage_error(&trace_cmd, "--top wants a count >= 1, got '%s'", v);
+    case K_TOP: {
+        long top;
+        int rc = cli_long(&trace_cmd, opt->name, v, 1, 1000000, &top);
         a->o.top = (int)top;
-        break;
+        return rc;
+    }
     case K_CATEGORY:
         if (rpt_categories_set(a->cats, v, err, sizeof err))
             return cli_usage_error(&trace_cmd, "%s", err);
@@ -74,42 +74,23 @@ int cmd_trace(int argc, char **argv)
     int rc = CLI_FAIL;
     char err[512];
     trace_args a = {0};
-    rpt_trace **traces = NULL;
-    size_t nloaded = 0;
-
-    if (rpt_categories_new(&a.cats, err, sizeof err)) {
-        fprintf(stderr, "loadlaw trace: %s\n", err);
-        return CLI_FAIL;
-    }
-    a.files = calloc((size_t)argc, sizeof *a.files);
-    traces = calloc((size_t)argc, sizeof *traces);
-    if (!a.files || !traces) {
-        fprintf(stderr, "loadlaw trace: out of memory\n");
+    if (rpt_categories_new(&a.cats, err, sizeof err) || !(a.files = calloc((size_t)argc, sizeof *a.files))) {
+        fprintf(stderr, "loadlaw trace: %s\n", a.cats ? "out of memory" : err);
         goto done;
     }
     if ((rc = cli_parse(&trace_cmd, argc, argv, on_opt, &a)) != CLI_GO_ON)
         goto done;
-    rc = CLI_FAIL;
     if (a.nfiles == 0) {
         rc = cli_usage_error(&trace_cmd, "no trace file given (try loadlaw trace --help)");
         goto done;
     }
-    for (size_t i = 0; i < a.nfiles; i++, nloaded++) {
-        if (rpt_trace_load(a.files[i], &traces[i], err, sizeof err)) {
-            fprintf(stderr, "loadlaw trace: %s\n", err);
-            goto done;
-        }
-    }
     a.o.cats = a.cats;
-    if (rpt_trace_print(stdout, traces, a.files, a.nfiles, &a.o, err, sizeof err)) {
-        fprintf(stderr, "loadlaw trace: %s\n", err);
-        goto done;
-    }
     rc = CLI_OK;
+    if (rpt_trace_files(stdout, a.files, a.nfiles, &a.o, err, sizeof err)) {
+        fprintf(stderr, "loadlaw trace: %s\n", err);
+        rc = CLI_FAIL;
+    }
 done:
-    for (size_t i = 0; i < nloaded; i++)
-        rpt_trace_free(traces[i]);
-    free(traces);
     free(a.files);
     rpt_categories_free(a.cats);
     return rc;

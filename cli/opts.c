@@ -7,11 +7,14 @@
  * its own case, and opterr = 0 leaves every message to us, worded the same
  * for every command. */
 #include <getopt.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cJSON.h"
 #include "cli.h"
+#include "common.h"
 #include "opts.h"
 
 /* Where the help text starts: "  -c, --concurrency L  text". */
@@ -48,6 +51,46 @@ int cli_usage_error(const cli_cmd *c, const char *fmt, ...)
      * the whole line at once. */
     fprintf(stderr, "loadlaw %s: %s\n", c->name, msg);
     return CLI_USAGE;
+}
+
+int cli_number(const cli_cmd *c, const char *name, const char *v, cli_num_kind k, double lo, double hi,
+               const char *what, double *out)
+{
+    double x = NAN;
+    uint64_t n;
+    int bad = k == CLI_REAL ? ll_parse_double(v, &x)
+            : k == CLI_DURATION ? ll_parse_duration_s(v, &x)
+                                : ll_parse_count(v, &n);
+    if (!bad && k == CLI_WHOLE)
+        x = (double)n;
+    if (bad || !(x >= lo && x <= hi))
+        return cli_usage_error(c, "--%s: expected %s, got '%s'", name, what, v);
+    *out = x;
+    return 0;
+}
+
+int cli_long(const cli_cmd *c, const char *name, const char *v, long lo, long hi, long *out)
+{
+    char what[96];
+    double x = 0;
+    snprintf(what, sizeof what, "an integer in [%ld, %ld]", lo, hi);
+    int rc = cli_number(c, name, v, CLI_WHOLE, (double)lo, (double)hi, what, &x);
+    if (rc == 0)
+        *out = (long)x;
+    return rc;
+}
+
+int cli_print_json(const cli_cmd *c, void *o)
+{
+    char *s = o ? cJSON_Print(o) : NULL;
+    cJSON_Delete(o);
+    if (!s) {
+        fprintf(stderr, "loadlaw %s: out of memory writing JSON\n", c->name);
+        return CLI_FAIL;
+    }
+    puts(s);
+    cJSON_free(s);
+    return fflush(stdout) == 0 ? CLI_OK : CLI_FAIL;
 }
 
 static void print_opt(FILE *f, const cli_opt *o)

@@ -55,4 +55,18 @@ void cli_help_set_format(cli_help_format f);
 /* A usage error: "loadlaw CMD: <message>\n" on stderr; returns CLI_USAGE. */
 int cli_usage_error(const cli_cmd *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* An option's value as a number in [lo, hi]: CLI_REAL (1.5, 1e-3),
+ * CLI_WHOLE (an integer, k/m/g suffixes: 4k), CLI_DURATION (seconds: 50ms,
+ * 30s, 2m). 0 with *out set, or CLI_USAGE after
+ * "loadlaw CMD: --NAME: expected WHAT, got 'V'". */
+typedef enum { CLI_REAL, CLI_WHOLE, CLI_DURATION } cli_num_kind;
+int cli_number(const cli_cmd *c, const char *name, const char *v, cli_num_kind k, double lo, double hi,
+               const char *what, double *out);
+/* CLI_WHOLE into a long, the message naming the range. */
+int cli_long(const cli_cmd *c, const char *name, const char *v, long lo, long hi, long *out);
+
+/* o (a cJSON *, freed here; NULL = out of memory) as one indented document on
+ * stdout: CLI_OK, or CLI_FAIL after "loadlaw CMD: ..." on stderr. */
+int cli_print_json(const cli_cmd *c, void *o);
+
 #endif

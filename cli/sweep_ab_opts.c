@@ -2,23 +2,9 @@
  * (sweep_opts.h): two --url become the scenario's "ab" of two remote sides,
  * and --order/--repeat are laid over any "ab". The A/B itself runs in the
  * sweep library (sweep.h sweep_ab). */
-#include <stdarg.h>
-#include <stdio.h>
-
 #include "cli.h"
+#include "opts.h"
 #include "sweep_opts.h"
-
-/* One line and CLI_USAGE, as the option table's errors (opts.h). */
-static int usage(const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "loadlaw sweep: %s\n", msg);
-    return CLI_USAGE;
-}
 
 /* Two --url: the "ab" of two remote sides, A and B, in RUN_DIR/a and /b. */
 static int apply_two_urls(const sweep_opts *o, scn_scenario *s)
@@ -29,14 +15,14 @@ static int apply_two_urls(const sweep_opts *o, scn_scenario *s)
         scn_ab_side *sd = &s->ab.side[k];
         if (scn_set_str(&sd->name, k ? "b" : "a") || scn_set_str(&sd->url, u) ||
             (m && scn_set_str(&sd->model, m)))
-            return usage("out of memory");
+            return cli_usage_error(&sweep_cmd, "out of memory");
     }
     s->ab.enabled = 1;
     s->ab.repeat = 1;
     s->ab.order = SCN_AB_INTERLEAVED;
     /* the sides hold the targets (the scenario's model stays, for a side
      * without its own) */
-    return scn_set_str(&s->url, NULL) ? usage("out of memory") : 0;
+    return scn_set_str(&s->url, NULL) ? cli_usage_error(&sweep_cmd, "out of memory") : 0;
 }
 
 int sweep_apply_ab_flags(const sweep_opts *o, scn_scenario *s)
@@ -45,8 +31,8 @@ int sweep_apply_ab_flags(const sweep_opts *o, scn_scenario *s)
     if (o->n_urls == 2 && (rc = apply_two_urls(o, s)))
         return rc;
     if (!s->ab.enabled && (o->repeat > 0 || o->order))
-        return usage("%s: needs two targets (an \"ab\" scenario, or --url A --url B)",
-                     o->order ? "--order" : "--repeat");
+        return cli_usage_error(&sweep_cmd, "%s: needs two targets (an \"ab\" scenario, or --url A --url B)",
+                               o->order ? "--order" : "--repeat");
     if (o->repeat > 0)
         s->ab.repeat = (int)o->repeat;
     if (o->order)

@@ -135,16 +135,6 @@ const cli_cmd sweep_cmd = {
     "exit codes: 0 ok, 1 failure, 2 usage error, 3 ab gate missed, 130 interrupted (records kept)\n",
 };
 
-/* A whole number in [lo, hi] (k/m/g suffixes accepted). */
-static int parse_long(const char *flag, const char *v, long lo, long hi, long *out)
-{
-    uint64_t x;
-    if (ll_parse_count(v, &x) || x < (uint64_t)lo || x > (uint64_t)hi)
-        return cli_usage_error(&sweep_cmd, "%s: expected an integer in [%ld, %ld], got '%s'", flag, lo, hi, v);
-    *out = (long)x;
-    return 0;
-}
-
 /* The workload's options (checked where sweep_flags.c lays them). */
 static int on_workload_opt(sweep_opts *o, int key, const char *v)
 {
@@ -199,7 +189,7 @@ static int on_opt(const cli_opt *opt, const char *v, void *ctx)
             return cli_usage_error(&sweep_cmd, "--order: expected interleaved or sequential, got '%s'", v);
         o->order = v;
         break;
-    case K_REPEAT: return parse_long("--repeat", v, 1, SCN_AB_MAX_REPEAT, &o->repeat);
+    case K_REPEAT: return cli_long(&sweep_cmd, "repeat", v, 1, SCN_AB_MAX_REPEAT, &o->repeat);
     case K_ARRIVAL_STAMP:
         if (strcmp(v, "kernel") && strcmp(v, "user"))
             return cli_usage_error(&sweep_cmd, "--arrival-stamp: expected kernel or user, got '%s'", v);
@@ -230,11 +220,11 @@ static int on_opt(const cli_opt *opt, const char *v, void *ctx)
             return cli_usage_error(&sweep_cmd, "--header: at most %d", SWEEP_MAX_HEADERS);
         o->headers[o->n_headers++] = v;
         break;
-    case K_WARMUP: return parse_long("--warmup", v, 0, 100000000, &o->warmup);
-    case K_THREADS: return parse_long("--threads", v, 1, 4096, &o->threads);
-    case K_MAX_TOKENS: return parse_long("--max-tokens", v, 1, 10000000, &o->max_tokens);
-    case K_THINK_TOKENS: return parse_long("--think-tokens", v, 0, 10000000, &o->think_tokens);
-    case K_SEED: return parse_long("--seed", v, 0, 0x7fffffffL, &o->seed);
+    case K_WARMUP: return cli_long(&sweep_cmd, "warmup", v, 0, 100000000, &o->warmup);
+    case K_THREADS: return cli_long(&sweep_cmd, "threads", v, 1, 4096, &o->threads);
+    case K_MAX_TOKENS: return cli_long(&sweep_cmd, "max-tokens", v, 1, 10000000, &o->max_tokens);
+    case K_THINK_TOKENS: return cli_long(&sweep_cmd, "think-tokens", v, 0, 10000000, &o->think_tokens);
+    case K_SEED: return cli_long(&sweep_cmd, "seed", v, 0, 0x7fffffffL, &o->seed);
     case K_NO_REPORT: o->no_report = 1; break;
     case 'q': o->quiet = 1; break;
     case K_NO_METRICS: o->no_metrics = 1; break;
@@ -251,12 +241,9 @@ static int on_opt(const cli_opt *opt, const char *v, void *ctx)
         o->metrics_urls[o->n_metrics_urls++] = v;
         break;
     case K_METRICS_INTERVAL: {
-        double s;
         /* below 50 ms the scrapes would load the server more than they tell */
-        if (ll_parse_duration_s(v, &s) || !(s >= 0.05 && s <= 3600))
-            return cli_usage_error(&sweep_cmd, "--metrics-interval: expected seconds in [0.05, 3600], got '%s'", v);
-        o->metrics_interval_s = s;
-        break;
+        return cli_number(&sweep_cmd, "metrics-interval", v, CLI_DURATION, 0.05, 3600, "seconds in [0.05, 3600]",
+                          &o->metrics_interval_s);
     }
     }
     return 0;

@@ -49,19 +49,6 @@ extern const cli_cmd sweep_cmd;
 /* Parse argv (argv[0] = "sweep"). CLI_GO_ON (opts.h) to go on, CLI_OK after
  * --help, CLI_USAGE after a one-line message. */
 int sweep_parse_args(int argc, char **argv, sweep_opts *o);
-/* Scenario files: as given (relative to the cwd), else in the source tree
- * (a build-tree binary), else in the data folder baked in at build time
- * (LOADLAW_DATADIR, e.g. /usr/local/share/loadlaw; the environment variable
- * LOADLAW_DATADIR overrides it): NAME, then NAME without a leading
- * "scenarios/" under DATADIR/scenarios. 0 when found; out always holds a
- * path to try. */
-int sweep_find_scenario(const char *name, char *out, size_t n);
-/* The scenario a sweep starts from: the file given (defaults "file"); with
- * --url and none, scn_new's remote-benchmark defaults (defaults "remote":
- * no engine extensions, 256-token synthetic prompts, C = 1..64); else
- * scenarios/default.json (defaults "bundled"). CLI_OK or an exit code after
- * printing why. Flags are not applied yet. */
-int sweep_base_scenario(const sweep_opts *o, scn_scenario **out);
 /* Lay the flags over the scenario: 0, or CLI_USAGE after a one-line message. */
 int sweep_apply_flags(const sweep_opts *o, scn_scenario *s);
 

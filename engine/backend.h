@@ -60,6 +60,11 @@ typedef struct eng_batch {
      * first token of prefill chunk i when that chunk completes its prompt. */
     const uint64_t *decode_seed, *prefill_seed;
     eng_tok *decode_out, *prefill_out;
+    /* 1 when a sequence of this step asked for logprobs (chat logprobs,
+     * completions logprobs N): the tokens' lp and alternatives are read.
+     * 0: only the ids are, and a backend that pays for the rest outside its
+     * kernels (the cuda one copies the logits back) may leave them out. */
+    int want_lp;
     /* (n_prefill, may be NULL) prefill chunk i's continuation to score when
      * the chunk completes a prompt that asked for prompt logprobs, else NULL */
     const eng_cont *const *prefill_cont;

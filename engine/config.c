@@ -344,7 +344,7 @@ static const eng_key keys[] = {
     INT("capacity", capacity_tok, 1, 1 << 24, "N", "cpu/cuda: KV rows per sequence slot (default 4096)"),
     CUSTOM("min_ctx", set_min_ctx, "N|topk", "cpu/cuda: rows attended at least (default topk; 0 = real context)"),
     CUSTOM("attn_fault", set_attn_fault, "none|skip_last_tile|swap_heads",
-           "testing: cpu attn=tiled drops each sequence's last KV tile, or writes each head's "
+           "testing: cpu/cuda attn=tiled drops each sequence's last KV tile, or writes each head's "
            "output from its neighbour's accumulator (fast and wrong; default none)"),
     {.name = "kv", .type = KEY_CHOICE, .slot = STR_KV, .choices = "bf16|fp8", .form = "bf16|fp8",
      .help = "cuda: KV cache layout, bf16 1152 B or DeepSeek-V3.2 fp8 656 B per row (default bf16)"},

@@ -416,7 +416,7 @@ static int next_work(eng_engine *e, eng_sched *s, step_clock *clk)
  * come first in pre_req (*n_pre_done of them) for emit(). */
 static eng_batch build_batch(eng_engine *e, eng_sched *s, int *n_pre_done)
 {
-    int n_dec = 0, n_pre = 0, budget = e->cfg.prefill_budget_tok, pre_total = 0;
+    int n_dec = 0, n_pre = 0, budget = e->cfg.prefill_budget_tok, pre_total = 0, want_lp = 0;
     int64_t ctx = 0;
     for (int i = 0; i < s->n_run; i++) {
         eng_req *r = s->run[i];
@@ -426,6 +426,7 @@ static eng_batch build_batch(eng_engine *e, eng_sched *s, int *n_pre_done)
             s->dec_ctx[n_dec] = (int64_t)r->prompt_tok + r->gen;
             s->dec_seed[n_dec] = r->seed;
             s->dec_out[n_dec].id = -1;
+            want_lp |= r->lp_top >= 0;
             ctx += s->dec_ctx[n_dec];
             n_dec++;
             continue;
@@ -444,6 +445,7 @@ static eng_batch build_batch(eng_engine *e, eng_sched *s, int *n_pre_done)
         pre_total += chunk;
         r->prefilled += chunk;
         s->pre_cont[n_pre] = r->cont.n > 0 && r->prefilled == r->prompt_tok ? &r->cont : NULL;
+        want_lp |= r->lp_top >= 0;
         n_pre++;
     }
     /* pre_slot/pre_tok stay in admission order; this only reorders pre_req,
@@ -464,7 +466,7 @@ static eng_batch build_batch(eng_engine *e, eng_sched *s, int *n_pre_done)
         .prefill_tok_total = pre_total, .ctx_tok_total = ctx,
         .decode_seed = s->dec_seed, .prefill_seed = s->pre_seed,
         .decode_out = s->dec_out, .prefill_out = s->pre_out,
-        .prefill_cont = (const eng_cont *const *)s->pre_cont,
+        .prefill_cont = (const eng_cont *const *)s->pre_cont, .want_lp = want_lp,
     };
 }
 

@@ -765,3 +765,17 @@ fail:
     fit_result_free(res);
     return rc;
 }
+
+int fit_open(const char *dir, const fit_options *opt, fit_run **run, fit_result **res, char *err, size_t errlen)
+{
+    *run = NULL;
+    *res = NULL;
+    int rc = fit_load_run(dir, run, err, errlen);
+    if (rc == 0)
+        rc = fit_analyze(*run, opt, res, err, errlen);
+    if (rc != 0) {
+        fit_run_free(*run);
+        *run = NULL;
+    }
+    return rc;
+}

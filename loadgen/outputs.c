@@ -9,9 +9,14 @@
  * "token_id:N"); the Responses API's output_text deltas carry logprobs in
  * chat's per-token shape, and SGLang's /generate meta_info.output_token_logprobs
  * [logprob, id, text] triples (output_top_logprobs rows of them) or
- * output_ids alone. The text is bounded (LL_REC_OUTPUT_TEXT_MAX) and hashed whole,
+ * output_ids alone. llama.cpp's llama-server spells chat and completions
+ * logprobs alike, chat's content[] shape with each token's "id" (and each
+ * alternative's), so its ids come from there (tools/server/server-task.cpp
+ * probs_vector_to_json); a choice that also has token_ids keeps those, and a
+ * "token_id:N" token its N, so no id is taken twice. The text is bounded (LL_REC_OUTPUT_TEXT_MAX) and hashed whole,
  * so a long answer costs a record its first 4 KiB, never more. The prompt
- * as sent is kept beside them (up to 64 KiB) for `loadlaw check-decode`. */
+ * as sent is kept beside them (up to 64 KiB) for `loadlaw check-decode`:
+ * chat's messages, completions' prompt or /generate's text. */
 #include "outputs.h"
 
 #include <math.h>
@@ -75,8 +80,16 @@ static double num_or_nan(const lg_jnode *v)
     return v && v->type == LG_J_NUM ? v->num : NAN;
 }
 
-/* One token: its text, logprob and, from "token_id:N", its id. */
-static void add_token(lg_outputs *o, const char *s, size_t n, double lp)
+/* A server's number as a token id: a whole number in [0, 2^53), else -1
+ * (a 1e300 or a -3 is no id, and is never cast). */
+static int64_t id_of(const lg_jnode *v)
+{
+    return v && v->type == LG_J_NUM && v->num >= 0 && v->num < 9e15 && v->num == floor(v->num) ? (int64_t)v->num
+                                                                                                : -1;
+}
+
+/* One token: its text, logprob and id: from "token_id:N", else id (-1: none). */
+static void add_token(lg_outputs *o, const char *s, size_t n, double lp, int64_t id)
 {
     char *p = dup_n(s ? s : "", s ? n : 0);
     if (!p || ll_vec_push(&o->tok, p) || ll_vec_push(&o->lp, lp)) {
@@ -84,7 +97,12 @@ static void add_token(lg_outputs *o, const char *s, size_t n, double lp)
         o->oom = 1;
         return;
     }
-    if (n > 9 && memcmp(s, "token_id:", 9) == 0 && ll_vec_push(&o->ids, strtoll(p + 9, NULL, 10)))
+    if (n > 9 && memcmp(s, "token_id:", 9) == 0) {
+        char *end = NULL;
+        long long v = strtoll(p + 9, &end, 10);
+        id = end != p + 9 && *end == '\0' && v >= 0 ? v : -1;
+    }
+    if (id >= 0 && ll_vec_push(&o->ids, id))
         o->oom = 1;
 }
 
@@ -97,13 +115,14 @@ static void add_alt(lg_outputs *o, const char *s, size_t n, double lp)
     }
 }
 
-/* chat: logprobs.content[] of {token, logprob, top_logprobs: [{token, logprob}]} */
-static void chat_logprobs(lg_outputs *o, const lg_jtape *t, const lg_jnode *content)
+/* chat: logprobs.content[] of {token, logprob, top_logprobs: [{token,
+ * logprob}]}, with llama.cpp an "id" in each (taken when with_ids). */
+static void chat_logprobs(lg_outputs *o, const lg_jtape *t, const lg_jnode *content, int with_ids)
 {
     for (const lg_jnode *e = lg_jchild(t, content); e; e = lg_jnext(t, e)) {
         size_t n = 0;
         const char *s = lg_jstr(t, e, "token", &n);
-        add_token(o, s, n, num_or_nan(lg_jget(t, e, "logprob")));
+        add_token(o, s, n, num_or_nan(lg_jget(t, e, "logprob")), with_ids ? id_of(lg_jget(t, e, "id")) : -1);
         const lg_jnode *top = lg_jget(t, e, "top_logprobs");
         for (const lg_jnode *a = top && top->type == LG_J_ARR ? lg_jchild(t, top) : NULL; a; a = lg_jnext(t, a)) {
             size_t an = 0;
@@ -122,7 +141,7 @@ static void completion_logprobs(lg_outputs *o, const lg_jtape *t, const lg_jnode
     const lg_jnode *l = tlp && tlp->type == LG_J_ARR ? lg_jchild(t, tlp) : NULL;
     const lg_jnode *k = top && top->type == LG_J_ARR ? lg_jchild(t, top) : NULL;
     for (const lg_jnode *e = toks->type == LG_J_ARR ? lg_jchild(t, toks) : NULL; e; e = lg_jnext(t, e)) {
-        add_token(o, e->type == LG_J_STR ? e->str : NULL, e->type == LG_J_STR ? e->str_len : 0, num_or_nan(l));
+        add_token(o, e->type == LG_J_STR ? e->str : NULL, e->type == LG_J_STR ? e->str_len : 0, num_or_nan(l), -1);
         for (const lg_jnode *a = k && k->type == LG_J_OBJ ? lg_jchild(t, k) : NULL; a; a = lg_jnext(t, a))
             add_alt(o, a->key, a->key_len, num_or_nan(a));
         l = l ? lg_jnext(t, l) : NULL;
@@ -133,7 +152,7 @@ static void completion_logprobs(lg_outputs *o, const lg_jtape *t, const lg_jnode
 static void token_ids(lg_outputs *o, const lg_jtape *t, const lg_jnode *ids)
 {
     for (const lg_jnode *e = lg_jchild(t, ids); e; e = lg_jnext(t, e))
-        if (e->type == LG_J_NUM && e->num >= 0 && e->num < 9e15 && ll_vec_push(&o->ids, (int64_t)e->num))
+        if (id_of(e) >= 0 && ll_vec_push(&o->ids, id_of(e)))
             o->oom = 1;
 }
 
@@ -156,7 +175,7 @@ void lg_out_choice(lg_outputs *o, const lg_jtape *t, const lg_jnode *choice)
     if (lp && lp->type == LG_J_OBJ) {
         const lg_jnode *content = lg_jget(t, lp, "content"), *toks = lg_jget(t, lp, "tokens");
         if (content && content->type == LG_J_ARR)
-            chat_logprobs(o, t, content);
+            chat_logprobs(o, t, content, !(ids && ids->type == LG_J_ARR));
         else if (toks && toks->type == LG_J_ARR)
             completion_logprobs(o, t, lp);
     }
@@ -176,7 +195,7 @@ void lg_out_responses(lg_outputs *o, const lg_jtape *t, const lg_jnode *ev)
     if (s)
         add_text(o, s, n);
     if (lp && lp->type == LG_J_ARR)
-        chat_logprobs(o, t, lp);
+        chat_logprobs(o, t, lp, 1);
 }
 
 /* One [logprob, id, text] triple (text null unless return_text_in_logprobs). */
@@ -184,9 +203,7 @@ static void sglang_token(lg_outputs *o, const lg_jtape *t, const lg_jnode *e)
 {
     const lg_jnode *lp = lg_jchild(t, e), *id = lp ? lg_jnext(t, lp) : NULL, *tx = id ? lg_jnext(t, id) : NULL;
     int have = tx && tx->type == LG_J_STR;
-    add_token(o, have ? tx->str : NULL, have ? tx->str_len : 0, num_or_nan(lp));
-    if (id && id->type == LG_J_NUM && id->num >= 0 && id->num < 9e15 && ll_vec_push(&o->ids, (int64_t)id->num))
-        o->oom = 1;
+    add_token(o, have ? tx->str : NULL, have ? tx->str_len : 0, num_or_nan(lp), id_of(id));
 }
 
 static void sglang_alts(lg_outputs *o, const lg_jtape *t, const lg_jnode *row)
@@ -196,8 +213,8 @@ static void sglang_alts(lg_outputs *o, const lg_jtape *t, const lg_jnode *row)
         char buf[32];
         if (tx && tx->type == LG_J_STR)
             add_alt(o, tx->str, tx->str_len, num_or_nan(lp));
-        else if (id && id->type == LG_J_NUM)
-            add_alt(o, buf, (size_t)snprintf(buf, sizeof buf, "token_id:%.0f", id->num), num_or_nan(lp));
+        else if (id_of(id) >= 0)
+            add_alt(o, buf, (size_t)snprintf(buf, sizeof buf, "token_id:%lld", (long long)id_of(id)), num_or_nan(lp));
     }
 }
 
@@ -222,15 +239,17 @@ void lg_out_generate(lg_outputs *o, const lg_jtape *t, const lg_jnode *ev, const
     }
     size_t i = 0, skip = cumulative ? o->ids.n : 0;
     for (const lg_jnode *e = ids && ids->type == LG_J_ARR ? lg_jchild(t, ids) : NULL; e; e = lg_jnext(t, e), i++)
-        if (i >= skip && e->type == LG_J_NUM && e->num >= 0 && e->num < 9e15 && ll_vec_push(&o->ids, (int64_t)e->num))
+        if (i >= skip && id_of(e) >= 0 && ll_vec_push(&o->ids, id_of(e)))
             o->oom = 1;
 }
 
 void lg_out_prompt(lg_outputs *o, const char *body, size_t len, int chat)
 {
     cJSON *root = cJSON_ParseWithLengthOpts(body, len, NULL, 0);
-    char *s = root ? cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(root, chat ? "messages" : "prompt"))
-                   : NULL;
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, chat ? "messages" : "prompt");
+    if (!chat && !p) /* SGLang's /generate: the prompt is "text" */
+        p = cJSON_GetObjectItemCaseSensitive(root, "text");
+    char *s = p ? cJSON_PrintUnformatted(p) : NULL;
     cJSON_Delete(root);
     if (!s)
         return;

@@ -33,8 +33,9 @@ typedef struct lg_outputs {
 /* A new collector, NULL when out of memory (the request then records none). */
 lg_outputs *lg_out_new(void);
 void lg_out_free(lg_outputs *o);
-/* One event's first choice (chat: delta and logprobs.content; completions:
- * text and logprobs.tokens/token_logprobs/top_logprobs; either: token_ids). */
+/* One event's first choice (chat: delta and logprobs.content, whose entries
+ * carry an "id" on llama.cpp; completions: text and logprobs.tokens/
+ * token_logprobs/top_logprobs, or llama.cpp's content[]; either: token_ids). */
 void lg_out_choice(lg_outputs *o, const lg_jtape *t, const lg_jnode *choice);
 /* A Responses API text delta event (response.output_text.delta or
  * response.reasoning_text.delta): its delta and logprobs[] of {token,
@@ -46,7 +47,8 @@ void lg_out_responses(lg_outputs *o, const lg_jtape *t, const lg_jnode *ev);
  * every token so far (SGLang's default), so the ones already taken are
  * skipped; else each event has only its new ones. */
 void lg_out_generate(lg_outputs *o, const lg_jtape *t, const lg_jnode *ev, const char *text, size_t n, int cumulative);
-/* Keep the request body's prompt (chat: "messages"; else "prompt") as
+/* Keep the request body's prompt (chat: "messages"; else "prompt", or
+ * /generate's "text") as
  * JSON, for `loadlaw check-decode` to send back with the decoded tokens;
  * only its size when it is over LL_REC_OUTPUT_PROMPT_MAX. Once per request,
  * before it is sent. */

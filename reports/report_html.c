@@ -478,11 +478,7 @@ int rpt_write_html(const char *run_dir, const char *out_path, char *path_out, si
 {
     fit_run *run = NULL;
     fit_result *res = NULL;
-    fit_options o;
-    fit_options_default(&o);
-    int rc = fit_load_run(run_dir, &run, err, errlen);
-    if (rc == 0)
-        rc = fit_analyze(run, &o, &res, err, errlen);
+    int rc = fit_open(run_dir, NULL, &run, &res, err, errlen);
     if (rc == 0)
         rc = rpt_write_html_from(run_dir, run, res, out_path, path_out, path_len, err, errlen);
     fit_result_free(res);

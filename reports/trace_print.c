@@ -496,3 +496,22 @@ int rpt_trace_print(FILE *f, rpt_trace *const *traces, const char *const *labels
     rpt_categories_free(own);
     return rc;
 }
+
+int rpt_trace_files(FILE *f, const char *const *paths, size_t n, const rpt_trace_print_opts *opts, char *err,
+                    size_t errlen)
+{
+    rpt_trace **t = calloc(n ? n : 1, sizeof *t);
+    size_t loaded = 0;
+    int rc = t ? 0 : LL_ENOMEM;
+    if (!t)
+        ll_errf(err, errlen, "out of memory");
+    for (; rc == 0 && loaded < n; loaded++)
+        if ((rc = rpt_trace_load(paths[loaded], &t[loaded], err, errlen)))
+            break;
+    if (rc == 0)
+        rc = rpt_trace_print(f, t, paths, n, opts, err, errlen);
+    for (size_t i = 0; i < loaded; i++)
+        rpt_trace_free(t[i]);
+    free(t);
+    return rc;
+}

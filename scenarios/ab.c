@@ -132,7 +132,6 @@ static int load_order(const cJSON *v, const char *origin, scn_ab *ab, char *err,
     return 0;
 }
 
-/* "X", "Xx", "X@C" or a number X; X in [0.001, 1e6], C >= 1. */
 /* A speedup gate X in [SPEEDUP_MIN, SPEEDUP_MAX]: a ratio of two
  * throughputs, so a gate below 0.001 or above a million is a typo (and a
  * subnormal one would not survive being written back). */
@@ -144,6 +143,26 @@ static int speedup_ok(double x)
     return x >= SPEEDUP_MIN && x <= SPEEDUP_MAX;
 }
 
+int scn_parse_speedup(const char *s, double *x, int *c)
+{
+    char buf[64], *at;
+    if (snprintf(buf, sizeof buf, "%s", s) >= (int)sizeof buf)
+        return -1;
+    *c = 0;
+    if ((at = strchr(buf, '@'))) {
+        int64_t v;
+        *at = '\0';
+        if (ll_parse_int64(at + 1, &v) || v < 1 || v > 1000000)
+            return -1;
+        *c = (int)v;
+    }
+    size_t n = strlen(buf);
+    if (n > 0 && (buf[n - 1] == 'x' || buf[n - 1] == 'X'))
+        buf[n - 1] = '\0';
+    return ll_parse_double(buf, x) || !speedup_ok(*x) ? -1 : 0;
+}
+
+/* "X", "Xx", "X@C" or a number X. */
 static int load_expect(const cJSON *v, scn_ab *ab)
 {
     if (cJSON_IsNumber(v)) {
@@ -151,23 +170,7 @@ static int load_expect(const cJSON *v, scn_ab *ab)
         ab->expect_c = 0;
         return speedup_ok(ab->expect_x) ? 0 : -1;
     }
-    if (!cJSON_IsString(v))
-        return -1;
-    char buf[64], *at;
-    if (snprintf(buf, sizeof buf, "%s", v->valuestring) >= (int)sizeof buf)
-        return -1;
-    ab->expect_c = 0;
-    if ((at = strchr(buf, '@'))) {
-        int64_t c;
-        *at = '\0';
-        if (ll_parse_int64(at + 1, &c) || c < 1 || c > 1000000)
-            return -1;
-        ab->expect_c = (int)c;
-    }
-    size_t n = strlen(buf);
-    if (n > 0 && (buf[n - 1] == 'x' || buf[n - 1] == 'X'))
-        buf[n - 1] = '\0';
-    return ll_parse_double(buf, &ab->expect_x) || !speedup_ok(ab->expect_x) ? -1 : 0;
+    return cJSON_IsString(v) ? scn_parse_speedup(v->valuestring, &ab->expect_x, &ab->expect_c) : -1;
 }
 
 int scn_ab_load(const cJSON *v, const char *origin, scn_ab *ab, char *err, size_t errlen)

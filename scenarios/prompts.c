@@ -196,10 +196,10 @@ static int gen_synthetic(const scn_scenario *s, scn_prompts *p, char *err, size_
             target = scaled(draw_words(&s->prompt_tokens, &r), f);
             rc = exact_text(p->tok, target, &r, &b, err, errlen);
         } else {
-            /* No tokenizer: English runs about 1.33 tokens per word (0.75
-             * words per token), so words = tokens / 1.33, and no target is
-             * claimed since the count is only an estimate. */
-            w = s->prompt_tokens_set ? (int)floor(scaled(draw_words(&s->prompt_tokens, &r), f) / 1.33 + 0.5)
+            /* No tokenizer: words = tokens / SCN_TOKENS_PER_WORD, and no
+             * target is claimed since the count is only an estimate. */
+            double tok = s->prompt_tokens_set ? scaled(draw_words(&s->prompt_tokens, &r), f) : 0;
+            w = s->prompt_tokens_set ? (int)floor(tok / SCN_TOKENS_PER_WORD + 0.5)
                                      : scaled(draw_words(&s->words, &r), f);
             ll_buf_reset(&b);
             rc = scn_add_words(&b, w < 1 ? 1 : w, &r);
@@ -329,7 +329,7 @@ static int add_piece(const scn_prompts *p, int tok, ll_rng *r, ll_buf *b, ll_buf
 {
     int rc = 0;
     if (!p->tok)
-        return scn_add_words(b, tok / 1.33 < 1 ? 1 : (int)floor(tok / 1.33 + 0.5), r);
+        return scn_add_words(b, tok / SCN_TOKENS_PER_WORD < 1 ? 1 : (int)floor(tok / SCN_TOKENS_PER_WORD + 0.5), r);
     LL_TRY(exact_text_lead(p->tok, tok, b->len > 0, r, tmp, err, errlen));
     LL_TRY(ll_buf_append(b, tmp->p, tmp->len));
 fail:

@@ -497,15 +497,23 @@ static int check_endpoint_path(const char *p)
     return 0;
 }
 
-static int add_header(scn_scenario *s, const char *h)
+int scn_add_header(scn_scenario *s, const char *h)
 {
-    char **n = realloc(s->headers, (s->n_headers + 1) * sizeof *n);
-    if (!n)
+    if (check_header(h))
+        return LL_EINVAL;
+    /* One form on the wire and in the run line: "Name: value". */
+    const char *colon = strchr(h, ':'), *v = colon + 1;
+    v += strspn(v, " \t");
+    size_t nl = (size_t)(colon - h), len = nl + 2 + strlen(v) + 1;
+    char *line = malloc(len), **n = realloc(s->headers, (s->n_headers + 1) * sizeof *n);
+    if (n)
+        s->headers = n;
+    if (!line || !n) {
+        free(line);
         return LL_ENOMEM;
-    s->headers = n;
-    if (!(n[s->n_headers] = strdup(h)))
-        return LL_ENOMEM;
-    s->n_headers++;
+    }
+    snprintf(line, len, "%.*s: %s", (int)nl, h, v);
+    s->headers[s->n_headers++] = line;
     return 0;
 }
 
@@ -529,7 +537,7 @@ static int load_headers(ld *c, const cJSON *t, scn_scenario *s)
     while (s->n_headers)
         free(s->headers[--s->n_headers]);
     for (const cJSON *it = h->child; it; it = it->next)
-        if ((rc = add_header(s, it->valuestring)))
+        if ((rc = scn_add_header(s, it->valuestring)))
             return rc;
     return 0;
 }

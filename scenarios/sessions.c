@@ -156,7 +156,7 @@ int scn_session_user(const scn_scenario *s, const scn_prompts *p, int level, int
     }
     ll_rng r;
     int tok = s->session_user_tok > 0 ? s->session_user_tok : 64;
-    int w = (int)floor(tok / 1.33 + 0.5);
+    int w = (int)floor(tok / SCN_TOKENS_PER_WORD + 0.5);
     ll_rng_seed(&r, turn_seed(s->seed, level, session, turn));
     return scn_add_words(out, w < 1 ? 1 : w, &r);
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Report functions that grew past a screen or a readable number of paths.
-# Usage: scripts/complexity.sh [DIR...]     (default: the library folders)
+# Usage: scripts/complexity.sh [DIR...]     (default: the library folders, cli,
+#                                            bench and tools)
 #
 # A function over MAX_LINES lines (default 80, first line to closing brace) or
 # over MAX_CCN cyclomatic complexity (default 25, lizard's count: each if,
@@ -18,7 +19,7 @@ if [ $# -gt 0 ]; then
   dirs=("$@")
 else
   dirs=()
-  for d in common scenarios loadgen netstamp dist telemetry engine fit reports sweep; do
+  for d in common scenarios loadgen netstamp dist telemetry engine fit reports sweep cli bench tools; do
     [ -d "$d" ] && dirs+=("$d")
   done
 fi

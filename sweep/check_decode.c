@@ -12,7 +12,9 @@
  * check_decode.c does the arithmetic and the printing. The target: --url,
  * else --engine (the bundled engine started here), else the run's own: its
  * URL, or, for a run against the in-process engine (gone with its process),
- * that engine started again from the spec the run line recorded. */
+ * that engine started again from the spec the run line recorded. A run
+ * recorded through SGLang's /generate is re-scored there, in its spelling
+ * (loadgen rescore.c says how). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,7 +166,7 @@ typedef struct cd_run {
     const cd_read *rd;
     char url[2300];
     const char *model;
-    int chat;
+    int chat, generate;
     fit_check_decode res;
     size_t n_sent, n_misaligned, n_failed, n_no_text;
     int unsupported;
@@ -182,8 +184,8 @@ static int check_one(cd_run *cx, const cd_req *q)
         return 0;
     }
     lg_rescore_req rq = {.url = cx->url, .api_key = cx->o->api_key, .model = cx->model, .chat = cx->chat,
-                         .prompt_json = q->o->prompt, .output = text, .n_tok = q->o->n_tok, .top_k = 1,
-                         .timeout_s = cx->o->timeout_s};
+                         .generate = cx->generate, .prompt_json = q->o->prompt, .output = text,
+                         .ids = q->o->ids, .n_tok = q->o->n_tok, .top_k = 1, .timeout_s = cx->o->timeout_s};
     lg_rescore r;
     int rc = lg_rescore_run(&rq, &r, err, sizeof err);
     free(text);
@@ -225,8 +227,9 @@ static int pick_target(cd_run *cx, host_engine *h, char *err, size_t errlen)
         ll_errf(err, errlen, "the run line names no target URL: give --url or --engine");
         return LL_EINVAL;
     }
-    const char *path = cx->chat ? "/v1/chat/completions" : "/v1/completions";
-    if (ll_url_join(base, "/v1", path, cx->url, sizeof cx->url)) {
+    /* /generate is where the sweep sent it: after the base's path, /v1 or not */
+    const char *path = cx->generate ? "/generate" : cx->chat ? "/v1/chat/completions" : "/v1/completions";
+    if (ll_url_join(base, cx->generate ? NULL : "/v1", path, cx->url, sizeof cx->url)) {
         ll_errf(err, errlen, "URL too long: %.100s", base);
         return LL_EINVAL;
     }
@@ -234,14 +237,15 @@ static int pick_target(cd_run *cx, host_engine *h, char *err, size_t errlen)
 }
 
 /* Why the run cannot be checked (SWEEP_USAGE after saying so), or SWEEP_OK. */
-static int check_readable(const char *run_dir, const cd_read *rd, int *chat)
+static int check_readable(const char *run_dir, const cd_read *rd, int *chat, int *generate)
 {
     const char *why = NULL;
     *chat = strcmp(rd->endpoint, "chat") == 0;
+    *generate = strcmp(rd->endpoint, "generate") == 0;
     if (!rd->recorded || rd->n_ok == rd->n_no_outputs)
         why = "has no recorded outputs (run the sweep with --record-outputs)";
-    else if (!*chat && strcmp(rd->endpoint, "completions") != 0)
-        why = "is not a chat or completions run (check-decode sends the prompt back to one of those)";
+    else if (!*chat && !*generate && strcmp(rd->endpoint, "completions") != 0)
+        why = "is not a chat, completions or generate run (check-decode sends the prompt back to one of those)";
     else if (rd->reqs.n == 0 && rd->n_no_prompt > 0)
         why = "recorded outputs without the prompts (recorded by an older loadlaw, or prompts over 64 KiB)";
     else if (rd->reqs.n == 0)
@@ -321,7 +325,7 @@ int sweep_check_decode(const char *run_dir, const sweep_check_decode_opts *o)
         ret = rc == LL_EIO ? SWEEP_USAGE : SWEEP_FAIL;
         goto done;
     }
-    if ((ret = check_readable(run_dir, &rd, &cx.chat)) != SWEEP_OK)
+    if ((ret = check_readable(run_dir, &rd, &cx.chat, &cx.generate)) != SWEEP_OK)
         goto done;
     cx.model = rd.model[0] ? rd.model : NULL;
     if ((rc = pick_target(&cx, &h, err, sizeof err)) != 0) {

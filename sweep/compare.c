@@ -35,11 +35,8 @@ typedef struct compared {
 static int load_and_compare(compared *k, const fit_compare_options *co)
 {
     char err[1024];
-    fit_options fo;
-    fit_options_default(&fo);
     for (int i = 0; i < 2; i++)
-        if (fit_load_run(k->dir[i], &k->run[i], err, sizeof err) ||
-            fit_analyze(k->run[i], &fo, &k->res[i], err, sizeof err)) {
+        if (fit_open(k->dir[i], NULL, &k->run[i], &k->res[i], err, sizeof err)) {
             fprintf(stderr, "loadlaw compare: %s\n", err);
             return SWEEP_FAIL;
         }

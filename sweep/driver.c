@@ -27,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -371,10 +373,8 @@ static int finish(const char *run_dir, int report, double max_failed, const scn_
     char err[1024] = "";
     fit_run *fr = NULL;
     fit_result *res = NULL;
-    fit_options opt;
     int ret = SWEEP_FAIL;
-    fit_options_default(&opt);
-    if (fit_load_run(run_dir, &fr, err, sizeof err) || fit_analyze(fr, &opt, &res, err, sizeof err)) {
+    if (fit_open(run_dir, NULL, &fr, &res, err, sizeof err)) {
         fprintf(stderr, "loadlaw sweep: no summary: %s\n", err);
         printf("run: %s\n", run_dir);
         goto out;
@@ -473,4 +473,17 @@ int sweep_one(const sweep_job *j)
 int sweep_run(const sweep_job *j)
 {
     return j->scn->ab.enabled ? sweep_ab(j, j->run_dir) : sweep_one(j);
+}
+
+void sweep_default_run_dir(char *out, size_t n)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    struct stat st;
+    char base[64];
+    gmtime_r(&t, &tm);
+    strftime(base, sizeof base, "runs/%Y%m%d-%H%M%S", &tm);
+    snprintf(out, n, "%s", base);
+    for (int i = 2; stat(out, &st) == 0 && i < 1000; i++)
+        snprintf(out, n, "%s-%d", base, i);
 }

@@ -28,7 +28,8 @@
 #   memcheck       compute-sanitizer --tool memcheck on --quick, when the
 #                  host has compute-sanitizer
 #   kernel-tests   the kernels against the cpu reference (test_cuda_attn,
-#                  test_cuda_kv_host, test_cuda_split_policy)
+#                  test_cuda_kv_host, test_cuda_split_policy), and the tiled
+#                  kernel's testing faults caught (test_cuda_attn_fault)
 #   bench          bench_attn_cuda: roofs, then naive/tiled/v2 over N
 #   racecheck, synccheck
 #                  compute-sanitizer's other two tools on --quick
@@ -41,7 +42,7 @@
 #                  unknown metric) is a warning, never a failed run
 #   loadlaw        the carried .devpack/bin/loadlaw starts (glibc, libraries)
 #   backend-tests  the carried cuda backend tests (cuda_backend, cuda_engine,
-#                  cuda_start)
+#                  cuda_start, and prompt logprobs: cuda_rescore, cuda_engine_plp)
 #   ab             loadlaw sweep scenarios/kernel-ab-cuda.json: naive vs
 #                  tiled end to end, compare, the expect_speedup gate
 #   nccl-tp        only where it can work: two GPUs, or one GPU and NCCL >=
@@ -279,7 +280,7 @@ else
     ran=0
     notes=""
     state=ok
-    for t in test_cuda_attn test_cuda_kv_host test_cuda_split_policy; do
+    for t in test_cuda_attn test_cuda_kv_host test_cuda_split_policy test_cuda_attn_fault; do
         f=$(kfind $t)
         [ -n "$f" ] || { notes+="$t: missing; "; continue; }
         ran=1
@@ -381,7 +382,7 @@ if [ "$ll_ok" -eq 0 ]; then
 else
     notes=""
     state=ok
-    for t in test_cuda_start test_cuda_tp_host test_cuda_backend test_cuda_engine; do
+    for t in test_cuda_start test_cuda_tp_host test_cuda_backend test_cuda_engine test_cuda_rescore test_cuda_engine_plp; do
         [ -x "$pack/bin/$t" ] || { notes+="$t: not carried; "; state=fail; continue; }
         run_bounded "$t" 120 "${ll_env[@]}" "$pack/bin/$t"
         line=$(test_line "$logs/$t.log")

@@ -409,163 +409,244 @@ static int cmp_i64(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
-/* One level of C streams on the in-process engine `spec`; stamp: the
- * client's load.arrival_stamp ("kernel" or "user"). */
-static void bench_itl(int C, const char *spec, int max_tokens, int threads, const char *stamp)
-{
+/* One level of C streams on the in-process engine `spec`: the engine, the
+ * scenario, the records the run writes, and the waker beside it. */
+typedef struct itl_level {
+    int C;
+    const char *spec, *stamp; /* stamp: the client's load.arrival_stamp ("kernel" or "user") */
     eng_config ec;
-    eng_engine *eng = NULL;
-    scn_scenario *scn = NULL;
-    scn_prompts *pr = NULL;
-    lg_run *run = NULL;
-    ll_rec_writer *rec = NULL;
-    int64_t epoch = 0;
-    char err[512] = "", dir[128], json[512], path[256];
-    snprintf(dir, sizeof dir, "/tmp/lg_bench_%d", (int)getpid());
+    eng_engine *eng;
+    scn_scenario *scn;
+    scn_prompts *pr;
+    ll_rec_writer *rec;
+    size_t step0;  /* the engine's step count before the run */
+    int64_t epoch; /* the records' time origin */
+    waker wk;
+    char err[512], dir[128], path[256];
+} itl_level;
+
+/* The engine, the scenario and the records file: 0, or an error (in lv->err). */
+static int itl_setup(itl_level *lv, int max_tokens, int threads)
+{
+    char json[512];
+    snprintf(lv->dir, sizeof lv->dir, "/tmp/lg_bench_%d", (int)getpid());
     snprintf(json, sizeof json,
              "{\"load\":{\"threads\":%d,\"arrival_stamp\":\"%s\"},\"levels\":[{\"concurrency\":%d,"
              "\"requests\":%d}],\"request\":{\"max_tokens\":%d}}",
-             threads, stamp, C, C, max_tokens);
-    eng_config_default(&ec);
-    int rc = eng_parse_spec(spec, &ec, err, sizeof err);
-    rc = rc ? rc : eng_start(&ec, &eng, err, sizeof err);
-    rc = rc ? rc : scn_load_string(json, "bench", &scn, err, sizeof err);
-    rc = rc ? rc : scn_prompts_load(scn, &pr, err, sizeof err);
-    snprintf(path, sizeof path, "%s/records.jsonl", dir);
-    rc = rc ? rc : ll_mkdir_p(dir, err, sizeof err);
-    rc = rc ? rc : ll_rec_open(path, 0, &rec, err, sizeof err);
-    size_t step0 = eng ? eng_step_count(eng) : 0;
-    lg_config lc = {.scn = scn, .prompts = pr, .url = eng ? eng_url(eng) : "", .model = ec.model, .records = rec};
-    rc = rc ? rc : lg_run_create(&lc, &run, err, sizeof err);
-    if (!rc && eng)
-        eng_set_records(eng, rec);
-    waker wk = {0};
-    int wk_started = !rc && pthread_create(&wk.th, NULL, waker_main, &wk) == 0;
-    rc = rc ? rc : lg_run_sweep(run, err, sizeof err);
+             threads, lv->stamp, lv->C, lv->C, max_tokens);
+    eng_config_default(&lv->ec);
+    int rc = eng_parse_spec(lv->spec, &lv->ec, lv->err, sizeof lv->err);
+    rc = rc ? rc : eng_start(&lv->ec, &lv->eng, lv->err, sizeof lv->err);
+    rc = rc ? rc : scn_load_string(json, "bench", &lv->scn, lv->err, sizeof lv->err);
+    rc = rc ? rc : scn_prompts_load(lv->scn, &lv->pr, lv->err, sizeof lv->err);
+    snprintf(lv->path, sizeof lv->path, "%s/records.jsonl", lv->dir);
+    rc = rc ? rc : ll_mkdir_p(lv->dir, lv->err, sizeof lv->err);
+    rc = rc ? rc : ll_rec_open(lv->path, 0, &lv->rec, lv->err, sizeof lv->err);
+    lv->step0 = lv->eng ? eng_step_count(lv->eng) : 0;
+    return rc;
+}
+
+/* The measured run: loadgen's sweep of the level against the engine, which
+ * writes its handoff records into the same file, with the waker running
+ * beside it. Closes the records. rc: setup's result (nothing runs unless 0). */
+static int itl_sweep(itl_level *lv, int rc)
+{
+    lg_run *run = NULL;
+    lg_config lc = {.scn = lv->scn, .prompts = lv->pr, .url = lv->eng ? eng_url(lv->eng) : "",
+                    .model = lv->ec.model, .records = lv->rec};
+    rc = rc ? rc : lg_run_create(&lc, &run, lv->err, sizeof lv->err);
+    if (!rc && lv->eng)
+        eng_set_records(lv->eng, lv->rec);
+    int wk_started = !rc && pthread_create(&lv->wk.th, NULL, waker_main, &lv->wk) == 0;
+    rc = rc ? rc : lg_run_sweep(run, lv->err, sizeof lv->err);
     if (wk_started) {
-        atomic_store(&wk.stop, 1);
-        pthread_join(wk.th, NULL);
+        atomic_store(&lv->wk.stop, 1);
+        pthread_join(lv->wk.th, NULL);
     }
-    if (eng)
-        eng_set_records(eng, NULL);
-    if (rec)
-        epoch = ll_rec_epoch_ns(rec);
+    if (lv->eng)
+        eng_set_records(lv->eng, NULL);
+    if (lv->rec)
+        lv->epoch = ll_rec_epoch_ns(lv->rec);
     lg_run_free(run);
-    run = NULL;
-    if (ll_rec_close(rec) && rc == 0) {
+    if (ll_rec_close(lv->rec) && rc == 0) {
         rc = LL_EIO;
-        snprintf(err, sizeof err, "writing the records failed");
+        snprintf(lv->err, sizeof lv->err, "writing the records failed");
     }
-    if (rc) {
-        fprintf(stderr, "bench C=%d: %s\n", C, err);
-        goto out;
-    }
-    arrivals a = {.epoch = epoch};
-    size_t ns = eng_step_count(eng) - step0, got = 0, k;
+    return rc;
+}
+
+/* The engine's true step times over the run. */
+typedef struct itl_steps {
+    int64_t *ends;   /* each step's end, sorted (a->ends points here) */
+    int n_max;       /* the fullest batch: at C = 4096 on 2 cores it can stay under C */
+    double mean_ms;  /* mean step of the batches within 90% of the fullest */
+} itl_steps;
+
+/* Reads the level's steps from the engine into s and a: 0, or -1 out of memory. */
+static int itl_load_steps(const itl_level *lv, arrivals *a, itl_steps *s)
+{
+    size_t ns = eng_step_count(lv->eng) - lv->step0, got = 0, k;
     eng_step *st = calloc(ns + 1, sizeof *st);
-    int64_t *ends = calloc(ns + 1, sizeof *ends);
-    if (!st || !ends)
-        goto out2;
-    while (got < ns && (k = eng_steps(eng, step0 + got, st + got, ns - got)) > 0)
+    s->ends = calloc(ns + 1, sizeof *s->ends);
+    if (!st || !s->ends) {
+        free(st);
+        return -1;
+    }
+    while (got < ns && (k = eng_steps(lv->eng, lv->step0 + got, st + got, ns - got)) > 0)
         got += k;
     double step_sum = 0;
     size_t n_full = 0;
-    int n_max = 0; /* the fullest batch: at C = 4096 on 2 cores it can stay under C */
+    s->n_max = 0;
     for (size_t i = 0; i < got; i++)
-        n_max = st[i].n_decode > n_max ? st[i].n_decode : n_max;
+        s->n_max = st[i].n_decode > s->n_max ? st[i].n_decode : s->n_max;
     for (size_t i = 0; i < got; i++) {
-        ends[i] = st[i].start_ns + st[i].dur_ns;
-        if (st[i].n_decode >= n_max * 9 / 10) {
+        s->ends[i] = st[i].start_ns + st[i].dur_ns;
+        if (st[i].n_decode >= s->n_max * 9 / 10) {
             step_sum += (double)st[i].dur_ns / 1e6;
             n_full++;
         }
     }
-    qsort(ends, got, sizeof *ends, cmp_i64);
-    a.ends = ends;
-    a.n_ends = got;
-    ll_rec_handlers h0 = {.on_handoff = on_handoff, .on_level_end = on_level_end};
-    if (ll_rec_read(path, &h0, &a, NULL, err, sizeof err) == 0 && a.ho.n > 0)
-        qsort(a.ho.v, a.ho.n, sizeof *a.ho.v, cmp_handoff);
-    ll_rec_handlers h = {.on_request = on_request};
-    if (ll_rec_read(path, &h, &a, NULL, err, sizeof err) == 0 && a.err_ms.n > 0) {
-        size_t n = a.err_ms.n;
-        double *abs_err = malloc(n * sizeof *abs_err);
-        for (size_t i = 0; abs_err && i < n; i++)
-            abs_err[i] = fabs(a.err_ms.v[i]);
-        ll_sort_doubles(a.err_ms.v, n);
-        ll_sort_doubles(a.late_ms.v, a.late_ms.n);
-        if (abs_err)
-            ll_sort_doubles(abs_err, n);
-        printf("C=%-5d %s, %s stamps: %zu gaps; true step (N >= 0.9 x the fullest batch, %d) mean %.3f ms; "
-               "measured ITL p50 %.3f ms\n", C, spec, stamp, n, n_max, n_full ? step_sum / (double)n_full : NAN,
-               fit_itl_p50(dir));
-        printf("        ITL error (measured - true): p50 %+.3f ms, p99 %+.3f ms; |error| p50 %.3f ms, p99 %.3f ms\n",
-               ll_quantile_sorted(a.err_ms.v, n, 0.5), ll_quantile_sorted(a.err_ms.v, n, 0.99),
-               abs_err ? ll_quantile_sorted(abs_err, n, 0.5) : NAN, abs_err ? ll_quantile_sorted(abs_err, n, 0.99) : NAN);
-        printf("        arrival after step end: p50 %.3f ms, p99 %.3f ms (server write + loopback + client read)\n",
-               ll_quantile_sorted(a.late_ms.v, a.late_ms.n, 0.5), ll_quantile_sorted(a.late_ms.v, a.late_ms.n, 0.99));
-        if (a.ho_matched > 0) {
-            ll_sort_doubles(a.fanout_ms.v, a.fanout_ms.n);
-            ll_sort_doubles(a.lag_ms.v, a.lag_ms.n);
-            printf("        split (%zu sampled tokens of %zu handoff records): engine fan-out (step end -> "
-                   "handed to MHD) p50 %.3f ms, p99 %.3f ms; then to the stamp (MHD's next pass and send, loopback%s) "
-                   "p50 %.3f ms, p99 %.3f ms\n",
-                   a.ho_matched, a.ho.n, ll_quantile_sorted(a.fanout_ms.v, a.fanout_ms.n, 0.5),
-                   ll_quantile_sorted(a.fanout_ms.v, a.fanout_ms.n, 0.99),
-                   strcmp(stamp, "user") == 0 ? ", the client's read" : "",
-                   ll_quantile_sorted(a.lag_ms.v, a.lag_ms.n, 0.5), ll_quantile_sorted(a.lag_ms.v, a.lag_ms.n, 0.99));
-            if (a.wire_ms.n > 0) {
-                ll_sort_doubles(a.pass_ms.v, a.pass_ms.n);
-                ll_sort_doubles(a.wire_ms.v, a.wire_ms.n);
-                printf("        of which (%zu with the engine's send time): MHD's pass (handed -> its send() "
-                       "returned) p50 %.3f ms, p99 %.3f ms; client lag (send() returned -> arrival%s) "
-                       "p50 %+.4f ms, p99 %+.4f ms\n",
-                       a.wire_ms.n, ll_quantile_sorted(a.pass_ms.v, a.pass_ms.n, 0.5),
-                       ll_quantile_sorted(a.pass_ms.v, a.pass_ms.n, 0.99),
-                       strcmp(stamp, "user") == 0 ? ", the client's read" : ", the kernel's stamp",
-                       ll_quantile_sorted(a.wire_ms.v, a.wire_ms.n, 0.5),
-                       ll_quantile_sorted(a.wire_ms.v, a.wire_ms.n, 0.99));
-            }
-        } else {
-            printf("        split: no handoff record matched a request (engine without handoff_sample?)\n");
-        }
-        if (a.client.present && a.client.reads > 0)
-            printf("        client: %.1f%% of %llu reads kernel-stamped; read lag (stamp -> the worker's "
-                   "callback) p50 %.3f ms, p99 %.3f ms, max %.3f ms; worker CPU %.2f us per event\n",
-                   a.client.reads_kstamp > 0 ? 100.0 * (double)a.client.reads_kstamp / (double)a.client.reads : 0.0,
-                   (unsigned long long)a.client.reads, a.client.read_lag_p50_ms, a.client.read_lag_p99_ms,
-                   a.client.read_lag_max_ms,
-                   a.client.events ? a.client.cpu_s_sum / (double)a.client.events * 1e6 : NAN);
-        if (wk.late_us.n > 0) {
-            ll_sort_doubles(wk.late_us.v, wk.late_us.n);
-            printf("        this machine's timer-wake lateness in the same run (1 ms absolute sleeps, %zu): "
-                   "p50 %.3f ms, p99 %.3f ms\n",
-                   wk.late_us.n, ll_quantile_sorted(wk.late_us.v, wk.late_us.n, 0.5) / 1e3,
-                   ll_quantile_sorted(wk.late_us.v, wk.late_us.n, 0.99) / 1e3);
-        }
-        free(abs_err);
-    }
-out2:
+    s->mean_ms = n_full ? step_sum / (double)n_full : NAN;
     free(st);
-    free(ends);
-    ll_vec_free(&a.err_ms);
-    ll_vec_free(&a.late_ms);
-    ll_vec_free(&a.ho);
-    ll_vec_free(&a.fanout_ms);
-    ll_vec_free(&a.lag_ms);
-    ll_vec_free(&a.pass_ms);
-    ll_vec_free(&a.wire_ms);
-    ll_vec_free(&wk.late_us);
-out:
-    if (run)
-        lg_run_free(run);
-    if (eng)
-        eng_stop(eng);
-    scn_prompts_free(pr);
-    scn_free(scn);
-    snprintf(json, sizeof json, "rm -rf '%s'", dir);
-    if (system(json) != 0)
+    qsort(s->ends, got, sizeof *s->ends, cmp_i64);
+    a->ends = s->ends;
+    a->n_ends = got;
+    return 0;
+}
+
+/* The records read back: the handoffs first (sorted, for matching), then each
+ * request's chunks against the step ends. 0 when there are gaps to report. */
+static int itl_read_records(itl_level *lv, arrivals *a)
+{
+    ll_rec_handlers h0 = {.on_handoff = on_handoff, .on_level_end = on_level_end};
+    if (ll_rec_read(lv->path, &h0, a, NULL, lv->err, sizeof lv->err) == 0 && a->ho.n > 0)
+        qsort(a->ho.v, a->ho.n, sizeof *a->ho.v, cmp_handoff);
+    ll_rec_handlers h = {.on_request = on_request};
+    if (ll_rec_read(lv->path, &h, a, NULL, lv->err, sizeof lv->err) == 0 && a->err_ms.n > 0)
+        return 0;
+    return -1;
+}
+
+/* The level's first lines: the true step against fit's ITL, the ITL error and
+ * the arrival delay after each step's end. */
+static void print_itl_error(const itl_level *lv, arrivals *a, const itl_steps *s)
+{
+    size_t n = a->err_ms.n;
+    double *abs_err = malloc(n * sizeof *abs_err);
+    for (size_t i = 0; abs_err && i < n; i++)
+        abs_err[i] = fabs(a->err_ms.v[i]);
+    ll_sort_doubles(a->err_ms.v, n);
+    ll_sort_doubles(a->late_ms.v, a->late_ms.n);
+    if (abs_err)
+        ll_sort_doubles(abs_err, n);
+    printf("C=%-5d %s, %s stamps: %zu gaps; true step (N >= 0.9 x the fullest batch, %d) mean %.3f ms; "
+           "measured ITL p50 %.3f ms\n", lv->C, lv->spec, lv->stamp, n, s->n_max, s->mean_ms,
+           fit_itl_p50(lv->dir));
+    printf("        ITL error (measured - true): p50 %+.3f ms, p99 %+.3f ms; |error| p50 %.3f ms, p99 %.3f ms\n",
+           ll_quantile_sorted(a->err_ms.v, n, 0.5), ll_quantile_sorted(a->err_ms.v, n, 0.99),
+           abs_err ? ll_quantile_sorted(abs_err, n, 0.5) : NAN, abs_err ? ll_quantile_sorted(abs_err, n, 0.99) : NAN);
+    printf("        arrival after step end: p50 %.3f ms, p99 %.3f ms (server write + loopback + client read)\n",
+           ll_quantile_sorted(a->late_ms.v, a->late_ms.n, 0.5), ll_quantile_sorted(a->late_ms.v, a->late_ms.n, 0.99));
+    free(abs_err);
+}
+
+/* Where a sampled token's delay went: the engine's fan-out, then the way to
+ * the stamp, and (with the engine's send time) MHD's pass and the client's lag. */
+static void print_split(arrivals *a, const char *stamp)
+{
+    if (a->ho_matched == 0) {
+        printf("        split: no handoff record matched a request (engine without handoff_sample?)\n");
+        return;
+    }
+    int user = strcmp(stamp, "user") == 0;
+    ll_sort_doubles(a->fanout_ms.v, a->fanout_ms.n);
+    ll_sort_doubles(a->lag_ms.v, a->lag_ms.n);
+    printf("        split (%zu sampled tokens of %zu handoff records): engine fan-out (step end -> "
+           "handed to MHD) p50 %.3f ms, p99 %.3f ms; then to the stamp (MHD's next pass and send, loopback%s) "
+           "p50 %.3f ms, p99 %.3f ms\n",
+           a->ho_matched, a->ho.n, ll_quantile_sorted(a->fanout_ms.v, a->fanout_ms.n, 0.5),
+           ll_quantile_sorted(a->fanout_ms.v, a->fanout_ms.n, 0.99), user ? ", the client's read" : "",
+           ll_quantile_sorted(a->lag_ms.v, a->lag_ms.n, 0.5), ll_quantile_sorted(a->lag_ms.v, a->lag_ms.n, 0.99));
+    if (a->wire_ms.n == 0)
+        return;
+    ll_sort_doubles(a->pass_ms.v, a->pass_ms.n);
+    ll_sort_doubles(a->wire_ms.v, a->wire_ms.n);
+    printf("        of which (%zu with the engine's send time): MHD's pass (handed -> its send() "
+           "returned) p50 %.3f ms, p99 %.3f ms; client lag (send() returned -> arrival%s) "
+           "p50 %+.4f ms, p99 %+.4f ms\n",
+           a->wire_ms.n, ll_quantile_sorted(a->pass_ms.v, a->pass_ms.n, 0.5),
+           ll_quantile_sorted(a->pass_ms.v, a->pass_ms.n, 0.99),
+           user ? ", the client's read" : ", the kernel's stamp",
+           ll_quantile_sorted(a->wire_ms.v, a->wire_ms.n, 0.5),
+           ll_quantile_sorted(a->wire_ms.v, a->wire_ms.n, 0.99));
+}
+
+/* The client's own figures from the level_end record, and the machine's
+ * timer-wake lateness during the run. */
+static void print_client(const arrivals *a, waker *wk)
+{
+    const ll_rec_client *c = &a->client;
+    if (c->present && c->reads > 0)
+        printf("        client: %.1f%% of %llu reads kernel-stamped; read lag (stamp -> the worker's "
+               "callback) p50 %.3f ms, p99 %.3f ms, max %.3f ms; worker CPU %.2f us per event\n",
+               c->reads_kstamp > 0 ? 100.0 * (double)c->reads_kstamp / (double)c->reads : 0.0,
+               (unsigned long long)c->reads, c->read_lag_p50_ms, c->read_lag_p99_ms, c->read_lag_max_ms,
+               c->events ? c->cpu_s_sum / (double)c->events * 1e6 : NAN);
+    if (wk->late_us.n > 0) {
+        ll_sort_doubles(wk->late_us.v, wk->late_us.n);
+        printf("        this machine's timer-wake lateness in the same run (1 ms absolute sleeps, %zu): "
+               "p50 %.3f ms, p99 %.3f ms\n",
+               wk->late_us.n, ll_quantile_sorted(wk->late_us.v, wk->late_us.n, 0.5) / 1e3,
+               ll_quantile_sorted(wk->late_us.v, wk->late_us.n, 0.99) / 1e3);
+    }
+}
+
+static void arrivals_free(arrivals *a)
+{
+    ll_vec_free(&a->err_ms);
+    ll_vec_free(&a->late_ms);
+    ll_vec_free(&a->ho);
+    ll_vec_free(&a->fanout_ms);
+    ll_vec_free(&a->lag_ms);
+    ll_vec_free(&a->pass_ms);
+    ll_vec_free(&a->wire_ms);
+}
+
+/* The engine stopped, the scenario freed and the run's folder removed. */
+static void itl_teardown(itl_level *lv)
+{
+    char cmd[512];
+    ll_vec_free(&lv->wk.late_us);
+    if (lv->eng)
+        eng_stop(lv->eng);
+    scn_prompts_free(lv->pr);
+    scn_free(lv->scn);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", lv->dir);
+    if (system(cmd) != 0)
         fprintf(stderr, "cleanup failed\n");
+}
+
+/* One level of C streams on the in-process engine `spec`; stamp: the
+ * client's load.arrival_stamp ("kernel" or "user"). */
+static void bench_itl(int C, const char *spec, int max_tokens, int threads, const char *stamp)
+{
+    itl_level lv = {.C = C, .spec = spec, .stamp = stamp};
+    int rc = itl_sweep(&lv, itl_setup(&lv, max_tokens, threads));
+    if (rc) {
+        fprintf(stderr, "bench C=%d: %s\n", C, lv.err);
+        itl_teardown(&lv);
+        return;
+    }
+    arrivals a = {.epoch = lv.epoch};
+    itl_steps s = {0};
+    if (itl_load_steps(&lv, &a, &s) == 0 && itl_read_records(&lv, &a) == 0) {
+        print_itl_error(&lv, &a, &s);
+        print_split(&a, stamp);
+        print_client(&a, &lv.wk);
+    }
+    free(s.ends);
+    arrivals_free(&a);
+    itl_teardown(&lv);
 }
 
 /* Stamp accuracy at C streams, without libcurl or the engine: a writer
@@ -626,104 +707,138 @@ out:
     return rc;
 }
 
-static void bench_stamp(int C, int steps)
+/* The C socket pairs and the reader's epoll set: 0, or -1 (reported when the
+ * sockets fail). b->wr and b->rd are allocated and set to -1 first. */
+static int stamp_open(stamp_bench *b, int ep)
 {
-    stamp_bench b = {.C = C, .steps = steps};
-    int ep = epoll_create1(0), opened = 0;
-    b.wr = malloc((size_t)C * sizeof *b.wr);
-    b.rd = malloc((size_t)C * sizeof *b.rd);
-    if (ep < 0 || !b.wr || !b.rd)
-        goto out;
+    int C = b->C;
+    b->wr = malloc((size_t)C * sizeof *b->wr);
+    b->rd = malloc((size_t)C * sizeof *b->rd);
+    if (!b->wr || !b->rd)
+        return -1;
     for (int i = 0; i < C; i++)
-        b.wr[i] = b.rd[i] = -1;
-    opened = 1;
-    if (stamp_pairs(&b)) {
+        b->wr[i] = b->rd[i] = -1;
+    if (ep < 0)
+        return -1;
+    if (stamp_pairs(b)) {
         fprintf(stderr, "bench_stamp C=%d: loopback sockets: %s\n", C, strerror(errno));
-        goto out;
+        return -1;
     }
     for (int i = 0; i < C; i++) {
         struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
-        if (epoll_ctl(ep, EPOLL_CTL_ADD, b.rd[i], &ev))
-            goto out;
+        if (epoll_ctl(ep, EPOLL_CTL_ADD, b->rd[i], &ev))
+            return -1;
     }
-    char (*part)[STAMP_FRAME] = calloc((size_t)C, STAMP_FRAME); /* a frame split over reads */
-    int *have = calloc((size_t)C, sizeof *have);
-    if (!part || !have) {
-        free(part);
-        free(have);
+    return 0;
+}
+
+static void stamp_close(stamp_bench *b, int ep)
+{
+    for (int i = 0; b->wr && b->rd && i < b->C; i++) {
+        if (b->wr[i] >= 0)
+            close(b->wr[i]);
+        if (b->rd[i] >= 0)
+            close(b->rd[i]);
+    }
+    if (ep >= 0)
+        close(ep);
+    free(b->wr);
+    free(b->rd);
+    ll_vec_free(&b->k_us);
+    ll_vec_free(&b->u_us);
+}
+
+/* The frames a read completed on socket i (part/have: a frame split over
+ * reads), each set against the write time it carries: t_k the read's kernel
+ * stamp (-1: none), t_user the clock read after it. -1 out of memory. */
+static int stamp_take(stamp_bench *b, char (*part)[STAMP_FRAME], int *have, int i, const char *buf,
+                      ssize_t got, int64_t t_k, int64_t t_user)
+{
+    for (ssize_t off = 0; off < got;) {
+        size_t take = (size_t)(got - off) < (size_t)(STAMP_FRAME - have[i]) ? (size_t)(got - off)
+                                                                            : (size_t)(STAMP_FRAME - have[i]);
+        memcpy(part[i] + have[i], buf + off, take);
+        have[i] += (int)take;
+        off += (ssize_t)take;
+        if (have[i] < STAMP_FRAME)
+            continue;
+        int64_t w;
+        memcpy(&w, part[i], sizeof w);
+        have[i] = 0;
+        b->frames++;
+        if (t_k < 0)
+            b->unstamped++;
+        else if (ll_vec_push(&b->k_us, (double)(t_k - w) / 1e3))
+            return -1;
+        if (ll_vec_push(&b->u_us, (double)(t_user - w) / 1e3))
+            return -1;
+    }
+    return 0;
+}
+
+/* The reader: every frame the writer sends, or until 5 s past its last step. */
+static void stamp_read(stamp_bench *b, int ep, ns_rx *rx, char (*part)[STAMP_FRAME], int *have)
+{
+    size_t want = (size_t)b->C * (size_t)b->steps;
+    int64_t give_up = b->start_ns + (int64_t)b->steps * 30000000 + 5000000000LL;
+    struct epoll_event evs[256];
+    char buf[4096];
+    while (b->frames < want && ll_now_ns() < give_up && !atomic_load(&b->stop)) {
+        int n = epoll_wait(ep, evs, 256, 100);
+        if (n > 0)
+            ns_rx_clock(rx);
+        for (int e = 0; e < n; e++) {
+            int i = (int)evs[e].data.u32;
+            ssize_t got = recv(b->rd[i], buf, sizeof buf, 0);
+            int64_t t_user = ll_now_ns(), t_k = rx->fd == b->rd[i] ? rx->t_ns : -1;
+            stamp_take(b, part, have, i, buf, got, t_k, t_user);
+        }
+    }
+}
+
+static void stamp_print(stamp_bench *b)
+{
+    ll_sort_doubles(b->k_us.v, b->k_us.n);
+    ll_sort_doubles(b->u_us.v, b->u_us.n);
+    printf("stamps, C=%-5d %zu frames (%zu without a kernel stamp): kernel stamp - write() p50 %.1f us, p99 %.1f us, "
+           "max %.1f us; read - write() p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
+           b->C, b->frames, b->unstamped, b->k_us.n ? ll_quantile_sorted(b->k_us.v, b->k_us.n, 0.5) : NAN,
+           b->k_us.n ? ll_quantile_sorted(b->k_us.v, b->k_us.n, 0.99) : NAN,
+           b->k_us.n ? b->k_us.v[b->k_us.n - 1] : NAN,
+           b->u_us.n ? ll_quantile_sorted(b->u_us.v, b->u_us.n, 0.5) / 1e3 : NAN,
+           b->u_us.n ? ll_quantile_sorted(b->u_us.v, b->u_us.n, 0.99) / 1e3 : NAN,
+           b->u_us.n ? b->u_us.v[b->u_us.n - 1] / 1e3 : NAN);
+}
+
+static void bench_stamp(int C, int steps)
+{
+    stamp_bench b = {.C = C, .steps = steps};
+    int ep = epoll_create1(0);
+    char (*part)[STAMP_FRAME] = NULL; /* a frame split over reads */
+    int *have = NULL;
+    if (stamp_open(&b, ep) != 0)
         goto out;
-    }
+    part = calloc((size_t)C, STAMP_FRAME);
+    have = calloc((size_t)C, sizeof *have);
+    if (!part || !have)
+        goto out;
     ns_rx rx;
     ns_rx_attach(&rx);
     b.start_ns = ll_now_ns() + 20000000;
     pthread_t th;
     if (pthread_create(&th, NULL, stamp_writer, &b) != 0) {
         ns_rx_attach(NULL);
-        free(part);
-        free(have);
         goto out;
     }
-    size_t want = (size_t)C * (size_t)steps;
-    int64_t give_up = b.start_ns + (int64_t)steps * 30000000 + 5000000000LL;
-    struct epoll_event evs[256];
-    char buf[4096];
-    while (b.frames < want && ll_now_ns() < give_up && !atomic_load(&b.stop)) {
-        int n = epoll_wait(ep, evs, 256, 100);
-        if (n > 0)
-            ns_rx_clock(&rx);
-        for (int e = 0; e < n; e++) {
-            int i = (int)evs[e].data.u32;
-            ssize_t got = recv(b.rd[i], buf, sizeof buf, 0);
-            int64_t t_user = ll_now_ns(), t_k = rx.fd == b.rd[i] ? rx.t_ns : -1;
-            for (ssize_t off = 0; off < got;) {
-                size_t take = (size_t)(got - off) < (size_t)(STAMP_FRAME - have[i]) ? (size_t)(got - off)
-                                                                                    : (size_t)(STAMP_FRAME - have[i]);
-                memcpy(part[i] + have[i], buf + off, take);
-                have[i] += (int)take;
-                off += (ssize_t)take;
-                if (have[i] < STAMP_FRAME)
-                    continue;
-                int64_t w;
-                memcpy(&w, part[i], sizeof w);
-                have[i] = 0;
-                b.frames++;
-                if (t_k < 0)
-                    b.unstamped++;
-                else if (ll_vec_push(&b.k_us, (double)(t_k - w) / 1e3))
-                    break;
-                if (ll_vec_push(&b.u_us, (double)(t_user - w) / 1e3))
-                    break;
-            }
-        }
-    }
+    stamp_read(&b, ep, &rx, part, have);
     atomic_store(&b.stop, 1);
     pthread_join(th, NULL);
     ns_rx_attach(NULL);
+    stamp_print(&b);
+out:
     free(part);
     free(have);
-    ll_sort_doubles(b.k_us.v, b.k_us.n);
-    ll_sort_doubles(b.u_us.v, b.u_us.n);
-    printf("stamps, C=%-5d %zu frames (%zu without a kernel stamp): kernel stamp - write() p50 %.1f us, p99 %.1f us, "
-           "max %.1f us; read - write() p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
-           C, b.frames, b.unstamped, b.k_us.n ? ll_quantile_sorted(b.k_us.v, b.k_us.n, 0.5) : NAN,
-           b.k_us.n ? ll_quantile_sorted(b.k_us.v, b.k_us.n, 0.99) : NAN, b.k_us.n ? b.k_us.v[b.k_us.n - 1] : NAN,
-           b.u_us.n ? ll_quantile_sorted(b.u_us.v, b.u_us.n, 0.5) / 1e3 : NAN,
-           b.u_us.n ? ll_quantile_sorted(b.u_us.v, b.u_us.n, 0.99) / 1e3 : NAN,
-           b.u_us.n ? b.u_us.v[b.u_us.n - 1] / 1e3 : NAN);
-out:
-    if (opened)
-        for (int i = 0; i < C; i++) {
-            if (b.wr[i] >= 0)
-                close(b.wr[i]);
-            if (b.rd[i] >= 0)
-                close(b.rd[i]);
-        }
-    if (ep >= 0)
-        close(ep);
-    free(b.wr);
-    free(b.rd);
-    ll_vec_free(&b.k_us);
-    ll_vec_free(&b.u_us);
+    stamp_close(&b, ep);
 }
 
 int main(int argc, char **argv)

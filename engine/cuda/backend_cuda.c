@@ -18,6 +18,16 @@
  * then synchronises once, on the last event, and turns event offsets into
  * phase times: start = (host clock when the step began) + offset.
  *
+ * Outputs, as the cpu backend's: a function of the prompt and the engine's
+ * seed, never of the slot. A request's key (from eng_batch.prefill_seed)
+ * gives its first token, its prompt rows and its top-k choice; every slot
+ * starts a request on the same seeded history (refilled after a release).
+ * Each token goes back with its logprob and alternatives when a request of
+ * the step asked for logprobs (the logits are then copied back with the
+ * tokens; otherwise the ids alone), and a prompt's scored continuation goes
+ * through cuda_rescore.h's prefill path (the naive kernel, never the
+ * testing fault attn_fault, which only the tiled kernel honours).
+ *
  * Memory (cuda_state.c), all cudaMalloc'd at create from the keys:
  * the KV pool max_running x capacity x row bytes (1152 bf16, 656 fp8; slot s
  * owns rows [s*capacity, (s+1)*capacity)), the dense weights, and step
@@ -49,6 +59,7 @@
 
 #include "backend_cuda.h"
 #include "common.h"
+#include "cuda_rescore.h"
 #include "cuda_state.h"
 
 /* ---- errors ----------------------------------------------------------------- */
@@ -94,14 +105,32 @@ static int check_slot(cuda_state *st, int slot)
 }
 
 /* Queue a slot's seeded history (cpu_kv_fill over its whole capacity) the
- * first time it is used. */
+ * first time it is used after create or a release: the same rows in every
+ * slot, so a request finds the same history wherever it lands. */
 static void want_history(cuda_state *st, int slot, cuda_fill_item *items, int *n)
 {
     if (st->filled[slot])
         return;
     st->filled[slot] = 1;
     items[(*n)++] = (cuda_fill_item){.slot = slot, .n = st->o.capacity, .row0 = 0,
-                                     .seed = cpu_hash64_host(st->o.seed ^ (uint64_t)slot)};
+                                     .seed = cuda_history_seed(st->o.seed)};
+}
+
+/* A request's first prefill chunk: its key (top-k choice, prompt rows) and
+ * first token from its seed (eng_batch.prefill_seed, a function of the
+ * engine's seed and the prompt), as the cpu backend's; without seeds, the
+ * slot's key (cuda_slot_key) stays. Returns the seed of its prompt rows. */
+static uint64_t start_request(cuda_state *st, const eng_batch *b, int i)
+{
+    const eng_model_opts *o = &st->o;
+    int slot = b->prefill_slot[i];
+    if (!b->prefill_seed)
+        return cpu_hash64_host(o->seed ^ ((uint64_t)slot << 32) ^ 0x9f11ull);
+    if (st->prefilled[slot] == 0) {
+        st->key[slot] = cpu_hash64_host(b->prefill_seed[i]);
+        st->token[slot] = (int32_t)(cpu_hash64_host(st->key[slot] ^ 0x70ull) % (uint64_t)o->vocab);
+    }
+    return cpu_hash64_host(st->key[slot] ^ 0x9f11ull);
 }
 
 typedef struct phase_mark {
@@ -120,6 +149,7 @@ static size_t build_upload(cuda_state *st, const eng_batch *b, int *n_hist_out, 
     int32_t *h_slot = (int32_t *)(st->h_up + u->off_slot);
     int32_t *h_tok = (int32_t *)(st->h_up + u->off_tok);
     int64_t *h_ctx = (int64_t *)(st->h_up + u->off_ctx);
+    uint64_t *h_key = (uint64_t *)(st->h_up + u->off_key);
     cuda_fill_item *h_items = (cuda_fill_item *)(st->h_up + u->off_items);
     int n_hist = 0, n_pre = 0, max_pre = 0; /* max_pre: most rows of one prefill item */
     for (int i = 0; i < b->n_prefill; i++)
@@ -130,6 +160,7 @@ static size_t build_upload(cuda_state *st, const eng_batch *b, int *n_hist_out, 
     for (int i = 0; i < b->n_prefill; i++) {
         int slot = b->prefill_slot[i];
         int64_t tok = b->prefill_tok[i];
+        uint64_t rows_seed = start_request(st, b, i);
         if (tok <= 0)
             continue;
         /* rows past capacity wrap onto rows already written with the same
@@ -137,7 +168,7 @@ static size_t build_upload(cuda_state *st, const eng_batch *b, int *n_hist_out, 
         int cnt = tok < o->capacity ? (int)tok : o->capacity;
         h_pre[n_pre++] = (cuda_fill_item){
             .slot = slot, .n = cnt, .row0 = st->prefilled[slot] % o->capacity,
-            .seed = cpu_hash64_host(o->seed ^ ((uint64_t)slot << 32) ^ 0x9f11ull)};
+            .seed = rows_seed};
         if (cnt > max_pre)
             max_pre = cnt;
         st->prefilled[slot] += tok;
@@ -146,6 +177,7 @@ static size_t build_upload(cuda_state *st, const eng_batch *b, int *n_hist_out, 
         h_slot[i] = b->decode_slot[i];
         h_tok[i] = st->token[b->decode_slot[i]];
         h_ctx[i] = b->decode_ctx[i];
+        h_key[i] = st->key[b->decode_slot[i]];
     }
     *n_hist_out = n_hist;
     *n_pre_out = n_pre;
@@ -216,6 +248,7 @@ static int rank_enqueue(cuda_state *st, cuda_rank *rk, rank_marks *m, const eng_
     const int32_t *d_slot = (const int32_t *)(rk->d_up + u->off_slot);
     const int32_t *d_tok = (const int32_t *)(rk->d_up + u->off_tok);
     const int64_t *d_ctx = (const int64_t *)(rk->d_up + u->off_ctx);
+    const uint64_t *d_key = (const uint64_t *)(rk->d_up + u->off_key);
     const cuda_fill_item *d_items = (const cuda_fill_item *)(rk->d_up + u->off_items);
     m->np = 0;
     m->ev = 0;
@@ -252,7 +285,7 @@ static int rank_enqueue(cuda_state *st, cuda_rank *rk, rank_marks *m, const eng_
                                       rk->stream),
                    CUDA_K_PROJECT);
     RANK_MARK(CUDA_K_PROJECT);
-    RANK_MODEL(cuda_topk(d_slot, d_ctx, n, o->topk, o->min_ctx, o->capacity, o->seed, rk->d_idx,
+    RANK_MODEL(cuda_topk(d_slot, d_ctx, d_key, n, o->topk, o->min_ctx, o->capacity, o->seed, rk->d_idx,
                          rk->stream),
                CUDA_K_TOPK);
     RANK_MARK(CUDA_K_TOPK);
@@ -260,7 +293,7 @@ static int rank_enqueue(cuda_state *st, cuda_rank *rk, rank_marks *m, const eng_
         .n_seq = n, .heads = hr, .topk = o->topk,
         .scale = 1.0f / sqrtf((float)CUDA_ATTN_DQK), .layout = st->layout, .q = rk->d_q,
         .kv = rk->d_pool, .kv_rows = st->pool_rows, .idx = rk->d_idx, .out = rk->d_out,
-        .lse = rk->d_lse, .ws = rk->d_ws, .ws_bytes = rk->ws_bytes,
+        .lse = rk->d_lse, .ws = rk->d_ws, .ws_bytes = rk->ws_bytes, .fault = st->fault,
     };
     RANK_MODEL(cuda_attn_decode(st->kind, &a, rk->sm_count, rk->stream), st->attn_name);
     RANK_CUDA(cudaGetLastError(), st->attn_name);
@@ -272,7 +305,7 @@ static int rank_enqueue(cuda_state *st, cuda_rank *rk, rank_marks *m, const eng_
 }
 
 /* The all-reduce of the head sums (K > 1), then rank 0's logits and tokens. */
-static int reduce_and_sample(cuda_state *st, rank_marks *marks, int n)
+static int reduce_and_sample(cuda_state *st, rank_marks *marks, int n, int want_lp)
 {
     const eng_model_opts *o = &st->o;
     const int K = o->tp;
@@ -318,6 +351,18 @@ static int reduce_and_sample(cuda_state *st, rank_marks *marks, int n)
     RANK_CUDA(cudaMemcpyAsync(st->h_tok_out, rk->d_tok_out, (size_t)n * sizeof(int32_t),
                               cudaMemcpyDeviceToHost, rk->stream),
               "copying the tokens back (cudaMemcpyAsync)");
+    /* the logits and winners' probabilities: each token's logprob and
+     * alternatives for the engine (cuda_score_row, on the host), only when a
+     * request of the step asked for them: n * vocab floats copied and scanned
+     * on the host every step would add to the step time the law measures */
+    if (want_lp) {
+        RANK_CUDA(cudaMemcpyAsync(st->h_logits, rk->d_logits, (size_t)n * o->vocab * sizeof(float),
+                                  cudaMemcpyDeviceToHost, rk->stream),
+                  "copying the logits back (cudaMemcpyAsync)");
+        RANK_CUDA(cudaMemcpyAsync(st->h_prob, rk->d_prob, (size_t)n * sizeof(float), cudaMemcpyDeviceToHost,
+                                  rk->stream),
+                  "copying the probabilities back (cudaMemcpyAsync)");
+    }
     RANK_MARK(CUDA_K_SAMPLE);
     return 0;
 }
@@ -463,7 +508,7 @@ static int cuda_step(void *state, const eng_batch *b, int64_t step_start_ns, eng
         if (rc != 0)
             return rc;
     }
-    int rc = n > 0 ? reduce_and_sample(st, marks, n) : 0;
+    int rc = n > 0 ? reduce_and_sample(st, marks, n, b->want_lp) : 0;
     if (rc == 0)
         rc = wait_ranks(st, marks, b);
     if (rc == 0)
@@ -474,7 +519,7 @@ static int cuda_step(void *state, const eng_batch *b, int64_t step_start_ns, eng
         st->token[b->decode_slot[i]] = st->h_tok_out[i];
     if (n > 0)
         st->last_n = n;
-    return 0;
+    return cuda_step_outputs(st, b, phases, n_phases);
 }
 
 static void cuda_release(void *state, int slot)
@@ -482,9 +527,11 @@ static void cuda_release(void *state, int slot)
     cuda_state *st = state;
     if (check_slot(st, slot) != 0)
         return;
-    /* keep the rows (the pool is reused), forget the request */
+    /* forget the request; the slot's rows go back to history at its next use */
     st->prefilled[slot] = 0;
     st->token[slot] = 0;
+    st->filled[slot] = 0;
+    st->key[slot] = cuda_slot_key(st->o.seed, slot);
 }
 
 static const char *cuda_last_error(void *state)
@@ -525,7 +572,9 @@ void cuda_backend_view_get(void *state, cuda_backend_view *v)
 
 const eng_backend_ops eng_backend_cuda = {
     .name = "cuda",
-    .caps = 0, /* computes (on the GPU); its step time is measured */
+    /* computes (on the GPU); its step time is measured; scores a continuation
+     * through a naive-kernel prefill (cuda_rescore.h) */
+    .caps = ENG_CAP_PROMPT_LOGPROBS,
     .create = cuda_create,
     .step = cuda_step,
     .release = cuda_release,

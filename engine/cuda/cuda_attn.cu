@@ -32,6 +32,10 @@
  *             (64 fp32 regs).
  *        Split-k (plan in cuda_kv_host.c) writes normalised partial O and
  *        LSE to ws; mla_decode_combine_kernel merges them by LSE.
+ *        Testing faults (cuda_attn.h CUDA_ATTN_FAULT_*, tiled only, a kernel
+ *        argument so the healthy path is the same code): the last split's
+ *        loop bound one tile short, or each head's accumulator swapped with
+ *        its neighbour's (lanes 4 apart) before the write-back.
  *
  * mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 fragment layouts (PTX
  * ISA 9.7.14.5.8), g = lane>>2 (groupID), t = lane&3 (threadID_in_group);
@@ -188,12 +192,30 @@ static_assert((BK * ROWB) % 16 == 0 && (BK * FP8_ROW) % 16 == 0, "16-byte aligne
 #define TILED_MIN_BLOCKS 2
 #endif
 
+/* testing fault (swap_heads): head h's accumulator becomes head h^1's, still
+ * normalised by h's own l (heads h^1 >= heads keep their own). Rows g and
+ * g^1 of a C fragment sit in lanes 4 apart; fault is uniform, so the whole
+ * warp shuffles. */
+__device__ static void swap_head_acc(float (&o)[16][4], int ha, int heads)
+{
+    const bool sa = (ha ^ 1) < heads, sb = ((ha + 8) ^ 1) < heads;
+#pragma unroll
+    for (int j = 0; j < 16; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            float v = __shfl_xor_sync(0xffffffffu, o[j][e], 4);
+            if (e < 2 ? sa : sb)
+                o[j][e] = v;
+        }
+}
+
 template <int LAYOUT, int HG>
 __global__ void __launch_bounds__(HG * 128, TILED_MIN_BLOCKS)
 mla_decode_tiled_kernel(const float *__restrict__ q, const uint8_t *__restrict__ kv, int64_t kv_rows,
                         const int32_t *__restrict__ idx, int n_seq, int heads, int topk, int tiles,
                         int tiles_per_split, float scale_log2, float *__restrict__ out_final,
-                        float *__restrict__ lse_final, float *__restrict__ ws_lse, float *__restrict__ ws_out)
+                        float *__restrict__ lse_final, float *__restrict__ ws_lse, float *__restrict__ ws_out,
+                        int fault)
 {
     constexpr int NT = HG * 128;
     using L = tiled_smem<LAYOUT, HG>;
@@ -208,7 +230,10 @@ mla_decode_tiled_kernel(const float *__restrict__ q, const uint8_t *__restrict__
     const int h0 = hgrp * HG * 16 + hg * 16; /* this warp's first head */
     const int32_t *idx_seq = idx + (size_t)n * topk;
     const int t_begin = split * tiles_per_split;
-    const int t_end = min(t_begin + tiles_per_split, tiles);
+    int t_end = min(t_begin + tiles_per_split, tiles);
+    /* testing fault: the split that owns the last tile stops one short */
+    if (fault == CUDA_ATTN_FAULT_SKIP_LAST_TILE && t_end == tiles && t_end - t_begin > 1)
+        t_end--;
 
     /* Q fragments: heads h0+g, h0+g+8; dims ds*144 + 16ks + {2t, 2t+8} (+0,+1). */
     uint32_t qa[9][4];
@@ -384,6 +409,8 @@ mla_decode_tiled_kernel(const float *__restrict__ q, const uint8_t *__restrict__
     l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
     const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
+    if (fault == CUDA_ATTN_FAULT_SWAP_HEADS)
+        swap_head_acc(o, h0 + g, heads);
 
     float *dst_o;
     float *dst_l;
@@ -467,7 +494,7 @@ static cudaError_t launch_tiled(const cuda_attn_args *a, const cuda_attn_plan *p
     dim3 grid((unsigned)p->head_groups, (unsigned)p->splits, (unsigned)a->n_seq);
     LAUNCH(kern, grid, p->threads, p->smem_bytes, st)(a->q, a->kv, a->kv_rows, a->idx, a->n_seq, a->heads,
                                                       a->topk, p->tiles, p->tiles_per_split, scale_log2, a->out,
-                                                      a->lse, ws_lse, ws_out);
+                                                      a->lse, ws_lse, ws_out, a->fault);
     if ((e = cudaGetLastError()) != cudaSuccess)
         return e;
     if (p->splits > 1) {
@@ -483,6 +510,9 @@ extern "C" int cuda_attn_decode(cuda_attn_kind kind, const cuda_attn_args *a, in
 {
     if (!a || a->n_seq < 0 || a->heads < 1 || a->topk < 1 || cuda_kv_row_bytes(a->layout) == 0 || a->kv_rows < 0)
         return (int)cudaErrorInvalidValue;
+    if (a->fault < CUDA_ATTN_FAULT_NONE || a->fault > CUDA_ATTN_FAULT_SWAP_HEADS ||
+        (a->fault != CUDA_ATTN_FAULT_NONE && kind != CUDA_ATTN_TILED))
+        return (int)cudaErrorInvalidValue; /* a fault is the tiled kernel's only */
     if (a->n_seq == 0)
         return 0;
     if (!a->q || !a->kv || !a->idx || !a->out)

@@ -81,6 +81,19 @@ size_t cuda_kv_row_bytes(cuda_kv_layout layout);
 /* "bf16" | "fp8" (static), NULL for an unknown layout. */
 const char *cuda_kv_layout_name(cuda_kv_layout layout);
 
+/* Deliberate bugs of the tiled kernel, for testing that a check catches a
+ * wrong kernel (the cpu backend's ENG_ATTN_FAULT_*, same values, same
+ * meaning; each leaves the kernel no slower):
+ *   SKIP_LAST_TILE  the split that owns the last tile of a sequence's top-k
+ *                   range stops one short (an off-by-one loop bound): the
+ *                   newest rows, which the indexer always selects, are never
+ *                   attended (with -1 pads at the end, as a context below
+ *                   topk with min_ctx=0 gives, the tile skipped may be pads)
+ *   SWAP_HEADS      the write-back takes head h's accumulator from head h^1
+ *                   but normalises it by h's own sum (a head-index slip in
+ *                   the epilogue): not a permutation, so the head mean moves */
+enum { CUDA_ATTN_FAULT_NONE = 0, CUDA_ATTN_FAULT_SKIP_LAST_TILE = 1, CUDA_ATTN_FAULT_SWAP_HEADS = 2 };
+
 typedef struct cuda_attn_args {
     int n_seq;                /* N >= 0 */
     int heads;                /* H >= 1 */
@@ -95,6 +108,8 @@ typedef struct cuda_attn_args {
     float *lse;               /* (N, H) fp32, written; may be NULL */
     void *ws;                 /* scratch for split-k partials; may be NULL when ws_bytes = 0 */
     size_t ws_bytes;
+    int fault;                /* testing, CUDA_ATTN_TILED only: CUDA_ATTN_FAULT_* (0 = none);
+                               * any other kind refuses a fault (cudaErrorInvalidValue) */
 } cuda_attn_args;
 
 /* Scratch bytes `kind` needs for ANY batch of 1..n_seq sequences with

@@ -170,11 +170,11 @@ extern "C" int cuda_project(const cuda_dense *d, const float *d_hd, int n, int h
                               layout, capacity, d_q, stream);
 }
 
-/* Entry j of cpu_topk_select(c, k, hash(seed ^ slot)) for a sequence of
- * context ctx, c = min(max(ctx, min_ctx), cap), as a global pool row; -1
- * past the selected ones. */
+/* Entry j of cpu_topk_select(c, k, key) for a sequence of context ctx, c =
+ * min(max(ctx, min_ctx), cap), as a global pool row; -1 past the selected
+ * ones. key: the sequence's (cuda_topk). */
 __host__ __device__ static int32_t topk_entry(int32_t slot, int64_t ctx, int k, int64_t min_ctx,
-                                              int64_t cap, uint64_t seed, int j)
+                                              int64_t cap, uint64_t key, int j)
 {
     int64_t c = ctx > min_ctx ? ctx : min_ctx;
     if (c > cap)
@@ -185,7 +185,7 @@ __host__ __device__ static int32_t topk_entry(int32_t slot, int64_t ctx, int k, 
     int64_t recent = n / 4, m = n - recent, range = c - recent;
     int64_t local;
     if (j < m) {
-        uint64_t h0 = hash64(hash64(seed ^ (uint64_t)slot) ^ hash64((uint64_t)c));
+        uint64_t h0 = hash64(key ^ hash64((uint64_t)c));
         int64_t lo = j * range / m, hi = (j + 1) * range / m;
         uint64_t r = hash64(h0 + (uint64_t)j);
         local = lo + (int64_t)(r % (uint64_t)(hi - lo));
@@ -196,17 +196,18 @@ __host__ __device__ static int32_t topk_entry(int32_t slot, int64_t ctx, int k, 
 }
 
 /* Sequence blockIdx.y, a thread per entry. */
-__global__ void mla_topk_select_kernel(const int32_t *slot, const int64_t *ctx, int k,
-                                       int64_t min_ctx, int64_t cap, uint64_t seed, int32_t *idx)
+__global__ void mla_topk_select_kernel(const int32_t *slot, const int64_t *ctx, const uint64_t *key,
+                                       int k, int64_t min_ctx, int64_t cap, uint64_t seed, int32_t *idx)
 {
     int i = blockIdx.y;
     int j = blockIdx.x * blockDim.x + threadIdx.x;
+    uint64_t kk = key ? key[i] : hash64(seed ^ (uint64_t)slot[i]);
     if (j < k)
-        idx[(size_t)i * k + j] = topk_entry(slot[i], ctx[i], k, min_ctx, cap, seed, j);
+        idx[(size_t)i * k + j] = topk_entry(slot[i], ctx[i], k, min_ctx, cap, kk, j);
 }
 
-extern "C" int cuda_topk(const int32_t *d_slot, const int64_t *d_ctx, int n, int topk,
-                         int64_t min_ctx, int64_t capacity, uint64_t seed, int32_t *d_idx,
+extern "C" int cuda_topk(const int32_t *d_slot, const int64_t *d_ctx, const uint64_t *d_key, int n,
+                         int topk, int64_t min_ctx, int64_t capacity, uint64_t seed, int32_t *d_idx,
                          void *stream)
 {
     if (n <= 0)
@@ -214,8 +215,8 @@ extern "C" int cuda_topk(const int32_t *d_slot, const int64_t *d_ctx, int n, int
     if (n > 65535)
         return (int)cudaErrorInvalidValue;
     dim3 grid((unsigned)((topk + 255) / 256), (unsigned)n);
-    LAUNCH(mla_topk_select_kernel, grid, 256, 0, (cudaStream_t)stream)(d_slot, d_ctx, topk, min_ctx, capacity,
-                                                                       seed, d_idx);
+    LAUNCH(mla_topk_select_kernel, grid, 256, 0, (cudaStream_t)stream)(d_slot, d_ctx, d_key, topk, min_ctx,
+                                                                       capacity, seed, d_idx);
     return launched();
 }
 
@@ -330,7 +331,7 @@ extern "C" void cuda_model_host_store_row(const float *vals, cuda_kv_layout layo
 extern "C" int32_t cuda_model_host_topk_entry(int32_t slot, int64_t ctx, int topk, int64_t min_ctx,
                                               int64_t capacity, uint64_t seed, int j)
 {
-    return topk_entry(slot, ctx, topk, min_ctx, capacity, seed, j);
+    return topk_entry(slot, ctx, topk, min_ctx, capacity, hash64(seed ^ (uint64_t)slot), j);
 }
 
 extern "C" uint16_t cuda_model_host_embed(int32_t token, uint64_t seed, int j)

@@ -114,11 +114,12 @@ int cuda_dense_forward(const cuda_dense *d, const uint16_t *d_x, int n, float *d
 int cuda_project(const cuda_dense *d, const float *d_hd, int n, int heads, const int32_t *d_slot,
                  const int64_t *d_ctx, uint8_t *d_pool, cuda_kv_layout layout, int64_t capacity,
                  float *d_q, void *stream);
-/* idx (n, topk): for sequence i, cpu_topk_select(c, topk, cpu_hash64(seed ^
- * slot), .) with c = min(max(ctx, min_ctx), capacity), as global rows; -1
- * after the selected ones. */
-int cuda_topk(const int32_t *d_slot, const int64_t *d_ctx, int n, int topk, int64_t min_ctx,
-              int64_t capacity, uint64_t seed, int32_t *d_idx, void *stream);
+/* idx (n, topk): for sequence i, cpu_topk_select(c, topk, key_i, .) with c =
+ * min(max(ctx, min_ctx), capacity), as global rows; -1 after the selected
+ * ones. key_i = d_key[i] (the request's, cuda_state.h), or with d_key NULL
+ * cpu_hash64(seed ^ slot). */
+int cuda_topk(const int32_t *d_slot, const int64_t *d_ctx, const uint64_t *d_key, int n, int topk,
+              int64_t min_ctx, int64_t capacity, uint64_t seed, int32_t *d_idx, void *stream);
 /* mean (n, 512) over heads of attn_out (n, heads, 512), then logits (n, vocab). */
 int cuda_logits(const cuda_dense *d, const float *d_attn_out, int n, int heads, float *d_mean,
                 float *d_logits, void *stream);

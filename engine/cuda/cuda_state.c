@@ -30,6 +30,11 @@ static int opts_from_config(const eng_config *cfg, cuda_state *st, char *err, si
     if (rc != 0)
         return rc;
     st->kind = o->tiled == 2 ? CUDA_ATTN_V2 : o->tiled ? CUDA_ATTN_TILED : CUDA_ATTN_NAIVE;
+    /* the tiled kernel's testing faults, as the cpu backend's (ENG_ATTN_FAULT_*) */
+    _Static_assert((int)CUDA_ATTN_FAULT_SKIP_LAST_TILE == (int)ENG_ATTN_FAULT_SKIP_LAST_TILE &&
+                       (int)CUDA_ATTN_FAULT_SWAP_HEADS == (int)ENG_ATTN_FAULT_SWAP_HEADS,
+                   "one numbering of the testing faults");
+    st->fault = st->kind == CUDA_ATTN_TILED ? cfg->attn_fault : CUDA_ATTN_FAULT_NONE;
     const char *kv = cfg->kv ? cfg->kv : "bf16";
     if (strcmp(kv, "bf16") == 0)
         st->layout = CUDA_KV_BF16;
@@ -104,7 +109,8 @@ static void upload_plan(cuda_upload *u, int max_slots)
     u->off_slot = 0;
     u->off_tok = align16(M * sizeof(int32_t));
     u->off_ctx = u->off_tok + align16(M * sizeof(int32_t));
-    u->off_items = u->off_ctx + align16(M * sizeof(int64_t));
+    u->off_key = u->off_ctx + align16(M * sizeof(int64_t));
+    u->off_items = u->off_key + align16(M * sizeof(uint64_t));
     u->bytes = u->off_items + (size_t)u->max_items * sizeof(cuda_fill_item);
 }
 
@@ -192,11 +198,14 @@ void cuda_state_destroy(cuda_state *st)
         }
     cudaFreeHost(st->h_up);
     cudaFreeHost(st->h_tok_out);
+    cudaFreeHost(st->h_logits);
+    cudaFreeHost(st->h_prob);
     (void)cudaGetLastError();
     free(st->rk);
     free(st->filled);
     free(st->prefilled);
     free(st->token);
+    free(st->key);
     free(st);
 }
 
@@ -444,6 +453,10 @@ static int alloc_host(cuda_state *st, int dev0, char *err, size_t errlen)
         e = cudaHostAlloc((void **)&st->h_up, st->up.bytes, cudaHostAllocPortable);
     if (e == cudaSuccess)
         e = cudaHostAlloc((void **)&st->h_tok_out, M * sizeof(int32_t), cudaHostAllocPortable);
+    if (e == cudaSuccess)
+        e = cudaHostAlloc((void **)&st->h_logits, M * (size_t)st->o.vocab * sizeof(float), cudaHostAllocPortable);
+    if (e == cudaSuccess)
+        e = cudaHostAlloc((void **)&st->h_prob, M * sizeof(float), cudaHostAllocPortable);
     if (e != cudaSuccess)
         return rank_fail(st, &st->rk[0], e, "cudaHostAlloc (pinned step buffers)", err, errlen);
     return 0;
@@ -500,6 +513,9 @@ static int make_ranks(cuda_state *st, char *err, size_t errlen)
         rc = alloc_host(st, devs[0], err, errlen);
     if (rc == 0)
         log_ranks(st, dl);
+    if (rc == 0 && st->fault != CUDA_ATTN_FAULT_NONE)
+        ll_warn("cuda backend: attn_fault=%s: the tiled kernel is wrong on purpose (testing)",
+                st->fault == CUDA_ATTN_FAULT_SKIP_LAST_TILE ? "skip_last_tile" : "swap_heads");
 out:
     free(cols);
     free(colmap);
@@ -530,11 +546,14 @@ int cuda_state_create(const eng_config *cfg, cuda_state **out, char *err, size_t
     st->filled = calloc(M, 1);
     st->prefilled = calloc(M, sizeof(int64_t));
     st->token = calloc(M, sizeof(int32_t));
-    if (!st->filled || !st->prefilled || !st->token) {
+    st->key = calloc(M, sizeof(uint64_t));
+    if (!st->filled || !st->prefilled || !st->token || !st->key) {
         ll_errf(err, errlen, "cuda backend: out of memory");
         rc = LL_ENOMEM;
         goto fail;
     }
+    for (int s = 0; s < st->o.max_slots; s++)
+        st->key[s] = cuda_slot_key(st->o.seed, s);
     int n_names = 0;
     const char *const *names = cuda_attn_kernel_names(st->kind, &n_names);
     st->attn_name = n_names > 0 && names && names[0] ? names[0]

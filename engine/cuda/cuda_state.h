@@ -37,7 +37,7 @@ _Static_assert(CUDA_TP_RANK_PHASES + (CUDA_TP_MAX - 1) * (CUDA_TP_RANK_PHASES - 
 /* The host-to-device upload of one step, one copy: these arrays at fixed
  * offsets of a pinned buffer and its device twin. */
 typedef struct cuda_upload {
-    size_t off_slot, off_tok, off_ctx, off_items, bytes;
+    size_t off_slot, off_tok, off_ctx, off_key, off_items, bytes;
     int max_items;
 } cuda_upload;
 
@@ -77,10 +77,14 @@ typedef struct cuda_state {
     cuda_upload up;
     uint8_t *h_up;        /* pinned, portable: every rank's stream copies from it */
     int32_t *h_tok_out;   /* pinned */
+    float *h_logits;      /* pinned (max_running, vocab): the last sample's logits */
+    float *h_prob;        /* pinned (max_running): each row's winning probability */
+    int fault;            /* attn_fault on the tiled kernel (CUDA_ATTN_FAULT_*), else 0 */
     /* per slot, host side */
-    uint8_t *filled;      /* history rows written */
+    uint8_t *filled;      /* history rows written (cleared when a request leaves) */
     int64_t *prefilled;
     int32_t *token;
+    uint64_t *key;        /* the request's key: its top-k choice and prompt rows */
     int last_n;           /* sequences in the last decode step (view) */
     long steps;           /* steps run (fault_step counts them) */
     int broken;           /* a CUDA error happened: the context is unusable */
@@ -96,6 +100,20 @@ static inline uint64_t cpu_hash64_host(uint64_t x)
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
     return x ^ (x >> 31);
+}
+
+/* The seeded history rows of every slot (a request starts on them, so no
+ * output depends on which slot it landed on). */
+static inline uint64_t cuda_history_seed(uint64_t model_seed)
+{
+    return cpu_hash64_host(model_seed);
+}
+
+/* A slot's key while no request with a seed holds it (a batch without
+ * prefill_seed): the top-k choice cpu_hash64(seed ^ slot). */
+static inline uint64_t cuda_slot_key(uint64_t model_seed, int slot)
+{
+    return cpu_hash64_host(model_seed ^ (uint64_t)slot);
 }
 
 /* Check the keys, find the devices, size and allocate everything (each

@@ -60,8 +60,8 @@ typedef enum eng_backend_kind {
  * eng_start returns). Copy a config with eng_config_copy, not `=`, once it
  * owns strings: a plain assignment shares them. NULL string fields mean the
  * default. */
-/* eng_config.attn_fault: a deliberate bug in the cpu backend's tiled kernel,
- * for testing that an A/B catches a wrong kernel (docs/engine.md). */
+/* eng_config.attn_fault: a deliberate bug in the cpu and cuda backends' tiled
+ * kernels, for testing that an A/B catches a wrong kernel (docs/engine.md). */
 enum { ENG_ATTN_FAULT_NONE = 0, ENG_ATTN_FAULT_SKIP_LAST_TILE = 1, ENG_ATTN_FAULT_SWAP_HEADS = 2 };
 
 typedef struct eng_config {
@@ -127,7 +127,7 @@ typedef struct eng_config {
                                 * | "fp8" (DeepSeek-V3.2's 656 B rows, engine/cuda/README.md) */
     int device;                /* [device] cuda: CUDA device index, default 0 */
     int attn_fault;            /* [attn_fault] testing: ENG_ATTN_FAULT_*, a deliberate bug in
-                                * the cpu tiled kernel (fast and wrong), default none */
+                                * the cpu and cuda tiled kernels (fast and wrong), default none */
     /* added fields (spec keys in brackets) */
     int stop_after_tok;        /* [stop_after] a request without ignore_eos ends with
                                 * finish_reason "stop" after max(min_tokens, this) tokens

@@ -781,6 +781,10 @@ int fit_json_turns(cJSON *o, const fit_result *r);
 int fit_analyze(const fit_run *run, const fit_options *opt, fit_result **out,
                 char *err, size_t errlen);
 void fit_result_free(fit_result *r);
+/* fit_load_run then fit_analyze: both set, or both NULL and the first
+ * error's code and message. */
+int fit_open(const char *dir, const fit_options *opt, fit_run **run, fit_result **res, char *err,
+             size_t errlen);
 
 /* The --json object: {"law":{"a_ms","b_ms","a_ci_ms":[lo,hi],"b_ci_ms":[lo,hi],
  * "r2","n_samples","model","a_se_ms","b_se_ms","cov_ab_ms2","t_crit",...},

@@ -135,24 +135,30 @@ int lg_run_free(lg_run *r);
 /* ---- re-scoring a decoded output through prefill (rescore.c) ----
  * For `loadlaw check-decode`: the recorded prompt plus the tokens a request
  * decoded, sent back to the server with prompt logprobs asked (vLLM's
- * "prompt_logprobs"), and the scores of the output's positions read back.
- * One blocking HTTP transfer per call; callable from any thread. */
+ * "prompt_logprobs", or SGLang /generate's "return_logprob" with
+ * "logprob_start_len"), and the scores of the output's positions read back.
+ * One blocking HTTP transfer per call (two for /generate with ids: the
+ * prompt's ids first); callable from any thread. */
 typedef struct lg_rescore_req {
-    const char *url;           /* the endpoint's full URL (…/v1/chat/completions or …/v1/completions) */
+    const char *url;           /* the endpoint's full URL (…/v1/chat/completions, …/v1/completions, …/generate) */
     const char *api_key;       /* NULL: none; never logged */
-    const char *model;         /* NULL: not sent */
+    const char *model;         /* NULL: not sent (nor ever to /generate) */
     int chat;                  /* 1: prompt_json is the messages array; 0: the prompt string */
+    int generate;              /* 1: SGLang's /generate (chat 0): prompt_json is its "text" */
     const char *prompt_json;   /* the prompt as recorded (records.h ll_rec_outputs.prompt) */
     const char *output;        /* the decoded text, token by token as streamed */
+    const int64_t *ids;        /* generate: (n_tok) the decoded token ids, sent back as
+                                * ids; NULL: the text is sent */
     size_t n_tok;              /* tokens in output: the last n_tok prompt positions */
-    int top_k;                 /* prompt_logprobs: alternatives per position (0..20) */
-    double timeout_s;          /* whole transfer; <= 0: 600 s */
+    int top_k;                 /* alternatives per position (0..20) */
+    double timeout_s;          /* each transfer; <= 0: 600 s */
 } lg_rescore_req;
 
 typedef struct lg_rescore {
     size_t n;                  /* = n_tok */
     double *lp;                /* (n) the output token's prefill logprob, NAN where null */
-    int *rank;                 /* (n) its rank (1 = prefill's argmax), 0 when not said */
+    int *rank;                 /* (n) its rank (1 = prefill's argmax), 0 when not said; from
+                                * SGLang its place among the top_k, top_k + 1 below them */
     int64_t *id;               /* (n) the token id the server scored, -1 when not said */
     char **tok;                /* (n) its decoded text, NULL when not said */
     int unsupported;           /* the server cannot return prompt logprobs (refused, or sent none) */

@@ -162,5 +162,9 @@ typedef struct rpt_trace_print_opts {
  * per tensor-parallel rank); labels[i] names trace i (NULL = "#i"). */
 int rpt_trace_print(FILE *f, rpt_trace *const *traces, const char *const *labels, size_t n,
                     const rpt_trace_print_opts *opts, char *err, size_t errlen);
+/* Load the n files (rpt_trace_load) and print their breakdown, labelled by
+ * path: 0, or the first error with its message (`loadlaw trace`). */
+int rpt_trace_files(FILE *f, const char *const *paths, size_t n, const rpt_trace_print_opts *opts, char *err,
+                    size_t errlen);
 
 #endif

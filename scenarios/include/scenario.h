@@ -154,6 +154,9 @@ typedef struct scn_ab {
  * A B B A A B B A ...; the pair of position k is k / 2 and a pair's first
  * side alternates A, B, A, ... Pure; for tests and the sweep alike. */
 int scn_ab_side_at(int k);
+/* A speedup gate "X", "Xx" or "X@C" (ab.expect_speedup, compare
+ * --expect-speedup): X in [0.001, 1e6], C in [1, 1e6] (0 when absent). */
+int scn_parse_speedup(const char *s, double *x, int *c);
 
 /* A level where more than this fraction of the measured requests failed is
  * not a measurement of the server's speed but of its failures: the sweep
@@ -270,6 +273,9 @@ void scn_free(scn_scenario *s);
  * name (without regard to case: "Authorization"). */
 int scn_has_header(const scn_scenario *s, const char *name);
 
+/* Append a "Name: value" header (a token name, no line breaks; written
+ * back as "Name: value"): 0, LL_EINVAL or LL_ENOMEM. */
+int scn_add_header(scn_scenario *s, const char *line);
 /* Replace an owned string field (NULL clears it). */
 int scn_set_str(char **field, const char *value);
 /* Replace the levels by closed-loop levels at these concurrencies, keeping
@@ -282,6 +288,44 @@ int scn_validate(scn_scenario *s, char *err, size_t errlen);
 int scn_level_requests(const scn_level *l);
 /* The effective scenario as JSON (for the run record); caller frees with cJSON_Delete. */
 cJSON *scn_to_json(const scn_scenario *s);
+
+/* ---- values from a command line (overlay.c) -------------------------------- */
+
+/* Synthetic prompts without a tokenizer: words = tokens / 1.33 (English text
+ * runs ~0.75 words per token with the common BPE vocabularies). */
+#define SCN_TOKENS_PER_WORD 1.33
+
+int scn_is_file(const char *path); /* 1: a regular file */
+/* A scenario file by name: as given, then the source tree's scenarios (a
+ * build-tree binary), then $LOADLAW_DATADIR or the install's data folder.
+ * 0 with its path in out, -1 (out = name) when none exists. */
+int scn_find_file(const char *name, char *out, size_t n);
+/* The scenario a sweep starts from, before its flags: the file named (found
+ * by scn_find_file; defaults "file"); with none and remote, the remote
+ * defaults below (defaults "remote"); else scenarios/default.json (defaults
+ * "bundled"). 0, or LL_EIO (unreadable), LL_ENOMEM, or the loader's
+ * LL_EINVAL/LL_EPARSE, with a message. */
+int scn_load_base(const char *name, int remote, scn_scenario **out, char *err, size_t errlen);
+/* A scenario-less run against a URL: C = 1..64, 256-token prompts, 256
+ * tokens out, nothing a strict server would reject. 0 or LL_ENOMEM. */
+int scn_remote_defaults(scn_scenario *s);
+/* "MEAN[,STDDEV]" (MEAN in [1, 1e6]) -> a fixed or normal length, clamped to
+ * [max(1, mean - 3 sd), mean + 3 sd] so a draw is never empty or huge. */
+int scn_parse_length(const char *v, scn_dist *d);
+/* Prompt lengths in tokens, with the word form for a prompt builder
+ * without a tokenizer. */
+void scn_set_prompt_tokens(scn_scenario *s, scn_dist d);
+/* "a,b,c": one value for every level, or exactly one per level, into
+ * out[0..n_levels). */
+typedef enum { SCN_PER_LEVEL_REQUESTS, SCN_PER_LEVEL_DURATION } scn_per_level;
+#define SCN_PER_LEVEL_WHAT(k) \
+    ((k) == SCN_PER_LEVEL_REQUESTS ? "an integer in [1, 100000000]" : "a duration like 30s (at most 1e7 s)")
+int scn_parse_per_level(const char *v, scn_per_level kind, size_t n_levels, double *out, char *err,
+                        size_t errlen);
+/* "START:END" seconds (END empty: 0, the end; else START < END). */
+int scn_parse_window(const char *v, double *a, double *b);
+/* "GROUPS:TOKENS" -> prefix_groups, prefix_tokens. */
+int scn_parse_shared_prefix(const char *v, scn_scenario *s);
 
 /* ---- prompts -------------------------------------------------------------- */
 

@@ -84,6 +84,9 @@ int sweep_ab(const sweep_job *base, const char *out_dir);
 
 /* A scenario with "ab": sweep_ab(j, j->run_dir); else sweep_one(j). */
 int sweep_run(const sweep_job *j);
+/* A run directory for a sweep without -o: runs/YYYYMMDD-HHMMSS (UTC), with
+ * -2, -3... when that exists. */
+void sweep_default_run_dir(char *out, size_t n);
 
 /* Raise this process's open-file limit to its hard limit (a warning when
  * that fails). */

@@ -2,7 +2,7 @@
 """Check a loadlaw sweep of llama.cpp's llama-server (run_interop.sh).
 
 Usage: check_run.py RUN_DIR FIT.json FIT.txt --max-tokens N --levels 1,2,4,8
-                    [--url http://127.0.0.1:PORT] [--expect-context]
+                    [--url http://127.0.0.1:PORT] [--expect-context] [--expect-outputs]
 
 Reads RUN_DIR/records.jsonl (docs/records.md), the `loadlaw fit --json` output
 and the text `loadlaw fit` printed, prints every figure it compares (the
@@ -12,12 +12,14 @@ client's beside the server's), and exits 1 when a check fails. Checks:
   tokens     every measured request streamed exactly --max-tokens completion
              tokens, the server's usage.completion_tokens says the same, and
              the stream carried one token per chunk (counts "stream")
+  outputs    (with --expect-outputs: a run with --record-outputs) the token
+             ids, logprobs and top-5 rows llama-server streamed were recorded
   fit        the law was fitted; the text shows the model check and a row per
              level with its error against the law
   tokenize   (with --url) the server's /tokenize makes one token of each
              prompt word
   model      the chosen step-time model's worst level no worse than the
-             line's and within MODEL_TOL; the headline says "no model fits"
+             line's (model-size: and within MODEL_TOL); the headline says "no model fits"
              exactly when a level misses by more than 5%; with
              --expect-context the model has the context term (K/1k), its 95%
              interval above 0
@@ -61,7 +63,10 @@ CACHE_SHARE_AGREE = 0.1
 # always a shape of the family (llama-server on one core has run N = 3 faster
 # than N = 2), so the check asks for what must hold on any run: the chosen
 # model's worst level no worse than the line's (or within 5%), and within
-# MODEL_TOL.
+# MODEL_TOL. Only that last bound depends on the machine being quiet
+# enough (another busy process moves a level's throughput by 10-20%): when it
+# is the only check missed, the exit status is 3 and run_interop.sh measures
+# that sweep once more.
 # Measured on a 2-core machine, worst levels: short runs 4.4% and 8.2% (the
 # line: 29% and 20%), 1,024-token runs 2.8% and 4.0% (the line: 14%, 25%).
 FIT_MODEL_LEVEL_FIT = 0.05
@@ -125,6 +130,23 @@ def check_sweep(ck, recs, levels):
                                            (r.get("error") or "")[:200]))
     ck.ok("sweep", not errs, "%d request records, %d errors (warmup included)"
           % (len(recs["request"]), len(errs)))
+
+
+def check_outputs(ck, recs, max_tokens):
+    """--record-outputs against llama-server's chat stream: each token's id
+    (its logprobs entries' "id") and logprob with the top 5, as records.md
+    says; a token held back by the server (a partial UTF-8 sequence) may lack
+    its entry, so 95% of the tokens must carry one."""
+    meas = [r for r in recs["request"] if not r.get("warmup")]
+    outs = [r.get("outputs") or {} for r in meas]
+    n_tok = len(meas) * max_tokens
+    ids = sum(sum(1 for i in o.get("ids") or [] if isinstance(i, int) and i >= 0) for o in outs)
+    lps = sum(sum(1 for v in o.get("lp") or [] if isinstance(v, (int, float)) and v <= 0) for o in outs)
+    tops = sum(sum(1 for t in o.get("top") or [] if len(t) == 5) for o in outs)
+    keyed = sum(1 for o in outs if o.get("key"))
+    ck.ok("outputs", meas and keyed == len(meas), "%d of %d requests carry an outputs key" % (keyed, len(meas)))
+    for what, k in (("token ids", ids), ("logprobs", lps), ("top-5 rows", tops)):
+        ck.ok("outputs", k >= 0.95 * n_tok, "%s recorded for %d of %d tokens" % (what, k, n_tok))
 
 
 def check_tokens(ck, recs, max_tokens):
@@ -201,9 +223,11 @@ def check_model(ck, fit, text, expect_context):
                  fmt(None if el is None else 100 * el)))
         worst_m = max(worst_m, abs(e if e is not None else math.inf))
         worst_l = max(worst_l, abs(el if el is not None else math.inf))
-    ck.ok("model", worst_m <= max(worst_l, FIT_MODEL_LEVEL_FIT) and worst_m <= MODEL_TOL,
-          "worst level: the chosen model %.1f%%, the line %.1f%% (the model at most the line's, or 5%%, "
-          "and %.0f%%)" % (100 * worst_m, 100 * worst_l, 100 * MODEL_TOL))
+    ck.ok("model", worst_m <= max(worst_l, FIT_MODEL_LEVEL_FIT),
+          "worst level: the chosen model %.1f%%, the line %.1f%% (the model at most the line's, or 5%%)"
+          % (100 * worst_m, 100 * worst_l))
+    ck.ok("model-size", worst_m <= MODEL_TOL,
+          "worst level: the chosen model %.1f%% (at most %.0f%%)" % (100 * worst_m, 100 * MODEL_TOL))
     said = "NO MODEL OF THE FAMILY FITS EVERY LEVEL WITHIN 5%" in text
     ck.ok("model", said == (worst_m > FIT_MODEL_LEVEL_FIT),
           "the headline %s that no model fits every level within 5%% (worst %.1f%%)"
@@ -327,6 +351,7 @@ def main():
     ap.add_argument("--levels", required=True)
     ap.add_argument("--url")
     ap.add_argument("--expect-context", action="store_true")
+    ap.add_argument("--expect-outputs", action="store_true")
     a = ap.parse_args()
     levels = [int(c) for c in a.levels.split(",")]
     recs = read_records(a.run_dir + "/records.jsonl")
@@ -339,6 +364,8 @@ def main():
     print("checks (client beside server):")
     check_sweep(ck, recs, levels)
     check_tokens(ck, recs, a.max_tokens)
+    if a.expect_outputs:
+        check_outputs(ck, recs, a.max_tokens)
     check_fit(ck, fit, text, levels)
     check_model(ck, fit, text, a.expect_context)
     if a.url:
@@ -351,7 +378,7 @@ def main():
         print("not checked (keys absent): %s" % ", ".join(dict.fromkeys(ck.pending)))
     if ck.failed:
         print("FAILED: %s" % ", ".join(dict.fromkeys(ck.failed)))
-        return 1
+        return 3 if set(ck.failed) == {"model-size"} else 1
     print("all checks passed")
     return 0
 

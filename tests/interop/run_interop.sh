@@ -6,10 +6,12 @@
 # $LOADLAW_LLAMA_SERVER), writes a tiny random-weight LLaMA GGUF
 # (make_model.py, with the gguf package from gguf_python.sh), starts the
 # server on a free loopback port with /metrics and 8 slots, sweeps it twice
-# (short requests at C = 1,2,3,4,6,8; 1,024-token requests at C = 1,2,4,8),
-# fits each run with `loadlaw fit` (text and --json) and checks both with
-# check_run.py, which prints the figures it compares (the long run: a context
-# term). The server is stopped on every exit path.
+# (short requests at C = 1,2,3,4,6,8 with their outputs recorded; 1,024-token
+# requests at C = 1,2,4,8), fits each run with `loadlaw fit` (text and --json)
+# and checks both with check_run.py, which prints the figures it compares (the
+# short run: the token ids and logprobs the server streamed; the long run: a
+# context term); `loadlaw check-decode` on the short run must say the server
+# has no prompt logprobs. The server is stopped on every exit path.
 #
 # Environment: LOADLAW_LLAMA_SERVER (a llama-server binary to use),
 # LOADLAW_INTEROP_NO_BUILD=1 (use a cached build only; skip when there is
@@ -30,7 +32,7 @@ requests=8,12,12,16,24,32
 max_tokens=64
 prompt_tokens=128
 long_levels=1,2,4,8
-long_requests=2,4,8,16
+long_requests=1,2,4,8 # one round per level: ~1,000 steps each, and the run under 2 min
 long_max_tokens=1024
 long_prompt_tokens=420
 slots=8
@@ -149,16 +151,19 @@ print("  model: " + ", ".join("%s %s" % (k, m[k]) for k in
 PY
 
 # 4. sweep, fit and check (the server still up: check_run.py asks it to tokenize)
-# sweep_check NAME LEVELS REQUESTS MAX_TOKENS PROMPT_TOKENS [check_run.py options]
+# sweep_check NAME LEVELS REQUESTS MAX_TOKENS PROMPT_TOKENS [check_run.py options]: 0, or
+# check_run.py's exit status (3: only the model's size bound missed). With
+# --expect-outputs the sweep records outputs (--record-outputs --greedy).
 sweep_check() {
-  local name=$1 lv=$2 rq=$3 mt=$4 pt=$5 run="$work/$1" rc=0 t0
+  local name=$1 lv=$2 rq=$3 mt=$4 pt=$5 run="$work/$1" rc=0 t0 extra=()
   shift 5
+  [[ " $* " == *" --expect-outputs "* ]] && extra=(--record-outputs --greedy)
   rm -rf "$run"
   t0=$(date +%s)
   # In the background with `wait`, so that a signal reaches the traps at once.
   timeout -k 10 600 "$loadlaw" sweep --url "$url" --model tiny-llama -c "$lv" -n "$rq" \
     --max-tokens "$mt" --prompt-tokens "$pt" --seed 7 --metrics-interval 0.2 \
-    --extra-body '{"ignore_eos":true}' -o "$run" -q >"$work/$name.sweep.log" 2>&1 &
+    --extra-body '{"ignore_eos":true}' "${extra[@]}" -o "$run" -q >"$work/$name.sweep.log" 2>&1 &
   sweep_pid=$!
   wait "$sweep_pid" || rc=$?
   sweep_pid=""
@@ -172,7 +177,29 @@ sweep_check() {
   cat "$work/$name.fit.txt"
   echo "---"
   python3 "$here/check_run.py" "$run" "$work/$name.fit.json" "$work/$name.fit.txt" \
-    --max-tokens "$mt" --levels "$lv" --url "$url" "$@" || fail "checks failed ($name, above)"
+    --max-tokens "$mt" --levels "$lv" --url "$url" "$@"
 }
-sweep_check short "$levels" "$requests" "$max_tokens" "$prompt_tokens"
-sweep_check long "$long_levels" "$long_requests" "$long_max_tokens" "$long_prompt_tokens" --expect-context
+# A model past its size bound alone may be a busy machine's noise on one
+# level: that sweep is measured once more, and must pass then.
+sweep_twice() {
+  local rc=0
+  sweep_check "$@" || rc=$?
+  if [ "$rc" = 3 ]; then
+    echo "sweep $1: the chosen model misses a level by more than check_run.py's bound, and every other" \
+         "check passed; measuring it once more (another process may have taken the server's core)"
+    rc=0
+    sweep_check "$@" || rc=$?
+  fi
+  [ "$rc" = 0 ] || fail "checks failed ($1, above)"
+}
+sweep_twice short "$levels" "$requests" "$max_tokens" "$prompt_tokens" --expect-outputs
+
+# 5. check-decode: llama-server has no prompt logprobs (it scores only what it
+# samples), so the command must say so, naming the server, and exit 2.
+rc=0
+"$loadlaw" check-decode "$work/short" --url "$url" --max-requests 2 >"$work/check-decode.log" 2>&1 || rc=$?
+cat "$work/check-decode.log"
+[ "$rc" = 2 ] && grep -q "llama.cpp" "$work/check-decode.log" ||
+  fail "check-decode against llama-server: expected exit 2 naming llama.cpp, got exit $rc"
+echo "check-decode: exit 2, the server's lack of prompt logprobs named (ok)"
+sweep_twice long "$long_levels" "$long_requests" "$long_max_tokens" "$long_prompt_tokens" --expect-context

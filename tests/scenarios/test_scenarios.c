@@ -676,8 +676,58 @@ static void test_workloads(void)
     scn_free(s);
 }
 
+/* What a command line lays over a scenario (overlay.c), and the two values
+ * a file and a flag both spell (headers, speedup gates). */
+static void test_overlay(void)
+{
+    scn_scenario *s = NULL;
+    char err[256] = "", path[4096];
+    scn_dist d;
+    double v[3], a, b, x;
+    int c;
+    CHECK(scn_parse_length("512", &d) == 0 && d.kind == SCN_DIST_FIXED && d.value == 512, "fixed length");
+    CHECK(scn_parse_length("100,40", &d) == 0 && d.kind == SCN_DIST_NORMAL && d.mean == 100 && d.stddev == 40 &&
+              d.min == 1 && d.max == 220, "normal length clamped to [1, mean+3sd]: %g..%g", d.min, d.max);
+    CHECK(scn_parse_length("0", &d) && scn_parse_length("5,x", &d) && scn_parse_length("2e6", &d), "bad lengths");
+    CHECK(scn_parse_per_level("8", SCN_PER_LEVEL_REQUESTS, 3, v, err, sizeof err) == 0 && v[0] == 8 && v[2] == 8,
+          "one value for every level");
+    CHECK(scn_parse_per_level("1s,2m,3", SCN_PER_LEVEL_DURATION, 3, v, err, sizeof err) == 0 && v[1] == 120 &&
+              v[2] == 3, "one duration per level: %g %g", v[1], v[2]);
+    CHECK(scn_parse_per_level("1,2", SCN_PER_LEVEL_REQUESTS, 3, v, err, sizeof err) && strstr(err, "2 values for 3"),
+          "two values for three levels: %s", err);
+    CHECK(scn_parse_per_level("4,0,4", SCN_PER_LEVEL_REQUESTS, 3, v, err, sizeof err) && strstr(err, "'0'"),
+          "a zero count named: %s", err);
+    CHECK(scn_parse_window("10:", &a, &b) == 0 && a == 10 && b == 0 && scn_parse_window("5:2", &a, &b) &&
+              scn_parse_window(":3", &a, &b), "windows");
+    CHECK(scn_parse_speedup("2.2x@32", &x, &c) == 0 && x == 2.2 && c == 32 && scn_parse_speedup("1.5", &x, &c) == 0 &&
+              c == 0 && scn_parse_speedup("0", &x, &c) && scn_parse_speedup("1e-320", &x, &c) &&
+              scn_parse_speedup("2@0", &x, &c), "speedup gates: X in [0.001, 1e6], C >= 1");
+    CHECK(scn_load_base(NULL, 1, &s, err, sizeof err) == 0 && s->n_levels == 7 && s->levels[6].concurrency == 64 &&
+              s->max_tokens == 256 && s->prompt_tokens_set && s->prompt_tokens.value == 256 &&
+              !strcmp(s->defaults, "remote"), "remote defaults");
+    CHECK(scn_parse_shared_prefix("4:512", s) == 0 && s->prefix_groups == 4 && s->prefix_tokens == 512 &&
+              scn_parse_shared_prefix("4", s) && scn_parse_shared_prefix("0:5", s), "shared prefix G:P");
+    scn_set_prompt_tokens(s, (scn_dist){.kind = SCN_DIST_FIXED, .value = 133});
+    CHECK(s->words.value == 100, "133 tokens are 100 words without a tokenizer (%g)", s->words.value);
+    CHECK(scn_add_header(s, "X-Trace:abc") == 0 && !strcmp(s->headers[s->n_headers - 1], "X-Trace: abc") &&
+              scn_add_header(s, "Bad Name: v") == LL_EINVAL && scn_add_header(s, "X: a\r\nY: b") == LL_EINVAL,
+          "headers written back as 'Name: value'; spaces in a name and line breaks refused");
+    scn_free(s);
+    s = NULL;
+    CHECK(scn_load_base(NULL, 0, &s, err, sizeof err) == 0 && !strcmp(s->defaults, "bundled"), "default.json: %s",
+          err);
+    scn_free(s);
+    s = NULL;
+    CHECK(scn_load_base("no-such-scenario.json", 0, &s, err, sizeof err) == LL_EIO &&
+              strstr(err, "no-such-scenario.json"), "a missing file: %s", err);
+    scn_free(s);
+    CHECK(scn_find_file("multi-turn.json", path, sizeof path) == 0 && strstr(path, "scenarios/multi-turn.json"),
+          "found by bare name: %s", path);
+}
+
 int main(void)
 {
+    test_overlay();
     test_errors();
     test_load_and_override();
     test_request_fields();

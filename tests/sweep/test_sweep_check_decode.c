@@ -11,8 +11,16 @@
  *   - a scripted server that answers without "prompt_logprobs", and one that
  *     refuses them with a 400: exit 2 saying the server cannot return them;
  *     what it was sent is the recorded prompt, the decoded text as a final
- *     assistant message and vLLM's keys.
- * About 5 s on 2 cores. */
+ *     assistant message and vLLM's keys; a llama.cpp answer (its "timings")
+ *     is named as such;
+ *   - SGLang's /generate, a scripted server answering in its spelling: a
+ *     sweep recorded through /generate, re-scored with the prompt's ids (a
+ *     first request, logprob_start_len 0) followed by the decoded ids, from
+ *     prompt length - 1: the figures are those of the scripted logprobs
+ *     (mean |delta| 0.0255, max 0.05, half the tokens prefill's first), exit
+ *     3, or 0 with a looser tolerance; a server answering without
+ *     input_token_logprobs, and one refusing with a 400: exit 2.
+ * About 6 s on 2 cores. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,7 +138,20 @@ static int answer(int fd, const char *head, void *ctx)
     static const char no_plp[] = "{\"id\":\"x\",\"object\":\"chat.completion\",\"choices\":[{\"index\":0,"
                                  "\"message\":{\"role\":\"assistant\",\"content\":\" a\"},\"finish_reason\":\"length\"}]}";
     static const char refused[] = "{\"error\":{\"message\":\"prompt_logprobs is not supported\",\"code\":400}}";
-    if (s->refuse)
+    /* llama.cpp llama-server (llama-cpp-python 0.3.36's tree, tests/interop's
+     * model) answering check-decode's own request to /v1/chat/completions,
+     * recorded: prompt_logprobs ignored, no prompt scores, its timings */
+    static const char llama[] =
+        "{\"choices\":[{\"finish_reason\":\"length\",\"index\":0,\"message\":{\"role\":\"assistant\",\"conten"
+        "t\":\"n womaqo\"}}],\"created\":1796208146,\"model\":\"tiny.gguf\",\"system_fingerprint\":\"b1-0c1e5"
+        "70\",\"object\":\"chat.completion\",\"usage\":{\"completion_tokens\":1,\"prompt_tokens\":44,\"total_"
+        "tokens\":45,\"prompt_tokens_details\":{\"cached_tokens\":43}},\"id\":\"chatcmpl-O8HlYSS5OrU04iPsQhhX"
+        "okcP86OiNIpW\",\"timings\":{\"cache_n\":43,\"prompt_n\":1,\"prompt_ms\":16.618,\"prompt_per_token_ms"
+        "\":16.618,\"prompt_per_second\":60.175713082200026,\"predicted_n\":1,\"predicted_ms\":0.001,\"predic"
+        "ted_per_token_ms\":0.0,\"predicted_per_second\":0.0}}\nHTTP 200";
+    if (s->refuse == 2)
+        tu_httpd_reply(fd, "200 OK", "application/json", llama, sizeof llama - 1);
+    else if (s->refuse)
         tu_httpd_reply(fd, "400 Bad Request", "application/json", refused, sizeof refused - 1);
     else
         tu_httpd_reply(fd, "200 OK", "application/json", no_plp, sizeof no_plp - 1);
@@ -139,7 +160,7 @@ static int answer(int fd, const char *head, void *ctx)
 
 static void test_unsupported(void)
 {
-    for (int refuse = 0; refuse < 2; refuse++) {
+    for (int refuse = 0; refuse < 3; refuse++) {
         static script s;
         s = (script){.refuse = refuse};
         tu_httpd *h = NULL;
@@ -155,10 +176,164 @@ static void test_unsupported(void)
         tu_httpd_stop(h);
         CHECK(rc == 2 && strstr(e, "the server cannot return prompt logprobs"),
               "server %s: exit 2 and why (got %d): %s", refuse ? "refusing" : "without them", rc, e);
+        CHECK(refuse != 2 || strstr(e, "llama.cpp's llama-server scores only the tokens it samples"),
+              "llama.cpp: named: %s", e);
         CHECK(s.n == 1, "one request, then it stops (%d)", s.n);
         CHECK(strstr(s.body, "\"prompt_logprobs\":1") && strstr(s.body, "\"continue_final_message\":true") &&
                   strstr(s.body, "{\"role\":\"assistant\",\"content\":\" ") && strstr(s.body, "\"messages\":[{\"role\":\"user\""),
               "sent: the recorded prompt, the output as the final assistant message, vLLM's keys: %.300s", s.body);
+        cJSON_Delete(j);
+        free(e);
+    }
+}
+
+/* ---- SGLang's /generate ------------------------------------------------------
+ * No SGLang server runs here: the answers are written from its source
+ * (sgl-project/sglang, python/sglang/srt/): entrypoints/http_server.py
+ * sends orjson, compact, streamed as "data: ...\n\n" events ending in
+ * "data: [DONE]"; managers/tokenizer_manager.py builds meta_info, with
+ * output_token_logprobs / output_top_logprobs as [logprob, id, text]
+ * triples, cumulative; a non-streamed answer's meta_info.
+ * input_token_logprobs holds one triple per position from logprob_start_len
+ * on, the first with a null logprob (managers/
+ * scheduler_output_processor_mixin.py: "Always pad the first one with
+ * None"), input_top_logprobs beside it (null first) only when
+ * top_logprobs_num > 0; a bad request is a 400 {"error":{"message"}}. The
+ * scripted model: prompt ids [1, 40, 41] whatever
+ * the text; decode says " a" (7) -0.125 and " cat" (12) -0.75; prefill says
+ * " a" -0.126 (first) and " cat" -0.7 below " dog" (13) -0.5. */
+typedef struct sg_script {
+    int mode;                 /* 0 healthy, 1 without input logprobs, 2 refuses */
+    int n_gen, n_ids, n_score, n_other;
+    char score_body[2048];
+} sg_script;
+
+static const char k_sg_stream[] =
+    "data: {\"text\":\" a\",\"output_ids\":[7],\"meta_info\":{\"id\":\"9f1c\",\"finish_reason\":null,"
+    "\"prompt_tokens\":3,\"weight_version\":\"default\",\"completion_tokens\":1,\"cached_tokens\":0,"
+    "\"input_token_logprobs\":[[null,41,\"y\"]],\"output_token_logprobs\":[[-0.125,7,\" a\"]],"
+    "\"input_top_logprobs\":[null],\"output_top_logprobs\":[[[-0.125,7,\" a\"]]],\"e2e_latency\":0.004}}\n\n"
+    "data: {\"text\":\" a cat\",\"output_ids\":[7,12],\"meta_info\":{\"id\":\"9f1c\",\"finish_reason\":"
+    "{\"type\":\"length\",\"length\":2},\"prompt_tokens\":3,\"weight_version\":\"default\",\"completion_tokens\":2,"
+    "\"cached_tokens\":0,\"input_token_logprobs\":[[null,41,\"y\"]],\"output_token_logprobs\":[[-0.125,7,\" a\"],"
+    "[-0.75,12,\" cat\"]],\"input_top_logprobs\":[null],\"output_top_logprobs\":[[[-0.125,7,\" a\"]],[[-0.5,13,"
+    "\" dog\"]]],\"e2e_latency\":0.007}}\n\n"
+    "data: [DONE]\n\n";
+
+/* text = the prompt, logprob_start_len 0, no top logprobs, no text */
+static const char k_sg_ids[] =
+    "{\"text\":\" a\",\"output_ids\":[7],\"meta_info\":{\"id\":\"b20e\",\"finish_reason\":{\"type\":\"length\","
+    "\"length\":1},\"prompt_tokens\":3,\"weight_version\":\"default\",\"completion_tokens\":1,\"cached_tokens\":0,"
+    "\"input_token_logprobs\":[[null,1,null],[-7.25,40,null],[-3.5,41,null]],\"output_token_logprobs\":"
+    "[[-0.126,7,null]],\"e2e_latency\":0.003}}";
+/* input_ids = [1,40,41,7,12], logprob_start_len 2, top 1, with text */
+static const char k_sg_score[] =
+    "{\"text\":\" dog\",\"output_ids\":[13],\"meta_info\":{\"id\":\"c31f\",\"finish_reason\":{\"type\":\"length\","
+    "\"length\":1},\"prompt_tokens\":5,\"weight_version\":\"default\",\"completion_tokens\":1,\"cached_tokens\":2,"
+    "\"input_token_logprobs\":[[null,41,\"y\"],[-0.126,7,\" a\"],[-0.7,12,\" cat\"]],\"output_token_logprobs\":"
+    "[[-0.5,13,\" dog\"]],\"input_top_logprobs\":[null,[[-0.126,7,\" a\"]],[[-0.5,13,\" dog\"]]],"
+    "\"output_top_logprobs\":[[[-0.5,13,\" dog\"]]],\"e2e_latency\":0.003}}";
+/* a server that ignores return_logprob */
+static const char k_sg_plain[] =
+    "{\"text\":\" a\",\"output_ids\":[7],\"meta_info\":{\"id\":\"d4a0\",\"finish_reason\":{\"type\":\"length\","
+    "\"length\":1},\"prompt_tokens\":3,\"completion_tokens\":1,\"cached_tokens\":0,\"e2e_latency\":0.003}}";
+static const char k_sg_refused[] = "{\"error\":{\"message\":\"logprob_start_len (2) is out of range\"}}";
+
+static int sg_answer(int fd, const char *head, void *ctx)
+{
+    sg_script *s = ctx;
+    size_t len = 0;
+    const char *b = tu_httpd_body(&len);
+    if (strncmp(head, "POST /generate ", 15) != 0 || !b) {
+        s->n_other++;
+        tu_httpd_reply(fd, "404 Not Found", "text/plain", "not here", 8);
+    } else if (strstr(b, "\"stream\":true")) {
+        s->n_gen++;
+        tu_httpd_reply(fd, "200 OK", "text/event-stream", k_sg_stream, sizeof k_sg_stream - 1);
+    } else if (s->mode == 2) {
+        s->n_ids++;
+        tu_httpd_reply(fd, "400 Bad Request", "application/json", k_sg_refused, sizeof k_sg_refused - 1);
+    } else if (strstr(b, "\"input_ids\":")) {
+        if (s->n_score++ == 0)
+            snprintf(s->score_body, sizeof s->score_body, "%s", b);
+        tu_httpd_reply(fd, "200 OK", "application/json", k_sg_score, sizeof k_sg_score - 1);
+    } else {
+        const char *a = s->mode == 1 ? k_sg_plain : k_sg_ids;
+        s->n_ids += strstr(b, "\"logprob_start_len\":0") != NULL;
+        tu_httpd_reply(fd, "200 OK", "application/json", a, strlen(a));
+    }
+    return 0;
+}
+
+/* check-decode of g_tmp/sg against a fresh scripted server in *s's mode
+ * (--url, and --tolerance tol when given); the server stopped before it
+ * returns, so *s may be read. */
+static int sg_check(sg_script *s, const char *tol, cJSON **j, char **e)
+{
+    tu_httpd *h = NULL;
+    *j = NULL;
+    *e = NULL;
+    if (tu_httpd_start(sg_answer, s, &h) != 0)
+        return -1;
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", tu_httpd_port(h));
+    const char *extra[] = {"--url", url, tol ? "--tolerance" : NULL, tol, NULL};
+    int rc = check("sg", extra, j, e);
+    tu_httpd_stop(h);
+    return rc;
+}
+
+static void test_sglang(void)
+{
+    static sg_script s;
+    tu_httpd *h = NULL;
+    CHECK(tu_httpd_start(sg_answer, &s, &h) == 0, "scripted SGLang server");
+    if (!h)
+        return;
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, LOADLAW_BIN " sweep --url http://127.0.0.1:%d --endpoint generate --model tiny -c 1 "
+             "-n 3 --max-tokens 2 --record-outputs --greedy --no-metrics --no-report --gpu off -q -o %s/sg > "
+             "%s/sg.sweep 2>&1", tu_httpd_port(h), g_tmp, g_tmp);
+    int rc = tu_sh(cmd);
+    tu_httpd_stop(h);
+    CHECK(rc == 0 && s.n_gen == 3, "a sweep through /generate (exit %d, %d streams)", rc, s.n_gen);
+
+    cJSON *j = NULL;
+    char *e = NULL;
+    s = (sg_script){0};
+    rc = sg_check(&s, NULL, &j, &e);
+    CHECK(rc == 3, "SGLang: decode and prefill disagree past 0.005 nat: exit 3 (got %d): %s", rc, e);
+    CHECK(s.n_ids == 3 && s.n_score == 3, "per request: the prompt's ids, then the score (%d, %d)", s.n_ids,
+          s.n_score);
+    CHECK(strstr(s.score_body, "\"input_ids\":[1,40,41,7,12]") && strstr(s.score_body, "\"logprob_start_len\":2") &&
+              strstr(s.score_body, "\"return_logprob\":true") && strstr(s.score_body, "\"top_logprobs_num\":1") &&
+              strstr(s.score_body, "\"max_new_tokens\":1") && !strstr(s.score_body, "\"text\""),
+          "sent: the prompt's ids and the decoded ids, scored from the last prompt position: %s", s.score_body);
+    CHECK(num(j, "all", "positions") == 6 && fabs(num(j, "all", "mean_abs_delta") - 0.0255) < 1e-9 &&
+              fabs(num(j, "all", "max_abs_delta") - 0.05) < 1e-9,
+          "SGLang: 6 positions, mean |delta| %.6g (0.0255), max %.6g (0.05)", num(j, "all", "mean_abs_delta"),
+          num(j, "all", "max_abs_delta"));
+    CHECK(num(j, "all", "share_rank1") == 0.5 && num(j, "all", "share_over") == 0.5,
+          "SGLang: half the tokens first in prefill (%g), half over the tolerance (%g)", num(j, "all", "share_rank1"),
+          num(j, "all", "share_over"));
+    cJSON_Delete(j);
+    free(e);
+
+    s = (sg_script){0};
+    rc = sg_check(&s, "0.1", &j, &e);
+    CHECK(rc == 0, "SGLang with --tolerance 0.1: exit 0 (got %d): %s", rc, e);
+    cJSON_Delete(j);
+    free(e);
+
+    for (int mode = 1; mode <= 2; mode++) {
+        s = (sg_script){.mode = mode};
+        rc = sg_check(&s, NULL, &j, &e);
+        CHECK(rc == 2 && e && strstr(e, "the server cannot return prompt logprobs") &&
+                  strstr(e, mode == 1 ? "without meta_info.input_token_logprobs" : "HTTP 400"),
+              "SGLang %s: exit 2 and why (got %d): %s", mode == 1 ? "without input logprobs" : "refusing", rc,
+              e ? e : "");
+        CHECK(s.n_ids == 1 && s.n_score == 0 && s.n_other == 0, "one request, then it stops (%d, %d, %d)", s.n_ids,
+              s.n_score, s.n_other);
         cJSON_Delete(j);
         free(e);
     }
@@ -171,6 +346,7 @@ int main(void)
     test_cpu();
     test_synthetic_and_no_outputs();
     test_unsupported();
+    test_sglang();
     if (tu_fail == 0)
         tu_rmtree(g_tmp);
     TEST_MAIN_END();

@@ -608,21 +608,120 @@ void cp_async_wait(int n)
 
 /* ---- launch ---------------------------------------------------------------------- */
 
+#ifdef CUEMU_ASAN
+static const size_t fiber_stack_bytes = 512 * 1024; /* ASan's frames are larger */
+#else
+static const size_t fiber_stack_bytes = 64 * 1024; /* the kernels' frames are a few KB */
+#endif
+
+/* The launch's shape and shared memory as cudart checks them: cudaSuccess, or
+ * the error the launch leaves for cudaGetLastError. */
+static cudaError_t check_config(const void *kernel, dim3 grid, dim3 block, size_t smem)
+{
+    uint64_t nt = (uint64_t)block.x * block.y * block.z;
+    if (nt < 1 || nt > 1024 || block.z > 64 || grid.x < 1 || grid.y < 1 || grid.z < 1 || grid.y > 65535 ||
+        grid.z > 65535 || grid.x > 0x7fffffffu)
+        return cudaErrorInvalidConfiguration;
+    auto it = g_max_dyn.find(kernel);
+    size_t max_dyn = it != g_max_dyn.end() ? (size_t)it->second : 48 * 1024;
+    if (smem > max_dyn)
+        return cudaErrorInvalidValue;
+    return cudaSuccess;
+}
+
+/* The linear index of the b-th block run, in CUEMU_ORDER's order; random
+ * shuffles the whole grid once, at the launch's first block. */
+static uint64_t block_at(uint64_t b, uint64_t nblk, int ord, std::vector<uint64_t> &border, std::mt19937 &rng)
+{
+    if (ord != O_RANDOM)
+        return ord == O_REVERSE ? nblk - 1 - b : b;
+    if (border.empty()) {
+        border.resize(nblk);
+        for (uint64_t i = 0; i < nblk; i++)
+            border[i] = i;
+        std::shuffle(border.begin(), border.end(), rng);
+    }
+    return border[b];
+}
+
+/* The block's starting state: poisoned shared memory, empty warp slots, and
+ * one READY fiber per thread at the kernel's entry; torder is the order the
+ * scheduler visits them (random reshuffles it each round). */
+static void reset_block(launch_state &st, dim3 block, size_t smem, int ord, std::vector<int> &torder)
+{
+    int nthr = (int)st.f.size(), nwarp = (int)st.w.size();
+    if (smem)
+        memset(st.blk.smem, 0xff, smem); /* poison: a bf16/fp32 NaN, an int -1 */
+    for (int w = 0; w < nwarp; w++) {
+        st.w[w] = warp_slot();
+        st.w[w].lanes = std::min(32, nthr - 32 * w);
+        st.w[w].live = st.w[w].lanes;
+    }
+    for (int i = 0; i < nthr; i++) {
+        fiber &f = st.f[i];
+        f.ids.linear = i;
+        f.ids.tid = make_uint3((unsigned)(i % block.x), (unsigned)(i / block.x % block.y),
+                               (unsigned)(i / (block.x * block.y)));
+        f.warp = i / 32;
+        f.lane = i % 32;
+        f.st = READY;
+        f.open.clear();
+        f.groups.clear();
+        f.stack = g_stacks.get((size_t)i);
+        f.stack_bytes = fiber_stack_bytes;
+        f.asan_fake = NULL;
+        fiber_init(&f);
+        torder[i] = ord == O_REVERSE ? nthr - 1 - i : i;
+    }
+    st.live = nthr;
+    st.bar_arrived = 0;
+}
+
+/* A round in which no fiber could run: every live thread waits on the others. */
+static void fault_deadlock(launch_state &st, int done)
+{
+    int bar = 0, wrp = 0;
+    for (fiber &f : st.f)
+        bar += f.st == WAIT_BAR, wrp += f.st == WAIT_WARP;
+    snprintf(st.fault_msg, sizeof st.fault_msg,
+             "block (%u,%u,%u): deadlock: %d thread(s) at __syncthreads, %d in warp collectives, "
+             "%d exited",
+             st.blk.bid.x, st.blk.bid.y, st.blk.bid.z, bar, wrp, done);
+    st.faulted = true;
+}
+
+/* Rounds over the block's fibers, each READY one resumed until it blocks or
+ * exits, until all have exited or one faulted. */
+static void run_block(launch_state &st, int ord, std::vector<int> &torder, std::mt19937 &rng)
+{
+    int nthr = (int)st.f.size();
+    int done = 0;
+    while (done < nthr && !st.faulted) {
+        if (ord == O_RANDOM)
+            std::shuffle(torder.begin(), torder.end(), rng);
+        bool ran = false;
+        for (int k = 0; k < nthr && !st.faulted; k++) {
+            fiber &f = st.f[torder[k]];
+            if (f.st != READY)
+                continue;
+            ran = true;
+            to_fiber(&f);
+            if (f.st == DONE)
+                done++;
+        }
+        if (!ran && !st.faulted)
+            fault_deadlock(st, done);
+    }
+}
+
 void launch(const void *kernel, dim3 grid, dim3 block, size_t smem, void (*body)(void *), void *ctx)
 {
     std::lock_guard<std::mutex> lk(g_mu);
     if (g_sticky != cudaSuccess)
         return;
-    uint64_t nt = (uint64_t)block.x * block.y * block.z;
-    if (nt < 1 || nt > 1024 || block.z > 64 || grid.x < 1 || grid.y < 1 || grid.z < 1 || grid.y > 65535 ||
-        grid.z > 65535 || grid.x > 0x7fffffffu) {
-        g_last = cudaErrorInvalidConfiguration;
-        return;
-    }
-    auto it = g_max_dyn.find(kernel);
-    size_t max_dyn = it != g_max_dyn.end() ? (size_t)it->second : 48 * 1024;
-    if (smem > max_dyn) {
-        g_last = cudaErrorInvalidValue;
+    cudaError_t bad = check_config(kernel, grid, block, smem);
+    if (bad != cudaSuccess) {
+        g_last = bad;
         return;
     }
     unsigned seed;
@@ -641,13 +740,8 @@ void launch(const void *kernel, dim3 grid, dim3 block, size_t smem, void (*body)
     std::vector<uint8_t> smem_buf(smem ? smem : 16);
     st.blk.smem = smem ? smem_buf.data() : NULL;
     cur_block = &st.blk;
-#ifdef CUEMU_ASAN
-    size_t stack_bytes = 512 * 1024; /* ASan's frames are larger */
-#else
-    size_t stack_bytes = 64 * 1024; /* the kernels' frames are a few KB */
-#endif
-    g_stacks.bytes = stack_bytes;
-    int nthr = (int)nt, nwarp = (nthr + 31) / 32;
+    g_stacks.bytes = fiber_stack_bytes;
+    int nthr = (int)((uint64_t)block.x * block.y * block.z), nwarp = (nthr + 31) / 32;
     st.f.resize((size_t)nthr);
     st.w.assign((size_t)nwarp, warp_slot());
 
@@ -655,68 +749,11 @@ void launch(const void *kernel, dim3 grid, dim3 block, size_t smem, void (*body)
     std::vector<uint64_t> border;
     std::vector<int> torder((size_t)nthr);
     for (uint64_t b = 0; b < nblk && !st.faulted; b++) {
-        uint64_t bi = ord == O_FORWARD ? b : ord == O_REVERSE ? nblk - 1 - b : b; /* random: below */
-        if (ord == O_RANDOM) {
-            if (border.empty()) {
-                border.resize(nblk);
-                for (uint64_t i = 0; i < nblk; i++)
-                    border[i] = i;
-                std::shuffle(border.begin(), border.end(), rng);
-            }
-            bi = border[b];
-        }
+        uint64_t bi = block_at(b, nblk, ord, border, rng);
         st.blk.bid = make_uint3((unsigned)(bi % grid.x), (unsigned)(bi / grid.x % grid.y),
                                 (unsigned)(bi / ((uint64_t)grid.x * grid.y)));
-        if (smem)
-            memset(st.blk.smem, 0xff, smem); /* poison: a bf16/fp32 NaN, an int -1 */
-        for (int w = 0; w < nwarp; w++) {
-            st.w[w] = warp_slot();
-            st.w[w].lanes = std::min(32, nthr - 32 * w);
-            st.w[w].live = st.w[w].lanes;
-        }
-        for (int i = 0; i < nthr; i++) {
-            fiber &f = st.f[i];
-            f.ids.linear = i;
-            f.ids.tid = make_uint3((unsigned)(i % block.x), (unsigned)(i / block.x % block.y),
-                                   (unsigned)(i / (block.x * block.y)));
-            f.warp = i / 32;
-            f.lane = i % 32;
-            f.st = READY;
-            f.open.clear();
-            f.groups.clear();
-            f.stack = g_stacks.get((size_t)i);
-            f.stack_bytes = stack_bytes;
-            f.asan_fake = NULL;
-            fiber_init(&f);
-            torder[i] = ord == O_REVERSE ? nthr - 1 - i : i;
-        }
-        st.live = nthr;
-        st.bar_arrived = 0;
-        int done = 0;
-        while (done < nthr && !st.faulted) {
-            if (ord == O_RANDOM)
-                std::shuffle(torder.begin(), torder.end(), rng);
-            bool ran = false;
-            for (int k = 0; k < nthr && !st.faulted; k++) {
-                fiber &f = st.f[torder[k]];
-                if (f.st != READY)
-                    continue;
-                ran = true;
-                to_fiber(&f);
-                if (f.st == DONE)
-                    done++;
-            }
-            if (!ran && !st.faulted) {
-                int bar = 0, wrp = 0;
-                for (fiber &f : st.f)
-                    bar += f.st == WAIT_BAR, wrp += f.st == WAIT_WARP;
-                snprintf(st.fault_msg, sizeof st.fault_msg,
-                         "block (%u,%u,%u): deadlock: %d thread(s) at __syncthreads, %d in warp collectives, "
-                         "%d exited",
-                         st.blk.bid.x, st.blk.bid.y, st.blk.bid.z, bar, wrp, done);
-                st.faulted = true;
-            }
-        }
+        reset_block(st, block, smem, ord, torder);
+        run_block(st, ord, torder, rng);
     }
     cur_block = NULL;
     if (st.faulted) {
