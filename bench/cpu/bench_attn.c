@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench_args.h"
 #include "common.h"
 #include "cpu_kernels.h"
 #include "cpu_model.h"
@@ -171,6 +172,11 @@ static int parse_option(attn_opts *o, const char *a, const char *v)
 }
 
 /* The default N list when --n was not given, then nmax: 0, or an exit code. */
+static int parse_option_any(void *o, const char *a, const char *v)
+{
+    return parse_option(o, a, v);
+}
+
 static int settle_ns(attn_opts *o)
 {
     if (!o->ns) {
@@ -198,20 +204,7 @@ static int parse_args(int argc, char **argv, attn_opts *o)
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     *o = (attn_opts){.threads = ncpu > 0 ? (int)ncpu : 1, .heads = 64, .topk = 2048, .ctx = 4096,
                      .d_model = 2048, .d_ff = 8192, .min_time_s = 0.3};
-    int rc = -1;
-    for (int i = 1; i < argc && rc < 0; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            rc = 0;
-        } else if (!v) {
-            usage(stderr);
-            rc = 2;
-        } else if (parse_option(o, a, v) != 0) {
-            rc = 2;
-        }
-        i++;
-    }
+    int rc = bench_parse_pairs(argc, argv, usage, parse_option_any, o);
     if (rc < 0) {
         int s = settle_ns(o);
         if (s != 0)

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "bench_args.h"
 #include "common.h"
 
 #define MAX_PH 8
@@ -106,6 +107,11 @@ static int parse_option(step_opts *o, const char *a, const char *v)
 }
 
 /* The default N list when --n was not given, each N checked: 0, or an exit code. */
+static int parse_option_any(void *o, const char *a, const char *v)
+{
+    return parse_option(o, a, v);
+}
+
 static int settle_ns(step_opts *o)
 {
     if (!o->ns) {
@@ -128,20 +134,7 @@ static int settle_ns(step_opts *o)
 static int parse_args(int argc, char **argv, step_opts *o)
 {
     default_opts(o);
-    int rc = -1;
-    for (int i = 1; i < argc && rc < 0; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--help") == 0) {
-            usage(stdout);
-            rc = 0;
-        } else if (!v) {
-            usage(stderr);
-            rc = 2;
-        } else if (parse_option(o, a, v) != 0) {
-            rc = 2;
-        }
-        i++;
-    }
+    int rc = bench_parse_pairs(argc, argv, usage, parse_option_any, o);
     if (rc < 0) {
         int s = settle_ns(o);
         if (s != 0)

@@ -9,7 +9,8 @@
  *    level's steady throughput within TOL;
  *  - the same with a top-k cap under every context (the seed's sparse
  *    attention: each request reads k rows however long its context): no
- *    context term is chosen.
+ *    context term is chosen (under the sanitizers: none, or one under a
+ *    tenth of the uncapped run's, the indexer's own scan).
  * argv: none (LOADLAW_BIN). Real time: about a minute (two sweeps). */
 #include <math.h>
 #include <stdio.h>
@@ -118,8 +119,22 @@ int main(void)
     cJSON_Delete(full);
 
     cJSON *capped = sweep_fit(dir, "capped", 32);
-    printf("min_ctx=0, top-k 32 under every context: %s\n", best_of(capped));
-    CHECK(capped && !context_term(capped, &c, ci), "no context term chosen: %s", best_of(capped));
+    double cc = NAN, cci[2] = {NAN, NAN};
+    int has = capped && context_term(capped, &cc, cci);
+    printf("min_ctx=0, top-k 32 under every context: %s", best_of(capped));
+    if (has)
+        printf(" (c = %.4g ms per 1k [%.4g, %.4g])", cc, cci[0], cci[1]);
+    printf("\n");
+#ifdef LOADLAW_SANITIZED
+    /* The indexer still scans each context to pick its 32 rows: a real
+     * O(context) cost, negligible in a plain build, but the sanitizers slow
+     * that scan more than the rest and a CI run has shown it as a small
+     * context term. What the cap must do is remove the attention's share. */
+    CHECK(capped && (!has || cc < 0.1 * c), "no context term, or one under a tenth of the uncapped run's %.4g: %s %.4g",
+          c, best_of(capped), cc);
+#else
+    CHECK(capped && !has, "no context term chosen: %s", best_of(capped));
+#endif
     cJSON_Delete(capped);
     if (!tu_fail)
         tu_rmtree(dir);
