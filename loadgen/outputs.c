@@ -149,11 +149,18 @@ static void completion_logprobs(lg_outputs *o, const lg_jtape *t, const lg_jnode
     }
 }
 
+/* v's id onto the ids, when it is one. */
+static void push_id(lg_outputs *o, const lg_jnode *v)
+{
+    int64_t id = id_of(v);
+    if (id >= 0 && ll_vec_push(&o->ids, id))
+        o->oom = 1;
+}
+
 static void token_ids(lg_outputs *o, const lg_jtape *t, const lg_jnode *ids)
 {
     for (const lg_jnode *e = lg_jchild(t, ids); e; e = lg_jnext(t, e))
-        if (id_of(e) >= 0 && ll_vec_push(&o->ids, id_of(e)))
-            o->oom = 1;
+        push_id(o, e);
 }
 
 void lg_out_choice(lg_outputs *o, const lg_jtape *t, const lg_jnode *choice)
@@ -211,10 +218,11 @@ static void sglang_alts(lg_outputs *o, const lg_jtape *t, const lg_jnode *row)
     for (const lg_jnode *a = row && row->type == LG_J_ARR ? lg_jchild(t, row) : NULL; a; a = lg_jnext(t, a)) {
         const lg_jnode *lp = lg_jchild(t, a), *id = lp ? lg_jnext(t, lp) : NULL, *tx = id ? lg_jnext(t, id) : NULL;
         char buf[32];
+        int64_t n = id_of(id);
         if (tx && tx->type == LG_J_STR)
             add_alt(o, tx->str, tx->str_len, num_or_nan(lp));
-        else if (id_of(id) >= 0)
-            add_alt(o, buf, (size_t)snprintf(buf, sizeof buf, "token_id:%lld", (long long)id_of(id)), num_or_nan(lp));
+        else if (n >= 0)
+            add_alt(o, buf, (size_t)snprintf(buf, sizeof buf, "token_id:%lld", (long long)n), num_or_nan(lp));
     }
 }
 
@@ -239,8 +247,8 @@ void lg_out_generate(lg_outputs *o, const lg_jtape *t, const lg_jnode *ev, const
     }
     size_t i = 0, skip = cumulative ? o->ids.n : 0;
     for (const lg_jnode *e = ids && ids->type == LG_J_ARR ? lg_jchild(t, ids) : NULL; e; e = lg_jnext(t, e), i++)
-        if (i >= skip && id_of(e) >= 0 && ll_vec_push(&o->ids, id_of(e)))
-            o->oom = 1;
+        if (i >= skip)
+            push_id(o, e);
 }
 
 void lg_out_prompt(lg_outputs *o, const char *body, size_t len, int chat)
