@@ -1,7 +1,8 @@
 /* records_outputs.h (internal to common/): the request's "outputs" member
- * (records.h ll_rec_outputs), formatted by the writer thread (records.c) and
- * read back by the reader (records_read.c). Kept apart from the request's
- * timing fields: a run that does not record outputs never reaches this code. */
+ * (records.h ll_rec_outputs), formatted by the writer thread
+ * (records_format.c) and read back by the reader (records_read.c). Kept apart
+ * from the request's timing fields: a run that does not record outputs never
+ * reaches this code. */
 #ifndef LOADLAW_RECORDS_OUTPUTS_H
 #define LOADLAW_RECORDS_OUTPUTS_H
 

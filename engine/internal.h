@@ -1,6 +1,6 @@
 /* internal.h (engine/ only): the engine object, requests, and the seams
- * between the HTTP server (server.c), the scheduler (sched.c), the output
- * formatter (sse.c), metrics and the profiler.
+ * between the HTTP server (server.c, routes.c, response.c), the scheduler
+ * (sched.c), the output formatter (sse.c), metrics and the profiler.
  *
  * DESIGN, threads and ownership:
  *  - One MHD polling thread runs every HTTP callback; one scheduler thread runs
@@ -95,14 +95,14 @@ typedef struct eng_req {
     int suspended, finished, aborted;
     int held;                      /* the scheduler waits for its backlog (sched.c) */
     /* handoff samples (cfg.handoff_sample; under io_mu): tokens whose bytes
-     * end at byte end_off of the stream, waiting for read_cb to hand them on */
+     * end at byte end_off of the stream, waiting for eng_response_read_cb to hand them on */
     int64_t sent_total;            /* bytes handed to MHD so far */
     struct {
         int tok;
         int64_t step_end_ns, end_off;
     } hs[ENG_HANDOFF_PENDING];
     int hs_head, hs_n;
-    /* MHD's thread only (server.c, "when a sampled token's bytes left"):
+    /* MHD's thread only (response.c, "handoff records"):
      * samples handed to MHD whose bytes it has not written yet, and the
      * socket registered for them (-1: none) */
     struct {
@@ -136,7 +136,7 @@ void eng_req_unref(eng_req *r);
 
 /* Descriptors kept free at the top of the open-file limit. A request that
  * arrives on a socket numbered in this band is answered 503 and its
- * connection closed (server.c, fd_exhausted; Linux hands out the lowest free
+ * connection closed (routes.c, fd_exhausted; Linux hands out the lowest free
  * number, so a socket up there means the rest are taken). Without the band,
  * accept() fails with EMFILE at the limit, libmicrohttpd 0.9.75 then stops
  * accepting (daemon.c, at_limit) and new connections wait unanswered in the
@@ -191,7 +191,7 @@ typedef struct eng_engine {
     pthread_mutex_t io_mu;
     /* Backpressure (sched.c, wait_drained): the scheduler sleeps on drain_cv
      * (with io_mu) while n_held streams (eng_req.held) have more than
-     * ENG_UNSENT_MAX_BYTES unsent; read_cb releases each as its backlog
+     * ENG_UNSENT_MAX_BYTES unsent; eng_response_read_cb releases each as its backlog
      * falls to the bound and signals when the last one is released, so a
      * step costs the scheduler one wake-up, not one per stream. */
     pthread_cond_t drain_cv;
@@ -252,10 +252,38 @@ extern const double eng_hist_bounds_s[ENG_HIST_BUCKETS]; /* last is +Inf */
 
 /* config.c: point every NULL string field at its default (static). */
 void eng_config_fill_strings(eng_config *cfg);
+/* config.c: eng_config's string fields, by their slot in owned_str_ (the
+ * key table, config_keys.c, names a string key's slot). */
+enum { ENG_STR_BIND_ADDR, ENG_STR_MODEL, ENG_STR_ATTN, ENG_STR_PROFILE_DIR, ENG_STR_API_KEY,
+       ENG_STR_CONTROL_KEY, ENG_STR_KV, ENG_STR__COUNT };
+/* Store a copy of value in the slot's field; the previous copy (if the
+ * config owned one) is released. 0 or LL_ENOMEM. */
+int eng_config_own_str(eng_config *cfg, int slot, const char *value);
 
 /* server.c */
 int eng_server_start(eng_engine *e, char *err, size_t errlen);
 void eng_server_stop(eng_engine *e);
+
+/* routes.c: MHD's access handler (called with the headers, then each piece
+ * of body, then with none left: the route's answer) and its "request
+ * completed" notice (marks an unfinished generation cancelled, frees the
+ * connection's state). cls is the engine. MHD's thread only. */
+enum MHD_Result eng_routes_on_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                     const char *method, const char *version,
+                                     const char *upload_data, size_t *upload_data_size,
+                                     void **con_cls);
+void eng_routes_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                             enum MHD_RequestTerminationCode toe);
+
+/* response.c: a generation's callback response (cls is its eng_req, which
+ * holds one reference for the response). eng_response_read_cb copies r->out under io_mu,
+ * or suspends the connection when nothing is queued; eng_response_free_cb releases the
+ * reference. track_sends registers r's socket so its handoff samples get
+ * send_ns (cfg.handoff_sample > 0; before MHD writes anything for r). All
+ * three on MHD's thread. */
+ssize_t eng_response_read_cb(void *cls, uint64_t pos, char *buf, size_t max);
+void eng_response_free_cb(void *cls);
+void eng_response_track_sends(eng_req *r);
 
 /* sched.c */
 int eng_sched_start(eng_engine *e, char *err, size_t errlen);

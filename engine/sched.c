@@ -222,7 +222,7 @@ static void emit(eng_engine *e, eng_sched *s, int n_dec, int n_pre_done, int64_t
         if (r->stream && !rc)
             rc = eng_sse_tokens(r, pos, 1);
         if (k_sample > 0 && r->stream && !rc && pos % k_sample == 0) {
-            /* read_cb records it once the stream's bytes up to here are handed over */
+            /* eng_response_read_cb records it once the stream's bytes up to here are handed over */
             if (r->hs_n < ENG_HANDOFF_PENDING) {
                 int i = (r->hs_head + r->hs_n++) % ENG_HANDOFF_PENDING;
                 r->hs[i].tok = pos;
@@ -256,7 +256,7 @@ static void emit(eng_engine *e, eng_sched *s, int n_dec, int n_pre_done, int64_t
 /* Backpressure (DESIGN above): wait until no running stream whose client
  * reads has more than ENG_UNSENT_MAX_BYTES not yet handed to MHD; never
  * longer than ENG_DRAIN_WAIT_MAX_NS. The streams over the bound are marked
- * held; read_cb releases them and signals drain_cv when none is left. A
+ * held; eng_response_read_cb releases them and signals drain_cv when none is left. A
  * spurious wake-up, a timeout or a client leaving (on_completed signals) only
  * means one more look. */
 static void wait_drained(eng_engine *e, eng_sched *s)

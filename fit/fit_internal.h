@@ -1,6 +1,6 @@
 /* fit_internal.h (internal to fit/): the run's storage and the steps of the
  * analysis, shared by load.c, timeline.c, figures.c, regress.c, model.c,
- * analyze.c, compare.c, json.c and output.c. */
+ * analyze*.c, compare.c, json.c and output.c. */
 #ifndef LOADLAW_FIT_INTERNAL_H
 #define LOADLAW_FIT_INTERNAL_H
 
@@ -36,7 +36,7 @@ int fit_server_kind(const char *name, const char *labels);
 /* The level's server figures (fit.h "Server figures") from the run's
  * metric samples; L's windows, start/end and concurrency must be set. */
 void fit_server_level(const fit_run *run, fit_level *L);
-/* server.c, shared with gpu.c and analyze.c. Over the level's steady
+/* server.c, shared with gpu.c and analyze_law.c. Over the level's steady
  * windows (the whole level when it has none), or over [t0, t1]: */
 /* Mean over the scrapes in L's windows of each scrape's total (avg = 0) or
  * mean (avg = 1) over the samples of kind; *n_out scrapes; NAN when none. */
@@ -143,5 +143,26 @@ int fit_slo_given(double v);
 
 /* analyze.c: append a formatted note to the result. */
 int fit_note(fit_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* analyze_law.c: steps of fit_analyze after the levels are rebuilt. */
+/* The law (and OLS, the naive fit, the model check) on the steady steps of
+ * every level, against the N opt names; each level's n_steady_points. */
+int fit_laws(const fit_run *run, fit_result *res, const fit_options *opt, char *err, size_t errlen);
+/* Each closed-loop level's steady throughput against the law and the chosen
+ * model, with intervals; res->model_worst_level. 0 or LL_ENOMEM. */
+int fit_compare_levels(fit_result *res);
+/* The law on the engine's own decode-only step records (res->engine). */
+int fit_engine_steps(const fit_run *run, fit_result *res, char *err, size_t errlen);
+
+/* analyze_notes.c: what a reader must know, as notes (fit_note), after the
+ * law, the burst and client checks. 0 or LL_ENOMEM each. */
+/* Why there is no law, in the user's terms, into res->no_law ("" with one). */
+void fit_no_law_reason(fit_result *res);
+int fit_notes_for_levels(fit_result *res);
+int fit_notes_server(fit_result *res);
+/* Level l's note when the client set its pace: each sign that held. */
+int fit_note_client_bound(fit_result *res, const fit_run *run, size_t l);
+int fit_notes_counts(fit_result *res);
+int fit_notes_left_out(const fit_run *run, const fit_options *opt, fit_result *res);
 
 #endif

@@ -9,7 +9,7 @@
  * order in the file. Cost: one pass over the run's samples per figure and
  * level (a run holds ~10 samples per scrape, 2 scrapes a second). The
  * gauge and counter helpers also serve gpu.c (the GPU figures), and the
- * running gauge's scrape series the law against the server's N (analyze.c). */
+ * running gauge's scrape series the law against the server's N (analyze_law.c). */
 #include <math.h>
 #include <string.h>
 

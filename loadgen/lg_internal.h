@@ -6,7 +6,7 @@
  * request body, parser state and chunk array until lg_xfer_done hands the
  * chunks to the records writer and frees the rest.
  *
- * Threads: the driver (run.c) and the workers (worker.c, xfer.c) share only
+ * Threads: the driver (run.c) and the workers (worker.c, xfer*.c) share only
  * the atomics of lg_run and, to wake the driver, mu/cv/events (lg_run_notify). */
 #ifndef LOADLAW_LOADGEN_INTERNAL_H
 #define LOADLAW_LOADGEN_INTERNAL_H
@@ -66,7 +66,7 @@ typedef struct lg_xfer {
     /* CLOCK_MONOTONIC ns, -1 = not reached */
     int64_t intended_ns, send_ns, header_ns, first_tok_ns, first_think_ns, first_answer_ns, end_ns;
     int64_t now_ns;                /* arrival time of the bytes being parsed */
-    int fd;                        /* its connection's socket, once known (xfer.c arrival_ns); -1 before */
+    int fd;                        /* its connection's socket, once known (xfer_recv.c arrival_ns); -1 before */
     int64_t empty_ns;              /* when a read last found that socket empty (netstamp.h), -1 never */
     int64_t read_ns, read_t_ns;    /* the last read timed (its rx read_at_ns, -1 none) and its time */
     int read_kernel;               /* that time was the kernel's stamp */
@@ -126,7 +126,7 @@ struct lg_worker {
      * records.h ll_rec_client): reset by the driver (assign), written by the
      * worker thread only, read by the driver after the join */
     double cpu_s;                  /* CLOCK_THREAD_CPUTIME_ID over the level */
-    uint64_t reads;                /* socket reads with data (xfer.c on_data; with user
+    uint64_t reads;                /* socket reads with data (xfer_recv.c on_data; with user
                                     * stamps, libcurl write callbacks) */
     uint64_t reads_kstamp;         /* of those, timed by the kernel's receive stamp */
     ll_pct *read_lag;              /* their kernel stamp -> callback, ms (NULL: not kept) */
@@ -172,12 +172,18 @@ struct lg_run {
 /* run.c: wake the driver (a watched event happened, or the last worker left). */
 void lg_run_notify(lg_run *r);
 
-/* xfer.c */
+/* xfer.c: a transfer's life */
 /* sess: the conversation it is a turn of (load.sessions), else NULL. */
 int lg_xfer_start(lg_worker *w, int req_index, int64_t intended_ns, lg_sess *sess);
 /* The one place a finished transfer is classified, handed to the records
  * writer and freed. */
 void lg_xfer_done(lg_xfer *x, CURLcode res);
+
+/* xfer_body.c: what a request sends */
+/* x's request body into x->body (reset first) for the scenario's endpoint;
+ * sets x's max_tokens, head_at, prompt_words, head_tok and sent_cont_usage.
+ * 0 or LL_ENOMEM. */
+int lg_xfer_build_body(lg_xfer *x);
 /* The path under the base URL requests go to: the scenario's endpoint_path,
  * else scn_endpoint_path(endpoint). For run.c, which builds the URL. */
 const char *lg_request_path(const scn_scenario *s);
@@ -185,6 +191,24 @@ const char *lg_request_path(const scn_scenario *s);
  * calls it after its own headers). 0 or LL_ENOMEM (*list is then unchanged
  * past the headers appended so far, and still the caller's to free). */
 int lg_xfer_headers(const scn_scenario *s, struct curl_slist **list);
+
+/* xfer_recv.c: a transfer's bytes as they arrive (worker thread) */
+/* The options of x's easy handle, its callbacks on x. LL_EINVAL when curl
+ * refused an option. */
+int lg_xfer_setup_easy(lg_xfer *x);
+/* x's SSE parser and delta state, for its endpoint's dialect (on a start and
+ * on a resend, after the old ones were freed). */
+void lg_xfer_init_parsers(lg_xfer *x);
+
+/* xfer_record.c: a finished transfer's record */
+/* Its error class, and into msg its message ("" when ok). */
+ll_err_class lg_xfer_classify(lg_xfer *x, CURLcode res, char *msg, size_t msglen);
+/* Make the chunks' tokens agree with the server's usage or the tokenizer;
+ * returns where the counts came from, *st_* what the stream counted. */
+ll_counts lg_xfer_reconcile(lg_xfer *x, int64_t *st_think, int64_t *st_answer);
+/* The record of x on the run clock into *rq: takes x's chunk array. */
+void lg_xfer_fill_record(lg_xfer *x, ll_err_class cls, const char *msg, ll_counts counts, int64_t st_think,
+                         int64_t st_answer, ll_rec_request *rq);
 
 /* session.c (load.sessions; its DESIGN comment says how a slot walks) */
 /* n slots for a level, every one idle (the old ones freed). 0 or LL_ENOMEM. */

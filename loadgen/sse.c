@@ -10,7 +10,7 @@
  * exists to avoid. Three dialects (lg_dialect): OpenAI's chat/completions
  * chunks, the Responses API's typed events, SGLang /generate's cumulative
  * text; each yields the same per-event token counts and text byte lengths
- * (xfer.c attributes a disagreeing final usage over the chunks by them).
+ * (xfer_record.c attributes a disagreeing final usage over the chunks by them).
  * Each event's JSON is read into a tape (jtape.h) by a fast scanner, or by
  * cJSON when the scanner meets something outside the plain subset it handles
  * (counted in lg_delta.slow_events); the interpreter reads only the tape, so

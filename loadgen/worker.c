@@ -35,7 +35,7 @@ static int on_socket(CURL *e, curl_socket_t s, int what, void *userp, void *sock
         epoll_ctl(w->epfd, EPOLL_CTL_DEL, s, NULL);
         return 0;
     }
-    /* the transfer's socket: its reads' stamps are its own (xfer.c arrival_ns) */
+    /* the transfer's socket: its reads' stamps are its own (xfer_recv.c arrival_ns) */
     lg_xfer *x = NULL;
     if (curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&x) == CURLE_OK && x)
         x->fd = (int)s;

@@ -7,7 +7,7 @@
  *
  * Why interposition, not a hook: the stamp of a TCP read comes back only in
  * recvmsg()'s control data (SCM_TIMESTAMPNS). libcurl 7.88 can set the
- * socket option (CURLOPT_SOCKOPTFUNCTION, which xfer.c uses) but reads with
+ * socket option (CURLOPT_SOCKOPTFUNCTION, which loadgen/xfer_recv.c uses) but reads with
  * recv() itself and offers no read callback, and SIOCGSTAMPNS answers only
  * for datagram sockets (TCP never sets sk_stamp). libmicrohttpd 0.9.75 has no
  * public send hook for plain sockets (its send_cls is internal, for TLS),

@@ -1,5 +1,7 @@
-/* scn_internal.h (internal to scenarios/): the "ab" section's loader, kept in
- * ab.c so scenario.c stays one job (the single-sweep format). */
+/* scn_internal.h (internal to scenarios/): what the folder's files share:
+ * the scenario's own seams (scenario.c, scenario_load.c, scenario_json.c),
+ * and the sections kept in files of their own so each stays one job (ab.c,
+ * workload.c, trace.c, sessions.c). */
 #ifndef LOADLAW_SCN_INTERNAL_H
 #define LOADLAW_SCN_INTERNAL_H
 
@@ -11,6 +13,21 @@
 #include <cjson/cJSON.h>
 
 #include "scenario.h"
+
+/* ---- the scenario (scenario.c) ---- */
+
+/* Names of scn_endpoint, scn_arrival and scn_stamp, by value, NULL-ended:
+ * what the loader accepts and scn_to_json writes. */
+extern const char *const scn_endpoint_names[];
+extern const char *const scn_arrival_names[];
+extern const char *const scn_stamp_names[];
+/* 0 for a "Name: value" header line that is safe to send as one header. */
+int scn_check_header(const char *h);
+/* scn_validate with origin naming the scenario in messages (the loader's
+ * file name or "(scenario)"). */
+int scn_validate_origin(scn_scenario *s, const char *origin, char *err, size_t errlen);
+
+/* ---- the "ab" section (ab.c) ---- */
 
 /* Every member of object o is one of keys (NULL-ended); else LL_EINVAL with
  * "ORIGIN: PATH.KEY: unknown key" in err (ab.c; the ab section, load.trace,

@@ -14,65 +14,17 @@
  * runs on the text's bytes directly: no per-call remapping.
  * Loaded once, then read-only: encode/decode allocate their own scratch, so any
  * number of threads may call them at once.
+ * This file reads tokenizer.json into the tables (tokenizer_internal.h), with
+ * their hash maps, and frees them; steps 1-3 run in tokenizer_encode.c.
  */
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include "scenario.h"
-
-#include <pcre2.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
+#include "tokenizer_internal.h"
 
 /* The ByteLevel pre-tokenizer's own regex (GPT-2), used when use_regex is set. */
 static const char k_gpt2_pattern[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
-
-typedef enum tk_behavior {
-    TK_ISOLATED,
-    TK_REMOVED,
-    TK_MERGED_PREV,
-    TK_MERGED_NEXT,
-    TK_CONTIGUOUS
-} tk_behavior;
-
-/* One pre-tokenizer step. ByteLevel is a split step with its GPT-2 regex (or
- * none) plus the optional prefix space. */
-typedef struct tk_step {
-    pcre2_code *re;          /* NULL: no split (ByteLevel with use_regex false) */
-    tk_behavior behavior;
-    int invert;
-    int add_prefix_space;
-} tk_step;
-
-typedef struct tk_added {
-    char *text;
-    size_t len;
-    int32_t id;
-} tk_added;
-
-/* A merge: (left, right) -> merged, by rank. Open addressing, key UINT64_MAX = empty. */
-typedef struct tk_merge {
-    uint64_t key;
-    int32_t rank;
-    int32_t id;
-} tk_merge;
-
-struct scn_tokenizer {
-    char **tok;              /* id -> bytes (NULL = unused id) */
-    uint32_t *tok_len;
-    int32_t n_ids;           /* max id + 1 */
-    int32_t *vmap;           /* bytes -> id, open addressing on tok[], -1 = empty */
-    size_t vmap_cap;         /* power of two */
-    tk_merge *mmap;
-    size_t mmap_cap;
-    int32_t byte_id[256];    /* id of each single byte, -1 = none */
-    int32_t unk_id;          /* -1 = unknown bytes are dropped, as tokenizers does */
-    int ignore_merges;       /* a piece that is itself in the vocab is one token */
-    LL_VEC(tk_added) added;
-    unsigned char added_first[256]; /* bytes an added token can start with */
-    LL_VEC(tk_step) steps;
-};
 
 /* ---- byte-level map (GPT-2's bytes_to_unicode) ----------------------------- */
 
@@ -156,7 +108,7 @@ static size_t pow2_at_least(size_t n)
     return c;
 }
 
-static int32_t vocab_find(const scn_tokenizer *t, const char *s, size_t n)
+int32_t scn_tk_vocab_find(const scn_tokenizer *t, const char *s, size_t n)
 {
     size_t m = t->vmap_cap - 1;
     for (size_t i = hash_bytes(s, n) & m;; i = (i + 1) & m) {
@@ -171,7 +123,7 @@ static int32_t vocab_find(const scn_tokenizer *t, const char *s, size_t n)
 /* Duplicate byte strings keep the first id (vocab strings are unique in practice). */
 static void vocab_insert(scn_tokenizer *t, int32_t id)
 {
-    if (vocab_find(t, t->tok[id], t->tok_len[id]) >= 0)
+    if (scn_tk_vocab_find(t, t->tok[id], t->tok_len[id]) >= 0)
         return;
     size_t m = t->vmap_cap - 1;
     size_t i = hash_bytes(t->tok[id], t->tok_len[id]) & m;
@@ -182,7 +134,7 @@ static void vocab_insert(scn_tokenizer *t, int32_t id)
 
 static uint64_t pair_key(int32_t a, int32_t b) { return ((uint64_t)(uint32_t)a << 32) | (uint32_t)b; }
 
-static const tk_merge *merge_find(const scn_tokenizer *t, int32_t a, int32_t b)
+const tk_merge *scn_tk_merge_find(const scn_tokenizer *t, int32_t a, int32_t b)
 {
     uint64_t k = pair_key(a, b);
     size_t m = t->mmap_cap - 1;
@@ -382,7 +334,7 @@ static int load_vocab(scn_tokenizer *t, const cJSON *vocab, const char *path, ch
     }
     for (int b = 0; b < 256; b++) {
         char c = (char)b;
-        t->byte_id[b] = vocab_find(t, &c, 1);
+        t->byte_id[b] = scn_tk_vocab_find(t, &c, 1);
     }
     return 0;
 }
@@ -396,7 +348,7 @@ static int32_t vocab_id_bl(const scn_tokenizer *t, const char *s)
         return -2;
     memcpy(tmp, s, len + 1);
     long bl = bl_to_bytes(tmp, len);
-    int32_t id = bl < 0 ? -1 : vocab_find(t, tmp, (size_t)bl);
+    int32_t id = bl < 0 ? -1 : scn_tk_vocab_find(t, tmp, (size_t)bl);
     free(tmp);
     return id;
 }
@@ -561,301 +513,4 @@ void scn_tokenizer_free(scn_tokenizer *t)
         pcre2_code_free(t->steps.v[i].re);
     ll_vec_free(&t->steps);
     free(t);
-}
-
-/* ---- encoding ------------------------------------------------------------------ */
-
-/* A piece: a byte range of the per-call arena (prefix spaces are new copies). */
-typedef struct tk_piece {
-    size_t off, len;
-    int match;
-} tk_piece;
-typedef LL_VEC(tk_piece) tk_pieces;
-typedef LL_VEC(int32_t) tk_ids;
-
-/* The parts of piece p by st's regex: (range, is_match) pairs that cover
- * it in order (with invert, the gaps are the matches). */
-static int regex_parts(const tk_step *st, const char *arena, tk_piece p, pcre2_match_data *md, tk_pieces *parts)
-{
-    int rc = 0;
-    size_t pos = 0, last = 0;
-    while (pos <= p.len) {
-        int m = pcre2_match(st->re, (PCRE2_SPTR)arena + p.off, p.len, pos, 0, md, NULL);
-        if (m == PCRE2_ERROR_NOMATCH)
-            break;
-        if (m < 0)
-            return LL_EINVAL;
-        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
-        size_t s = ov[0], e = ov[1];
-        if (e == s) { /* empty match: no part; step one character on */
-            pos = s + 1;
-            while (pos < p.len && ((unsigned char)arena[p.off + pos] & 0xC0) == 0x80)
-                pos++;
-            continue;
-        }
-        if (s > last)
-            LL_TRY(ll_vec_push(parts, ((tk_piece){p.off + last, s - last, st->invert})));
-        LL_TRY(ll_vec_push(parts, ((tk_piece){p.off + s, e - s, !st->invert})));
-        last = pos = e;
-    }
-    if (last < p.len)
-        LL_TRY(ll_vec_push(parts, ((tk_piece){p.off + last, p.len - last, st->invert})));
-fail:
-    return rc;
-}
-
-/* MergedWithPrevious (after_match 0): a match is glued to the non-match
- * before it; Contiguous (after_match 1): to the match before it. Only
- * pieces of this call grow. Parts are adjacent in the arena, so merging is
- * widening. */
-static int glue_prev(const tk_pieces *parts, int after_match, tk_pieces *out)
-{
-    size_t base = out->n;
-    int prev_match = 0, rc = 0;
-    for (size_t i = 0; i < parts->n; i++) {
-        if (parts->v[i].match && (after_match ? prev_match : !prev_match) && out->n > base)
-            out->v[out->n - 1].len += parts->v[i].len;
-        else
-            LL_TRY(ll_vec_push(out, parts->v[i]));
-        prev_match = parts->v[i].match;
-    }
-fail:
-    return rc;
-}
-
-/* MergedWithNext: a match is glued to the part after it. */
-static int glue_next(const tk_pieces *parts, tk_pieces *out)
-{
-    int rc = 0;
-    for (size_t i = 0; i < parts->n; i++) {
-        tk_piece q = parts->v[i];
-        if (q.match && i + 1 < parts->n && !parts->v[i + 1].match) {
-            q.len += parts->v[i + 1].len;
-            i++;
-        }
-        LL_TRY(ll_vec_push(out, q));
-    }
-fail:
-    return rc;
-}
-
-/* The parts combined by the behavior and appended to out. */
-static int combine_parts(tk_behavior behavior, const tk_pieces *parts, tk_pieces *out)
-{
-    int rc = 0;
-    switch (behavior) {
-    case TK_ISOLATED:
-        for (size_t i = 0; i < parts->n; i++)
-            LL_TRY(ll_vec_push(out, parts->v[i]));
-        break;
-    case TK_REMOVED:
-        for (size_t i = 0; i < parts->n; i++)
-            if (!parts->v[i].match)
-                LL_TRY(ll_vec_push(out, parts->v[i]));
-        break;
-    case TK_MERGED_PREV:
-        return glue_prev(parts, 0, out);
-    case TK_MERGED_NEXT:
-        return glue_next(parts, out);
-    case TK_CONTIGUOUS:
-        return glue_prev(parts, 1, out);
-    }
-fail:
-    return rc;
-}
-
-/* Split one piece by st's regex into (range, is_match) parts covering it, then
- * combine them by the behavior, as tokenizers' NormalizedString::split does. */
-static int split_piece(const tk_step *st, const char *arena, tk_piece p, pcre2_match_data *md, tk_pieces *out)
-{
-    tk_pieces parts = {0};
-    int rc = regex_parts(st, arena, p, md, &parts);
-    if (rc == 0)
-        rc = combine_parts(st->behavior, &parts, out);
-    ll_vec_free(&parts);
-    return rc;
-}
-
-/* BPE of one piece of raw bytes, ids appended to out. Lowest rank first, the
- * leftmost on ties, as tokenizers' merge queue does. */
-static int bpe_piece(const scn_tokenizer *t, const char *s, size_t n, tk_ids *out)
-{
-    if (t->ignore_merges) {
-        int32_t id = vocab_find(t, s, n);
-        if (id >= 0)
-            return ll_vec_push(out, id);
-    }
-    int32_t stack[64];
-    int32_t *sym = n <= 64 ? stack : malloc(n * sizeof *sym);
-    size_t k = 0;
-    if (!sym)
-        return LL_ENOMEM;
-    for (size_t i = 0; i < n; i++) {
-        int32_t id = t->byte_id[(unsigned char)s[i]];
-        if (id < 0)
-            id = t->unk_id;
-        if (id >= 0) /* no unk token: the byte is dropped, as tokenizers does */
-            sym[k++] = id;
-    }
-    for (;;) {
-        int32_t best_rank = INT32_MAX, best_id = -1;
-        size_t best = 0;
-        for (size_t i = 0; i + 1 < k; i++) {
-            const tk_merge *m = merge_find(t, sym[i], sym[i + 1]);
-            if (m && m->rank < best_rank) {
-                best_rank = m->rank;
-                best_id = m->id;
-                best = i;
-            }
-        }
-        if (best_id < 0)
-            break;
-        sym[best] = best_id;
-        memmove(sym + best + 1, sym + best + 2, (k - best - 2) * sizeof *sym);
-        k--;
-    }
-    int rc = ll_vec_reserve(out, out->n + k);
-    if (rc == 0) {
-        memcpy(out->v + out->n, sym, k * sizeof *sym);
-        out->n += k;
-    }
-    if (sym != stack)
-        free(sym);
-    return rc;
-}
-
-/* A segment between added tokens: pre-tokenize, then BPE each piece. */
-static int encode_segment(const scn_tokenizer *t, const char *text, size_t len, pcre2_match_data *md,
-                          tk_ids *out)
-{
-    ll_buf arena = {0};
-    tk_pieces cur = {0}, next = {0};
-    int rc = 0;
-    if (len == 0)
-        return 0;
-    LL_TRY(ll_buf_append(&arena, text, len));
-    LL_TRY(ll_vec_push(&cur, ((tk_piece){0, len, 0})));
-    for (size_t si = 0; si < t->steps.n; si++) {
-        const tk_step *st = &t->steps.v[si];
-        next.n = 0;
-        for (size_t i = 0; i < cur.n; i++) {
-            tk_piece p = cur.v[i];
-            if (st->add_prefix_space && arena.p[p.off] != ' ') {
-                /* Copied out first: appending may move the arena under it. */
-                char *copy = malloc(p.len + 1);
-                size_t off = arena.len;
-                if (!copy) {
-                    rc = LL_ENOMEM;
-                    goto fail;
-                }
-                copy[0] = ' ';
-                memcpy(copy + 1, arena.p + p.off, p.len);
-                rc = ll_buf_append(&arena, copy, p.len + 1);
-                free(copy);
-                if (rc)
-                    goto fail;
-                p = (tk_piece){off, p.len + 1, 0};
-            }
-            if (st->re)
-                LL_TRY(split_piece(st, arena.p, p, md, &next));
-            else
-                LL_TRY(ll_vec_push(&next, p));
-        }
-        tk_pieces tmp = cur;
-        cur = next;
-        next = tmp;
-    }
-    for (size_t i = 0; i < cur.n; i++)
-        if (cur.v[i].len)
-            LL_TRY(bpe_piece(t, arena.p + cur.v[i].off, cur.v[i].len, out));
-fail:
-    ll_buf_free(&arena);
-    ll_vec_free(&cur);
-    ll_vec_free(&next);
-    return rc;
-}
-
-/* The added token starting at text[i], longest first, or NULL. */
-static const tk_added *added_at(const scn_tokenizer *t, const char *text, size_t len, size_t i)
-{
-    const tk_added *best = NULL;
-    if (!t->added_first[(unsigned char)text[i]])
-        return NULL;
-    for (size_t k = 0; k < t->added.n; k++) {
-        const tk_added *a = &t->added.v[k];
-        if (a->len <= len - i && (!best || a->len > best->len) && memcmp(text + i, a->text, a->len) == 0)
-            best = a;
-    }
-    return best;
-}
-
-static int encode_into(const scn_tokenizer *t, const char *text, size_t len, tk_ids *out)
-{
-    pcre2_match_data *md = pcre2_match_data_create(1, NULL);
-    int rc = 0;
-    size_t pos = 0;
-    if (!md)
-        return LL_ENOMEM;
-    while (pos < len) {
-        size_t i = pos;
-        const tk_added *a = NULL;
-        while (i < len && !(a = added_at(t, text, len, i)))
-            i++;
-        LL_TRY(encode_segment(t, text + pos, i - pos, md, out));
-        if (a) {
-            LL_TRY(ll_vec_push(out, a->id));
-            i += a->len;
-        }
-        pos = i;
-    }
-fail:
-    pcre2_match_data_free(md);
-    return rc;
-}
-
-int scn_tokenizer_encode(const scn_tokenizer *t, const char *text, size_t len, int32_t **ids, size_t *n)
-{
-    tk_ids out = {0};
-    int rc = encode_into(t, text, len, &out);
-    if (rc) {
-        ll_vec_free(&out);
-        return rc;
-    }
-    *ids = out.v ? out.v : malloc(sizeof(int32_t)); /* never NULL on success */
-    *n = out.n;
-    return *ids ? 0 : LL_ENOMEM;
-}
-
-int64_t scn_tokenizer_count(const scn_tokenizer *t, const char *text, size_t len)
-{
-    tk_ids out = {0};
-    int rc = encode_into(t, text, len, &out);
-    int64_t n = rc ? rc : (int64_t)out.n;
-    ll_vec_free(&out);
-    return n;
-}
-
-int scn_tokenizer_decode(const scn_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len)
-{
-    ll_buf b = {0};
-    int rc = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (ids[i] < 0 || ids[i] >= t->n_ids || !t->tok[ids[i]]) {
-            rc = LL_EINVAL;
-            goto fail;
-        }
-        LL_TRY(ll_buf_append(&b, t->tok[ids[i]], t->tok_len[ids[i]]));
-    }
-    LL_TRY(ll_buf_append(&b, "", 0));
-    if (!b.p) {
-        b.p = calloc(1, 1);
-        if (!b.p)
-            return LL_ENOMEM;
-    }
-    *text = b.p;
-    *len = b.len;
-    return 0;
-fail:
-    ll_buf_free(&b);
-    return rc;
 }

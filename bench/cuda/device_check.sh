@@ -42,9 +42,11 @@
 #                  unknown metric) is a warning, never a failed run
 #   loadlaw        the carried .devpack/bin/loadlaw starts (glibc, libraries)
 #   backend-tests  the carried cuda backend tests (cuda_backend, cuda_engine,
-#                  cuda_start, and prompt logprobs: cuda_rescore, cuda_engine_plp)
+#                  cuda_start, prompt logprobs: cuda_rescore, cuda_engine_plp,
+#                  and the three kernels' outputs alike: cuda_engine_kernels)
 #   ab             loadlaw sweep scenarios/kernel-ab-cuda.json: naive vs
-#                  tiled end to end, compare, the expect_speedup gate
+#                  tiled end to end, compare, the two gates: expect_speedup
+#                  and expect_same_outputs (greedy tokens recorded on both sides)
 #   nccl-tp        only where it can work: two GPUs, or one GPU and NCCL >=
 #                  2.30 (two ranks on it, NCCL_MULTI_RANK_GPU_ENABLE=1);
 #                  otherwise skipped with the NCCL version found. An
@@ -382,7 +384,7 @@ if [ "$ll_ok" -eq 0 ]; then
 else
     notes=""
     state=ok
-    for t in test_cuda_start test_cuda_tp_host test_cuda_backend test_cuda_engine test_cuda_rescore test_cuda_engine_plp; do
+    for t in test_cuda_start test_cuda_tp_host test_cuda_backend test_cuda_engine test_cuda_rescore test_cuda_engine_plp test_cuda_engine_kernels; do
         [ -x "$pack/bin/$t" ] || { notes+="$t: not carried; "; state=fail; continue; }
         run_bounded "$t" 120 "${ll_env[@]}" "$pack/bin/$t"
         line=$(test_line "$logs/$t.log")
@@ -466,13 +468,13 @@ else
     [ "$ab_max" -gt 150 ] && ab_max=150
     [ "$ab_max" -lt 60 ] && ab_max=60
     run_bounded ab "$ab_max" "${ll_env[@]}" "$pack/bin/loadlaw" sweep scenarios/kernel-ab-cuda.json -o "$ab" -q
-    # the two laws, slope B/A, attention's share, the C=64 row, the gate
+    # the two laws, slope B/A, attention's share, the C=64 row, the two gates
     key=$(grep -iE "step = |slope B/A|attention share|^ +64 +[0-9]|expect|speedup" "$logs/ab.log" |
-        head -8 | tr -s ' ' | cut -c1-110 | paste -sd ';' -)
+        head -10 | tr -s ' ' | cut -c1-110 | paste -sd ';' -)
     (cd "$work" && tar czf "$OUT/ab.tar.gz" ab 2>/dev/null)
     case $rc in
     0) record ab ok "${dur}s: ${key:-see ab.log}" ;;
-    3) record ab fail "the expect_speedup gate failed (exit 3): ${key:-see ab.log}" ;;
+    3) record ab fail "a gate failed (exit 3: expect_speedup or expect_same_outputs): ${key:-see ab.log}" ;;
     200) record ab skip "out of time" ;;
     124) record ab fail "stopped at its bound after ${dur}s" ;;
     *) record ab fail "exit $rc after ${dur}s: $(tail -1 "$logs/ab.log")" ;;
@@ -619,7 +621,7 @@ figures() {
         echo "kernels: not measured ($(step bench))"
     fi
     if [ -f "$logs/ab.log" ]; then
-        grep -iE "step = |slope B/A|attention share|expect|speedup" "$logs/ab.log" | head -8 | tr -s ' ' |
+        grep -iE "step = |slope B/A|attention share|expect|speedup" "$logs/ab.log" | head -10 | tr -s ' ' |
             sed 's/^ */law: /' | cut -c1-160
     else
         echo "law: not measured ($(step ab))"

@@ -79,7 +79,7 @@ static inline int floor_parse(const char *prog, int argc, char **argv, floor_opt
     return 0;
 }
 
-/* The body loadgen's xfer.c builds for the chat endpoint with remote defaults (continuous
+/* The body loadgen's xfer_body.c builds for the chat endpoint with remote defaults (continuous
  * usage on): malloc'd, NULL out of memory. */
 static inline char *floor_body(const floor_opts *o)
 {

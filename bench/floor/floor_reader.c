@@ -35,7 +35,7 @@ typedef struct fr_conn {
     long frames;
 } fr_conn;
 
-/* The request loadgen's xfer.c sends for the chat endpoint with remote defaults. */
+/* The request loadgen's xfer_body.c builds for the chat endpoint with remote defaults. */
 static char *build_request(const floor_opts *o, size_t *len)
 {
     char *body = floor_body(o);

@@ -25,7 +25,7 @@
  * libcurl's calls land there. On a thread that has not attached an ns_rx (the engine's, the
  * records writer, anything else) it is plain recvfrom(); on a worker thread
  * it is recvmsg() with room for the stamp, which it leaves in that worker's
- * ns_rx with the descriptor it came from. xfer.c takes the stamp only for its
+ * ns_rx with the descriptor it came from. loadgen/xfer_recv.c takes the stamp only for its
  * own socket and only when it is not later than the clock at the callback,
  * else it falls back to the clock and counts the fallback (level_end
  * "client".reads_kstamp, docs/records.md), so a libcurl that reads some
@@ -49,7 +49,7 @@
  * is older than the last moment the transfer's socket was found empty
  * (read_at_ns of a read that drained it: whatever was in order then was
  * read then), less 1 ms for the packets stamped but not yet queued to the
- * socket at that moment; xfer.c then takes the clock. A held-back packet
+ * socket at that moment; xfer_recv.c then takes the clock. A held-back packet
  * that arrived after that moment (or within the 1 ms) still passes: early
  * by at most the time from its arrival to the retransmission's.
  *
@@ -57,7 +57,7 @@
  * between them is sampled once per epoll wake-up (ns_rx_clock): an NTP slew
  * moves it by at most ~0.5 us per ms. A step of the wall clock between two
  * wake-ups can put a stamp in the future or before its request was sent:
- * xfer.c then takes the clock instead (counted as above). */
+ * xfer_recv.c then takes the clock instead (counted as above). */
 #ifndef LOADLAW_NETSTAMP_H
 #define LOADLAW_NETSTAMP_H
 

@@ -7,7 +7,8 @@
  *     `loadlaw trace` should (attention, GEMM, ...), read back through the
  *     trace reader from a trace laid out like engine/profile.c writes it;
  *   - scenarios/kernel-ab-cuda.json loads: naive vs tiled on backend=cuda,
- *     C up to 256, gated at C=64, the top level profiled. */
+ *     C up to 256, gated at C=64 (speed) and on its greedy outputs (same
+ *     outputs >= 0.99), the top level profiled. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -147,6 +148,8 @@ static void test_scenario(void)
               s->levels[s->n_levels - 1].concurrency == 256 && s->levels[s->n_levels - 1].profile.enabled &&
               s->levels[s->n_levels - 1].profile.num_steps == 8,
           "kernel-ab-cuda.json: naive vs tiled on the cuda backend, C to 256, gated at C=64, profiled");
+    CHECK(s->record_outputs && s->greedy && s->ab.expect_outputs == 0.99,
+          "kernel-ab-cuda.json: greedy outputs recorded and gated (same outputs >= 0.99)");
     /* every key of its engine spec is one the engine knows */
     eng_config cfg;
     eng_config_default(&cfg);

@@ -1,4 +1,4 @@
-/* fuzz_scenario.c: the scenario loader (scenarios/scenario.c).
+/* fuzz_scenario.c: the scenario loader (scenarios/scenario_load.c; scn_to_json: scenario_json.c).
  *
  * Property: what the loader accepts survives a round trip. load(input) ->
  * to_json -> print must load again, and printing that second scenario gives

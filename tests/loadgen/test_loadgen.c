@@ -607,7 +607,7 @@ static void test_arrival_stamp(void)
               (unsigned long long)cl->reads);
         if (!user) {
             /* A read whose packet was stamped over 1 ms before an earlier
-             * read found the socket empty takes the clock instead (xfer.c
+             * read found the socket empty takes the clock instead (xfer_recv.c
              * LG_RX_HELD_SLACK_NS): on loopback that is a softirq held up on
              * a busy host. Alone, none or one; CI, with the sanitizers and
              * another test beside it, saw 2 of 96. Broken stamping (a socket
@@ -811,7 +811,7 @@ static void test_1024(void)
               t.lv[0].answer);
         CHECK(t.profiles == 1 && t.profile_status == 200, "profile record: %d status %d", t.profiles, t.profile_status);
         /* The two events of one send share its read's time: the second is
-         * not judged again against the empty mark its own read set (xfer.c
+         * not judged again against the empty mark its own read set (xfer_recv.c
          * arrival_ns), which gave it the clock whenever the read was over
          * 1 ms late. A pair split by the 2 KiB read buffer may differ. */
         CHECK(t.pair_same_t >= 8 * 1024 * 9 / 10, "pairs at one arrival: %d of %d", t.pair_same_t, 8 * 1024);

@@ -31,7 +31,7 @@
  *   - addresses: ldmatrix and cp.async targets inside the block's shared
  *     memory and 16-byte aligned; global buffers are plain heap blocks, so
  *     an AddressSanitizer build catches out-of-bounds reads.
- * The runtime (cuemu.cc) is the subset of cudart the project calls: memory
+ * The runtime (cuemu_runtime.cc) is the subset of cudart the project calls: memory
  * is host memory counted per device against CUEMU_MEM_MIB (16384); there are
  * CUEMU_DEVICES devices (1) of CUEMU_SMS SMs (132, an H200's) with sm_90's
  * launch limits; work runs when enqueued, streams order their events, and

@@ -1,0 +1,294 @@
+/* analyze_law.c: the law and what is measured against it, steps of
+ * fit_analyze (analyze.c): the steady samples grouped into engine steps (fit.h
+ * "One engine step", fit_level_steps), the law fitted on one point per step
+ * against the client's N and the server's (fit.h "The law"), OLS and the naive
+ * fit beside it, the model check (model.c); each closed-loop level's steady
+ * throughput against the law and the chosen model, with intervals; and the fit
+ * of the engine's own step records. Definitions: fit.h. */
+#include "fit_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_cdf.h>
+
+static int cmp_sample_time(const void *a, const void *b)
+{
+    const fit_sample *x = *(const fit_sample *const *)a, *y = *(const fit_sample *const *)b;
+    if (x->t_ns != y->t_ns)
+        return (x->t_ns > y->t_ns) - (x->t_ns < y->t_ns);
+    return (x->n > y->n) - (x->n < y->n);
+}
+
+/* fit.h, "One engine step": the one grouping rule, used by the law, the
+ * steady throughput's interval and compare. */
+int fit_level_steps(const fit_result *r, size_t level_idx, double at_n, fit_step **out,
+                    size_t *n_out)
+{
+    int rc;
+    LL_VEC(const fit_sample *) sel = {0};
+    LL_VEC(fit_step) steps = {0};
+    *out = NULL;
+    *n_out = 0;
+    for (size_t i = 0; i < r->n_samples; i++) {
+        const fit_sample *s = &r->samples[i];
+        if (s->level_idx == (int32_t)level_idx && s->steady && (!(at_n > 0) || s->n == at_n))
+            LL_TRY(ll_vec_push(&sel, s));
+    }
+    if (sel.n > 1) /* qsort(NULL, 0) is undefined */
+        qsort(sel.v, sel.n, sizeof *sel.v, cmp_sample_time);
+    for (size_t i = 0; i < sel.n;) {
+        const fit_sample *first = sel.v[i];
+        fit_step st = {first->t_ns, first->n, 0, 0, 0, NAN, 0};
+        /* each sample against its own gap: a sample of the next step ends a
+         * whole (next) step after the first, however short that step is */
+        for (; i < sel.n && sel.v[i]->n == first->n &&
+               (double)(sel.v[i]->t_ns - first->t_ns) <=
+                   FIT_STEP_GROUP_FRAC * sel.v[i]->gap_ms * 1e6 * sel.v[i]->tokens;
+             i++) {
+            st.n_samples++;
+            st.tokens += sel.v[i]->tokens;
+            st.gap_ms += sel.v[i]->gap_ms * sel.v[i]->tokens;
+            st.k += sel.v[i]->k * sel.v[i]->tokens;
+        }
+        st.ms_per_tok = st.gap_ms / st.tokens;
+        st.k /= st.tokens;
+        LL_TRY(ll_vec_push(&steps, st));
+    }
+    ll_vec_free(&sel);
+    *out = steps.v;
+    *n_out = steps.n;
+    return 0;
+fail:
+    ll_vec_free(&sel);
+    ll_vec_free(&steps);
+    return rc;
+}
+
+/* The law on one point per client-observed step (fit.h "The law"); OLS on
+ * the same points; the naive OLS on every raw gap beside them; then the
+ * model check on the same points. */
+/* The points of the law against one N (x, y, size) and the raw samples
+ * behind them. */
+typedef struct law_points {
+    fit_double_vec x, y, w, k;
+    size_t n_samples;
+} law_points;
+
+static int law_points_push(law_points *p, double x, const fit_step *s)
+{
+    int rc;
+    LL_TRY(ll_vec_push(&p->x, x));
+    LL_TRY(ll_vec_push(&p->k, s->k));
+    LL_TRY(ll_vec_push(&p->y, s->ms_per_tok));
+    LL_TRY(ll_vec_push(&p->w, (double)s->tokens));
+    p->n_samples += s->n_samples;
+fail:
+    return rc;
+}
+
+static void law_points_free(law_points *p)
+{
+    ll_vec_free(&p->x);
+    ll_vec_free(&p->y);
+    ll_vec_free(&p->w);
+    ll_vec_free(&p->k);
+}
+
+/* fit.h "The law against the server's N": the server's N at each step,
+ * the last scrape at or before it inside the level. */
+static int server_points(const fit_run *run, const fit_level *L, const fit_step *st, size_t ns, law_points *p)
+{
+    int64_t *t = NULL;
+    double *v = NULL;
+    size_t n = 0, j = 0;
+    int rc = fit_server_n_series(run, L, &t, &v, &n);
+    for (size_t k = 0; rc == 0 && k < ns && n; k++) {
+        while (j + 1 < n && t[j + 1] <= st[k].t_ns)
+            j++; /* steps come in time order */
+        if (t[j] <= st[k].t_ns)
+            rc = law_points_push(p, v[j], &st[k]);
+    }
+    free(t);
+    free(v);
+    return rc;
+}
+
+int fit_laws(const fit_run *run, fit_result *res, const fit_options *opt, char *err, size_t errlen)
+{
+    int rc;
+    fit_double_vec ax = {0}, ay = {0};
+    law_points client = {0}, server = {0};
+    fit_step *st = NULL;
+    for (size_t l = 0; l < res->n_levels; l++) {
+        size_t ns;
+        const fit_level *L = &res->levels[l];
+        /* fit.h "The law": a closed-loop level gives its steady windows
+         * (N = C); an open-loop level every steady step. */
+        LL_TRY(fit_level_steps(res, l, L->closed_loop && L->concurrency > 0 ? L->concurrency : 0, &st, &ns));
+        for (size_t k = 0; k < ns; k++)
+            LL_TRY(law_points_push(&client, st[k].n, &st[k]));
+        LL_TRY(server_points(run, L, st, ns, &server));
+        res->levels[l].n_steady_points = ns;
+        free(st);
+        st = NULL;
+    }
+    const law_points *P = opt->n_server ? &server : &client, *O = opt->n_server ? &client : &server;
+    res->law_n = opt->n_server ? "server" : "client";
+    fit_double_vec px = P->x, py = P->y, pw = P->w;
+    size_t n_law_samples = P->n_samples;
+    LL_TRY(fit_line_sized(O->x.v, O->y.v, O->w.v, O->x.n, 1, &res->law_other, err, errlen));
+    res->law_other.n_samples = O->n_samples;
+    for (size_t i = 0; i < res->n_samples; i++) {
+        LL_TRY(ll_vec_push(&ax, res->samples[i].n));
+        LL_TRY(ll_vec_push(&ay, res->samples[i].gap_ms));
+    }
+    LL_TRY(fit_line_sized(px.v, py.v, pw.v, px.n, 1, &res->law, err, errlen));
+    LL_TRY(fit_line(px.v, py.v, px.n, 0, &res->ols, err, errlen));
+    LL_TRY(fit_line(ax.v, ay.v, ax.n, 0, &res->naive, err, errlen));
+    res->law.n_samples = res->ols.n_samples = n_law_samples;
+    res->n_trimmed = res->law.n_trimmed;
+    res->asymptote_tok_per_s = res->law.ok && res->law.b_ms > 0 ? 1000.0 / res->law.b_ms : NAN;
+    res->n_half = res->law.ok && res->law.b_ms > 0 ? res->law.a_ms / res->law.b_ms : NAN;
+    LL_TRY(fit_model_check_run(px.v, py.v, P->k.v, px.n, opt, &res->model, err, errlen));
+    if (res->model.done && res->model.context_negative)
+        LL_TRY(fit_note(res, "a model with a context term fitted better, but its c came out negative (step time "
+                             "falling as context grows is not a cost of context): set aside; something else that "
+                             "differs with K between levels moved the step"));
+    if (res->model.done && fabs(res->model.kn_corr) > FIT_CONTEXT_COLLINEAR)
+        LL_TRY(fit_note(res, "the context term is not identifiable from this run: the context of the running "
+                             "requests moved with N (corr %.3f); vary prompt lengths (load.vary_context) or "
+                             "stagger requests within a level",
+                        res->model.kn_corr));
+fail:
+    if (rc == LL_ENOMEM)
+        ll_errf(err, errlen, "out of memory fitting the law");
+    free(st);
+    law_points_free(&client);
+    law_points_free(&server);
+    ll_vec_free(&ax);
+    ll_vec_free(&ay);
+    return rc;
+}
+
+/* The steady throughput's 95% interval: the ratio R = sum gap / sum tokens
+ * (ms per token) over the level's steps at N = C, delta method, t with
+ * steps - 1 dof; the throughput is 1000 C / R. */
+static int steady_interval(const fit_result *res, size_t l, double *r_ms, double *r_se_ms,
+                           double *t_crit, double *k_mean)
+{
+    const fit_level *L = &res->levels[l];
+    fit_step *st = NULL;
+    size_t n = 0;
+    *r_ms = *r_se_ms = *t_crit = NAN;
+    if (fit_level_steps(res, l, L->concurrency, &st, &n))
+        return LL_ENOMEM;
+    double g = 0, t = 0, ss = 0, kt = 0;
+    for (size_t k = 0; k < n; k++) {
+        g += st[k].gap_ms;
+        t += st[k].tokens;
+        kt += st[k].k * st[k].tokens;
+    }
+    *k_mean = t > 0 ? kt / t : NAN;
+    if (n >= 2 && t > 0) {
+        double r = g / t, tbar = t / (double)n;
+        for (size_t k = 0; k < n; k++)
+            ss += (st[k].gap_ms - r * st[k].tokens) * (st[k].gap_ms - r * st[k].tokens);
+        *r_ms = r;
+        *r_se_ms = sqrt(ss / ((double)n * (double)(n - 1))) / tbar;
+        *t_crit = gsl_cdf_tdist_Pinv(0.975, (double)(n - 1));
+    }
+    free(st);
+    return 0;
+}
+
+/* A closed-loop level against the chosen model (fit.h "The chosen model"):
+ * its prediction at N = C and the level's mean K, and the level's error;
+ * the worst level kept in the result. */
+static void model_level(fit_result *res, fit_level *L)
+{
+    double step = fit_model_predict(&res->model, &res->law, L->concurrency, L->k_mean);
+    L->model_pred_tok_per_s = step > 0 ? 1000.0 * L->concurrency / step : NAN;
+    L->model_error_rel = L->steady_tok_per_s / L->model_pred_tok_per_s - 1.0;
+    if (!isfinite(L->model_error_rel))
+        return;
+    if (res->model_worst_level < 0 ||
+        fabs(L->model_error_rel) > fabs(res->levels[res->model_worst_level].model_error_rel))
+        res->model_worst_level = (int)(L - res->levels);
+}
+
+/* Each closed-loop level against the law (fit.h "steady_tok_per_s"). */
+int fit_compare_levels(fit_result *res)
+{
+    res->model_worst_level = -1;
+    for (size_t i = 0; i < res->n_levels; i++) {
+        fit_level *L = &res->levels[i];
+        /* Open loop: C is only a cap on in-flight requests, not the batch. */
+        if (L->concurrency <= 0 || !L->closed_loop)
+            continue;
+        double r, r_se, t_r;
+        if (steady_interval(res, i, &r, &r_se, &t_r, &L->k_mean))
+            return LL_ENOMEM;
+        model_level(res, L);
+        if (isfinite(r_se) && r - t_r * r_se > 0) {
+            L->steady_tok_per_s_ci[0] = 1000.0 * L->concurrency / (r + t_r * r_se);
+            L->steady_tok_per_s_ci[1] = 1000.0 * L->concurrency / (r - t_r * r_se);
+        }
+        if (!res->law.ok)
+            continue;
+        double step = res->law.a_ms + res->law.b_ms * L->concurrency;
+        if (step > 0)
+            L->predicted_tok_per_s = 1000.0 * L->concurrency / step;
+        if (!isfinite(L->steady_tok_per_s) || !isfinite(L->predicted_tok_per_s))
+            continue;
+        L->error_rel = L->steady_tok_per_s / L->predicted_tok_per_s - 1.0;
+        /* steady / predicted = step / R: on the log scale the two relative
+         * half-widths add in quadrature (the level's steps are also in the
+         * law, which only makes this wider than the exact interval) */
+        double lo, hi;
+        fit_law_mean_ci(&res->law, L->concurrency, &lo, &hi);
+        double hw_law = (hi - lo) / 2 / step, hw_r = t_r * r_se / r;
+        if (isfinite(hw_law) && isfinite(hw_r)) {
+            double hw = sqrt(hw_law * hw_law + hw_r * hw_r);
+            L->error_rel_ci[0] = (1 + L->error_rel) * exp(-hw) - 1;
+            L->error_rel_ci[1] = (1 + L->error_rel) * exp(hw) - 1;
+        }
+    }
+    return 0;
+}
+
+int fit_engine_steps(const fit_run *run, fit_result *res, char *err, size_t errlen)
+{
+    size_t ns = fit_run_n_steps(run), k = 0, skipped = 0;
+    if (ns == 0) {
+        memset(&res->engine, 0, sizeof res->engine);
+        res->engine.a_ms = res->engine.b_ms = NAN;
+        return 0;
+    }
+    double *x = malloc(ns * sizeof *x), *y = malloc(ns * sizeof *y);
+    int rc = 0;
+    if (!x || !y) {
+        rc = LL_ENOMEM;
+        ll_errf(err, errlen, "out of memory fitting engine steps");
+        goto done;
+    }
+    for (size_t i = 0; i < ns; i++) {
+        const fit_engine_step *s = fit_run_step(run, i);
+        if (s->prefill_tok != 0 || s->n_decode <= 0) {
+            skipped++;
+            continue;
+        }
+        x[k] = s->n_decode;
+        y[k] = (double)s->dur_ns / 1e6;
+        k++;
+    }
+    rc = fit_line(x, y, k, 1, &res->engine, err, errlen);
+    if (rc == 0 && fit_note(res, "engine steps: %zu decode-only steps fitted, %zu with prefill "
+                                 "or no decode left out", k, skipped))
+        rc = LL_ENOMEM;
+done:
+    free(x);
+    free(y);
+    return rc;
+}
