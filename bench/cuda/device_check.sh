@@ -40,7 +40,8 @@
 #                  utilisation %, occupancy and duration, into ncu.csv and
 #                  ncu.txt; <= 120 s; a failure (no counter permission, an
 #                  unknown metric) is a warning, never a failed run
-#   loadlaw        the carried .devpack/bin/loadlaw starts (glibc, libraries)
+#   loadlaw        the carried loadlaw (.devpack/programs.tar.xz, unpacked
+#                  first) starts (glibc, libraries)
 #   backend-tests  the carried cuda backend tests (cuda_backend, cuda_engine,
 #                  cuda_start, prompt logprobs: cuda_rescore, cuda_engine_plp,
 #                  and the three kernels' outputs alike: cuda_engine_kernels)
@@ -170,7 +171,29 @@ export LOADLAW_SOURCE_DIR=$root # the carried tests read scenarios/ from this tr
 # Library paths per program, never exported: the pack's Debian libz, libssl,
 # ... must not reach the machine's own nvcc, cmake or python.
 k_env=(env "LD_LIBRARY_PATH=${cublas_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
-ll_env=(env "LD_LIBRARY_PATH=$pack/lib${cublas_dir:+:$cublas_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+
+# The carried programs: pack.sh puts bin/ and lib/ in one xz archive,
+# unpacked here into $prog (tar with xz, else python3's tarfile: the host
+# may lack xz); a pack with bin/ beside its MANIFEST is used as it is.
+prog=$pack
+unpack_note=""
+if [ -f "$pack/programs.tar.xz" ] && [ ! -d "$pack/bin" ]; then
+    prog=$work/devpack
+    mkdir -p "$prog"
+    t0=$(date +%s)
+    if command -v xz >/dev/null 2>&1 && timeout 120 tar -xJf "$pack/programs.tar.xz" -C "$prog" 2>"$logs/unpack.log"; then
+        unpack_note="programs.tar.xz unpacked by tar in $(($(date +%s) - t0))s"
+    elif rm -rf "${prog:?}"/* && timeout 120 python3 -c 'import sys, tarfile
+with tarfile.open(sys.argv[1]) as t:
+    t.extractall(sys.argv[2], **({"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}))' \
+        "$pack/programs.tar.xz" "$prog" 2>>"$logs/unpack.log"; then
+        unpack_note="programs.tar.xz unpacked by python3's tarfile in $(($(date +%s) - t0))s"
+    else
+        unpack_note="programs.tar.xz could not be unpacked (unpack.log in logs.tar.gz)"
+    fi
+    echo "$unpack_note"
+fi
+ll_env=(env "LD_LIBRARY_PATH=$prog/lib${cublas_dir:+:$cublas_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 
 # ---- manifest: was the carried pack built from this tree? ------------------------------------
 section manifest
@@ -187,9 +210,9 @@ else
     nbad=$(printf '%s' "$bad" | grep -c . || true)
     if [ "$nbad" -eq 0 ]; then
         pack_fresh=1
-        record manifest ok "pack ${pack_id:-?} built from this tree ($nsrc source files match)"
+        record manifest ok "pack ${pack_id:-?} built from this tree ($nsrc source files match)${unpack_note:+; $unpack_note}"
     else
-        record manifest fail "pack ${pack_id:-?} was built from other sources: $nbad of $nsrc files differ here ($(printf '%s' "$bad" | head -3 | paste -sd ' ' -)); kernels rebuilt here, loadlaw and backend tests are the pack's"
+        record manifest fail "pack ${pack_id:-?} was built from other sources: $nbad of $nsrc files differ here ($(printf '%s' "$bad" | head -3 | paste -sd ' ' -)); kernels rebuilt here, loadlaw and backend tests are the pack's${unpack_note:+; $unpack_note}"
     fi
 fi
 echo "${s_note[${#s_note[@]}-1]}"
@@ -202,7 +225,7 @@ kbuilt=""
 section kernels-build
 if [ "$gpu" -eq 0 ]; then
     record kernels-build skip "no GPU"
-elif [ "$pack_fresh" -eq 1 ] && [ -x "$pack/bin/test_cuda_attn" ] && [ -x "$pack/bin/bench_attn_cuda" ]; then
+elif [ "$pack_fresh" -eq 1 ] && [ -x "$prog/bin/test_cuda_attn" ] && [ -x "$prog/bin/bench_attn_cuda" ]; then
     record kernels-build skip "not needed: the pack's kernel programs are this tree's"
 elif [ -z "$nvcc_bin" ]; then
     record kernels-build fail "no nvcc, and the pack's kernel programs are missing or stale"
@@ -222,11 +245,11 @@ else
     fi
 fi
 
-# what to run: the fresh build's programs, else the ones carried in .devpack/bin
+# what to run: the fresh build's programs, else the carried ones ($prog/bin)
 kfind() {
     local n=$1 f=""
     [ -n "$kbuilt" ] && f=$(find "$kbuilt" -type f -name "$n" -perm -u+x 2>/dev/null | head -1)
-    [ -z "$f" ] && [ -x "$pack/bin/$n" ] && f=$pack/bin/$n
+    [ -z "$f" ] && [ -x "$prog/bin/$n" ] && f=$prog/bin/$n
     echo "$f"
 }
 
@@ -366,10 +389,10 @@ fi
 # ---- the carried loadlaw ------------------------------------------------------------------
 section loadlaw
 ll_ok=0
-if [ ! -x "$pack/bin/loadlaw" ]; then
-    record loadlaw fail "no .devpack/bin/loadlaw: run bench/cuda/pack.sh on the build machine and copy .devpack here"
+if [ ! -x "$prog/bin/loadlaw" ]; then
+    record loadlaw fail "no carried loadlaw (.devpack/programs.tar.xz): run bench/cuda/pack.sh on the build machine and copy .devpack here"
 else
-    if timeout 20 "${ll_env[@]}" "$pack/bin/loadlaw" --version >"$logs/loadlaw-version.log" 2>&1; then
+    if timeout 20 "${ll_env[@]}" "$prog/bin/loadlaw" --version >"$logs/loadlaw-version.log" 2>&1; then
         ll_ok=1
         record loadlaw ok "$(head -1 "$logs/loadlaw-version.log" | cut -c1-60)"
     else
@@ -385,8 +408,8 @@ else
     notes=""
     state=ok
     for t in test_cuda_start test_cuda_tp_host test_cuda_backend test_cuda_engine test_cuda_rescore test_cuda_engine_plp test_cuda_engine_kernels; do
-        [ -x "$pack/bin/$t" ] || { notes+="$t: not carried; "; state=fail; continue; }
-        run_bounded "$t" 120 "${ll_env[@]}" "$pack/bin/$t"
+        [ -x "$prog/bin/$t" ] || { notes+="$t: not carried; "; state=fail; continue; }
+        run_bounded "$t" 120 "${ll_env[@]}" "$prog/bin/$t"
         line=$(test_line "$logs/$t.log")
         case $rc in
         0) notes+="$t: $line; " ;;
@@ -427,8 +450,8 @@ if [ -z "$nccl" ] && [ "$gpu" -eq 1 ] && [ "$(left)" -ge 60 ]; then
     # a venv's or conda's site-packages, bounded
     nccl=$(timeout 30 find / -xdev \( -path /proc -o -path /sys \) -prune -o -name 'libnccl.so.2' -print 2>/dev/null | head -1)
 fi
-tcn=$pack/bin/test_comm_nccl
-tct=$pack/bin/test_cuda_tp
+tcn=$prog/bin/test_comm_nccl
+tct=$prog/bin/test_cuda_tp
 nccl_ver=""
 nccl_can=0
 nccl_why="no GPU${nccl:+; NCCL at $nccl}"
@@ -467,7 +490,7 @@ else
     [ "$nccl_can" -eq 1 ] && ab_max=$((ab_max - nccl_reserve_s))
     [ "$ab_max" -gt 150 ] && ab_max=150
     [ "$ab_max" -lt 60 ] && ab_max=60
-    run_bounded ab "$ab_max" "${ll_env[@]}" "$pack/bin/loadlaw" sweep scenarios/kernel-ab-cuda.json -o "$ab" -q
+    run_bounded ab "$ab_max" "${ll_env[@]}" "$prog/bin/loadlaw" sweep scenarios/kernel-ab-cuda.json -o "$ab" -q
     # the two laws, slope B/A, attention's share, the C=64 row, the two gates
     key=$(grep -iE "step = |slope B/A|attention share|^ +64 +[0-9]|expect|speedup" "$logs/ab.log" |
         head -10 | tr -s ' ' | cut -c1-110 | paste -sd ';' -)
@@ -538,7 +561,7 @@ else
     # the laws, tp=1 against tp=2, when tp=2 runs here
     if [ "$tp2" -eq 1 ]; then
         tpab=$work/tp-ab
-        run_bounded tp-ab 150 "${ll_env[@]}" "${n_env[@]}" "${multi[@]}" "$pack/bin/loadlaw" sweep scenarios/tp-ab-cuda.json -o "$tpab" -q
+        run_bounded tp-ab 150 "${ll_env[@]}" "${n_env[@]}" "${multi[@]}" "$prog/bin/loadlaw" sweep scenarios/tp-ab-cuda.json -o "$tpab" -q
         key=$(grep -iE "step = |slope B/A|nccl|communication" "$logs/tp-ab.log" | head -8 | tr -s ' ' | cut -c1-110 | paste -sd ';' -)
         (cd "$work" && tar czf "$OUT/tp-ab.tar.gz" tp-ab 2>/dev/null)
         case $rc in

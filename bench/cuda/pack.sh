@@ -5,7 +5,7 @@
 # for bench/cuda/device_check.sh to run on the GPU host: copy .devpack/ into
 # the checkout there.
 #
-#   bash bench/cuda/pack.sh            # -> .devpack/{bin,lib,MANIFEST,SOURCES.sha256}
+#   bash bench/cuda/pack.sh            # -> .devpack/{programs.tar.xz,MANIFEST,SOURCES.sha256}
 #   PACK_BUILD=/tmp/x PACK_ARCH=90 bash bench/cuda/pack.sh
 #
 # What goes in: bin/loadlaw, bin/test_cuda_{backend,engine,start,rescore,engine_plp,engine_kernels}, the tp
@@ -20,15 +20,17 @@
 # device check finds it). Built with -DLOADLAW_MPI=OFF and
 # -DLOADLAW_OPENBLAS=OFF (the cuda backend needs neither; OpenBLAS alone is
 # 37 MB), for sm_90 (H100/H200) plus compute_90 PTX.
-# The pack is meant to travel light (a copy to a GPU host): this
-# script fails above 50 MiB.
+# The pack is meant to travel light (a copy to a GPU host): bin/ and lib/
+# go into one xz archive, programs.tar.xz, and this script fails above
+# 20 MiB.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 build=${PACK_BUILD:-/tmp/loadlaw-devpack-build}
 arch=${PACK_ARCH:-90}
 pack=$root/.devpack
-limit_mib=50
+limit_mib=20
+command -v xz >/dev/null || { echo "pack: needs xz for programs.tar.xz (apt-get install xz-utils)" >&2; exit 1; }
 
 gen=()
 # a new build dir uses ninja when there is one; an existing one keeps its generator
@@ -93,14 +95,25 @@ missing=$(for b in "${bins[@]}"; do ldd "$b" | grep "not found" || true; done | 
     echo "loadlaw device pack: $(git -C "$root" describe --always --dirty 2>/dev/null || echo '?'), $(date -u +%FT%TZ)"
     echo "commit: $(git -C "$root" rev-parse HEAD 2>/dev/null || echo '?'); sources: $(wc -l <"$pack/SOURCES.sha256") files in SOURCES.sha256"
     echo "built on: $(. /etc/os-release && echo "$PRETTY_NAME"), $(ldd --version | head -1), nvcc $(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p'), sm_$arch"
-    echo "run there: LD_LIBRARY_PATH=.devpack/lib:<dir of libcublas.so.13> .devpack/bin/loadlaw ..."
+    echo "run there: mkdir -p P && tar -xJf .devpack/programs.tar.xz -C P (device_check.sh does this);"
+    echo "           LD_LIBRARY_PATH=P/lib:<dir of libcublas.so.13> P/bin/loadlaw ..."
     echo
     (cd "$pack" && find bin lib -type f -printf '%s\t%p\n' | sort -k2)
 } >"$pack/MANIFEST"
 
+# bin/ and lib/ travel as one xz archive: every program carries the same
+# kernels' fatbin and runtime, which xz finds across the files (53 MB of
+# programs and libraries pack into about 9 MB); device_check.sh unpacks it
+# with tar, or with python3's tarfile where the host has no xz.
+raw=$(du -sb "$pack/bin" "$pack/lib" | awk '{ s += $1 } END { print s }')
+n_bin=$(ls "$pack/bin" | wc -l)
+n_lib=$(ls "$pack/lib" | wc -l)
+tar -C "$pack" -cf - bin lib | xz -T0 -6 >"$pack/programs.tar.xz"
+rm -rf "$pack/bin" "$pack/lib"
+
 bytes=$(du -sb "$pack" | cut -f1)
 mib=$(awk -v b="$bytes" 'BEGIN { printf "%.1f", b / 1048576 }')
-echo "pack: .devpack/ = $mib MiB ($(ls "$pack/bin" | wc -l) programs, $(ls "$pack/lib" | wc -l) libraries; list in .devpack/MANIFEST)"
+echo "pack: .devpack/ = $mib MiB ($n_bin programs, $n_lib libraries, $(awk -v b="$raw" 'BEGIN { printf "%.1f", b / 1048576 }') MiB unpacked; list in .devpack/MANIFEST)"
 if [ "$bytes" -gt $((limit_mib * 1048576)) ]; then
     echo "pack: over $limit_mib MiB: the pack is copied with the source tree to the GPU host, kept under this size" >&2
     exit 1
