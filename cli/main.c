@@ -32,6 +32,7 @@ static void usage(FILE *f)
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         fprintf(f, "  %-12s %s\n", cmds[i].name, cmds[i].what);
     fprintf(f, "\n  --version        print the version\n"
+               "  help CMD         the same as loadlaw CMD --help\n"
                "  help --markdown  every command's options as Markdown (docs/cli.md)\n"
                "\nexit codes: 0 ok, 1 failure, 2 usage error, 3 gate failed\n"
                "`loadlaw sweep` with no arguments runs scenarios/default.json against the\n"
@@ -76,7 +77,17 @@ int main(int argc, char **argv)
         usage(stderr);
         return CLI_USAGE;
     }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+    if (strcmp(argv[1], "help") == 0 && argc >= 3) { /* help CMD: CMD --help */
+        for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+            if (strcmp(argv[2], cmds[i].name) == 0) {
+                char *av[] = {(char *)cmds[i].name, "--help", NULL};
+                return cmds[i].fn(2, av);
+            }
+        fprintf(stderr, "loadlaw help: unknown command '%s' (try loadlaw --help)\n", argv[2]);
+        return CLI_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        (strcmp(argv[1], "help") == 0 && argc == 2)) {
         usage(stdout);
         return CLI_OK;
     }

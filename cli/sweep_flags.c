@@ -29,11 +29,27 @@ static int apply_headers(const sweep_opts *o, scn_scenario *s)
     return 0;
 }
 
+/* --url or --engine: one target. A target flag replaces the scenario's
+ * target of the other kind: a url would win over an engine spec, which the
+ * run line would still name. */
+static int apply_url_engine(const sweep_opts *o, scn_scenario *s)
+{
+    if (o->url && o->engine)
+        return cli_usage_error(&sweep_cmd, "--url and --engine name two targets (a server, the bundled engine): "
+                                           "give one");
+    if ((o->url && (scn_set_str(&s->engine_spec, NULL) || scn_set_str(&s->url, o->url))) ||
+        (o->engine && (scn_set_str(&s->url, NULL) || scn_set_str(&s->engine_spec, o->engine))))
+        return cli_usage_error(&sweep_cmd, "out of memory");
+    return 0;
+}
+
 /* Where to send requests, and what to call them. */
 static int apply_target(const sweep_opts *o, scn_scenario *s)
 {
-    if ((o->url && scn_set_str(&s->url, o->url)) || (o->engine && scn_set_str(&s->engine_spec, o->engine)) ||
-        (o->model && scn_set_str(&s->model, o->model)) || (o->output && scn_set_str(&s->output, o->output)))
+    int rc;
+    if ((rc = apply_url_engine(o, s)))
+        return rc;
+    if ((o->model && scn_set_str(&s->model, o->model)) || (o->output && scn_set_str(&s->output, o->output)))
         return cli_usage_error(&sweep_cmd, "out of memory");
     if (o->endpoint && scn_endpoint_parse(o->endpoint, &s->endpoint))
         return cli_usage_error(&sweep_cmd, "--endpoint: expected chat, completions, responses or generate, got '%s'",
@@ -45,7 +61,6 @@ static int apply_target(const sweep_opts *o, scn_scenario *s)
         if (scn_set_str(&s->endpoint_path, o->endpoint_path))
             return cli_usage_error(&sweep_cmd, "out of memory");
     }
-    int rc;
     if ((rc = apply_headers(o, s)))
         return rc;
     if (o->prompts) {

@@ -106,7 +106,7 @@ static const cli_opt sweep_table[] = {
                 "auto: when NVML loads, quiet when it does not unless the bundled engine runs on cuda; on: "
                 "also say why it cannot)"},
     {NULL, 0, NULL, "output:"},
-    {"output", 'o', "DIR", "run directory (default runs/<timestamp>)"},
+    {"output", 'o', "DIR", "run directory (default runs/<timestamp>); one that holds records is refused"},
     {"no-report", K_NO_REPORT, NULL, "skip the law and report at the end (summary.json is still written)"},
     {"quiet", 'q', NULL, "no progress line"},
     {0},

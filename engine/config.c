@@ -170,8 +170,11 @@ int eng_parse_law(const char *law, eng_config *cfg, char *err, size_t errlen)
         skip_space(&s);
         char *end;
         double x = strtod(s, &end);
-        if (end == s || !isfinite(x) || x < 0) {
-            ll_errf(err, errlen, "law \"%s\": expected a non-negative number at \"%s\"", law, s);
+        /* the same bound as the a, b, c and p keys: 1e7 ms is hours per
+         * step, and the synthetic backend's nanoseconds must not overflow */
+        if (end == s || !isfinite(x) || x < 0 || x > ENG_LAW_TERM_MAX_MS) {
+            ll_errf(err, errlen, "law \"%s\": expected a number in [0, %g] (ms) at \"%s\"", law,
+                    ENG_LAW_TERM_MAX_MS, s);
             return LL_EINVAL;
         }
         s = end;

@@ -72,10 +72,10 @@ static const eng_key keys[] = {
     CUSTOM("law", set_law, "LAW",
            "step time in ms before scaling: \"52+30n\", with optional terms \"+0.5c\" "
            "(per 1000 context tokens) \"+0.01p\" (per prefill token)"),
-    DBL("a", law_a_ms, 0, 1e7, "MS", "the law's constant term alone"),
-    DBL("b", law_b_ms, 0, 1e7, "MS", "the law's per-sequence term alone"),
-    DBL("c", law_c_ms_per_ktok, 0, 1e7, "MS", "the law's per-1000-context-tokens term alone"),
-    DBL("p", law_p_ms_per_tok, 0, 1e7, "MS", "the law's per-prefill-token term alone"),
+    DBL("a", law_a_ms, 0, ENG_LAW_TERM_MAX_MS, "MS", "the law's constant term alone"),
+    DBL("b", law_b_ms, 0, ENG_LAW_TERM_MAX_MS, "MS", "the law's per-sequence term alone"),
+    DBL("c", law_c_ms_per_ktok, 0, ENG_LAW_TERM_MAX_MS, "MS", "the law's per-1000-context-tokens term alone"),
+    DBL("p", law_p_ms_per_tok, 0, ENG_LAW_TERM_MAX_MS, "MS", "the law's per-prefill-token term alone"),
     CUSTOM("buckets", set_buckets, "N,N,...",
            "batch buckets: a step with N sequences costs the law at the smallest bucket >= N "
            "(above the largest: N), e.g. \"1,2,4,8,16,24,32\"; \"none\" (default) for none"),
@@ -450,7 +450,7 @@ static int set_knee(eng_config *cfg, const eng_key *k, const char *value, char *
     memcpy(n_txt, value, (size_t)(colon - value));
     n_txt[colon - value] = '\0';
     if (parse_int_in(n_txt, 1, 1 << 20, &n) || ll_parse_double(colon + 1, &slope) ||
-        !(slope >= 0 && slope <= 1e7))
+        !(slope >= 0 && slope <= ENG_LAW_TERM_MAX_MS))
         goto bad;
     cfg->law_knee_n = (int)n;
     cfg->law_knee_b_ms = slope;

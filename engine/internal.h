@@ -47,6 +47,11 @@ enum { ENG_REQ_CHAT = 0, ENG_REQ_COMPLETION = 1 };
 #define ENG_UNSENT_MAX_BYTES (16 * 1024)
 #endif
 
+/* The largest term of a played law, ms (the a, b, c, p and knee keys and
+ * the law string): hours per step; the synthetic backend's step time in
+ * nanoseconds stays far inside an int64. */
+#define ENG_LAW_TERM_MAX_MS 1e7
+
 /* Handoff samples a stream may have in flight (unsent) at once; more are
  * dropped, counted in eng_engine.handoff_dropped. */
 #define ENG_HANDOFF_PENDING 8

@@ -269,6 +269,38 @@ static int read_output_opts(const cJSON *root, int kind, req_opts *o, const req_
     return 0;
 }
 
+/* What this engine does not do, refused rather than ignored (a 200 would
+ * answer another question than the one asked): several choices (n,
+ * best_of), stop sequences and echo/suffix (its words are synthetic: only
+ * max_tokens, ignore_eos and the engine's stop_after end an answer), and
+ * token logprobs or ids outside a stream (they are computed step by step
+ * into the stream's events). */
+static int read_unsupported(const cJSON *root, const req_opts *o, const req_error *er)
+{
+    static const char *const one[] = {"n", "best_of"};
+    for (size_t i = 0; i < sizeof one / sizeof one[0]; i++) {
+        int v = 1, got = opt_int(root, one[i], &v);
+        if (got < 0 || v != 1)
+            return refuse(er, 400, one[i], "'%s' must be 1: this server returns one choice", one[i]);
+    }
+    const cJSON *stop = cJSON_GetObjectItemCaseSensitive(root, "stop");
+    if (stop && !cJSON_IsNull(stop) && !(cJSON_IsArray(stop) && cJSON_GetArraySize(stop) == 0) &&
+        !(cJSON_IsString(stop) && stop->valuestring[0] == '\0'))
+        return refuse(er, 400, "stop", "'stop' sequences are not supported: this server's words are synthetic "
+                      "(max_tokens and ignore_eos end an answer)");
+    int echo = 0;
+    if (opt_bool(root, "echo", &echo) < 0 || echo)
+        return refuse(er, 400, "echo", "'echo' is not supported");
+    const cJSON *suffix = cJSON_GetObjectItemCaseSensitive(root, "suffix");
+    if (suffix && !cJSON_IsNull(suffix))
+        return refuse(er, 400, "suffix", "'suffix' is not supported");
+    if (!o->stream && (o->lp_top >= 0 || o->return_ids))
+        return refuse(er, 400, o->lp_top >= 0 ? "logprobs" : "return_token_ids",
+                      "'%s' is given with \"stream\": true only (this server writes them into each token's event)",
+                      o->lp_top >= 0 ? "logprobs" : "return_token_ids");
+    return 0;
+}
+
 /* The prompt as the engine read it ("messages" or "prompt", printed
  * compactly), hashed (FNV-1a 64): the same prompt gives the same tokens,
  * whatever the request's id, arrival or batch. 0 when out of memory. */
@@ -395,6 +427,7 @@ eng_req *eng_req_parse(eng_engine *e, int kind, const char *body, size_t len,
     LL_TRY(read_token_counts(root, cfg, &o, &er));
     LL_TRY(read_stream_opts(root, &o, &er));
     LL_TRY(read_output_opts(root, kind, &o, &er));
+    LL_TRY(read_unsupported(root, &o, &er));
     LL_TRY(read_prompt_lp(e, root, kind, &o, &er));
     if ((int64_t)prompt + o.max_tok > cfg->max_context_tok)
         LL_TRY(refuse(&er, 400, "max_tokens",

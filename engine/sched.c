@@ -265,12 +265,16 @@ static void wait_drained(eng_engine *e, eng_sched *s)
     struct timespec ts = {.tv_sec = until / 1000000000LL, .tv_nsec = until % 1000000000LL};
     pthread_mutex_lock(&e->io_mu);
     for (;;) {
-        int n_live = 0, n_held = 0, n_stuck = 0;
+        int n_live = 0, n_held = 0, n_stuck = 0, n_plain = 0;
         for (int i = 0; i < s->n_run; i++) {
             eng_req *r = s->run[i];
             r->held = 0;
-            if (!r->stream || r->aborted || r->finished || atomic_load(&r->cancelled))
+            if (r->aborted || r->finished || atomic_load(&r->cancelled))
                 continue;
+            if (!r->stream) {
+                n_plain++;
+                continue;
+            }
             n_live++;
             size_t backlog = r->out.len - r->out_off;
             if (backlog > ENG_STUCK_BYTES) {
@@ -282,8 +286,11 @@ static void wait_drained(eng_engine *e, eng_sched *s)
         }
         e->n_held = n_held;
         /* Done when no reading client is over the bound, unless every live
-         * stream is stuck: then only the timeout ends the wait (no spinning). */
-        if (n_held == 0 && (n_stuck == 0 || n_stuck < n_live))
+         * stream is stuck: then only the timeout ends the wait (no
+         * spinning). A request that is not a stream has no reader to wait
+         * for: while one runs, no step waits on a stream's client (a slow
+         * or stuck one would hold its every token up to 10 ms). */
+        if (n_plain > 0 || (n_held == 0 && (n_stuck == 0 || n_stuck < n_live)))
             break;
         if (pthread_cond_timedwait(&e->drain_cv, &e->io_mu, &ts) == ETIMEDOUT)
             break;

@@ -149,8 +149,10 @@ int fit_laws(const fit_run *run, fit_result *res, const fit_options *opt, char *
     LL_TRY(fit_line(ax.v, ay.v, ax.n, 0, &res->naive, err, errlen));
     res->law.n_samples = res->ols.n_samples = n_law_samples;
     res->n_trimmed = res->law.n_trimmed;
-    res->asymptote_tok_per_s = res->law.ok && res->law.b_ms > 0 ? 1000.0 / res->law.b_ms : NAN;
-    res->n_half = res->law.ok && res->law.b_ms > 0 ? res->law.a_ms / res->law.b_ms : NAN;
+    /* a slope that may be 0 claims no ceiling (fit_law_slope_resolved) */
+    int resolved = fit_law_slope_resolved(&res->law);
+    res->asymptote_tok_per_s = resolved ? 1000.0 / res->law.b_ms : NAN;
+    res->n_half = resolved ? res->law.a_ms / res->law.b_ms : NAN;
     LL_TRY(fit_model_check_run(px.v, py.v, P->k.v, px.n, opt, &res->model, err, errlen));
     if (res->model.done && res->model.context_negative)
         LL_TRY(fit_note(res, "a model with a context term fitted better, but its c came out negative (step time "

@@ -227,6 +227,10 @@ int fit_notes_left_out(const fit_run *run, const fit_options *opt, fit_result *r
                         FIT_TRIM_SD));
     if (law->ok && !(law->b_ms > 0))
         LL_TRY(fit_note(res, "slope b <= 0: step time does not grow with N here; no asymptote"));
+    else if (law->ok && !fit_law_slope_resolved(law))
+        LL_TRY(fit_note(res, "slope b's 95%% interval [%.4g, %.4g] ms includes 0: step time does not measurably "
+                             "grow with N over these levels; no ceiling (1/b) or N1/2 claimed",
+                        law->b_ci_ms[0], law->b_ci_ms[1]));
     if (res->n_warmup && !opt->include_warmup)
         LL_TRY(fit_note(res, "%zu warmup requests: no samples from them", res->n_warmup));
     if (res->n_truncated_lines)

@@ -337,8 +337,8 @@ static void compare_laws(fit_compare *c, const fit_result *ra, const fit_result 
     c->law_b = rb->law;
     /* from the copied laws themselves, so the printed asymptote is 1000/b of
      * the very law printed beside it */
-    c->asym_a_tok_per_s = c->law_a.ok && c->law_a.b_ms > 0 ? 1000.0 / c->law_a.b_ms : NAN;
-    c->asym_b_tok_per_s = c->law_b.ok && c->law_b.b_ms > 0 ? 1000.0 / c->law_b.b_ms : NAN;
+    c->asym_a_tok_per_s = fit_law_slope_resolved(&c->law_a) ? 1000.0 / c->law_a.b_ms : NAN;
+    c->asym_b_tok_per_s = fit_law_slope_resolved(&c->law_b) ? 1000.0 / c->law_b.b_ms : NAN;
     c->ci = o->ci;
     c->n_resamples = o->n_resamples;
     c->seed = o->seed;
@@ -410,14 +410,20 @@ static int compare_key(cmp_work *w, fit_compare *c, const fit_run *a, const fit_
 }
 
 /* The slope ratio B/A: from the laws' standard errors (delta method) when
- * both laws have them, else by bootstrap over the common levels' units. */
+ * both laws have them, else by bootstrap over the common levels' units;
+ * none when a law's slope may be 0 (its interval includes 0): the ratio
+ * would divide by a slope indistinguishable from 0, and neither method
+ * gives it a finite meaning. */
 static int compare_slopes(fit_compare *c, cmp_work *w)
 {
     c->slope_ratio = c->slope_ratio_ci[0] = c->slope_ratio_ci[1] = NAN;
     c->slope_a_ms = c->slope_b_ms = NAN;
     c->slope_method = "none";
-    if (c->law_a.ok && c->law_b.ok && c->law_a.b_ms > 0 && c->law_b.b_ms > 0 &&
-        isfinite(c->law_a.b_se_ms) && isfinite(c->law_b.b_se_ms)) {
+    if ((c->law_a.ok && !fit_law_slope_resolved(&c->law_a)) || (c->law_b.ok && !fit_law_slope_resolved(&c->law_b))) {
+        c->slope_method = "unresolved";
+        return 0;
+    }
+    if (c->law_a.ok && c->law_b.ok && isfinite(c->law_a.b_se_ms) && isfinite(c->law_b.b_se_ms)) {
         /* The ratio of the two laws' slopes, the figures printed beside it. The
          * runs are independent, so on the log scale the variances add; each
          * b's standard error is the fit's sandwich one (coverage ~93% in

@@ -22,10 +22,12 @@ typedef struct cmp_level_pair {
     int pair;
 } cmp_level_pair;
 
-/* c of X = c * sum tok / sum time: C for a closed level, 1 for an open one. */
-int cmp_rate_factor(const fit_level *L);
+/* c of X = c * sum tok / sum time: 1 for an open level; for a closed one C
+ * over steady steps (steady != 0), over decode spans the measured number of
+ * its requests decoding at once (at most C). NAN when out of memory. */
+double cmp_rate_factor(const fit_run *run, const fit_level *L, int steady);
 /* X over n units; NAN when they hold no time. */
-double cmp_ratio_estimate(const cmp_unit *v, size_t n, int c);
+double cmp_ratio_estimate(const cmp_unit *v, size_t n, double c);
 void cmp_level_latency(const fit_level *L, fit_level_latency *out);
 /* The comparison's key fields (C, open loop, rate) from A's level. */
 void cmp_level_key(fit_compare_level *out, const fit_level *La, const fit_level_info *ia_info);

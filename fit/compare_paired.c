@@ -157,8 +157,8 @@ int cmp_paired_level(const fit_run *a, const fit_result *ra, const fit_run *b, c
         out->steady &= steady;
         out->n_req_a += nra;
         out->n_req_b += nrb;
-        double xa = cmp_ratio_estimate(pa, na, cmp_rate_factor(La));
-        double xb = cmp_ratio_estimate(pb, nb, cmp_rate_factor(Lb));
+        double xa = cmp_ratio_estimate(pa, na, cmp_rate_factor(a, La, steady));
+        double xb = cmp_ratio_estimate(pb, nb, cmp_rate_factor(b, Lb, steady));
         out->pair_ratio[i] = xb / xa;
         if (xa > 0 && xb > 0 && isfinite(xa) && isfinite(xb)) {
             y[used] = log(xb / xa);
@@ -174,8 +174,8 @@ int cmp_paired_level(const fit_run *a, const fit_result *ra, const fit_run *b, c
     out->n_pairs = m;
     out->n_units_a = *nua;
     out->n_units_b = *nub;
-    out->tok_per_s_a = cmp_ratio_estimate(*ua, *nua, cmp_rate_factor(La0));
-    out->tok_per_s_b = cmp_ratio_estimate(*ub, *nub, cmp_rate_factor(&rb->levels[lp[0].ib]));
+    out->tok_per_s_a = cmp_ratio_estimate(*ua, *nua, cmp_rate_factor(a, La0, out->steady));
+    out->tok_per_s_b = cmp_ratio_estimate(*ub, *nub, cmp_rate_factor(b, &rb->levels[lp[0].ib], out->steady));
     out->ratio = out->ratio_ci[0] = out->ratio_ci[1] = NAN;
     out->within_var = out->between_var = out->df = NAN;
     if (used)

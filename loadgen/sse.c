@@ -425,6 +425,9 @@ static void count_event(lg_delta *d, size_t tb, size_t ab, int64_t ct_now, lg_de
     out->think_bytes = tb > UINT32_MAX ? UINT32_MAX : (uint32_t)tb;
     out->answer_bytes = ab > UINT32_MAX ? UINT32_MAX : (uint32_t)ab;
     if (ct_now >= 0) {
+        /* a running count that goes back (a server's slip) moves nothing:
+         * taken as the new mark, the next chunks would count twice */
+        ct_now = ct_now < d->last_ct ? d->last_ct : ct_now;
         int64_t n = ct_now - d->last_ct;
         d->last_ct = ct_now;
         d->has_cont_usage = 1;

@@ -60,6 +60,14 @@ ll_err_class lg_xfer_classify(lg_xfer *x, CURLcode res, char *msg, size_t msglen
         snprintf(msg, msglen, "stream ended before [DONE]");
         return LL_ERRC_TRUNCATED;
     }
+    /* [DONE] after no token and no usage saying one was made: an answer in a
+     * shape this client does not read, or none at all; as ok, it would be a
+     * request with nothing to time */
+    if (x->chunks.n == 0 && x->delta.usage_completion <= 0) {
+        snprintf(msg, msglen, "the stream ended with [DONE] and no tokens (no content, text or usage this "
+                 "client reads)");
+        return LL_ERRC_STREAM;
+    }
     return LL_ERRC_OK;
 }
 
@@ -206,7 +214,8 @@ static ll_counts target_counts(const lg_xfer *x, int64_t *think, int64_t *answer
     const lg_delta *d = &x->delta;
     const scn_tokenizer *tok = x->w->run->prompts ? scn_prompts_tokenizer(x->w->run->prompts) : NULL;
     *think = *answer = -1;
-    if (d->usage_completion >= 0) {
+    /* usage of 0 beside streamed tokens cannot be true: the stream stands */
+    if (d->usage_completion > 0 || (d->usage_completion == 0 && x->chunks.n == 0)) {
         if (d->usage_completion == (int64_t)x->think_tok + x->answer_tok)
             return LL_COUNTS_STREAM;
         *total = d->usage_completion;

@@ -56,10 +56,10 @@ static int on_event(void *ctx, const char *event, const char *data, size_t len)
         x->answer_tok = 0;
         x->first_answer_ns = -1;
     }
-    /* Each count is at most 1e9 (sse.c jnum), but a server whose running
-     * total goes down and up again adds them without end: past 1e9 in one
-     * request (none has that many) the stream is wrong, and the int sums
-     * must not overflow. */
+    /* Each count is at most 1e9 (sse.c jnum) and a running total that goes
+     * back moves nothing (count_event), so a stream's tokens stay within
+     * its largest count; past 1e9 in one request (none has that many) the
+     * stream is wrong, and the int sums must not overflow. */
     if ((int64_t)x->think_tok + x->answer_tok + o.think_tok + o.answer_tok > 1000000000) {
         if (!x->delta.error)
             lg_delta_set_error(&x->delta, "token counts past 1e9 in one stream (the server's usage jumps)");

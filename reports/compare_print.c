@@ -4,6 +4,7 @@
  * is fit's (fit/compare_json.c). */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <cjson/cJSON.h>
 
@@ -85,6 +86,10 @@ void rpt_compare_print(FILE *f, const fit_compare *c, const char *label_a, const
         fprintf(f, "  slope B/A %s [%s, %s] (%s%s)\n", n2(x[0], 64, c->slope_ratio, 3),
                 n2(x[1], 64, c->slope_ratio_ci[0], 3), n2(x[2], 64, c->slope_ratio_ci[1], 3), c->slope_method,
                 c->slope_method[0] == 'b' ? ", steady step time per level against C" : " method, from the laws' standard errors");
+    else if (strcmp(c->slope_method, "unresolved") == 0)
+        fprintf(f, "  slope B/A: none (%s's slope b has a 95%% interval that includes 0: no measurable growth with "
+                   "N, and a ratio to a slope that may be 0 means nothing)\n",
+                c->law_a.ok && !fit_law_slope_resolved(&c->law_a) ? "A" : "B");
     print_terms(f, c);
     if (c->paired)
         fprintf(f, "\nper level: steady throughput B/A, paired (interleaved A/B): geometric mean of the pairs' "

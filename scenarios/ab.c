@@ -21,14 +21,23 @@ static int bad(char *err, size_t errlen, const char *origin, const char *path, c
 int scn_check_keys(const cJSON *o, const char *path, const char *const *keys, const char *origin, char *err,
                       size_t errlen)
 {
+    const char *dot = path[0] ? "." : "";
     for (const cJSON *it = o->child; it; it = it->next) {
         size_t i = 0;
         while (keys[i] && strcmp(keys[i], it->string))
             i++;
         if (!keys[i]) {
-            ll_errf(err, errlen, "%s: %s.%s: unknown key", origin, path, it->string);
+            ll_errf(err, errlen, "%s: %s%s%s: unknown key", origin, path, dot, it->string);
             return LL_EINVAL;
         }
+        /* cJSON keeps a repeated key and finds the first, where most JSON
+         * tools take the last: a key written twice would mean different
+         * things to different readers */
+        for (const cJSON *e = o->child; e != it; e = e->next)
+            if (strcmp(e->string, it->string) == 0) {
+                ll_errf(err, errlen, "%s: %s%s%s: key given twice", origin, path, dot, it->string);
+                return LL_EINVAL;
+            }
     }
     return 0;
 }

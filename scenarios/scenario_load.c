@@ -30,21 +30,10 @@ static int bad(ld *c, const char *path, const char *what)
     return LL_EINVAL;
 }
 
-/* Every key of obj must be in allowed (NULL-terminated). */
+/* Every key of obj must be in allowed (NULL-terminated), once (scn_check_keys). */
 static int check_keys(ld *c, const cJSON *obj, const char *path, const char *const *allowed)
 {
-    for (const cJSON *it = obj->child; it; it = it->next) {
-        int ok = 0;
-        for (size_t i = 0; allowed[i]; i++)
-            if (strcmp(it->string, allowed[i]) == 0)
-                ok = 1;
-        if (!ok) {
-            ll_errf(c->err, c->errlen, "%s: %s%s%s: unknown key", c->origin, path,
-                    path[0] ? "." : "", it->string);
-            return LL_EINVAL;
-        }
-    }
-    return 0;
+    return scn_check_keys(obj, path, allowed, c->origin, c->err, c->errlen);
 }
 
 static void join(char *out, size_t n, const char *path, const char *key)

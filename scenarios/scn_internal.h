@@ -29,9 +29,10 @@ int scn_validate_origin(scn_scenario *s, const char *origin, char *err, size_t e
 
 /* ---- the "ab" section (ab.c) ---- */
 
-/* Every member of object o is one of keys (NULL-ended); else LL_EINVAL with
- * "ORIGIN: PATH.KEY: unknown key" in err (ab.c; the ab section, load.trace,
- * load.shared_prefix). */
+/* Every member of object o is one of keys (NULL-ended), given once; else
+ * LL_EINVAL with "ORIGIN: PATH.KEY: unknown key" or "...: key given twice"
+ * in err (PATH "" for the top level). Every section of the loader checks
+ * its keys with it (ab.c). */
 int scn_check_keys(const cJSON *o, const char *path, const char *const *keys, const char *origin, char *err,
                    size_t errlen);
 /* Parse the value of the top-level "ab" key into ab (origin names the file in

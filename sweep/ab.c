@@ -285,6 +285,11 @@ static int run_interleaved(const sweep_job jobs[2], const ab_plan *p)
                                   .ctx = &hands[k]};
         j[k].turns = &hands[k].dist;
     }
+    /* Neither side's folder may hold a run (checked before either starts:
+     * an abandoned side would leave its run line behind). */
+    for (int k = 0; k < 2; k++)
+        if ((ret = sweep_check_fresh_dir(j[k].run_dir)) != SWEEP_OK)
+            return ret;
     /* Both targets up and both records open before any level runs. */
     int orc[2] = {SWEEP_FAIL, SWEEP_FAIL};
     for (int k = 0; k < 2; k++) {

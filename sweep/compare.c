@@ -47,6 +47,44 @@ static int load_and_compare(compared *k, const fit_compare_options *co)
     return SWEEP_OK;
 }
 
+/* config.<key> of a run line, with its timeout_s left out (how long the
+ * client waits is not the work asked for); NULL when absent. Caller deletes. */
+static cJSON *workload_part(const cJSON *run, const char *key)
+{
+    const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(run, "config");
+    cJSON *v = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(cfg, key), 1);
+    if (v)
+        cJSON_DeleteItemFromObjectCaseSensitive(v, "timeout_s");
+    return v;
+}
+
+/* Two runs asked for different work (their prompts or their requests
+ * differ): a comparison of them measures that too, not only the two servers
+ * or kernels. Said on stderr; the comparison goes on. */
+static void warn_workloads(const compared *k)
+{
+    static const char *const keys[] = {"prompts", "request"};
+    cJSON *run[2];
+    char differ[64] = "";
+    for (int i = 0; i < 2; i++)
+        run[i] = cJSON_Parse(fit_run_get_info(k->run[i])->run_json);
+    for (size_t j = 0; run[0] && run[1] && j < sizeof keys / sizeof keys[0]; j++) {
+        cJSON *a = workload_part(run[0], keys[j]), *b = workload_part(run[1], keys[j]);
+        if ((a || b) && !cJSON_Compare(a, b, 1))
+            snprintf(differ + strlen(differ), sizeof differ - strlen(differ), "%sconfig.%s", differ[0] ? ", " : "",
+                     keys[j]);
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+    }
+    if (differ[0])
+        fprintf(stderr,
+                "loadlaw compare: warning: the two runs asked for different work (%s differ): the figures below "
+                "compare that too, not only the two targets\n",
+                differ);
+    cJSON_Delete(run[0]);
+    cJSON_Delete(run[1]);
+}
+
 /* The level the verdict judges: expect_c's, else the highest shared one. */
 static int pick_gate_level(compared *k, const sweep_compare_opts *o)
 {
@@ -179,6 +217,8 @@ int sweep_compare(const char *run_a, const char *run_b, const sweep_compare_opts
 {
     compared k = {.dir = {run_a, run_b}};
     int rc = load_and_compare(&k, &o->co);
+    if (rc == SWEEP_OK)
+        warn_workloads(&k);
     if (rc == SWEEP_OK)
         rc = pick_gate_level(&k, o);
     if (rc == SWEEP_OK)

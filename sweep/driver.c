@@ -397,13 +397,31 @@ out:
     return ret;
 }
 
+/* A run folder that already holds records is another run's measurements:
+ * refused (a usage error), never overwritten. */
+int sweep_check_fresh_dir(const char *run_dir)
+{
+    char path[4096];
+    struct stat st;
+    int n = snprintf(path, sizeof path, "%s/records.jsonl", run_dir);
+    if (n > 0 && (size_t)n < sizeof path && stat(path, &st) == 0 && st.st_size > 0) {
+        fprintf(stderr,
+                "loadlaw sweep: %s already holds a run (records.jsonl, %lld bytes): choose another -o DIR, "
+                "or remove that one first\n",
+                run_dir, (long long)st.st_size);
+        return SWEEP_USAGE;
+    }
+    return SWEEP_OK;
+}
+
 int sweep_side_open(const sweep_job *j, sweep_side *sd)
 {
     memset(sd, 0, sizeof *sd);
     sd->stopped_after = -1;
     int rank = j->mpi ? dist_rank(j->mpi) : 0;
-    int ret = rank == 0 ? start_target(j, &sd->host, &sd->url, &sd->model, sd->found_model, sizeof sd->found_model)
-                        : SWEEP_OK;
+    int ret = rank == 0 ? sweep_check_fresh_dir(j->run_dir) : SWEEP_OK;
+    if (ret == SWEEP_OK && rank == 0)
+        ret = start_target(j, &sd->host, &sd->url, &sd->model, sd->found_model, sizeof sd->found_model);
     if (j->mpi)
         ret = sweep_share_target(j, ret, &sd->url, &sd->model, &sd->hold_url, &sd->hold_model);
     if (ret == SWEEP_OK)

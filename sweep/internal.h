@@ -32,6 +32,9 @@ typedef struct sweep_side {
     int stopped_after;           /* the level over max_failed the run stopped after; -1 */
 } sweep_side;
 int sweep_side_open(const sweep_job *j, sweep_side *sd);
+/* SWEEP_OK, or SWEEP_USAGE (said on stderr) when run_dir already holds a
+ * run's records: a sweep never overwrites measurements. */
+int sweep_check_fresh_dir(const char *run_dir);
 int sweep_side_run(const sweep_job *j, sweep_side *sd);
 int sweep_side_finish(const sweep_job *j, sweep_side *sd, int ret);
 void sweep_side_abandon(sweep_side *sd);

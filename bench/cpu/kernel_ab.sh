@@ -10,6 +10,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin=${LOADLAW:-build/loadlaw}
-out=${1:-runs/kernel-ab}
+out=${1:-runs/kernel-ab-$(date +%Y%m%d-%H%M%S)} # a sweep refuses a folder that holds a run
 shift || true
 exec "$bin" sweep scenarios/kernel-ab.json -o "$out" -q "$@"

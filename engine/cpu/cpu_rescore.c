@@ -111,9 +111,14 @@ int cpu_rescore(const cpu_rescore_in *in, const eng_cont *c, eng_tok *next, int6
         return 0;
     if ((rc = rs_alloc(&b, in, (size_t)n)) != 0)
         goto done;
-    /* the rows after the context hold history, as decode found them */
-    for (int64_t r = P; r < P + n && r - P < in->capacity; r++)
-        cpu_kv_fill(in->kv, r % in->capacity, 1, in->hist_seed);
+    /* the rows after the context hold history, as decode found them, up to
+     * the end of the ring: past it a row is an earlier position's (the
+     * context's, as the prompt's prefill left it), which decode overwrites
+     * only when it gets there. Filling P..P+n-1 modulo the capacity, as
+     * once done, put history over the context's first rows before the
+     * early positions read them. */
+    for (int64_t r = P; r < P + n && r < in->capacity; r++)
+        cpu_kv_fill(in->kv, r, 1, in->hist_seed);
     cpu_embed(in->dense, c->ids, n, in->model_seed, b.x);
     cpu_dense_forward(in->pool, in->dense, b.x, n, 0, in->dense->d_ff, b.hd);
     for (int j = 0; j < n && rc == 0; j++)

@@ -112,10 +112,16 @@ static int rs_chunk(cuda_state *st, int slot, const eng_cont *c, int j0, int m)
         h_ctx[i] = (int64_t)c->ctx_tok + j0 + i + 1;
         h_key[i] = st->key[slot];
     }
-    int n_items = j0 == 0;
+    /* history after the context up to the end of the ring only: past it a
+     * row is an earlier position's, which decode overwrites only when it
+     * gets there (cpu_rescore.c says why; filling modulo the capacity put
+     * history over the context's first rows) */
+    int64_t n_hist = c->ctx_tok < o->capacity ? o->capacity - c->ctx_tok : 0;
+    n_hist = n_hist < c->n ? n_hist : c->n;
+    int n_items = j0 == 0 && n_hist > 0;
     if (n_items)
-        *h_item = (cuda_fill_item){.slot = slot, .n = c->n < o->capacity ? c->n : o->capacity,
-                                   .row0 = c->ctx_tok % o->capacity, .seed = cuda_history_seed(o->seed)};
+        *h_item = (cuda_fill_item){.slot = slot, .n = (int)n_hist, .row0 = c->ctx_tok,
+                                   .seed = cuda_history_seed(o->seed)};
     cudaStream_t s = rk->stream;
     RS(cudaSetDevice(rk->device), "cudaSetDevice");
     RS(cudaMemcpyAsync(rk->d_up, st->h_up, u->off_items + (size_t)n_items * sizeof(cuda_fill_item),

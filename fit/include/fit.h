@@ -251,6 +251,11 @@ typedef struct fit_law {
  * the law sat 0.8 standard errors low with 30% exponential jitter); a stall
  * of several steps is far beyond it. */
 #define FIT_TRIM_SD 12.0
+/* ... but never a level's bulk: when more than this share of one N's points
+ * (5 or more) lies that far out, the line misses the level, not the other
+ * way round, and every point of that N stays in the law (fit/regress.c
+ * keep_levels). Stalls every 23rd step trim 4% of a level. */
+#define FIT_TRIM_LEVEL_SHARE 0.1
 
 /* Fit y = a + b*x on raw points (robust = 1: the trimmed mean fit of the
  * header comment, else OLS). The trimmed fit weights each point by the noise
@@ -270,6 +275,14 @@ int fit_line_sized(const double *x, const double *y, const double *size, size_t 
 /* The 95% confidence interval of the mean line a + b*n at n:
  * a + b*n -/+ t_crit * sqrt(var_a + n^2 var_b + 2 n cov_ab). NAN when !ok. */
 void fit_law_mean_ci(const fit_law *L, double n, double *lo, double *hi);
+
+/* 1 when the law's slope is measured: ok, and b's 95% interval lies above 0.
+ * Only then does 1/b (the ceiling), a/b (N1/2) or a ratio of slopes mean
+ * anything: with b = 0.001 [-0.005, 0.006] ms the "ceiling" was 1.4e6 tok/s
+ * and a slope ratio 858 [0.2, 3.6e6]. The same condition bounds plan's
+ * Fieller interval (b^2 > t^2 var_b); where it fails that interval is
+ * unbounded above. */
+int fit_law_slope_resolved(const fit_law *L);
 
 typedef enum fit_model_kind {
     FIT_MODEL_LINEAR = 0,
@@ -743,8 +756,9 @@ typedef struct fit_result {
     char engine_law_spec[64];     /* the law as written, formatted from the run
                                    * line's data: a/time_scale "+" b/time_scale
                                    * "n" ("52+30n"); "" without a truth */
-    double asymptote_tok_per_s;   /* 1000 / b_ms */
-    double n_half;                /* a / b */
+    double asymptote_tok_per_s;   /* 1000 / b_ms; NAN (JSON null) unless
+                                   * fit_law_slope_resolved(&law) */
+    double n_half;                /* a / b; NAN likewise */
     fit_model_check model;
     int model_worst_level;        /* the level the chosen model misses most; -1 none */
     size_t n_levels;
@@ -1112,7 +1126,10 @@ int fit_level_latency_get(const fit_run *run, int level, fit_level_latency *out,
  * level (1000 * time / tok, ms) against C, OLS over the common levels, with a
  * percentile bootstrap resampling every level's steps as above
  * (slope_method "bootstrap"; needs two common levels, each with
- * FIT_COMPARE_MIN_UNITS units a side; otherwise "none", no ratio). The
+ * FIT_COMPARE_MIN_UNITS units a side; otherwise "none", no ratio). When a
+ * run has a law whose b interval includes 0 (fit_law_slope_resolved), there
+ * is no ratio either, "unresolved": a slope that may be 0 divides into
+ * anything. The
  * verdict quotes the laws' b (fit_result.law). The latencies (lat_a, lat_b)
  * are copies of each level's fit_level ttft, ttfa and itl (the first level
  * of the key in each run). */
@@ -1157,7 +1174,9 @@ typedef struct fit_compare {
     double asym_a_tok_per_s, asym_b_tok_per_s;
     double slope_a_ms, slope_b_ms;         /* the slopes behind slope_ratio */
     double slope_ratio, slope_ratio_ci[2]; /* B / A; NAN when unknown */
-    const char *slope_method;              /* "bootstrap" | "delta" | "none" */
+    const char *slope_method;              /* "bootstrap" | "delta" | "none" |
+                                            * "unresolved" (a law's b interval
+                                            * includes 0: no ratio) */
     /* Both runs on the context model (fit.h "The context term"): each term
      * B/A with a delta-method interval from the models' HC3 covariances, log
      * scale; NAN unless both chose it. The per-request term b and the

@@ -16,7 +16,7 @@
 #define P_TOK 5
 #define N_TOK 12
 
-static void config(eng_config *cfg, const char *attn, int fault, int min_ctx)
+static void config(eng_config *cfg, const char *attn, int fault, int min_ctx, int capacity)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->attn = attn;
@@ -29,7 +29,7 @@ static void config(eng_config *cfg, const char *attn, int fault, int min_ctx)
     cfg->d_model = 256;
     cfg->d_ff = 1024;
     cfg->vocab = 256;
-    cfg->capacity_tok = 512;
+    cfg->capacity_tok = capacity;
     cfg->min_ctx_tok = min_ctx;
 }
 
@@ -80,10 +80,10 @@ static int rescore(void *st, uint64_t seed, const eng_tok *toks, eng_tok *out, i
 }
 
 /* Max |decode lp - prefill lp| over the continuation, or -1 on failure. */
-static double run(const char *attn, int fault, int min_ctx, int *next_ok, int *rank1)
+static double run(const char *attn, int fault, int min_ctx, int capacity, int *next_ok, int *rank1)
 {
     eng_config cfg;
-    config(&cfg, attn, fault, min_ctx);
+    config(&cfg, attn, fault, min_ctx, capacity);
     void *st = NULL;
     char err[256] = "";
     int rc = eng_backend_cpu.create(&cfg, &st, err, sizeof err);
@@ -112,14 +112,22 @@ int main(void)
 {
     int next_ok = 0, r1 = 0;
     for (int min_ctx = -1; min_ctx <= 0; min_ctx++) {
-        double d = run("tiled", 0, min_ctx, &next_ok, &r1);
+        double d = run("tiled", 0, min_ctx, 512, &next_ok, &r1);
         CHECK(d >= 0 && d <= 1e-3, "tiled decode vs prefill, min_ctx %d: max |dlp| %.3g <= 1e-3", min_ctx, d);
         CHECK(next_ok, "min_ctx %d: the token after the continuation is decode's next", min_ctx);
         CHECK(r1 == N_TOK, "min_ctx %d: greedy tokens are prefill's argmax (%d of %d)", min_ctx, r1, N_TOK);
-        d = run("naive", 0, min_ctx, &next_ok, &r1);
+        d = run("naive", 0, min_ctx, 512, &next_ok, &r1);
         CHECK(d >= 0 && d <= 1e-3, "naive decode vs prefill, min_ctx %d: max |dlp| %.3g", min_ctx, d);
     }
-    double bad = run("tiled", ENG_ATTN_FAULT_SKIP_LAST_TILE, -1, &next_ok, &r1);
+    /* a context that passes the capacity during the continuation: decode
+     * wraps the slot's ring as it goes, and the prefill must wrap no
+     * sooner (filled ahead, its history rows once overwrote the prompt's
+     * first rows before the early positions were scored) */
+    double w = run("naive", 0, -1, P_TOK + N_TOK - 4, &next_ok, &r1);
+    CHECK(w >= 0 && w <= 1e-3, "capacity %d under prompt + continuation %d: max |dlp| %.3g <= 1e-3",
+          P_TOK + N_TOK - 4, P_TOK + N_TOK, w);
+    CHECK(next_ok, "capacity under the context: the token after the continuation is decode's next");
+    double bad = run("tiled", ENG_ATTN_FAULT_SKIP_LAST_TILE, -1, 512, &next_ok, &r1);
     CHECK(bad > 0.01, "faulty tiled decode vs prefill: max |dlp| %.3g > 0.01", bad);
     TEST_MAIN_END();
 }

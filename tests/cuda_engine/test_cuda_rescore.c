@@ -25,7 +25,7 @@
 #define N_TOK 10
 #define TOL_NAT 0.005
 
-static void config(eng_config *cfg, const char *attn, const char *kv, int fault)
+static void config(eng_config *cfg, const char *attn, const char *kv, int fault, int capacity)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->attn = attn;
@@ -38,7 +38,7 @@ static void config(eng_config *cfg, const char *attn, const char *kv, int fault)
     cfg->d_model = 64;
     cfg->d_ff = 1024;
     cfg->vocab = 128;
-    cfg->capacity_tok = 256;
+    cfg->capacity_tok = capacity;
     cfg->min_ctx_tok = -1;
 }
 
@@ -94,10 +94,10 @@ typedef struct result {
     int32_t toks[N_TOK + 1];
 } result;
 
-static int run(const char *attn, const char *kv, int fault, result *r)
+static int run(const char *attn, const char *kv, int fault, int capacity, result *r)
 {
     eng_config cfg;
-    config(&cfg, attn, kv, fault);
+    config(&cfg, attn, kv, fault, capacity);
     void *st = NULL;
     char err[512] = "";
     int rc = eng_backend_cuda.create(&cfg, &st, err, sizeof err);
@@ -131,7 +131,7 @@ static int run(const char *attn, const char *kv, int fault, result *r)
 static void healthy(const char *attn, const char *kv)
 {
     result r, again;
-    if (run(attn, kv, 0, &r) != 0 || run(attn, kv, 0, &again) != 0)
+    if (run(attn, kv, 0, 256, &r) != 0 || run(attn, kv, 0, 256, &again) != 0)
         return;
     CHECK(r.ids_ok == N_TOK, "%s %s: %d of %d positions scored decode's token with 8 alternatives", attn, kv,
           r.ids_ok, N_TOK);
@@ -156,9 +156,17 @@ int main(void)
     healthy("tiled", "bf16");
     healthy("naive", "bf16");
     healthy("tiled", "fp8");
+    /* a context that passes the capacity during the continuation: the
+     * prefill must wrap the slot's ring no sooner than decode did */
+    result w;
+    if (run("naive", "bf16", 0, P_TOK + N_TOK - 4, &w) == 0) {
+        CHECK(w.max <= TOL_NAT, "capacity %d under prompt + continuation %d: max |d| %.3g <= %.3g", P_TOK + N_TOK - 4,
+              P_TOK + N_TOK, w.max, TOL_NAT);
+        CHECK(w.next_ok, "capacity under the context: the token after the continuation is decode's next");
+    }
     for (int f = ENG_ATTN_FAULT_SKIP_LAST_TILE; f <= ENG_ATTN_FAULT_SWAP_HEADS; f++) {
         result r;
-        if (run("tiled", "bf16", f, &r) != 0)
+        if (run("tiled", "bf16", f, 256, &r) != 0)
             continue;
         CHECK(r.ids_ok == N_TOK, "fault %d: %d of %d positions scored decode's token", f, r.ids_ok, N_TOK);
         CHECK(r.max > TOL_NAT, "fault %d: decode vs prefill max |d| %.3g > %.3g", f, r.max, TOL_NAT);

@@ -407,6 +407,17 @@ static void test_bad_input(void)
                  "\"top_logprobs\":21}", -1, 400, "top_logprobs", "top_logprobs over 20");
     expect_error("POST", "/v1/completions", "{\"prompt\":\"x\",\"logprobs\":true}", -1, 400, "logprobs",
                  "completions logprobs not a count");
+    /* what the engine does not do is refused, never answered as if it were */
+    expect_error("POST", "/v1/completions", "{\"prompt\":\"x\",\"n\":2}", -1, 400, "n", "n of 2");
+    expect_error("POST", "/v1/completions", "{\"prompt\":\"x\",\"best_of\":3}", -1, 400, "best_of", "best_of");
+    expect_error("POST", "/v1/completions", "{\"prompt\":\"x\",\"stop\":[\"warp\"]}", -1, 400, "stop",
+                 "stop sequences");
+    expect_error("POST", "/v1/completions", "{\"prompt\":\"x\",\"echo\":true}", -1, 400, "echo", "echo");
+    expect_error("POST", "/v1/completions", "{\"prompt\":\"x\",\"suffix\":\"y\"}", -1, 400, "suffix", "suffix");
+    expect_error("POST", "/v1/completions", "{\"prompt\":\"x\",\"logprobs\":3}", -1, 400, "logprobs",
+                 "logprobs without a stream");
+    expect_error("POST", chat, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"return_token_ids\":true}",
+                 -1, 400, "return_token_ids", "token ids without a stream");
     expect_error("POST", chat, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream_options\":3}",
                  -1, 400, "stream_options", "stream_options wrong type");
     expect_error("POST", chat, "{\"model\":\"gpt-9\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", -1,

@@ -8,7 +8,8 @@
  * and burning the core the HTTP thread needs. Counting
  * steps over a fixed window is deterministic in what it separates: a spinning
  * scheduler makes tens of thousands, a waiting one at most one per
- * ENG_DRAIN_WAIT_MAX_NS (10 ms). */
+ * ENG_DRAIN_WAIT_MAX_NS (10 ms). A plain (not streamed) request beside the
+ * stuck stream must not wait with it. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -17,7 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "engine.h"
+#include "tclient.h"
 #include "testutil.h"
 
 static void sleep_ms(int ms)
@@ -72,6 +75,19 @@ static void test_stalled_reader(void)
     CHECK(c2 - c1 < 500, "steps while the client read nothing for 500 ms: %zu (spinning?)",
           c2 - c1);
     CHECK(c2 < 200000, "steps against a client that never read, buffers filled: %zu", c2);
+    /* A request that is not a stream has no reader to wait for: its 200
+     * steps run at the law's 0 ms, not at one bounded wait (10 ms) each for
+     * the stream beside it, held or stuck (2 s or more). */
+    int got = -1;
+    int64_t t0 = ll_now_ns();
+    size_t s0 = eng_step_count(e);
+    long st = tc_completion(eng_url(e), 200, &got);
+    double took_s = (double)(ll_now_ns() - t0) / 1e9;
+    printf("a plain request of 200 tokens beside the stalled stream: %.3f s, %zu steps\n", took_s,
+           eng_step_count(e) - s0);
+    CHECK(st == 200 && got == 200, "a plain request beside the stuck stream: status %ld, %d tokens", st, got);
+    CHECK(took_s < 1.0, "its 200 steps did not wait on the stuck stream: %.3f s (>= 2 s when each waits 10 ms)",
+          took_s);
     close(fd);
     eng_stop(e);
 }

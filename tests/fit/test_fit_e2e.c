@@ -5,6 +5,7 @@
  * fits those records with the library and compares with the truth in the
  * engine's scaled units. A last case has a heavy prefill cost, where a naive
  * fit over all gaps is visibly biased and the steady fit is not.
+ * A knee down on a quiet engine (test_knee_down): no level trimmed whole.
  * argv[1]: the loadlaw binary. Each case is kept to about 2 s of engine time. */
 #include <math.h>
 #include <stdio.h>
@@ -175,6 +176,49 @@ static fit_result *sweep_and_fit(int k, const e2e_case *c, fit_run **run_out)
     return res;
 }
 
+/* A knee down on a quiet engine: 10 + 10N ms, 5 ms per N above N = 8, at time
+ * scale 0.1 (about 6 s). The levels above the knee are real: their steps are
+ * far from a line through C <= 8 only because the line misses them, and
+ * each level's own spread is tiny. The trimming once left out nearly every
+ * step of C = 12, 16 and 24 as outliers and gave b = 0.995 ms (the slope
+ * below the knee; OLS 0.743, truth 0.5 above N = 8) and a ceiling of 1004
+ * tok/s against a true 2000. Now no level's bulk goes, and the law's slope
+ * sits by OLS's, with its misfit in the levels' err %. */
+static void test_knee_down(void)
+{
+    char out[128], log[160], cmd[1024];
+    snprintf(out, sizeof out, "%s/knee", dir);
+    snprintf(log, sizeof log, "%s/knee.log", dir);
+    snprintf(cmd, sizeof cmd,
+             "'%s' sweep --engine 'law=10+10n,knee=8:5,time_scale=0.1,seed=3' -c 1,2,4,8,12,16,24 -n 24 "
+             "--max-tokens 32 --seed 3 --no-report -q -o '%s' >'%s' 2>&1",
+             bin, out, log);
+    int st = system(cmd);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "knee sweep: %s", cmd);
+    char err[512] = "";
+    fit_run *run = NULL;
+    fit_result *r = NULL;
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || fit_open(out, NULL, &run, &r, err, sizeof err)) {
+        CHECK(0, "knee fit: %s", err);
+        tail_file(log);
+        return;
+    }
+    printf("knee down: law b %.4g ms (OLS %.4g), %zu of %zu points trimmed, C=24 err %+.1f%%\n",
+           r->law.b_ms, r->ols.b_ms, r->law.n_trimmed, r->law.n_points,
+           r->n_levels ? 100 * r->levels[r->n_levels - 1].error_rel : NAN);
+    CHECK(r->law.ok && r->ols.ok, "knee: a law and OLS");
+    CHECK(r->law.n_trimmed * 20 < r->law.n_points, "knee: %zu of %zu points trimmed (no level's bulk)",
+          r->law.n_trimmed, r->law.n_points);
+    CHECK(r->law.b_ms < 0.9 && fabs(r->law.b_ms - r->ols.b_ms) < 0.2 * r->ols.b_ms,
+          "knee: law b %g ms beside OLS's %g, not the slope below the knee (1)", r->law.b_ms, r->ols.b_ms);
+    CHECK(r->model.best == FIT_MODEL_PIECEWISE && fabs(r->model.knee_n - 8) <= 1 &&
+              fabs(r->model.slope_after_ms - 0.5) < 0.1,
+          "knee: the model finds it (%s at %g, slope after %g)", fit_model_name(r->model.best),
+          r->model.knee_n, r->model.slope_after_ms);
+    fit_result_free(r);
+    fit_run_free(run);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -312,6 +356,8 @@ int main(int argc, char **argv)
     /* Every engine law is a straight line: the model check must say so. */
     CHECK(n_linear >= ran - 1, "straight line chosen in %d of %d cases", n_linear, ran);
     CHECK(2 * cover_b > ran && 2 * cover_a > ran, "CIs cover the truth in most cases");
+
+    test_knee_down();
 
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

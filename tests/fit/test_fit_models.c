@@ -17,6 +17,9 @@
  *    coverage over 20 seeds; a knee only the last level shows, named;
  *  - plan on a knee against its closed form; compare of two knee runs: each
  *    term B/A, and the per-level speedup the models predict;
+ *  - compare with fewer requests than C (one a level against two): each
+ *    side's throughput is the streams that ran, not C of them;
+ *  - a flat law whose b interval covers 0: no ceiling, no slope ratio;
  *  - a context term that comes out negative: set aside, and said.
  * argv: none. Real time: a few seconds (no real time is simulated). */
 #include <math.h>
@@ -118,6 +121,19 @@ static void test_context(void)
     fit_result_free(r);
 }
 
+/* B against A without resampling (the intervals by the delta method): the
+ * comparison, or NULL with the failure counted. */
+static fit_compare *compare_quick(fit_run *ra, fit_result *a, fit_run *rb, fit_result *b)
+{
+    fit_compare_options o;
+    fit_compare_options_default(&o);
+    o.n_resamples = 0;
+    fit_compare *c = NULL;
+    char err[256] = "";
+    CHECK(a && b && fit_compare_runs(ra, a, rb, b, &o, &c, err, sizeof err) == 0 && c, "compare: %s", err);
+    return c;
+}
+
 /* compare on the context model: B halves c (a decode-attention rewrite),
  * keeps b: c B/A near 0.5 inside its interval, b B/A near 1 */
 static void test_compare_terms(void)
@@ -133,12 +149,7 @@ static void test_compare_terms(void)
     cb.c_ms_per_ktok = 0.25;
     fit_result *a = run_sim_keep(&ca, "cmp_a", &ra), *b = run_sim_keep(&cb, "cmp_b", &rb);
     if (a && b) {
-        fit_compare_options o;
-        fit_compare_options_default(&o);
-        o.n_resamples = 0;
-        fit_compare *c = NULL;
-        char err[256] = "";
-        CHECK(fit_compare_runs(ra, a, rb, b, &o, &c, err, sizeof err) == 0 && c, "compare: %s", err);
+        fit_compare *c = compare_quick(ra, a, rb, b);
         if (c) {
             CHECK(fabs(c->ctx_c_ratio - 0.5) < 0.05 && c->ctx_c_ratio_ci[0] <= 0.5 && 0.5 <= c->ctx_c_ratio_ci[1],
                   "c B/A %.3f [%.3f, %.3f] around 0.5", c->ctx_c_ratio, c->ctx_c_ratio_ci[0], c->ctx_c_ratio_ci[1]);
@@ -370,11 +381,7 @@ static void test_knee_plan_compare(void)
                   "with an interval [%g, %g]", p->n_real_ci[0], p->n_real_ci[1]);
             fit_plan_free(p);
         }
-        fit_compare_options o;
-        fit_compare_options_default(&o);
-        o.n_resamples = 0;
-        fit_compare *c = NULL;
-        CHECK(fit_compare_runs(ra, a, rb, b, &o, &c, err, sizeof err) == 0 && c, "compare: %s", err);
+        fit_compare *c = compare_quick(ra, a, rb, b);
         if (c) {
             CHECK(c->n_terms == 3 && c->terms_model == FIT_MODEL_PIECEWISE, "terms compared: %zu", c->n_terms);
             CHECK(fabs(c->term_ratio[0] - 1) < 0.05 && fabs(c->term_ratio[1] - 0.5) < 0.03 &&
@@ -393,6 +400,70 @@ static void test_knee_plan_compare(void)
     } else {
         CHECK(0, "both runs choose the knee: %s / %s", a ? fit_model_name(a->model.best) : "-",
               b ? fit_model_name(b->model.best) : "-");
+    }
+    fit_result_free(a);
+    fit_result_free(b);
+    fit_run_free(ra);
+    fit_run_free(rb);
+}
+
+/* Fewer requests than C (52 + 30N ms, C = 1, 2, 4, 8): A one request a
+ * level, B two, so no level reaches N = C and compare falls back to decode
+ * spans. A ran one stream, B two at once: B/A = 2 * 82 / 112 = 1.46 at every
+ * C >= 2. The spans' rate was once multiplied by C, as if C streams had run:
+ * A 8-fold at C = 8, and B/A 0.73, the wrong way round. */
+static void test_compare_few_requests(void)
+{
+    static const int conc[] = {1, 2, 4, 8};
+    fit_run *ra = NULL, *rb = NULL;
+    sim_cfg ca = base(52, 30, 41, conc, 4), cb = base(52, 30, 42, conc, 4);
+    ca.max_tokens = cb.max_tokens = 32;
+    for (int i = 0; i < 4; i++) {
+        ca.n_requests[i] = 1;
+        cb.n_requests[i] = conc[i] < 2 ? 1 : 2;
+    }
+    fit_result *a = run_sim_keep(&ca, "fewa", &ra), *b = run_sim_keep(&cb, "fewb", &rb);
+    fit_compare *c = compare_quick(ra, a, rb, b);
+    for (size_t i = 0; c && i < c->n_levels; i++) {
+        const fit_compare_level *L = &c->levels[i];
+        double xa = 1000 / sim_law(&ca, 1), xb = L->concurrency < 2 ? xa : 2000 / sim_law(&cb, 2);
+        CHECK(fabs(L->tok_per_s_a / xa - 1) < 0.1 && fabs(L->tok_per_s_b / xb - 1) < 0.1 &&
+                  fabs(L->ratio / (xb / xa) - 1) < 0.1,
+              "C=%d, %s: A %.4g tok/s (one stream %.4g), B %.4g (%.4g), B/A %.3f (%.3f)", L->concurrency,
+              L->steady ? "steady steps" : "decode spans", L->tok_per_s_a, xa, L->tok_per_s_b, xb, L->ratio,
+              xb / xa);
+    }
+    CHECK(c && c->n_levels == 4, "4 levels compared");
+    fit_compare_free(c);
+    fit_result_free(a);
+    fit_result_free(b);
+    fit_run_free(ra);
+    fit_run_free(rb);
+}
+
+/* A flat law (52 + 0N ms) with its b a hair above 0 (seed 3: b's interval
+ * includes 0): no ceiling, no N1/2, and compare against a sloped run gives no
+ * slope ratio ("unresolved"). Once b > 0 alone sufficed: 1000/b claimed a
+ * ceiling of 1.4e6 tok/s and the delta method a ratio 858 [0.2, 3.6e6]. */
+static void test_flat_law(void)
+{
+    static const int conc[] = {1, 2, 4, 8, 16};
+    fit_run *ra = NULL, *rb = NULL;
+    sim_cfg ca = base(52, 30, 43, conc, 5), cb = base(52, 0, 3, conc, 5);
+    fit_result *a = run_sim_keep(&ca, "flata", &ra), *b = run_sim_keep(&cb, "flatb", &rb);
+    if (a && b) {
+        const fit_law *L = &b->law;
+        CHECK(L->ok && L->b_ms > 0 && L->b_ci_ms[0] < 0, "flat: b %g [%g, %g], above 0, interval covering it",
+              L->b_ms, L->b_ci_ms[0], L->b_ci_ms[1]);
+        CHECK(!fit_law_slope_resolved(L) && isnan(b->asymptote_tok_per_s) && isnan(b->n_half),
+              "flat: no ceiling (%g tok/s), no N1/2 (%g)", b->asymptote_tok_per_s, b->n_half);
+        CHECK(fit_law_slope_resolved(&a->law) && fabs(a->asymptote_tok_per_s * 30 / 1000 - 1) < 0.05,
+              "sloped: ceiling %g tok/s (1000/30)", a->asymptote_tok_per_s);
+        fit_compare *c = compare_quick(ra, a, rb, b);
+        if (c)
+            CHECK(isnan(c->slope_ratio) && strcmp(c->slope_method, "unresolved") == 0 && isnan(c->asym_b_tok_per_s),
+                  "flat: no slope ratio (%g, %s)", c->slope_ratio, c->slope_method);
+        fit_compare_free(c);
     }
     fit_result_free(a);
     fit_result_free(b);
@@ -435,6 +506,8 @@ int main(void)
     test_context_coverage();
     test_alone_level();
     test_knee_plan_compare();
+    test_compare_few_requests();
+    test_flat_law();
     test_negative_context();
     TEST_MAIN_END();
 }

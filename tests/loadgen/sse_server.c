@@ -295,6 +295,12 @@ static int respond(ts_server *s, int fd, ts_mode mode, const char *reqbody)
             goto out;
         keep = 1;
         break;
+    case TS_DONE_ONLY:
+        if (send_event(fd, "{\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}") ||
+            send_event(fd, "[DONE]") || send_all(fd, "0\r\n\r\n", 5))
+            goto out;
+        keep = 1;
+        break;
     case TS_USAGE_JUMP:
         for (int i = 0; i < 5; i++) {
             snprintf(ev, sizeof ev,

@@ -735,8 +735,9 @@ static void test_bad_event(void)
     ts_stop(srv);
 }
 
-/* A running usage total that falls and climbs again: each count is sane
- * (<= 1e9), their sum is not; a stream error, not an int overflow. */
+/* A running usage total that falls and climbs again (1e9, 0, 1e9, 0, 1e9):
+ * the fall moves nothing, so no token is counted twice: 1e9 in all, the
+ * server's largest count, never a sum past it (or an int overflow). */
 static void test_usage_jump(void)
 {
     ts_config c = {.mode = TS_USAGE_JUMP};
@@ -750,11 +751,33 @@ static void test_usage_jump(void)
         sweep_finish(&s);
         tally t;
         read_records(s.dir, &t);
-        CHECK(t.lv[0].cls[LL_ERRC_STREAM] == 1 && t.cls_tok[LL_ERRC_STREAM] == 1000000000,
-              "usage jump: stream errors %d, tokens kept %ld", t.lv[0].cls[LL_ERRC_STREAM], t.cls_tok[LL_ERRC_STREAM]);
+        CHECK(t.lv[0].ok == 1 && t.chunk_tok == 1000000000,
+              "usage jump: ok %d, tokens %ld (the largest count, not a sum)", t.lv[0].ok, (long)t.chunk_tok);
+        sweep_close(&s);
+    }
+    ts_stop(srv);
+}
+
+/* A 200 stream that ends with [DONE] and carries no token: nothing to time,
+ * so a stream error naming it, not an ok request of 0 tokens. */
+static void test_done_only(void)
+{
+    ts_config c = {.mode = TS_DONE_ONLY};
+    ts_server *srv;
+    sweep s;
+    char err[512];
+    CHECK(ts_start(&c, &srv) == 0, "server start");
+    if (sweep_open(&s, ts_url(srv), "{\"load\":{\"threads\":1,\"concurrency\":[2],\"requests\":4}}", "done_only") ==
+        0) {
+        CHECK(lg_run_sweep(s.run, err, sizeof err) == 0, "sweep completes: %s", err);
+        sweep_finish(&s);
+        tally t;
+        read_records(s.dir, &t);
+        CHECK(t.lv[0].cls[LL_ERRC_STREAM] == 4 && t.lv[0].ok == 0,
+              "[DONE] with no token: stream errors %d, ok %d", t.lv[0].cls[LL_ERRC_STREAM], t.lv[0].ok);
         char path[400];
         snprintf(path, sizeof path, "%s/records.jsonl", s.dir);
-        CHECK(file_contains(path, "token counts past 1e9") == 1, "usage jump: reason recorded");
+        CHECK(file_contains(path, "ended with [DONE] and no tokens") == 1, "[DONE] with no token: reason recorded");
         sweep_close(&s);
     }
     ts_stop(srv);
@@ -939,6 +962,7 @@ int main(void)
     test_long_key();
     test_bad_event();
     test_usage_jump();
+    test_done_only();
     test_shaping();
     test_tokenizer_counts();
     test_classes();

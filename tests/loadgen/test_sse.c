@@ -121,6 +121,13 @@ static const expect k_cases[] = {
      "data: {\"choices\":[{\"delta\":{\"content\":\"p>\"}}]}\n\n"
      "data: [DONE]\n\n",
      0, 5, 1, 0, "aaaaa", -1, -1, LG_DIALECT_OPENAI},
+    {"continuous usage that falls back once: no token counted twice",
+     "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"usage\":{\"completion_tokens\":1}}\n\n"
+     "data: {\"choices\":[{\"delta\":{\"content\":\" b\"}}],\"usage\":{\"completion_tokens\":2}}\n\n"
+     "data: {\"choices\":[{\"delta\":{\"content\":\" c\"}}],\"usage\":{\"completion_tokens\":1}}\n\n"
+     "data: {\"choices\":[{\"delta\":{\"content\":\" d\"}}],\"usage\":{\"completion_tokens\":4}}\n\n"
+     "data: [DONE]\n\n",
+     0, 4, 1, 0, "aaa", -1, -1, LG_DIALECT_OPENAI},
     {"'</' after a think block, continuous usage: answer, not thinking",
      "data: {\"choices\":[{\"delta\":{\"content\":\"<think>hm</think>\"}}],\"usage\":{\"completion_tokens\":3}}\n\n"
      "data: {\"choices\":[{\"delta\":{\"content\":\"a </\"}}],\"usage\":{\"completion_tokens\":5}}\n\n"

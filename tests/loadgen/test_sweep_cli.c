@@ -282,6 +282,64 @@ static void test_usage_errors(void)
     char *a10[] = {"loadlaw", "sweep", "-n", NULL};
     rc = wait_exit(spawn(a10, errf), 10);
     CHECK(rc == 2 && file_has(errf, "loadlaw sweep: -n needs a value"), "-n without a value: exit 2, got %d", rc);
+    /* two targets: the url would win and the run line would name the engine */
+    char *a11[] = {"loadlaw", "sweep", "--url", "http://127.0.0.1:9", "--engine", "law=1+1n", "--model", "m", NULL};
+    rc = wait_exit(spawn(a11, errf), 10);
+    CHECK(rc == 2 && file_has(errf, "--url and --engine"), "--url with --engine: exit 2, got %d", rc);
+    /* help CMD is CMD --help; an unknown one is a usage error */
+    char *a12[] = {"loadlaw", "help", "sweep", NULL};
+    rc = wait_exit(spawn(a12, errf), 10);
+    CHECK(rc == 0, "help sweep: exit 0, got %d", rc);
+    char *a13[] = {"loadlaw", "help", "bogus", NULL};
+    rc = wait_exit(spawn(a13, errf), 10);
+    CHECK(rc == 2 && file_has(errf, "unknown command 'bogus'"), "help bogus: exit 2, got %d", rc);
+}
+
+static int file_lines(const char *path);
+
+/* A run folder that holds records is refused, and its records stay as
+ * they were: a second sweep into it never overwrites measurements. */
+static void test_no_overwrite(void)
+{
+    char dir[300], errf[300], rec[340];
+    snprintf(dir, sizeof dir, "%s/kept", g_tmp);
+    snprintf(errf, sizeof errf, "%s/kept.err", g_tmp);
+    snprintf(rec, sizeof rec, "%s/records.jsonl", dir);
+    char *a1[] = {"loadlaw", "sweep", "--engine", "law=1+1n,time_scale=0.01", "-c", "1", "-n", "2", "-q",
+                  "--no-report", "-o", dir, NULL};
+    int rc = wait_exit(spawn(a1, errf), 60);
+    CHECK(rc == 0, "first sweep into %s: exit 0, got %d", dir, rc);
+    int before = file_lines(rec);
+    char *a2[] = {"loadlaw", "sweep", "--engine", "law=1+1n,time_scale=0.01", "-c", "1", "-n", "1", "-q",
+                  "--no-report", "-o", dir, NULL};
+    rc = wait_exit(spawn(a2, errf), 60);
+    CHECK(rc == 2 && file_has(errf, "already holds a run"), "second sweep into it: exit 2, got %d", rc);
+    CHECK(before > 2 && file_lines(rec) == before, "its records kept: %d lines, then %d", before, file_lines(rec));
+}
+
+/* compare says when two runs asked for different work (here, answers of 16
+ * and of 4 tokens), and stays quiet for two runs of the same workload. */
+static void test_compare_workloads(void)
+{
+    char d[3][300], errf[300];
+    const char *mt[3] = {"16", "16", "4"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(d[i], sizeof d[i], "%s/work%d", g_tmp, i);
+        char *a[] = {"loadlaw", "sweep", "--engine", "law=1+1n,time_scale=0.01", "-c", "1,2", "-n", "4",
+                     "--max-tokens", (char *)mt[i], "-q", "--no-report", "-o", d[i], NULL};
+        snprintf(errf, sizeof errf, "%s/work%d.err", g_tmp, i);
+        int rc = wait_exit(spawn(a, errf), 60);
+        CHECK(rc == 0, "sweep %d (max_tokens %s): exit 0, got %d", i, mt[i], rc);
+    }
+    snprintf(errf, sizeof errf, "%s/compare-same.err", g_tmp);
+    char *same[] = {"loadlaw", "compare", d[0], d[1], NULL};
+    int rc = wait_exit(spawn(same, errf), 60);
+    CHECK(rc == 0 && !file_has(errf, "different work"), "same workload: exit 0 and no warning, got %d", rc);
+    snprintf(errf, sizeof errf, "%s/compare-diff.err", g_tmp);
+    char *diff[] = {"loadlaw", "compare", d[0], d[2], NULL};
+    rc = wait_exit(spawn(diff, errf), 60);
+    CHECK(rc == 0 && file_has(errf, "asked for different work (config.request differ)"),
+          "different max_tokens: exit 0 and a warning naming config.request, got %d", rc);
 }
 
 static int dir_has(const char *dir, const char *needle);
@@ -676,6 +734,8 @@ int main(void)
     if (ll_mkdir_p(g_tmp, err, sizeof err))
         return 1;
     test_usage_errors();
+    test_no_overwrite();
+    test_compare_workloads();
     test_new_flag_usage();
     test_remote_defaults();
     test_datadir();

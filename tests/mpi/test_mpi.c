@@ -25,6 +25,7 @@
 #include "common.h"
 #include "fit.h"
 #include "testutil.h"
+#include "tsupport.h"
 
 #define MAX_LEVELS 8
 #define MAX_REQ 4096
@@ -297,6 +298,9 @@ int main(int argc, char **argv)
     g_tmp = argv[3];
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1); /* CI runs as root */
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    /* a fresh scratch folder: a sweep refuses a run folder that already
+     * holds records (an earlier run of this test) */
+    tu_rmtree(g_tmp);
     if (mkdir(g_tmp, 0755) != 0 && access(g_tmp, W_OK) != 0) {
         fprintf(stderr, "test_mpi: cannot use %s\n", g_tmp);
         return 1;

@@ -22,6 +22,9 @@ static void expect_error(const char *json, const char *n1, const char *n2)
 static void test_errors(void)
 {
     expect_error("{\"concurrancy\":[1]}", "concurrancy", "unknown key");
+    /* a key given twice: cJSON would read the first, most tools the last */
+    expect_error("{\"load\":{\"concurrency\":[1]},\"load\":{\"concurrency\":[64]}}", "load", "key given twice");
+    expect_error("{\"request\":{\"max_tokens\":8,\"max_tokens\":99}}", "request.max_tokens", "key given twice");
     expect_error("{\"load\":{\"concurrency\":[1,\"2\"]}}", "load.concurrency[1]", "integer");
     expect_error("{\"load\":{\"concurrency\":[1,2.5]}}", "load.concurrency[1]", "integer");
     expect_error("{\"levels\":[{\"concurrency\":4},{\"concurency\":8}]}", "levels[1].concurency", "unknown key");
@@ -420,6 +423,7 @@ static void test_ab_order(void)
 
     expect_error("{\"ab\":{" AB_SIDES ",\"order\":\"abba\"}}", "ab.order", "interleaved");
     expect_error("{\"ab\":{" AB_SIDES ",\"repeat\":0}}", "ab.repeat", "[1, 1000]");
+    expect_error("{\"ab\":{" AB_SIDES ",\"repeat\":2,\"repeat\":3}}", "ab.repeat", "key given twice");
     expect_error("{\"ab\":{" AB_SIDES ",\"repeat\":2.5}}", "ab.repeat", "integer");
     expect_error("{\"ab\":{\"a\":{\"name\":\"x\",\"engine\":\"a\",\"url\":\"http://h:1\"},"
                  "\"b\":{\"name\":\"y\",\"engine\":\"b\"}}}",
