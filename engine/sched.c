@@ -588,8 +588,27 @@ static void drop_finished(eng_engine *e, eng_sched *s)
         }
 }
 
+/* A request that cannot go on (io_mu held). A stream ends as OpenAI-style
+ * servers end one: an error event, then [DONE] (its 200 went out with its
+ * headers), so a client reads why rather than a cut connection; a plain
+ * request's 200 is also sent already and its body cannot say it, so its
+ * connection ends in error. */
+static void end_request(eng_engine *e, eng_req *r)
+{
+    static const char head[] = "data: ", tail[] = "\n\ndata: [DONE]\n\n";
+    int failed = atomic_load(&e->failed_rc) != 0;
+    if (r->stream && !r->finished && !r->aborted && ll_buf_append(&r->out, head, sizeof head - 1) == 0 &&
+        eng_json_error(&r->out, failed ? 500 : 503, NULL, failed ? e->fail_msg : "the server is shutting down") ==
+            0 &&
+        ll_buf_append(&r->out, tail, sizeof tail - 1) == 0)
+        r->finished = 1;
+    else if (!r->finished)
+        r->aborted = 1;
+    wake(r);
+}
+
 /* Stopping (or a failed backend): end every request still here, waiting or
- * running, and refuse new ones. */
+ * running (end_request), and refuse new ones. */
 static void end_all_requests(eng_engine *e, eng_sched *s)
 {
     pthread_mutex_lock(&e->mu);
@@ -599,14 +618,10 @@ static void end_all_requests(eng_engine *e, eng_sched *s)
     e->stopping = 1;
     pthread_mutex_unlock(&e->mu);
     pthread_mutex_lock(&e->io_mu);
-    for (eng_req *r = w; r; r = r->next) {
-        r->aborted = 1;
-        wake(r);
-    }
-    for (int i = 0; i < s->n_run; i++) {
-        s->run[i]->aborted = 1;
-        wake(s->run[i]);
-    }
+    for (eng_req *r = w; r; r = r->next)
+        end_request(e, r);
+    for (int i = 0; i < s->n_run; i++)
+        end_request(e, s->run[i]);
     pthread_mutex_unlock(&e->io_mu);
     while (w) {
         eng_req *n = w->next;

@@ -96,20 +96,31 @@ static void law_points_free(law_points *p)
     ll_vec_free(&p->k);
 }
 
-/* fit.h "The law against the server's N": the server's N at each step,
- * the last scrape at or before it inside the level. */
-static int server_points(const fit_run *run, const fit_level *L, const fit_step *st, size_t ns, law_points *p)
+/* fit.h "The law against the server's N": a step gets the server's N only
+ * where the scrapes describe it: the two consecutive scrapes inside its level
+ * on either side of it (so neither is more than one scrape interval away)
+ * read the same N. A scrape is one instant of a gauge that moves at every
+ * admission and completion, and scrapes come every 0.5 s while a level may
+ * last about as long: the last scrape before a step can be from before the
+ * level's first admission (it reads 0 under 0.5 s of one-request steps) or
+ * from the ramp, and a level with one scrape has nothing that says its N
+ * held. Two that agree say it held at both ends of the one interval holding
+ * the step; a change and its undoing between them no rule could see. Steps
+ * with no such pair are left out; *n_scrapes counts the level's scrapes. */
+static int server_points(const fit_run *run, const fit_level *L, const fit_step *st, size_t ns, law_points *p,
+                         size_t *n_scrapes)
 {
     int64_t *t = NULL;
     double *v = NULL;
     size_t n = 0, j = 0;
     int rc = fit_server_n_series(run, L, &t, &v, &n);
-    for (size_t k = 0; rc == 0 && k < ns && n; k++) {
-        while (j + 1 < n && t[j + 1] <= st[k].t_ns)
+    for (size_t k = 0; rc == 0 && k < ns && n > 1; k++) {
+        while (j + 2 < n && t[j + 1] <= st[k].t_ns)
             j++; /* steps come in time order */
-        if (t[j] <= st[k].t_ns)
+        if (t[j] <= st[k].t_ns && st[k].t_ns <= t[j + 1] && v[j] == v[j + 1])
             rc = law_points_push(p, v[j], &st[k]);
     }
+    *n_scrapes += n;
     free(t);
     free(v);
     return rc;
@@ -129,7 +140,7 @@ int fit_laws(const fit_run *run, fit_result *res, const fit_options *opt, char *
         LL_TRY(fit_level_steps(res, l, L->closed_loop && L->concurrency > 0 ? L->concurrency : 0, &st, &ns));
         for (size_t k = 0; k < ns; k++)
             LL_TRY(law_points_push(&client, st[k].n, &st[k]));
-        LL_TRY(server_points(run, L, st, ns, &server));
+        LL_TRY(server_points(run, L, st, ns, &server, &res->law_server_scrapes));
         res->levels[l].n_steady_points = ns;
         free(st);
         st = NULL;

@@ -96,48 +96,86 @@ fail:
     return rc;
 }
 
-/* Why there is no law, in the user's terms (fit_result.no_law). */
-void fit_no_law_reason(fit_result *res)
+/* Distinct concurrencies among the levels that ran; *c0 the first. */
+static int distinct_concurrencies(const fit_result *res, int *c0)
 {
-    const fit_law *law = &res->law;
-    int c0 = -1, distinct_c = 0;
-    res->no_law[0] = '\0';
-    if (law->ok)
-        return;
-    /* distinct concurrencies among the levels that ran */
+    int n = 0;
+    *c0 = -1;
     for (size_t l = 0; l < res->n_levels; l++) {
         int c = res->levels[l].concurrency, seen = 0;
         if (!res->levels[l].n_requests || c <= 0)
             continue;
         for (size_t k = 0; k < l; k++)
             seen |= res->levels[k].n_requests && res->levels[k].concurrency == c;
-        if (!seen && distinct_c++ == 0)
-            c0 = c;
+        if (!seen && n++ == 0)
+            *c0 = c;
     }
+    return n;
+}
+
+/* Why law (against the server's N when server) was not fitted, in the
+ * user's terms. */
+static void law_reason(const fit_result *res, const fit_law *law, int server, char *why, size_t len)
+{
+    int c0, distinct_c = distinct_concurrencies(res, &c0);
     size_t n_req = 0;
     for (size_t l = 0; l < res->n_levels; l++)
         n_req += res->levels[l].n_requests;
     if (res->n_levels == 0 || n_req == 0)
         /* what a sweep stopped before its first level ended leaves behind */
-        snprintf(res->no_law, sizeof res->no_law,
-                 "no request was recorded in any level: nothing to fit step(N) = a + b*N to");
-    else if (law->n_points == 0 && fit_law_n_is_server(res))
-        snprintf(res->no_law, sizeof res->no_law, "no scrape of the server's running-requests gauge "
-                                              "before any steady step (fit --n server): nothing to fit to");
+        snprintf(why, len, "no request was recorded in any level: nothing to fit step(N) = a + b*N to");
+    else if (law->n_points == 0 && server && !res->law_server_scrapes)
+        snprintf(why, len, "no scrape of the server's running-requests gauge inside any level: nothing to "
+                           "fit to");
+    else if (law->n_points == 0 && server)
+        snprintf(why, len, "no steady step between two consecutive scrapes of the server's running gauge "
+                           "that agree (%zu scrapes in the levels): its N at no step is known",
+                 res->law_server_scrapes);
     else if (law->n_points == 0)
-        snprintf(res->no_law, sizeof res->no_law, "no steady step (prefill or a change of N in every "
-                                              "gap): nothing to fit step(N) = a + b*N to");
+        snprintf(why, len, "no steady step (prefill or a change of N in every gap): nothing to fit "
+                           "step(N) = a + b*N to");
     else if (distinct_c == 1 && law->n_distinct <= 1)
-        snprintf(res->no_law, sizeof res->no_law,
-                 "one concurrency swept (C=%d): a line needs at least two distinct N", c0);
+        snprintf(why, len, "one concurrency swept (C=%d): a line needs at least two distinct N", c0);
+    else if (law->n_distinct <= 1 && server)
+        snprintf(why, len, "one server N (%zu steady step points between agreeing scrapes): a line needs "
+                           "at least two distinct N; longer levels give more scrapes",
+                 law->n_points);
     else if (law->n_distinct <= 1)
-        snprintf(res->no_law, sizeof res->no_law,
-                 "steady steps at one N only (%zu points): a line needs at least two distinct N",
+        snprintf(why, len, "steady steps at one N only (%zu points): a line needs at least two distinct N",
                  law->n_points);
     else
-        snprintf(res->no_law, sizeof res->no_law,
-                 "%zu steady step points over %zu distinct N: a line needs 3 points and 2 distinct N",
+        snprintf(why, len, "%zu steady step points over %zu distinct N: a line needs 3 points and 2 distinct N",
                  law->n_points, law->n_distinct);
+}
+
+/* Why there is no law, in the user's terms (fit_result.no_law). */
+void fit_no_law_reason(fit_result *res)
+{
+    res->no_law[0] = '\0';
+    if (!res->law.ok)
+        law_reason(res, &res->law, fit_law_n_is_server(res), res->no_law, sizeof res->no_law);
+}
+
+/* The law against the server's N beside the client's (fit.h "The law
+ * against the server's N"): the steps no agreeing scrapes described, and
+ * why it was not fitted when the client's was. */
+static int notes_server_law(fit_result *res)
+{
+    int rc = 0, server = fit_law_n_is_server(res);
+    const fit_law *srv = server ? &res->law : &res->law_other, *cli = server ? &res->law_other : &res->law;
+    char why[sizeof res->no_law];
+    if (!res->law_server_scrapes)
+        return 0;
+    if (cli->n_samples > srv->n_samples)
+        LL_TRY(fit_note(res, "%zu of %zu steady step samples not between two consecutive scrapes of the "
+                             "server's running gauge that agree: left out of the law against the server's N",
+                        cli->n_samples - srv->n_samples, cli->n_samples));
+    if (!server && res->law.ok && !srv->ok) {
+        law_reason(res, srv, 1, why, sizeof why);
+        LL_TRY(fit_note(res, "no law against the server's N: %s", why));
+    }
+fail:
+    return rc;
 }
 
 int fit_notes_for_levels(fit_result *res)
@@ -249,6 +287,9 @@ int fit_notes_left_out(const fit_run *run, const fit_options *opt, fit_result *r
         LL_TRY(fit_note(res, "%zu of %zu step samples not steady (prefill in the gap or D "
                              "changed): left out of the law, kept in the naive fit",
                         ns - n_steady, ns));
+    if (fit_law_n_is_server(res))
+        n_used = res->law_other.n_samples; /* the client's steps: the server's are counted below */
+    LL_TRY(notes_server_law(res));
     if (n_steady > n_used)
         LL_TRY(fit_note(res, "%zu steady step samples of closed-loop levels at N below C (the "
                              "ramp-down, where N falls every step and the client's read lag "

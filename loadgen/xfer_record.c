@@ -15,6 +15,40 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A 200 whose transfer completed: what its stream was (lg_xfer_classify). */
+static ll_err_class classify_stream(lg_xfer *x, char *msg, size_t msglen)
+{
+    if (x->delta.bad_events > 0) {
+        /* tokens in them are lost: counted as ok, the request would show a
+         * gap where they were and fewer tokens than the server sent */
+        snprintf(msg, msglen, "%d event%s not JSON (the tokens in %s are not counted)", x->delta.bad_events,
+                 x->delta.bad_events > 1 ? "s were" : " was", x->delta.bad_events > 1 ? "them" : "it");
+        return LL_ERRC_STREAM;
+    }
+    if (!x->delta.done) {
+        /* a 200 that is not an event stream at all: a server that ignored
+         * "stream": true and answered in one JSON body */
+        const char *ct = NULL;
+        if (x->chunks.n == 0 && curl_easy_getinfo(x->easy, CURLINFO_CONTENT_TYPE, &ct) == CURLE_OK && ct &&
+            !strstr(ct, "event-stream")) {
+            snprintf(msg, msglen, "HTTP 200 with Content-Type %.80s, not an event stream (was \"stream\": true "
+                     "ignored?)", ct);
+            return LL_ERRC_STREAM;
+        }
+        snprintf(msg, msglen, "stream ended before [DONE]");
+        return LL_ERRC_TRUNCATED;
+    }
+    /* [DONE] after no token and no usage saying one was made: an answer in a
+     * shape this client does not read, or none at all; as ok, it would be a
+     * request with nothing to time */
+    if (x->chunks.n == 0 && x->delta.usage_completion <= 0) {
+        snprintf(msg, msglen, "the stream ended with [DONE] and no tokens (no content, text or usage this "
+                 "client reads)");
+        return LL_ERRC_STREAM;
+    }
+    return LL_ERRC_OK;
+}
+
 ll_err_class lg_xfer_classify(lg_xfer *x, CURLcode res, char *msg, size_t msglen)
 {
     msg[0] = '\0';
@@ -49,26 +83,7 @@ ll_err_class lg_xfer_classify(lg_xfer *x, CURLcode res, char *msg, size_t msglen
             snprintf(msg, msglen, "HTTP %ld: %.200s", x->http_status, x->errbody.p ? x->errbody.p : "");
         return x->http_status >= 500 ? LL_ERRC_HTTP_5XX : x->http_status >= 400 ? LL_ERRC_HTTP_4XX : LL_ERRC_OTHER;
     }
-    if (x->delta.bad_events > 0) {
-        /* tokens in them are lost: counted as ok, the request would show a
-         * gap where they were and fewer tokens than the server sent */
-        snprintf(msg, msglen, "%d event%s not JSON (the tokens in %s are not counted)", x->delta.bad_events,
-                 x->delta.bad_events > 1 ? "s were" : " was", x->delta.bad_events > 1 ? "them" : "it");
-        return LL_ERRC_STREAM;
-    }
-    if (!x->delta.done) {
-        snprintf(msg, msglen, "stream ended before [DONE]");
-        return LL_ERRC_TRUNCATED;
-    }
-    /* [DONE] after no token and no usage saying one was made: an answer in a
-     * shape this client does not read, or none at all; as ok, it would be a
-     * request with nothing to time */
-    if (x->chunks.n == 0 && x->delta.usage_completion <= 0) {
-        snprintf(msg, msglen, "the stream ended with [DONE] and no tokens (no content, text or usage this "
-                 "client reads)");
-        return LL_ERRC_STREAM;
-    }
-    return LL_ERRC_OK;
+    return classify_stream(x, msg, msglen);
 }
 
 static int64_t rel(const lg_run *r, int64_t t) { return t < 0 ? -1 : t - r->epoch_ns; }

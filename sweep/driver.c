@@ -335,17 +335,20 @@ static void print_notes(const fit_result *res)
         fprintf(stderr, "  %s\n", res->notes[i]);
 }
 
-/* The first level over max_failed, or the one the run stopped after
- * (stopped_after, -1: none): 1 after saying which level, how many of its
- * requests failed and of which classes, and which levels were not sent.
- * Judged from the fit's counts, the same the tables print. */
+/* The first level over max_failed (an interrupted one not counted), or the
+ * one the run stopped after (stopped_after, -1: none): 1 after saying which
+ * level, how many of its requests failed and of which classes, and which
+ * levels were not sent. Judged from the fit's counts, the same the tables
+ * print. */
 static int too_many_failed(const fit_result *res, double max_failed, const scn_scenario *scn, int stopped_after)
 {
     const fit_level *L = NULL;
     for (size_t i = 0; i < res->n_levels && !L; i++) {
         const fit_level *c = &res->levels[i];
+        /* an interrupted level's last requests were cut at the deadline:
+         * failures of the interrupt, not of the server */
         if (c->level == stopped_after ||
-            (c->n_sent_failed && (double)c->n_sent_failed / (double)c->n_sent > max_failed))
+            (!c->interrupted && c->n_sent_failed && (double)c->n_sent_failed / (double)c->n_sent > max_failed))
             L = c;
     }
     if (!L)

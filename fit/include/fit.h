@@ -77,9 +77,16 @@
  *    log scale.
  *  - The law against the server's N (fit_result.law_other, or the law itself
  *    with fit_options.n_server): the same steps, each with x = the server's
- *    running requests at its time, that is the total over labels of the last
- *    scrape of the running gauge (server figures) at or before the step
- *    inside its level; steps before a level's first scrape are left out.
+ *    running requests at its time: the total over labels of a scrape of the
+ *    running gauge (server figures), given only where the two consecutive
+ *    scrapes inside the level on either side of the step agree. A scrape is
+ *    one instant, every 0.5 s, and a level may last little longer: the last
+ *    scrape before a step, however old, gave N = 0 to 0.5 s of one-request
+ *    steps (a scrape before the first admission) and the ramp-down's N to a
+ *    level with one scrape, and on the bundled engine at 52+30n (time scale
+ *    0.02, C = 1..16) b came out 0.528 for 0.6. Steps without an agreeing
+ *    pair are left out (a note counts them); with too few left the law
+ *    against the server's N is not fitted, and says why.
  *    Where the server runs exactly the client's D the two laws are one.
  *    Everything else (predictions at C, the model check on the law's points)
  *    follows whichever law is the answer.
@@ -744,7 +751,9 @@ typedef struct fit_result {
     const char *law_n;            /* whose N the law's x is: "client" (D) | "server" */
     fit_law law_other;            /* the same fit against the other N ("The law
                                    * against the server's N"); ok = 0 without
-                                   * server metrics */
+                                   * server metrics or too few steps they describe */
+    size_t law_server_scrapes;    /* scrapes of the running gauge inside the levels:
+                                   * where the server's N comes from */
     fit_law ols;                  /* OLS on the same points */
     fit_law naive;                /* OLS on every raw gap, steady or not: what
                                    * ignoring the phases would report */

@@ -1,7 +1,8 @@
 /* test_engine_fault.c: a backend step that fails (the synthetic backend's
  * fault_fail_step testing aid) makes the engine's failure visible: the
  * on_failure callback runs once with the reason, eng_failed reports it,
- * /health answers 503 with it, and requests are refused. The 30 s bound only
+ * /health answers 503 with it, requests are refused, and a stream it cuts
+ * ends with an error event and [DONE]. The 30 s bound only
  * keeps a broken engine from hanging the suite. */
 #include <semaphore.h>
 #include <stdatomic.h>
@@ -95,11 +96,40 @@ static void test_step_failure(void)
     sem_destroy(&f.posted);
 }
 
+/* A stream the failure cuts ends as OpenAI-style servers end one: an error
+ * event naming the failure, then [DONE], after the tokens it had. */
+static void test_stream_cut(void)
+{
+    eng_engine *e = tc_start("backend=synthetic,law=1+0.1n,time_scale=0.1,fault_fail_step=3");
+    char chat[192];
+    snprintf(chat, sizeof chat, "%s/v1/completions", eng_url(e));
+    tc_resp r;
+    tc_request("POST", chat, "{\"prompt\":\"a b\",\"max_tokens\":10,\"ignore_eos\":true,\"stream\":true}", -1, &r);
+    tc_events ev = {0};
+    tc_sse_split(r.body.p ? r.body.p : "", &ev);
+    int tokens = 0, error_at = -1;
+    for (size_t i = 0; i < ev.n; i++) {
+        if (strstr(ev.data[i], "\"text\":"))
+            tokens++;
+        if (error_at < 0 && strstr(ev.data[i], "\"error\"") && strstr(ev.data[i], "backend synthetic step failed"))
+            error_at = (int)i;
+    }
+    CHECK(r.status == 200 && tokens == 2, "the stream's tokens before the failure: status %ld, %d tokens", r.status,
+          tokens);
+    CHECK(error_at >= 0 && strstr(ev.data[error_at], "\"code\":500"), "an error event names the failure");
+    CHECK(ev.n > 0 && strcmp(ev.data[ev.n - 1], "[DONE]") == 0 && error_at == (int)ev.n - 2,
+          "the error event, then [DONE], ends the stream (%zu events)", ev.n);
+    tc_events_free(&ev);
+    tc_resp_free(&r);
+    eng_stop(e);
+}
+
 int main(void)
 {
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         return 1;
     test_step_failure();
+    test_stream_cut();
     curl_global_cleanup();
     TEST_MAIN_END();
 }

@@ -3,8 +3,9 @@
  * 1,000 context tokens of the running requests) at time scale 0.1, with
  * prompt lengths varied within levels (load.vary_context), then `loadlaw fit
  * --json`: the model check chooses the context model, and each term is
- * within 8% of the law as played (TOL below), c's interval excluding 0.
- * argv: none (LOADLAW_BIN). Real time: about 10 s. */
+ * within 8% of the law as played (TOL below), c's interval excluding 0;
+ * measured once more when the first sweep misses (a busy host).
+ * argv: none (LOADLAW_BIN). Real time: about 10 s (20 s with the retry). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,9 +30,29 @@ static double num(const cJSON *o, const char *k)
     return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
+/* Sweep and fit into dir/NAME; the fit's JSON (NULL when either failed). */
+static cJSON *sweep_fit(const char *dir, const char *scn, const char *name)
+{
+    int rc = 0;
+    cJSON *j = tu_sweep_fit(LOADLAW_BIN, scn, dir, name, &rc);
+    CHECK(rc == 0, "sweep and fit (%s/%s)", dir, name);
+    return j;
+}
+
+/* The context model chosen and a, b, c within TOL of the law as played
+ * (2 + 0.2n + 0.05c at time scale 0.1). */
+static int recovered(const cJSON *j)
+{
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "model_check");
+    const cJSON *best = cJSON_GetObjectItemCaseSensitive(m, "best");
+    return cJSON_IsString(best) && strcmp(best->valuestring, "context") == 0 &&
+           fabs(num(m, "ctx_a_ms") / 2.0 - 1) <= TOL && fabs(num(m, "ctx_b_ms") / 0.2 - 1) <= TOL &&
+           fabs(num(m, "ctx_c_ms_per_ktok") / 0.05 - 1) <= TOL;
+}
+
 int main(void)
 {
-    char dir[256], path[512], cmd[2048];
+    char dir[256], path[512];
     if (tu_tmpdir("ll_test_fit_context", dir, sizeof dir))
         return 1;
     snprintf(path, sizeof path, "%s/ctx.json", dir);
@@ -42,13 +63,15 @@ int main(void)
                   "\"count\":1024,\"seed\":1},"
                   "\"load\":{\"concurrency\":[1,2,4,8,16],\"requests\":0,\"warmup\":0,\"drain_s\":10,"
                   "\"vary_context\":true}}\n");
-    snprintf(cmd, sizeof cmd,
-             LOADLAW_BIN " sweep %s -o %s/run -q --no-report > %s/sweep.out 2>&1 && " LOADLAW_BIN
-                         " fit %s/run --json > %s/fit.json 2> %s/fit.err",
-             path, dir, dir, dir, dir, dir);
-    CHECK(tu_sh(cmd) == 0, "sweep and fit (%s)", dir);
-    snprintf(path, sizeof path, "%s/fit.json", dir);
-    cJSON *j = tu_json_file(path);
+    /* measured once more when the first try misses: another process busy
+     * during one level (a build, another suite) bends its steps; a wrong
+     * engine or fit misses both tries */
+    cJSON *j = sweep_fit(dir, path, "run");
+    if (j && !recovered(j)) {
+        printf("the first sweep missed the law by more than %.0f%%: measured once more\n", 100 * TOL);
+        cJSON_Delete(j);
+        j = sweep_fit(dir, path, "run-again");
+    }
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "model_check");
     const cJSON *best = cJSON_GetObjectItemCaseSensitive(m, "best");
     CHECK(cJSON_IsString(best) && strcmp(best->valuestring, "context") == 0, "the context model chosen: %s",

@@ -41,8 +41,8 @@ static double num(const cJSON *o, const char *k)
 /* Sweep the cpu backend with top-k cap `topk` and fit; the fit's JSON. */
 static cJSON *sweep_fit(const char *dir, const char *name, int topk)
 {
-    char path[512], cmd[2048];
-    snprintf(path, sizeof path, "%s/%s.json", dir, name);
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s-scenario.json", dir, name);
     FILE *f = fopen(path, "w");
     if (!f)
         return NULL;
@@ -55,13 +55,10 @@ static cJSON *sweep_fit(const char *dir, const char *name, int topk)
             "\"vary_context\":true}}\n",
             name, topk);
     fclose(f);
-    snprintf(cmd, sizeof cmd,
-             LOADLAW_BIN " sweep %s -o %s/%s -q --no-report > %s/%s.out 2>&1 && " LOADLAW_BIN
-                         " fit %s/%s --json > %s/%s.fit.json 2> %s/%s.fit.err",
-             path, dir, name, dir, name, dir, name, dir, name, dir, name);
-    CHECK(tu_sh(cmd) == 0, "%s: sweep and fit (%s)", name, dir);
-    snprintf(path, sizeof path, "%s/%s.fit.json", dir, name);
-    return tu_json_file(path);
+    int rc = 0;
+    cJSON *j = tu_sweep_fit(LOADLAW_BIN, path, dir, name, &rc);
+    CHECK(rc == 0, "%s: sweep and fit (%s)", name, dir);
+    return j;
 }
 
 /* The chosen model's term "K/1k": its coefficient and interval; 0 when the

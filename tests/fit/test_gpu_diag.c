@@ -123,7 +123,7 @@ static void test_n_server(const char *path)
             CHECK_REL(client->b_ms, c.b_ms, 1e-6, "b against the client's D");
             CHECK_REL(server->b_ms, c.b_ms / 2, 1e-6, "b against the server's N (2D)");
             CHECK_REL(server->a_ms, c.a_ms, 1e-6, "a is the same");
-            CHECK(server->n_points == client->n_points, "every step had a scrape before it (%zu, %zu)",
+            CHECK(server->n_points == client->n_points, "every step between agreeing scrapes (%zu, %zu)",
                   server->n_points, client->n_points);
         }
         fit_result_free(r);

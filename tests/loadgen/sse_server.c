@@ -236,6 +236,15 @@ static int respond(ts_server *s, int fd, ts_mode mode, const char *reqbody)
         atomic_fetch_add(&s->rejected, 1);
         return send_all(fd, head, (size_t)n) == 0 && send_all(fd, body, strlen(body)) == 0;
     }
+    if (mode == TS_JSON_BODY) {
+        const char *body = "{\"id\":\"x\",\"object\":\"chat.completion\",\"choices\":[{\"index\":0,"
+                           "\"message\":{\"role\":\"assistant\",\"content\":\"one two\"},\"finish_reason\":\"stop\"}],"
+                           "\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":2}}";
+        char head[256];
+        int n = snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+                         strlen(body));
+        return send_all(fd, head, (size_t)n) == 0 && send_all(fd, body, strlen(body)) == 0;
+    }
     if (mode == TS_HTTP500 || mode == TS_HTTP429) {
         const char *body = mode == TS_HTTP500
                                ? "{\"error\":{\"message\":\"internal failure\",\"type\":\"server_error\",\"code\":500}}"

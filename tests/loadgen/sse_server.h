@@ -23,6 +23,7 @@ typedef enum ts_mode {
     TS_BADJSON,       /* 2 tokens, an event cut mid-JSON, 2 tokens, [DONE]: a stream that ends well */
     TS_USAGE_JUMP,    /* continuous usage 1e9, 0, 1e9, 0, 1e9 over 5 content chunks, [DONE] */
     TS_DONE_ONLY,     /* the role chunk, a finish chunk and [DONE]: a 200 with no token */
+    TS_JSON_BODY,     /* 200 with one application/json completion: "stream" ignored */
 } ts_mode;
 
 typedef struct ts_server ts_server;

@@ -783,6 +783,30 @@ static void test_done_only(void)
     ts_stop(srv);
 }
 
+/* A 200 that is one JSON body, not an event stream (a server that ignored
+ * "stream": true): said so, not "ended before [DONE]". */
+static void test_json_body(void)
+{
+    ts_config c = {.mode = TS_JSON_BODY};
+    ts_server *srv;
+    sweep s;
+    char err[512];
+    CHECK(ts_start(&c, &srv) == 0, "server start");
+    if (sweep_open(&s, ts_url(srv), "{\"load\":{\"threads\":1,\"concurrency\":[1],\"requests\":2}}", "json_body") ==
+        0) {
+        CHECK(lg_run_sweep(s.run, err, sizeof err) == 0, "sweep completes: %s", err);
+        sweep_finish(&s);
+        tally t;
+        read_records(s.dir, &t);
+        CHECK(t.lv[0].cls[LL_ERRC_STREAM] == 2, "JSON body: stream errors %d", t.lv[0].cls[LL_ERRC_STREAM]);
+        char path[400];
+        snprintf(path, sizeof path, "%s/records.jsonl", s.dir);
+        CHECK(file_contains(path, "not an event stream") == 1, "JSON body: reason recorded");
+        sweep_close(&s);
+    }
+    ts_stop(srv);
+}
+
 static void test_refused(void)
 {
     sweep s;
@@ -963,6 +987,7 @@ int main(void)
     test_bad_event();
     test_usage_jump();
     test_done_only();
+    test_json_body();
     test_shaping();
     test_tokenizer_counts();
     test_classes();

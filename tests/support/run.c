@@ -77,6 +77,17 @@ cJSON *tu_json_file(const char *path)
     return j;
 }
 
+cJSON *tu_sweep_fit(const char *bin, const char *scenario, const char *dir, const char *name, int *rc)
+{
+    char cmd[4096], path[1024];
+    snprintf(cmd, sizeof cmd,
+             "%s sweep %s -o %s/%s -q --no-report > %s/%s.out 2>&1 && %s fit %s/%s --json > %s/%s.json 2> %s/%s.err",
+             bin, scenario, dir, name, dir, name, bin, dir, name, dir, name, dir, name);
+    *rc = tu_sh(cmd);
+    snprintf(path, sizeof path, "%s/%s.json", dir, name);
+    return *rc == 0 ? tu_json_file(path) : NULL;
+}
+
 cJSON *tu_page_data(const char *path)
 {
     static const char open[] = "<script id=\"ll-data\" type=\"application/json\">";

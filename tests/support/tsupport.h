@@ -27,6 +27,10 @@ int tu_run(const char *bin, char *const args[], const char *outfile, const char 
 
 /* system(cmd): the command's exit status, -1 when it did not exit. */
 int tu_sh(const char *cmd);
+/* `BIN sweep SCENARIO -o DIR/NAME -q --no-report` then `BIN fit DIR/NAME
+ * --json`, their output in DIR/NAME.out, .json and .err: the fit's JSON, or
+ * NULL when either command failed (0 when both ran: *rc). */
+cJSON *tu_sweep_fit(const char *bin, const char *scenario, const char *dir, const char *name, int *rc);
 
 /* popen(cmd): its stdout into out (reset first; out->p NUL-terminated once
  * anything came); its exit status, -1 when it did not exit or could not start. */
