@@ -249,15 +249,31 @@ static void law_at(const fit_law *L, int max_c, fit_plan_at *at)
     at->user_tok_per_s_ci[1] = lo > 0 ? 1000.0 / lo : NAN;
 }
 
+/* An open level's measured reach: it has no C (0, no cap), so the largest
+ * number of running requests its steady steps decoded at, whole. */
+static int open_level_reach(const fit_result *res, size_t level_idx)
+{
+    double m = 0;
+    for (size_t i = 0; i < res->n_samples; i++)
+        if (res->samples[i].level_idx == (int32_t)level_idx && res->samples[i].steady && res->samples[i].n > m)
+            m = res->samples[i].n;
+    return (int)floor(m);
+}
+
 /* The measured closed-loop levels' TTFT, one point per C sorted by C (into
- * pt, room for every level); p->max_measured_c. Their count. */
+ * pt, room for every level); p->max_measured_c, which an open level (a
+ * rate, a trace) raises to the N its steps reached. Their count. */
 static size_t measured_points(const fit_result *res, fit_plan *p, ttft_pt *pt)
 {
     size_t n_pt = 0;
     for (size_t i = 0; i < res->n_levels; i++) {
         const fit_level *L = &res->levels[i];
-        if (!L->closed_loop || L->concurrency <= 0)
+        if (!L->closed_loop || L->concurrency <= 0) {
+            int reach = open_level_reach(res, i);
+            if (reach > p->max_measured_c)
+                p->max_measured_c = reach;
             continue;
+        }
         if (L->concurrency > p->max_measured_c)
             p->max_measured_c = L->concurrency;
         int seen = 0;

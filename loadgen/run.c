@@ -346,6 +346,36 @@ static void fire_profile(lg_run *r, const lg_level_ctx *L)
     ll_buf_free(&resp);
 }
 
+/* vLLM's form of the hook has no step count: its profiler runs until POST
+ * /stop_profile and writes its trace then. The driver sends it when the
+ * level ends (watch_level): the capture is the level's steady part to its
+ * end, whatever num_steps says (the client sees tokens only as requests
+ * finish, too coarse to count steps by). A failure is said, not recorded:
+ * the start's record stands for the capture. */
+static void stop_profile(lg_run *r)
+{
+    char errbuf[CURL_ERROR_SIZE] = "";
+    size_t un = strlen(r->url_base) + sizeof "/stop_profile" + 1;
+    char *url = malloc(un);
+    ll_buf resp = {0};
+    long status = 0;
+    CURL *e = curl_easy_init();
+    struct curl_slist *h = NULL;
+    CURLcode cr = CURLE_FAILED_INIT;
+    if (url && ll_url_join(r->url_base, "/v1", "/stop_profile", url, un))
+        url[0] = '\0';
+    if (e && profile_headers(r, &h) == 0 && url && url[0])
+        cr = post_profile(e, url, "", h, &resp, errbuf, &status);
+    if (cr != CURLE_OK || status < 200 || status >= 300)
+        ll_warn("POST /stop_profile: %s", cr != CURLE_OK ? (errbuf[0] ? errbuf : curl_easy_strerror(cr))
+                                                         : "the server refused it (HTTP status not 2xx)");
+    curl_slist_free_all(h);
+    if (e)
+        curl_easy_cleanup(e);
+    free(url);
+    ll_buf_free(&resp);
+}
+
 /* This process's part of the level so far (lg_progress). */
 static lg_progress my_progress(lg_run *r, const lg_level_ctx *L)
 {
@@ -457,12 +487,14 @@ static void watch_level(lg_run *r, const lg_level_ctx *L)
     int armed = L->lv->profile.enabled && r->rank == 0;
     int ticking = r->progress || (r->dist && r->dist->tick);
     int64_t next_tick = 0;
+    int stop_due = 0; /* vLLM's form: /stop_profile when the level ends */
     uint64_t seen = 0;
     while (atomic_load(&r->workers_left) > 0) {
         if (armed && profile_due(r, L)) {
             armed = 0;
             atomic_store(&r->watch, 0);
             fire_profile(r, L);
+            stop_due = L->lv->profile.style != SCN_PROFILE_SGLANG;
         }
         int64_t now = ll_now_ns();
         if (ticking && now >= next_tick) {
@@ -475,6 +507,8 @@ static void watch_level(lg_run *r, const lg_level_ctx *L)
         }
         wait_event(r, &seen, ticking ? next_tick : 0);
     }
+    if (stop_due)
+        stop_profile(r);
     atomic_store(&r->watch, 0);
 }
 

@@ -59,6 +59,11 @@ struct scn_trace {
     LL_VEC(scn_trace_row) rows;
     LL_VEC(int64_t) hashes;
     const char *format;      /* "mooncake", "azure", "burstgpt" (static) */
+    /* what it was read with: a scenario whose trace keys change after it is
+     * read (the command line's --trace, --trace-speed, --trace-window over a
+     * scenario's load.trace) reads it again (workload.c) */
+    char *path;
+    double speed, start_s, end_s;
 };
 typedef struct scn_trace scn_trace;
 

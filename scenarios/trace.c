@@ -315,6 +315,11 @@ int scn_trace_load(const char *path, double speed, double start_s, double end_s,
         ll_errf(err, errlen, "%s: no rows%s", path, r.any ? " in the window" : "");
         rc = LL_EINVAL;
     }
+    if (rc == 0 && !(t->path = strdup(path)))
+        rc = LL_ENOMEM;
+    t->speed = r.speed;
+    t->start_s = start_s;
+    t->end_s = end_s;
     if (rc) {
         scn_trace_free(t);
         return rc;
@@ -329,5 +334,6 @@ void scn_trace_free(scn_trace *t)
         return;
     ll_vec_free(&t->rows);
     ll_vec_free(&t->hashes);
+    free(t->path);
     free(t);
 }

@@ -138,11 +138,19 @@ int scn_workload_validate(scn_scenario *s, const char *o, char *err, size_t errl
                    errlen);
     if (s->trace_speed <= 0)
         s->trace_speed = 1;
-    if (!s->trace) {
-        scn_resolve_path(s, s->trace_path, path, sizeof path);
-        if ((rc = scn_trace_load(path, s->trace_speed, s->trace_start_s, s->trace_end_s, &s->trace, err, errlen)))
-            return rc;
+    scn_resolve_path(s, s->trace_path, path, sizeof path);
+    /* read again when the keys changed since it was read (the command line
+     * over a scenario's load.trace): the rows are timed by the speed and
+     * cut by the window */
+    const scn_trace *t = s->trace;
+    if (t && (strcmp(t->path, path) != 0 || t->speed != s->trace_speed || t->start_s != s->trace_start_s ||
+              t->end_s != s->trace_end_s)) {
+        scn_trace_free(s->trace);
+        s->trace = NULL;
     }
+    if (!s->trace &&
+        (rc = scn_trace_load(path, s->trace_speed, s->trace_start_s, s->trace_end_s, &s->trace, err, errlen)))
+        return rc;
     return trace_level(s);
 }
 

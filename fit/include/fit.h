@@ -1028,7 +1028,8 @@ typedef struct fit_plan {
     double context_tok;       /* a model with a context term: tokens per request planned
                                * at; NAN otherwise */
     fit_slo slo;
-    int max_measured_c;       /* largest closed-loop C measured */
+    int max_measured_c;       /* largest closed-loop C measured, or the largest
+                               * N an open level's steady steps reached */
     int has_max_c;            /* a TPOT objective was given */
     double n_real, n_real_ci[2]; /* (S - a)/b and its interval; hi = INFINITY when unbounded */
     long n_star, n_star_ci[2];/* floors; -1 when not even N = 0 meets it */

@@ -92,7 +92,8 @@ typedef struct scn_dist {
  * (every in-flight request of the level has its first token). */
 typedef struct scn_profile {
     int enabled;
-    int num_steps;           /* SGLang body {"num_steps":N}; vLLM: no body */
+    int num_steps;           /* SGLang body {"num_steps":N}; vLLM: no body, and
+                              * POST /stop_profile when the level ends */
     scn_profile_style style;
 } scn_profile;
 

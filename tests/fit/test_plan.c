@@ -121,6 +121,37 @@ static void test_closed_forms(void)
     fit_run_free(run);
 }
 
+/* Open loop (a rate, a trace): the levels have no C, so the measured range
+ * is the largest N their steady steps reached, not 0 (which flagged every
+ * plan as extrapolated "beyond C = 0"). */
+static void test_open_reach(void)
+{
+    sim_cfg c;
+    sim_default(&c);
+    c.n_levels = 2;
+    c.n_requests[0] = 30;
+    c.n_requests[1] = 30;
+    c.open_interval_ms = 7.3;
+    fit_run *run;
+    fit_result *res = run_sim("open", &c, &run);
+    if (!res)
+        return;
+    double reach = 0;
+    for (size_t i = 0; i < res->n_samples; i++)
+        if (res->samples[i].steady && res->samples[i].n > reach)
+            reach = res->samples[i].n;
+    int at[] = {1};
+    fit_plan *p = plan_of(run, res, 1e6, at, 1);
+    if (p) {
+        CHECK(reach >= 2 && p->max_measured_c == (int)floor(reach),
+              "open levels: the measured range is the N reached (%d, steps up to %.2f)", p->max_measured_c, reach);
+        CHECK(p->n_at == 1 && !p->at[0].extrapolated, "C = 1 inside it: not extrapolated");
+    }
+    fit_plan_free(p);
+    fit_result_free(res);
+    fit_run_free(run);
+}
+
 /* With jitter, N* follows the fitted a and b, its interval holds it, and more
  * requests per level narrow it (fixed seeds). */
 static void test_interval_narrows(void)
@@ -343,6 +374,7 @@ int main(int argc, char **argv)
         return 1;
     }
     test_closed_forms();
+    test_open_reach();
     test_interval_narrows();
     test_goodput_requests();
     test_goodput_levels();

@@ -651,6 +651,23 @@ static void test_workloads(void)
     scn_free(s);
     s = NULL;
 
+    /* the command line over a scenario's load.trace (--trace-speed 4,
+     * --trace-window 0.3:0.8 after the file's speed 2 and [0.3, 1.0)): the
+     * trace is read again with them, not kept as first read */
+    CHECK(scn_load_string(win, "w.json", &s, err, sizeof err) == 0, "the windowed trace again: %s", err);
+    if (s) {
+        s->trace_speed = 4;
+        s->trace_end_s = 0.8;
+    }
+    CHECK(s && scn_validate(s, err, sizeof err) == 0 && scn_prompts_load(s, &p, err, sizeof err) == 0,
+          "validated after the change: %s", err);
+    CHECK(p && scn_trace_rows(s) == 4 && scn_prompts_count(p) == 4 && scn_prompt_send_ns(p, 1) == 12500000,
+          "speed 4, window [0.3, 0.8): 4 rows (%zu), row 1 sent at (400 - 350) / 4 ms", s ? scn_trace_rows(s) : 0);
+    scn_prompts_free(p);
+    p = NULL;
+    scn_free(s);
+    s = NULL;
+
     /* shared prefixes of exactly 100 tokens, seeded pick */
     const char *sp = "{\"load\":{\"shared_prefix\":{\"groups\":4,\"tokens\":100,\"pick\":\"seeded\"}},"
                      "\"prompts\":{\"count\":40,\"tokens\":{\"dist\":\"fixed\",\"value\":30},\"tokenizer\":\"" LOADLAW_SOURCE_DIR

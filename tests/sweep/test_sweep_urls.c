@@ -81,6 +81,9 @@ static void test_query_and_secrets(void)
     CHECK(n >= 1, "/metrics scraped before the query, got %d:\n%s", n, log);
     n = count_targets(log, "POST /openai/deployments/d/start_profile" QUERY, "", &all_end);
     CHECK(n == 1, "/start_profile once, before the query, got %d:\n%s", n, log);
+    /* vLLM's form has no step count: its profiler writes the trace on stop */
+    n = count_targets(log, "POST /openai/deployments/d/stop_profile" QUERY, "", &all_end);
+    CHECK(n == 1, "/stop_profile once (the vllm form), before the query, got %d:\n%s", n, log);
     n = count_targets(log, "", QUERY, &all_end);
     CHECK(n >= 4 && all_end, "every request (%d) ends with the whole query:\n%s", n, log);
 
