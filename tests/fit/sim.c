@@ -42,6 +42,14 @@ void sim_set_levels(sim_cfg *c, const int *conc, int n, int per_c)
     }
 }
 
+void sim_set_open(sim_cfg *c, int n, int requests, double interval_ms)
+{
+    c->n_levels = n;
+    for (int i = 0; i < n; i++)
+        c->n_requests[i] = requests;
+    c->open_interval_ms = interval_ms;
+}
+
 double sim_law(const sim_cfg *c, double n)
 {
     if (c->buckets)

@@ -87,6 +87,8 @@ typedef struct sim_stats {
 void sim_default(sim_cfg *c);
 /* n closed-loop levels at concurrencies conc[], per_c * C requests each. */
 void sim_set_levels(sim_cfg *c, const int *conc, int n, int per_c);
+/* n open-loop levels (no cap) of `requests` each, one every interval_ms. */
+void sim_set_open(sim_cfg *c, int n, int requests, double interval_ms);
 /* Writes path; returns 0 or -1 (errno set). */
 int sim_write(const char *path, const sim_cfg *c, sim_stats *st);
 /* Load records and analyse them (opt NULL: defaults): 0 with *run and *res

@@ -275,10 +275,7 @@ static void test_open_loop(void)
 {
     sim_cfg c;
     sim_default(&c);
-    c.n_levels = 2;
-    c.n_requests[0] = 30;
-    c.n_requests[1] = 30;
-    c.open_interval_ms = 7.3;
+    sim_set_open(&c, 2, 30, 7.3);
     c.p_ms_per_tok = 0.05;
     sim_stats st;
     fit_result *r = run_sim("open", &c, &st, NULL);

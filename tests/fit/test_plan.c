@@ -128,10 +128,7 @@ static void test_open_reach(void)
 {
     sim_cfg c;
     sim_default(&c);
-    c.n_levels = 2;
-    c.n_requests[0] = 30;
-    c.n_requests[1] = 30;
-    c.open_interval_ms = 7.3;
+    sim_set_open(&c, 2, 30, 7.3);
     fit_run *run;
     fit_result *res = run_sim("open", &c, &run);
     if (!res)
