@@ -19,7 +19,8 @@ client's beside the server's), and exits 1 when a check fails. Checks:
   tokenize   (with --url) the server's /tokenize makes one token of each
              prompt word
   model      the chosen step-time model's worst level no worse than the
-             line's (model-size: and within MODEL_TOL); the headline says "no model fits"
+             line's (model-line) and within MODEL_TOL (model-size); the
+             headline says "no model fits"
              exactly when a level misses by more than 5%; with
              --expect-context the model has the context term (K/1k), its 95%
              interval above 0
@@ -63,10 +64,12 @@ CACHE_SHARE_AGREE = 0.1
 # always a shape of the family (llama-server on one core has run N = 3 faster
 # than N = 2), so the check asks for what must hold on any run: the chosen
 # model's worst level no worse than the line's (or within 5%), and within
-# MODEL_TOL. Only that last bound depends on the machine being quiet
-# enough (another busy process moves a level's throughput by 10-20%): when it
-# is the only check missed, the exit status is 3 and run_interop.sh measures
-# that sweep once more.
+# MODEL_TOL. Both per-level bounds depend on one round per level being
+# representative (another busy process moves a level's throughput by 10-20%,
+# and a CI run once had the chosen model's worst level at 11.7% where the
+# line's, on that noisy level, was 9.3%): when they are the only checks
+# missed, the exit status is 3 and run_interop.sh measures that sweep once
+# more, which must pass.
 # Measured on a 2-core machine, worst levels: short runs 3.7%, 4.4% and 8.2%
 # (the line: 20%, 29% and 20%); 1,024-token runs of two rounds per level 2.8%
 # and 4.0% (the line: 14%, 25%), of one round 6.0% (the line: 13%).
@@ -224,7 +227,7 @@ def check_model(ck, fit, text, expect_context):
                  fmt(None if el is None else 100 * el)))
         worst_m = max(worst_m, abs(e if e is not None else math.inf))
         worst_l = max(worst_l, abs(el if el is not None else math.inf))
-    ck.ok("model", worst_m <= max(worst_l, FIT_MODEL_LEVEL_FIT),
+    ck.ok("model-line", worst_m <= max(worst_l, FIT_MODEL_LEVEL_FIT),
           "worst level: the chosen model %.1f%%, the line %.1f%% (the model at most the line's, or 5%%)"
           % (100 * worst_m, 100 * worst_l))
     ck.ok("model-size", worst_m <= MODEL_TOL,
@@ -379,7 +382,7 @@ def main():
         print("not checked (keys absent): %s" % ", ".join(dict.fromkeys(ck.pending)))
     if ck.failed:
         print("FAILED: %s" % ", ".join(dict.fromkeys(ck.failed)))
-        return 3 if set(ck.failed) == {"model-size"} else 1
+        return 3 if set(ck.failed) <= {"model-size", "model-line"} else 1
     print("all checks passed")
     return 0
 

@@ -179,14 +179,15 @@ sweep_check() {
   python3 "$here/check_run.py" "$run" "$work/$name.fit.json" "$work/$name.fit.txt" \
     --max-tokens "$mt" --levels "$lv" --url "$url" "$@"
 }
-# A model past its size bound alone may be a busy machine's noise on one
-# level: that sweep is measured once more, and must pass then.
+# A model past its per-level bounds alone (its size, or the line's error on
+# the same levels) may be one noisy level of one round: that sweep is
+# measured once more, and must pass then.
 sweep_twice() {
   local rc=0
   sweep_check "$@" || rc=$?
   if [ "$rc" = 3 ]; then
-    echo "sweep $1: the chosen model misses a level by more than check_run.py's bound, and every other" \
-         "check passed; measuring it once more (another process may have taken the server's core)"
+    echo "sweep $1: the chosen model misses a level by more than check_run.py's per-level bounds, and every" \
+         "other check passed; measuring it once more (one round per level: a noisy level moves them)"
     rc=0
     sweep_check "$@" || rc=$?
   fi
