@@ -735,76 +735,61 @@ static void test_bad_event(void)
     ts_stop(srv);
 }
 
+/* One level of `requests` at C = conc against a server in `mode`: its
+ * records tallied into t; 1 when records.jsonl holds needle (NULL: not
+ * looked for, 1), 0 when not, -1 when the sweep could not run. */
+static int sweep_mode(ts_mode mode, int conc, int requests, const char *name, const char *needle, tally *t)
+{
+    ts_config c = {.mode = mode};
+    ts_server *srv;
+    sweep s;
+    char err[512], json[128], path[400];
+    int found = -1;
+    memset(t, 0, sizeof *t);
+    CHECK(ts_start(&c, &srv) == 0, "server start");
+    snprintf(json, sizeof json, "{\"load\":{\"threads\":1,\"concurrency\":[%d],\"requests\":%d}}", conc, requests);
+    if (sweep_open(&s, ts_url(srv), json, name) == 0) {
+        CHECK(lg_run_sweep(s.run, err, sizeof err) == 0, "%s: sweep completes: %s", name, err);
+        sweep_finish(&s);
+        read_records(s.dir, t);
+        snprintf(path, sizeof path, "%s/records.jsonl", s.dir);
+        found = needle ? file_contains(path, needle) : 1;
+        sweep_close(&s);
+    }
+    ts_stop(srv);
+    return found;
+}
+
 /* A running usage total that falls and climbs again (1e9, 0, 1e9, 0, 1e9):
  * the fall moves nothing, so no token is counted twice: 1e9 in all, the
  * server's largest count, never a sum past it (or an int overflow). */
 static void test_usage_jump(void)
 {
-    ts_config c = {.mode = TS_USAGE_JUMP};
-    ts_server *srv;
-    sweep s;
-    char err[512];
-    CHECK(ts_start(&c, &srv) == 0, "server start");
-    if (sweep_open(&s, ts_url(srv), "{\"load\":{\"threads\":1,\"concurrency\":[1],\"requests\":1}}", "jump") ==
-        0) {
-        CHECK(lg_run_sweep(s.run, err, sizeof err) == 0, "sweep completes: %s", err);
-        sweep_finish(&s);
-        tally t;
-        read_records(s.dir, &t);
+    tally t;
+    if (sweep_mode(TS_USAGE_JUMP, 1, 1, "jump", NULL, &t) == 1)
         CHECK(t.lv[0].ok == 1 && t.chunk_tok == 1000000000,
               "usage jump: ok %d, tokens %ld (the largest count, not a sum)", t.lv[0].ok, (long)t.chunk_tok);
-        sweep_close(&s);
-    }
-    ts_stop(srv);
 }
 
 /* A 200 stream that ends with [DONE] and carries no token: nothing to time,
  * so a stream error naming it, not an ok request of 0 tokens. */
 static void test_done_only(void)
 {
-    ts_config c = {.mode = TS_DONE_ONLY};
-    ts_server *srv;
-    sweep s;
-    char err[512];
-    CHECK(ts_start(&c, &srv) == 0, "server start");
-    if (sweep_open(&s, ts_url(srv), "{\"load\":{\"threads\":1,\"concurrency\":[2],\"requests\":4}}", "done_only") ==
-        0) {
-        CHECK(lg_run_sweep(s.run, err, sizeof err) == 0, "sweep completes: %s", err);
-        sweep_finish(&s);
-        tally t;
-        read_records(s.dir, &t);
-        CHECK(t.lv[0].cls[LL_ERRC_STREAM] == 4 && t.lv[0].ok == 0,
-              "[DONE] with no token: stream errors %d, ok %d", t.lv[0].cls[LL_ERRC_STREAM], t.lv[0].ok);
-        char path[400];
-        snprintf(path, sizeof path, "%s/records.jsonl", s.dir);
-        CHECK(file_contains(path, "ended with [DONE] and no tokens") == 1, "[DONE] with no token: reason recorded");
-        sweep_close(&s);
-    }
-    ts_stop(srv);
+    tally t;
+    int said = sweep_mode(TS_DONE_ONLY, 2, 4, "done_only", "ended with [DONE] and no tokens", &t);
+    CHECK(said == 1, "[DONE] with no token: reason recorded");
+    CHECK(t.lv[0].cls[LL_ERRC_STREAM] == 4 && t.lv[0].ok == 0, "[DONE] with no token: stream errors %d, ok %d",
+          t.lv[0].cls[LL_ERRC_STREAM], t.lv[0].ok);
 }
 
 /* A 200 that is one JSON body, not an event stream (a server that ignored
  * "stream": true): said so, not "ended before [DONE]". */
 static void test_json_body(void)
 {
-    ts_config c = {.mode = TS_JSON_BODY};
-    ts_server *srv;
-    sweep s;
-    char err[512];
-    CHECK(ts_start(&c, &srv) == 0, "server start");
-    if (sweep_open(&s, ts_url(srv), "{\"load\":{\"threads\":1,\"concurrency\":[1],\"requests\":2}}", "json_body") ==
-        0) {
-        CHECK(lg_run_sweep(s.run, err, sizeof err) == 0, "sweep completes: %s", err);
-        sweep_finish(&s);
-        tally t;
-        read_records(s.dir, &t);
-        CHECK(t.lv[0].cls[LL_ERRC_STREAM] == 2, "JSON body: stream errors %d", t.lv[0].cls[LL_ERRC_STREAM]);
-        char path[400];
-        snprintf(path, sizeof path, "%s/records.jsonl", s.dir);
-        CHECK(file_contains(path, "not an event stream") == 1, "JSON body: reason recorded");
-        sweep_close(&s);
-    }
-    ts_stop(srv);
+    tally t;
+    int said = sweep_mode(TS_JSON_BODY, 1, 2, "json_body", "not an event stream", &t);
+    CHECK(said == 1, "JSON body: reason recorded");
+    CHECK(t.lv[0].cls[LL_ERRC_STREAM] == 2, "JSON body: stream errors %d", t.lv[0].cls[LL_ERRC_STREAM]);
 }
 
 static void test_refused(void)
