@@ -1,88 +1,63 @@
 /* origin.c: whether two URLs share an origin (scheme, host, port), the rule
  * that keeps the requests' credentials (an API key, an Authorization or
  * X-Api-Key header) to the server they were given for when a second URL is
- * fetched beside it (the sweep's scraper of /metrics). Anything this parser
- * is unsure of matches nothing: a URL that two parsers might read as two
- * different hosts must not receive a key. */
+ * fetched beside it (the sweep's scraper of /metrics). The parts are
+ * libcurl's (url_view.h), the ones the requests are sent to. Anything unclear
+ * matches nothing: a URL libcurl refuses, one without a port for a scheme
+ * with no default here, one whose host libcurl had to %-decode. */
 #include "common.h"
+#include "url_view.h"
 
-#include <ctype.h>
 #include <string.h>
 #include <strings.h>
 
-typedef struct origin {
-    const char *scheme, *host;
-    size_t scheme_len, host_len;
-    long port;
-} origin;
-
-/* A scheme's port when the URL names none; -1 when it has no default here. */
-static long default_port(const char *scheme, size_t len)
+/* The port url is sent to: the one it gives, else its scheme's; -1 when
+ * neither is known. */
+static long origin_port(const ll_url_view *v)
 {
-    if (len == 4 && strncasecmp(scheme, "http", 4) == 0)
+    if (v->port)
+        return strtol(v->port, NULL, 10); /* libcurl checked: digits, at most 65535 */
+    if (strcmp(v->scheme, "http") == 0)
         return 80;
-    if (len == 5 && strncasecmp(scheme, "https", 5) == 0)
+    if (strcmp(v->scheme, "https") == 0)
         return 443;
     return -1;
 }
 
-/* [p, end) all decimal digits, at most 65535; -1 otherwise. */
-static long parse_port(const char *p, const char *end)
-{
-    long v = 0;
-    if (p == end)
-        return -1;
-    for (; p < end; p++) {
-        if (!isdigit((unsigned char)*p))
-            return -1;
-        v = v * 10 + (*p - '0');
-        if (v > 65535)
-            return -1;
-    }
-    return v;
-}
-
-/* 0 with o filled, or -1 when url's origin is unclear. */
-static int get_origin(const char *url, origin *o)
+/* A '%' in url's host part ("h%2e"): libcurl decodes it, and what a name
+ * decoded this way reaches is not what this rule vouches for. */
+static int host_encoded(const char *url)
 {
     ll_url_parts u;
     ll_url_split(url, &u);
-    if (u.auth < 4) /* "x://" at least */
-        return -1;
-    const char *a = url + u.auth, *end = url + u.path, *at = memchr(a, '@', (size_t)(end - a));
-    if (at) {
-        if (memchr(at + 1, '@', (size_t)(end - at - 1)))
-            return -1; /* "http://k@a@b": which host is meant depends on the parser */
-        a = at + 1;
-    }
-    const char *host_end;
-    if (*a == '[') { /* IPv6 literal: its ':'s are no port */
-        const char *rb = memchr(a, ']', (size_t)(end - a));
-        if (!rb || (rb + 1 < end && rb[1] != ':'))
-            return -1;
-        host_end = rb + 1;
-    } else {
-        host_end = memchr(a, ':', (size_t)(end - a));
-        if (!host_end)
-            host_end = end;
-    }
-    for (const char *c = a; c < host_end; c++)
-        if (!isgraph((unsigned char)*c) || *c == '\\' || *c == '%')
-            return -1;
-    o->scheme = url;
-    o->scheme_len = u.auth - 3;
-    o->host = a;
-    o->host_len = (size_t)(host_end - a);
-    /* "http://h:" is the default port too (RFC 3986 3.2.3) */
-    o->port = host_end + 1 < end ? parse_port(host_end + 1, end) : default_port(o->scheme, o->scheme_len);
-    return o->host_len && o->port >= 0 ? 0 : -1;
+    const char *h = url + u.auth, *end = url + u.path, *at = memchr(h, '@', (size_t)(end - h));
+    if (at)
+        h = at + 1;
+    return memchr(h, '%', (size_t)(end - h)) != NULL;
+}
+
+/* 0 with v filled, or -1 when url's origin is unclear (v freed). */
+static int get_origin(const char *url, ll_url_view *v)
+{
+    if (ll_url_view_parse(url, v) == 0 && v->scheme && v->host && *v->host && origin_port(v) >= 0 &&
+        !host_encoded(url))
+        return 0;
+    ll_url_view_free(v);
+    return -1;
 }
 
 int ll_same_origin(const char *a, const char *b)
 {
-    origin x, y;
-    if (!a || !b || get_origin(a, &x) || get_origin(b, &y))
+    ll_url_view x, y;
+    if (!a || !b || get_origin(a, &x))
         return 0;
-    return x.scheme_len == y.scheme_len && strncasecmp(x.scheme, y.scheme, x.scheme_len) == 0 &&
-           x.host_len == y.host_len && strncasecmp(x.host, y.host, x.host_len) == 0 && x.port == y.port;
+    if (get_origin(b, &y)) {
+        ll_url_view_free(&x);
+        return 0;
+    }
+    int same = strcasecmp(x.scheme, y.scheme) == 0 && strcasecmp(x.host, y.host) == 0 &&
+               origin_port(&x) == origin_port(&y) && !x.zone == !y.zone && (!x.zone || strcmp(x.zone, y.zone) == 0);
+    ll_url_view_free(&x);
+    ll_url_view_free(&y);
+    return same;
 }

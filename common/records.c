@@ -16,6 +16,16 @@
  * producer blocks forever) but writes nothing more, and every put returns
  * LL_EIO.
  *
+ * The file itself: the writer holds it open, so a records.jsonl deleted or
+ * replaced under a running sweep would take every later line into a file
+ * nobody can read, silently until the end. At each level's end, and at most
+ * once a second otherwise, the writer compares the path with the file it
+ * holds (device and inode); when they differ it copies what it wrote to a
+ * new file beside the path (PATH.recovered, or .recovered.1 ... .9, never
+ * over an existing file), says where, and fails as on a write error, so the
+ * run stops at once. Request records that reach a failed writer are counted,
+ * and ll_rec_close says how many were not written.
+ *
  * Memory: the ring is queue_cap slots of one rec_item each (200 B on x86-64:
  * a request record and its kind), 12.5 MiB at the default 65,536, allocated
  * untouched. The writer keeps the queued records at the front: when it has
@@ -37,7 +47,9 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,9 +60,15 @@
  * copied once per 1,024 records at most). */
 #define RING_FRONT_SLOTS 1024
 #define RING_MOVE_MAX 64
+/* How often, besides each level's end, the writer looks at its path. */
+#define FILE_CHECK_NS 1000000000LL
 
 struct ll_rec_writer {
     FILE *f;
+    char *path;                               /* as opened: the file checks look at it */
+    dev_t dev;                                /* the file opened there */
+    ino_t ino;
+    int64_t next_check_ns;                    /* writer thread only */
     int64_t epoch_ns, epoch_wall_ns;
     pthread_t thread;
     int thread_started;
@@ -59,6 +77,7 @@ struct ll_rec_writer {
     rec_item *ring;
     size_t cap, head, count;                  /* guarded by mu */
     uint64_t n_put, n_done;                   /* guarded by mu */
+    uint64_t n_lost_requests;                 /* guarded by mu: refused or dropped after a failure */
     int stopping;                             /* guarded by mu */
     atomic_int failed;                        /* a write failed: LL_EIO from now on */
     atomic_uint_fast64_t n_written;           /* lines on disk */
@@ -123,6 +142,73 @@ static void write_item(ll_rec_writer *w, const rec_item *it)
     atomic_fetch_add(&w->n_written, 1);
 }
 
+/* A file beside the records path that nothing holds yet: PATH.recovered,
+ * else PATH.recovered.1 ... .9. Its descriptor, -1 when none could be made. */
+static int open_recovery(const char *path, char *out, size_t n)
+{
+    for (int k = 0; k < 10; k++) {
+        if (k == 0)
+            snprintf(out, n, "%s.recovered", path);
+        else
+            snprintf(out, n, "%s.recovered.%d", path, k);
+        int fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    return -1;
+}
+
+/* Copy every byte of the open records file (already flushed) into fd. */
+static int copy_written(FILE *f, int fd)
+{
+    char buf[65536];
+    off_t off = 0;
+    for (;;) {
+        ssize_t got = pread(fileno(f), buf, sizeof buf, off);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return got < 0 ? -1 : 0;
+        for (ssize_t put = 0; put < got;) {
+            ssize_t k = write(fd, buf + put, (size_t)(got - put));
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k <= 0)
+                return -1;
+            put += k;
+        }
+        off += got;
+    }
+}
+
+/* Is the records path still the file this writer holds? When it is gone or
+ * another file took its place, save what was written beside it and fail
+ * (the DESIGN note above). */
+static void check_file(ll_rec_writer *w)
+{
+    struct stat st;
+    w->next_check_ns = ll_now_ns() + FILE_CHECK_NS;
+    int gone = stat(w->path, &st) != 0;
+    if (gone && errno != ENOENT)
+        return; /* cannot tell (a permission changed on the folder): keep writing */
+    if (!gone && st.st_dev == w->dev && st.st_ino == w->ino)
+        return;
+    char saved[4200];
+    int fd = open_recovery(w->path, saved, sizeof saved);
+    int ok = fd >= 0 && copy_written(w->f, fd) == 0;
+    if (fd >= 0 && close(fd) != 0)
+        ok = 0;
+    unsigned long long lines = (unsigned long long)atomic_load(&w->n_written);
+    if (ok)
+        ll_error("records: %s was %s during the run: its %llu lines are saved in %s; stopping the run",
+                 w->path, gone ? "deleted" : "replaced by another file", lines, saved);
+    else
+        ll_error("records: %s was %s during the run, and its %llu lines could not be saved beside it (%s); "
+                 "stopping the run",
+                 w->path, gone ? "deleted" : "replaced by another file", lines, strerror(errno));
+    atomic_store(&w->failed, 1);
+}
+
 static void *writer_main(void *arg)
 {
     ll_rec_writer *w = arg;
@@ -143,10 +229,16 @@ static void *writer_main(void *arg)
         }
         pthread_cond_signal(&w->not_full);
         pthread_mutex_unlock(&w->mu);
-        if (!atomic_load(&w->failed))
+        uint64_t before = atomic_load(&w->n_written);
+        if (!atomic_load(&w->failed)) {
             write_item(w, &it);
+            if (!atomic_load(&w->failed) && (it.kind == K_LEVEL_END || ll_now_ns() >= w->next_check_ns))
+                check_file(w);
+        }
+        int lost = it.kind == K_REQUEST && atomic_load(&w->n_written) == before;
         item_free(&it);
         pthread_mutex_lock(&w->mu);
+        w->n_lost_requests += (uint64_t)lost;
         w->n_done++;
         pthread_cond_broadcast(&w->done);
         /* A failed writer takes no more records: every producer waiting for
@@ -165,6 +257,7 @@ static int enqueue(ll_rec_writer *w, const rec_item *it)
     while (w->count == w->cap && !atomic_load(&w->failed) && !w->stopping)
         pthread_cond_wait(&w->not_full, &w->mu);
     if (atomic_load(&w->failed) || w->stopping) {
+        w->n_lost_requests += it->kind == K_REQUEST;
         pthread_mutex_unlock(&w->mu);
         rec_item tmp = *it;
         item_free(&tmp);
@@ -209,13 +302,23 @@ int ll_rec_open(const char *path, size_t queue_cap, ll_rec_writer **out, char *e
         ll_errf(err, errlen, "records: out of memory");
         goto fail;
     }
-    if (!(w->f = fopen(path, "w"))) {
+    struct stat st;
+    /* w+: readable too, so that a deleted file can still be copied (check_file) */
+    if (!(w->f = fopen(path, "w+")) || fstat(fileno(w->f), &st) != 0) {
         ll_errf(err, errlen, "%s: %s", path, strerror(errno));
         rc = LL_EIO;
         goto fail;
     }
+    if (!(w->path = strdup(path))) {
+        rc = LL_ENOMEM;
+        ll_errf(err, errlen, "records: out of memory");
+        goto fail;
+    }
+    w->dev = st.st_dev;
+    w->ino = st.st_ino;
     w->epoch_ns = ll_now_ns();
     w->epoch_wall_ns = ll_wall_ns();
+    w->next_check_ns = w->epoch_ns + FILE_CHECK_NS;
     if (pthread_create(&w->thread, NULL, writer_main, w) != 0) {
         ll_errf(err, errlen, "records: pthread_create failed");
         rc = LL_ESYS;
@@ -232,6 +335,14 @@ fail:
 int64_t ll_rec_epoch_ns(const ll_rec_writer *w) { return w->epoch_ns; }
 
 uint64_t ll_rec_written(const ll_rec_writer *w) { return atomic_load(&w->n_written); }
+
+uint64_t ll_rec_lost_requests(ll_rec_writer *w)
+{
+    pthread_mutex_lock(&w->mu);
+    uint64_t n = w->n_lost_requests;
+    pthread_mutex_unlock(&w->mu);
+    return n;
+}
 
 int ll_rec_drain(ll_rec_writer *w, int64_t timeout_ns)
 {
@@ -263,9 +374,14 @@ int ll_rec_close(ll_rec_writer *w)
     int rc = atomic_load(&w->failed) ? LL_EIO : 0;
     if (w->f && fclose(w->f) != 0)
         rc = LL_EIO;
+    if (w->n_lost_requests)
+        ll_error("records: %llu request record%s finished after the records failed and %s not written",
+                 (unsigned long long)w->n_lost_requests, w->n_lost_requests == 1 ? "" : "s",
+                 w->n_lost_requests == 1 ? "was" : "were");
     for (size_t i = 0; i < w->count; i++)
         item_free(&w->ring[(w->head + i) % w->cap]);
     free(w->ring);
+    free(w->path);
     ll_buf_free(&w->line);
     pthread_cond_destroy(&w->not_empty);
     pthread_cond_destroy(&w->not_full);

@@ -239,13 +239,58 @@ fail:
     return rc;
 }
 
-/* Run-wide notes: how the law was fitted and what it or the reader left out. */
+/* The most tokens a request's records say it got: the server's usage, the
+ * counts recorded, or what the stream alone counted (a usage that claims
+ * fewer than were streamed does not hide them). */
+static int64_t tokens_got(const fit_request *q)
+{
+    int64_t got = q->think_tok + q->answer_tok;
+    if (q->usage_completion_tok > got)
+        got = q->usage_completion_tok;
+    if (q->stream_think_tok >= 0 && q->stream_answer_tok >= 0 && q->stream_think_tok + q->stream_answer_tok > got)
+        got = q->stream_think_tok + q->stream_answer_tok;
+    return got;
+}
+
+/* Measured ok requests that got more tokens than the max_tokens they asked
+ * (request "max_tokens"): a server that does not honour the cap sends longer
+ * outputs, and a heavier load, than the scenario asked; the figures hold for
+ * what it sent, not for the workload named. */
+static int note_over_max(const fit_run *run, fit_result *res)
+{
+    size_t n_over = 0, n_ok = 0;
+    int64_t got_worst = 0, cap_worst = 0;
+    for (size_t i = 0; i < fit_run_n_requests(run); i++) {
+        const fit_request *q = fit_run_request(run, i);
+        if (!q->ok || q->warmup)
+            continue;
+        n_ok++;
+        int64_t got = tokens_got(q);
+        if (q->max_tokens <= 0 || got <= q->max_tokens)
+            continue;
+        n_over++;
+        if (got - q->max_tokens > got_worst - cap_worst) {
+            got_worst = got;
+            cap_worst = q->max_tokens;
+        }
+    }
+    if (!n_over)
+        return 0;
+    return fit_note(res, "%zu of %zu ok requests got more tokens than the max_tokens they asked (up to %lld "
+                         "for %lld): the server does not honour max_tokens; outputs, and the load, were longer "
+                         "than the scenario asked",
+                    n_over, n_ok, (long long)got_worst, (long long)cap_worst);
+}
+
+/* Run-wide notes: what the server sent beyond what was asked, how the law was
+ * fitted and what it or the reader left out. */
 int fit_notes_left_out(const fit_run *run, const fit_options *opt, fit_result *res)
 {
     const fit_law *law = &res->law;
     const fit_run_info *info = fit_run_get_info(run);
     size_t ns = res->n_samples, n_steady = 0, n_used = law->n_samples;
     int rc = 0;
+    LL_TRY(note_over_max(run, res));
     for (size_t l = 0; l < res->n_levels; l++)
         n_steady += res->levels[l].n_steady_samples;
     if (!law->ok)
@@ -260,8 +305,8 @@ int fit_notes_left_out(const fit_run *run, const fit_options *opt, fit_result *r
         LL_TRY(fit_note(res, "robust pass: iteration limit reached; outliers were marked from its "
                              "last iterate"));
     if (law->n_trimmed)
-        LL_TRY(fit_note(res, "%zu of %zu step points more than %g robust sd from the line (stalls, "
-                             "burst reads) left out of the law", law->n_trimmed, law->n_points,
+        LL_TRY(fit_note(res, "%zu of %zu step points more than %g robust sd from the healthy steps at their N "
+                             "(stalls, burst reads) left out of the law", law->n_trimmed, law->n_points,
                         FIT_TRIM_SD));
     if (law->ok && !(law->b_ms > 0))
         LL_TRY(fit_note(res, "slope b <= 0: step time does not grow with N here; no asymptote"));

@@ -320,39 +320,103 @@ done:
     return rc;
 }
 
-/* Outliers are isolated stalls and burst reads, never a level's bulk. The
- * bisquare line follows the majority of levels and each point's scale is its
- * own N's spread, tiny on a quiet engine, so a real level off that line (a
- * knee the line does not bend for) would otherwise count as "12 sd" away
- * whole: on the bundled engine at 10 + 10 N ms with a knee to 5 ms at N = 8,
- * C = 1..24, the three levels above the knee went out and the law came back
- * at the slope below it (b 0.995 against 0.743 by OLS). When more than
- * FIT_TRIM_LEVEL_SHARE of an N's points (at least SCALE_MIN_GROUP of them)
- * would go, they all stay: the law's misfit then shows in that level's
- * err % and in the model check. Sorts ord (n entries) by x. */
-static size_t keep_levels(const double *x, size_t n, fit_xi_pair *ord, unsigned char *keep)
+/* Outliers are isolated stalls and burst reads, never a level's bulk, and
+ * whether a point is one is judged within its own N, against the median and
+ * the robust sd (1.4826 * MAD) of that N's points: its healthy steps, as
+ * long as they are most of them. The line is no judge there: it follows the
+ * majority of levels, so a real level off it (a knee the line does not bend
+ * for) would count as "12 sd" away whole (on the bundled engine at 10 + 10 N
+ * ms with a knee to 5 ms at N = 8, C = 1..24, the three levels above the
+ * knee went out and the law came back at the slope below it: b 0.995
+ * against 0.743 by OLS).
+ *
+ * When more than FIT_TRIM_NOISY_SHARE of an N's points lie that far out, they
+ * are the level's own noise, not stalls: over a lossy link a stream waits
+ * for a retransmission and then gets the held chunks at once, so its gaps
+ * keep their sum, and trimming the long ones alone would bias the mean down
+ * (b 5% low with 5% of chunks lost). Such a level keeps its far points,
+ * except those far beyond even its noisy spread: taken from the farthest in,
+ * a point more than FIT_TRIM_SD sd (the plain sd of the points nearer than
+ * it, around the median) from the median is a stall, whatever share of its
+ * level is noisy (a 3 s partition on that link: its one step point stayed
+ * in, under a rule that kept every far point of such a level, and the law
+ * moved 18%). An N with fewer than SCALE_MIN_GROUP points, or whose points
+ * do not spread (MAD 0), keeps the line's verdict (mark_outliers). */
+#define FIT_TRIM_NOISY_SHARE 0.1
+
+/* A noisy N's stalls (above): dev holds the n points' |y - median|, sorted
+ * in decreasing order; the count of the leading ones that are stalls. */
+static size_t noisy_stalls(const double *dev, size_t n)
+{
+    double sum2 = 0;
+    for (size_t i = 0; i < n; i++)
+        sum2 += dev[i] * dev[i];
+    size_t k = 0;
+    for (; k + 2 < n; k++) {
+        sum2 -= dev[k] * dev[k]; /* the spread of the points nearer than dev[k] */
+        if (!(dev[k] > FIT_TRIM_SD * sqrt(sum2 / (double)(n - k - 2))))
+            break;
+    }
+    return k;
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* One N's points (ord[i..j), their y gathered in buf): keep[] as above;
+ * returns how many go. */
+static size_t judge_level(const double *y, const fit_xi_pair *ord, size_t i, size_t j, double *buf,
+                          unsigned char *keep)
+{
+    size_t n = j - i, far = 0, out = 0;
+    double med = 0, sd = 0;
+    if (n >= SCALE_MIN_GROUP)
+        fit_median_mad(buf, n, &med, &sd);
+    double cut = FIT_TRIM_SD * sd;
+    for (size_t k = i; k < j && sd > 0; k++)
+        far += fabs(y[ord[k].i] - med) > cut;
+    if (sd > 0 && (double)far > FIT_TRIM_NOISY_SHARE * (double)n) {
+        for (size_t k = i; k < j; k++)
+            buf[k - i] = fabs(y[ord[k].i] - med);
+        qsort(buf, n, sizeof *buf, cmp_desc);
+        size_t stalls = noisy_stalls(buf, n);
+        cut = stalls ? buf[stalls - 1] : INFINITY;
+        for (size_t k = i; k < j; k++) /* the nearest stall goes too: >= */
+            keep[ord[k].i] = fabs(y[ord[k].i] - med) < cut;
+    } else if (sd > 0) {
+        for (size_t k = i; k < j; k++)
+            keep[ord[k].i] = fabs(y[ord[k].i] - med) <= cut;
+    }
+    for (size_t k = i; k < j; k++)
+        out += !keep[ord[k].i];
+    return out;
+}
+
+/* Each N judged on its own (above). Sorts ord (n entries) by x; returns the
+ * number of points left out. */
+static size_t judge_by_level(const double *x, const double *y, size_t n, fit_xi_pair *ord, double *buf,
+                             unsigned char *keep)
 {
     for (size_t i = 0; i < n; i++)
         ord[i] = (fit_xi_pair){x[i], i};
     qsort(ord, n, sizeof *ord, fit_cmp_xi_pair);
     size_t trimmed = 0;
     for (size_t i = 0, j; i < n; i = j) {
-        size_t out = 0;
         for (j = i; j < n && ord[j].x == ord[i].x; j++)
-            out += !keep[ord[j].i];
-        int bulk = j - i >= SCALE_MIN_GROUP && (double)out > FIT_TRIM_LEVEL_SHARE * (double)(j - i);
-        for (size_t k = i; bulk && k < j; k++)
-            keep[ord[k].i] = 1;
-        trimmed += bulk ? 0 : out;
+            buf[j - i] = y[ord[j].i];
+        trimmed += judge_level(y, ord, i, j, buf, keep);
     }
     return trimmed;
 }
 
-/* Outliers: points whose scaled residual from the bisquare line lies more
- * than FIT_TRIM_SD robust standard deviations (1.4826 * MAD of the scaled
- * residuals, around their median) from the median, unless they are the bulk
- * of their N (keep_levels). Nothing is trimmed when the MAD is 0 (a
- * noise-free line). Returns the number trimmed, or (size_t)-1 when out of
+/* Outliers: first the line's verdict, points whose scaled residual from the
+ * bisquare line lies more than FIT_TRIM_SD robust standard deviations
+ * (1.4826 * MAD of the scaled residuals, around their median) from the
+ * median (nothing when that MAD is 0: a noise-free line); then each N's own
+ * (judge_by_level). Returns the number trimmed, or (size_t)-1 when out of
  * memory. */
 static size_t mark_outliers(const double *x, const double *y, const double *sc, size_t n,
                             double a, double b, double *buf, unsigned char *keep)
@@ -363,17 +427,12 @@ static size_t mark_outliers(const double *x, const double *y, const double *sc, 
     memcpy(tmp, buf, n * sizeof *tmp);
     double med, sd;
     fit_median_mad(tmp, n, &med, &sd);
-    size_t trimmed = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         keep[i] = !(sd > 0) || fabs(buf[i] - med) <= FIT_TRIM_SD * sd;
-        trimmed += !keep[i];
-    }
-    if (!trimmed)
-        return 0;
     fit_xi_pair *ord = malloc((n + 1) * sizeof *ord);
     if (!ord)
         return (size_t)-1;
-    trimmed = keep_levels(x, n, ord, keep);
+    size_t trimmed = judge_by_level(x, y, n, ord, buf, keep);
     free(ord);
     return trimmed;
 }

@@ -132,6 +132,11 @@ struct lg_worker {
     ll_pct *read_lag;              /* their kernel stamp -> callback, ms (NULL: not kept) */
     uint64_t events;               /* token-carrying chunks parsed (counted as each
                                     * transfer is finished: worker.c) */
+    /* closed loop against a server that refuses connections (worker.c
+     * lg_worker_connect_result): kept across levels, worker thread only */
+    int backoff_k;                 /* refused rounds in a row; 0: connecting normally */
+    int64_t backoff_until_ns;      /* no request starts before (CLOCK_MONOTONIC) */
+    int64_t backoff_set_ns;        /* when the current round began */
 };
 
 struct lg_run {
@@ -167,6 +172,7 @@ struct lg_run {
     uint64_t events;
     /* a 400 named continuous_usage_stats: no later body asks for it */
     atomic_int no_cont_usage;
+    atomic_int backoff_ms;         /* the longest back-off a worker is in now (0: none): progress line */
 };
 
 /* run.c: wake the driver (a watched event happened, or the last worker left). */
@@ -178,6 +184,9 @@ int lg_xfer_start(lg_worker *w, int req_index, int64_t intended_ns, lg_sess *ses
 /* The one place a finished transfer is classified, handed to the records
  * writer and freed. */
 void lg_xfer_done(lg_xfer *x, CURLcode res);
+/* A finished transfer's word on the connection (worker.c): refused starts or
+ * lengthens the worker's back-off, a response ends it. */
+void lg_worker_connect_result(lg_worker *w, const lg_xfer *x, ll_err_class cls);
 
 /* xfer_body.c: what a request sends */
 /* x's request body into x->body (reset first) for the scenario's endpoint;

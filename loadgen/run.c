@@ -394,6 +394,9 @@ static void progress_line(lg_run *r, const lg_level_ctx *L, int64_t now, const l
             L->lv->concurrency, p->done, total, el > 0 ? (double)p->tokens / el : 0.0, p->errors, p->inflight);
     if (r->ranks > 1)
         fprintf(stderr, "  (%d ranks)", r->ranks);
+    int backoff_ms = atomic_load(&r->backoff_ms);
+    if (backoff_ms > 0)
+        fprintf(stderr, "  connection refused: backing off %d ms", backoff_ms);
 }
 
 static int put_level_line(lg_run *r, const lg_level_ctx *L)

@@ -181,12 +181,23 @@ static void unlink_and_free(lg_xfer *x)
     free(x);
 }
 
+/* When the response ended: the arrival stamp of its last bytes (the kernel's,
+ * like the header's and every chunk's, xfer_recv.c arrival_ns) when it ended
+ * well, so a worker that is late to notice the end (a busy or descheduled
+ * thread, a stopped process) does not stretch E2E by its lateness; else now,
+ * when the client saw it fail or gave up. */
+static int64_t end_stamp(const lg_xfer *x, CURLcode res)
+{
+    int64_t last = x->now_ns > x->header_ns ? x->now_ns : x->header_ns;
+    return res == CURLE_OK && last >= x->send_ns && x->header_ns >= 0 ? last : ll_now_ns();
+}
+
 void lg_xfer_done(lg_xfer *x, CURLcode res)
 {
     lg_worker *w = x->w;
     char msg[512];
     ll_rec_request rq;
-    x->end_ns = ll_now_ns();
+    x->end_ns = end_stamp(x, res);
     if (!x->status_known && curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->http_status) != CURLE_OK)
         x->http_status = 0;
     if (x->http_status == 200)
@@ -204,6 +215,7 @@ void lg_xfer_done(lg_xfer *x, CURLcode res)
             x->end_ns = ll_now_ns();
         }
     }
+    lg_worker_connect_result(w, x, cls);
     int64_t st_think, st_answer;
     ll_counts counts = lg_xfer_reconcile(x, &st_think, &st_answer);
     lg_xfer_fill_record(x, cls, msg, counts, st_think, st_answer, &rq);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build and run the libFuzzer harnesses of tests/fuzz/ (docs/fuzzing.md).
 #   scripts/fuzz.sh TARGET MINUTES   run one harness that long (sse, engine_request,
-#                                    scenario, trace, records, tokenizer, prom)
+#                                    scenario, trace, records, tokenizer, prom, url)
 #   scripts/fuzz.sh --ci             every harness for 20 s each; exit 1 on any crash
 #   scripts/fuzz.sh --long SECONDS [TARGET...]
 #                                    each harness (or those named) SECONDS long, then
@@ -60,14 +60,17 @@ build_targets() {
 # run_one TARGET SECONDS: fuzz from the committed corpus into the scratch one;
 # prints "TARGET execs exec/s cov ft seconds status" and returns libFuzzer's status.
 run_one() {
-  local t=$1 secs=$2 work="$build/work/$1" log rc
+  local t=$1 secs=$2 work="$build/work/$1" dict=tests/fuzz/json.dict log rc
+  if [ -f "tests/fuzz/$t.dict" ]; then # a harness's own dictionary, else the JSON one
+    dict="tests/fuzz/$t.dict"
+  fi
   mkdir -p "$work"
   log="$work/fuzz.log"
   rc=0
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
   UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
     "$build/tests/fuzz/fuzz_$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
-    -print_final_stats=1 -dict=tests/fuzz/json.dict -artifact_prefix="$work/" \
+    -print_final_stats=1 -dict="$dict" -artifact_prefix="$work/" \
     "$work" "tests/fuzz/corpus/$t" >"$log" 2>&1 || rc=$?
   local last execs speed cov ft took
   last=$(grep -E '^#[0-9]+.*cov: ' "$log" | tail -1 || true)

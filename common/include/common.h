@@ -138,10 +138,12 @@ int ll_parse_int_list(const char *s, int **out, size_t *n);
  * when a name of len bytes (a header's, a URL query parameter's, an --engine
  * spec key) may carry one. The rule, case-insensitively: the name holds
  * "key", "secret", "token", "pass", "pwd", "auth", "cred", "sig", "session",
- * "cookie" or "jwt" (X-Api-Key, Authorization, X-Auth-Token, X-Passwd,
- * X-Amz-Credential, Azure SAS's ?sig=, X-Signature, X-Session-Id, Cookie,
- * api_key, control_key), or is "code" whole (Azure Functions' ?code=).
- * "tokens" after a count's prefix (max_, min_, num_, n_, think_,
+ * "sessid", "cookie", "jwt", "bearer", "hmac" or "assertion" (X-Api-Key,
+ * Authorization, X-Auth-Token, X-Passwd, X-Amz-Credential, Azure SAS's
+ * ?sig=, X-Signature, X-Session-Id, PHPSESSID, Cookie, X-Hmac,
+ * client_assertion, api_key, control_key), or is "code", "pw", "sas",
+ * "sid", "otp" or "pin" whole (Azure Functions' ?code=, an Azure SAS's
+ * ?sas=). "tokens" after a count's prefix (max_, min_, num_, n_, think_,
  * default_max_, prompt_, completion_, output_, input_, total_: max_tokens)
  * is a count, not a secret; api_tokens is a secret. The name is %-decoded
  * first, as a server reads a query ("?k%65y=" is ?key=). The rule hides too
@@ -152,11 +154,17 @@ int ll_secret_name(const char *name, size_t len);
  * ll_secret_name names (api_key, control_key; not max_tokens_limit)
  * replaced by "(hidden)"; malloc'ed, NULL when out of memory (or spec is). */
 char *ll_redact_spec(const char *spec);
-/* A URL with its user:password (before the host; a URL without a scheme
- * too; one whose password holds '/', '?' or '#': everything up to the last
- * '@' when the authority has a ':') and the values of its query and
- * fragment parameters ('&' or ';' apart) that ll_secret_name names (?key=,
- * ?api_key=, ?sig=, ?code=) written "(hidden)";
+/* A URL for display, with the values of its query and fragment parameters
+ * ('&' or ';' apart) that ll_secret_name names (?key=, ?api_key=, ?sig=,
+ * ?code=) written "(hidden)", and its user part too. A URL that libcurl
+ * reads (as ll_url_check does) is written from libcurl's parts: "(hidden)@"
+ * when it finds a user or password, and the host, port and path that
+ * requests go to ("http://h:8000/m/llama@v2" is shown whole; the scheme in
+ * lower case, dot segments and IPv4 shorthand as libcurl resolves them).
+ * Other text (an endpoint path, "user:pw@host" without a scheme, a URL
+ * libcurl refuses) has everything up to the last '@' of its host part
+ * hidden, or up to the last '@' of all when that part holds a ':' (a
+ * password with a '/', '?' or '#' in it).
  * malloc'ed, NULL when out of memory (or url is). */
 char *ll_redact_url(const char *url);
 /* "Authorization: Bearer KEY", malloc'ed to fit any key (NULL: no memory);
@@ -166,19 +174,26 @@ void ll_wipe_free(char *s);
 
 /* ---- URLs ----------------------------------------------------------------- */
 
-/* Where a URL's parts lie, as offsets into it: [0, auth) "scheme://" (empty
- * without one: "user:pw@host:8000" starts with its authority), [auth, path)
- * the authority (user:password@host:port), [path, query) the path, [query,
- * frag) "?..." and [frag, end) "#..." (each empty when absent). */
+/* Where a URL's parts lie in its text, as offsets into it: [0, auth)
+ * "scheme://" (empty without one: "user:pw@host:8000" starts with its
+ * authority), [auth, path) the authority (user:password@host:port), [path,
+ * query) the path, [query, frag) "?..." and [frag, end) "#..." (each empty
+ * when absent). The authority ends at the first '/', '?' or '#' and the query
+ * at the first '#', where libcurl ends them: for a URL that ll_url_check
+ * accepts, the query and fragment here are libcurl's (tests/fuzz/fuzz_url.c). */
 typedef struct ll_url_parts {
     size_t auth, path, query, frag, end;
 } ll_url_parts;
 void ll_url_split(const char *url, ll_url_parts *p);
-/* 0 when url names a server loadlaw sends requests to: "http://" or
- * "https://" (any case), a host, and a port (when one is given) in
- * 1..65535. Else LL_EINVAL and one line in err
- * quoting url with its secrets hidden (ll_redact_url): libcurl would send a
- * URL without a scheme as http, and its user:password would be shown. */
+/* 0 when url names a server loadlaw sends requests to, as libcurl reads it
+ * (curl_url, no scheme guessed): "http://" or "https://" (any case), then a
+ * host part that libcurl accepts, with a port (when one is given) in
+ * 1..65535. Else LL_EINVAL and one line in err quoting url with its secrets
+ * hidden (ll_redact_url): no scheme ("host:8000", which libcurl would send as
+ * http), another scheme, no host (also "http:///h"), a bad port, two '@'
+ * before the host ("u:p@ss@h": an '@' in a password is written %40), or
+ * whatever else libcurl refuses (spaces, a bad IPv6 literal), in its words.
+ * LL_ENOMEM when out of memory. */
 int ll_url_check(const char *url, char *err, size_t errlen);
 /* base with path put after base's path and before its query, so that a
  * query (Azure's ?api-version=) stays on every URL derived from a base:
@@ -190,12 +205,14 @@ int ll_url_check(const char *url, char *err, size_t errlen);
  * strlen(path) + 2 always suffice): 0, or LL_ERANGE when n is too small. */
 int ll_url_join(const char *base, const char *drop, const char *path, char *out, size_t n);
 /* 1 when two URLs have the same origin (RFC 6454), the rule by which a
- * credential meant for one may go to the other: the same scheme and host
- * (each compared without regard to case) and the same port, a missing one
- * being the scheme's default (http 80, https 443); user:password@, path and
- * query do not count. 0 otherwise, and whenever either is unclear: no
- * scheme, no host, two '@', a port that is not a number in [0, 65535], or
- * none for a scheme without a default. */
+ * credential meant for one may go to the other: as libcurl reads them, the
+ * same scheme and host (each compared without regard to case; an IPv6
+ * literal as libcurl writes it, with its zone) and the same port, a missing
+ * one being the scheme's default (http 80, https 443); user:password@, path
+ * and query do not count. 0 otherwise, and whenever either is unclear: one
+ * libcurl refuses (no scheme, no host, two '@', a port that is not a number
+ * in [0, 65535]), no port for a scheme without a default, or a host that
+ * holds a '%'. */
 int ll_same_origin(const char *a, const char *b);
 
 /* ---- random numbers (xoshiro256**, seeded; one per thread) ---------------- */

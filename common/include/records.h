@@ -339,7 +339,11 @@ typedef struct ll_rec_metric {
 typedef struct ll_rec_writer ll_rec_writer;
 
 /* Create (truncate) path, take the run epoch (ll_now_ns()) and start the
- * writer thread. queue_cap: records that may wait (0: default 65536). */
+ * writer thread. queue_cap: records that may wait (0: default 65536). The
+ * writer checks at each level's end (and once a second) that path is still
+ * the file it writes; when it was deleted or replaced it saves what it wrote
+ * to PATH.recovered beside it, says so, and fails (LL_EIO) as on a write
+ * error (records.c). */
 int ll_rec_open(const char *path, size_t queue_cap, ll_rec_writer **out, char *err, size_t errlen);
 /* CLOCK_MONOTONIC ns of run time 0. */
 int64_t ll_rec_epoch_ns(const ll_rec_writer *w);
@@ -375,6 +379,9 @@ int ll_rec_put_json(ll_rec_writer *w, cJSON *obj);
 int ll_rec_drain(ll_rec_writer *w, int64_t timeout_ns);
 /* Records written so far (lines on disk). */
 uint64_t ll_rec_written(const ll_rec_writer *w);
+/* Request records handed to the writer after it failed (refused by a put or
+ * dropped from the queue): not on disk. ll_rec_close says the count too. */
+uint64_t ll_rec_lost_requests(ll_rec_writer *w);
 /* Drain, stop the thread, close the file, free. Returns the first write
  * error (LL_EIO) if any. NULL is a no-op. Every producer must be done first
  * (loadgen's run freed, the engine detached with eng_set_records(e, NULL)):

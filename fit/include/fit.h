@@ -49,8 +49,9 @@
  *    engine at 3 + 0.05*N ms, C = 256 those gaps ran 5-19% below their steps
  *    and pulled b 3% low. Over a window of constant N the lag's changes
  *    cancel. Robust only
- *    against true outliers (a stalled client or server, a burst read): a
- *    bisquare line marks points more than FIT_TRIM_SD robust sd from it, and
+ *    against true outliers (a stalled client or server, a burst read, a
+ *    retransmission): points more than FIT_TRIM_SD robust sd from their N's
+ *    median (from a bisquare line where an N has too few points) go, and
  *    weighted least squares (weights 1/noise^2 of each N) on the rest is the
  *    answer ("trimmed-wls"); right-skewed jitter, which is what moves the
  *    mean above the median, stays in. CIs: 95%, HC3 sandwich standard errors
@@ -253,16 +254,13 @@ typedef struct fit_law {
 } fit_law;
 
 /* Outliers of the law's fit (header comment, "The law"): more than this many
- * robust standard deviations from the bisquare line. Exponential jitter puts
+ * robust standard deviations from the median of their N's points (from the
+ * bisquare line where an N has too few points to judge: fit/regress.c
+ * judge_by_level), never a level's bulk. Exponential jitter puts
  * 1e-4 of its mass beyond that (its mean moves by 0.1% of the jitter; at 8
  * the law sat 0.8 standard errors low with 30% exponential jitter); a stall
  * of several steps is far beyond it. */
 #define FIT_TRIM_SD 12.0
-/* ... but never a level's bulk: when more than this share of one N's points
- * (5 or more) lies that far out, the line misses the level, not the other
- * way round, and every point of that N stays in the law (fit/regress.c
- * keep_levels). Stalls every 23rd step trim 4% of a level. */
-#define FIT_TRIM_LEVEL_SHARE 0.1
 
 /* Fit y = a + b*x on raw points (robust = 1: the trimmed mean fit of the
  * header comment, else OLS). The trimmed fit weights each point by the noise

@@ -162,7 +162,15 @@ static void test_redact(void)
         {"http://user:ab/cdSECRETPW@127.0.0.1:9/v1", "http://(hidden)@127.0.0.1:9/v1"},
         {"http://user:ab#cdSECRETPW@h/v1?key=K", "http://(hidden)@h/v1?key=(hidden)"},
         {"http://user:ab?cd=SECRETPW@h", "http://(hidden)@h"},
-        {"http://h:8000/users/a@b?x=1", "http://(hidden)@b?x=1"}, /* over-hiding, on purpose */
+        /* libcurl ends the host part at the first '/': an '@' after it is in the path,
+         * and the host, port and path shown are the ones requested */
+        {"http://h:8000/users/a@b?x=1", "http://h:8000/users/a@b?x=1"},
+        {"http://127.0.0.1:8000/models/llama@v2", "http://127.0.0.1:8000/models/llama@v2"},
+        {"http://127.0.0.1:8002/a@127.0.0.1:8001", "http://127.0.0.1:8002/a@127.0.0.1:8001"},
+        /* more '/' than two after the scheme: libcurl still finds the user part */
+        {"http:///user:SECRETPW@h/v1", "http:///(hidden)@h/v1"},
+        {"http://h/v1?pw=P1&sas=S1&sid=S2&otp=1&pin=2&x=1",
+         "http://h/v1?pw=(hidden)&sas=(hidden)&sid=(hidden)&otp=(hidden)&pin=(hidden)&x=1"},
         /* names as a server reads them: %-decoded, ';' a separator too */
         {"http://h/?k%65y=S1&to%6Ben=S2&a=1;key=S3;jwt=S4&api_tokens=S5&max_tokens=8",
          "http://h/?k%65y=(hidden)&to%6Ben=(hidden)&a=1;key=(hidden);jwt=(hidden)&api_tokens=(hidden)&max_tokens=8"},
@@ -185,7 +193,8 @@ static void test_redact(void)
         "X-Auth-Token", "access_token", "token", "Authorization", "Proxy-Authorization", "password", "X-Passwd",
         "pwd", "X-Credential", "X-Amz-Credential", "X-Signature", "sig", "X-Amz-Signature", "X-Session-Id",
         "session", "Cookie", "Set-Cookie", "code", "CODE", "db_password", "X-Token-Expires", "jwt", "api_tokens",
-        "access_tokens", "c%6Fde", "X%2DApi%2DKey"};
+        "access_tokens", "c%6Fde", "X%2DApi%2DKey", "pw", "PW", "sas", "sid", "otp", "pin", "PHPSESSID",
+        "X-Hmac", "Bearer", "client_assertion"};
     static const char *const open_[] = {
         "X-Request-Id", "Content-Type", "Accept", "User-Agent", "X-Tenant", "model", "max_tokens",
         "think_tokens", "max_tokens_limit", "default_max_tokens", "temperature", "top_p", "stream", "api-version",
@@ -237,6 +246,15 @@ static void test_url(void)
         {"http://h:99999/", "'http://h:99999/' has a port that is not a number in 1..65535; write http://... or "
                             "https://..."},
         {"http://h:0", "'http://h:0' has a port that is not a number in 1..65535; write http://... or https://..."},
+        /* libcurl takes the user part to the first '@' and then refuses the host */
+        {"http://user:p@ss@127.0.0.1:8000/v1",
+         "'http://(hidden)@127.0.0.1:8000/v1' has two '@' before its host; write an '@' in a user name or password "
+         "as %40"},
+        {"https://a@b@h", "'https://(hidden)@h' has two '@' before its host; write an '@' in a user name or password "
+                          "as %40"},
+        {"http://h:0/models/llama@v2",
+         "'http://h:0/models/llama@v2' has a port that is not a number in 1..65535; write http://... or https://..."},
+        {"http:///u:SECRETPW@h", "'http:///(hidden)@h' has no host; write http://... or https://..."},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         err[0] = '\0';
@@ -244,6 +262,12 @@ static void test_url(void)
         CHECK(rc == LL_EINVAL && strcmp(err, bad[i].why) == 0, "'%s' refused: %d '%s', want '%s'", bad[i].in, rc,
               err, bad[i].why);
     }
+
+    /* what else libcurl refuses, in its own words (which vary by version) */
+    err[0] = '\0';
+    CHECK(ll_url_check("http://h/a b", err, sizeof err) == LL_EINVAL &&
+              strncmp(err, "'http://h/a b' is not a URL libcurl reads (", 43) == 0,
+          "a space refused: '%s'", err);
 
     static const struct { const char *base, *drop, *path, *want; } joins[] = {
         {"http://h:1", NULL, "/v1/chat/completions", "http://h:1/v1/chat/completions"},
@@ -295,6 +319,7 @@ static void test_same_origin(void)
         {"http://h:", "http://h/metrics", 1}, /* an empty port is the default */
         {"http://user:pw@h:8000/v1", "http://h:8000/metrics", 1},
         {"http://[::1]:8000/v1", "http://[::1]:8000/metrics", 1},
+        {"http://[::1]:8000", "http://[0:0::1]:8000/metrics", 1}, /* one address, as libcurl reads both */
         {"http://h:8000", "http://h:8001/metrics", 0},
         {"http://h", "https://h/metrics", 0},
         {"http://h:443", "https://h:443/metrics", 0},

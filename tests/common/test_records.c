@@ -389,6 +389,60 @@ static void test_drain_close(void)
           "open in a missing folder: %s", err);
 }
 
+/* A records file deleted (or replaced) under the writer: at the level's end
+ * the writer saves what it wrote beside the path, fails, and counts the
+ * request records that came after. */
+static void gone_case(int replace)
+{
+    char path[512], saved[600], err[256] = "";
+    ll_rec_writer *w = NULL;
+    path_of(path, sizeof path, replace ? "replaced.jsonl" : "gone.jsonl");
+    snprintf(saved, sizeof saved, "%s.recovered", path);
+    CHECK(ll_rec_open(path, 0, &w, err, sizeof err) == 0, "open: %s", err);
+    if (!w)
+        return;
+    ll_rec_run run = {.url = "u", .model = "m", .endpoint = "chat"};
+    ll_rec_level lv = {.level = 0, .concurrency = 2, .n_requests = 3};
+    int rc = ll_rec_put_run(w, &run) || ll_rec_put_level(w, &lv);
+    for (int i = 0; i < 3 && !rc; i++) {
+        ll_rec_request rq = {.level = 0, .id = (uint64_t)i, .send_ns = 1, .end_ns = 2, .intended_ns = -1,
+                             .header_ns = -1, .first_token_ns = -1, .first_think_ns = -1, .first_answer_ns = -1,
+                             .usage_prompt = -1, .usage_completion = -1, .usage_reasoning = -1};
+        rc = ll_rec_put_request(w, &rq);
+    }
+    CHECK(rc == 0 && ll_rec_drain(w, 5000000000) == 0 && ll_rec_written(w) == 5, "5 lines written");
+    CHECK(unlink(path) == 0, "records file deleted");
+    if (replace)
+        CHECK(write_text(path, "someone else's file\n") == 0, "another file in its place");
+    ll_rec_level_end le = {.level = 0, .end_ns = 10};
+    CHECK(ll_rec_put_level_end(w, &le) == 0, "the level's end is queued");
+    CHECK(ll_rec_drain(w, 5000000000) == LL_EIO, "the level's end finds the file gone: the writer fails");
+    ll_rec_request late = {.level = 1, .id = 9, .intended_ns = -1};
+    CHECK(ll_rec_put_request(w, &late) == LL_EIO, "a later request is refused");
+    CHECK(ll_rec_lost_requests(w) == 1, "and counted as not written: %llu",
+          (unsigned long long)ll_rec_lost_requests(w));
+    CHECK(ll_rec_close(w) == LL_EIO, "close reports the failure");
+    got g;
+    memset(&g, 0, sizeof g);
+    CHECK(ll_rec_read(saved, &all_handlers, &g, NULL, err, sizeof err) == 0 && g.runs == 1 && g.levels == 1 &&
+              g.requests == 3 && g.level_ends == 1,
+          "%s holds every line written, the level's end too: %d runs, %d levels, %d requests, %d ends (%s)",
+          saved, g.runs, g.levels, g.requests, g.level_ends, err);
+    if (replace) {
+        char *text = NULL;
+        size_t len = 0;
+        CHECK(ll_read_file(path, &text, &len, err, sizeof err) == 0 && strcmp(text, "someone else's file\n") == 0,
+              "the file that took its place is left alone");
+        free(text);
+    }
+}
+
+static void test_file_gone(void)
+{
+    gone_case(0);
+    gone_case(1);
+}
+
 /* ---- many producers ------------------------------------------------------------------ */
 
 enum { N_PROD = 8, PER_PROD = 2500 };
@@ -1009,6 +1063,7 @@ int main(void)
     test_clock_and_lines();
     test_metric();
     test_drain_close();
+    test_file_gone();
     test_many_producers(64);
     test_many_producers(0);
     test_hostile();

@@ -134,6 +134,26 @@ static void burst_stamps(sreq *q, int k)
         q->end = q->chunk_t[q->n_chunks - 1];
 }
 
+/* sim.h, loss: a lost chunk arrives loss_delay_ms late and its stream's
+ * later chunks wait behind it (TCP delivers in order). The draws come from
+ * their own generator, so that a run with loss differs from one without
+ * only in its arrival times. */
+static void net_stamps(sreq *q, const sim_cfg *c, ll_rng *net)
+{
+    int64_t prev = 0;
+    for (int k = 0; k < q->n_chunks; k++) {
+        int64_t t = q->chunk_t[k];
+        if (ll_rng_uniform(net) < c->loss_share)
+            t += llround(c->loss_delay_ms * 1e6);
+        q->chunk_t[k] = prev = t > prev ? t : prev;
+    }
+    if (q->n_chunks > 0) {
+        q->first = q->chunk_t[0];
+        if (q->end < prev)
+            q->end = prev;
+    }
+}
+
 static int add_chunk(sreq *q, int64_t t, int cap)
 {
     if (q->n_chunks >= cap)
@@ -149,8 +169,9 @@ int sim_write(const char *path, const sim_cfg *c, sim_stats *st)
     if (!f)
         return -1;
     memset(st, 0, sizeof *st);
-    ll_rng rng;
+    ll_rng rng, net;
     ll_rng_seed(&rng, c->seed);
+    ll_rng_seed(&net, c->seed ^ 0x6e6574776f726bULL);
     fprintf(f, "{\"type\":\"run\",\"schema\":%d,\"tool\":\"loadlaw\",\"version\":\"test\","
                "\"host\":\"sim\",\"ranks\":1,\"target\":{\"url\":\"sim://\",\"model\":\"sim\","
                "\"endpoint\":\"chat\",\"bundled\":true},\"engine\":\"backend=sim\"",
@@ -166,7 +187,7 @@ int sim_write(const char *path, const sim_cfg *c, sim_stats *st)
     fprintf(f, ",\"scenario\":null,\"config\":{}}\n");
 
     int64_t t = 1000000;
-    int killed = 0, gid = 0, rc = 0;
+    int killed = 0, gid = 0, rc = 0, partitioned = 0;
     for (int l = 0; l < c->n_levels && !killed; l++) {
         int C = c->conc[l], n = c->n_requests[l];
         sim_level_stats *ls = &st->lv[l];
@@ -232,6 +253,11 @@ int sim_write(const char *path, const sim_cfg *c, sim_stats *st)
             dur_ms *= jitter_factor(c, &rng);
             if (c->stall_every > 0 && (st->steps + 1) % c->stall_every == 0)
                 dur_ms += c->stall_ms;
+            if (c->partition_ms > 0 && l == c->partition_level && !partitioned &&
+                ts >= ls->start_ns + llround(c->partition_at_ms * 1e6)) {
+                dur_ms += c->partition_ms; /* sim.h: the link down, as the client sees it */
+                partitioned = 1;
+            }
             int64_t dur = llround(dur_ms * 1e6);
             if (dur < 1000)
                 dur = 1000;
@@ -300,6 +326,8 @@ int sim_write(const char *path, const sim_cfg *c, sim_stats *st)
         for (int k = 0; k < n_done; k++) {
             if (c->burst_every > 0 && l == c->burst_level)
                 burst_stamps(&rq[order[k]], c->burst_every);
+            if (c->loss_share > 0)
+                net_stamps(&rq[order[k]], c, &net);
             write_request(f, l, &rq[order[k]], c);
         }
         if (!killed) {

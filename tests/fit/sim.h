@@ -68,6 +68,18 @@ typedef struct sim_cfg {
                                  * (their prompts plus the tokens they have had) */
     double prompt_spread;       /* > 0: each request's prompt is prompt_tok * U(1 - s, 1 + s) */
     int buckets;                /* 1: the law's N is padded to 1, 2, 4, then multiples of 8 */
+    /* The network between server and client (the server's steps are not
+     * touched, only when the client sees each chunk; a stream's chunks stay
+     * in order, as TCP delivers them): */
+    double loss_share;          /* a chunk lost and resent loss_delay_ms later, with
+                                 * every later chunk of its stream held behind it */
+    double loss_delay_ms;
+    double partition_ms;        /* > 0: the link is down partition_ms from partition_at_ms
+                                 * after level partition_level's start: no request can
+                                 * start or end, and to the client every stream waits
+                                 * one step partition_ms longer than the law */
+    double partition_at_ms;
+    int partition_level;
 } sim_cfg;
 
 typedef struct sim_level_stats {

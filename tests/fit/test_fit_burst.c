@@ -309,6 +309,92 @@ static void test_prompt_drift_counts(const char *path)
     fit_run_free(run);
 }
 
+/* The trim rule on points built by hand: 10 + 0.5 N ms, N = 1..8, 40
+ * steps each with a small spread; at N = 2 a sixth of the steps are 3 ms
+ * slower (a lossy link's waits: real time the mean must keep) and one step
+ * is a 1,028 ms stall (a partition). The far share of N = 2 is over a tenth,
+ * and a rule that then kept all of that N's far points kept the stall: the
+ * law came out of it. Judged against N = 2's own spread, the slow steps
+ * stay, the stall goes, and the law is the one fitted without the stall. */
+static void test_stall_in_noisy_level(void)
+{
+    enum { PER = 40, NX = 8 };
+    double x[NX * PER + 1], y[NX * PER + 1];
+    size_t n = 0;
+    for (int N = 1; N <= NX; N++)
+        for (int k = 0; k < PER; k++) {
+            x[n] = N;
+            y[n] = 10 + 0.5 * N + 0.05 * ((k * 7919) % 11 - 5) / 5.0;
+            if (N == 2 && k % 6 == 0)
+                y[n] += 3;
+            n++;
+        }
+    fit_law clean, L;
+    char err[256];
+    CHECK(fit_line(x, y, n, 1, &clean, err, sizeof err) == 0, "fit without the stall: %s", err);
+    x[n] = 2;
+    y[n++] = 1028;
+    CHECK(fit_line(x, y, n, 1, &L, err, sizeof err) == 0, "fit with it: %s", err);
+    CHECK(L.n_trimmed == 1, "the stall alone is left out: %zu trimmed", L.n_trimmed);
+    /* (the points' weights come from each N's spread, which the stall moves a little) */
+    CHECK(fabs(L.a_ms / clean.a_ms - 1) < 0.002 && fabs(L.b_ms / clean.b_ms - 1) < 0.005,
+          "the law is the one without the stall: %.6f + %.6f N against %.6f + %.6f N", L.a_ms, L.b_ms, clean.a_ms,
+          clean.b_ms);
+    CHECK(clean.n_trimmed == 0, "the slow steps stay (real time): %zu trimmed", clean.n_trimmed);
+}
+
+/* The same through the records: 10 + 0.5 N ms at C = 2, 4, 8, 16, 2% of
+ * chunks lost and resent 220 ms later, and the link down 3 s in level 0
+ * (sim.h partition_ms): the stall leaves the law, the note counts the
+ * points that went, and level 0, whose throughput the stall really cut, is
+ * the level the headline names. */
+static void test_lossy_partition(const char *path)
+{
+    sim_cfg c;
+    sim_default(&c);
+    int cs[] = {2, 4, 8, 16};
+    sim_set_levels(&c, cs, 4, 6);
+    c.a_ms = 10;
+    c.b_ms = 0.5;
+    c.max_tokens = 64;
+    c.think_tok = 0;
+    c.jitter_frac = 0.02;
+    c.prefill_per_step = 2;
+    c.loss_share = 0.02;
+    c.loss_delay_ms = 220;
+    c.partition_ms = 3000;
+    c.partition_at_ms = 1000;
+    c.partition_level = 0;
+    c.write_steps = 0; /* a remote server: the client's gaps are all there is */
+    sim_stats st;
+    char err[512] = "";
+    fit_run *run = NULL;
+    fit_result *r = NULL;
+    int rc = sim_fit(path, &c, NULL, &st, &run, &r, err, sizeof err);
+    CHECK(rc == 0, "%s", err);
+    if (rc)
+        return;
+    const fit_law *L = &r->law;
+    CHECK(fabs(L->a_ms / 10 - 1) < 0.03 && fabs(L->b_ms / 0.5 - 1) < 0.03, "law %.4f + %.4f N against 10 + 0.5 N",
+          L->a_ms, L->b_ms);
+    CHECK(L->n_trimmed >= 1 && L->n_trimmed < L->n_points / 10, "%zu of %zu points left out", L->n_trimmed,
+          L->n_points);
+    char want[64];
+    snprintf(want, sizeof want, "%zu of %zu step points", L->n_trimmed, L->n_points);
+    int said = 0;
+    for (size_t i = 0; i < r->n_notes; i++)
+        said |= strstr(r->notes[i], want) != NULL;
+    CHECK(said, "the note counts them: '%s'", want);
+    CHECK(r->model_worst_level == 0 && r->levels[0].model_error_rel < -0.3,
+          "the stalled level is the worst: level %d, %.3f", r->model_worst_level,
+          r->n_levels ? r->levels[0].model_error_rel : NAN);
+    for (size_t i = 1; i < r->n_levels; i++)
+        CHECK(fabs(r->levels[i].model_error_rel) < 0.03, "C=%d within 3%%: %.4f", r->levels[i].concurrency,
+              r->levels[i].model_error_rel);
+    fit_result_free(r);
+    fit_run_free(run);
+}
+
 int main(void)
 {
     gsl_set_error_handler_off();
@@ -320,6 +406,8 @@ int main(void)
     test_client_bursts(path);
     test_one_n(path);
     test_prompt_drift_counts(path);
+    test_stall_in_noisy_level();
+    test_lossy_partition(path);
     unlink(path);
     TEST_MAIN_END();
 }

@@ -10,14 +10,15 @@
 
 #include "tsupport.h"
 
-int tu_run(const char *bin, char *const args[], const char *outfile, const char *errfile, double timeout_s)
+pid_t tu_spawn(const char *bin, char *const args[], const char *outfile, const char *errfile)
 {
     pid_t p = fork();
-    if (p < 0)
-        return -1;
     if (p == 0) {
-        /* a file that cannot be opened leaves that stream where it was: the
-         * test's own output, where it is still seen */
+        /* A job started in the background inherits SIGINT ignored; a user's
+         * terminal would deliver it, so the child gets the default back. A
+         * file that cannot be opened leaves that stream where it was: the
+         * test's own output, where it is still seen. */
+        signal(SIGINT, SIG_DFL);
         FILE *e = freopen(errfile ? errfile : "/dev/null", "w", stderr);
         FILE *o = freopen(outfile ? outfile : "/dev/null", "w", stdout);
         (void)e;
@@ -25,7 +26,14 @@ int tu_run(const char *bin, char *const args[], const char *outfile, const char 
         execv(bin, args);
         _exit(127);
     }
+    return p;
+}
+
+int tu_wait(pid_t p, double timeout_s)
+{
     int st = 0;
+    if (p < 0)
+        return -1;
     if (timeout_s <= 0) {
         if (waitpid(p, &st, 0) != p)
             return -1;
@@ -40,6 +48,11 @@ int tu_run(const char *bin, char *const args[], const char *outfile, const char 
     kill(p, SIGKILL);
     waitpid(p, &st, 0);
     return -1;
+}
+
+int tu_run(const char *bin, char *const args[], const char *outfile, const char *errfile, double timeout_s)
+{
+    return tu_wait(tu_spawn(bin, args, outfile, errfile), timeout_s);
 }
 
 int tu_sh(const char *cmd)

@@ -13,6 +13,7 @@
 #define LOADLAW_TSUPPORT_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "common.h"
 
@@ -24,6 +25,13 @@
  * timeout_s and was killed (timeout_s <= 0: no limit, ctest's TIMEOUT is
  * the bound). */
 int tu_run(const char *bin, char *const args[], const char *outfile, const char *errfile, double timeout_s);
+
+/* tu_run's start alone: the child's pid (-1 when fork failed), for a test
+ * that signals it while it runs (SIGSTOP, SIGINT); SIGINT restored to its
+ * default in the child. */
+pid_t tu_spawn(const char *bin, char *const args[], const char *outfile, const char *errfile);
+/* Wait for a tu_spawn child: tu_run's return values. */
+int tu_wait(pid_t p, double timeout_s);
 
 /* system(cmd): the command's exit status, -1 when it did not exit. */
 int tu_sh(const char *cmd);
