@@ -16,7 +16,8 @@
 /* ---- vocabulary -------------------------------------------------------------- */
 
 static const char *const err_class_names[LL_ERRC__COUNT] = {
-    "ok", "http_4xx", "http_5xx", "stream_error", "truncated", "timeout", "connect", "reset", "other"};
+    "ok", "http_4xx", "http_5xx", "stream_error", "truncated", "timeout", "connect", "reset", "other",
+    "encoding", "headers"};
 
 const char *ll_err_class_name(ll_err_class c)
 {

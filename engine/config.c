@@ -66,6 +66,12 @@ void eng_config_default(eng_config *cfg)
     cfg->max_connections = 8192;
     cfg->max_body_bytes = 1u << 20;
     cfg->idle_timeout_s = 120;
+    /* uvicorn (vLLM's server) keeps an idle connection 5 s: clients already
+     * reconnect when a server lets one go */
+    cfg->request_timeout_s = 10;
+    cfg->max_connections_per_ip = 0; /* max_connections less a spare (server.c) */
+    /* the scenarios' own bound on num_steps (scenario_load.c) */
+    cfg->profile_max_steps_open = 100000;
     cfg->conn_memory_bytes = 8192;
     cfg->max_running = 256;
     cfg->max_waiting = 8192;

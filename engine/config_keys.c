@@ -102,8 +102,15 @@ static const eng_key keys[] = {
      .hi = 1 << 20, .form = "N", .help = "connection limit (default 8192)"},
     {.name = "max_body", .type = KEY_BYTES, .off = OFF(max_body_bytes), .lo = 64, .hi = 1 << 30,
      .form = "BYTES", .help = "request body limit (default 1Mi)"},
+    {.name = "max_connections_per_ip", .type = KEY_UINT, .off = OFF(max_connections_per_ip),
+     .lo = 0, .hi = 1 << 20, .form = "N", .help = "connections one client address may hold; "
+     "more are closed on accept (default 0 = max_connections - 64, half below 128)"},
     {.name = "idle_timeout", .type = KEY_DURATION_S, .off = OFF(idle_timeout_s), .lo = 1,
-     .hi = 86400, .form = "DUR", .help = "idle connection timeout (default 120s)"},
+     .hi = 86400, .form = "DUR", .help = "a connection being answered is closed after this "
+     "long without a byte moving (default 120s)"},
+    {.name = "request_timeout", .type = KEY_DURATION_S, .off = OFF(request_timeout_s), .lo = 1,
+     .hi = 86400, .form = "DUR", .help = "a connection waiting for a request (new, or idle "
+     "between requests) is closed after this long without a byte arriving (default 10s)"},
     {.name = "conn_memory", .type = KEY_BYTES, .off = OFF(conn_memory_bytes), .lo = 4096,
      .hi = 1 << 20, .form = "BYTES", .help = "HTTP memory per connection (request headers must "
      "fit: ~7 KB at 8k; more answer 431); the server's memory per stream (default 8k)"},
@@ -118,6 +125,9 @@ static const eng_key keys[] = {
            "the key /start_profile and /stop_profile need instead of api_key (serve also reads "
            "LOADLAW_CONTROL_KEY)"),
     BOOL("no_control", no_control, "turn /start_profile and /stop_profile off (404)"),
+    INT("profile_max_steps_open", profile_max_steps_open, 1, ENG_PROF_MAX_STEPS, "N",
+        "the most steps a /start_profile captures when neither control_key nor api_key is set "
+        "(with a key: 10m; default 100k: ~20 MB of memory, ~36 MB of trace)"),
     BOOL("prefix_cache", prefix_cache,
          "keep a prefix cache: a prompt's leading 16-word blocks an earlier prompt had are not "
          "prefilled again, and are said as usage.prompt_tokens_details.cached_tokens"),

@@ -59,6 +59,23 @@ static int check_law_shape(const eng_config *c, char *err, size_t errlen)
     return 0;
 }
 
+/* The HTTP server's and the profiler's limits. */
+static int check_server_config(const eng_config *c, char *err, size_t errlen)
+{
+    if (c->port < 0 || c->port > 65535 || c->max_body_bytes < 64 || c->max_connections < 16 ||
+        c->idle_timeout_s < 1 || c->request_timeout_s < 1) {
+        ll_errf(err, errlen, "engine config: port, max_body_bytes (>= 64), max_connections (>= 16), "
+                             "idle_timeout_s or request_timeout_s (>= 1) out of range");
+        return LL_EINVAL;
+    }
+    if (c->profile_max_steps_open < 1 || c->profile_max_steps_open > ENG_PROF_MAX_STEPS) {
+        ll_errf(err, errlen, "engine config: profile_max_steps_open must be in [1, %d]",
+                ENG_PROF_MAX_STEPS);
+        return LL_EINVAL;
+    }
+    return 0;
+}
+
 static int check_config(const eng_config *c, char *err, size_t errlen)
 {
     if (c->max_running < 1 || c->prefill_budget_tok < 1 || c->max_tokens_limit < 1 ||
@@ -84,13 +101,7 @@ static int check_config(const eng_config *c, char *err, size_t errlen)
         ll_errf(err, errlen, "engine config: step_log_max must be >= 1 and conn_memory >= 4096");
         return LL_EINVAL;
     }
-    if (c->port < 0 || c->port > 65535 || c->max_body_bytes < 64 || c->max_connections < 16 ||
-        c->idle_timeout_s < 1) {
-        ll_errf(err, errlen, "engine config: port, max_body_bytes (>= 64), max_connections (>= 16) "
-                             "or idle_timeout_s (>= 1) out of range");
-        return LL_EINVAL;
-    }
-    return 0;
+    return check_server_config(c, err, errlen);
 }
 
 /* The backend for a kind; NULL when it is not built in. */

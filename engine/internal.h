@@ -149,7 +149,8 @@ void eng_req_unref(eng_req *r);
  * accept, answer and close, and the engine room for a trace file. */
 #define ENG_FD_RESERVE 32
 
-/* The most steps one profile capture holds (also num_steps' bound). */
+/* The most steps one profile capture holds (also num_steps' bound) when a
+ * key guards /start_profile; cfg.profile_max_steps_open when none does. */
 #define ENG_PROF_MAX_STEPS 10000000
 
 /* A captured step; its phases are prof.phases[phase0, phase0 + n_phases)
@@ -159,6 +160,8 @@ typedef struct eng_prof_step {
     int n_phases;
     size_t phase0;
 } eng_prof_step;
+
+typedef struct eng_linger eng_linger; /* linger.c */
 
 typedef struct eng_engine {
     eng_config cfg;
@@ -177,6 +180,7 @@ typedef struct eng_engine {
     pthread_t mhd_nudge_thread;
     int mhd_nudge_started;
     atomic_int mhd_nudge_stop;
+    eng_linger *linger;            /* lingering closes (linger.c); NULL: none */
     pthread_t sched_thread;
     int sched_started;
     struct eng_sched *sched;       /* scheduler-thread state (sched.c) */
@@ -239,6 +243,7 @@ typedef struct eng_engine {
         int base_private;          /* base is the default: ours alone, mode 0700 */
         int active, done;          /* capturing; capture complete, file not yet written */
         int want_steps;            /* 0 = until /stop_profile */
+        int max_steps;             /* the capture's bound (profile.c, prof_max_steps) */
         int64_t deadline_ns;       /* a num_steps capture ends by then even if idle */
         int gzip;
         char dir[512];             /* base/sub, as the answers name it */
@@ -269,6 +274,17 @@ int eng_config_own_str(eng_config *cfg, int slot, const char *value);
 int eng_server_start(eng_engine *e, char *err, size_t errlen);
 void eng_server_stop(eng_engine *e);
 
+/* linger.c: a lingering close for connections answered before their body
+ * was read (the file says why). start: 0, or LL_ENOMEM / LL_ESYS with err.
+ * add (MHD's thread, from the "request completed" notice, before MHD closes
+ * the socket): a duplicate of fd is shut for writing and what the client
+ * still sends is read and dropped until it closes, for a few seconds at
+ * most; a no-op when l is NULL or every slot is taken. stop joins the thread
+ * and closes what still lingers (after MHD has stopped). */
+int eng_linger_start(eng_linger **out, char *err, size_t errlen);
+void eng_linger_add(eng_linger *l, int fd);
+void eng_linger_stop(eng_linger *l);
+
 /* routes.c: MHD's access handler (called with the headers, then each piece
  * of body, then with none left: the route's answer) and its "request
  * completed" notice (marks an unfinished generation cancelled, frees the
@@ -279,6 +295,10 @@ enum MHD_Result eng_routes_on_access(void *cls, struct MHD_Connection *conn, con
                                      void **con_cls);
 void eng_routes_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                              enum MHD_RequestTerminationCode toe);
+/* routes.c: MHD's connection notice; a new connection gets request_timeout
+ * until its request is in (then idle_timeout, until its answer is out). */
+void eng_routes_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                              enum MHD_ConnectionNotificationCode code);
 
 /* response.c: a generation's callback response (cls is its eng_req, which
  * holds one reference for the response). eng_response_read_cb copies r->out under io_mu,
@@ -330,6 +350,13 @@ int eng_prompt_lp_parse(const cJSON *root, int kind, int vocab, int *prompt_lp, 
  * positions the backend left (out[j].id < 0) from the seeded words' model. */
 int eng_json_prompt_lp(ll_buf *b, eng_req *r);
 void eng_cont_free(eng_cont *c);
+
+/* json_dup.c: 1 when an object anywhere in root holds a key twice, with
+ * path naming it ("max_tokens", "stream_options.include_usage",
+ * "messages[0].content"; request bytes, each key clipped to 40, a path too
+ * deep for pathlen elided with "..." before the key), 0 when none,
+ * LL_ENOMEM, or LL_EINVAL for a path buffer under 56 bytes. */
+int eng_json_dup_key(const cJSON *root, char *path, size_t pathlen);
 
 /* Copy at most max_bytes of src into dst (dstlen with its NUL), cut at a
  * character boundary, invalid UTF-8 bytes made '?', and "..." appended

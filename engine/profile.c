@@ -174,6 +174,7 @@ static int open_capture_dir(const eng_engine *e, const char *sub, char *msg, siz
 
 /* What a /start_profile body asks for; sub points into the parsed body. */
 typedef struct prof_req {
+    int max_steps;  /* the most this capture may hold (prof_max_steps) */
     int want_steps; /* 0: until /stop_profile */
     int gzip;
     double timeout_s;
@@ -187,15 +188,27 @@ static const cJSON *given(const cJSON *root, const char *name)
     return v && !cJSON_IsNull(v) ? v : NULL;
 }
 
+/* The most steps a capture may hold. A capture costs ~200 B of memory and
+ * ~360 B of trace a step; without a key anyone who reaches the port may ask
+ * for one, so then the bound is profile_max_steps_open (what the scenarios
+ * ask for at most), and ENG_PROF_MAX_STEPS with a key. */
+static int prof_max_steps(const eng_engine *e)
+{
+    return e->cfg.control_key || e->cfg.api_key ? ENG_PROF_MAX_STEPS : e->cfg.profile_max_steps_open;
+}
+
 /* Read the body's members into req (defaults stay where one is absent);
  * LL_EINVAL with msg on the first bad one. */
 static int read_prof_members(const cJSON *root, prof_req *req, char *msg, size_t msglen)
 {
     const cJSON *n = given(root, "num_steps");
     if (n) {
-        if (!cJSON_IsNumber(n) || n->valuedouble < 1 || n->valuedouble > ENG_PROF_MAX_STEPS ||
+        if (!cJSON_IsNumber(n) || n->valuedouble < 1 || n->valuedouble > req->max_steps ||
             n->valuedouble != (double)(int)n->valuedouble) {
-            ll_errf(msg, msglen, "'num_steps' must be an integer in [1, 10000000]");
+            ll_errf(msg, msglen, "'num_steps' must be an integer in [1, %d]%s", req->max_steps,
+                    req->max_steps < ENG_PROF_MAX_STEPS
+                        ? " (the bound without a key: profile_max_steps_open; with api_key or "
+                          "control_key set it is 10000000)" : "");
             return LL_EINVAL;
         }
         req->want_steps = (int)n->valuedouble;
@@ -247,6 +260,16 @@ static int parse_prof_body(const char *body, size_t len, cJSON **root, prof_req 
                              "a name short)");
         return LL_EINVAL;
     }
+    char where[128];
+    int dup = eng_json_dup_key(*root, where, sizeof where);
+    if (dup) {
+        if (dup < 0)
+            ll_errf(msg, msglen, "out of memory");
+        else
+            ll_errf(msg, msglen, "duplicate key \"%s\" in the profile request body: each key may "
+                    "appear once", where);
+        return dup < 0 ? LL_ENOMEM : LL_EINVAL;
+    }
     return read_prof_members(*root, req, msg, msglen);
 }
 
@@ -260,6 +283,7 @@ static void prof_arm(eng_engine *e, const char *dir, const prof_req *req)
     e->prof.active = 1;
     e->prof.done = 0;
     e->prof.want_steps = req->want_steps;
+    e->prof.max_steps = req->max_steps;
     e->prof.deadline_ns = ll_now_ns() + (int64_t)(req->timeout_s * 1e9);
     e->prof.gzip = req->gzip;
     e->prof.steps.n = 0;
@@ -269,7 +293,8 @@ static void prof_arm(eng_engine *e, const char *dir, const prof_req *req)
 
 int eng_prof_begin(eng_engine *e, const char *body, size_t len, char *msg, size_t msglen)
 {
-    prof_req req = {.want_steps = 0, .gzip = 0, .timeout_s = 30, .sub = NULL};
+    prof_req req = {.max_steps = prof_max_steps(e), .want_steps = 0, .gzip = 0, .timeout_s = 30,
+                    .sub = NULL};
     const char *dir = e->prof.base;
     cJSON *root = NULL;
     int rc = LL_EINVAL;
@@ -277,8 +302,9 @@ int eng_prof_begin(eng_engine *e, const char *body, size_t len, char *msg, size_
         ll_errf(msg, msglen, "a profile is already being captured (POST /stop_profile first)");
         return LL_EINVAL;
     }
-    if (len > 0 && parse_prof_body(body, len, &root, &req, msg, msglen))
+    if (len > 0 && (rc = parse_prof_body(body, len, &root, &req, msg, msglen)) != 0)
         goto fail;
+    rc = LL_EINVAL;
     if (strlen(dir) + (req.sub ? strlen(req.sub) + 1 : 0) >= sizeof e->prof.dir - 64) {
         ll_errf(msg, msglen, "the profile directory's path is too long");
         goto fail;
@@ -326,7 +352,7 @@ int eng_prof_record(eng_engine *e, const eng_step *s, const eng_phase *ph, int n
     /* A capture until /stop_profile is bounded like a num_steps one (its
      * largest num_steps), so a forgotten capture cannot grow forever. */
     if ((e->prof.want_steps > 0 && e->prof.steps.n >= (size_t)e->prof.want_steps) ||
-        e->prof.steps.n >= ENG_PROF_MAX_STEPS) {
+        e->prof.steps.n >= (size_t)e->prof.max_steps) {
         prof_complete(e);
         return 1;
     }

@@ -3,6 +3,7 @@
  * offending parameter. Prompt tokens are counted as whitespace-separated words
  * so usage is exact and reproducible without a tokenizer. */
 #include <ctype.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -130,6 +131,13 @@ static int parse_body(const char *body, size_t len, cJSON **root, const req_erro
                       end && end >= body ? (size_t)(end - body) : (size_t)0);
     if (!cJSON_IsObject(*root))
         return refuse(er, 400, NULL, "request body must be a JSON object");
+    char where[128];
+    int dup = eng_json_dup_key(*root, where, sizeof where);
+    if (dup < 0)
+        return refuse(er, 500, NULL, "out of memory");
+    if (dup)
+        return refuse(er, 400, NULL, "duplicate key \"%s\" in the request body: each key may appear "
+                      "once (JSON readers disagree on which of two counts)", where);
     return 0;
 }
 
@@ -150,6 +158,16 @@ static int check_model(const cJSON *root, const eng_config *cfg, const req_error
     return 0;
 }
 
+/* The OpenAI API's message roles (it refuses others, 400). */
+static int known_role(const char *role)
+{
+    static const char *const roles[] = {"system", "developer", "user", "assistant", "tool", "function"};
+    for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)
+        if (strcmp(role, roles[i]) == 0)
+            return 1;
+    return 0;
+}
+
 /* Chat: the words of every message's content. */
 static int chat_prompt_tok(const cJSON *root, int *prompt, const req_error *er)
 {
@@ -163,6 +181,9 @@ static int chat_prompt_tok(const cJSON *root, int *prompt, const req_error *er)
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
         if (!cJSON_IsObject(m) || !cJSON_IsString(role))
             return refuse(er, 400, "messages", "messages[%d] must be an object with a string 'role'", i);
+        if (!known_role(role->valuestring))
+            return refuse(er, 400, "messages", "messages[%d].role must be one of system, developer, "
+                          "user, assistant, tool or function", i);
         int w = content_words(cJSON_GetObjectItemCaseSensitive(m, "content"));
         if (w < 0)
             return refuse(er, 400, "messages",
@@ -220,17 +241,90 @@ static int read_token_counts(const cJSON *root, const eng_config *cfg, req_opts 
     return 0;
 }
 
-/* stream, ignore_eos, temperature (checked, not used) and stream_options. */
+/* The sampling parameters: checked as the OpenAI API (and, for its own
+ * ones, vLLM) defines them, so a request a real server refuses is refused
+ * here too rather than answered as if honoured, and otherwise unused: the
+ * engine decodes greedily and its words come from its own seed and the
+ * prompt (docs/engine.md). One row each: the range, its open ends, whether
+ * only integers fit, and the message's words. */
+typedef struct num_param {
+    const char *name;
+    double lo, hi;
+    int lo_open, hi_open, integer;
+    const char *range;
+} num_param;
+
+static const num_param num_params[] = {
+    {"temperature", 0, 2, 0, 0, 0, "a number in [0, 2]"},
+    {"top_p", 0, 1, 1, 0, 0, "a number in (0, 1]"},
+    {"frequency_penalty", -2, 2, 0, 0, 0, "a number in [-2, 2]"},
+    {"presence_penalty", -2, 2, 0, 0, 0, "a number in [-2, 2]"},
+    /* vLLM's: above 0, no upper bound (a finite number) */
+    {"repetition_penalty", 0, DBL_MAX, 1, 0, 0, "a number above 0"},
+    {"min_p", 0, 1, 0, 0, 0, "a number in [0, 1]"},
+    /* vLLM's: -1 or 0 turn it off */
+    {"top_k", -1, 2147483647.0, 0, 0, 1, "an integer, -1 or 0 (off) or a count up to 2^31 - 1"},
+    /* vLLM's bound: a signed 64-bit integer. JSON numbers arrive as doubles,
+     * so one past 2^53 is read to the nearest double, as Python's float
+     * would and its int would not; the engine does not use the value. */
+    {"seed", -9223372036854775808.0, 9223372036854775808.0, 0, 1, 1,
+     "an integer in [-2^63, 2^63 - 1]"},
+};
+
+static int num_param_ok(const num_param *p, double v)
+{
+    if (!(v >= p->lo && v <= p->hi) || (p->lo_open && v == p->lo) || (p->hi_open && v == p->hi))
+        return 0;
+    return !p->integer || v == floor(v);
+}
+
+/* A token id as a JSON key: 1 to 10 digits, at most 2^31 - 1. */
+static int token_id_key(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0 || n > 10 || strspn(s, "0123456789") != n)
+        return 0;
+    return strtoull(s, NULL, 10) <= 2147483647u;
+}
+
+/* logit_bias: an object of token ids ("42") to biases in [-100, 100]. */
+static int read_logit_bias(const cJSON *root, const req_error *er)
+{
+    const cJSON *lb = cJSON_GetObjectItemCaseSensitive(root, "logit_bias"), *m;
+    if (!lb || cJSON_IsNull(lb))
+        return 0;
+    if (!cJSON_IsObject(lb))
+        return refuse(er, 400, "logit_bias", "'logit_bias' must be an object of token ids to numbers");
+    cJSON_ArrayForEach(m, lb) {
+        if (!token_id_key(m->string) || !cJSON_IsNumber(m) ||
+            !(m->valuedouble >= -100 && m->valuedouble <= 100))
+            return refuse(er, 400, "logit_bias", "'logit_bias' must map token ids (\"42\") to numbers "
+                          "in [-100, 100]");
+    }
+    return 0;
+}
+
+static int read_sampling(const cJSON *root, const req_error *er)
+{
+    for (size_t i = 0; i < sizeof num_params / sizeof num_params[0]; i++) {
+        const num_param *p = &num_params[i];
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, p->name);
+        if (v && !cJSON_IsNull(v) && (!cJSON_IsNumber(v) || !num_param_ok(p, v->valuedouble)))
+            return refuse(er, 400, p->name, "'%s' must be %s", p->name, p->range);
+    }
+    const cJSON *user = cJSON_GetObjectItemCaseSensitive(root, "user");
+    if (user && !cJSON_IsNull(user) && !cJSON_IsString(user))
+        return refuse(er, 400, "user", "'user' must be a string");
+    return read_logit_bias(root, er);
+}
+
+/* stream, ignore_eos and stream_options. */
 static int read_stream_opts(const cJSON *root, req_opts *o, const req_error *er)
 {
     if (opt_bool(root, "stream", &o->stream) < 0)
         return refuse(er, 400, "stream", "'stream' must be a boolean");
     if (opt_bool(root, "ignore_eos", &o->ignore_eos) < 0)
         return refuse(er, 400, "ignore_eos", "'ignore_eos' must be a boolean");
-    const cJSON *temp = cJSON_GetObjectItemCaseSensitive(root, "temperature");
-    if (temp && !cJSON_IsNull(temp) &&
-        (!cJSON_IsNumber(temp) || temp->valuedouble < 0 || temp->valuedouble > 2))
-        return refuse(er, 400, "temperature", "'temperature' must be a number in [0, 2]");
     const cJSON *so = cJSON_GetObjectItemCaseSensitive(root, "stream_options");
     if (!so || cJSON_IsNull(so))
         return 0;
@@ -426,6 +520,7 @@ eng_req *eng_req_parse(eng_engine *e, int kind, const char *body, size_t len,
                                 : completion_prompt_tok(root, &prompt, &er));
     LL_TRY(read_token_counts(root, cfg, &o, &er));
     LL_TRY(read_stream_opts(root, &o, &er));
+    LL_TRY(read_sampling(root, &er));
     LL_TRY(read_output_opts(root, kind, &o, &er));
     LL_TRY(read_unsupported(root, &o, &er));
     LL_TRY(read_prompt_lp(e, root, kind, &o, &er));

@@ -3,6 +3,10 @@
  * reserve, the API key, the body limit), and each route's answer: generation
  * (handed to the scheduler, its body read by response.c), /v1/models,
  * /health, /metrics and the profiler's /start_profile and /stop_profile.
+ * Also each connection's timeout: request_timeout while it waits for a
+ * request (from its accept, or the end of its previous answer, until the
+ * whole request is in), idle_timeout while the request is answered; a
+ * connection that sends nothing holds its slot for seconds, not minutes.
  * Every function here runs on MHD's thread. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -43,6 +47,7 @@ static const struct {
 typedef struct eng_conn {
     int route;                 /* R_* */
     int answered;              /* refused before its body (401, 413): the rest is skipped */
+    int linger;                /* answered with a body still on its way: lingering close */
     const char *allow;         /* known path, wrong method: the method it takes */
     ll_buf body;
     int too_big, oom;
@@ -344,29 +349,48 @@ static void match_route(const eng_engine *e, eng_conn *c, const char *url, const
         }
 }
 
+/* 1 when the request has a body on its way (a Content-Length above 0, or a
+ * chunked one); *declared gets the Content-Length (0: none). */
+static int has_body(struct MHD_Connection *conn, uint64_t *declared)
+{
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    *declared = 0;
+    if (cl && ll_parse_count(cl, declared) != 0)
+        *declared = 0;
+    return *declared > 0 ||
+           MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+}
+
 /* The checks made once the headers are in, before any body is read: the
  * descriptor reserve, the key, and a declared body over the limit. Each
- * refusal marks c answered so the body that still arrives is dropped. */
+ * refusal is answered now, before the body, so a client that sent
+ * "Expect: 100-continue" never sends it and one that reads while it writes
+ * stops early; c is marked answered so what still arrives is dropped, and
+ * (but for the descriptor reserve, which has no descriptors to spare) its
+ * connection lingers (linger.c) so that a client that writes its whole body
+ * before it reads gets the answer rather than a reset. */
 static enum MHD_Result admit(eng_engine *e, struct MHD_Connection *conn, eng_conn *c)
 {
+    uint64_t declared;
     if (fd_exhausted(e, conn)) {
         c->answered = 1;
         return respond_fd_exhausted(e, conn);
     }
+    int body = has_body(conn, &declared);
     if (!authorized(e, conn, c->route)) {
         c->answered = 1;
+        c->linger = body;
         return respond_error(conn, 401, NULL,
                              "Incorrect or missing API key: send \"Authorization: Bearer KEY\".",
                              NULL);
     }
-    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
-    uint64_t declared;
-    if (cl && ll_parse_count(cl, &declared) == 0 && declared > e->cfg.max_body_bytes) {
+    if (declared > e->cfg.max_body_bytes) {
         char msg[160];
         ll_errf(msg, sizeof msg, "request body of %llu bytes is over this server's limit of %zu bytes",
                 (unsigned long long)declared, e->cfg.max_body_bytes);
         c->answered = 1;
+        c->linger = 1;
         return respond_error(conn, 413, NULL, msg, NULL);
     }
     return MHD_YES;
@@ -406,6 +430,14 @@ static enum MHD_Result respond_metrics(eng_engine *e, struct MHD_Connection *con
     enum MHD_Result ok = respond(conn, 200, "text/plain; version=0.0.4", b.p, b.len, NULL);
     ll_buf_free(&b);
     return ok;
+}
+
+/* MHD's inactivity timeout for conn, in seconds. It refuses only an unknown
+ * option; a connection left with the timeout it had is no worse. */
+static void set_timeout(struct MHD_Connection *conn, unsigned s)
+{
+    if (MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, s) != MHD_YES)
+        ll_debug("engine: a connection's timeout could not be set to %us", s);
 }
 
 /* 405 when the path exists under another method, 404 otherwise. method and
@@ -479,7 +511,31 @@ enum MHD_Result eng_routes_on_access(void *cls, struct MHD_Connection *conn, con
     }
     if (c->prof_wait)
         return finish_profile_wait(e, conn, c);
+    set_timeout(conn, e->cfg.idle_timeout_s); /* the request is in: it is being answered */
     return dispatch(e, conn, c, url, method);
+}
+
+void eng_routes_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                              enum MHD_ConnectionNotificationCode code)
+{
+    eng_engine *e = cls;
+    (void)socket_context;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+        set_timeout(conn, e->cfg.request_timeout_s);
+}
+
+/* A request's answer is out: a connection kept open waits for the next
+ * request under request_timeout; one refused before its body lingers. */
+static void after_answer(eng_engine *e, struct MHD_Connection *conn, const eng_conn *c)
+{
+    if (!c->linger) {
+        set_timeout(conn, e->cfg.request_timeout_s);
+        return;
+    }
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (ci)
+        eng_linger_add(e->linger, (int)ci->connect_fd);
 }
 
 void eng_routes_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -489,6 +545,8 @@ void eng_routes_on_completed(void *cls, struct MHD_Connection *conn, void **con_
     eng_conn *c = *con_cls;
     if (!c)
         return;
+    if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        after_answer(e, conn, c);
     if (c->req) {
         if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) {
             atomic_store(&c->req->cancelled, 1);

@@ -17,9 +17,13 @@
  * so a batch of exactly 128·k ready sockets is not left asleep, and a hook
  * on netstamp's send()/sendmsg() (where the program links netstamp), which
  * times when sampled tokens really left (handoff records' send_ns).
- * This file starts and stops the daemon and its wake-up thread; what each
- * request is answered is routes.c's, and a generation's response body (the
- * reader, the handoff records) response.c's.
+ * A connection refused before its body was read is closed by linger.c's
+ * thread (a lingering close), so its client reads the refusal, not a reset.
+ * One client address holds at most max_connections_per_ip connections.
+ * This file starts and stops the daemon, its wake-up thread and the
+ * lingering-close thread; what each request is answered (and each
+ * connection's timeouts) is routes.c's, and a generation's response body
+ * (the reader, the handoff records) response.c's.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -101,10 +105,56 @@ fail:
     return -1;
 }
 
+/* Connection slots no one client address may take (max_connections_per_ip's
+ * default): a load generator on loopback may hold all but these, and a
+ * client that opens connections and sends nothing cannot lock every other
+ * address out. */
+#define ENG_CONN_SPARE 64
+
+/* MHD's per-address limit: 0 (none) when it would not be below the total. */
+static unsigned per_ip_limit(const eng_config *c)
+{
+    unsigned n = c->max_connections_per_ip;
+    if (n == 0)
+        n = c->max_connections >= 2 * ENG_CONN_SPARE ? c->max_connections - ENG_CONN_SPARE
+                                                      : c->max_connections / 2;
+    return n < c->max_connections ? n : 0;
+}
+
+static struct MHD_Daemon *start_daemon(eng_engine *e, const struct sockaddr_in *sa)
+{
+    /* MHD_USE_TURBO: libmicrohttpd reads, writes and accepts before epoll
+     * says a socket is ready. 0.9.75's epoll loop can sleep with connections
+     * on its ready list when exactly 128·k sockets turn readable at once
+     * (mhd_nudge_main above has the mechanism and the cure); TURBO, which
+     * reads a new connection in the pass that accepts it, makes that rarer
+     * (25 bursts of 256 in 70 stalled without it) and costs nothing in
+     * events/s. Plain poll() has no such loop but cost 60% of the events/s
+     * at 4096 streams. */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO |
+                     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    /* The daemon's timeout is the answering one; a connection waiting for
+     * a request is given request_timeout instead (eng_routes_on_connection),
+     * so the many streams stay on MHD's cheap list of default timeouts. */
+    return MHD_start_daemon(flags, (uint16_t)e->cfg.port, NULL, NULL, eng_routes_on_access, e,
+                            MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)sa,
+                            MHD_OPTION_CONNECTION_LIMIT, e->cfg.max_connections,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_limit(&e->cfg),
+                            MHD_OPTION_CONNECTION_TIMEOUT, e->cfg.idle_timeout_s,
+                            /* the per-stream cost: see eng_config.conn_memory_bytes */
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, e->cfg.conn_memory_bytes,
+                            MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096u,
+                            MHD_OPTION_NOTIFY_COMPLETED, eng_routes_on_completed, e,
+                            MHD_OPTION_NOTIFY_CONNECTION, eng_routes_on_connection, e,
+                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+                            MHD_OPTION_END);
+}
+
 int eng_server_start(eng_engine *e, char *err, size_t errlen)
 {
     e->mhd_nudge_fd = -1;
     e->mhd_nudge_started = 0;
+    e->linger = NULL;
     struct sockaddr_in sa;
     memset(&sa, 0, sizeof sa);
     sa.sin_family = AF_INET;
@@ -121,27 +171,14 @@ int eng_server_start(eng_engine *e, char *err, size_t errlen)
     if ((ntohl(sa.sin_addr.s_addr) >> 24) != 127 && !e->cfg.api_key)
         ll_warn("engine: listening on %s without an API key: anyone who can reach this port can "
                 "use every endpoint (set api_key / serve --api-key or LOADLAW_API_KEY)", host);
-    /* MHD_USE_TURBO: libmicrohttpd reads, writes and accepts before epoll
-     * says a socket is ready. 0.9.75's epoll loop can sleep with connections
-     * on its ready list when exactly 128·k sockets turn readable at once
-     * (mhd_nudge_main above has the mechanism and the cure); TURBO, which
-     * reads a new connection in the pass that accepts it, makes that rarer
-     * (25 bursts of 256 in 70 stalled without it) and costs nothing in
-     * events/s. Plain poll() has no such loop but cost 60% of the events/s
-     * at 4096 streams. */
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO |
-                     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
-    e->mhd = MHD_start_daemon(flags, (uint16_t)e->cfg.port, NULL, NULL, eng_routes_on_access, e,
-                              MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                              MHD_OPTION_CONNECTION_LIMIT, e->cfg.max_connections,
-                              MHD_OPTION_CONNECTION_TIMEOUT, e->cfg.idle_timeout_s,
-                              /* the per-stream cost: see eng_config.conn_memory_bytes */
-                              MHD_OPTION_CONNECTION_MEMORY_LIMIT, e->cfg.conn_memory_bytes,
-                              MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096u,
-                              MHD_OPTION_NOTIFY_COMPLETED, eng_routes_on_completed, e,
-                              MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-                              MHD_OPTION_END);
+    char lerr[160];
+    if (eng_linger_start(&e->linger, lerr, sizeof lerr))
+        ll_warn("engine: %s: a client that writes a refused body whole before reading may see "
+                "a reset instead of its 413", lerr);
+    e->mhd = start_daemon(e, &sa);
     if (!e->mhd) {
+        eng_linger_stop(e->linger);
+        e->linger = NULL;
         ll_errf(err, errlen, "could not start the HTTP server on %s:%d (port in use, or no permission?)",
                 host, e->cfg.port);
         return LL_ESYS;
@@ -151,6 +188,8 @@ int eng_server_start(eng_engine *e, char *err, size_t errlen)
     if (e->port <= 0) {
         MHD_stop_daemon(e->mhd);
         e->mhd = NULL;
+        eng_linger_stop(e->linger);
+        e->linger = NULL;
         ll_errf(err, errlen, "could not learn the HTTP server's port");
         return LL_ESYS;
     }
@@ -182,6 +221,8 @@ void eng_server_stop(eng_engine *e)
     }
     MHD_stop_daemon(e->mhd);
     e->mhd = NULL;
+    eng_linger_stop(e->linger); /* after MHD: its last notices may hand sockets over */
+    e->linger = NULL;
     if (e->mhd_nudge_fd >= 0) {
         close(e->mhd_nudge_fd);
         e->mhd_nudge_fd = -1;

@@ -10,7 +10,7 @@
  * same tree, and refuses (returns -1) at the first thing outside that subset:
  * a non-object root, whitespace other than space/tab/CR/LF (cJSON skips every
  * byte <= 32), a raw control byte in a string, a \u escape (surrogates and
- * NULs are cJSON's business), a key with an escape, a number that is not a
+ * NULs are lg_jfull's business), a key with an escape, a number that is not a
  * plain integer of at most 15 digits (exact in a double; cJSON's strtod gives
  * the same value), nesting deeper than LG_JSCAN_DEPTH. Bytes after the root
  * object are ignored, as cJSON_ParseWithLengthOpts(..., 0) ignores them. */
@@ -22,6 +22,7 @@
 #include <cjson/cJSON.h>
 
 #include "common.h"
+#include "jtape_fix.h"
 
 /* Deeper than any chunk a server sends; deeper input goes to cJSON. */
 #define LG_JSCAN_DEPTH 32
@@ -35,6 +36,7 @@ void lg_jtape_init(lg_jtape *t)
     t->arena_cap = LG_JTAPE_ARENA_BYTES;
     t->arena_used = 0;
     t->dom = NULL;
+    t->ctl = -1;
 }
 
 void lg_jtape_free(lg_jtape *t)
@@ -91,23 +93,6 @@ static void skip_ws(scan *s)
 {
     while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t'))
         s->p++;
-}
-
-/* SWAR tests over 8 bytes: whether any is zero, any is < 0x20 (no false
- * negatives; a hit only sends the caller to its byte loop). */
-#define ONES UINT64_C(0x0101010101010101)
-#define HIGHS UINT64_C(0x8080808080808080)
-static inline uint64_t has_zero(uint64_t v)
-{
-    return (v - ONES) & ~v & HIGHS;
-}
-
-/* A byte that ends a plain run of string: '"', '\\' or a control byte. */
-static inline int has_special(const char *q)
-{
-    uint64_t v;
-    memcpy(&v, q, 8);
-    return (has_zero(v ^ (ONES * '"')) | has_zero(v ^ (ONES * '\\')) | ((v - ONES * 0x20) & ~v & HIGHS)) != 0;
 }
 
 /* The byte a two-character escape \e stands for, or -1: \u and invalid
@@ -396,11 +381,18 @@ static int32_t copy_dom(lg_jtape *t, const cJSON *j)
 
 int lg_jfull(lg_jtape *t, const char *p, size_t len)
 {
+    char *fixed = NULL;
+    int ctl = -1;
     lg_jtape_free(t);
-    cJSON *root = cJSON_ParseWithLengthOpts(p, len, NULL, 0);
+    int rc = lg_jfix(p, len, &fixed, &len, &ctl);
+    if (rc)
+        return rc;
+    cJSON *root = cJSON_ParseWithLengthOpts(fixed ? fixed : p, len, NULL, 0);
+    free(fixed); /* cJSON's tree holds copies of the strings */
     if (!root)
         return -1;
     t->dom = root;
+    t->ctl = ctl;
     if (copy_dom(t, root) < 0)
         return LL_ENOMEM;
     t->n[0].key = NULL; /* the root has no name (cJSON leaves it NULL too) */

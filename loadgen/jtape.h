@@ -11,10 +11,18 @@
  * give equal tapes wherever lg_jscan succeeds (tests/fuzz/fuzz_sse.c checks
  * it on every event), so the interpreter cannot tell which one ran.
  *
+ * Strings are read as a lenient streaming client reads them, not as cJSON
+ * alone would (it cuts a string at a NUL and refuses a lone surrogate, which
+ * lost text or a whole event's tokens): a \u0000 escape, a raw NUL byte and
+ * a lone surrogate escape (\ud800 alone: JSON's grammar, not Unicode) each
+ * become U+FFFD, so the rest of the string is kept; a \u without four hex
+ * digits is not JSON. Other raw control bytes inside a string (invalid JSON,
+ * RFC 8259 section 7; cJSON keeps them) are kept as sent, and the first one
+ * is named in lg_jtape.ctl for the caller to report.
+ *
  * Lookups mirror cJSON's: lg_jget returns an object's first member with that
  * key (duplicates after it are ignored), NULL on a non-object. Strings are
- * (pointer, length) and not NUL-terminated; a cJSON string is cut at its
- * first NUL, as strlen() on cJSON's valuestring would. The tape points into
+ * (pointer, length) and not NUL-terminated, and hold no NUL. The tape points into
  * the parsed data (and, after lg_jfull, into cJSON's tree): it lives until
  * lg_jtape_free. Not thread-safe; a tape per call, on the caller's stack.
  */
@@ -47,6 +55,8 @@ typedef struct lg_jtape {
     char *arena;            /* decoded strings that held escapes */
     size_t arena_used, arena_cap;
     void *dom;              /* lg_jfull: the cJSON tree the strings point into */
+    int ctl;                /* the first raw control byte (0x00-0x1f) met inside a
+                             * string, -1 none (lg_jfull only: lg_jscan refuses them) */
     lg_jnode inline_n[LG_JTAPE_NODES];
     char inline_arena[LG_JTAPE_ARENA_BYTES];
 } lg_jtape;
@@ -56,7 +66,8 @@ void lg_jtape_free(lg_jtape *t);
 /* Fast path: 0, or -1 when the event is outside the subset it handles (the
  * tape is then reset; call lg_jfull). */
 int lg_jscan(lg_jtape *t, const char *p, size_t len);
-/* Full parse: 0, -1 when the data is not JSON, LL_ENOMEM. Resets first. */
+/* Full parse: 0, -1 when the data is not JSON, LL_ENOMEM. Resets first;
+ * sets ctl. */
 int lg_jfull(lg_jtape *t, const char *p, size_t len);
 
 /* Inline so that a literal key's length and comparison fold to constants:

@@ -14,7 +14,10 @@
  * Each event's JSON is read into a tape (jtape.h) by a fast scanner, or by
  * cJSON when the scanner meets something outside the plain subset it handles
  * (counted in lg_delta.slow_events); the interpreter reads only the tape, so
- * both give the same result. */
+ * both give the same result. A string's text is what a lenient client reads
+ * (jtape.h: a NUL or a lone surrogate as U+FFFD, the rest kept), so such an
+ * event's tokens are counted and timed like any other's; a raw control byte
+ * in a string is counted (lg_delta.ctl_events) for the record to name. */
 #include "sse.h"
 
 #include <math.h>
@@ -621,6 +624,8 @@ void lg_delta_event(lg_delta *d, const char *event, const char *data, size_t len
     }
     int bad = parse_tape(&t, data, len, &d->slow_events);
     const lg_jnode *root = bad ? NULL : &t.n[0];
+    if (root && t.ctl >= 0 && d->ctl_events++ == 0)
+        d->ctl_byte = t.ctl;
     if (event && strcmp(event, "error") == 0) {
         /* "event: error" with a JSON error object, or plain text */
         size_t ml = 0;

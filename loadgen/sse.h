@@ -77,6 +77,10 @@ typedef struct lg_delta {
     int64_t last_ct;           /* continuous usage: completion_tokens so far */
     int has_cont_usage;
     int bad_events;            /* events that were not JSON */
+    /* events read although a string in them held a raw control byte, which
+     * JSON forbids (jtape.h: kept as sent, a NUL as U+FFFD; their tokens are
+     * counted), and the first such byte */
+    int ctl_events, ctl_byte;
     /* events the fast JSON scanner handed to the full parser (jtape.h): an
      * unusual escape or shape; bad_events are among them */
     int slow_events;

@@ -14,6 +14,33 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+/* The response's Content-Encoding when it is one the client never asked for,
+ * else NULL. The client sends no Accept-Encoding (a compressed stream would
+ * reach it in bursts the size of the server's compressor flushes, not
+ * tokens), so libcurl hands such a body over as sent: compressed bytes that
+ * hold no event the framer can find. */
+static const char *unasked_encoding(CURL *e)
+{
+    struct curl_header *h = NULL;
+    if (curl_easy_header(e, "Content-Encoding", 0, CURLH_HEADER, -1, &h) != CURLHE_OK || !h || !h->value)
+        return NULL;
+    return h->value[0] && strcasecmp(h->value, "identity") != 0 ? h->value : NULL;
+}
+
+/* Events that held a raw control byte in a string (sse.h ctl_events): read
+ * leniently, tokens counted, yet JSON forbids the byte (RFC 8259 section 7)
+ * and strict readers (Python's json, JavaScript's JSON.parse, Go, serde)
+ * refuse the event, so the request is failed with the byte named. */
+static ll_err_class classify_ctl(const lg_xfer *x, char *msg, size_t msglen)
+{
+    int n = x->delta.ctl_events;
+    snprintf(msg, msglen, "%d event%s a raw control byte (0x%02x) inside a JSON string, which JSON forbids and "
+             "strict clients refuse; read as sent (a NUL as U+FFFD), %s tokens counted", n,
+             n > 1 ? "s held" : " held", (unsigned)x->delta.ctl_byte, n > 1 ? "their" : "its");
+    return LL_ERRC_STREAM;
+}
 
 /* A 200 whose transfer completed: what its stream was (lg_xfer_classify). */
 static ll_err_class classify_stream(lg_xfer *x, char *msg, size_t msglen)
@@ -38,6 +65,8 @@ static ll_err_class classify_stream(lg_xfer *x, char *msg, size_t msglen)
         snprintf(msg, msglen, "stream ended before [DONE]");
         return LL_ERRC_TRUNCATED;
     }
+    if (x->delta.ctl_events > 0)
+        return classify_ctl(x, msg, msglen);
     /* [DONE] after no token and no usage saying one was made: an answer in a
      * shape this client does not read, or none at all; as ok, it would be a
      * request with nothing to time */
@@ -49,6 +78,72 @@ static ll_err_class classify_stream(lg_xfer *x, char *msg, size_t msglen)
     return LL_ERRC_OK;
 }
 
+/* Whether a transfer failed on libcurl's limits on response headers: before
+ * any body byte (the status line and some headers read). libcurl 7.88 says a
+ * header line over CURL_MAX_HTTP_HEADER as CURLE_OUT_OF_MEMORY with no
+ * message, and more than 300 KiB of headers in all as CURLE_RECV_ERROR "Too
+ * large response headers" (classed a reset, it read as a dropped
+ * connection); 8.6 and later say CURLE_TOO_LARGE for both. */
+static int headers_too_large(const lg_xfer *x, CURLcode res)
+{
+    if (x->status_known || x->header_ns < 0)
+        return 0;
+#if LIBCURL_VERSION_NUM >= 0x080600
+    if (res == CURLE_TOO_LARGE)
+        return 1;
+#endif
+    return res == CURLE_OUT_OF_MEMORY || (res == CURLE_RECV_ERROR && strstr(x->curl_err, "header"));
+}
+
+static ll_err_class classify_headers(lg_xfer *x, CURLcode res, char *msg, size_t msglen)
+{
+    long got = 0;
+    if (curl_easy_getinfo(x->easy, CURLINFO_HEADER_SIZE, &got) != CURLE_OK)
+        got = 0;
+    if (res == CURLE_OUT_OF_MEMORY)
+        snprintf(msg, msglen, "a response header line over libcurl's limit of %d bytes (CURL_MAX_HTTP_HEADER; "
+                 "libcurl says \"Out of memory\"), after %ld bytes of headers", CURL_MAX_HTTP_HEADER, got);
+    else
+        snprintf(msg, msglen, "response headers over libcurl's limit (%s), after %ld bytes of headers",
+                 x->curl_err[0] ? x->curl_err : curl_easy_strerror(res), got);
+    return LL_ERRC_HEADERS;
+}
+
+/* A transfer libcurl failed (res != CURLE_OK), by its code. */
+static ll_err_class classify_curl(lg_xfer *x, CURLcode res, char *msg, size_t msglen)
+{
+    if (headers_too_large(x, res))
+        return classify_headers(x, res, msg, msglen);
+    snprintf(msg, msglen, "%s", x->curl_err[0] ? x->curl_err : curl_easy_strerror(res));
+    switch (res) {
+    case CURLE_OPERATION_TIMEDOUT:
+        return LL_ERRC_TIMEOUT;
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+        return LL_ERRC_CONNECT;
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_GOT_NOTHING:
+        return LL_ERRC_RESET;
+    case CURLE_PARTIAL_FILE:
+        return LL_ERRC_TRUNCATED;
+    default:
+        return LL_ERRC_OTHER;
+    }
+}
+
+/* A status other than 200: the server's message from its body. */
+static ll_err_class classify_http(lg_xfer *x, char *msg, size_t msglen)
+{
+    const char *enc = unasked_encoding(x->easy);
+    if (enc)
+        snprintf(msg, msglen, "HTTP %ld, its body in Content-Encoding %.40s, which the client did not ask for",
+                 x->http_status, enc);
+    else if (!lg_error_message(x->errbody.p ? x->errbody.p : "", x->errbody.len, msg, msglen))
+        snprintf(msg, msglen, "HTTP %ld: %.200s", x->http_status, x->errbody.p ? x->errbody.p : "");
+    return x->http_status >= 500 ? LL_ERRC_HTTP_5XX : x->http_status >= 400 ? LL_ERRC_HTTP_4XX : LL_ERRC_OTHER;
+}
+
 ll_err_class lg_xfer_classify(lg_xfer *x, CURLcode res, char *msg, size_t msglen)
 {
     msg[0] = '\0';
@@ -56,33 +151,23 @@ ll_err_class lg_xfer_classify(lg_xfer *x, CURLcode res, char *msg, size_t msglen
         snprintf(msg, msglen, "aborted at the interrupt deadline");
         return LL_ERRC_OTHER;
     }
+    /* A compressed 200 that yielded nothing: whatever ended it, no event
+     * could have been read. One that streamed well anyway (a server that
+     * names an encoding it did not apply) is judged as any other. */
+    const char *enc = x->http_status == 200 && x->chunks.n == 0 && !x->delta.done ? unasked_encoding(x->easy) : NULL;
+    if (enc) {
+        snprintf(msg, msglen, "HTTP 200 with Content-Encoding %.40s, which the client did not ask for (it sends "
+                 "no Accept-Encoding): the stream came compressed, no event could be read", enc);
+        return LL_ERRC_ENCODING;
+    }
     if (x->delta.error) {
         snprintf(msg, msglen, "%s", lg_delta_errmsg(&x->delta));
         return LL_ERRC_STREAM;
     }
-    if (res != CURLE_OK) {
-        snprintf(msg, msglen, "%s", x->curl_err[0] ? x->curl_err : curl_easy_strerror(res));
-        switch (res) {
-        case CURLE_OPERATION_TIMEDOUT:
-            return LL_ERRC_TIMEOUT;
-        case CURLE_COULDNT_CONNECT:
-        case CURLE_COULDNT_RESOLVE_HOST:
-            return LL_ERRC_CONNECT;
-        case CURLE_RECV_ERROR:
-        case CURLE_SEND_ERROR:
-        case CURLE_GOT_NOTHING:
-            return LL_ERRC_RESET;
-        case CURLE_PARTIAL_FILE:
-            return LL_ERRC_TRUNCATED;
-        default:
-            return LL_ERRC_OTHER;
-        }
-    }
-    if (x->http_status != 200) {
-        if (!lg_error_message(x->errbody.p ? x->errbody.p : "", x->errbody.len, msg, msglen))
-            snprintf(msg, msglen, "HTTP %ld: %.200s", x->http_status, x->errbody.p ? x->errbody.p : "");
-        return x->http_status >= 500 ? LL_ERRC_HTTP_5XX : x->http_status >= 400 ? LL_ERRC_HTTP_4XX : LL_ERRC_OTHER;
-    }
+    if (res != CURLE_OK)
+        return classify_curl(x, res, msg, msglen);
+    if (x->http_status != 200)
+        return classify_http(x, msg, msglen);
     return classify_stream(x, msg, msglen);
 }
 

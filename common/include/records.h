@@ -57,10 +57,12 @@ typedef enum ll_err_class {
     LL_ERRC_CONNECT,    /* refused / unreachable */
     LL_ERRC_RESET,      /* connection reset or closed with nothing received */
     LL_ERRC_OTHER,      /* anything else, including aborts at the interrupt deadline */
+    LL_ERRC_ENCODING,   /* a Content-Encoding the client did not ask for (gzip, br...) */
+    LL_ERRC_HEADERS,    /* response headers past libcurl's limits (a line, or all of them) */
     LL_ERRC__COUNT
 } ll_err_class;
 /* "ok", "http_4xx", "http_5xx", "stream_error", "truncated", "timeout",
- * "connect", "reset", "other". */
+ * "connect", "reset", "other", "encoding", "headers". */
 const char *ll_err_class_name(ll_err_class c);
 /* Inverse of ll_err_class_name; LL_EINVAL (and *out = OTHER) when unknown. */
 int ll_err_class_parse(const char *name, ll_err_class *out);

@@ -20,6 +20,9 @@
  * needs "Authorization: Bearer KEY" (401); cfg.control_key, cfg.no_control
  * govern the two profile routes. Every JSON body is valid UTF-8 (request
  * bytes echoed into errors are scrubbed and cut between characters).
+ * A body holding a key twice (in any object) is a 400 naming it; every
+ * sampling parameter is checked and, decoding being greedy, unused
+ * (docs/engine.md, "What a request may say").
  * Prompt tokens are whitespace-separated words of all
  * message contents (or the prompt); usage is exact. Errors are OpenAI-style
  * {"error":{"message","type","param","code"}} with a 4xx (503: queue full).
@@ -71,7 +74,19 @@ typedef struct eng_config {
     const char *model;         /* served model name, default "loadlaw-synthetic" */
     unsigned max_connections;  /* default 8192 */
     size_t max_body_bytes;     /* default 1 MiB */
-    unsigned idle_timeout_s;   /* default 120 */
+    unsigned idle_timeout_s;   /* [idle_timeout] a connection whose request is being answered
+                                * is closed after this long without a byte moving (a
+                                * suspended stream waiting for tokens never times out);
+                                * default 120 */
+    unsigned request_timeout_s; /* [request_timeout] a connection waiting for a request (from
+                                * its accept, or the end of the previous answer, until the
+                                * whole request is in) is closed after this long without a
+                                * byte arriving; default 10 */
+    unsigned max_connections_per_ip; /* [max_connections_per_ip] connections one client IPv4
+                                * address may hold at once (more are closed on accept);
+                                * 0 (default): max_connections - 64, or half of
+                                * max_connections below 128, so one address cannot take
+                                * every slot while one load generator can take nearly all */
     size_t conn_memory_bytes;  /* [conn_memory] libmicrohttpd's memory pool per connection
                                 * (request line and headers, upload read buffer, response
                                 * headers; bodies accumulate outside it): the server's
@@ -156,6 +171,11 @@ typedef struct eng_config {
                                 * gets a "handoff" record: when its step ended and when its
                                 * bytes were handed to the socket (docs/records.md); written
                                 * only while a records writer is attached; 0 = off (default) */
+    int profile_max_steps_open; /* [profile_max_steps_open] the most steps a /start_profile
+                                * may capture (num_steps, or until /stop_profile) when no key
+                                * guards it (neither control_key nor api_key set); with a key
+                                * the bound is 10,000,000; default 100000 (~20 MB of memory,
+                                * ~36 MB of trace) */
     size_t step_log_max;       /* [step_log_max] steps the log keeps (the newest); older ones
                                 * are dropped and counted, default 1000000 (56 MB: one
                                 * eng_step, 56 B, a step) */
@@ -197,7 +217,8 @@ int eng_parse_law(const char *law, eng_config *cfg, char *err, size_t errlen);
  * a, b, c, p (law terms alone), buckets (a list: "buckets=1,2,4,8": the items
  * after it that hold no '=' continue its value), knee ("knee=8:5"), max_waiting, max_tokens_limit, max_context,
  * stop_after, default_max_tokens, model, host, port, profile_dir, max_connections,
- * max_body (bytes, k/m suffixes), conn_memory (bytes), idle_timeout (duration),
+ * max_body (bytes, k/m suffixes), conn_memory (bytes), idle_timeout and
+ * request_timeout (durations), max_connections_per_ip, profile_max_steps_open,
  * think_tokens (= think),
  * api_key, control_key, no_control, metrics_vllm_names (switches: 0|1),
  * step_log_max,

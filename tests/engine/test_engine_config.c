@@ -150,7 +150,9 @@ int main(void)
     static const char *refused[][2] = {
         {"port", "70000"}, {"seed", "-3"}, {"time_scale", "0"}, {"max_connections", "15"},
         {"idle_timeout", "0.5s"}, {"max_body", "63"}, {"attn", "fast"}, {"host", ""},
-        {"law", "3q"}, {"backend", "gpu"}, {"jitter", "2"},
+        {"law", "3q"}, {"backend", "gpu"}, {"jitter", "2"}, {"request_timeout", "0s"},
+        {"max_connections_per_ip", "-1"}, {"profile_max_steps_open", "0"},
+        {"profile_max_steps_open", "10000001"},
     };
     eng_config_default(&c);
     eng_config before = c;
@@ -164,6 +166,11 @@ int main(void)
     CHECK(eng_parse_spec("idle_timeout=2m,max_body=4k,max_connections=32,seed=99,host=0.0.0.0", &c,
                          err, sizeof err) == 0 && c.idle_timeout_s == 120 && c.max_body_bytes == 4000 &&
           c.max_connections == 32 && c.seed == 99 && strcmp(c.bind_addr, "0.0.0.0") == 0, "%s", err);
+    CHECK(before.request_timeout_s == 10 && before.max_connections_per_ip == 0 &&
+          before.profile_max_steps_open == 100000, "abuse limits' defaults");
+    CHECK(eng_parse_spec("request_timeout=30s,max_connections_per_ip=100,profile_max_steps_open=5k", &c,
+                         err, sizeof err) == 0 && c.request_timeout_s == 30 &&
+          c.max_connections_per_ip == 100 && c.profile_max_steps_open == 5000, "%s", err);
     eng_config_free(&c);
 
     /* start-up failures come back as errors, never a crash */
@@ -178,6 +185,10 @@ int main(void)
     c.law_buckets[1] = 2;
     CHECK(eng_start(&c, &e, err, sizeof err) != 0 && e == NULL && strstr(err, "buckets"),
           "hand-filled buckets out of order refused: %s", err);
+    eng_config_default(&c);
+    c.request_timeout_s = 0;
+    CHECK(eng_start(&c, &e, err, sizeof err) != 0 && e == NULL && strstr(err, "request_timeout"),
+          "hand-filled request_timeout 0 refused: %s", err);
     eng_config_default(&c);
     c.backend = ENG_BACKEND_CUDA;
     CHECK(eng_start(&c, &e, err, sizeof err) != 0 && strstr(err, "cuda"), "%s", err);

@@ -219,6 +219,57 @@ static int send_inline(ts_server *s, int fd, int *ct)
     return 0;
 }
 
+/* An event whose data (n bytes, NULs allowed) is sent as it is. */
+static int send_event_n(int fd, const char *data, size_t n)
+{
+    char buf[1024];
+    if (n + 32 > sizeof buf)
+        return -1;
+    int h = snprintf(buf, sizeof buf, "%zx\r\ndata: ", n + 8);
+    memcpy(buf + h, data, n);
+    memcpy(buf + h + n, "\n\n\r\n", 4);
+    return send_all(fd, buf, (size_t)h + n + 4);
+}
+
+/* gzip of one content event ("hi") and [DONE], as a server's compressor
+ * would send them (Python's gzip.compress, mtime 0). */
+static const unsigned char k_gzip_stream[] = {
+    0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x03, 0x4b, 0x49, 0x2c, 0x49, 0xb4, 0x52, 0xa8, 0x56,
+    0x4a, 0xce, 0xc8, 0xcf, 0x4c, 0x4e, 0x2d, 0x56, 0xb2, 0x8a, 0xae, 0x56, 0xca, 0xcc, 0x4b, 0x49, 0xad, 0x50,
+    0xb2, 0x32, 0xd0, 0x51, 0x4a, 0x49, 0xcd, 0x29, 0x49, 0x54, 0xb2, 0x02, 0x4a, 0xe7, 0xe7, 0x95, 0xa4, 0xe6,
+    0x95, 0x28, 0x59, 0x29, 0x65, 0x64, 0x2a, 0xd5, 0xd6, 0xc6, 0xd6, 0x72, 0x71, 0xa5, 0x80, 0x75, 0x46, 0xbb,
+    0xf8, 0xfb, 0xb9, 0xc6, 0x72, 0x71, 0x01, 0x00, 0x16, 0x0e, 0x51, 0x45, 0x48, 0x00, 0x00, 0x00};
+
+/* The modes that misbehave before or instead of an ordinary stream (their
+ * head, their encoding): 1 to keep the connection, 0 to close it. */
+static int respond_odd_head(int fd, ts_mode mode)
+{
+    if (mode == TS_GZIP || mode == TS_GZIP_503) {
+        char head[256];
+        int n = snprintf(head, sizeof head, "HTTP/1.1 %s\r\nContent-Type: text/event-stream\r\n"
+                         "Content-Encoding: gzip\r\nContent-Length: %zu\r\n\r\n",
+                         mode == TS_GZIP ? "200 OK" : "503 Service Unavailable", sizeof k_gzip_stream);
+        return send_all(fd, head, (size_t)n) == 0 &&
+               send_all(fd, (const char *)k_gzip_stream, sizeof k_gzip_stream) == 0;
+    }
+    /* headers past a client's limits: 1024 of 1 KB, or one of 1 MiB */
+    size_t line = mode == TS_MANY_HEADERS ? 1024 : (1u << 20) + 16, count = mode == TS_MANY_HEADERS ? 1024 : 1;
+    char *h = malloc(line * count + 256);
+    if (!h)
+        return 0;
+    size_t n = (size_t)sprintf(h, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n");
+    for (size_t i = 0; i < count; i++) {
+        int k = sprintf(h + n, "X-Pad-%zu: ", i);
+        memset(h + n + k, 'a', line - (size_t)k - 2);
+        memcpy(h + n + line - 2, "\r\n", 2);
+        n += line;
+    }
+    n += (size_t)sprintf(h + n, "Content-Length: 14\r\n\r\ndata: [DONE]\n\n");
+    (void)send_all(fd, h, n); /* the client may hang up before the end */
+    free(h);
+    return 0;
+}
+
 /* Returns 1 to keep the connection, 0 to close it. */
 static int respond(ts_server *s, int fd, ts_mode mode, const char *reqbody)
 {
@@ -245,6 +296,8 @@ static int respond(ts_server *s, int fd, ts_mode mode, const char *reqbody)
                          strlen(body));
         return send_all(fd, head, (size_t)n) == 0 && send_all(fd, body, strlen(body)) == 0;
     }
+    if (mode == TS_GZIP || mode == TS_GZIP_503 || mode == TS_MANY_HEADERS || mode == TS_BIG_HEADER)
+        return respond_odd_head(fd, mode);
     if (mode == TS_HTTP500 || mode == TS_HTTP429) {
         const char *body = mode == TS_HTTP500
                                ? "{\"error\":{\"message\":\"internal failure\",\"type\":\"server_error\",\"code\":500}}"
@@ -304,6 +357,14 @@ static int respond(ts_server *s, int fd, ts_mode mode, const char *reqbody)
             goto out;
         keep = 1;
         break;
+    case TS_CTL_BYTE: {
+        static const char nul_ev[] = "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"n\0ul \"}}]}";
+        if (send_tokens(s, fd, "content", 2, &ct) || send_event_n(fd, nul_ev, sizeof nul_ev - 1) ||
+            send_tokens(s, fd, "content", 2, &ct) || send_event(fd, "[DONE]") || send_all(fd, "0\r\n\r\n", 5))
+            goto out;
+        keep = 1;
+        break;
+    }
     case TS_DONE_ONLY:
         if (send_event(fd, "{\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}") ||
             send_event(fd, "[DONE]") || send_all(fd, "0\r\n\r\n", 5))

@@ -24,6 +24,11 @@ typedef enum ts_mode {
     TS_USAGE_JUMP,    /* continuous usage 1e9, 0, 1e9, 0, 1e9 over 5 content chunks, [DONE] */
     TS_DONE_ONLY,     /* the role chunk, a finish chunk and [DONE]: a 200 with no token */
     TS_JSON_BODY,     /* 200 with one application/json completion: "stream" ignored */
+    TS_GZIP,          /* 200 event stream in Content-Encoding: gzip, never asked for */
+    TS_GZIP_503,      /* 503 whose body is in Content-Encoding: gzip */
+    TS_MANY_HEADERS,  /* 200 with 1024 headers of 1 KB each before the stream */
+    TS_BIG_HEADER,    /* 200 with one 1 MiB header before the stream */
+    TS_CTL_BYTE,      /* 2 tokens, one whose text holds a raw NUL byte, 2 tokens, [DONE] */
 } ts_mode;
 
 typedef struct ts_server ts_server;

@@ -792,6 +792,87 @@ static void test_json_body(void)
     CHECK(t.lv[0].cls[LL_ERRC_STREAM] == 2, "JSON body: stream errors %d", t.lv[0].cls[LL_ERRC_STREAM]);
 }
 
+/* A server that answers in a Content-Encoding the client never asked for
+ * (it sends no Accept-Encoding): a class and a message naming it, not
+ * "stream ended before [DONE]". */
+static void test_unasked_encoding(void)
+{
+    tally t;
+    int said = sweep_mode(TS_GZIP, 1, 2, "gzip", "Content-Encoding gzip, which the client did not ask for", &t);
+    CHECK(said == 1, "gzip: reason recorded");
+    CHECK(t.lv[0].failed == 2 && t.lv[0].cls[LL_ERRC_ENCODING] == 2, "gzip: failed %d, encoding errors %d",
+          t.lv[0].failed, t.lv[0].cls[LL_ERRC_ENCODING]);
+    /* an error status keeps its class; its message says why the body cannot be quoted */
+    said = sweep_mode(TS_GZIP_503, 1, 1, "gzip_503", "HTTP 503, its body in Content-Encoding gzip", &t);
+    CHECK(said == 1 && t.lv[0].cls[LL_ERRC_HTTP_5XX] == 1, "gzip 503: reason recorded (%d), 5xx %d", said,
+          t.lv[0].cls[LL_ERRC_HTTP_5XX]);
+}
+
+/* Response headers past libcurl's limits, 1 MB in 1 KB lines or one line of
+ * 1 MiB: a class and a message naming them (libcurl 7.88 said a receive
+ * error, classed "reset", and "Out of memory"). */
+static void test_headers_over_limit(void)
+{
+    static const struct {
+        ts_mode mode;
+        const char *name;
+    } k[] = {{TS_MANY_HEADERS, "many_headers"}, {TS_BIG_HEADER, "big_header"}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        tally t;
+        int said = sweep_mode(k[i].mode, 1, 1, k[i].name, "over libcurl's limit", &t);
+        CHECK(said == 1, "%s: reason recorded", k[i].name);
+        CHECK(t.lv[0].failed == 1 && t.lv[0].cls[LL_ERRC_HEADERS] == 1,
+              "%s: failed %d, headers %d, reset %d, other %d", k[i].name, t.lv[0].failed,
+              t.lv[0].cls[LL_ERRC_HEADERS], t.lv[0].cls[LL_ERRC_RESET], t.lv[0].cls[LL_ERRC_OTHER]);
+    }
+}
+
+/* A token whose text holds a raw NUL byte (invalid JSON): read, counted and
+ * timed like the others (5 tokens kept), and the request failed with the
+ * byte named, as strict clients would refuse the event. */
+static void test_ctl_byte(void)
+{
+    tally t;
+    int said = sweep_mode(TS_CTL_BYTE, 1, 2, "ctl_byte", "raw control byte (0x00) inside a JSON string", &t);
+    CHECK(said == 1, "raw NUL: reason recorded");
+    CHECK(t.lv[0].cls[LL_ERRC_STREAM] == 2 && t.cls_tok[LL_ERRC_STREAM] == 2 * 5,
+          "raw NUL: stream errors %d, tokens kept %ld (want 10)", t.lv[0].cls[LL_ERRC_STREAM],
+          t.cls_tok[LL_ERRC_STREAM]);
+}
+
+/* A server that streams 10,000 tokens against max_tokens 16: the requests
+ * are ok (the tokens came) and fit notes that the cap was not honoured. */
+static void test_over_max_tokens(void)
+{
+    ts_config c = {.mode = TS_OK, .answer_tok = 10000};
+    ts_server *srv;
+    sweep s;
+    char err[512];
+    CHECK(ts_start(&c, &srv) == 0, "server start");
+    if (sweep_open(&s, ts_url(srv),
+                   "{\"load\":{\"threads\":1,\"concurrency\":[1],\"requests\":2},\"request\":{\"max_tokens\":16}}",
+                   "over_max") == 0) {
+        CHECK(lg_run_sweep(s.run, err, sizeof err) == 0, "sweep: %s", err);
+        sweep_finish(&s);
+        tally t;
+        read_records(s.dir, &t);
+        CHECK(t.lv[0].ok == 2 && t.lv[0].answer == 2 * 10000, "over max_tokens: ok %d, tokens %ld", t.lv[0].ok,
+              t.lv[0].answer);
+        fitted f;
+        if (fit_dir(s.dir, &f) == 0) {
+            const char *note = NULL;
+            for (size_t i = 0; i < f.res->n_notes && !note; i++)
+                if (strstr(f.res->notes[i], "max_tokens"))
+                    note = f.res->notes[i];
+            CHECK(note && strstr(note, "2 of 2 ok requests") && strstr(note, "up to 10000 for 16"),
+                  "fit notes the tokens past max_tokens: %s", note ? note : "(none)");
+            fit_done(&f);
+        }
+        sweep_close(&s);
+    }
+    ts_stop(srv);
+}
+
 static void test_refused(void)
 {
     sweep s;
@@ -973,6 +1054,10 @@ int main(void)
     test_usage_jump();
     test_done_only();
     test_json_body();
+    test_unasked_encoding();
+    test_headers_over_limit();
+    test_ctl_byte();
+    test_over_max_tokens();
     test_shaping();
     test_tokenizer_counts();
     test_classes();

@@ -530,6 +530,99 @@ static void test_fast_path(void)
           h.d.bad_events);
 }
 
+/* What a lenient streaming client makes of strings that cJSON alone got
+ * wrong (jtape.h): a raw NUL, a \u0000 escape and lone surrogates become
+ * U+FFFD and the rest of the text is kept; a raw control byte is kept and
+ * counted; the token is counted either way. Each event is followed by a plain
+ * one, fed whole and split at every byte (NULs included: lengths, not
+ * strlen). */
+typedef struct heard {
+    int answer, bad, ctl_events, ctl_byte;
+    char text[128];
+    size_t text_len;
+} heard;
+
+static void hear(const char *s, size_t n, size_t split, heard *out)
+{
+    harness h;
+    memset(&h, 0, sizeof h);
+    lg_sse_init(&h.sse, on_event, &h);
+    lg_delta_init(&h.d);
+    h.d.keep_text = 1;
+    lg_sse_feed(&h.sse, s, split);
+    lg_sse_feed(&h.sse, s + split, n - split);
+    lg_sse_finish(&h.sse);
+    memset(out, 0, sizeof *out);
+    out->answer = h.answer;
+    out->bad = h.d.bad_events;
+    out->ctl_events = h.d.ctl_events;
+    out->ctl_byte = h.d.ctl_events ? h.d.ctl_byte : -1;
+    out->text_len = h.d.answer_text.len < sizeof out->text ? h.d.answer_text.len : sizeof out->text;
+    if (out->text_len)
+        memcpy(out->text, h.d.answer_text.p, out->text_len);
+    lg_sse_free(&h.sse);
+    lg_delta_free(&h.d);
+}
+
+#define BYTES(lit) lit, sizeof lit - 1
+#define FFFD "\xef\xbf\xbd"
+
+static void test_hostile_strings(void)
+{
+    static const struct {
+        const char *name;
+        const char *data;
+        size_t len;
+        const char *text; /* the answer text kept, the plain event's "z" included */
+        size_t text_len;
+        int answer, bad, ctl_byte; /* ctl_byte -1: no raw control byte */
+    } k[] = {
+        {"raw NUL", BYTES("{\"choices\":[{\"delta\":{\"content\":\"ab\0cd\"}}]}"), BYTES("ab" FFFD "cdz"), 2, 0, 0},
+        {"\\u0000", BYTES("{\"choices\":[{\"delta\":{\"content\":\"ab\\u0000cd\"}}]}"), BYTES("ab" FFFD "cdz"), 2, 0,
+         -1},
+        {"lone high surrogate", BYTES("{\"choices\":[{\"delta\":{\"content\":\"x\\ud800y\"}}]}"), BYTES("x" FFFD "yz"),
+         2, 0, -1},
+        {"lone low, high before a non-low, a pair, a reversed pair",
+         BYTES("{\"choices\":[{\"delta\":{\"content\":\"\\udc00|\\ud800\\u0041|\\ud83d\\ude00|\\ude00\\ud83d\"}}]}"),
+         BYTES(FFFD "|" FFFD "A|\xf0\x9f\x98\x80|" FFFD FFFD "z"), 2, 0, -1},
+        {"lone surrogate beside a logprob (a number cJSON reads)",
+         BYTES("{\"choices\":[{\"delta\":{\"content\":\"q\\ud800\"},\"logprobs\":{\"content\":[{\"token\":\"q\","
+               "\"logprob\":-0.25}]}}]}"),
+         BYTES("q" FFFD "z"), 2, 0, -1},
+        {"raw tab", BYTES("{\"choices\":[{\"delta\":{\"content\":\"a\tb\"}}]}"), BYTES("a\tbz"), 2, 0, '\t'},
+        {"a UTF-8 BOM before a lone surrogate", BYTES("\xef\xbb\xbf{\"choices\":[{\"delta\":{\"content\":\"\\udfff\"}}]}"),
+         BYTES(FFFD "z"), 2, 0, -1},
+        {"\\u without four hex digits", BYTES("{\"choices\":[{\"delta\":{\"content\":\"a\\u00zzb\"}}]}"), BYTES("z"),
+         1, 1, -1},
+    };
+    static const char tail[] = "\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"z\"}}]}\n\ndata: [DONE]\n\n";
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        char s[512];
+        size_t n = 0;
+        memcpy(s, "data: ", 6);
+        n = 6;
+        memcpy(s + n, k[i].data, k[i].len);
+        n += k[i].len;
+        memcpy(s + n, tail, sizeof tail - 1);
+        n += sizeof tail - 1;
+        for (size_t split = 0; split < n; split++) {
+            heard h;
+            hear(s, n, split, &h);
+            int ok = h.answer == k[i].answer && h.bad == k[i].bad && h.text_len == k[i].text_len &&
+                     memcmp(h.text, k[i].text, h.text_len) == 0 && h.ctl_byte == k[i].ctl_byte &&
+                     h.ctl_events == (k[i].ctl_byte >= 0);
+            CHECK(ok, "%s (split at %zu): answer %d bad %d ctl %d (0x%02x) text '%.*s' (%zu bytes)", k[i].name,
+                  split, h.answer, h.bad, h.ctl_events, (unsigned)h.ctl_byte, (int)h.text_len, h.text, h.text_len);
+            if (!ok)
+                break;
+        }
+    }
+    char m[64] = "";
+    const char *b = "{\"error\":{\"message\":\"bad \\ud800 input\",\"code\":400}}";
+    CHECK(lg_error_message(b, strlen(b), m, sizeof m) && strcmp(m, "bad " FFFD " input") == 0,
+          "an error body with a lone surrogate gives its message: '%s'", m);
+}
+
 /* Outputs (outputs.h) from a completions stream in OpenAI's spelling
  * (logprobs.tokens / token_logprobs / top_logprobs as {token: logprob}) and
  * from a chat stream of vLLM's return_tokens_as_token_ids ("token_id:N");
@@ -605,6 +698,7 @@ int main(void)
     test_dialect_errors();
     test_request_hooks();
     test_fast_path();
+    test_hostile_strings();
     test_outputs();
     TEST_MAIN_END();
 }

@@ -12,6 +12,8 @@
  *  - A rank that dies mid-level (LOADLAW_TEST_RANK_EXIT=1:1, with mpirun told
  *    not to kill the job itself): exit 1, stderr names rank 1 and level 1,
  *    and level 0 is complete in records.jsonl.
+ *  - K = 3, rank 1 silent after its level-1 summary (LOADLAW_TEST_RANK_HANG):
+ *    named, and level 1 keeps every request of ranks 0 and 2.
  * argv: loadlaw, mpirun, scratch folder. */
 #define _GNU_SOURCE
 #include <math.h>
@@ -192,19 +194,19 @@ static int overlap(const double a[2], const double b[2]) { return a[0] <= b[1] &
 
 /* ---- the runs --------------------------------------------------------------- */
 
-/* exit_key: a rank to kill; mpirun is then told not to end the job itself
- * when a process exits non-zero, so rank 0 can name the rank. Otherwise
- * mpirun's default (1) is kept and its exit status is the job's. */
-static int mpirun_sweep(int k, const char *dir, const char *errfile, const char *skew, const char *exit_key)
+/* fault: a test key that fails a rank (LOADLAW_TEST_RANK_EXIT=R:L or
+ * LOADLAW_TEST_RANK_HANG=R:L); mpirun is then told not to end the job
+ * itself when a process exits non-zero, so rank 0 can name the rank.
+ * Otherwise mpirun's default (1) is kept and its exit status is the job's. */
+static int mpirun_sweep(int k, const char *dir, const char *errfile, const char *skew, const char *fault)
 {
-    char np[16], skew_env[64], exit_env[64], abort_on[4];
+    char np[16], skew_env[64], abort_on[4];
     snprintf(np, sizeof np, "%d", k);
     snprintf(skew_env, sizeof skew_env, "LOADLAW_TEST_CLOCK_SKEW_NS=%s", skew ? skew : "0");
-    snprintf(exit_env, sizeof exit_env, "LOADLAW_TEST_RANK_EXIT=%s", exit_key ? exit_key : "");
-    snprintf(abort_on, sizeof abort_on, "%d", exit_key ? 0 : 1);
+    snprintf(abort_on, sizeof abort_on, "%d", fault ? 0 : 1);
     char *args[] = {(char *)g_mpirun, "--oversubscribe", "--mca", "orte_abort_on_non_zero_status", abort_on,
-                    "-x", skew_env, "-x", exit_env, "-x", "LOADLAW_MPI_WAIT_S=5", "-np", np,
-                    (char *)g_loadlaw, SWEEP_ARGS, "-o", (char *)dir, NULL};
+                    "-x", skew_env, "-x", fault ? (char *)fault : "LOADLAW_TEST_RANK_EXIT=",
+                    "-x", "LOADLAW_MPI_WAIT_S=5", "-np", np, (char *)g_loadlaw, SWEEP_ARGS, "-o", (char *)dir, NULL};
     return run(args, errfile);
 }
 
@@ -372,13 +374,33 @@ int main(int argc, char **argv)
     /* a rank that dies in level 1 */
     snprintf(dir, sizeof dir, "%s/dead", g_tmp);
     snprintf(errf, sizeof errf, "%s/dead.err", g_tmp);
-    rc = mpirun_sweep(2, dir, errf, NULL, "1:1");
+    rc = mpirun_sweep(2, dir, errf, NULL, "LOADLAW_TEST_RANK_EXIT=1:1");
     CHECK(rc == 1, "dead rank: exit %d, want 1 (see %s)", rc, errf);
     CHECK(file_has(errf, "rank 1 did not report level 1"), "dead rank: stderr does not name it (see %s)", errf);
     if (read_run(dir, 0, &s) == 0) {
         CHECK(s.ended[0] && s.n_req[0] == s.planned[0] && s.ended_ok[0] == s.planned[0],
               "dead rank: level 0 not intact (%d of %d requests, ended %d)", s.n_req[0], s.planned[0], s.ended[0]);
         CHECK(s.by_rank[0][1] > 0, "dead rank: level 0 lacks rank 1's requests");
+    }
+
+    /* of three, rank 1 cut off between its level-1 summary and its records:
+     * named, and rank 2, behind it in rank 0's gathering, keeps its level */
+    snprintf(dir, sizeof dir, "%s/hang", g_tmp);
+    snprintf(errf, sizeof errf, "%s/hang.err", g_tmp);
+    rc = mpirun_sweep(3, dir, errf, NULL, "LOADLAW_TEST_RANK_HANG=1:1");
+    CHECK(rc == 1, "hung rank: exit %d, want 1 (see %s)", rc, errf);
+    CHECK(file_has(errf, "rank 1 did not send the records of level 1"), "hung rank: stderr does not name it "
+          "(see %s)", errf);
+    if (read_run(dir, 0, &s) == 0) {
+        CHECK(s.ended[0] && s.n_req[0] == s.planned[0], "hung rank: level 0 not intact (%d of %d requests)",
+              s.n_req[0], s.planned[0]);
+        /* C = 4 over three ranks is 2, 1, 1: ranks 0 and 2 hold 3/4 of the requests */
+        CHECK(s.ended[1] && s.by_rank[1][1] == 0 && s.by_rank[1][2] > 0 &&
+                  s.by_rank[1][0] + s.by_rank[1][2] == s.planned[1] * 3 / 4 &&
+                  s.ended_ok[1] == s.by_rank[1][0] + s.by_rank[1][2],
+              "hung rank: level 1 holds %d, %d, %d requests of ranks 0, 1, 2 (level_end: %d ok, ended %d); "
+              "want rank 1's none, the others' all", s.by_rank[1][0], s.by_rank[1][1], s.by_rank[1][2],
+              s.ended_ok[1], s.ended[1]);
     }
     TEST_MAIN_END();
 }
