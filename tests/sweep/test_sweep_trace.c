@@ -150,7 +150,10 @@ static void check_records(const char *dir)
         for (int r = 0; r < 10; r++)
             exact += llabs(intended[i] - first - (int64_t)k_moon[r].ts_ms * 100000) < 10000;
     CHECK(n == 10 && exact == 10, "records: 10 requests, intended at ts/10 (%zu exact)", exact);
-    CHECK(worst_lag_ms < 5, "every send within 5 ms of its intended time (worst %.3f ms)", worst_lag_ms);
+    /* A sender that ignored --trace-speed would lag by up to 1,080 ms; a busy
+     * machine (a sanitizer build beside other builds: 8.4 ms) only delays a
+     * wake-up. 25 ms tells the two apart. */
+    CHECK(worst_lag_ms < 25, "every send within 25 ms of its intended time (worst %.3f ms)", worst_lag_ms);
     free(text);
 }
 
