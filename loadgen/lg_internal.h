@@ -178,6 +178,12 @@ struct lg_run {
 /* run.c: wake the driver (a watched event happened, or the last worker left). */
 void lg_run_notify(lg_run *r);
 
+/* profile_hook.c (driver thread): POST /start_profile now and queue its
+ * record (level L); POST /stop_profile (vLLM's form, at the level's end),
+ * a failure said on stderr. */
+void lg_profile_start(lg_run *r, const lg_level_ctx *L);
+void lg_profile_stop(lg_run *r);
+
 /* xfer.c: a transfer's life */
 /* sess: the conversation it is a turn of (load.sessions), else NULL. */
 int lg_xfer_start(lg_worker *w, int req_index, int64_t intended_ns, lg_sess *sess);
