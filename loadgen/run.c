@@ -19,6 +19,8 @@
 #define _GNU_SOURCE
 #include "lg_internal.h"
 
+#include "api.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -175,6 +177,7 @@ int lg_run_create(const lg_config *cfg, lg_run **out, char *err, size_t errlen)
         return LL_ESYS;
     }
     r->scn = cfg->scn;
+    r->api = lg_api_of(cfg->scn->endpoint);
     set_stamping(r);
     take_config(r, cfg);
     if (r->ranks < 1 || r->rank < 0 || r->rank >= r->ranks) {
