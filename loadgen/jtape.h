@@ -1,5 +1,5 @@
 /* jtape.h (internal to loadgen/): one streamed JSON event as a flat array of
- * nodes, read by sse.c's delta interpreter.
+ * nodes, read by the server APIs' event interpreters (delta.h, api.h).
  *
  * Two parsers fill the same tape. lg_jscan is the fast path: one pass, no
  * allocation for an ordinary event, strings left in place unless they hold an

@@ -18,6 +18,7 @@
 
 #include "loadgen.h"
 #include "netstamp.h"
+#include "delta.h"
 #include "srcaddr.h"
 #include "sse.h"
 
@@ -142,6 +143,7 @@ struct lg_worker {
 struct lg_run {
     char *url_full, *url_base, *model, *api_key;
     const scn_scenario *scn;
+    const struct lg_api *api;      /* the scenario's server API (api.h) */
     const scn_prompts *prompts;
     int kstamp; /* reads timed by the kernel's stamp: load.arrival_stamp "kernel"
                  * and netstamp linked (netstamp.h), else the write-callback clock */
@@ -178,6 +180,12 @@ struct lg_run {
 /* run.c: wake the driver (a watched event happened, or the last worker left). */
 void lg_run_notify(lg_run *r);
 
+/* profile_hook.c (driver thread): POST /start_profile now and queue its
+ * record (level L); POST /stop_profile (vLLM's form, at the level's end),
+ * a failure said on stderr. */
+void lg_profile_start(lg_run *r, const lg_level_ctx *L);
+void lg_profile_stop(lg_run *r);
+
 /* xfer.c: a transfer's life */
 /* sess: the conversation it is a turn of (load.sessions), else NULL. */
 int lg_xfer_start(lg_worker *w, int req_index, int64_t intended_ns, lg_sess *sess);
@@ -189,7 +197,7 @@ void lg_xfer_done(lg_xfer *x, CURLcode res);
 void lg_worker_connect_result(lg_worker *w, const lg_xfer *x, ll_err_class cls);
 
 /* xfer_body.c: what a request sends */
-/* x's request body into x->body (reset first) for the scenario's endpoint;
+/* x's request body into x->body (reset first) for the scenario's API;
  * sets x's max_tokens, head_at, prompt_words, head_tok and sent_cont_usage.
  * 0 or LL_ENOMEM. */
 int lg_xfer_build_body(lg_xfer *x);
@@ -205,8 +213,8 @@ int lg_xfer_headers(const scn_scenario *s, struct curl_slist **list);
 /* The options of x's easy handle, its callbacks on x. LL_EINVAL when curl
  * refused an option. */
 int lg_xfer_setup_easy(lg_xfer *x);
-/* x's SSE parser and delta state, for its endpoint's dialect (on a start and
- * on a resend, after the old ones were freed). */
+/* x's SSE parser and delta state, for the run's API (on a start and on a
+ * resend, after the old ones were freed). */
 void lg_xfer_init_parsers(lg_xfer *x);
 
 /* xfer_record.c: a finished transfer's record */

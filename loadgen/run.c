@@ -5,11 +5,11 @@
  * workers and sleeps on r->cv. Workers signal it (lg_run_notify) when the
  * last of them leaves and, while the profile hook is armed (r->watch), each
  * time a request starts decoding or finishes: the hook fires the moment every
- * in-flight request of the level is decoding. With a progress line the wait
- * is also bounded by the next 250 ms tick. After the workers are joined, the
- * driver queues level_end with the counts the workers kept; when more of
- * them failed than cfg.max_failed allows (stop_on_failed), no later level
- * starts.
+ * in-flight request of the level is decoding (its requests: profile_hook.c).
+ * With a progress line the wait is also bounded by the next 250 ms tick.
+ * After the workers are joined, the driver queues level_end with the counts
+ * the workers kept; when more of them failed than cfg.max_failed allows
+ * (stop_on_failed), no later level starts.
  *
  * With lg_dist (K ranks), run_level takes this rank's share of the level
  * (share()), and the hooks frame it: before_level agrees on the start and
@@ -18,6 +18,8 @@
 /* sched_getaffinity and CPU_COUNT are GNU extensions */
 #define _GNU_SOURCE
 #include "lg_internal.h"
+
+#include "api.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -175,6 +177,7 @@ int lg_run_create(const lg_config *cfg, lg_run **out, char *err, size_t errlen)
         return LL_ESYS;
     }
     r->scn = cfg->scn;
+    r->api = lg_api_of(cfg->scn->endpoint);
     set_stamping(r);
     take_config(r, cfg);
     if (r->ranks < 1 || r->rank < 0 || r->rank >= r->ranks) {
@@ -248,132 +251,6 @@ void lg_run_counts(const lg_run *r, size_t *ok, size_t *failed)
         *ok = atomic_load(&r->total_ok);
     if (failed)
         *failed = atomic_load(&r->total_failed);
-}
-
-/* The profile hook: POST /start_profile once, record when and what came back. */
-static size_t sink(char *p, size_t sz, size_t nm, void *ud)
-{
-    ll_buf *b = ud;
-    size_t n = sz * nm, room = b->len < 1024 ? 1024 - b->len : 0; /* the first 1 KiB */
-    if (room && ll_buf_append(b, p, n < room ? n : room))
-        return 0;
-    return n;
-}
-
-/* The request headers of the profile hook: JSON, and the API key where the
- * run has one (a server with a key guards its control endpoints too: vLLM,
- * `loadlaw serve --api-key`). *h gets what was made (the caller frees it);
- * 0 when it is complete, -1 when a header is missing (out of memory). */
-static int profile_headers(const lg_run *r, struct curl_slist **h)
-{
-    char auth[4200] = "";
-    struct curl_slist *ht = NULL;
-    if (r->api_key)
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", r->api_key);
-    if ((*h = curl_slist_append(NULL, "Content-Type: application/json")) && auth[0] &&
-        (ht = curl_slist_append(*h, auth)))
-        *h = ht;
-    memset(auth, 0, sizeof auth);
-    return *h && (!r->api_key || ht) ? 0 : -1;
-}
-
-/* POST body to url with headers h, within 10 s: what curl_easy_perform
- * said (CURLE_FAILED_INIT when an option was refused), the first 1 KiB of
- * the response into resp, the HTTP status into *status (0 if none). */
-static CURLcode post_profile(CURL *e, const char *url, const char *body, struct curl_slist *h, ll_buf *resp,
-                             char *errbuf, long *status)
-{
-    CURLcode cr = CURLE_FAILED_INIT;
-    if (curl_easy_setopt(e, CURLOPT_URL, url) == CURLE_OK && curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, body) == CURLE_OK &&
-        curl_easy_setopt(e, CURLOPT_HTTPHEADER, h) == CURLE_OK &&
-        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink) == CURLE_OK &&
-        curl_easy_setopt(e, CURLOPT_WRITEDATA, resp) == CURLE_OK &&
-        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf) == CURLE_OK &&
-        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 10000L) == CURLE_OK) {
-        cr = curl_easy_perform(e);
-        if (curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, status) != CURLE_OK)
-            *status = 0;
-    }
-    return cr;
-}
-
-/* The record of the hook's call, fired at t (the driver's clock). */
-static void put_profile_record(lg_run *r, const lg_level_ctx *L, int64_t t, CURLcode cr, long status,
-                               const char *errbuf, const ll_buf *resp)
-{
-    const scn_profile *p = &L->lv->profile;
-    ll_rec_profile pr = {
-        .level = L->index,
-        .t_ns = t - r->epoch_ns,
-        .num_steps = p->num_steps,
-        .style = p->style == SCN_PROFILE_SGLANG ? "sglang" : "vllm",
-        .http_status = (int)status,
-        .ok = cr == CURLE_OK && status >= 200 && status < 300,
-        .detail = cr != CURLE_OK ? (errbuf[0] ? errbuf : curl_easy_strerror(cr)) : (resp->p ? resp->p : ""),
-    };
-    if (ll_rec_put_profile(r->rec, &pr))
-        ll_warn("queueing the profile record failed");
-}
-
-static void fire_profile(lg_run *r, const lg_level_ctx *L)
-{
-    const scn_profile *p = &L->lv->profile;
-    char body[64], errbuf[CURL_ERROR_SIZE] = "";
-    size_t un = strlen(r->url_base) + sizeof "/start_profile" + 1;
-    char *url = malloc(un);
-    ll_buf resp = {0};
-    long status = 0;
-    CURL *e = curl_easy_init();
-    int64_t t = ll_now_ns();
-    CURLcode cr = CURLE_FAILED_INIT;
-    struct curl_slist *h = NULL;
-    /* beside /metrics at the server's root: a base's "/v1" is not its root */
-    if (url && ll_url_join(r->url_base, "/v1", "/start_profile", url, un))
-        url[0] = '\0';
-    if (p->style == SCN_PROFILE_SGLANG)
-        snprintf(body, sizeof body, "{\"num_steps\":%d}", p->num_steps);
-    else
-        body[0] = '\0';
-    int headers_ok = profile_headers(r, &h) == 0;
-    if (e && headers_ok && url && url[0])
-        cr = post_profile(e, url, body, h, &resp, errbuf, &status);
-    put_profile_record(r, L, t, cr, status, errbuf, &resp);
-    curl_slist_free_all(h);
-    if (e)
-        curl_easy_cleanup(e);
-    free(url);
-    ll_buf_free(&resp);
-}
-
-/* vLLM's form of the hook has no step count: its profiler runs until POST
- * /stop_profile and writes its trace then. The driver sends it when the
- * level ends (watch_level): the capture is the level's steady part to its
- * end, whatever num_steps says (the client sees tokens only as requests
- * finish, too coarse to count steps by). A failure is said, not recorded:
- * the start's record stands for the capture. */
-static void stop_profile(lg_run *r)
-{
-    char errbuf[CURL_ERROR_SIZE] = "";
-    size_t un = strlen(r->url_base) + sizeof "/stop_profile" + 1;
-    char *url = malloc(un);
-    ll_buf resp = {0};
-    long status = 0;
-    CURL *e = curl_easy_init();
-    struct curl_slist *h = NULL;
-    CURLcode cr = CURLE_FAILED_INIT;
-    if (url && ll_url_join(r->url_base, "/v1", "/stop_profile", url, un))
-        url[0] = '\0';
-    if (e && profile_headers(r, &h) == 0 && url && url[0])
-        cr = post_profile(e, url, "", h, &resp, errbuf, &status);
-    if (cr != CURLE_OK || status < 200 || status >= 300)
-        ll_warn("POST /stop_profile: %s", cr != CURLE_OK ? (errbuf[0] ? errbuf : curl_easy_strerror(cr))
-                                                         : "the server refused it (HTTP status not 2xx)");
-    curl_slist_free_all(h);
-    if (e)
-        curl_easy_cleanup(e);
-    free(url);
-    ll_buf_free(&resp);
 }
 
 /* This process's part of the level so far (lg_progress). */
@@ -496,7 +373,7 @@ static void watch_level(lg_run *r, const lg_level_ctx *L)
         if (armed && profile_due(r, L)) {
             armed = 0;
             atomic_store(&r->watch, 0);
-            fire_profile(r, L);
+            lg_profile_start(r, L);
             stop_due = L->lv->profile.style != SCN_PROFILE_SGLANG;
         }
         int64_t now = ll_now_ns();
@@ -511,7 +388,7 @@ static void watch_level(lg_run *r, const lg_level_ctx *L)
         wait_event(r, &seen, ticking ? next_tick : 0);
     }
     if (stop_due)
-        stop_profile(r);
+        lg_profile_stop(r);
     atomic_store(&r->watch, 0);
 }
 

@@ -8,6 +8,8 @@
  * Nothing here formats JSON for the records or touches the records file:
  * lg_xfer_done fills an ll_rec_request and queues it (common/records.h). */
 #include "lg_internal.h"
+
+#include "api.h"
 #include "outputs.h"
 
 #include <inttypes.h>
@@ -74,7 +76,7 @@ int lg_xfer_start(lg_worker *w, int req_index, int64_t intended_ns, lg_sess *ses
     lg_xfer_init_parsers(x);
     LL_TRY(lg_xfer_build_body(x));
     if (x->delta.out) /* outputs recorded: the prompt as sent, for check-decode */
-        lg_out_prompt(x->delta.out, x->body.p, x->body.len, r->scn->endpoint == SCN_ENDPOINT_CHAT);
+        lg_out_prompt(x->delta.out, x->body.p, x->body.len, r->api->prompt_key);
     LL_TRY((x->easy = curl_easy_init()) ? 0 : LL_ENOMEM);
     LL_TRY(lg_xfer_setup_easy(x));
     x->send_ns = ll_now_ns();

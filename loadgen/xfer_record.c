@@ -29,7 +29,7 @@ static const char *unasked_encoding(CURL *e)
     return h->value[0] && strcasecmp(h->value, "identity") != 0 ? h->value : NULL;
 }
 
-/* Events that held a raw control byte in a string (sse.h ctl_events): read
+/* Events that held a raw control byte in a string (delta.h ctl_events): read
  * leniently, tokens counted, yet JSON forbids the byte (RFC 8259 section 7)
  * and strict readers (Python's json, JavaScript's JSON.parse, Go, serde)
  * refuse the event, so the request is failed with the byte named. */

@@ -1,6 +1,7 @@
 /* xfer_recv.c: a transfer's bytes as they arrive: the easy handle's options
  * and the libcurl callbacks that time each read, keep an error body, feed the
- * SSE parser (sse.h) and turn its token events into the transfer's chunks.
+ * SSE framer (sse.h) and the API's interpreter (delta.h) and turn its token
+ * events into the transfer's chunks.
  *
  * Timing: every chunk is stamped once per libcurl write callback, before
  * parsing, so parse cost never shifts a timestamp and all events of one read
@@ -56,8 +57,8 @@ static int on_event(void *ctx, const char *event, const char *data, size_t len)
         x->answer_tok = 0;
         x->first_answer_ns = -1;
     }
-    /* Each count is at most 1e9 (sse.c jnum) and a running total that goes
-     * back moves nothing (count_event), so a stream's tokens stay within
+    /* Each count is at most 1e9 (delta.c lg_jcount) and a running total that
+     * goes back moves nothing (lg_delta_count), so a stream's tokens stay within
      * its largest count; past 1e9 in one request (none has that many) the
      * stream is wrong, and the int sums must not overflow. */
     if ((int64_t)x->think_tok + x->answer_tok + o.think_tok + o.answer_tok > 1000000000) {
@@ -245,12 +246,9 @@ int lg_xfer_setup_easy(lg_xfer *x)
 void lg_xfer_init_parsers(lg_xfer *x)
 {
     const lg_run *r = x->w->run;
-    scn_endpoint ep = r->scn->endpoint;
     lg_sse_init(&x->sse, on_event, x);
     lg_delta_init(&x->delta);
-    x->delta.dialect = ep == SCN_ENDPOINT_RESPONSES  ? LG_DIALECT_RESPONSES
-                       : ep == SCN_ENDPOINT_GENERATE ? LG_DIALECT_GENERATE
-                                                     : LG_DIALECT_OPENAI;
+    x->delta.api = r->api;
     /* The text is kept for a tokenizer to count (when usage is absent) and
      * for a conversation's next turn (the answer it sends back). */
     x->delta.keep_text = (r->prompts && scn_prompts_tokenizer(r->prompts) != NULL) || x->sess;

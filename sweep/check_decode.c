@@ -166,7 +166,7 @@ typedef struct cd_run {
     const cd_read *rd;
     char url[2300];
     const char *model;
-    int chat, generate;
+    scn_endpoint endpoint;
     fit_check_decode res;
     size_t n_sent, n_misaligned, n_failed, n_no_text;
     int unsupported;
@@ -183,8 +183,8 @@ static int check_one(cd_run *cx, const cd_req *q)
         cx->n_no_text++;
         return 0;
     }
-    lg_rescore_req rq = {.url = cx->url, .api_key = cx->o->api_key, .model = cx->model, .chat = cx->chat,
-                         .generate = cx->generate, .prompt_json = q->o->prompt, .output = text,
+    lg_rescore_req rq = {.url = cx->url, .api_key = cx->o->api_key, .model = cx->model,
+                         .endpoint = cx->endpoint, .prompt_json = q->o->prompt, .output = text,
                          .ids = q->o->ids, .n_tok = q->o->n_tok, .top_k = 1, .timeout_s = cx->o->timeout_s};
     lg_rescore r;
     int rc = lg_rescore_run(&rq, &r, err, sizeof err);
@@ -227,25 +227,46 @@ static int pick_target(cd_run *cx, host_engine *h, char *err, size_t errlen)
         ll_errf(err, errlen, "the run line names no target URL: give --url or --engine");
         return LL_EINVAL;
     }
-    /* /generate is where the sweep sent it: after the base's path, /v1 or not */
-    const char *path = cx->generate ? "/generate" : cx->chat ? "/v1/chat/completions" : "/v1/completions";
-    if (ll_url_join(base, cx->generate ? NULL : "/v1", path, cx->url, sizeof cx->url)) {
+    /* the API's standard path, put as the sweep put it (loadgen run.c
+     * set_urls): a "/v1/..." path replaces a base's "/v1", /generate goes
+     * after the base's path, /v1 or not */
+    const char *path = scn_endpoint_path(cx->endpoint);
+    if (ll_url_join(base, strncmp(path, "/v1/", 4) == 0 ? "/v1" : NULL, path, cx->url, sizeof cx->url)) {
         ll_errf(err, errlen, "URL too long: %.100s", base);
         return LL_EINVAL;
     }
     return 0;
 }
 
+/* The APIs check-decode can send a prompt back to, as "a, b or c". */
+static void rescore_apis(char *out, size_t n)
+{
+    int m = 0, k = 0;
+    for (int e = 0; e < SCN_ENDPOINT__COUNT; e++)
+        m += lg_rescore_supported((scn_endpoint)e);
+    out[0] = '\0';
+    for (int e = 0; e < SCN_ENDPOINT__COUNT; e++) {
+        if (!lg_rescore_supported((scn_endpoint)e))
+            continue;
+        size_t len = strlen(out);
+        snprintf(out + len, n - len, "%s%s", k == 0 ? "" : k == m - 1 ? " or " : ", ",
+                 scn_endpoint_name((scn_endpoint)e));
+        k++;
+    }
+}
+
 /* Why the run cannot be checked (SWEEP_USAGE after saying so), or SWEEP_OK. */
-static int check_readable(const char *run_dir, const cd_read *rd, int *chat, int *generate)
+static int check_readable(const char *run_dir, const cd_read *rd, scn_endpoint *endpoint)
 {
     const char *why = NULL;
-    *chat = strcmp(rd->endpoint, "chat") == 0;
-    *generate = strcmp(rd->endpoint, "generate") == 0;
+    char apis[128], not_api[256];
+    int known = scn_endpoint_parse(rd->endpoint, endpoint) == 0;
+    rescore_apis(apis, sizeof apis);
+    snprintf(not_api, sizeof not_api, "is not a %s run (check-decode sends the prompt back to one of those)", apis);
     if (!rd->recorded || rd->n_ok == rd->n_no_outputs)
         why = "has no recorded outputs (run the sweep with --record-outputs)";
-    else if (!*chat && !*generate && strcmp(rd->endpoint, "completions") != 0)
-        why = "is not a chat, completions or generate run (check-decode sends the prompt back to one of those)";
+    else if (!known || !lg_rescore_supported(*endpoint))
+        why = not_api;
     else if (rd->reqs.n == 0 && rd->n_no_prompt > 0)
         why = "recorded outputs without the prompts (recorded by an older loadlaw, or prompts over 64 KiB)";
     else if (rd->reqs.n == 0)
@@ -325,7 +346,7 @@ int sweep_check_decode(const char *run_dir, const sweep_check_decode_opts *o)
         ret = rc == LL_EIO ? SWEEP_USAGE : SWEEP_FAIL;
         goto done;
     }
-    if ((ret = check_readable(run_dir, &rd, &cx.chat, &cx.generate)) != SWEEP_OK)
+    if ((ret = check_readable(run_dir, &rd, &cx.endpoint)) != SWEEP_OK)
         goto done;
     cx.model = rd.model[0] ? rd.model : NULL;
     if ((rc = pick_target(&cx, &h, err, sizeof err)) != 0) {

@@ -3,8 +3,8 @@
  * sampled beside the client's stamps.
  *
  * DESIGN: one thread (an ll_ticker, common.h: tel_scrape_stop ends its wait at
- * once), one libcurl easy handle per endpoint (kept, so the connection is
- * reused), a blocking curl_easy_perform per scrape. Each sample of a known family
+ * once), one HTTP handle per endpoint (common's http1.h, kept so the
+ * connection is reused), a blocking request per scrape. Each sample of a known family
  * becomes one `metric` record (records.h) stamped with the middle of its
  * scrape on the run clock; the fit (fit/server.c) differences counters over
  * each level's steady window. Only the samples common/dialect.h's table
@@ -17,7 +17,6 @@
  * and a gauge sampled every 15-30 s (Prometheus' usual interval) would give
  * a level one sample or none. */
 
-#include <curl/curl.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -26,6 +25,7 @@
 #include <time.h>
 
 #include "dialect.h"
+#include "http1.h"
 #include "telemetry.h"
 
 /* A body larger than this is not a /metrics page we want (a DCGM exporter
@@ -35,14 +35,12 @@
 typedef struct endpoint {
     char *url;
     char *shown;              /* url with its secrets hidden: records and messages */
-    CURL *easy;
-    struct curl_slist *headers;
+    ll_http1 *http;
     ll_buf body;
     size_t n_ok, n_failed;
     int said;                 /* the first failure was reported */
     int said_dialect;         /* the first page's server was said */
     int moved;                /* moved to /prometheus/metrics once */
-    char curl_err[CURL_ERROR_SIZE];
 } endpoint;
 
 struct tel_scrape {
@@ -67,15 +65,6 @@ int tel_scrape_known(const char *name, const char *labels)
 int tel_scrape_default_url(const char *url, char *out, size_t n)
 {
     return ll_url_join(url, "/v1", "/metrics", out, n);
-}
-
-static size_t on_body(char *p, size_t sz, size_t nm, void *ctx)
-{
-    ll_buf *b = ctx;
-    size_t n = sz * nm;
-    if (b->len + n > SCRAPE_MAX_BYTES || ll_buf_append(b, p, n))
-        return 0; /* curl fails the transfer: counted as a failed scrape */
-    return n;
 }
 
 /* What one page held, for the line that says which server answered. */
@@ -185,7 +174,7 @@ static int try_prometheus_path(endpoint *e)
         return 0;
     }
     char *shown = ll_redact_url(nu.p);
-    if (!shown || curl_easy_setopt(e->easy, CURLOPT_URL, nu.p) != CURLE_OK) {
+    if (!shown || ll_http1_set_url(e->http, nu.p)) {
         free(shown);
         ll_buf_free(&nu);
         return 0;
@@ -202,19 +191,17 @@ static int try_prometheus_path(endpoint *e)
 
 static void scrape_one(tel_scrape *sc, endpoint *e)
 {
-    char why[CURL_ERROR_SIZE + 64];
+    char why[320];
     long status = 0;
-    ll_buf_reset(&e->body);
-    e->curl_err[0] = '\0';
     int64_t t0 = ll_now_ns();
-    CURLcode cc = curl_easy_perform(e->easy);
+    /* a body over SCRAPE_MAX_BYTES fails the request: counted as a failed scrape */
+    int rc = ll_http1_do(e->http, NULL, &e->body, &status, why, sizeof why);
     int64_t t1 = ll_now_ns();
-    if (cc != CURLE_OK) {
-        snprintf(why, sizeof why, "%s", e->curl_err[0] ? e->curl_err : curl_easy_strerror(cc));
+    if (rc) {
         say_failure(e, why);
         return;
     }
-    if (curl_easy_getinfo(e->easy, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK || status != 200) {
+    if (status != 200) {
         snprintf(why, sizeof why, "HTTP %ld", status);
         say_failure(e, why);
         return;
@@ -245,61 +232,25 @@ static int scrape_round(void *arg)
     return sc->put_failed;
 }
 
-/* One header line onto e's list (curl copies it). */
-static int add_header(endpoint *e, const char *line)
-{
-    struct curl_slist *t = curl_slist_append(e->headers, line);
-    if (!t)
-        return LL_ENOMEM; /* the list so far stays e's */
-    e->headers = t;
-    return 0;
-}
-
-/* The requests' credentials (tel_scrape_auth), for a target of their origin. */
-static int add_credentials(endpoint *e, const tel_scrape_auth *a)
-{
-    int rc = 0;
-    if (a->key) {
-        char *bearer = ll_bearer_header(a->key);
-        rc = bearer ? add_header(e, bearer) : LL_ENOMEM;
-        ll_wipe_free(bearer);
-    }
-    for (size_t i = 0; i < a->n_headers && rc == 0; i++)
-        if (ll_secret_name(a->headers[i], strcspn(a->headers[i], ":")))
-            rc = add_header(e, a->headers[i]);
-    return rc;
-}
-
 static int endpoint_init(endpoint *e, const tel_scrape_target *t, const tel_scrape_auth *auth, double interval_s)
 {
-    int rc = LL_ENOMEM;
-    if (!(e->url = strdup(t->url)) || !(e->shown = ll_redact_url(t->url)) || !(e->easy = curl_easy_init()))
+    char why[320];
+    if (!(e->url = strdup(t->url)) || !(e->shown = ll_redact_url(t->url)))
         return LL_ENOMEM;
     /* never to another server: a --metrics-url elsewhere gets no key */
-    if (auth && ll_same_origin(t->url, auth->url) && (rc = add_credentials(e, auth)))
-        return rc;
+    int creds = auth && ll_same_origin(t->url, auth->url);
     long timeout_ms = (long)(fmax(1.0, interval_s) * 1000);
-    rc = curl_easy_setopt(e->easy, CURLOPT_URL, e->url) || curl_easy_setopt(e->easy, CURLOPT_NOSIGNAL, 1L) ||
-                 curl_easy_setopt(e->easy, CURLOPT_WRITEFUNCTION, on_body) ||
-                 curl_easy_setopt(e->easy, CURLOPT_WRITEDATA, &e->body) ||
-                 curl_easy_setopt(e->easy, CURLOPT_ERRORBUFFER, e->curl_err) ||
-                 curl_easy_setopt(e->easy, CURLOPT_TIMEOUT_MS, timeout_ms) ||
-                 curl_easy_setopt(e->easy, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms) ||
-                 curl_easy_setopt(e->easy, CURLOPT_HTTPHEADER, e->headers)
-             ? LL_EINVAL
-             : 0;
-    return rc;
+    ll_http1_opts o = {.url = e->url, .api_key = creds ? auth->key : NULL, .headers = creds ? auth->headers : NULL,
+                       .n_headers = creds ? auth->n_headers : 0, .max_bytes = SCRAPE_MAX_BYTES,
+                       .timeout_ms = timeout_ms, .connect_timeout_ms = timeout_ms};
+    return ll_http1_open(&o, &e->http, why, sizeof why);
 }
 
 static void scrape_free(tel_scrape *sc)
 {
     for (size_t i = 0; i < sc->n_ep; i++) {
         endpoint *e = &sc->ep[i];
-        if (e->easy)
-            curl_easy_cleanup(e->easy);
-        for (struct curl_slist *h = e->headers; h; h = h->next)
-            explicit_bzero(h->data, strlen(h->data)); /* keys: not left in freed memory */
-        curl_slist_free_all(e->headers);
+        ll_http1_close(e->http);
         ll_buf_free(&e->body);
         free(e->url);
         free(e->shown);

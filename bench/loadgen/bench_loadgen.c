@@ -33,6 +33,7 @@
 
 #include "common.h"
 #include "engine.h"
+#include "api.h"
 #include "loadgen.h"
 #include "sse.h"
 #include "bench_loadgen.h"
@@ -127,8 +128,9 @@ static void bench_parse(stream_kind k, int n_tok, int reps)
         sink s = {0};
         lg_sse sse;
         lg_delta_init(&s.d);
-        s.d.dialect = k == ST_RESPONSES ? LG_DIALECT_RESPONSES : k == ST_GENERATE ? LG_DIALECT_GENERATE
-                                                                                  : LG_DIALECT_OPENAI;
+        s.d.api = lg_api_of(k == ST_RESPONSES ? SCN_ENDPOINT_RESPONSES
+                            : k == ST_GENERATE ? SCN_ENDPOINT_GENERATE
+                                               : SCN_ENDPOINT_CHAT);
         lg_sse_init(&sse, on_event, &s);
         struct timespec c0, c1;
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);

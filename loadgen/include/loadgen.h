@@ -143,8 +143,9 @@ typedef struct lg_rescore_req {
     const char *url;           /* the endpoint's full URL (…/v1/chat/completions, …/v1/completions, …/generate) */
     const char *api_key;       /* NULL: none; never logged */
     const char *model;         /* NULL: not sent (nor ever to /generate) */
-    int chat;                  /* 1: prompt_json is the messages array; 0: the prompt string */
-    int generate;              /* 1: SGLang's /generate (chat 0): prompt_json is its "text" */
+    scn_endpoint endpoint;     /* the API the run called (lg_rescore_supported): chat's
+                                * prompt_json is the messages array, completions' the
+                                * prompt string, /generate's its "text" */
     const char *prompt_json;   /* the prompt as recorded (records.h ll_rec_outputs.prompt) */
     const char *output;        /* the decoded text, token by token as streamed */
     const int64_t *ids;        /* generate: (n_tok) the decoded token ids, sent back as
@@ -171,6 +172,9 @@ typedef struct lg_rescore {
  * tokens), LL_ENOMEM; a one-line reason in err. */
 int lg_rescore_run(const lg_rescore_req *q, lg_rescore *out, char *err, size_t errlen);
 void lg_rescore_free(lg_rescore *r);
+/* 1 when the API has a way to ask for prompt logprobs (chat, completions,
+ * generate; not responses). */
+int lg_rescore_supported(scn_endpoint e);
 /* ---- end re-scoring ---- */
 
 #endif

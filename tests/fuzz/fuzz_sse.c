@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "api.h"
 #include "fuzz_util.h"
 #include "jtape.h"
 #include "outputs.h"
@@ -71,7 +72,8 @@ static void parse_init(parse *p, uint8_t mode)
     memset(p, 0, sizeof *p);
     lg_sse_init(&p->sse, on_event, p);
     lg_delta_init(&p->d);
-    p->d.dialect = (lg_dialect)(mode % 3);
+    static const scn_endpoint apis[3] = {SCN_ENDPOINT_CHAT, SCN_ENDPOINT_RESPONSES, SCN_ENDPOINT_GENERATE};
+    p->d.api = lg_api_of(apis[mode % 3]);
     p->d.keep_text = (mode >> 2) & 1;
     if ((mode >> 3) & 1)
         p->d.out = lg_out_new();
@@ -157,7 +159,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(a->usage_prompt == b->usage_prompt);
         FUZZ_CHECK(a->usage_completion == b->usage_completion);
         FUZZ_CHECK(a->usage_reasoning == b->usage_reasoning);
-        FUZZ_CHECK(a->gen_len == b->gen_len);
+        FUZZ_CHECK(a->api_mark == b->api_mark);
         FUZZ_CHECK(buf_eq(&a->think_text, &b->think_text));
         FUZZ_CHECK(buf_eq(&a->answer_text, &b->answer_text));
         check_outputs(a->out, b->out);

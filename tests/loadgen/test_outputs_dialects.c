@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api.h"
 #include "outputs.h"
 #include "sse.h"
 #include "testutil.h"
@@ -36,13 +37,13 @@ static int on_event(void *ctx, const char *event, const char *data, size_t len)
     return 0;
 }
 
-static ll_rec_outputs *outputs_of(const char *stream, lg_dialect dialect, size_t split)
+static ll_rec_outputs *outputs_of(const char *stream, scn_endpoint dialect, size_t split)
 {
     harness h;
     size_t n = strlen(stream);
     memset(&h, 0, sizeof h);
     lg_delta_init(&h.d);
-    h.d.dialect = dialect;
+    h.d.api = lg_api_of(dialect);
     h.d.out = lg_out_new();
     lg_sse_init(&h.sse, on_event, &h);
     if (split && split < n) {
@@ -188,10 +189,10 @@ static const char k_both_ids[] =
 
 static void test_ids(void)
 {
-    ll_rec_outputs *o = outputs_of(k_bad_ids, LG_DIALECT_OPENAI, 0);
+    ll_rec_outputs *o = outputs_of(k_bad_ids, SCN_ENDPOINT_CHAT, 0);
     CHECK(o && o->n_tok == 3 && !o->ids && o->lp[2] == -1, "ids out of range or fractional: none taken");
     ll_rec_outputs_free(o);
-    o = outputs_of(k_both_ids, LG_DIALECT_OPENAI, 0);
+    o = outputs_of(k_both_ids, SCN_ENDPOINT_CHAT, 0);
     CHECK(o && o->n_tok == 1 && o->ids && o->ids[0] == 5, "token_ids beside an id: the id once");
     ll_rec_outputs_free(o);
 }
@@ -200,13 +201,13 @@ static void test_streams(void)
 {
     static const struct {
         const char *name, *stream;
-        lg_dialect dialect;
+        scn_endpoint dialect;
         int (*ok)(const ll_rec_outputs *);
     } cases[] = {
-        {"responses", k_responses, LG_DIALECT_RESPONSES, responses_ok},
-        {"generate", k_generate, LG_DIALECT_GENERATE, generate_ok},
-        {"llama.cpp chat", k_llama_chat, LG_DIALECT_OPENAI, llama_chat_ok},
-        {"llama.cpp completions", k_llama_cmpl, LG_DIALECT_OPENAI, llama_cmpl_ok},
+        {"responses", k_responses, SCN_ENDPOINT_RESPONSES, responses_ok},
+        {"generate", k_generate, SCN_ENDPOINT_GENERATE, generate_ok},
+        {"llama.cpp chat", k_llama_chat, SCN_ENDPOINT_CHAT, llama_chat_ok},
+        {"llama.cpp completions", k_llama_cmpl, SCN_ENDPOINT_CHAT, llama_cmpl_ok},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         int all = 1;
@@ -218,7 +219,7 @@ static void test_streams(void)
             ll_rec_outputs_free(o);
         }
     }
-    ll_rec_outputs *o = outputs_of(k_generate_ids, LG_DIALECT_GENERATE, 0);
+    ll_rec_outputs *o = outputs_of(k_generate_ids, SCN_ENDPOINT_GENERATE, 0);
     CHECK(o && o->n_tok == 2 && o->ids && o->ids[0] == 7 && o->ids[1] == 12 && !o->tok && !o->lp,
           "generate with output_ids alone: the ids, once each");
     ll_rec_outputs_free(o);
@@ -229,7 +230,7 @@ static void test_prompt(void)
     static const char body[] = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi \\\"you\\\"\"}],"
                                "\"max_tokens\":4}";
     lg_outputs *o = lg_out_new();
-    lg_out_prompt(o, body, sizeof body - 1, 1);
+    lg_out_prompt(o, body, sizeof body - 1, lg_api_of(SCN_ENDPOINT_CHAT)->prompt_key);
     ll_rec_outputs *r = lg_out_take(o, "p0-s1");
     CHECK(r && r->prompt && strcmp(r->prompt, "[{\"role\":\"user\",\"content\":\"hi \\\"you\\\"\"}]") == 0 &&
               r->prompt_bytes == strlen(r->prompt),
@@ -237,7 +238,7 @@ static void test_prompt(void)
     ll_rec_outputs_free(r);
     static const char gen[] = "{\"text\":\"[3-s1] Once upon\",\"sampling_params\":{\"max_new_tokens\":4},"
                               "\"stream\":true}";
-    lg_out_prompt(o, gen, sizeof gen - 1, 0);
+    lg_out_prompt(o, gen, sizeof gen - 1, lg_api_of(SCN_ENDPOINT_GENERATE)->prompt_key);
     r = lg_out_take(o, "p0-s1");
     CHECK(r && r->prompt && strcmp(r->prompt, "\"[3-s1] Once upon\"") == 0, "generate: the text as JSON: %s",
           r && r->prompt ? r->prompt : "(none)");
@@ -250,7 +251,7 @@ static void test_prompt(void)
     memcpy(big, "{\"prompt\":\"", 11);
     memset(big + 11, 'x', n);
     memcpy(big + 11 + n, "\"}", 3);
-    lg_out_prompt(o, big, strlen(big), 0);
+    lg_out_prompt(o, big, strlen(big), lg_api_of(SCN_ENDPOINT_COMPLETIONS)->prompt_key);
     r = lg_out_take(o, "p0-s1");
     CHECK(r && !r->prompt && r->prompt_bytes == n + 2, "a prompt over 64 KiB: its size, not its text (%zu)",
           r ? r->prompt_bytes : 0);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api.h"
 #include "jtape.h"
 #include "lg_internal.h"
 #include "outputs.h"
@@ -47,13 +48,13 @@ static int on_event(void *ctx, const char *event, const char *data, size_t len)
     return 0;
 }
 
-static void run(harness *h, const char *s, size_t step, size_t split, lg_dialect dialect)
+static void run(harness *h, const char *s, size_t step, size_t split, scn_endpoint dialect)
 {
     size_t n = strlen(s);
     memset(h, 0, sizeof *h);
     lg_sse_init(&h->sse, on_event, h);
     lg_delta_init(&h->d);
-    h->d.dialect = dialect;
+    h->d.api = lg_api_of(dialect);
     if (split) {
         lg_sse_feed(&h->sse, s, split);
         lg_sse_feed(&h->sse, s + split, n - split);
@@ -73,7 +74,7 @@ typedef struct expect {
     int think, answer, done, error;
     const char *kinds;
     long usage_completion, usage_reasoning;
-    lg_dialect dialect;  /* OPENAI unless given */
+    scn_endpoint dialect;  /* the API; chat unless given */
 } expect;
 
 static const expect k_cases[] = {
@@ -85,7 +86,7 @@ static const expect k_cases[] = {
      "data: {\"choices\":[{\"delta\":{\"content\":\" it is\"}}],\"usage\":{\"completion_tokens\":6}}\r\n\r\n"
      "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":6,\"completion_tokens_details\":{\"reasoning_tokens\":3}}}\r\n\r\n"
      "data: [DONE]\r\n\r\n",
-     3, 3, 1, 0, "ttaa", 6, 3, LG_DIALECT_OPENAI},
+     3, 3, 1, 0, "ttaa", 6, 3, SCN_ENDPOINT_CHAT},
     {"sglang reasoning_content with nulls, comments, finish chunk",
      ": keep-alive\n\n"
      "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":null,\"reasoning_content\":null}}]}\n\n"
@@ -96,7 +97,7 @@ static const expect k_cases[] = {
      "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":null,\"content\":null,\"reasoning_content\":null},\"finish_reason\":\"stop\"}]}\n\n"
      "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":3,\"reasoning_tokens\":2}}\n\n"
      "data: [DONE]\n\n",
-     2, 1, 1, 0, "tta", 3, 2, LG_DIALECT_OPENAI},
+     2, 1, 1, 0, "tta", 3, 2, SCN_ENDPOINT_CHAT},
     {"inline think tags split across chunks",
      "data: {\"choices\":[{\"delta\":{\"content\":\"<thi\"}}]}\n\n"
      "data: {\"choices\":[{\"delta\":{\"content\":\"nk>\"}}]}\n\n"
@@ -105,14 +106,14 @@ static const expect k_cases[] = {
      "data: {\"choices\":[{\"delta\":{\"content\":\"ink>Answer\"}}]}\n\n"
      "data: {\"choices\":[{\"delta\":{\"content\":\" <b>x</b>\"}}]}\n\n"
      "data: [DONE]\n\n",
-     5, 2, 1, 0, "tttttaa", -1, -1, LG_DIALECT_OPENAI},
+     5, 2, 1, 0, "tttttaa", -1, -1, SCN_ENDPOINT_CHAT},
     {"R1 template: bare </think>, lone CR line ends",
      "data: {\"choices\":[{\"delta\":{\"content\":\"step1\"}}]}\r\r"
      "data: {\"choices\":[{\"delta\":{\"content\":\"step2\"}}]}\r\r"
      "data: {\"choices\":[{\"delta\":{\"content\":\"</think>\\n\\nDone\"}}]}\r\r"
      "data: {\"choices\":[{\"delta\":{\"content\":\"!\"}}]}\r\r"
      "data: [DONE]\r\r",
-     3, 2, 1, 0, "tttaa", -1, -1, LG_DIALECT_OPENAI},
+     3, 2, 1, 0, "tttaa", -1, -1, SCN_ENDPOINT_CHAT},
     {"'<' ending an answer chunk is text, not a thinking token",
      "data: {\"choices\":[{\"delta\":{\"content\":\"if a <\"}}]}\n\n"
      "data: {\"choices\":[{\"delta\":{\"content\":\" b\"}}]}\n\n"
@@ -120,26 +121,26 @@ static const expect k_cases[] = {
      "data: {\"choices\":[{\"delta\":{\"content\":\"/\"}}]}\n\n"
      "data: {\"choices\":[{\"delta\":{\"content\":\"p>\"}}]}\n\n"
      "data: [DONE]\n\n",
-     0, 5, 1, 0, "aaaaa", -1, -1, LG_DIALECT_OPENAI},
+     0, 5, 1, 0, "aaaaa", -1, -1, SCN_ENDPOINT_CHAT},
     {"continuous usage that falls back once: no token counted twice",
      "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"usage\":{\"completion_tokens\":1}}\n\n"
      "data: {\"choices\":[{\"delta\":{\"content\":\" b\"}}],\"usage\":{\"completion_tokens\":2}}\n\n"
      "data: {\"choices\":[{\"delta\":{\"content\":\" c\"}}],\"usage\":{\"completion_tokens\":1}}\n\n"
      "data: {\"choices\":[{\"delta\":{\"content\":\" d\"}}],\"usage\":{\"completion_tokens\":4}}\n\n"
      "data: [DONE]\n\n",
-     0, 4, 1, 0, "aaa", -1, -1, LG_DIALECT_OPENAI},
+     0, 4, 1, 0, "aaa", -1, -1, SCN_ENDPOINT_CHAT},
     {"'</' after a think block, continuous usage: answer, not thinking",
      "data: {\"choices\":[{\"delta\":{\"content\":\"<think>hm</think>\"}}],\"usage\":{\"completion_tokens\":3}}\n\n"
      "data: {\"choices\":[{\"delta\":{\"content\":\"a </\"}}],\"usage\":{\"completion_tokens\":5}}\n\n"
      "data: {\"choices\":[{\"delta\":{\"content\":\"b>\"}}],\"usage\":{\"completion_tokens\":6}}\n\n"
      "data: [DONE]\n\n",
-     3, 3, 1, 0, "taa", -1, -1, LG_DIALECT_OPENAI},
+     3, 3, 1, 0, "taa", -1, -1, SCN_ENDPOINT_CHAT},
     {"R1 template: text before a bare </think> in its chunk is thinking",
      "data: {\"choices\":[{\"delta\":{\"content\":\"step1\"}}]}\n\n"
      "data: {\"choices\":[{\"delta\":{\"content\":\" step2</think>\"}}]}\n\n"
      "data: {\"choices\":[{\"delta\":{\"content\":\"\\n\\nDone\"}}]}\n\n"
      "data: [DONE]\n\n",
-     2, 1, 1, 0, "tta", -1, -1, LG_DIALECT_OPENAI},
+     2, 1, 1, 0, "tta", -1, -1, SCN_ENDPOINT_CHAT},
     {"multi-token chunks, multi-line data, completions text",
      "data: {\"choices\":[{\"text\":\"one two three\"}],\n"
      "data: \"usage\":{\"completion_tokens\":3}}\n\n"
@@ -147,20 +148,20 @@ static const expect k_cases[] = {
      "data:{\"choices\":[{\"text\":\" five six\"}],\"usage\":{\"completion_tokens\":6}}\n\n"
      "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":6}}\n\n"
      "data: [DONE]\n\n",
-     0, 6, 1, 0, "aaa", 6, -1, LG_DIALECT_OPENAI},
+     0, 6, 1, 0, "aaa", 6, -1, SCN_ENDPOINT_CHAT},
     {"nested error event mid-stream",
      "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n"
      "data: {\"error\":{\"message\":\"out of KV cache\",\"type\":\"server_error\",\"code\":500}}\n\n",
-     0, 1, 0, 1, "a", -1, -1, LG_DIALECT_OPENAI},
+     0, 1, 0, 1, "a", -1, -1, SCN_ENDPOINT_CHAT},
     {"flat error event",
      "data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"x\"}}]}\n\n"
      "data: {\"object\":\"error\",\"message\":\"engine died\",\"type\":\"InternalServerError\",\"code\":500}\n\n"
      "data: [DONE]\n\n",
-     1, 0, 1, 1, "t", -1, -1, LG_DIALECT_OPENAI},
+     1, 0, 1, 1, "t", -1, -1, SCN_ENDPOINT_CHAT},
     {"SSE error event with a text body",
      "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n"
      "event: error\ndata: upstream timed out\n\n",
-     0, 1, 0, 1, "a", -1, -1, LG_DIALECT_OPENAI},
+     0, 1, 0, 1, "a", -1, -1, SCN_ENDPOINT_CHAT},
     {"responses: reasoning_text and output_text deltas, usage in response.completed",
      "event: response.created\n"
      "data: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"status\":\"in_progress\",\"usage\":null,\"error\":null}}\n\n"
@@ -180,38 +181,38 @@ static const expect k_cases[] = {
      "data: {\"type\":\"response.output_text.done\",\"item_id\":\"msg_1\",\"text\":\"Yes it is\"}\n\n"
      "event: response.completed\n"
      "data: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\",\"status\":\"completed\",\"usage\":{\"input_tokens\":5,\"output_tokens\":6,\"output_tokens_details\":{\"reasoning_tokens\":3},\"total_tokens\":11}}}\n\n",
-     2, 2, 1, 0, "ttaa", 6, 3, LG_DIALECT_RESPONSES},
+     2, 2, 1, 0, "ttaa", 6, 3, SCN_ENDPOINT_RESPONSES},
     {"responses: cut at max_output_tokens ends in response.incomplete (complete stream)",
      "data: {\"type\":\"response.output_text.delta\",\"delta\":\"a b\"}\r\n\r\n"
      "data: {\"type\":\"response.incomplete\",\"response\":{\"status\":\"incomplete\",\"incomplete_details\":{\"reason\":\"max_output_tokens\"},\"usage\":{\"input_tokens\":2,\"output_tokens\":2}}}\r\n\r\n",
-     0, 1, 1, 0, "a", 2, -1, LG_DIALECT_RESPONSES},
+     0, 1, 1, 0, "a", 2, -1, SCN_ENDPOINT_RESPONSES},
     {"responses: error event",
      "event: response.output_text.delta\n"
      "data: {\"type\":\"response.output_text.delta\",\"delta\":\"a\"}\n\n"
      "event: error\n"
      "data: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"overloaded\",\"param\":null}\n\n",
-     0, 1, 0, 1, "a", -1, -1, LG_DIALECT_RESPONSES},
+     0, 1, 0, 1, "a", -1, -1, SCN_ENDPOINT_RESPONSES},
     {"responses: response.failed",
      "data: {\"type\":\"response.reasoning_text.delta\",\"delta\":\"x\"}\n\n"
      "data: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"engine died\"}}}\n\n",
-     1, 0, 0, 1, "t", -1, -1, LG_DIALECT_RESPONSES},
+     1, 0, 0, 1, "t", -1, -1, SCN_ENDPOINT_RESPONSES},
     {"generate: cumulative text, meta_info counts, inline think",
      "data: {\"text\":\"<think>hm\",\"meta_info\":{\"id\":\"g1\",\"prompt_tokens\":4,\"completion_tokens\":2,\"finish_reason\":null}}\n\n"
      "data: {\"text\":\"<think>hm ok</think>\",\"meta_info\":{\"id\":\"g1\",\"prompt_tokens\":4,\"completion_tokens\":4,\"finish_reason\":null}}\n\n"
      "data: {\"text\":\"<think>hm ok</think>Yes it\",\"meta_info\":{\"id\":\"g1\",\"prompt_tokens\":4,\"completion_tokens\":6,\"finish_reason\":null}}\n\n"
      "data: {\"text\":\"<think>hm ok</think>Yes it is\",\"meta_info\":{\"id\":\"g1\",\"prompt_tokens\":4,\"completion_tokens\":7,\"finish_reason\":{\"type\":\"length\",\"length\":7}}}\n\n"
      "data: [DONE]\n\n",
-     4, 3, 1, 0, "ttaa", 7, -1, LG_DIALECT_GENERATE},
+     4, 3, 1, 0, "ttaa", 7, -1, SCN_ENDPOINT_GENERATE},
     {"generate: no meta counts, one token per event; error object",
      "data: {\"text\":\"a\",\"meta_info\":{}}\n\n"
      "data: {\"text\":\"ab\",\"meta_info\":{}}\n\n"
      "data: {\"error\":{\"message\":\"aborted\"}}\n\n",
-     0, 2, 0, 1, "aa", -1, -1, LG_DIALECT_GENERATE},
+     0, 2, 0, 1, "aa", -1, -1, SCN_ENDPOINT_GENERATE},
     {"cut mid-event: partial line is dropped",
      "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n"
      "data: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\n"
      "data: {\"choices\":[{\"delta\":{\"cont",
-     0, 2, 0, 0, "aa", -1, -1, LG_DIALECT_OPENAI},
+     0, 2, 0, 0, "aa", -1, -1, SCN_ENDPOINT_CHAT},
 };
 
 static int same(const harness *h, const expect *e)
@@ -253,11 +254,11 @@ static const char *case_stream(const char *name)
 static void test_error_messages(void)
 {
     harness h;
-    run(&h, case_stream("nested error event mid-stream"), 3, 0, LG_DIALECT_OPENAI);
+    run(&h, case_stream("nested error event mid-stream"), 3, 0, SCN_ENDPOINT_CHAT);
     CHECK(strcmp(h.errmsg, "out of KV cache") == 0, "nested error message '%s'", h.errmsg);
-    run(&h, case_stream("flat error event"), 7, 0, LG_DIALECT_OPENAI);
+    run(&h, case_stream("flat error event"), 7, 0, SCN_ENDPOINT_CHAT);
     CHECK(strcmp(h.errmsg, "engine died") == 0, "flat error message '%s'", h.errmsg);
-    run(&h, case_stream("SSE error event with a text body"), 5, 0, LG_DIALECT_OPENAI);
+    run(&h, case_stream("SSE error event with a text body"), 5, 0, SCN_ENDPOINT_CHAT);
     CHECK(strcmp(h.errmsg, "upstream timed out") == 0, "event: error message '%s'", h.errmsg);
     char m[64];
     const char *b = "{\"error\":{\"message\":\"model not found\",\"code\":404}}";
@@ -272,9 +273,9 @@ static void test_sse_framing(void)
     /* event names, id/retry ignored, data without space, empty data line */
     harness h;
     const char *s = "event: message\nid: 7\nretry: 10\ndata\ndata: [DONE]\n\n";
-    run(&h, s, 1, 0, LG_DIALECT_OPENAI);
+    run(&h, s, 1, 0, SCN_ENDPOINT_CHAT);
     CHECK(h.events == 1 && h.d.done == 0, "\"\\n[DONE]\" is one event, not [DONE] (events %d)", h.events);
-    run(&h, "data: [DONE]\n", 100, 0, LG_DIALECT_OPENAI);
+    run(&h, "data: [DONE]\n", 100, 0, SCN_ENDPOINT_CHAT);
     CHECK(h.d.done == 1, "[DONE] without the blank line is dispatched at the end");
 }
 
@@ -288,7 +289,7 @@ static void test_hostile_usage(void)
                     "data: {\"choices\":[{\"delta\":{\"content\":\"yo\"}}],\"usage\":{\"completion_tokens\":3e9}}\n\n"
                     "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":-5e300,\"completion_tokens\":1e19}}\n\n"
                     "data: [DONE]\n\n";
-    run(&h, s, 1000, 0, LG_DIALECT_OPENAI);
+    run(&h, s, 1000, 0, SCN_ENDPOINT_CHAT);
     CHECK(h.answer == 2 && h.think == 0 && h.chunks == 2, "hostile usage: answer %d think %d chunks %d", h.answer,
           h.think, h.chunks);
     CHECK(h.d.usage_completion == -1 && h.d.usage_prompt == -1, "out-of-range usage is absent: %lld %lld",
@@ -311,7 +312,7 @@ static void test_server_said(void)
         "\"predicted_ms\":41.6,\"predicted_per_token_ms\":20.8,\"predicted_per_second\":48.1}}\n\n"
         "data: {\"choices\":[],\"usage\":{\"completion_tokens\":2,\"prompt_tokens\":44,\"total_tokens\":46}}\n\n"
         "data: [DONE]\n\n";
-    run(&h, llama, 7, 0, LG_DIALECT_OPENAI);
+    run(&h, llama, 7, 0, SCN_ENDPOINT_CHAT);
     CHECK(strcmp(h.d.finish, "length") == 0 && h.d.srv.present && h.d.srv.prompt_ms == 12.5 &&
               h.d.srv.decode_ms == 41.6 && h.d.srv.tpot_ms == 20.8 && h.d.srv.prompt_n == 41 &&
               h.d.srv.decode_n == 2 && h.d.usage_cached == 3 && isnan(h.d.srv.ttft_ms),
@@ -323,7 +324,7 @@ static void test_server_said(void)
         "\"prompt_tokens_details\":{\"cached_tokens\":256}},\"metrics\":{\"time_to_first_token_ms\":35.5,"
         "\"queue_time_ms\":2.25,\"generation_time_ms\":0,\"mean_itl_ms\":7.5,\"tokens_per_second\":133}}\n\n"
         "data: [DONE]\n\n";
-    run(&h, vllm, 1000, 0, LG_DIALECT_OPENAI);
+    run(&h, vllm, 1000, 0, SCN_ENDPOINT_CHAT);
     CHECK(strcmp(h.d.finish, "stop") == 0 && h.d.usage_cached == 256 && h.d.srv.present && h.d.srv.ttft_ms == 35.5 &&
               h.d.srv.queue_ms == 2.25 && h.d.srv.tpot_ms == 7.5 && h.d.srv.decode_ms == 0 && h.d.srv.prompt_n == -1,
           "vLLM: finish %s, cached %lld, ttft %g queue %g itl %g", h.d.finish, (long long)h.d.usage_cached,
@@ -333,7 +334,7 @@ static void test_server_said(void)
                       "data: {\"text\":\"ab\",\"meta_info\":{\"prompt_tokens\":9,\"completion_tokens\":2,"
                       "\"cached_tokens\":8,\"finish_reason\":{\"type\":\"length\",\"length\":2}}}\n\n"
                       "data: [DONE]\n\n";
-    run(&h, sgl, 1000, 0, LG_DIALECT_GENERATE);
+    run(&h, sgl, 1000, 0, SCN_ENDPOINT_GENERATE);
     CHECK(strcmp(h.d.finish, "length") == 0 && h.d.usage_cached == 8 && !h.d.srv.present,
           "SGLang /generate: finish %s, cached %lld", h.d.finish, (long long)h.d.usage_cached);
     /* nothing said: nothing kept; a hostile value is not a count */
@@ -341,7 +342,7 @@ static void test_server_said(void)
         "data: {\"choices\":[{\"delta\":{\"content\":\"x\"},\"finish_reason\":null}]}\n\n"
         "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1,"
         "\"prompt_tokens_details\":{\"cached_tokens\":-4}},\"timings\":{\"prompt_ms\":1e300}}\n\n",
-        1000, 0, LG_DIALECT_OPENAI);
+        1000, 0, SCN_ENDPOINT_CHAT);
     CHECK(h.d.finish[0] == '\0' && h.d.usage_cached == -1 && isnan(h.d.srv.prompt_ms),
           "hostile or absent: finish '%s', cached %lld, prompt_ms %g", h.d.finish, (long long)h.d.usage_cached,
           h.d.srv.prompt_ms);
@@ -446,12 +447,12 @@ static void test_bytes_and_text(void)
 static void test_dialect_errors(void)
 {
     harness h;
-    run(&h, case_stream("responses: error event"), 1000, 0, LG_DIALECT_RESPONSES);
+    run(&h, case_stream("responses: error event"), 1000, 0, SCN_ENDPOINT_RESPONSES);
     CHECK(strcmp(h.errmsg, "overloaded") == 0, "responses error message '%s'", h.errmsg);
-    run(&h, case_stream("responses: response.failed"), 1000, 0, LG_DIALECT_RESPONSES);
+    run(&h, case_stream("responses: response.failed"), 1000, 0, SCN_ENDPOINT_RESPONSES);
     CHECK(strcmp(h.errmsg, "engine died") == 0, "response.failed message '%s'", h.errmsg);
     run(&h, case_stream("generate: no meta counts, one token per event; error object"), 1000, 0,
-        LG_DIALECT_GENERATE);
+        SCN_ENDPOINT_GENERATE);
     CHECK(strcmp(h.errmsg, "aborted") == 0, "generate error message '%s'", h.errmsg);
 }
 
@@ -524,7 +525,7 @@ static void test_fast_path(void)
         "data: {\"choices\":[{\"delta\":{\"content\":\"caf\\u00e9\"}}],\"usage\":{\"completion_tokens\":2}}\n\n"
         "data: {\"choices\":[{\"delta\":{\"content\":\"caf\xc3\xa9\"}}],\"usage\":{\"completion_tokens\":4}}\n\n"
         "data: not json\n\ndata: [DONE]\n\n",
-        1000, 0, LG_DIALECT_OPENAI);
+        1000, 0, SCN_ENDPOINT_CHAT);
     CHECK(h.answer == 4 && h.answer_bytes == 10 && h.d.slow_events == 2 && h.d.bad_events == 1,
           "escape fallback: answer %d bytes %ld slow %d bad %d", h.answer, h.answer_bytes, h.d.slow_events,
           h.d.bad_events);
