@@ -6,6 +6,7 @@
 
 #include "common.h"
 #include "scenario.h"
+#include "scenario_keys.h"
 #include "testutil.h"
 
 /* Loading must fail with a message that contains each of the needles. */
@@ -181,6 +182,46 @@ static void test_request_fields(void)
           "secret header and query values hidden, the others kept: %s", txt ? txt : "");
     free(txt);
     cJSON_Delete(o);
+    scn_free(s);
+}
+
+/* The key a sweep flag sets (scenario_keys.h), or NULL. */
+static const scn_key *flag_key(const char *flag)
+{
+    const scn_key *k;
+    for (size_t i = 0; (k = scn_flag_key(i)); i++)
+        if (!strcmp(scn_key_flag(k), flag))
+            return k;
+    return NULL;
+}
+
+/* The sweep's flags that set one key each: the key's own check and message
+ * ("expected WHAT, got 'V'"), a level's key laid over every level, a bool
+ * flag's value. */
+static void test_flag_keys(void)
+{
+    scn_scenario *s = NULL;
+    char err[512] = "";
+    const scn_key *mt = flag_key("max-tokens"), *wu = flag_key("warmup"), *nc = flag_key("no-continuous-usage");
+    const scn_key *ar = flag_key("arrival"), *rp = flag_key("repeat"), *tw = flag_key("trace-window");
+    CHECK(mt && wu && nc && ar && rp && tw, "flags found");
+    if (!(mt && wu && nc && ar && rp && tw) || scn_load_string("{\"load\":{\"concurrency\":[1,2,4]}}", "f", &s, err,
+                                                               sizeof err))
+        return;
+    CHECK(scn_key_check(mt, "0", err, sizeof err) == LL_EINVAL &&
+              !strcmp(err, "expected an integer in [1, 10000000], got '0'"),
+          "max-tokens 0: '%s'", err);
+    CHECK(scn_key_set(s, mt, "4k", err, sizeof err) == 0 && s->max_tokens == 4000, "max-tokens 4k");
+    CHECK(scn_key_set(s, wu, "3", err, sizeof err) == 0 && s->levels[0].warmup == 3 && s->levels[2].warmup == 3,
+          "warmup on every level");
+    CHECK(scn_key_set(s, nc, NULL, err, sizeof err) == 0 && s->continuous_usage == 0, "a flag without a value");
+    CHECK(scn_key_check(ar, "trace", err, sizeof err) == LL_EINVAL &&
+              !strcmp(err, "expected poisson or constant, got 'trace'"),
+          "arrival: only the names offered: '%s'", err);
+    CHECK(scn_key_set(s, rp, "3", err, sizeof err) == 0 && s->ab.repeat == 3 && !strcmp(scn_key_path(rp), "ab.repeat"),
+          "a key inside ab");
+    CHECK(scn_key_set(s, tw, "2:5", err, sizeof err) == 0 && s->trace_start_s == 2 && s->trace_end_s == 5,
+          "a key with its own form");
     scn_free(s);
 }
 
@@ -752,6 +793,7 @@ int main(void)
     test_errors();
     test_load_and_override();
     test_request_fields();
+    test_flag_keys();
     test_shipped();
     test_prompts();
     test_vary_context();
