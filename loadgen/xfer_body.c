@@ -7,6 +7,7 @@
 #include "lg_internal.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,6 +91,26 @@ fail:
     return rc;
 }
 
+/* x as JSON in the fewest digits that read back as x (cJSON's rule). */
+static int put_double(ll_buf *b, double x)
+{
+    char t[32];
+    snprintf(t, sizeof t, "%.15g", x);
+    if (strtod(t, NULL) != x)
+        snprintf(t, sizeof t, "%.17g", x);
+    return ll_buf_append(b, t, strlen(t));
+}
+
+/* request.top_p, when the scenario sets it (0: the server's default). */
+static int put_top_p(ll_buf *b, const scn_scenario *s)
+{
+    int rc = 0;
+    if (s->top_p > 0 && keep_key(s, "top_p"))
+        LL_TRY(put_key(b, "top_p") || put_double(b, s->top_p));
+fail:
+    return rc;
+}
+
 /* What comparing outputs needs: greedy decoding (temperature 0, the
  * scenario's seed) and, when outputs are recorded, the chosen tokens'
  * logprobs with the top 5 (chat: logprobs + top_logprobs; completions: a
@@ -130,12 +151,13 @@ static int put_openai_limits(const lg_xfer *x, ll_buf *b, const scn_scenario *s)
         LL_TRY(put_key(b, "ignore_eos") || ll_buf_printf(b, "true"));
     if (s->think_tokens >= 0 && keep_key(s, "think_tokens"))
         LL_TRY(put_key(b, "think_tokens") || ll_buf_printf(b, "%d", s->think_tokens));
+    LL_TRY(put_top_p(b, s));
     LL_TRY(put_output_keys(b, s));
 fail:
     return rc;
 }
 
-/* The length cap (and, for generate, ignore_eos) under each endpoint's own name. */
+/* The length cap (and, for generate, ignore_eos and top_p) under each endpoint's own name. */
 static int put_limits(const lg_xfer *x, ll_buf *b, const scn_scenario *s, int openai)
 {
     int rc = 0;
@@ -146,6 +168,7 @@ static int put_limits(const lg_xfer *x, ll_buf *b, const scn_scenario *s, int op
             LL_TRY(put_key(b, "max_output_tokens"));
             LL_TRY(ll_buf_printf(b, "%d", x->max_tokens));
         }
+        LL_TRY(put_top_p(b, s));
         /* outputs: each text delta's logprobs with the top 5 */
         if (s->record_outputs && keep_key(s, "top_logprobs"))
             LL_TRY(put_key(b, "top_logprobs") || ll_buf_printf(b, "5"));
@@ -153,8 +176,11 @@ static int put_limits(const lg_xfer *x, ll_buf *b, const scn_scenario *s, int op
             LL_TRY(put_key(b, "include") || ll_buf_printf(b, "[\"message.output_text.logprobs\"]"));
     } else if (keep_key(s, "sampling_params")) {
         LL_TRY(put_key(b, "sampling_params"));
-        LL_TRY(ll_buf_printf(b, "{\"max_new_tokens\":%d%s}", x->max_tokens,
+        LL_TRY(ll_buf_printf(b, "{\"max_new_tokens\":%d%s", x->max_tokens,
                              s->ignore_eos ? ",\"ignore_eos\":true" : ""));
+        if (s->top_p > 0)
+            LL_TRY(ll_buf_append(b, ",\"top_p\":", 9) || put_double(b, s->top_p));
+        LL_TRY(ll_buf_append(b, "}", 1));
     }
     /* outputs from SGLang's /generate: meta_info's output token logprobs, top 5, with their text */
     if (s->endpoint == SCN_ENDPOINT_GENERATE && s->record_outputs && keep_key(s, "return_logprob"))

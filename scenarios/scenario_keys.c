@@ -128,6 +128,11 @@ static const scn_key k_request[] = {
     {BOOL("greedy", S(greedy)), .flags = SCN_KF_OMIT0, .flag = "greedy",
      .flag_help = "send temperature 0 and a fixed seed (scenario key request.greedy)",
      .help = "send temperature 0 and a fixed seed (prompts.seed)"},
+    {NUM("top_p", S(top_p), 0, 1), .flags = SCN_KF_LO_OPEN | SCN_KF_NULL | SCN_KF_OMIT0, .flag = "top-p",
+     .arg = "P", .flag_help = "nucleus sampling: send top_p P (scenario key request.top_p)",
+     .help = "nucleus sampling, sent as top_p (generate: sampling_params.top_p): each token is drawn from the "
+     "fewest most likely tokens whose probabilities add up to this. The sampler's work is part of every "
+     "step's per-request cost, so measure at production's value (null: not sent, the server's default)"},
     {.name = "extra_body", .type = SCN_K_JSON, .off = S(extra_body), .flags = SCN_KF_NULL,
      .what = "an object (keys merged into every request body) or null", .flag = "extra-body", .arg = "JSON",
      .flag_help = "object merged into every request body, e.g. '{\"temperature\":0.6,\"top_p\":0.95}'",

@@ -167,6 +167,7 @@ typedef struct scn_scenario {
                               * output (ids or text, logprobs, top-k) in its record and ask
                               * chat/completions servers for logprobs (top 5) */
     int greedy;              /* request.greedy, --greedy: temperature 0 and a fixed seed */
+    double top_p;            /* request.top_p, --top-p: nucleus sampling, in (0, 1]; 0 = not sent */
     double timeout_s;        /* whole-request bound */
     /* prompts */
     scn_source source;

@@ -195,6 +195,48 @@ static const scn_key *flag_key(const char *flag)
     return NULL;
 }
 
+/* request.top_p, the key added as one row of the key table: loaded,
+ * checked, written back (only when set: a run without it keeps its run
+ * line), loaded back, and set by its flag. That it reaches the request body
+ * is test_loadgen's (test_top_p). */
+static void test_top_p(void)
+{
+    scn_scenario *s = NULL, *s2 = NULL;
+    char err[512] = "";
+    expect_error("{\"request\":{\"top_p\":0}}", "request.top_p", "a number in (0, 1]");
+    expect_error("{\"request\":{\"top_p\":1.5}}", "request.top_p", "(0, 1]");
+    expect_error("{\"request\":{\"top_p\":\"0.9\"}}", "request.top_p", "(0, 1]");
+    CHECK(scn_new(&s) == 0 && s->top_p == 0, "unset by default");
+    cJSON *o = s ? scn_to_json(s) : NULL;
+    CHECK(o && !cJSON_GetObjectItem(cJSON_GetObjectItem(o, "request"), "top_p"), "unset: not written");
+    cJSON_Delete(o);
+    scn_free(s);
+    s = NULL;
+    int rc = scn_load_string("{\"request\":{\"top_p\":0.9}}", "t.json", &s, err, sizeof err);
+    CHECK(rc == 0 && s && s->top_p == 0.9, "loaded: %s", err);
+    if (rc)
+        return;
+    o = scn_to_json(s);
+    char *txt = o ? cJSON_PrintUnformatted(o) : NULL;
+    CHECK(txt && strstr(txt, "\"top_p\":0.9,"), "written back: %s", txt ? txt : "");
+    rc = txt ? scn_load_string(txt, "back", &s2, err, sizeof err) : -1;
+    CHECK(rc == 0 && s2 && s2->top_p == 0.9, "loads back: %s", err);
+    scn_free(s2);
+    cJSON_free(txt);
+    cJSON_Delete(o);
+    CHECK(scn_load_string("{\"request\":{\"top_p\":null}}", "n.json", &s2, err, sizeof err) == 0 && s2 &&
+              s2->top_p == 0,
+          "null: not sent");
+    scn_free(s2);
+    const scn_key *k = flag_key("top-p");
+    CHECK(k && !strcmp(scn_key_path(k), "request.top_p") && !strcmp(scn_key_flag_arg(k), "P"), "its flag");
+    CHECK(k && scn_key_set(s, k, "0.5", err, sizeof err) == 0 && s->top_p == 0.5, "--top-p 0.5: %s", err);
+    CHECK(k && scn_key_check(k, "0", err, sizeof err) == LL_EINVAL &&
+              !strcmp(err, "expected a number in (0, 1], got '0'"),
+          "--top-p 0: '%s'", err);
+    scn_free(s);
+}
+
 /* The sweep's flags that set one key each: the key's own check and message
  * ("expected WHAT, got 'V'"), a level's key laid over every level, a bool
  * flag's value. */
@@ -793,6 +835,7 @@ int main(void)
     test_errors();
     test_load_and_override();
     test_request_fields();
+    test_top_p();
     test_flag_keys();
     test_shipped();
     test_prompts();
