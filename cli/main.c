@@ -10,6 +10,7 @@
 #include "common.h"
 #include "engine.h"
 #include "opts.h"
+#include "scenario_keys.h"
 
 static const struct {
     const char *name;
@@ -34,6 +35,8 @@ static void usage(FILE *f)
     fprintf(f, "\n  --version        print the version\n"
                "  help CMD         the same as loadlaw CMD --help\n"
                "  help --markdown  every command's options as Markdown (docs/cli.md)\n"
+               "  help --scenario-keys\n"
+               "                   every scenario key as Markdown (docs/scenarios.md)\n"
                "\nexit codes: 0 ok, 1 failure, 2 usage error, 3 gate failed\n"
                "`loadlaw sweep` with no arguments runs scenarios/default.json against the\n"
                "bundled engine and ends with the fitted law and a report.\n");
@@ -73,6 +76,9 @@ int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "help") == 0 && strcmp(argv[2], "--markdown") == 0)
         return help_markdown();
+    /* docs/scenarios.md, from the scenario's key table; ctest's docs_scenarios compares them */
+    if (argc == 3 && strcmp(argv[1], "help") == 0 && strcmp(argv[2], "--scenario-keys") == 0)
+        return scn_keys_markdown(stdout) ? CLI_FAIL : CLI_OK;
     if (argc < 2) {
         usage(stderr);
         return CLI_USAGE;

@@ -1,7 +1,7 @@
 /* sweep_ab_opts.c: the flags of `loadlaw sweep` that make or shape an A/B
  * (sweep_opts.h): two --url become the scenario's "ab" of two remote sides,
- * and --order/--repeat are laid over any "ab". The A/B itself runs in the
- * sweep library (sweep.h sweep_ab). */
+ * and --order/--repeat need one. The A/B itself runs in the sweep library
+ * (sweep.h sweep_ab). */
 #include "cli.h"
 #include "opts.h"
 #include "sweep_opts.h"
@@ -25,17 +25,16 @@ static int apply_two_urls(const sweep_opts *o, scn_scenario *s)
     return scn_set_str(&s->url, NULL) ? cli_usage_error(&sweep_cmd, "out of memory") : 0;
 }
 
+/* --order and --repeat are the keys ab.order and ab.repeat, laid over with
+ * the other keys' flags after this (sweep_flags.c); they need an A/B. */
 int sweep_apply_ab_flags(const sweep_opts *o, scn_scenario *s)
 {
     int rc;
+    const char *order = sweep_keyed_flag(o, "order"), *repeat = sweep_keyed_flag(o, "repeat");
     if (o->n_urls == 2 && (rc = apply_two_urls(o, s)))
         return rc;
-    if (!s->ab.enabled && (o->repeat > 0 || o->order))
+    if (!s->ab.enabled && (repeat || order))
         return cli_usage_error(&sweep_cmd, "%s: needs two targets (an \"ab\" scenario, or --url A --url B)",
-                               o->order ? "--order" : "--repeat");
-    if (o->repeat > 0)
-        s->ab.repeat = (int)o->repeat;
-    if (o->order)
-        s->ab.order = o->order[0] == 's' ? SCN_AB_SEQUENTIAL : SCN_AB_INTERLEAVED;
+                               order ? "--order" : "--repeat");
     return 0;
 }

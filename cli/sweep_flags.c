@@ -1,9 +1,10 @@
-/* sweep_flags.c: `loadlaw sweep`'s flags laid over its scenario: the
- * scenario a sweep starts from (a file found by name, or the
- * remote-benchmark defaults), then the flags in named steps (target,
- * levels, per-level load, request shape, prompts), each value checked as
- * it is laid (a bad one is one line and CLI_USAGE). The table and the
- * parsing into sweep_opts are sweep_opts.c's. */
+/* sweep_flags.c: `loadlaw sweep`'s flags laid over its scenario, in named
+ * steps: the target, the levels (-c, --rate) and what shapes them (-n,
+ * --duration), the prompts' length and tokenizer, the A/B of two --url,
+ * then every flag that sets one scenario key (in the order given; their
+ * values were checked as they were parsed), then the checks between them.
+ * A bad value is one line and CLI_USAGE. The table and the parsing into
+ * sweep_opts are sweep_opts.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,18 +50,8 @@ static int apply_target(const sweep_opts *o, scn_scenario *s)
     int rc;
     if ((rc = apply_url_engine(o, s)))
         return rc;
-    if ((o->model && scn_set_str(&s->model, o->model)) || (o->output && scn_set_str(&s->output, o->output)))
+    if (o->model && scn_set_str(&s->model, o->model))
         return cli_usage_error(&sweep_cmd, "out of memory");
-    if (o->endpoint && scn_endpoint_parse(o->endpoint, &s->endpoint))
-        return cli_usage_error(&sweep_cmd, "--endpoint: expected chat, completions, responses or generate, got '%s'",
-                               o->endpoint);
-    if (o->endpoint_path) {
-        if (o->endpoint_path[0] != '/' || strpbrk(o->endpoint_path, " \t\r\n"))
-            return cli_usage_error(&sweep_cmd, "--endpoint-path: expected a path starting with '/', got '%s'",
-                                   o->endpoint_path);
-        if (scn_set_str(&s->endpoint_path, o->endpoint_path))
-            return cli_usage_error(&sweep_cmd, "out of memory");
-    }
     if ((rc = apply_headers(o, s)))
         return rc;
     if (o->prompts) {
@@ -104,7 +95,7 @@ static int per_level_list(const char *flag, const char *v, scn_per_level kind, s
     return 0;
 }
 
-/* The load of every level: counts, arrival rate and process, duration. */
+/* The load of every level: counts, arrival rate, duration. */
 static int apply_level_load(const sweep_opts *o, scn_scenario *s)
 {
     double rate = 0;
@@ -112,13 +103,6 @@ static int apply_level_load(const sweep_opts *o, scn_scenario *s)
     /* The floor keeps one arrival gap (1/rate s) within int64 ns. */
     if (o->rate && cli_number(&sweep_cmd, "rate", o->rate, CLI_REAL, 1e-6, 1e7, "requests/s in [1e-6, 1e7]", &rate))
         return CLI_USAGE;
-    if (o->arrival && strcmp(o->arrival, "poisson") && strcmp(o->arrival, "constant"))
-        return cli_usage_error(&sweep_cmd, "--arrival: expected poisson or constant");
-    if (o->max_failed &&
-        cli_number(&sweep_cmd, "max-failed", o->max_failed, CLI_REAL, 0, 1, "a fraction in [0, 1]", &s->max_failed))
-        return CLI_USAGE;
-    if (o->keep_going)
-        s->keep_going = 1;
     double *req = calloc(s->n_levels, sizeof *req), *dur = calloc(s->n_levels, sizeof *dur);
     if (!req || !dur)
         rc = cli_usage_error(&sweep_cmd, "out of memory");
@@ -130,55 +114,14 @@ static int apply_level_load(const sweep_opts *o, scn_scenario *s)
         scn_level *l = &s->levels[i];
         if (o->requests)
             l->n_requests = (int)req[i];
-        if (o->warmup >= 0)
-            l->warmup = (int)o->warmup;
         if (o->rate)
             l->rate_per_s = rate;
-        if (o->arrival)
-            l->arrival = o->arrival[0] == 'p' ? SCN_ARRIVAL_POISSON : SCN_ARRIVAL_CONSTANT;
         if (o->duration)
             l->duration_s = dur[i];
     }
     free(req);
     free(dur);
     return rc;
-}
-
-/* The shape of each request, and the client's threads. */
-static int apply_request(const sweep_opts *o, scn_scenario *s)
-{
-    if (o->timeout && cli_number(&sweep_cmd, "timeout", o->timeout, CLI_DURATION, 1e-3, 1e6,
-                                 "a duration from 1ms to 1e6 s", &s->timeout_s))
-        return CLI_USAGE;
-    if (o->threads > 0)
-        s->threads = (int)o->threads;
-    if (o->arrival_stamp)
-        s->arrival_stamp = strcmp(o->arrival_stamp, "user") == 0 ? SCN_STAMP_USER : SCN_STAMP_KERNEL;
-    if (o->source_addrs && scn_set_str(&s->source_addrs, o->source_addrs))
-        return cli_usage_error(&sweep_cmd, "out of memory");
-    char why[512];
-    if (lg_source_addrs_check(s->source_addrs, why, sizeof why)) /* the flag's, or the scenario's */
-        return cli_usage_error(&sweep_cmd, "%s: %s", o->source_addrs ? "--source-addrs" : "load.source_addrs",
-                               why);
-    if (o->max_tokens > 0)
-        s->max_tokens = (int)o->max_tokens;
-    if (o->think_tokens >= 0)
-        s->think_tokens = (int)o->think_tokens;
-    if (o->seed >= 0)
-        s->seed = (uint64_t)o->seed;
-    if (o->no_continuous_usage)
-        s->continuous_usage = 0;
-    if (o->extra_body) {
-        const char *end = NULL;
-        cJSON *eb = cJSON_ParseWithOpts(o->extra_body, &end, 1);
-        if (!cJSON_IsObject(eb)) {
-            cJSON_Delete(eb);
-            return cli_usage_error(&sweep_cmd, "--extra-body: expected a JSON object like '{\"temperature\":0}'");
-        }
-        cJSON_Delete(s->extra_body);
-        s->extra_body = eb;
-    }
-    return 0;
 }
 
 static int parse_length(const char *flag, const char *v, scn_dist *d)
@@ -212,12 +155,16 @@ static int apply_prompts(const sweep_opts *o, scn_scenario *s)
         if (scn_set_str(&s->tokenizer_path, o->tokenizer))
             return cli_usage_error(&sweep_cmd, "out of memory");
     }
-    if (o->reuse_prompts)
-        s->prompts_reuse = 1;
-    if (o->record_outputs)
-        s->record_outputs = 1;
-    if (o->greedy)
-        s->greedy = 1;
+    return 0;
+}
+
+/* Every flag that sets one scenario key, in the order given. */
+static int apply_keyed(const sweep_opts *o, scn_scenario *s)
+{
+    char err[512];
+    for (size_t i = 0; i < o->n_keyed; i++)
+        if (scn_key_set(s, o->keyed[i].key, o->keyed[i].value, err, sizeof err))
+            return cli_usage_error(&sweep_cmd, "--%s: %s", scn_key_flag(o->keyed[i].key), err);
     return 0;
 }
 
@@ -225,33 +172,22 @@ static int apply_prompts(const sweep_opts *o, scn_scenario *s)
 static const char *level_flag_given(const sweep_opts *o)
 {
     return o->conc ? "-c" : o->rate ? "--rate" : o->requests ? "-n" : o->duration ? "--duration"
-         : o->arrival ? "--arrival" : NULL;
+         : sweep_keyed_flag(o, "arrival") ? "--arrival" : NULL;
 }
 
-/* The workload's shape: a trace to replay (which makes the one level) and
- * shared prefixes. */
-static int apply_workload(const sweep_opts *o, scn_scenario *s)
+/* What the flags and the scenario say together: the source addresses
+ * (checked here: loadgen knows them), a trace's flags with a trace. */
+static int check_together(const sweep_opts *o, const scn_scenario *s)
 {
-    double a, b;
-    if (o->shared_prefix && scn_parse_shared_prefix(o->shared_prefix, s))
-        return cli_usage_error(&sweep_cmd, "--shared-prefix: expected GROUPS:TOKENS like 4:512, got '%s'",
-                               o->shared_prefix);
-    if ((o->trace_speed || o->trace_window) && !o->trace && !s->trace_path)
-        return cli_usage_error(&sweep_cmd, "%s: needs --trace (or a scenario's load.trace)",
-                               o->trace_speed ? "--trace-speed" : "--trace-window");
-    if (o->trace && scn_set_str(&s->trace_path, o->trace))
-        return cli_usage_error(&sweep_cmd, "out of memory");
-    if (o->trace_speed && cli_number(&sweep_cmd, "trace-speed", o->trace_speed, CLI_REAL, 1e-3, 1e6,
-                                     "a factor in [0.001, 1e6]", &s->trace_speed))
-        return CLI_USAGE;
-    if (o->trace_window) {
-        if (scn_parse_window(o->trace_window, &a, &b))
-            return cli_usage_error(&sweep_cmd, "--trace-window: expected START:END seconds (START < END, END "
-                                   "empty for the end), got '%s'", o->trace_window);
-        s->trace_start_s = a;
-        s->trace_end_s = b;
-    }
+    const char *speed = sweep_keyed_flag(o, "trace-speed"), *window = sweep_keyed_flag(o, "trace-window");
     const char *level_flag = level_flag_given(o);
+    char why[512];
+    if (lg_source_addrs_check(s->source_addrs, why, sizeof why)) /* the flag's, or the scenario's */
+        return cli_usage_error(&sweep_cmd, "%s: %s",
+                               sweep_keyed_flag(o, "source-addrs") ? "--source-addrs" : "load.source_addrs", why);
+    if ((speed || window) && !s->trace_path)
+        return cli_usage_error(&sweep_cmd, "%s: needs --trace (or a scenario's load.trace)",
+                               speed ? "--trace-speed" : "--trace-window");
     if (s->trace_path && level_flag)
         return cli_usage_error(&sweep_cmd, "%s with a trace: the trace's rows are the level (use --trace-window "
                                "and --trace-speed)", level_flag);
@@ -261,10 +197,8 @@ static int apply_workload(const sweep_opts *o, scn_scenario *s)
 int sweep_apply_flags(const sweep_opts *o, scn_scenario *s)
 {
     int rc;
-    if ((rc = apply_workload(o, s)))
-        return rc;
     if ((rc = apply_target(o, s)) || (rc = apply_levels(o, s)) || (rc = apply_level_load(o, s)) ||
-        (rc = apply_request(o, s)) || (rc = apply_prompts(o, s)) || (rc = sweep_apply_ab_flags(o, s)))
+        (rc = apply_prompts(o, s)) || (rc = sweep_apply_ab_flags(o, s)) || (rc = apply_keyed(o, s)))
         return rc;
-    return 0;
+    return check_together(o, s);
 }

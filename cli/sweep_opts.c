@@ -1,6 +1,9 @@
 /* sweep_opts.c: `loadlaw sweep`'s options: the table (which is also its
  * --help) and parsing argv into sweep_opts, each value's own range checked
- * as it is read. sweep_flags.c lays them over the scenario. */
+ * as it is read. The options that set one scenario key each are the key
+ * table's (scenario_keys.h): a key's row gives its flag, help and check, so
+ * they are named here only for their place in --help. sweep_flags.c lays
+ * the options over the scenario. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,15 +18,20 @@
 #endif
 
 enum {
-    K_URL = 256, K_ENGINE, K_MODEL, K_ENDPOINT, K_API_KEY, K_WARMUP, K_RATE, K_ARRIVAL, K_DURATION, K_THREADS,
-    K_MAX_TOKENS, K_THINK_TOKENS, K_TIMEOUT, K_SEED, K_PROMPTS, K_NO_REPORT, K_PROMPT_TOKENS, K_PROMPT_WORDS,
-    K_TOKENIZER, K_HEADER, K_EXTRA_BODY, K_ENDPOINT_PATH, K_NO_CONT_USAGE, K_MAX_FAILED,
-    K_METRICS_URL, K_METRICS_INTERVAL, K_NO_METRICS, K_GPU, K_REPEAT, K_ORDER, K_ARRIVAL_STAMP, K_KEEP_GOING,
-    K_SOURCE_ADDRS, K_REUSE_PROMPTS, K_RECORD_OUTPUTS, K_GREEDY, K_TRACE, K_TRACE_SPEED, K_TRACE_WINDOW,
-    K_SHARED_PREFIX,
+    K_URL = 256, K_ENGINE, K_MODEL, K_API_KEY, K_RATE, K_DURATION, K_PROMPTS, K_NO_REPORT, K_PROMPT_TOKENS,
+    K_PROMPT_WORDS, K_TOKENIZER, K_HEADER, K_METRICS_URL, K_METRICS_INTERVAL, K_NO_METRICS, K_GPU,
+    K_KEY = 512, /* K_KEY + i: row i of the built table, a scenario key's flag */
 };
 
-static const cli_opt sweep_table[] = {
+/* A row with a name and no help: the flag of a scenario key (scenario_keys.h),
+ * its value's name and help the key's; letter: its short option, or 0. */
+#define KEY(flag, letter) {flag, letter, NULL, NULL}
+
+/* The options in the order --help lists them. A key's flag that this
+ * layout does not name is listed at the end of its section's heading
+ * (table_heading), so a key added to the table gets its flag here without
+ * an edit. */
+static const cli_opt layout[] = {
     {NULL, 0, NULL, "target:"},
     {"url", K_URL, "URL", "remote server, http:// or https:// (default: start the bundled engine "
                 "in-process); paths go before its query (?api-version= is kept); twice: an A/B of "
@@ -31,72 +39,50 @@ static const cli_opt sweep_table[] = {
     {"engine", K_ENGINE, "SPEC", "bundled engine settings, e.g. backend=synthetic,law=52+30n,time_scale=0.1"},
     {"model", K_MODEL, "NAME", "model to ask for (default: the bundled engine's name); with two --url: "
                 "once for both, or twice (A's, then B's)"},
-    {"endpoint", K_ENDPOINT, "chat|completions|responses|generate",
-     "the API to call (responses: OpenAI Responses API; generate: SGLang's native /generate)"},
-    {"endpoint-path", K_ENDPOINT_PATH, "PATH", "path under --url instead of the endpoint's standard one "
-                "(e.g. /openai/v1/chat/completions)"},
+    KEY("endpoint", 0),
+    KEY("endpoint-path", 0),
     {"header", K_HEADER, "'K: V'", "extra request header (repeatable; 'K:V' also accepted)"},
     {"api-key", K_API_KEY, "KEY", "Bearer token (default: $OPENAI_API_KEY); never written anywhere; with "
                 "two --url: once for both, or twice (A's, then B's)"},
     {NULL, 0, NULL, "A/B (an \"ab\" scenario, or two --url):"},
-    {"order", K_ORDER, "interleaved|sequential", "interleaved (default): level by level, A then B, one side "
-                "loaded at a time; sequential: all of A, then all of B"},
-    {"repeat", K_REPEAT, "R", "run each level R times per side (default 1); interleaved, in ABBA order "
-                "(A B B A A B ...) so a linear drift cancels"},
+    KEY("order", 0),
+    KEY("repeat", 0),
     {NULL, 0, NULL, "load:"},
     {"concurrency", 'c', "L", "closed-loop levels, e.g. 1,2,4,8,16,32,64"},
     {"requests", 'n', "N[,N..]", "measured requests per level: one value for all, or one per level "
                 "(default max(1.5*C, 8))"},
-    {"warmup", K_WARMUP, "N", "extra requests per level first, excluded from statistics"},
+    KEY("warmup", 0),
     {"rate", K_RATE, "R", "open loop: R requests/s (alone: one level, no cap; with -c: "
                 "one open level per C, C capping the requests in flight)"},
-    {"arrival", K_ARRIVAL, "poisson|constant", "open loop: how arrivals are spaced"},
+    KEY("arrival", 0),
     {"duration", K_DURATION, "S[,S..]", "end each level's issuing after S (30s, 2m): one for all, or one "
                 "per level"},
-    {"max-failed", K_MAX_FAILED, "FRAC", "exit 1 when more than FRAC of a level's requests failed, and send "
-                "no later level (default 0.1; 1 = never); the records, summary and report are kept"},
-    {"keep-going", K_KEEP_GOING, NULL, "after a level over --max-failed, send the later levels anyway (scenario "
-                "key load.keep_going; the exit code is still 1)"},
-    {"threads", K_THREADS, "N", "worker threads (default: the cores this process may run on, its affinity mask)"},
-    {"arrival-stamp", K_ARRIVAL_STAMP, "kernel|user", "time each chunk by the kernel's receive stamp of its "
-                "socket read (default), or by the clock when a worker thread handles it"},
-    {"source-addrs", K_SOURCE_ADDRS, "auto|off|LIST", "local addresses to connect from, round robin (e.g. "
-                "127.0.0.1-127.0.0.8,10.0.0.5; the port is still picked per connection); default auto: to a "
-                "127.x server, from 127.0.0.1..K once a level's C passes a quarter of the ephemeral port range "
-                "(with one address past half of it, each connect() walks the range); off: the kernel's pick"},
+    KEY("max-failed", 0),
+    KEY("keep-going", 0),
+    KEY("threads", 0),
+    KEY("arrival-stamp", 0),
+    KEY("source-addrs", 0),
     {NULL, 0, NULL, "request:"},
-    {"max-tokens", K_MAX_TOKENS, "N", "tokens to ask for per request"},
-    {"think-tokens", K_THINK_TOKENS, "N", "thinking tokens per request (bundled engine)"},
-    {"timeout", K_TIMEOUT, "S", "per-request timeout"},
-    {"extra-body", K_EXTRA_BODY, "JSON", "object merged into every request body, e.g. "
-                "'{\"temperature\":0.6,\"top_p\":0.95}'"},
-    {"no-continuous-usage", K_NO_CONT_USAGE, NULL, "do not ask for stream_options.continuous_usage_stats "
-                "(strict OpenAI servers reject it; a 400 naming it also turns it off)"},
-    {"record-outputs", K_RECORD_OUTPUTS, NULL, "keep each request's output in its record (token ids or "
-                "text, and with logprobs the chosen token's and the top 5) for `loadlaw compare` to check "
-                "that two runs produced the same outputs (scenario key request.record_outputs)"},
-    {"greedy", K_GREEDY, NULL, "send temperature 0 and a fixed seed (scenario key request.greedy)"},
-    {"seed", K_SEED, "N", "seed for prompts and arrivals"},
+    KEY("max-tokens", 0),
+    KEY("think-tokens", 0),
+    KEY("timeout", 0),
+    KEY("extra-body", 0),
+    KEY("no-continuous-usage", 0),
+    KEY("record-outputs", 0),
+    KEY("greedy", 0),
+    KEY("seed", 0),
     {"prompts", K_PROMPTS, "FILE", ".jsonl of {\"prompt\":..} or ShareGPT .json"},
     {"prompt-tokens", K_PROMPT_TOKENS, "MEAN[,SD]", "synthetic prompt length in tokens (exact with --tokenizer, "
                 "else words = tokens/1.33); with --url and no scenario the default is 256"},
     {"prompt-words", K_PROMPT_WORDS, "MEAN[,SD]", "synthetic prompt length in words"},
-    {"reuse-prompts", K_REUSE_PROMPTS, NULL, "send the prompt set as it is: each level from its first prompt, "
-                "without the head that makes every request's prompt fresh (a server's prefix cache then serves "
-                "repeats; scenario key prompts.reuse)"},
+    KEY("reuse-prompts", 0),
     {"tokenizer", K_TOKENIZER, "PATH", "Hugging Face tokenizer.json: exact prompt lengths and token counts "
                 "where the server gives no usage"},
-    {"shared-prefix", K_SHARED_PREFIX, "G:P", "every prompt starts with one of G fixed P-token texts (round "
-                "robin), then its own: the shape of system prompts and RAG documents (scenario key "
-                "load.shared_prefix)"},
+    KEY("shared-prefix", 0),
     {NULL, 0, NULL, "trace replay (docs/workloads.md):"},
-    {"trace", K_TRACE, "FILE", "replay a request trace: Mooncake JSONL, Azure LLM inference CSV or BurstGPT "
-                "CSV (known by their columns); one open-loop level, each row sent at its time with a prompt "
-                "of its input length (blocks of the same hash id: the same text) and max_tokens its output "
-                "length (scenario key load.trace; no -c, --rate, -n or --duration beside it)"},
-    {"trace-speed", K_TRACE_SPEED, "X", "replay X times faster (0.5: half as fast; default 1)"},
-    {"trace-window", K_TRACE_WINDOW, "START:END", "only the rows from START to END seconds of trace time "
-                "(after its first row; END empty or 0: to the end); the first is sent at once"},
+    KEY("trace", 0),
+    KEY("trace-speed", 0),
+    KEY("trace-window", 0),
     {NULL, 0, NULL, "server metrics:"},
     {"metrics-url", K_METRICS_URL, "URL", "also scrape this Prometheus endpoint (repeatable; e.g. a DCGM "
                 "exporter); the target's own /metrics is always scraped unless --no-metrics"},
@@ -106,11 +92,17 @@ static const cli_opt sweep_table[] = {
                 "auto: when NVML loads, quiet when it does not unless the bundled engine runs on cuda; on: "
                 "also say why it cannot)"},
     {NULL, 0, NULL, "output:"},
-    {"output", 'o', "DIR", "run directory (default runs/<timestamp>); one that holds records is refused"},
+    KEY("output", 'o'),
     {"no-report", K_NO_REPORT, NULL, "skip the law and report at the end (summary.json is still written)"},
     {"quiet", 'q', NULL, "no progress line"},
     {0},
 };
+
+/* The table cli_parse reads: the layout with each key's row filled in
+ * (build_table, once, before the first parse), and the key of each row. */
+#define TABLE_MAX 128
+static cli_opt table[TABLE_MAX];
+static const scn_key *table_key[TABLE_MAX];
 
 const cli_cmd sweep_cmd = {
     "sweep",
@@ -131,36 +123,118 @@ const cli_cmd sweep_cmd = {
     "Two --url do the same with two remote servers (RUN_DIR/a, RUN_DIR/b). The sides\n"
     "run interleaved by default: each level on A then on B, with --repeat R in ABBA\n"
     "order, and compare pairs them (docs/records.md: level \"repeat\", \"pair\", \"seq\").\n",
-    sweep_table,
+    table,
     "exit codes: 0 ok, 1 failure, 2 usage error, 3 ab gate missed, 130 interrupted (records kept)\n",
 };
 
-/* The workload's options (checked where sweep_flags.c lays them). */
-static int on_workload_opt(sweep_opts *o, int key, const char *v)
+/* ---- the table ------------------------------------------------------------------ */
+
+static const scn_key *key_by_flag(const char *flag)
 {
-    switch (key) {
-    case K_TRACE: o->trace = v; break;
-    case K_TRACE_SPEED: o->trace_speed = v; break;
-    case K_TRACE_WINDOW: o->trace_window = v; break;
-    case K_SHARED_PREFIX: o->shared_prefix = v; break;
-    }
+    const scn_key *k;
+    for (size_t i = 0; (k = scn_flag_key(i)); i++)
+        if (strcmp(scn_key_flag(k), flag) == 0)
+            return k;
+    return NULL;
+}
+
+static int in_layout(const scn_key *k)
+{
+    for (const cli_opt *r = layout; r->name || r->help; r++)
+        if (r->name && !r->help && strcmp(r->name, scn_key_flag(k)) == 0)
+            return 1;
     return 0;
 }
 
-/* complexity: one switch over the option table, a line per option. */
-static int on_opt(const cli_opt *opt, const char *v, void *ctx)
+/* The heading a key's flag is listed under when the layout does not place
+ * it: its section's. */
+static const char *table_heading(const scn_key *k)
 {
-    sweep_opts *o = ctx;
-    if (opt && opt->key >= K_TRACE)
-        return on_workload_opt(o, opt->key, v);
-    if (!opt) {
-        if (o->scenario)
-            return cli_usage_error(&sweep_cmd, "one scenario only ('%s' and '%s')", o->scenario, v);
-        o->scenario = v;
-        return 0;
+    static const char *const map[][2] = {{"target.", "target:"}, {"ab.", "A/B"},         {"load.", "load:"},
+                                         {"levels", "load:"},    {"request.", "request:"}, {"prompts.", "request:"}};
+    const char *path = scn_key_path(k);
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (strncmp(path, map[i][0], strlen(map[i][0])) == 0)
+            return map[i][1];
+    return "output:";
+}
+
+static void add_row(size_t *n, cli_opt row, const scn_key *k)
+{
+    if (*n + 1 >= TABLE_MAX) /* the last row stays {0} */
+        return;
+    table_key[*n] = k;
+    table[(*n)++] = row;
+}
+
+static void add_key(size_t *n, const scn_key *k, int letter)
+{
+    if (k)
+        add_row(n, (cli_opt){scn_key_flag(k), letter ? letter : K_KEY + (int)*n, scn_key_flag_arg(k),
+                             scn_key_flag_help(k)}, k);
+}
+
+/* The flags of keys under heading h that the layout does not name. */
+static void add_unplaced(size_t *n, const char *h)
+{
+    const scn_key *k;
+    for (size_t i = 0; h && (k = scn_flag_key(i)); i++) {
+        const char *kh = table_heading(k);
+        if (!in_layout(k) && strncmp(h, kh, strlen(kh)) == 0)
+            add_key(n, k, 0);
     }
+}
+
+static void build_table(void)
+{
+    const char *heading = NULL;
+    size_t n = 0;
+    if (table[0].help)
+        return;
+    for (const cli_opt *r = layout;; r++) {
+        if (!r->name) { /* a heading or the end closes the heading before it */
+            add_unplaced(&n, heading);
+            if (!r->help)
+                break;
+            heading = r->help;
+        }
+        if (r->name && !r->help)
+            add_key(&n, key_by_flag(r->name), r->key);
+        else
+            add_row(&n, *r, NULL);
+    }
+}
+
+/* ---- parsing ---------------------------------------------------------------------- */
+
+/* A scenario key's flag: its value checked now (before the scenario is
+ * read) as the key takes it, and kept for sweep_apply_flags. */
+static int on_key(sweep_opts *o, const cli_opt *opt, const scn_key *k, const char *v)
+{
+    char err[512];
+    if (scn_key_check(k, v, err, sizeof err))
+        return cli_usage_error(&sweep_cmd, "--%s: %s", opt->name, err);
+    if (o->n_keyed == SWEEP_MAX_KEYED)
+        return cli_usage_error(&sweep_cmd, "--%s: at most %d options that set scenario keys", opt->name,
+                               SWEEP_MAX_KEYED);
+    o->keyed[o->n_keyed++] = (sweep_keyed){k, v};
+    return 0;
+}
+
+const char *sweep_keyed_flag(const sweep_opts *o, const char *flag)
+{
+    const char *v = NULL;
+    for (size_t i = 0; i < o->n_keyed; i++)
+        if (strcmp(scn_key_flag(o->keyed[i].key), flag) == 0)
+            v = o->keyed[i].value ? o->keyed[i].value : "";
+    return v;
+}
+
+/* --url, --model, --api-key: A's, then B's. */
+static int on_target(sweep_opts *o, int key, const char *v)
+{
     char why[1024];
-    switch (opt->key) {
+    switch (key) {
     case K_URL:
         if (o->n_urls == 2)
             return cli_usage_error(&sweep_cmd, "--url: at most two (A, the baseline, then B)");
@@ -169,14 +243,12 @@ static int on_opt(const cli_opt *opt, const char *v, void *ctx)
         o->urls[o->n_urls++] = v;
         o->url = o->urls[0];
         break;
-    case K_ENGINE: o->engine = v; break;
     case K_MODEL:
         if (o->n_models == 2)
             return cli_usage_error(&sweep_cmd, "--model: at most two (A's, then B's)");
         o->models[o->n_models++] = v;
         o->model = o->models[0];
         break;
-    case K_ENDPOINT: o->endpoint = v; break;
     case K_API_KEY:
         /* the key itself is never echoed, here or anywhere */
         if (o->n_api_keys == 2)
@@ -184,49 +256,15 @@ static int on_opt(const cli_opt *opt, const char *v, void *ctx)
         o->api_keys[o->n_api_keys++] = v;
         o->api_key = o->api_keys[0];
         break;
-    case K_ORDER:
-        if (strcmp(v, "interleaved") && strcmp(v, "sequential"))
-            return cli_usage_error(&sweep_cmd, "--order: expected interleaved or sequential, got '%s'", v);
-        o->order = v;
-        break;
-    case K_REPEAT: return cli_long(&sweep_cmd, "repeat", v, 1, SCN_AB_MAX_REPEAT, &o->repeat);
-    case K_ARRIVAL_STAMP:
-        if (strcmp(v, "kernel") && strcmp(v, "user"))
-            return cli_usage_error(&sweep_cmd, "--arrival-stamp: expected kernel or user, got '%s'", v);
-        o->arrival_stamp = v;
-        break;
-    case 'o': o->output = v; break;
-    case K_PROMPTS: o->prompts = v; break;
-    case K_ARRIVAL: o->arrival = v; break;
-    case 'c': o->conc = v; break;
-    case K_RATE: o->rate = v; break;
-    case K_DURATION: o->duration = v; break;
-    case K_TIMEOUT: o->timeout = v; break;
-    case K_MAX_FAILED: o->max_failed = v; break;
-    case K_KEEP_GOING: o->keep_going = 1; break;
-    case K_SOURCE_ADDRS: o->source_addrs = v; break;
-    case 'n': o->requests = v; break;
-    case K_PROMPT_TOKENS: o->prompt_tokens = v; break;
-    case K_PROMPT_WORDS: o->prompt_words = v; break;
-    case K_TOKENIZER: o->tokenizer = v; break;
-    case K_REUSE_PROMPTS: o->reuse_prompts = 1; break;
-    case K_RECORD_OUTPUTS: o->record_outputs = 1; break;
-    case K_GREEDY: o->greedy = 1; break;
-    case K_EXTRA_BODY: o->extra_body = v; break;
-    case K_ENDPOINT_PATH: o->endpoint_path = v; break;
-    case K_NO_CONT_USAGE: o->no_continuous_usage = 1; break;
-    case K_HEADER:
-        if (o->n_headers == SWEEP_MAX_HEADERS)
-            return cli_usage_error(&sweep_cmd, "--header: at most %d", SWEEP_MAX_HEADERS);
-        o->headers[o->n_headers++] = v;
-        break;
-    case K_WARMUP: return cli_long(&sweep_cmd, "warmup", v, 0, 100000000, &o->warmup);
-    case K_THREADS: return cli_long(&sweep_cmd, "threads", v, 1, 4096, &o->threads);
-    case K_MAX_TOKENS: return cli_long(&sweep_cmd, "max-tokens", v, 1, 10000000, &o->max_tokens);
-    case K_THINK_TOKENS: return cli_long(&sweep_cmd, "think-tokens", v, 0, 10000000, &o->think_tokens);
-    case K_SEED: return cli_long(&sweep_cmd, "seed", v, 0, 0x7fffffffL, &o->seed);
-    case K_NO_REPORT: o->no_report = 1; break;
-    case 'q': o->quiet = 1; break;
+    }
+    return 0;
+}
+
+/* --metrics-url, --metrics-interval, --no-metrics, --gpu. */
+static int on_metrics(sweep_opts *o, int key, const char *v)
+{
+    char why[1024];
+    switch (key) {
     case K_NO_METRICS: o->no_metrics = 1; break;
     case K_GPU:
         if (strcmp(v, "auto") && strcmp(v, "on") && strcmp(v, "off"))
@@ -240,11 +278,50 @@ static int on_opt(const cli_opt *opt, const char *v, void *ctx)
             return cli_usage_error(&sweep_cmd, "--metrics-url %s", why);
         o->metrics_urls[o->n_metrics_urls++] = v;
         break;
-    case K_METRICS_INTERVAL: {
+    case K_METRICS_INTERVAL:
         /* below 50 ms the scrapes would load the server more than they tell */
         return cli_number(&sweep_cmd, "metrics-interval", v, CLI_DURATION, 0.05, 3600, "seconds in [0.05, 3600]",
                           &o->metrics_interval_s);
     }
+    return 0;
+}
+
+/* complexity: one switch over the options that are not scenario keys, a line each. */
+static int on_opt(const cli_opt *opt, const char *v, void *ctx)
+{
+    sweep_opts *o = ctx;
+    if (!opt) {
+        if (o->scenario)
+            return cli_usage_error(&sweep_cmd, "one scenario only ('%s' and '%s')", o->scenario, v);
+        o->scenario = v;
+        return 0;
+    }
+    if (table_key[opt - table])
+        return on_key(o, opt, table_key[opt - table], v);
+    switch (opt->key) {
+    case K_URL:
+    case K_MODEL:
+    case K_API_KEY: return on_target(o, opt->key, v);
+    case K_METRICS_URL:
+    case K_METRICS_INTERVAL:
+    case K_NO_METRICS:
+    case K_GPU: return on_metrics(o, opt->key, v);
+    case K_ENGINE: o->engine = v; break;
+    case K_PROMPTS: o->prompts = v; break;
+    case 'c': o->conc = v; break;
+    case K_RATE: o->rate = v; break;
+    case K_DURATION: o->duration = v; break;
+    case 'n': o->requests = v; break;
+    case K_PROMPT_TOKENS: o->prompt_tokens = v; break;
+    case K_PROMPT_WORDS: o->prompt_words = v; break;
+    case K_TOKENIZER: o->tokenizer = v; break;
+    case K_HEADER:
+        if (o->n_headers == SWEEP_MAX_HEADERS)
+            return cli_usage_error(&sweep_cmd, "--header: at most %d", SWEEP_MAX_HEADERS);
+        o->headers[o->n_headers++] = v;
+        break;
+    case K_NO_REPORT: o->no_report = 1; break;
+    case 'q': o->quiet = 1; break;
     }
     return 0;
 }
@@ -252,7 +329,7 @@ static int on_opt(const cli_opt *opt, const char *v, void *ctx)
 int sweep_parse_args(int argc, char **argv, sweep_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->warmup = o->threads = o->max_tokens = o->think_tokens = o->seed = o->repeat = -1;
+    build_table();
     int rc = cli_parse(&sweep_cmd, argc, argv, on_opt, o);
     if (rc != CLI_GO_ON)
         return rc;

@@ -64,6 +64,11 @@ int lg_body_keep(const scn_scenario *s, const char *k);
 int lg_body_key(ll_buf *b, const char *k);
 /* The prompt as one JSON string with head inserted head_at bytes in. */
 int lg_body_text(ll_buf *b, const char *head, const char *prompt, size_t head_at);
+/* x as JSON in the fewest digits that read back as x (cJSON's rule). */
+int lg_body_double(ll_buf *b, double x);
+/* request.top_p as "top_p" when the scenario sets it (0: the server's
+ * default, nothing sent) and extra_body does not. */
+int lg_body_top_p(ll_buf *b, const scn_scenario *s);
 /* The prompt as one JSON string under key (unless extra_body has it). */
 int lg_body_prompt(ll_buf *b, const scn_scenario *s, const char *key, const char *head, const char *prompt,
                    size_t head_at);

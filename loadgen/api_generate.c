@@ -39,7 +39,7 @@ static int generate_prompt(ll_buf *b, const scn_scenario *s, const char *head, c
     return lg_body_prompt(b, s, "text", head, prompt, head_at);
 }
 
-/* The length cap and ignore_eos in sampling_params; outputs: meta_info's
+/* The length cap, ignore_eos and top_p in sampling_params; outputs: meta_info's
  * output token logprobs, top 5, with their text. */
 static int generate_limits(ll_buf *b, const scn_scenario *s, int max_tokens, int cont_usage)
 {
@@ -47,8 +47,11 @@ static int generate_limits(ll_buf *b, const scn_scenario *s, int max_tokens, int
     (void)cont_usage; /* meta_info always carries the running count */
     if (lg_body_keep(s, "sampling_params")) {
         LL_TRY(lg_body_key(b, "sampling_params"));
-        LL_TRY(ll_buf_printf(b, "{\"max_new_tokens\":%d%s}", max_tokens,
+        LL_TRY(ll_buf_printf(b, "{\"max_new_tokens\":%d%s", max_tokens,
                              s->ignore_eos ? ",\"ignore_eos\":true" : ""));
+        if (s->top_p > 0)
+            LL_TRY(ll_buf_append(b, ",\"top_p\":", 9) || lg_body_double(b, s->top_p));
+        LL_TRY(ll_buf_append(b, "}", 1));
     }
     if (s->record_outputs && lg_body_keep(s, "return_logprob"))
         LL_TRY(lg_body_key(b, "return_logprob") || ll_buf_printf(b, "true,\"top_logprobs_num\":5,"

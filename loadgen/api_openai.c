@@ -78,6 +78,7 @@ int lg_openai_limits(ll_buf *b, const scn_scenario *s, int max_tokens, int cont_
         LL_TRY(lg_body_key(b, "ignore_eos") || ll_buf_printf(b, "true"));
     if (s->think_tokens >= 0 && lg_body_keep(s, "think_tokens"))
         LL_TRY(lg_body_key(b, "think_tokens") || ll_buf_printf(b, "%d", s->think_tokens));
+    LL_TRY(lg_body_top_p(b, s));
     LL_TRY(put_output_keys(b, s, chat));
 fail:
     return rc;

@@ -26,6 +26,7 @@ static int responses_limits(ll_buf *b, const scn_scenario *s, int max_tokens, in
         LL_TRY(lg_body_key(b, "max_output_tokens"));
         LL_TRY(ll_buf_printf(b, "%d", max_tokens));
     }
+    LL_TRY(lg_body_top_p(b, s));
     /* outputs: each text delta's logprobs with the top 5 */
     if (s->record_outputs && lg_body_keep(s, "top_logprobs"))
         LL_TRY(lg_body_key(b, "top_logprobs") || ll_buf_printf(b, "5"));

@@ -9,6 +9,7 @@
 #include "api.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,24 @@ int lg_body_key(ll_buf *b, const char *k)
         LL_TRY(ll_buf_append(b, ",", 1));
     LL_TRY(ll_json_escape(b, k));
     LL_TRY(ll_buf_append(b, ":", 1));
+fail:
+    return rc;
+}
+
+int lg_body_double(ll_buf *b, double x)
+{
+    char t[32];
+    snprintf(t, sizeof t, "%.15g", x);
+    if (strtod(t, NULL) != x)
+        snprintf(t, sizeof t, "%.17g", x);
+    return ll_buf_append(b, t, strlen(t));
+}
+
+int lg_body_top_p(ll_buf *b, const scn_scenario *s)
+{
+    int rc = 0;
+    if (s->top_p > 0 && lg_body_keep(s, "top_p"))
+        LL_TRY(lg_body_key(b, "top_p") || lg_body_double(b, s->top_p));
 fail:
     return rc;
 }

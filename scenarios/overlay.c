@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 
 #include "scenario.h"
+#include "scn_internal.h"
+#include "scn_keys.h"
 
 #ifndef LOADLAW_SOURCE_DIR
 #define LOADLAW_SOURCE_DIR "."
@@ -50,22 +52,11 @@ int scn_find_file(const char *name, char *out, size_t n)
 }
 
 /* What AIPerf, GuideLLM and bench_serving send by default, nothing the
- * bundled engine alone knows. */
+ * bundled engine alone knows: the key table's remote defaults
+ * (scenario_keys.c, each row's rdef). */
 int scn_remote_defaults(scn_scenario *s)
 {
-    static const int levels[] = {1, 2, 4, 8, 16, 32, 64};
-    s->think_tokens = -1; /* loadlaw's engine extension: a strict server rejects it */
-    s->ignore_eos = 0;    /* vLLM/SGLang extension; OpenAI itself rejects it */
-    s->max_tokens = 256;
-    s->timeout_s = 600;
-    s->drain_s = 30;
-    s->source = SCN_SOURCE_SYNTHETIC;
-    s->prompt_tokens = (scn_dist){.kind = SCN_DIST_FIXED, .value = 256};
-    s->prompt_tokens_set = 1;
-    s->words = (scn_dist){.kind = SCN_DIST_FIXED, .value = 192}; /* 256 / 1.33 */
-    if (scn_set_str(&s->name, "remote") || scn_set_str(&s->defaults, "remote"))
-        return LL_ENOMEM;
-    return scn_set_concurrency(s, levels, sizeof levels / sizeof levels[0]);
+    return scn_keys_defaults(s, 1);
 }
 
 int scn_load_base(const char *name, int remote, scn_scenario **out, char *err, size_t errlen)

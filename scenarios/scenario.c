@@ -1,10 +1,12 @@
-/* scenario.c: the scenario struct: its defaults (scn_new), the setters the
- * loader and the command line share, the names of its enums, and the checks
- * every scenario passes however it was built (validate).
+/* scenario.c: the scenario struct: a new one with the key table's defaults
+ * (scn_new), the setters the loader and the command line share, the names
+ * of its enums, and the checks between keys that every scenario passes
+ * however it was built (validate).
  *
- * Reading a scenario file is scenario_load.c's job, writing one back (the run
- * record's "config") scenario_json.c's; the sections with their own rules
- * live beside them (ab.c, workload.c, sessions.c). */
+ * Each key's own type and bounds are the key table's (scenario_keys.c), read
+ * by the loader (scenario_load.c, scn_keyio.c) and the writer (the run
+ * record's "config", scn_keyout.c); the sections with their own rules live
+ * beside them (ab.c, workload.c, sessions.c). */
 #include "scenario.h"
 
 #include <stdio.h>
@@ -14,6 +16,7 @@
 
 #include "common.h"
 #include "scn_internal.h"
+#include "scn_keys.h"
 
 /* ---- endpoints and the enums' names ---------------------------------------- */
 
@@ -71,40 +74,21 @@ int scn_set_str(char **field, const char *value)
     return 0;
 }
 
-static void level_default(scn_level *l, int c)
-{
-    memset(l, 0, sizeof *l);
-    l->concurrency = c;
-    l->profile.num_steps = 12;
-}
-
 int scn_new(scn_scenario **out)
 {
     scn_scenario *s = calloc(1, sizeof *s);
-    if (!s)
-        return LL_ENOMEM;
-    s->endpoint = SCN_ENDPOINT_CHAT;
-    s->continuous_usage = 1;
-    s->max_tokens = 64;
-    s->think_tokens = -1;
-    s->ignore_eos = 1;
-    s->timeout_s = 300;
-    s->source = SCN_SOURCE_SYNTHETIC;
-    s->words.kind = SCN_DIST_FIXED;
-    s->words.value = 100;
-    s->prompt_count = 1024;
-    s->seed = 1;
-    s->drain_s = 10;
-    s->max_failed = SCN_MAX_FAILED_DEFAULT;
-    s->levels = calloc(1, sizeof *s->levels);
-    if (!s->levels || scn_set_str(&s->name, "unnamed") || scn_set_str(&s->api_key_env, "OPENAI_API_KEY")) {
-        scn_free(s);
-        return LL_ENOMEM;
-    }
-    level_default(&s->levels[0], 1);
+    int rc = LL_ENOMEM;
+    if (!s || !(s->levels = calloc(1, sizeof *s->levels)))
+        goto fail;
+    scn_level_defaults(&s->levels[0]);
     s->n_levels = 1;
+    if ((rc = scn_keys_defaults(s, 0))) /* every key's, the levels' ("1": one at C=1) included */
+        goto fail;
     *out = s;
     return 0;
+fail:
+    scn_free(s);
+    return rc;
 }
 
 void scn_free(scn_scenario *s)
@@ -145,16 +129,6 @@ int scn_check_header(const char *h)
             return LL_EINVAL;
     for (const char *q = colon; *q; q++)
         if (*q == '\r' || *q == '\n' || *q == 0x7f || ((unsigned char)*q < ' ' && *q != '\t'))
-            return LL_EINVAL;
-    return 0;
-}
-
-static int check_endpoint_path(const char *p)
-{
-    if (!p || p[0] != '/')
-        return LL_EINVAL;
-    for (; *p; p++)
-        if ((unsigned char)*p <= ' ' || *p == 0x7f)
             return LL_EINVAL;
     return 0;
 }
@@ -206,47 +180,31 @@ int scn_level_requests(const scn_level *l)
     return n < 8 ? 8 : n;
 }
 
-int scn_validate_origin(scn_scenario *s, const char *o, char *err, size_t errlen)
+/* The checks between keys; a key's own range is checked where it is set
+ * (the key table: a file's value and a flag's alike). */
+int scn_validate_origin(scn_scenario *s, const scn_rd *c)
 {
-    int rc = scn_workload_validate(s, o, err, errlen);
+    int rc = scn_workload_validate(s, c);
     if (rc)
         return rc;
     for (size_t i = 0; i < s->n_levels; i++) {
         const scn_level *l = &s->levels[i];
         if (l->rate_per_s <= 0 && l->concurrency < 1) {
-            ll_errf(err, errlen, "%s: levels[%zu].concurrency: expected an integer >= 1 for a closed-loop level",
-                    o, i);
-            return LL_EINVAL;
+            char p[64];
+            snprintf(p, sizeof p, "levels[%zu].concurrency", i);
+            return scn_bad(c, p, "an integer >= 1 for a closed-loop level");
         }
     }
-    if (s->words.kind == SCN_DIST_UNIFORM && s->words.max < s->words.min) {
-        ll_errf(err, errlen, "%s: prompts.words.max: expected >= prompts.words.min", o);
-        return LL_EINVAL;
-    }
-    /* Here, not only in the loader: the command line sets these fields too. */
-    if (s->endpoint_path && check_endpoint_path(s->endpoint_path)) {
-        ll_errf(err, errlen, "%s: target.path: expected a path starting with '/' (no spaces or control characters)", o);
-        return LL_EINVAL;
-    }
-    for (size_t i = 0; i < s->n_headers; i++)
-        if (scn_check_header(s->headers[i])) {
-            ll_errf(err, errlen, "%s: target.headers[%zu]: expected a \"Name: value\" string (a token name, no line breaks)",
-                    o, i);
-            return LL_EINVAL;
-        }
-    if (s->extra_body && !cJSON_IsObject(s->extra_body)) {
-        ll_errf(err, errlen, "%s: request.extra_body: expected an object", o);
-        return LL_EINVAL;
-    }
+    if (s->words.kind == SCN_DIST_UNIFORM && s->words.max < s->words.min)
+        return scn_bad(c, "prompts.words.max", ">= prompts.words.min");
     if (s->prompt_tokens_set && s->prompt_tokens.kind == SCN_DIST_UNIFORM &&
-        s->prompt_tokens.max < s->prompt_tokens.min) {
-        ll_errf(err, errlen, "%s: prompts.tokens.max: expected >= prompts.tokens.min", o);
-        return LL_EINVAL;
-    }
-    return scn_ab_validate(s, o, err, errlen);
+        s->prompt_tokens.max < s->prompt_tokens.min)
+        return scn_bad(c, "prompts.tokens.max", ">= prompts.tokens.min");
+    return scn_ab_validate(s, c);
 }
 
 int scn_validate(scn_scenario *s, char *err, size_t errlen)
 {
-    return scn_validate_origin(s, s->path ? s->path : "(scenario)", err, errlen);
+    scn_rd c = {s->path ? s->path : "(scenario)", err, errlen};
+    return scn_validate_origin(s, &c);
 }

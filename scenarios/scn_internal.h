@@ -1,7 +1,7 @@
 /* scn_internal.h (internal to scenarios/): what the folder's files share:
- * the scenario's own seams (scenario.c, scenario_load.c, scenario_json.c),
- * and the sections kept in files of their own so each stays one job (ab.c,
- * workload.c, trace.c, sessions.c). */
+ * the scenario's own seams (scenario.c; the key table and its reader and
+ * writer: scn_keys.h), and the sections kept in files of their own so each
+ * stays one job (ab.c, workload.c, trace.c, sessions.c). */
 #ifndef LOADLAW_SCN_INTERNAL_H
 #define LOADLAW_SCN_INTERNAL_H
 
@@ -14,6 +14,8 @@
 
 #include "scenario.h"
 
+typedef struct scn_rd scn_rd; /* where messages point (scn_keys.h) */
+
 /* ---- the scenario (scenario.c) ---- */
 
 /* Names of scn_endpoint, scn_arrival and scn_stamp, by value, NULL-ended:
@@ -23,25 +25,14 @@ extern const char *const scn_arrival_names[];
 extern const char *const scn_stamp_names[];
 /* 0 for a "Name: value" header line that is safe to send as one header. */
 int scn_check_header(const char *h);
-/* scn_validate with origin naming the scenario in messages (the loader's
- * file name or "(scenario)"). */
-int scn_validate_origin(scn_scenario *s, const char *origin, char *err, size_t errlen);
+/* scn_validate with c naming the scenario in messages (the loader's file
+ * name or "(scenario)"). */
+int scn_validate_origin(scn_scenario *s, const scn_rd *c);
 
-/* ---- the "ab" section (ab.c) ---- */
+/* ---- the "ab" section (ab.c; its keys are scenario_keys.c's) ---- */
 
-/* Every member of object o is one of keys (NULL-ended), given once; else
- * LL_EINVAL with "ORIGIN: PATH.KEY: unknown key" or "...: key given twice"
- * in err (PATH "" for the top level). Every section of the loader checks
- * its keys with it (ab.c). */
-int scn_check_keys(const cJSON *o, const char *path, const char *const *keys, const char *origin, char *err,
-                   size_t errlen);
-/* Parse the value of the top-level "ab" key into ab (origin names the file in
- * messages). 0 or LL_EINVAL / LL_ENOMEM. */
-int scn_ab_load(const cJSON *v, const char *origin, scn_ab *ab, char *err, size_t errlen);
 /* Checks that need the whole scenario (no url; the gate's C is a level). */
-int scn_ab_validate(const scn_scenario *s, const char *origin, char *err, size_t errlen);
-/* The section as JSON (for the run record); NULL on no memory. */
-cJSON *scn_ab_to_json(const scn_ab *ab);
+int scn_ab_validate(const scn_scenario *s, const scn_rd *c);
 void scn_ab_free(scn_ab *ab);
 
 /* ---- load.trace and load.shared_prefix (trace.c, workload.c) ---- */
@@ -73,22 +64,15 @@ int scn_trace_load(const char *path, double speed, double start_s, double end_s,
                    size_t errlen);
 void scn_trace_free(scn_trace *t);
 
-/* The "trace" and "shared_prefix" keys of "load" (workload.c). */
-int scn_workload_load(const cJSON *load, const char *origin, scn_scenario *s, char *err, size_t errlen);
 /* Read the trace (when named and not read yet) and give the scenario its one
- * trace level; check shared_prefix. */
-int scn_workload_validate(scn_scenario *s, const char *origin, char *err, size_t errlen);
-/* Add the keys to the run line's "load" object. */
-int scn_workload_to_json(cJSON *load, const scn_scenario *s);
+ * trace level; check what may not stand beside it (workload.c). */
+int scn_workload_validate(scn_scenario *s, const scn_rd *c);
 void scn_workload_free(scn_scenario *s);
 /* ---- load.sessions (sessions.c) ---- */
 
-/* The "sessions" key of "load". */
-int scn_sessions_load(const cJSON *v, const char *origin, scn_scenario *s, char *err, size_t errlen);
 /* Checks beside the rest of the scenario, and each level's requests made
  * sessions x turns. */
-int scn_sessions_validate(scn_scenario *s, const char *origin, char *err, size_t errlen);
-int scn_sessions_to_json(cJSON *load, const scn_scenario *s);
+int scn_sessions_validate(scn_scenario *s, const scn_rd *c);
 void scn_sessions_free(scn_scenario *s);
 /* prompts.c: w seeded words of the synthetic vocabulary appended to b (a
  * space before each unless b ends in one). */

@@ -1,7 +1,8 @@
-/* sessions.c: load.sessions, multi-turn conversations. The key's loader and
- * checks, the requests it gives each level, the run line's view, and each
- * turn's user message (seeded synthetic text, or a ShareGPT conversation's
- * human turns, read by prompts.c). The conversation itself, the turns
+/* sessions.c: load.sessions, multi-turn conversations (its keys are rows of
+ * the key table, scenario_keys.c). The checks against the rest of the
+ * scenario, the requests it gives each level, and each turn's user message
+ * (seeded synthetic text, or a ShareGPT conversation's human turns, read by
+ * prompts.c). The conversation itself, the turns
  * before and the answers actually received, is loadgen's to keep: only it
  * sees the answers.
  *
@@ -15,116 +16,50 @@
 #include <string.h>
 
 #include "common.h"
+#include "scn_keys.h"
 
-static int bad(const char *origin, const char *path, const char *what, char *err, size_t errlen)
+int scn_has_sessions(const void *base)
 {
-    ll_errf(err, errlen, "%s: %s: expected %s", origin, path, what);
-    return LL_EINVAL;
-}
-
-/* An integer member k of o in [lo, hi] into *out (absent: unchanged). */
-static int opt_int(const cJSON *o, const char *k, int lo, int hi, int *out)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    if (!v)
-        return 0;
-    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < lo || v->valuedouble > hi)
-        return -1;
-    *out = (int)v->valuedouble;
-    return 0;
-}
-
-/* "sessions": {"turns":T,"count":S,"think_time_ms":X,"user_tokens":U,
- * "source":"synthetic"|"sharegpt","path":"file"}; turns is required. */
-int scn_sessions_load(const cJSON *v, const char *o, scn_scenario *s, char *err, size_t errlen)
-{
-    static const char *const keys[] = {"turns", "count", "think_time_ms", "user_tokens", "source", "path", NULL};
-    if (!cJSON_IsObject(v))
-        return bad(o, "load.sessions", "{\"turns\":T,...}", err, errlen);
-    if (scn_check_keys(v, "load.sessions", keys, o, err, errlen))
-        return LL_EINVAL;
-    s->session_turns = 0;
-    if (!cJSON_GetObjectItemCaseSensitive(v, "turns") || opt_int(v, "turns", 1, 10000, &s->session_turns))
-        return bad(o, "load.sessions.turns", "an integer in [1, 10000]", err, errlen);
-    if (opt_int(v, "count", 0, 10000000, &s->session_count))
-        return bad(o, "load.sessions.count", "an integer in [0, 10000000] (0: the level's concurrency)", err,
-                   errlen);
-    if (opt_int(v, "user_tokens", 1, 1000000, &s->session_user_tok))
-        return bad(o, "load.sessions.user_tokens", "an integer in [1, 1000000]", err, errlen);
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(v, "think_time_ms");
-    if (t && (!cJSON_IsNumber(t) || !(t->valuedouble >= 0 && t->valuedouble <= 3600000)))
-        return bad(o, "load.sessions.think_time_ms", "a number in [0, 3600000]", err, errlen);
-    if (t)
-        s->session_think_ms = t->valuedouble;
-    const cJSON *src = cJSON_GetObjectItemCaseSensitive(v, "source");
-    if (src && !(cJSON_IsString(src) &&
-                 (!strcmp(src->valuestring, "synthetic") || !strcmp(src->valuestring, "sharegpt"))))
-        return bad(o, "load.sessions.source", "\"synthetic\" or \"sharegpt\"", err, errlen);
-    s->session_sharegpt = src && !strcmp(src->valuestring, "sharegpt");
-    const cJSON *path = cJSON_GetObjectItemCaseSensitive(v, "path");
-    if (path && (!cJSON_IsString(path) || !path->valuestring[0]))
-        return bad(o, "load.sessions.path", "a ShareGPT file", err, errlen);
-    if (path && scn_set_str(&s->session_path, path->valuestring))
-        return LL_ENOMEM;
-    return 0;
+    return ((const scn_scenario *)base)->session_turns > 0;
 }
 
 /* What sessions cannot stand beside: each a usage error naming the key. */
-static int check_beside(const scn_scenario *s, const char *o, char *err, size_t errlen)
+static int check_beside(const scn_scenario *s, const scn_rd *c)
 {
     if (s->prefix_groups > 0)
-        return bad(o, "load.shared_prefix", "nothing beside load.sessions (a conversation's first turn is its prefix)",
-                   err, errlen);
+        return scn_bad(c, "load.shared_prefix", "nothing beside load.sessions (a conversation's first turn is its prefix)");
     if (s->endpoint != SCN_ENDPOINT_CHAT)
-        return bad(o, "target.endpoint", "\"chat\" beside load.sessions (a conversation is chat messages)", err,
-                   errlen);
+        return scn_bad(c, "target.endpoint", "\"chat\" beside load.sessions (a conversation is chat messages)");
     if (s->session_sharegpt && !s->session_path && !s->prompts_path)
-        return bad(o, "load.sessions.path", "a ShareGPT file (or prompts.path) for \"source\":\"sharegpt\"", err,
-                   errlen);
+        return scn_bad(c, "load.sessions.path", "a ShareGPT file (or prompts.path) for \"source\":\"sharegpt\"");
     for (size_t i = 0; i < s->n_levels; i++) {
         char key[64];
         if (s->levels[i].rate_per_s > 0) {
             snprintf(key, sizeof key, "levels[%zu].rate_per_s", i);
-            return bad(o, key, "0 beside load.sessions (C conversations in flight: a closed loop)", err, errlen);
+            return scn_bad(c, key, "0 beside load.sessions (C conversations in flight: a closed loop)");
         }
         if (s->levels[i].warmup > 0) {
             snprintf(key, sizeof key, "levels[%zu].warmup", i);
-            return bad(o, key, "0 beside load.sessions (every turn of a conversation is measured)", err, errlen);
+            return scn_bad(c, key, "0 beside load.sessions (every turn of a conversation is measured)");
         }
     }
     return 0;
 }
 
-int scn_sessions_validate(scn_scenario *s, const char *o, char *err, size_t errlen)
+int scn_sessions_validate(scn_scenario *s, const scn_rd *c)
 {
     if (s->session_turns <= 0)
         return 0;
-    int rc = check_beside(s, o, err, errlen);
+    int rc = check_beside(s, c);
     if (rc)
         return rc;
-    if (s->session_user_tok <= 0)
-        s->session_user_tok = 64;
     for (size_t i = 0; i < s->n_levels; i++) {
         scn_level *l = &s->levels[i];
         int64_t n = (int64_t)(s->session_count > 0 ? s->session_count : l->concurrency) * s->session_turns;
         if (n > 100000000)
-            return bad(o, "load.sessions", "sessions x turns at most 1e8 requests a level", err, errlen);
+            return scn_bad(c, "load.sessions", "sessions x turns at most 1e8 requests a level");
         l->n_requests = (int)n;
     }
-    return 0;
-}
-
-int scn_sessions_to_json(cJSON *load, const scn_scenario *s)
-{
-    cJSON *o;
-    if (s->session_turns <= 0)
-        return 0;
-    if (!(o = cJSON_AddObjectToObject(load, "sessions")) || ll_json_add_num(o, "turns", s->session_turns) ||
-        ll_json_add_num(o, "count", s->session_count) || ll_json_add_num(o, "think_time_ms", s->session_think_ms) ||
-        ll_json_add_num(o, "user_tokens", s->session_user_tok > 0 ? s->session_user_tok : 64) ||
-        !cJSON_AddStringToObject(o, "source", s->session_sharegpt ? "sharegpt" : "synthetic") ||
-        (s->session_path && !cJSON_AddStringToObject(o, "path", s->session_path)))
-        return LL_ENOMEM;
     return 0;
 }
 

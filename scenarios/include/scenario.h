@@ -5,36 +5,14 @@
  * plain config: the caller reads and writes its fields; strings are owned by
  * the scenario (replace them with scn_set_str) and freed by scn_free.
  *
- * JSON format (every key optional; unknown keys are an error):
- *   {"name":"default",
- *    "target":{"url":null|"http://host:port","model":"m","endpoint":"chat"|"completions",
- *              "api_key_env":"OPENAI_API_KEY"},
- *    "engine":"backend=synthetic,law=52+30n,time_scale=0.05,think=32",  (bundled only)
- *    "request":{"max_tokens":64,"think_tokens":32,"ignore_eos":true,"timeout_s":300},
- *    "prompts":{"source":"synthetic"|"sharegpt"|"jsonl","path":"file",
- *               "words":{"dist":"fixed"|"uniform"|"normal","value":100,"min":..,"max":..,
- *                        "mean":..,"stddev":..},
- *               "count":1024,"seed":1},
- *    "load":{"threads":0,"concurrency":[1,2,4],"requests":0,"warmup":0,"duration_s":0,
- *            "rate_per_s":0,"arrival":"poisson"|"constant","drain_s":10,
- *            "max_failed":0.1,"keep_going":false,"arrival_stamp":"kernel"|"user",
- *            "vary_context":false,
- *            "trace":"file"|{"path":"file","speed":1,"window_s":[START,END]},
- *            "shared_prefix":{"groups":G,"tokens":P,"pick":"round-robin"|"seeded"},
- *            "sessions":{"turns":T,"count":S,"think_time_ms":X,"user_tokens":U,
- *                        "source":"synthetic"|"sharegpt","path":"file"},
- *            "source_addrs":"auto"|"off"|"127.0.0.1-127.0.0.8,10.0.0.5",
- *            "profile":{...}},                    (short form: one level per C)
- *    "levels":[{"concurrency":32,"requests":220,"warmup":0,"duration_s":0,
- *               "rate_per_s":0,"arrival":"poisson",
- *               "profile":{"when":"steady","num_steps":12,"style":"sglang"|"vllm"}}],
- *    "ab":{"a":{"name":"naive","engine":"attn=naive"},
- *          "b":{"name":"tiled","engine":"attn=tiled"},  (or {"name","url","model"})
- *          "expect_speedup":"2@16"|2,
- *          "order":"interleaved"|"sequential","repeat":1},  (A/B: see scn_ab below)
- *    "output":"runs/x"}
- * "levels" and "load.concurrency" are exclusive. requests = 0 means
- * max(ceil(1.5*C), 8) for closed-loop levels.
+ * The format's keys (every one optional; unknown keys are an error) are the
+ * rows of one table, scenarios/scenario_keys.c: their types, bounds,
+ * defaults and flags are listed in docs/scenarios.md, written from it
+ * (scenario_keys.h). For example:
+ *   {"name":"default", "target":{"url":null, "endpoint":"chat"},
+ *    "engine":"backend=synthetic,law=52+30n,time_scale=0.05,think=32",
+ *    "request":{"max_tokens":64, "think_tokens":32},
+ *    "load":{"concurrency":[1,2,4], "warmup":0}}
  *
  * Errors: 0 or a negative LL_E* code; the message names the file, the key as a
  * JSON path (e.g. "levels[2].concurrency") and what was expected.
@@ -159,12 +137,6 @@ int scn_ab_side_at(int k);
  * --expect-speedup): X in [0.001, 1e6], C in [1, 1e6] (0 when absent). */
 int scn_parse_speedup(const char *s, double *x, int *c);
 
-/* A level where more than this fraction of the measured requests failed is
- * not a measurement of the server's speed but of its failures: the sweep
- * keeps everything and exits 1. 10% leaves room for the odd timeout at the
- * top of a sweep; --max-failed 1 turns the check off. */
-#define SCN_MAX_FAILED_DEFAULT 0.1
-
 /* How the client times a chunk's arrival (load.arrival_stamp, --arrival-stamp):
  * the kernel's receive stamp of the socket read that brought it (default;
  * netstamp/include/netstamp.h), or the clock when the worker thread handles it. */
@@ -195,6 +167,7 @@ typedef struct scn_scenario {
                               * output (ids or text, logprobs, top-k) in its record and ask
                               * chat/completions servers for logprobs (top 5) */
     int greedy;              /* request.greedy, --greedy: temperature 0 and a fixed seed */
+    double top_p;            /* request.top_p, --top-p: nucleus sampling, in (0, 1]; 0 = not sent */
     double timeout_s;        /* whole-request bound */
     /* prompts */
     scn_source source;

@@ -1,4 +1,5 @@
-/* fuzz_scenario.c: the scenario loader (scenarios/scenario_load.c; scn_to_json: scenario_json.c).
+/* fuzz_scenario.c: the scenario loader and writer (scenarios/scenario_load.c;
+ * the key table's reader and writer, scn_keyio.c and scn_keyout.c).
  *
  * Property: what the loader accepts survives a round trip. load(input) ->
  * to_json -> print must load again, and printing that second scenario gives

@@ -520,6 +520,36 @@ static void test_shaping(void)
     ts_stop(srv);
 }
 
+/* request.top_p (one row of the scenario's key table) reaches the body;
+ * an extra_body top_p replaces it, as it replaces every default key. */
+static void test_top_p(void)
+{
+    ts_config c = {.mode = TS_OK, .think_tok = 0, .answer_tok = 3, .gap_us = 0, .tokens_per_chunk = 1, .barrier = 0};
+    static const char *const scen[] = {
+        "{\"request\":{\"top_p\":0.9},\"load\":{\"threads\":1,\"concurrency\":[1],\"requests\":2}}",
+        "{\"request\":{\"top_p\":0.9,\"extra_body\":{\"top_p\":0.5}},"
+        "\"load\":{\"threads\":1,\"concurrency\":[1],\"requests\":2}}",
+    };
+    ts_server *srv;
+    sweep s;
+    char err[512];
+    CHECK(ts_start(&c, &srv) == 0, "server start");
+    for (int i = 0; i < 2; i++) {
+        if (sweep_open(&s, ts_url(srv), scen[i], "top_p") != 0)
+            continue;
+        CHECK(lg_run_sweep(s.run, err, sizeof err) == 0, "sweep: %s", err);
+        sweep_finish(&s);
+        const char *body = ts_last_body(srv), *at = strstr(body, "\"top_p\":");
+        cJSON *b = cJSON_Parse(body);
+        CHECK(b && cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(b, "top_p")) == (i ? 0.5 : 0.9) && at &&
+                  !strstr(at + 1, "\"top_p\":"),
+              "top_p %s, once: %s", i ? "from extra_body" : "0.9", body);
+        cJSON_Delete(b);
+        sweep_close(&s);
+    }
+    ts_stop(srv);
+}
+
 /* A key of 1,500 characters (a JWT, an Azure AD token) goes out whole: the
  * header was built in 1 KiB and cut, so every request got a 401. */
 static void test_long_key(void)
@@ -1059,6 +1089,7 @@ int main(void)
     test_ctl_byte();
     test_over_max_tokens();
     test_shaping();
+    test_top_p();
     test_tokenizer_counts();
     test_classes();
     test_refused();

@@ -6,6 +6,7 @@
 
 #include "common.h"
 #include "scenario.h"
+#include "scenario_keys.h"
 #include "testutil.h"
 
 /* Loading must fail with a message that contains each of the needles. */
@@ -181,6 +182,88 @@ static void test_request_fields(void)
           "secret header and query values hidden, the others kept: %s", txt ? txt : "");
     free(txt);
     cJSON_Delete(o);
+    scn_free(s);
+}
+
+/* The key a sweep flag sets (scenario_keys.h), or NULL. */
+static const scn_key *flag_key(const char *flag)
+{
+    const scn_key *k;
+    for (size_t i = 0; (k = scn_flag_key(i)); i++)
+        if (!strcmp(scn_key_flag(k), flag))
+            return k;
+    return NULL;
+}
+
+/* request.top_p, the key added as one row of the key table: loaded,
+ * checked, written back (only when set: a run without it keeps its run
+ * line), loaded back, and set by its flag. That it reaches the request body
+ * is test_loadgen's (test_top_p). */
+static void test_top_p(void)
+{
+    scn_scenario *s = NULL, *s2 = NULL;
+    char err[512] = "";
+    expect_error("{\"request\":{\"top_p\":0}}", "request.top_p", "a number in (0, 1]");
+    expect_error("{\"request\":{\"top_p\":1.5}}", "request.top_p", "(0, 1]");
+    expect_error("{\"request\":{\"top_p\":\"0.9\"}}", "request.top_p", "(0, 1]");
+    CHECK(scn_new(&s) == 0 && s->top_p == 0, "unset by default");
+    cJSON *o = s ? scn_to_json(s) : NULL;
+    CHECK(o && !cJSON_GetObjectItem(cJSON_GetObjectItem(o, "request"), "top_p"), "unset: not written");
+    cJSON_Delete(o);
+    scn_free(s);
+    s = NULL;
+    int rc = scn_load_string("{\"request\":{\"top_p\":0.9}}", "t.json", &s, err, sizeof err);
+    CHECK(rc == 0 && s && s->top_p == 0.9, "loaded: %s", err);
+    if (rc)
+        return;
+    o = scn_to_json(s);
+    char *txt = o ? cJSON_PrintUnformatted(o) : NULL;
+    CHECK(txt && strstr(txt, "\"top_p\":0.9,"), "written back: %s", txt ? txt : "");
+    rc = txt ? scn_load_string(txt, "back", &s2, err, sizeof err) : -1;
+    CHECK(rc == 0 && s2 && s2->top_p == 0.9, "loads back: %s", err);
+    scn_free(s2);
+    cJSON_free(txt);
+    cJSON_Delete(o);
+    CHECK(scn_load_string("{\"request\":{\"top_p\":null}}", "n.json", &s2, err, sizeof err) == 0 && s2 &&
+              s2->top_p == 0,
+          "null: not sent");
+    scn_free(s2);
+    const scn_key *k = flag_key("top-p");
+    CHECK(k && !strcmp(scn_key_path(k), "request.top_p") && !strcmp(scn_key_flag_arg(k), "P"), "its flag");
+    CHECK(k && scn_key_set(s, k, "0.5", err, sizeof err) == 0 && s->top_p == 0.5, "--top-p 0.5: %s", err);
+    CHECK(k && scn_key_check(k, "0", err, sizeof err) == LL_EINVAL &&
+              !strcmp(err, "expected a number in (0, 1], got '0'"),
+          "--top-p 0: '%s'", err);
+    scn_free(s);
+}
+
+/* The sweep's flags that set one key each: the key's own check and message
+ * ("expected WHAT, got 'V'"), a level's key laid over every level, a bool
+ * flag's value. */
+static void test_flag_keys(void)
+{
+    scn_scenario *s = NULL;
+    char err[512] = "";
+    const scn_key *mt = flag_key("max-tokens"), *wu = flag_key("warmup"), *nc = flag_key("no-continuous-usage");
+    const scn_key *ar = flag_key("arrival"), *rp = flag_key("repeat"), *tw = flag_key("trace-window");
+    CHECK(mt && wu && nc && ar && rp && tw, "flags found");
+    if (!(mt && wu && nc && ar && rp && tw) || scn_load_string("{\"load\":{\"concurrency\":[1,2,4]}}", "f", &s, err,
+                                                               sizeof err))
+        return;
+    CHECK(scn_key_check(mt, "0", err, sizeof err) == LL_EINVAL &&
+              !strcmp(err, "expected an integer in [1, 10000000], got '0'"),
+          "max-tokens 0: '%s'", err);
+    CHECK(scn_key_set(s, mt, "4k", err, sizeof err) == 0 && s->max_tokens == 4000, "max-tokens 4k");
+    CHECK(scn_key_set(s, wu, "3", err, sizeof err) == 0 && s->levels[0].warmup == 3 && s->levels[2].warmup == 3,
+          "warmup on every level");
+    CHECK(scn_key_set(s, nc, NULL, err, sizeof err) == 0 && s->continuous_usage == 0, "a flag without a value");
+    CHECK(scn_key_check(ar, "trace", err, sizeof err) == LL_EINVAL &&
+              !strcmp(err, "expected poisson or constant, got 'trace'"),
+          "arrival: only the names offered: '%s'", err);
+    CHECK(scn_key_set(s, rp, "3", err, sizeof err) == 0 && s->ab.repeat == 3 && !strcmp(scn_key_path(rp), "ab.repeat"),
+          "a key inside ab");
+    CHECK(scn_key_set(s, tw, "2:5", err, sizeof err) == 0 && s->trace_start_s == 2 && s->trace_end_s == 5,
+          "a key with its own form");
     scn_free(s);
 }
 
@@ -752,6 +835,8 @@ int main(void)
     test_errors();
     test_load_and_override();
     test_request_fields();
+    test_top_p();
+    test_flag_keys();
     test_shipped();
     test_prompts();
     test_vary_context();
