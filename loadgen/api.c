@@ -1,15 +1,14 @@
-/* api.c: the table of server APIs (api.h), one row each, in the order of
- * scenario.h's scn_endpoint. */
+/* api.c: the table of server APIs (api.h), made from scenario.h's
+ * SCN_ENDPOINTS rows: row NAME is loadgen/api_NAME.c's lg_api_NAME. */
 #include "api.h"
 
-extern const lg_api lg_api_chat, lg_api_completions, lg_api_responses, lg_api_generate;
+#define API_EXTERN(id, name, path) extern const lg_api lg_api_##name;
+SCN_ENDPOINTS(API_EXTERN)
+#undef API_EXTERN
 
-static const lg_api *const k_api[SCN_ENDPOINT__COUNT] = {
-    [SCN_ENDPOINT_CHAT] = &lg_api_chat,
-    [SCN_ENDPOINT_COMPLETIONS] = &lg_api_completions,
-    [SCN_ENDPOINT_RESPONSES] = &lg_api_responses,
-    [SCN_ENDPOINT_GENERATE] = &lg_api_generate,
-};
+#define API_ROW(id, name, path) [SCN_ENDPOINT_##id] = &lg_api_##name,
+static const lg_api *const k_api[SCN_ENDPOINT__COUNT] = {SCN_ENDPOINTS(API_ROW)};
+#undef API_ROW
 
 const lg_api *lg_api_of(scn_endpoint e)
 {

@@ -20,9 +20,12 @@
 
 /* ---- endpoints and the enums' names ---------------------------------------- */
 
-const char *const scn_endpoint_names[] = {"chat", "completions", "responses", "generate", NULL};
-static const char *const k_endpoint_path[] = {"/v1/chat/completions", "/v1/completions", "/v1/responses",
-                                              "/generate"};
+#define ENDPOINT_NAME(id, name, path) #name,
+#define ENDPOINT_PATH(id, name, path) path,
+const char *const scn_endpoint_names[] = {SCN_ENDPOINTS(ENDPOINT_NAME) NULL};
+static const char *const k_endpoint_path[] = {SCN_ENDPOINTS(ENDPOINT_PATH)};
+#undef ENDPOINT_NAME
+#undef ENDPOINT_PATH
 
 const char *const scn_arrival_names[] = {"poisson", "constant", "trace", NULL};
 const char *const scn_stamp_names[] = {"kernel", "user", NULL};

@@ -82,7 +82,6 @@ static const scn_key k_target[] = {
     {STR("model", S(model)), .flags = SCN_KF_NULL,
      .help = "the model to ask for (null: the bundled engine's name)"},
     {ENUM("endpoint", S(endpoint), scn_endpoint_names), .flag = "endpoint",
-     .arg = "chat|completions|responses|generate",
      .help = "the API to call (responses: OpenAI Responses API; generate: SGLang's native /generate)"},
     {STR("path", S(endpoint_path)), .flags = SCN_KF_NULL, .check = scn_path_check, .write = scn_path_write,
      .what = "a string starting with '/' (no spaces or control characters), or null",

@@ -8,6 +8,7 @@
  * its shape's keys, each once, and anything else is an error naming the
  * file and the JSON path. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -429,9 +430,44 @@ const char *scn_key_flag(const scn_key *k)
     return k->flag;
 }
 
+/* An enum's names as "a|b|c" (its offered ones), made once per key and
+ * kept for the program's life: help tables hold the pointer. */
+static const char *names_arg(const scn_key *k)
+{
+    static struct {
+        const scn_key *k;
+        char *arg;
+    } made[16];
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    const char *out = "VALUE";
+    pthread_mutex_lock(&mu);
+    for (size_t i = 0; i < sizeof made / sizeof made[0]; i++) {
+        if (made[i].k == k || !made[i].k) {
+            if (!made[i].k) {
+                ll_buf b = {0};
+                for (int j = 0; k->names[j] && (!k->offered || j < k->offered); j++)
+                    if ((j && ll_buf_append(&b, "|", 1)) || ll_buf_append(&b, k->names[j], strlen(k->names[j])))
+                        break;
+                if (!b.p)
+                    break;
+                made[i].k = k;
+                made[i].arg = b.p;
+            }
+            out = made[i].arg;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&mu);
+    return out;
+}
+
 const char *scn_key_flag_arg(const scn_key *k)
 {
-    return k->type == SCN_K_BOOL ? NULL : k->arg ? k->arg : "VALUE";
+    if (k->type == SCN_K_BOOL)
+        return NULL;
+    if (k->arg)
+        return k->arg;
+    return k->type == SCN_K_ENUM && k->names ? names_arg(k) : "VALUE";
 }
 
 const char *scn_key_flag_help(const scn_key *k)

@@ -33,11 +33,19 @@
  * responses: the OpenAI Responses API (/v1/responses, reasoning in
  * response.reasoning_text.delta events); generate: SGLang's native /generate
  * stream. */
+/* One row per API: X(ID, name, standard path). A new API is a row here and
+ * its file loadgen/api_<name>.c defining lg_api_<name> (docs/contributing.md);
+ * the enum, the names, the paths, --endpoint's choices and loadgen's table
+ * all come from the rows. */
+#define SCN_ENDPOINTS(X)                           \
+    X(CHAT, chat, "/v1/chat/completions")          \
+    X(COMPLETIONS, completions, "/v1/completions") \
+    X(RESPONSES, responses, "/v1/responses")       \
+    X(GENERATE, generate, "/generate")
 typedef enum scn_endpoint {
-    SCN_ENDPOINT_CHAT = 0,
-    SCN_ENDPOINT_COMPLETIONS = 1,
-    SCN_ENDPOINT_RESPONSES = 2,
-    SCN_ENDPOINT_GENERATE = 3,
+#define SCN_ENDPOINT_ENUM(id, name, path) SCN_ENDPOINT_##id,
+    SCN_ENDPOINTS(SCN_ENDPOINT_ENUM)
+#undef SCN_ENDPOINT_ENUM
     SCN_ENDPOINT__COUNT
 } scn_endpoint;
 /* "chat", "completions", "responses", "generate". */
