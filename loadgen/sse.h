@@ -45,8 +45,6 @@ void lg_sse_free(lg_sse *s);
 
 /* ---- OpenAI delta interpretation ----------------------------------------- */
 
-enum { LG_KIND_THINK = 't', LG_KIND_ANSWER = 'a' };
-
 /* The stream's dialect: which events carry text and usage. */
 typedef enum lg_dialect {
     LG_DIALECT_OPENAI = 0,     /* chat / completions: choices[].delta / text, usage */
