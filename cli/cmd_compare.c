@@ -10,7 +10,7 @@
 
 #include "cli.h"
 #include "common.h"
-#include "fit.h"
+#include "fit_compare.h"
 #include "opts.h"
 #include "report.h"
 #include "scenario.h"

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "common.h"
 #include "fit.h"
+#include "fit_json.h"
 #include "opts.h"
 
 enum { K_JSON = 256, K_INCLUDE_WARMUP, K_EDGE_TOL, K_N };

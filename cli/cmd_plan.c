@@ -1,5 +1,5 @@
 /* cmd_plan.c: `loadlaw plan RUN_DIR`: capacity planning from a recorded
- * run's law and measured levels (fit/fit.h "Capacity plan"): the largest C
+ * run's law and measured levels (fit/plan.c "Capacity plan"): the largest C
  * that meets a per-token objective, throughput at chosen C, TTFT between
  * measured levels, goodput per level. */
 #include <math.h>
@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "common.h"
 #include "fit.h"
+#include "fit_plan.h"
 #include "opts.h"
 #include "slo_opts.h"
 

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "common.h"
 #include "fit.h"
+#include "fit_plan.h"
 #include "opts.h"
 #include "report.h"
 #include "slo_opts.h"

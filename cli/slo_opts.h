@@ -5,7 +5,7 @@
 #ifndef LOADLAW_CLI_SLO_OPTS_H
 #define LOADLAW_CLI_SLO_OPTS_H
 
-#include "fit.h"
+#include "fit_plan.h"
 #include "opts.h"
 
 /* Option keys; a command's own keys stay below CLI_SLO_KEY_ITL. */

@@ -209,6 +209,7 @@ static int rd_run(reader *r, const cJSON *o)
     rd_law(o, &run.law);
     run.scenario = ll_json_str(o, "scenario", NULL);
     run.config = cJSON_GetObjectItemCaseSensitive(o, "config");
+    ll_rec_asked_of(run.config, &run.asked);
     /* The run line is never dropped: a bad label keeps its default, counted. */
     r->st->n_out_of_range += r->out_of_range;
     r->saw_run = 1;

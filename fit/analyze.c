@@ -14,7 +14,7 @@
  *                    client set a level's pace
  *   fit_no_law_reason, fit_notes_*: what a reader must know (analyze_notes.c).
  * Also the options' defaults, the notes list and the result's release.
- * Definitions: fit.h. */
+ * Definitions: atop each step's file; thresholds: fit_tuning.h. */
 #include "fit_internal.h"
 
 #include <math.h>
@@ -119,11 +119,11 @@ static void count_left_out(const fit_run *run, fit_result *res)
 {
     const fit_run_info *info = fit_run_get_info(run);
     for (size_t i = 0; i < fit_run_n_requests(run); i++) {
-        const fit_request *q = fit_run_request(run, i);
+        const ll_rec_request *q = fit_run_request(run, i);
         res->n_requests++;
-        res->n_failed += !q->ok;
+        res->n_failed += !fit_request_ok(q);
         res->n_warmup += q->warmup != 0;
-        res->n_no_tokens += q->ok && q->n_chunks == 0;
+        res->n_no_tokens += fit_request_ok(q) && q->n_chunks == 0;
     }
     res->n_truncated_lines = info->n_truncated;
     res->n_bad_requests = info->n_bad_requests;
@@ -132,7 +132,7 @@ static void count_left_out(const fit_run *run, fit_result *res)
     res->n_clamped = info->n_clamped;
 }
 
-/* fit.h, FIT_BURST_*: the share of each level's samples too short to be a
+/* fit_tuning.h FIT_BURST_*: the share of each level's samples too short to be a
  * step. Real steps of one stream are never shorter than the step itself;
  * only the client's reading (several steps' chunks collected in one read,
  * each stamped as it is parsed) makes gaps of microseconds. Chunks stamped
@@ -164,7 +164,7 @@ static int burst_check(fit_result *res)
     return 0;
 }
 
-/* fit.h FIT_CLIENT_*: did the client, not the server, set each level's pace?
+/* fit_tuning.h FIT_CLIENT_*: did the client, not the server, set each level's pace?
  * From what the client recorded about itself (level_end "client") and, where
  * the run knows the engine's step time, the level's gaps against it. */
 static void client_check(const fit_run *run, fit_result *res)

@@ -1,10 +1,72 @@
 /* analyze_law.c: the law and what is measured against it, steps of
- * fit_analyze (analyze.c): the steady samples grouped into engine steps (fit.h
- * "One engine step", fit_level_steps), the law fitted on one point per step
- * against the client's N and the server's (fit.h "The law"), OLS and the naive
- * fit beside it, the model check (model.c); each closed-loop level's steady
- * throughput against the law and the chosen model, with intervals; and the fit
- * of the engine's own step records. Definitions: fit.h. */
+ * fit_analyze (analyze.c): the steady samples grouped into engine steps
+ * (fit_level_steps), the law fitted on one point per step against the
+ * client's N and the server's, OLS and the naive fit beside it, the model
+ * check (model.c); each closed-loop level's steady throughput against the
+ * law and the chosen model, with intervals; and the fit of the engine's own
+ * step records. The samples are timeline.c's ("Arrival", "Step sample").
+ *
+ * One engine step (fit_level_steps, FIT_STEP_GROUP_FRAC): in time order,
+ * steady samples of one level join the step of the first sample while they
+ * have its N and arrive within half of their OWN gap after it. A step's
+ * tokens reach the C streams microseconds apart; a sample of the next step
+ * arrives one whole (next) step after, so half its own gap separates them
+ * however much consecutive steps differ. (Half the first sample's gap did
+ * not: after a long step a short one fell inside it, two steps became one
+ * point, and the law sat 1 standard error below the mean with 30%
+ * exponential jitter.) The law's points, the steady throughput's interval
+ * and compare's bootstrap units are these steps.
+ *
+ * The law (fit_result.law) estimates the MEAN step time at N: users read
+ * N / (a + b*N) as throughput, and throughput follows the mean step, not the
+ * typical one. One point per step (x = N, y = its mean ms per token, sum of
+ * gaps / sum of tokens), sized by its tokens (fit_line_sized), so the
+ * intervals count independent steps, not the C copies of each step that the
+ * C streams see, and at each N the law's mean is the same ratio as the
+ * steady throughput. A closed-loop level gives the steps of its steady
+ * windows (N = C) only; an open-loop level every steady step. The steady
+ * steps of a closed-loop level's ramp-down, where N falls every step, are not
+ * used: there the client's read lag shrinks with N step after step, each gap
+ * is its step minus that change, and on the bundled engine at 3 + 0.05*N ms,
+ * C = 256 those gaps ran 5-19% below their steps and pulled b 3% low. Over a
+ * window of constant N the lag's changes cancel. Robust only against true
+ * outliers (a stalled client or server, a burst read, a retransmission):
+ * regress.c's trimmed weighted least squares ("trimmed-wls"), HC3 sandwich
+ * errors (noise grows with N), t with n - 2 degrees of freedom; right-skewed
+ * jitter, which is what moves the mean above the median, stays in.
+ * Measured (tests/fit/test_fit.c test_skewed_jitter): exponential jitter of
+ * 30% on 3 + 0.05*N ms, C = 1..256: the earlier bisquare of per-step medians
+ * gave 3.797 + 0.0612*N against a true mean of 3.900 + 0.065*N, its band
+ * missed the mean at all 9 levels and the steady throughput sat 2-5% below
+ * its prediction. This law, over 40 seeds: lognormal (25%) band covers the
+ * true mean 35-38/40 per level, err interval covers 0 36-40/40; exponential
+ * (30%) 35-39/40 and 38-40/40; gaussian 5% 34-38/40 and 35-40/40. Over 400
+ * seeds the band covers 94-97% at every level in all three; the err
+ * interval 93-97% at C <= 8 and 98-100% above (there the level's own steps
+ * carry the law's band at C, and the interval adds that band and the
+ * throughput's as if independent).
+ *
+ * Steady throughput: steady_tok_per_s = C * (tokens of steady samples at
+ * N = C) / (sum of their gaps), exact for lockstep decoding and free of
+ * window-edge effects. Its 95% interval is the ratio estimator's (delta
+ * method over the level's steps at N = C, t quantile); error_rel = steady /
+ * predicted - 1, and its interval combines that one with the law's mean-line
+ * band at C on the log scale.
+ *
+ * The law against the server's N (fit_result.law_other, or the law itself
+ * with fit_options.n_server): the same steps, each with x = the server's
+ * running requests at its time: the total over labels of a scrape of the
+ * running gauge (server.c), given only where the two consecutive scrapes
+ * inside the level on either side of the step agree. A scrape is one
+ * instant, every 0.5 s, and a level may last little longer: the last scrape
+ * before a step, however old, gave N = 0 to 0.5 s of one-request steps (a
+ * scrape before the first admission) and the ramp-down's N to a level with
+ * one scrape, and on the bundled engine at 52+30n (time scale 0.02, C =
+ * 1..16) b came out 0.528 for 0.6. Steps without an agreeing pair are left
+ * out (a note counts them); with too few left the law against the server's N
+ * is not fitted, and says why. Where the server runs exactly the client's D
+ * the two laws are one. Everything else (predictions at C, the model check
+ * on the law's points) follows whichever law is the answer. */
 #include "fit_internal.h"
 
 #include <math.h>
@@ -21,7 +83,7 @@ static int cmp_sample_time(const void *a, const void *b)
     return (x->n > y->n) - (x->n < y->n);
 }
 
-/* fit.h, "One engine step": the one grouping rule, used by the law, the
+/* "One engine step" above: the one grouping rule, used by the law, the
  * steady throughput's interval and compare. */
 int fit_level_steps(const fit_result *r, size_t level_idx, double at_n, fit_step **out,
                     size_t *n_out)
@@ -66,7 +128,7 @@ fail:
     return rc;
 }
 
-/* The law on one point per client-observed step (fit.h "The law"); OLS on
+/* The law on one point per client-observed step (analyze_law.c "The law"); OLS on
  * the same points; the naive OLS on every raw gap beside them; then the
  * model check on the same points. */
 /* The points of the law against one N (x, y, size) and the raw samples
@@ -96,7 +158,7 @@ static void law_points_free(law_points *p)
     ll_vec_free(&p->k);
 }
 
-/* fit.h "The law against the server's N": a step gets the server's N only
+/* analyze_law.c "The law against the server's N": a step gets the server's N only
  * where the scrapes describe it: the two consecutive scrapes inside its level
  * on either side of it (so neither is more than one scrape interval away)
  * read the same N. A scrape is one instant of a gauge that moves at every
@@ -135,7 +197,7 @@ int fit_laws(const fit_run *run, fit_result *res, const fit_options *opt, char *
     for (size_t l = 0; l < res->n_levels; l++) {
         size_t ns;
         const fit_level *L = &res->levels[l];
-        /* fit.h "The law": a closed-loop level gives its steady windows
+        /* analyze_law.c "The law": a closed-loop level gives its steady windows
          * (N = C); an open-loop level every steady step. */
         LL_TRY(fit_level_steps(res, l, L->closed_loop && L->concurrency > 0 ? L->concurrency : 0, &st, &ns));
         for (size_t k = 0; k < ns; k++)
@@ -216,7 +278,7 @@ static int steady_interval(const fit_result *res, size_t l, double *r_ms, double
     return 0;
 }
 
-/* A closed-loop level against the chosen model (fit.h "The chosen model"):
+/* A closed-loop level against the chosen model (model.c "The chosen model"):
  * its prediction at N = C and the level's mean K, and the level's error;
  * the worst level kept in the result. */
 static void model_level(fit_result *res, fit_level *L)
@@ -231,7 +293,7 @@ static void model_level(fit_result *res, fit_level *L)
         res->model_worst_level = (int)(L - res->levels);
 }
 
-/* Each closed-loop level against the law (fit.h "steady_tok_per_s"). */
+/* Each closed-loop level against the law ("Steady throughput" above). */
 int fit_compare_levels(fit_result *res)
 {
     res->model_worst_level = -1;
@@ -287,7 +349,7 @@ int fit_engine_steps(const fit_run *run, fit_result *res, char *err, size_t errl
         goto done;
     }
     for (size_t i = 0; i < ns; i++) {
-        const fit_engine_step *s = fit_run_step(run, i);
+        const ll_rec_step *s = fit_run_step(run, i);
         if (s->prefill_tok != 0 || s->n_decode <= 0) {
             skipped++;
             continue;

@@ -3,7 +3,7 @@
  * bursts, a client that set the pace, the server's cache and counts, what its
  * metrics say), run-wide (how the law was fitted, what it and the reader left
  * out), and why there is no law (fit_result.no_law), in the user's terms.
- * Each note is one fit_note line with its numbers. Definitions: fit.h. */
+ * Each note is one fit_note line with its numbers. Definitions: atop each figure's file. */
 #include "fit_internal.h"
 
 #include <math.h>
@@ -156,7 +156,7 @@ void fit_no_law_reason(fit_result *res)
         law_reason(res, &res->law, fit_law_n_is_server(res), res->no_law, sizeof res->no_law);
 }
 
-/* The law against the server's N beside the client's (fit.h "The law
+/* The law against the server's N beside the client's (analyze_law.c "The law
  * against the server's N"): the steps no agreeing scrapes described, and
  * why it was not fitted when the client's was. */
 static int notes_server_law(fit_result *res)
@@ -216,7 +216,7 @@ fail:
     return rc;
 }
 
-/* What the server's own metrics say against the client's view (fit.h
+/* What the server's own metrics say against the client's view (server.c
  * "Server figures"). */
 int fit_notes_server(fit_result *res)
 {
@@ -242,11 +242,11 @@ fail:
 /* The most tokens a request's records say it got: the server's usage, the
  * counts recorded, or what the stream alone counted (a usage that claims
  * fewer than were streamed does not hide them). */
-static int64_t tokens_got(const fit_request *q)
+static int64_t tokens_got(const ll_rec_request *q)
 {
     int64_t got = q->think_tok + q->answer_tok;
-    if (q->usage_completion_tok > got)
-        got = q->usage_completion_tok;
+    if (q->usage_completion > got)
+        got = q->usage_completion;
     if (q->stream_think_tok >= 0 && q->stream_answer_tok >= 0 && q->stream_think_tok + q->stream_answer_tok > got)
         got = q->stream_think_tok + q->stream_answer_tok;
     return got;
@@ -261,8 +261,8 @@ static int note_over_max(const fit_run *run, fit_result *res)
     size_t n_over = 0, n_ok = 0;
     int64_t got_worst = 0, cap_worst = 0;
     for (size_t i = 0; i < fit_run_n_requests(run); i++) {
-        const fit_request *q = fit_run_request(run, i);
-        if (!q->ok || q->warmup)
+        const ll_rec_request *q = fit_run_request(run, i);
+        if (!fit_request_ok(q) || q->warmup)
             continue;
         n_ok++;
         int64_t got = tokens_got(q);

@@ -1,5 +1,5 @@
-/* check_decode.c: decode-time against prefill-time logprobs (fit.h
- * "decode self-check").
+/* check_decode.c: decode-time against prefill-time logprobs (fit_outputs.h,
+ * `loadlaw check-decode`).
  *
  * Per position i of a request's output, delta_i = decode_lp_i - prefill_lp_i
  * for the token decode chose. Figures per level and over all levels: mean
@@ -13,9 +13,29 @@
 #include <string.h>
 
 #include "common.h"
-#include "fit.h"
+#include "fit_outputs.h"
 
-static void stats_init(fit_cd_stats *s, int level, int concurrency)
+/* One level's figures, or all levels' (level = concurrency = -1). */
+typedef struct cd_stats {
+    int level, concurrency;
+    size_t n_req, n_pos;              /* requests; positions with both logprobs */
+    size_t n_over;                    /* positions with |delta| > tolerance */
+    size_t n_ranked, n_rank1;         /* positions with a prefill rank; of those, rank 1 */
+    double sum_abs, max_abs;          /* |decode lp - prefill lp|, nats */
+    char worst_key[48];               /* where max_abs is: prompt key, position */
+    size_t worst_pos;
+    double worst_decode, worst_prefill;
+} cd_stats;
+
+struct fit_check_decode {
+    double tolerance;                 /* nats */
+    double max_over;                  /* the gate: share of positions over tolerance */
+    cd_stats all;
+    cd_stats *levels;                 /* in the order first seen */
+    size_t n_levels;
+};
+
+static void stats_init(cd_stats *s, int level, int concurrency)
 {
     memset(s, 0, sizeof *s);
     s->level = level;
@@ -23,27 +43,31 @@ static void stats_init(fit_cd_stats *s, int level, int concurrency)
     s->worst_decode = s->worst_prefill = NAN;
 }
 
-void fit_cd_init(fit_check_decode *c, double tolerance, double max_over)
+fit_check_decode *fit_cd_new(double tolerance, double max_over)
 {
-    memset(c, 0, sizeof *c);
+    fit_check_decode *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
     c->tolerance = tolerance;
     c->max_over = max_over;
     stats_init(&c->all, -1, -1);
+    return c;
 }
 
 void fit_cd_free(fit_check_decode *c)
 {
+    if (!c)
+        return;
     free(c->levels);
-    c->levels = NULL;
-    c->n_levels = 0;
+    free(c);
 }
 
-static fit_cd_stats *level_stats(fit_check_decode *c, int level, int concurrency)
+static cd_stats *level_stats(fit_check_decode *c, int level, int concurrency)
 {
     for (size_t i = 0; i < c->n_levels; i++)
         if (c->levels[i].level == level)
             return &c->levels[i];
-    fit_cd_stats *g = realloc(c->levels, (c->n_levels + 1) * sizeof *g);
+    cd_stats *g = realloc(c->levels, (c->n_levels + 1) * sizeof *g);
     if (!g)
         return NULL;
     c->levels = g;
@@ -51,7 +75,7 @@ static fit_cd_stats *level_stats(fit_check_decode *c, int level, int concurrency
     return &g[c->n_levels++];
 }
 
-static void add_pos(fit_cd_stats *s, double tol, const char *key, size_t i, double d, double p, int rank)
+static void add_pos(cd_stats *s, double tol, const char *key, size_t i, double d, double p, int rank)
 {
     if (rank > 0) {
         s->n_ranked++;
@@ -75,7 +99,7 @@ static void add_pos(fit_cd_stats *s, double tol, const char *key, size_t i, doub
 int fit_cd_add(fit_check_decode *c, int level, int concurrency, const char *key, const double *decode_lp,
                const double *prefill_lp, const int *rank, size_t n)
 {
-    fit_cd_stats *lv = level_stats(c, level, concurrency);
+    cd_stats *lv = level_stats(c, level, concurrency);
     if (!lv)
         return LL_ENOMEM;
     lv->n_req++;
@@ -88,15 +112,19 @@ int fit_cd_add(fit_check_decode *c, int level, int concurrency, const char *key,
     return 0;
 }
 
-double fit_cd_mean_abs(const fit_cd_stats *s) { return s->n_pos ? s->sum_abs / (double)s->n_pos : NAN; }
+static double mean_abs(const cd_stats *s) { return s->n_pos ? s->sum_abs / (double)s->n_pos : NAN; }
 
-double fit_cd_share_over(const fit_cd_stats *s) { return s->n_pos ? (double)s->n_over / (double)s->n_pos : NAN; }
+static double share_over(const cd_stats *s) { return s->n_pos ? (double)s->n_over / (double)s->n_pos : NAN; }
 
-int fit_cd_passed(const fit_check_decode *c) { return c->all.n_pos > 0 && fit_cd_share_over(&c->all) <= c->max_over; }
+size_t fit_cd_positions(const fit_check_decode *c) { return c->all.n_pos; }
+
+double fit_cd_share_over(const fit_check_decode *c) { return share_over(&c->all); }
+
+int fit_cd_passed(const fit_check_decode *c) { return c->all.n_pos > 0 && share_over(&c->all) <= c->max_over; }
 
 static cJSON *num_or_null(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
 
-static cJSON *stats_json(const fit_cd_stats *s)
+static cJSON *stats_json(const cd_stats *s)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
@@ -106,10 +134,10 @@ static cJSON *stats_json(const fit_cd_stats *s)
         ok = cJSON_AddNumberToObject(o, "level", s->level) && cJSON_AddNumberToObject(o, "concurrency", s->concurrency);
     ok = ok && cJSON_AddNumberToObject(o, "requests", (double)s->n_req) &&
          cJSON_AddNumberToObject(o, "positions", (double)s->n_pos);
-    ok = ok && cJSON_AddItemToObject(o, "mean_abs_delta", num_or_null(fit_cd_mean_abs(s)));
+    ok = ok && cJSON_AddItemToObject(o, "mean_abs_delta", num_or_null(mean_abs(s)));
     ok = ok && cJSON_AddItemToObject(o, "max_abs_delta", num_or_null(s->n_pos ? s->max_abs : NAN));
     ok = ok && cJSON_AddNumberToObject(o, "over", (double)s->n_over);
-    ok = ok && cJSON_AddItemToObject(o, "share_over", num_or_null(fit_cd_share_over(s)));
+    ok = ok && cJSON_AddItemToObject(o, "share_over", num_or_null(share_over(s)));
     ok = ok && cJSON_AddItemToObject(o, "share_rank1",
                                      num_or_null(s->n_ranked ? (double)s->n_rank1 / (double)s->n_ranked : NAN));
     if (ok && s->n_pos) {
@@ -150,7 +178,7 @@ cJSON *fit_cd_to_json(const fit_check_decode *c)
     return NULL;
 }
 
-static void print_row(FILE *f, const char *name, const fit_cd_stats *s)
+static void print_row(FILE *f, const char *name, const cd_stats *s)
 {
     if (!s->n_pos) {
         fprintf(f, "%-8s %8zu %9zu %12s %12s %9s %9s\n", name, s->n_req, s->n_pos, "-", "-", "-", "-");
@@ -159,8 +187,8 @@ static void print_row(FILE *f, const char *name, const fit_cd_stats *s)
     char r1[16] = "-";
     if (s->n_ranked)
         snprintf(r1, sizeof r1, "%.1f%%", 100.0 * (double)s->n_rank1 / (double)s->n_ranked);
-    fprintf(f, "%-8s %8zu %9zu %12.3g %12.3g %8.2f%% %9s\n", name, s->n_req, s->n_pos, fit_cd_mean_abs(s), s->max_abs,
-            100.0 * fit_cd_share_over(s), r1);
+    fprintf(f, "%-8s %8zu %9zu %12.3g %12.3g %8.2f%% %9s\n", name, s->n_req, s->n_pos, mean_abs(s), s->max_abs,
+            100.0 * share_over(s), r1);
 }
 
 void fit_cd_print(FILE *f, const fit_check_decode *c)

@@ -1,10 +1,39 @@
-/* compare.c: A/B comparison of two analysed runs — the levels matched by
- * load, each common level compared (unpaired bootstrap: compare_units.c;
- * paired, for an interleaved A/B: compare_paired.c), the slope ratio of the
- * two laws, and the verdict line. Definitions are in fit.h (section "A/B
- * comparison"); tables and pages are drawn by reports/. The RNG is GSL's
- * mt19937 with a fixed seed so the same runs always give the same interval.
- */
+/* compare.c: A/B comparison of run B against run A (the baseline) — the
+ * levels matched by load, each common level compared (unpaired bootstrap:
+ * compare_units.c; paired, for an interleaved A/B: compare_paired.c), the
+ * slope ratio of the two laws, and the verdict line; tables and pages are
+ * drawn by reports/. The RNG is GSL's mt19937 with a fixed seed so the same
+ * runs always give the same interval.
+ *
+ * Levels are matched by load: closed-loop levels by concurrency C, open-loop
+ * levels by request rate (and their cap on in-flight requests); closed ones
+ * come first by C, then open ones by rate. Per level the steady rate of each
+ * run is the ratio estimator
+ *     X = c * sum tok / sum time
+ * over the gaps between consecutive chunks of its ok, non-warmup requests
+ * that lie wholly inside the level's steady windows (P = 0, D = C), with
+ * c = C for a closed level (X is then fit_level.steady_tok_per_s) and c = 1
+ * for an open one (X is the per-stream decode rate at that offered load, over
+ * every steady step whatever its N: the ratio is how much faster B decodes at
+ * the same arrival rate). Unpaired (a sequential A/B, or two unrelated runs:
+ * the first level of each key in each run), the interval of X_B / X_A is a
+ * bootstrap over engine steps (compare_units.c); paired (the level records
+ * carry "pair", docs/records.md), the levels of one key pair up by pair
+ * number (compare_paired.c).
+ *
+ * The slope ratio: the ratio B/A of the two laws' b (fit_result.law, fitted
+ * on every level of each run, repeats and all), with a delta-method interval
+ * on the log scale, se(log r)^2 = (se_bA/b_A)^2 + (se_bB/b_B)^2
+ * (slope_method "delta"). When a run has no law, it falls back to each run's
+ * steady step time per level (1000 * time / tok, ms) against C, OLS over the
+ * common levels, with a percentile bootstrap resampling every level's steps
+ * (slope_method "bootstrap"; needs two common levels, each with
+ * FIT_COMPARE_MIN_UNITS units a side; otherwise "none", no ratio). When a
+ * run has a law whose b interval includes 0 (fit_law_slope_resolved), there
+ * is no ratio either, "unresolved": a slope that may be 0 divides into
+ * anything. The verdict quotes the laws' b. The latencies (lat_a, lat_b) are
+ * copies of each level's fit_level ttft, ttfa and itl (the first level of
+ * the key in each run). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -13,9 +42,7 @@
 #include <gsl/gsl_cdf.h>
 #include <gsl/gsl_rng.h>
 
-#include "common.h"
 #include "compare_internal.h"
-#include "fit.h"
 
 void fit_compare_options_default(fit_compare_options *o)
 {
@@ -97,7 +124,7 @@ static int slope_bootstrap(fit_compare *c, cmp_unit *const *ua, cmp_unit *const 
         return 0;
     for (size_t i = 0; i < n; i++)
         if (c->levels[i].n_units_a < FIT_COMPARE_MIN_UNITS || c->levels[i].n_units_b < FIT_COMPARE_MIN_UNITS)
-            return 0; /* too few steps to resample (fit.h) */
+            return 0; /* too few steps to resample (compare_units.c) */
     double *x = malloc(n * sizeof *x), *ya = malloc(n * sizeof *ya), *yb = malloc(n * sizeof *yb);
     double *boot = malloc(((size_t)o->n_resamples + 1) * sizeof *boot);
     int rc = LL_ENOMEM;
@@ -271,7 +298,7 @@ static void term_ratio(double va, double vara, double vb, double varb, double ci
     out_ci[1] = *r * exp(z * se);
 }
 
-/* fit.h fit_compare.ctx_*: the context model's terms B/A when both chose it. */
+/* fit_compare.h fit_compare.ctx_*: the context model's terms B/A when both chose it. */
 static void compare_context_terms(fit_compare *c, const fit_model_check *ma, const fit_model_check *mb, double ci)
 {
     c->ctx_b_ratio = c->ctx_c_ratio = NAN;
@@ -284,7 +311,7 @@ static void compare_context_terms(fit_compare *c, const fit_model_check *ma, con
                c->ctx_c_ratio_ci);
 }
 
-/* fit.h fit_compare.term_*: every term B/A when both chose the same richer
+/* fit_compare.h fit_compare.term_*: every term B/A when both chose the same richer
  * model with the same knees. */
 static void compare_model_terms(fit_compare *c, const fit_model_check *ma, const fit_model_check *mb, double ci)
 {
@@ -314,7 +341,7 @@ static const fit_level *level_of(const fit_result *r, int level)
     return NULL;
 }
 
-/* fit.h fit_compare_level.model_ratio. */
+/* fit_compare.h fit_compare_level.model_ratio. */
 static void compare_model_levels(fit_compare *c, const fit_result *ra, const fit_result *rb)
 {
     for (size_t i = 0; i < c->n_levels; i++) {

@@ -1,7 +1,7 @@
 /* compare_internal.h (internal to fit/): what compare.c (matching levels,
  * the slope, the verdict), compare_units.c (a level's resampling units, the
  * unpaired bootstrap) and compare_paired.c (the paired interval) share.
- * Definitions: fit.h "A/B comparison". */
+ * Definitions: compare.c "A/B comparison". */
 #ifndef LOADLAW_COMPARE_INTERNAL_H
 #define LOADLAW_COMPARE_INTERNAL_H
 
@@ -9,7 +9,7 @@
 
 #include <gsl/gsl_rng.h>
 
-#include "fit.h"
+#include "fit_internal.h"
 
 /* One resampling unit: an engine step (or a request's decode span). */
 typedef struct cmp_unit {

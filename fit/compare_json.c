@@ -1,10 +1,9 @@
-/* compare_json.c: a comparison (fit.h "A/B comparison") as `loadlaw compare
+/* compare_json.c: a comparison (compare.c "A/B comparison") as `loadlaw compare
  * --json` writes it, and as the comparison page embeds it. Laws and latency
  * distributions go through json.c's writers in compare's spelling
  * (FIT_JSON_COMPARE: "p50_ms", a law with its asymptote); every number
  * through common's NaN -> null rule. */
-#include "common.h"
-#include "fit.h"
+#include "fit_internal.h"
 
 /* 0 or -1, the convention of this file's steps. */
 static int add_num(cJSON *o, const char *k, double x)

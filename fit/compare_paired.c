@@ -1,7 +1,21 @@
-/* compare_paired.c: the paired comparison of an interleaved A/B (fit.h "A/B
- * comparison", paired): per level, the pairs' log-ratios and their interval.
- * compare.c matches the levels and calls cmp_paired_level for a key whose
- * levels carry pair numbers in both runs.
+/* compare_paired.c: the paired comparison of an interleaved A/B: per level,
+ * the pairs' log-ratios and their interval. compare.c matches the levels and
+ * calls cmp_paired_level for a key whose levels carry pair numbers in both
+ * runs ("pair", docs/records.md).
+ *
+ * The levels of one key pair up by pair number, A_i with B_i from the same
+ * ABBA block, i = 1..m. Per pair y_i = log(X_B,i / X_A,i) (compare.c's X),
+ * with its own within-level variance v_i = var(log X_A,i) + var(log X_B,i)
+ * by the delta method over its steps (ratio estimator: var(log X) =
+ * sum (tok_k - X' t_k)^2 / (n (n-1) mean(t)^2 X'^2), X' = sum tok / sum t).
+ * The estimate is exp(mean y_i), equal weights, and its interval
+ * exp(mean y +- q * sqrt(V)) with V = max(s_y^2, mean v_i) / m, q the t
+ * quantile with m - 1 df (the normal one when m = 1; s_y^2: the sample
+ * variance of the y_i, 0 when m = 1; mean v_i over the pairs whose v_i is
+ * known: a side of one step has none; one pair without a known v_i > 0 has
+ * no interval). between_var = max(0, s_y^2 - mean v_i) is the part the step
+ * noise does not explain; ratio_method says "paired"; pair_ratio holds each
+ * pair's X_B,i / X_A,i.
  *
  * The unit is the pair, not the step: a load that came and went, or a drift,
  * moves both sides of a pair together (they ran one right after the other)
@@ -40,9 +54,7 @@
 
 #include <gsl/gsl_cdf.h>
 
-#include "common.h"
 #include "compare_internal.h"
-#include "fit.h"
 
 /* var(log X) of the ratio estimator over units (delta method); NAN with < 2. */
 static double log_ratio_var(const cmp_unit *v, size_t n)

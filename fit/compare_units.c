@@ -1,9 +1,19 @@
 /* compare_units.c: the resampling units of one level of an A/B comparison
  * (its engine steps at N = C, per request, or each request's decode span)
- * and the unpaired bootstrap of a common level's throughput ratio (fit.h
- * "A/B comparison"). compare.c matches the levels and calls
+ * and the unpaired bootstrap of a common level's throughput ratio (compare.c
+ * defines the rate X). compare.c matches the levels and calls
  * cmp_unpaired_level for a key whose levels carry no pair numbers;
  * compare_paired.c uses the same units for the paired interval.
+ *
+ * Unpaired: the 95% interval of X_B / X_A is a percentile bootstrap over R
+ * resamples that resamples engine steps: each step (fit_level_steps) is one
+ * unit (tokens, time). A level with no steady window falls back to one unit
+ * per request (its decode span, first token -> end) and says so (steady =
+ * 0). Fewer than FIT_COMPARE_MIN_UNITS units on either side: no interval
+ * (NAN ends, so a gate fails): a bootstrap over one unit repeats the
+ * estimate R times, and over a handful it has almost nothing to vary. R
+ * below FIT_COMPARE_MIN_RESAMPLES is refused (the 2.5% tail of a 95%
+ * interval needs some resamples in it).
  *
  * The bootstrap resamples engine steps with every request's tokens in them,
  * not single requests, the unit that looks natural: the C streams of a
@@ -24,9 +34,7 @@
 
 #include <gsl/gsl_rng.h>
 
-#include "common.h"
 #include "compare_internal.h"
-#include "fit.h"
 
 /* ---- resampling units --------------------------------------------------------- */
 
@@ -37,8 +45,8 @@ typedef LL_VEC(cmp_unit) unit_vec;
 static int decode_span_units(const fit_run *run, const fit_level *L, unit_vec *out, size_t *n_req)
 {
     for (size_t i = 0; i < fit_run_n_requests(run); i++) {
-        const fit_request *q = fit_run_request(run, i);
-        if (q->level != L->level || !q->ok || q->warmup || q->n_chunks < 2)
+        const ll_rec_request *q = fit_run_request(run, i);
+        if (q->level != L->level || !fit_request_ok(q) || q->warmup || q->n_chunks < 2)
             continue;
         cmp_unit u = {0, (q->chunks[q->n_chunks - 1].t_ns - q->chunks[0].t_ns) / 1e9};
         for (size_t k = 1; k < q->n_chunks; k++)
@@ -84,7 +92,7 @@ static int steady_request_units(const fit_result *res, size_t li, unit_vec *out,
 }
 
 /* The resampling units of one level, as (tokens, seconds) pairs.
- * steady = 1: one pair per engine step at N = C (fit_level_steps, fit.h "One
+ * steady = 1: one pair per engine step at N = C (fit_level_steps, analyze_law.c "One
  * engine step"), or per request with per_request; their ratio is exactly
  * fit_level.steady_tok_per_s. steady = 0: one pair per request, its whole
  * decode span. *n_req counts the requests that contributed. */
@@ -169,8 +177,8 @@ static double decoding_at_once(const fit_run *run, const fit_level *L)
         return -1;
     size_t n = 0;
     for (size_t i = 0; i < fit_run_n_requests(run); i++) {
-        const fit_request *q = fit_run_request(run, i);
-        if (q->level != L->level || !q->ok || q->warmup || q->n_chunks < 2)
+        const ll_rec_request *q = fit_run_request(run, i);
+        if (q->level != L->level || !fit_request_ok(q) || q->warmup || q->n_chunks < 2)
             continue;
         span_ns s = {q->chunks[0].t_ns, q->chunks[q->n_chunks - 1].t_ns};
         if (s.t1 > s.t0)

@@ -1,10 +1,26 @@
 /* figures.c: a level's request counts, latencies and rates, each defined
- * once in fit.h ("Per-level figures") and computed only here. The sweep's
- * table, summary.json, `loadlaw fit`, the report and compare print these.
+ * once here and computed only here. The sweep's table, summary.json,
+ * `loadlaw fit`, the report and compare print these.
  *
- * Latencies are over ok, measured (non-warmup) requests; percentiles are
- * exact (sorted samples, linear interpolation between ranks). The ITL walks
- * each stream with fit_next_arrival, the walk behind the step samples. */
+ * Per-level figures:
+ *  TTFT  send -> first token of any kind (thinking included).
+ *  TTFA  send -> first answer token (requests without one give no sample).
+ *  ITL   one sample per gap between consecutive arrivals of a stream
+ *        (timeline.c "Arrival"), divided by the tokens of the later arrival;
+ *        ms per token. The same gaps, by the same walk (fit_next_arrival), are
+ *        the step samples (which also keep those after an interrupted level's
+ *        cut out of the law, and warmup ones with include_warmup; the ITL
+ *        never does either).
+ *  TPOT  per request: (last token - first token) / (tokens - 1), over the
+ *        tokens its chunks carry (reasoning a server did not stream, in
+ *        think_tok with no chunks, came before the first token).
+ *  E2E   send -> end of the response.
+ *  Open loop, from the intended send time (no coordinated omission):
+ *  client lag = send - intended; TTFT/E2E sched = first token / end - intended.
+ * Over ok, measured (non-warmup) requests. Exact percentiles of the sorted
+ * samples (linear interpolation between ranks). Prompt drift: the mean
+ * prompt_tok_target of the requests built to a length against the mean
+ * usage.prompt_tokens the server reported. */
 #include "fit_internal.h"
 
 #include <math.h>
@@ -44,8 +60,8 @@ static double ms_between(int64_t t0_ns, int64_t t1_ns)
     return (double)(t1_ns - t0_ns) / 1e6;
 }
 
-/* ITL samples of one stream: fit.h "Per-level figures", ITL. */
-static int stream_itl(const fit_request *q, fit_double_vec *itl)
+/* ITL samples of one stream: figures.c "Per-level figures", ITL. */
+static int stream_itl(const ll_rec_request *q, fit_double_vec *itl)
 {
     size_t i = 0;
     int64_t t, prev_t = -1;
@@ -59,16 +75,16 @@ static int stream_itl(const fit_request *q, fit_double_vec *itl)
     return 0;
 }
 
-/* TTFT, TPOT and E2E of one request: fit.h "Per-level figures", and
+/* TTFT, TPOT and E2E of one request: figures.c "Per-level figures", and
  * fit_request_latency_ms; the level's dists and goodput (plan.c) both use
  * this. TPOT counts tokens from the stream; no sample for a single token or
  * a zero span. */
-void fit_request_latency_ms(const fit_request *q, fit_request_ms *out)
+void fit_request_latency_ms(const ll_rec_request *q, fit_request_ms *out)
 {
     out->ttft_ms = q->first_token_ns >= 0 ? ms_between(q->send_ns, q->first_token_ns) : NAN;
     out->e2e_ms = ms_between(q->send_ns, q->end_ns);
     out->tpot_ms = NAN;
-    int64_t tok = 0; /* streamed: hidden reasoning has no chunks (fit.h) */
+    int64_t tok = 0; /* streamed: hidden reasoning has no chunks ("TPOT" above) */
     for (size_t k = 0; k < q->n_chunks; k++)
         tok += q->chunks[k].tokens;
     if (tok <= 1 || q->n_chunks == 0 || q->first_token_ns < 0)
@@ -78,7 +94,7 @@ void fit_request_latency_ms(const fit_request *q, fit_request_ms *out)
         out->tpot_ms = ms_between(q->first_token_ns, last) / (double)(tok - 1);
 }
 
-static int request_latencies(const fit_request *q, fit_latency_samples *s)
+static int request_latencies(const ll_rec_request *q, fit_latency_samples *s)
 {
     int rc;
     fit_request_ms m;
@@ -109,8 +125,8 @@ int fit_latency_collect(const fit_run *run, const size_t *req_idx, size_t n_req,
     int rc;
     memset(out, 0, sizeof *out);
     for (size_t i = 0; i < n_req; i++) {
-        const fit_request *q = fit_run_request(run, req_idx[i]);
-        if (q->ok && !q->warmup)
+        const ll_rec_request *q = fit_run_request(run, req_idx[i]);
+        if (fit_request_ok(q) && !q->warmup)
             LL_TRY(request_latencies(q, out));
     }
     fit_double_vec *all[] = {&out->ttft, &out->ttfa, &out->tpot, &out->itl, &out->e2e,
@@ -123,40 +139,37 @@ fail:
     return rc;
 }
 
-/* Counts, token sums and rates; fit.h "Per-level figures". */
+/* Counts, token sums and rates; figures.c "Per-level figures". */
 static void level_counts(const fit_run *run, const size_t *req_idx, size_t n_req, fit_level *L)
 {
     int64_t all_tok = 0;
     size_t ok_all = 0, n_target = 0, n_server = 0;
     double target_sum = 0, server_sum = 0;
     for (size_t i = 0; i < n_req; i++) {
-        const fit_request *q = fit_run_request(run, req_idx[i]);
-        if (q->ok) {
+        const ll_rec_request *q = fit_run_request(run, req_idx[i]);
+        if (fit_request_ok(q)) {
             all_tok += q->think_tok + q->answer_tok;
             ok_all++;
         }
         if (q->warmup)
             continue;
         L->n_sent++;
-        if (!q->ok) {
-            ll_err_class c;
-            ll_err_class_parse(q->error_class, &c); /* unknown: OTHER */
-            if (c == LL_ERRC_OK)
-                c = LL_ERRC_OTHER; /* a failed request that says "ok" */
+        if (!fit_request_ok(q)) {
+            ll_err_class c = q->cls < LL_ERRC__COUNT ? q->cls : LL_ERRC_OTHER;
             L->failed_by_class[c]++;
             L->n_sent_failed++;
             continue;
         }
         L->think_tok += q->think_tok;
         L->answer_tok += q->answer_tok;
-        if (q->usage_completion_tok > 0)
-            L->usage_completion_tok += q->usage_completion_tok;
+        if (q->usage_completion > 0)
+            L->usage_completion_tok += q->usage_completion;
         if (q->prompt_tok_target > 0) {
             target_sum += (double)q->prompt_tok_target;
             n_target++;
         }
-        if (q->usage_prompt_tok >= 0) {
-            server_sum += (double)q->usage_prompt_tok;
+        if (q->usage_prompt >= 0) {
+            server_sum += (double)q->usage_prompt;
             n_server++;
         }
         if (q->counts == LL_COUNTS_ATTRIBUTED || q->counts == LL_COUNTS_TOKENIZER) {

@@ -1,17 +1,23 @@
-/* fit_internal.h (internal to fit/): the run's storage and the steps of the
- * analysis, shared by load.c, timeline.c, figures.c, regress.c, model.c,
- * analyze*.c, compare.c, json.c and output.c. */
+/* fit_internal.h (internal to fit/): the run's storage, the steps of the
+ * analysis and the helpers fit's files share, behind the public headers
+ * (fit/include/), which it includes; the thresholds are fit_tuning.h's. */
 #ifndef LOADLAW_FIT_INTERNAL_H
 #define LOADLAW_FIT_INTERNAL_H
 
 #include "common.h"
 #include "dialect.h"
 #include "fit.h"
+#include "fit_compare.h"
+#include "fit_json.h"
+#include "fit_model.h"
+#include "fit_outputs.h"
+#include "fit_plan.h"
+#include "fit_tuning.h"
 
 typedef LL_VEC(fit_level_info) fit_level_info_vec;
-typedef LL_VEC(fit_request) fit_request_vec;
-typedef LL_VEC(fit_chunk) fit_chunk_vec;
-typedef LL_VEC(fit_engine_step) fit_engine_step_vec;
+typedef LL_VEC(ll_rec_request) fit_rec_request_vec;
+typedef LL_VEC(ll_rec_chunk) fit_rec_chunk_vec;
+typedef LL_VEC(ll_rec_step) fit_rec_step_vec;
 typedef LL_VEC(fit_sample) fit_sample_vec;  /* timeline.c appends, analyze.c owns */
 typedef LL_VEC(double) fit_double_vec;
 
@@ -33,7 +39,7 @@ typedef LL_VEC(char *) fit_str_vec;
 /* The kind of a sample (name, labels in exposition form); FIT_SMK_NONE when
  * the fit does not use it. */
 int fit_server_kind(const char *name, const char *labels);
-/* The level's server figures (fit.h "Server figures") from the run's
+/* The level's server figures (server.c "Server figures") from the run's
  * metric samples; L's windows, start/end and concurrency must be set. */
 void fit_server_level(const fit_run *run, fit_level *L);
 /* server.c, shared with gpu.c and analyze_law.c. Over the level's steady
@@ -47,34 +53,96 @@ double fit_server_gauge(const fit_run *run, const fit_level *L, int kind, int av
  * has two samples. */
 double fit_server_counter(const fit_run *run, int kind, int64_t t0, int64_t t1, int64_t *span_ns,
                           int64_t *first_ns, int64_t *last_ns);
-/* The server's N over L (start to end) as fit.h "The law against the
+/* The server's N over L (start to end) as analyze_law.c "The law against the
  * server's N" reads it: each scrape's total of the running gauge (the first
  * family with any), in time order. *t_out, *v_out: caller frees (NULL when
  * none). 0 or LL_ENOMEM. */
 int fit_server_n_series(const fit_run *run, const fit_level *L, int64_t **t_out, double **v_out, size_t *n_out);
-/* gpu.c: the level's GPU figures and its diagnosis (fit.h "GPU figures and
+/* gpu.c: the level's GPU figures and its diagnosis (gpu.c "GPU figures and
  * diagnosis"); after fit_server_level (it reads the waiting gauge). */
 void fit_gpu_level(const fit_run *run, fit_level *L);
 
 struct fit_run {
     fit_run_info info;
     fit_level_info_vec levels;
-    fit_request_vec requests;
-    fit_chunk_vec chunks;
-    fit_engine_step_vec steps;
+    fit_rec_request_vec requests;
+    fit_rec_chunk_vec chunks;
+    fit_rec_step_vec steps;
     fit_server_sample_vec server;  /* scraped samples the fit uses, in file (time) order */
     fit_str_vec series;            /* "src\x1fname\x1flabels" per series */
     char *s_version, *s_host, *s_url, *s_model, *s_endpoint, *s_engine, *s_backend,
         *s_scenario, *s_run_json;
 };
 
-/* timeline.c: the arrivals of one stream (fit.h, "Arrival"). From chunk *i,
+/* regress.c: y = a + b*x on raw points (robust = 1: the law's trimmed fit,
+ * each point weighted by the noise of its x (x values with >= 5 points), HC3
+ * errors; else OLS). fit_line_sized: the robust fit with a size per point
+ * (NULL = all 1) multiplying its weight: the law's points are engine steps
+ * sized by the tokens the client saw of them, so at each N the law is the
+ * mean of every token's step, the same ratio as the steady throughput. */
+int fit_line(const double *x, const double *y, size_t n, int robust, fit_law *out, char *err, size_t errlen);
+int fit_line_sized(const double *x, const double *y, const double *size, size_t n, int robust, fit_law *out,
+                   char *err, size_t errlen);
+
+/* analyze_law.c: one engine step as the client sees it ("One engine step"). */
+typedef struct fit_step {
+    int64_t t_ns;             /* later arrival of its first sample */
+    double n;                 /* N of its samples */
+    size_t n_samples;
+    double tokens;            /* tokens of its samples */
+    double gap_ms;            /* sum of its samples' whole gaps (ms) */
+    double ms_per_tok;        /* gap_ms / tokens: its mean ms per token */
+    double k;                 /* mean K of its samples (token-weighted) */
+} fit_step;
+/* The steady samples of r->levels[level_idx] grouped into steps, in time
+ * order (only those at N = at_n when at_n > 0). *out: caller frees (NULL
+ * when there is none). 0 or LL_ENOMEM. */
+int fit_level_steps(const fit_result *r, size_t level_idx, double at_n, fit_step **out, size_t *n_out);
+
+/* figures.c: one request's TTFT (send -> first token), TPOT ((last token -
+ * first token) / (tokens - 1)) and E2E (send -> end), ms; NAN where it gives
+ * none (no token; TPOT: one token or a zero span). */
+typedef struct fit_request_ms {
+    double ttft_ms, tpot_ms, e2e_ms;
+} fit_request_ms;
+void fit_request_latency_ms(const ll_rec_request *q, fit_request_ms *out);
+/* plan.c: 1 when q finished ok and meets every objective given. */
+int fit_request_meets(const ll_rec_request *q, const fit_slo *slo);
+/* 1 when the request finished ok. */
+static inline int fit_request_ok(const ll_rec_request *q) { return q->cls == LL_ERRC_OK; }
+
+/* model_terms.c: a fitted model's step (ms) at N with K context tokens in
+ * all; its 95% interval there (delta method on the HC3 covariance; NANs
+ * without one); its growth per request past every knee at kr context tokens
+ * per request (NAN for the quadratic, which has none). */
+double fit_model_fit_eval(const fit_model_fit *f, double n, double k);
+void fit_model_fit_ci(const fit_model_fit *f, double n, double k, double ci[2]);
+double fit_model_fit_slope(const fit_model_fit *f, double kr);
+/* model.c: the run's mean context per running request (each closed-loop
+ * level's mean K over its C, averaged over levels); NAN when none. */
+double fit_context_per_request(const fit_result *r);
+
+/* json.c: a distribution in the style's spelling; gpu.c: a level's GPU
+ * figures and diagnosis (the one writer behind fit --json, summary.json and
+ * the report). 0 or LL_ENOMEM. */
+int fit_json_dist(cJSON *parent, const char *key, const fit_dist *d, fit_json_style style);
+int fit_level_gpu_json(cJSON *o, const fit_level *L);
+
+/* compare_paired.c: the paired interval on per-pair log-ratios y[0..m) and
+ * their within-level variances v[0..m) (NAN or negative: unknown; the floor
+ * is the mean of the known ones): estimate, interval at level ci, variance
+ * parts, df. One pair without a positive known v has no interval (NANs).
+ * LL_EINVAL when m == 0. Pure; tests measure its coverage. */
+int fit_paired_ratio(const double *y, const double *v, size_t m, double ci, double *ratio, double ratio_ci[2],
+                     double *within_var, double *between_var, double *df);
+
+/* timeline.c: the arrivals of one stream (timeline.c "Arrival"). From chunk *i,
  * the next arrival: its time, tokens and kind (of its last chunk); *i moves
  * past it. 0 when no arrival is left. The step samples and the ITL both walk
  * a stream with this, so they are the same gaps. */
-int fit_next_arrival(const fit_request *q, size_t *i, int64_t *t_ns, int32_t *tokens, char *kind);
+int fit_next_arrival(const ll_rec_request *q, size_t *i, int64_t *t_ns, int32_t *tokens, char *kind);
 
-/* figures.c: a level's latency samples, each sorted (fit.h "Per-level
+/* figures.c: a level's latency samples, each sorted (figures.c "Per-level
  * figures"), from the requests at req_idx. */
 typedef struct fit_latency_samples {
     fit_double_vec ttft, ttfa, tpot, itl, e2e, client_lag, ttft_sched, e2e_sched;
@@ -84,10 +152,10 @@ int fit_latency_collect(const fit_run *run, const size_t *req_idx, size_t n_req,
 void fit_latency_free(fit_latency_samples *s);
 /* Mean, percentiles and max of sorted samples (fit.h fit_dist). */
 void fit_dist_of(const double *sorted, size_t n, fit_dist *out);
-/* Every request, latency and rate figure of the level (fit.h "Per-level
+/* Every request, latency and rate figure of the level (figures.c "Per-level
  * figures") into L, whose duration_s must be set. */
 int fit_level_figures(const fit_run *run, const size_t *req_idx, size_t n_req, fit_level *L);
-/* said.c: the level's figures from what the server said per request (fit.h
+/* said.c: the level's figures from what the server said per request (said.c
  * "The server's own per-request figures"). 0 or LL_ENOMEM. */
 int fit_said_level(const fit_run *run, const size_t *req_idx, size_t n_req, fit_level *L);
 
@@ -100,7 +168,7 @@ int fit_timeline_level(const fit_run *run, const fit_level_info *info, const siz
                        fit_level *out, fit_sample_vec *sv, size_t *n_empty_chunks,
                        char *err, size_t errlen);
 void fit_level_release(fit_level *L);
-/* position.c: L's early/late figures (fit.h "Step time against position")
+/* position.c: L's early/late figures (position.c "Step time against position")
  * from the samples of level_idx among s[0..n). */
 void fit_position_level(fit_level *L, const fit_sample *s, size_t n, int32_t level_idx);
 
@@ -119,7 +187,7 @@ void fit_median_mad(double *v, size_t n, double *med, double *sd);
 
 /* regress.c: the total sum of squares of y[0..n) around its mean (n > 0). */
 double fit_total_ss(const double *y, size_t n);
-/* model.c: N padded to the captured batch size (fit.h "The context term"). */
+/* model.c: N padded to the captured batch size (model.c "The context term"). */
 double fit_bucket_of(double n);
 /* model_terms.c: BIC of a least-squares fit (params counts the knees);
  * the fit of f's terms (set by fit_model_fit_spec) on the points, its bic,
@@ -164,5 +232,20 @@ int fit_notes_server(fit_result *res);
 int fit_note_client_bound(fit_result *res, const fit_run *run, size_t l);
 int fit_notes_counts(fit_result *res);
 int fit_notes_left_out(const fit_run *run, const fit_options *opt, fit_result *res);
+
+/* outputs.c: the outputs comparison (fit_outputs.h), read by outputs_json.c. */
+struct fit_outputs {
+    size_t n_levels;
+    fit_outputs_level *levels;        /* in A's order */
+    fit_outputs_level all;            /* every level together */
+    /* what could not be compared, and why; [0] A, [1] B */
+    size_t n_req[2];                  /* measured ok requests read (0: the run line says
+                                       * it recorded no outputs: not read) */
+    size_t n_with_outputs[2];         /* of those, with an outputs member */
+    size_t n_with_lp[2], n_with_top[2], n_with_ids[2];
+    size_t n_unmatched[2];            /* no request of the same key and level on the other side */
+    size_t n_text_only;               /* pairs compared by text hash only (no token position) */
+    size_t n_nothing;                 /* pairs where the sides share no kind of output */
+};
 
 #endif

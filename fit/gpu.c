@@ -1,7 +1,31 @@
-/* gpu.c: a level's GPU figures and its diagnosis (fit.h "GPU figures and
- * diagnosis") from the GPU telemetry among the metric records: loadlaw's
- * NVML sampler (nvml_*) or a DCGM exporter (DCGM_FI_*), read the same way
- * through server.c's gauge and counter helpers.
+/* gpu.c: a level's GPU figures and its diagnosis from the GPU telemetry
+ * among the metric records: loadlaw's NVML sampler (`sweep --gpu`, nvml_*) or
+ * a DCGM exporter (DCGM_FI_*), read the same way through server.c's gauge
+ * and counter helpers; per figure NVML when the level has it, else DCGM,
+ * never both added.
+ *
+ * GPU figures and diagnosis:
+ *  power, limit    mean over the scrapes in the level's steady windows (the
+ *                  whole level when it has none) of the scrape's power summed
+ *                  over GPUs (W), and of the enforced power limit summed the
+ *                  same way; power_frac = power / limit.
+ *  SM, tensor,     the same scrapes' mean over GPUs of DCGM_FI_PROF_SM_ACTIVE,
+ *  DRAM activity   _PIPE_TENSOR_ACTIVE, _DRAM_ACTIVE (NVML: the GPM metrics
+ *                  SM_UTIL, ANY_TENSOR_UTIL, DRAM_BW_UTIL / 100), 0..1.
+ *                  NVML's "utilization" (time any kernel ran) is not SM
+ *                  activity and is never used for it.
+ *  energy          the energy counter (mJ) differenced per GPU over the span
+ *                  of the steady windows as the server figures' counters are
+ *                  (a drop is a reset), summed over GPUs; J per token = that
+ *                  energy / the tokens of every stream that arrived after the
+ *                  counter's first sample and up to its last.
+ *  waiting growth  the waiting gauge (server.c) over the whole level: mean of
+ *                  the last third of its scrapes minus mean of the first third
+ *                  (NAN with fewer than 3 scrapes).
+ * The diagnosis is the first rule that holds, in the order of fit_tuning.h's
+ * FIT_DIAG_* thresholds: latency-, compute-, bandwidth-, admission-bound;
+ * "-" when none held, diagnosis_why saying why (no GPU data, or the figures
+ * that missed). A figure that is absent fails its rule.
  *
  * Why energy from the counter: NVML's power reading is a ~1 s moving
  * average and DCGM's a sample of it, so a mean of power samples over a
@@ -59,7 +83,7 @@ static double tokens_between(const fit_run *run, int64_t t0, int64_t t1)
 {
     double tok = 0;
     for (size_t i = 0; i < run->requests.n; i++) {
-        const fit_request *q = &run->requests.v[i];
+        const ll_rec_request *q = &run->requests.v[i];
         for (size_t c = 0; c < q->n_chunks; c++)
             if (q->chunks[c].t_ns > t0 && q->chunks[c].t_ns <= t1)
                 tok += q->chunks[c].tokens;

@@ -5,7 +5,7 @@
  * `loadlaw compare --json` and `loadlaw plan --json` (fit_json_law,
  * fit_json_dist).
  *
- * Where two files spell the same shape differently (fit.h, fit_json_style),
+ * Where two files spell the same shape differently (fit_json.h, fit_json_style),
  * both spellings are here, each key once, so a file's keys never drift from
  * another's by a second writer. Every number goes through ll_json_add_num
  * (the one NaN -> null rule); every cJSON_Add* is checked (LL_ENOMEM). */
@@ -240,7 +240,7 @@ fail:
     return rc;
 }
 
-/* What the server said per request (fit.h "The server's own per-request
+/* What the server said per request (said.c "The server's own per-request
  * figures"); null where it said nothing. */
 static int level_said(cJSON *o, const fit_level *L)
 {
@@ -259,7 +259,7 @@ fail:
     return rc;
 }
 
-/* The server's own figures (fit.h "Server figures"); null where not scraped. */
+/* The server's own figures (server.c "Server figures"); null where not scraped. */
 static int level_server(cJSON *o, const fit_level *L)
 {
     int rc;
@@ -279,7 +279,7 @@ fail:
     return rc;
 }
 
-/* Requests, latencies, rates, server and GPU figures (fit.h "Per-level
+/* Requests, latencies, rates, server and GPU figures (figures.c "Per-level
  * figures"). with_rates: also the level's duration, ramp, steady and
  * predicted throughput, where they sit in summary.json (fit --json has them
  * among its own keys). */
@@ -299,7 +299,7 @@ static int level_figures(cJSON *o, const fit_level *L, int with_rates)
     }
     LL_TRY(level_server(o, L));
     LL_TRY(level_said(o, L));
-    /* GPU figures and the diagnosis (fit.h): gpu.c's one writer */
+    /* GPU figures and the diagnosis: gpu.c's one writer */
     return fit_level_gpu_json(o, L);
 fail:
     return rc;
@@ -406,7 +406,7 @@ fail:
     return rc;
 }
 
-/* fit --json's early and late tokens (fit.h "Step time against position in
+/* fit --json's early and late tokens (position.c "Step time against position in
  * the request"): the mean step of the first and last quarter of positions,
  * steady samples and every sample. */
 static int level_position(cJSON *o, const fit_level *L)
@@ -564,7 +564,7 @@ static int add_law_or_null(cJSON *o, const char *key, const fit_law *L)
 }
 
 /* The other laws beside the headline: OLS, naive, against the other N, the
- * engine's own steps (fit.h "The law against the server's N"). */
+ * engine's own steps (analyze_law.c "The law against the server's N"). */
 static int add_other_laws(cJSON *o, const fit_result *r)
 {
     int rc;

@@ -1,6 +1,7 @@
 /* load.c: read records.jsonl into a fit_run (levels, requests, chunks, engine
  * steps) through the records module's reader (records.h), tolerating what an
- * interrupted or partly failed run leaves behind.
+ * interrupted or partly failed run leaves behind. Requests and steps are
+ * kept as the reader's own structs (ll_rec_request, ll_rec_step).
  *
  * The reader parses and range-checks every record (and counts what it
  * rejects); this file only stores them and makes each request's times
@@ -145,6 +146,7 @@ static int on_run(const ll_rec_run *run, void *vctx)
     in->backend = r->s_backend;
     in->scenario = r->s_scenario;
     in->run_json = r->s_run_json;
+    in->asked = run->asked;
     in->ranks = run->ranks;
     in->epoch_wall_ns = run->epoch_wall_ns;
     in->bundled = run->bundled;
@@ -202,13 +204,13 @@ static int on_level_end(const ll_rec_level_end *le, void *vctx)
 
 static int cmp_chunk(const void *a, const void *b)
 {
-    const fit_chunk *x = a, *y = b;
+    const ll_rec_chunk *x = a, *y = b;
     return (x->t_ns > y->t_ns) - (x->t_ns < y->t_ns);
 }
 
 /* Keep send <= first token <= end and the last chunk <= end, so the timeline
  * never sees a negative span; each move is counted (fit_run_info.n_clamped). */
-static void clamp_times(fit_request *q, const fit_chunk *ch, size_t k, size_t *n_clamped)
+static void clamp_times(ll_rec_request *q, const ll_rec_chunk *ch, size_t k, size_t *n_clamped)
 {
     /* first_token_ns may be null in a record that still has chunks (a writer
      * that lost it); the first chunk is the first token by definition. */
@@ -228,6 +230,9 @@ static void clamp_times(fit_request *q, const fit_chunk *ch, size_t k, size_t *n
     }
 }
 
+/* The record as fit keeps it (fit.h fit_run_request): its chunks copied
+ * into the run's one array (sorted by arrival), its error copied, its
+ * outputs left to fit_outputs.h, its times made consistent. */
 static int on_request(const ll_rec_request *rq, void *vctx)
 {
     load_ctx *c = vctx;
@@ -239,60 +244,29 @@ static int on_request(const ll_rec_request *rq, void *vctx)
         r->info.n_bad_requests++;
         return 0;
     }
-    fit_request q;
-    memset(&q, 0, sizeof q);
-    q.level = rq->level;
-    q.rank = rq->rank;
-    q.id = (int64_t)rq->id;
-    q.warmup = rq->warmup;
-    q.ok = rq->cls == LL_ERRC_OK;
-    q.error_class = q.ok ? "" : ll_err_class_name(rq->cls);
-    q.http_status = rq->http_status;
-    q.intended_ns = rq->intended_ns;
-    q.send_ns = rq->send_ns;
-    q.header_ns = rq->header_ns;
-    q.first_token_ns = rq->first_token_ns;
-    q.first_think_ns = rq->first_think_ns;
-    q.first_answer_ns = rq->first_answer_ns;
-    q.end_ns = rq->end_ns;
-    q.prompt_tok = rq->prompt_tok;
-    q.think_tok = rq->think_tok;
-    q.answer_tok = rq->answer_tok;
-    q.usage_prompt_tok = rq->usage_prompt;
-    q.usage_completion_tok = rq->usage_completion;
-    q.usage_reasoning_tok = rq->usage_reasoning;
-    q.counts = rq->counts;
-    q.stream_think_tok = rq->counts != LL_COUNTS_STREAM ? rq->stream_think_tok : -1;
-    q.stream_answer_tok = rq->counts != LL_COUNTS_STREAM ? rq->stream_answer_tok : -1;
-    q.prompt_tok_target = rq->prompt_tok_target > 0 ? rq->prompt_tok_target : 0;
-    q.cached_tok = rq->cached_tok;
-    memcpy(q.finish, rq->finish, sizeof q.finish);
-    q.srv = rq->srv;
-    q.work = rq->work;
-    q.max_tokens = rq->max_tokens;
+    ll_rec_request q = *rq;
+    q.outputs = NULL;
+    q.chunks = NULL;
+    if (q.counts == LL_COUNTS_STREAM)
+        q.stream_think_tok = q.stream_answer_tok = -1;
     size_t base = r->chunks.n, k = rq->n_chunks;
     LL_TRY(ll_vec_reserve(&r->chunks, base + k + 1));
     int sorted = 1;
     for (size_t i = 0; i < k; i++) {
-        fit_chunk *d = &r->chunks.v[base + i];
-        d->t_ns = rq->chunks[i].t_ns;
-        d->tokens = rq->chunks[i].tokens;
-        d->kind = rq->chunks[i].kind == LL_CHUNK_THINK ? FIT_CHUNK_THINK : FIT_CHUNK_ANSWER;
-        if (i && d->t_ns < d[-1].t_ns)
+        r->chunks.v[base + i] = rq->chunks[i];
+        if (i && rq->chunks[i].t_ns < rq->chunks[i - 1].t_ns)
             sorted = 0;
     }
     if (!sorted)
         qsort(r->chunks.v + base, k, sizeof *r->chunks.v, cmp_chunk);
     clamp_times(&q, r->chunks.v + base, k, &r->info.n_clamped);
-    q.n_chunks = k;
-    q.error = strdup(rq->error ? rq->error : "");
-    if (!q.error)
+    if (rq->error && !(q.error = strdup(rq->error)))
         return LL_ENOMEM;
     size_t pos;
     if ((rc = ll_vec_push(&c->chunk_off, base)) || (rc = ll_vec_push(&r->requests, q))) {
         if (c->chunk_off.n > r->requests.n)
             c->chunk_off.n--;
-        free((char *)q.error);
+        free(q.error);
         return rc;
     }
     r->chunks.n += k;
@@ -304,13 +278,11 @@ fail:
 static int on_step(const ll_rec_step *st, void *vctx)
 {
     load_ctx *c = vctx;
-    fit_engine_step s = {st->start_ns, st->dur_ns, st->n_decode, st->n_running, st->prefill_tok,
-                         st->ctx_tok};
-    if (s.start_ns < 0) {
+    if (st->start_ns < 0) {
         c->r->info.n_unknown++;
         return 0;
     }
-    return ll_vec_push(&c->r->steps, s);
+    return ll_vec_push(&c->r->steps, *st);
 }
 
 /* A scraped sample the fit uses (fit_server_kind), its series interned:
@@ -354,7 +326,7 @@ static void finish_levels(fit_run *r)
         fit_level_info *L = &r->levels.v[i];
         int64_t lo = -1, hi = -1;
         for (size_t j = 0; j < r->requests.n; j++) {
-            const fit_request *q = &r->requests.v[j];
+            const ll_rec_request *q = &r->requests.v[j];
             if (q->level != L->level)
                 continue;
             if (lo < 0 || q->send_ns < lo)
@@ -420,6 +392,7 @@ int fit_load_run(const char *path, fit_run **out, char *err, size_t errlen)
     in->version = in->host = in->target_url = in->model = "";
     in->endpoint = in->engine_spec = in->backend = in->scenario = "";
     in->time_scale = NAN;
+    ll_rec_asked_of(NULL, &in->asked);
     rc = ll_rec_read(file, &h, &c, &st, err, errlen);
     if (rc == LL_ENOMEM)
         ll_errf(err, errlen, "out of memory reading %s", file);
@@ -449,7 +422,7 @@ void fit_run_free(fit_run *r)
     if (!r)
         return;
     for (size_t i = 0; i < r->requests.n; i++)
-        free((char *)r->requests.v[i].error);
+        free(r->requests.v[i].error);
     ll_vec_free(&r->requests);
     ll_vec_free(&r->chunks);
     ll_vec_free(&r->levels);
@@ -477,12 +450,12 @@ const fit_level_info *fit_run_level(const fit_run *r, size_t i)
     return i < r->levels.n ? &r->levels.v[i] : NULL;
 }
 size_t fit_run_n_requests(const fit_run *r) { return r->requests.n; }
-const fit_request *fit_run_request(const fit_run *r, size_t i)
+const ll_rec_request *fit_run_request(const fit_run *r, size_t i)
 {
     return i < r->requests.n ? &r->requests.v[i] : NULL;
 }
 size_t fit_run_n_steps(const fit_run *r) { return r->steps.n; }
-const fit_engine_step *fit_run_step(const fit_run *r, size_t i)
+const ll_rec_step *fit_run_step(const fit_run *r, size_t i)
 {
     return i < r->steps.n ? &r->steps.v[i] : NULL;
 }

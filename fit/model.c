@@ -1,12 +1,30 @@
-/* model.c: which law does the data show? The family of fit.h "The context
- * term" — the line, a curve, one or two knees (breakpoints searched over the
- * distinct N), batch buckets, the context term, and a knee or buckets with
- * the context term — each a least-squares design of model_terms.c, judged by
- * BIC with a practical-size threshold (so that thousands of points do not
- * turn a 0.5% wobble into "curved"), richer models only when they beat the
- * simpler one chosen so far by the margin. The chosen model then gets HC3
- * errors, and each level is left out in turn to name one that alone made it
- * win. */
+/* model.c: which law does the data show? The family — the line, a curve,
+ * one or two knees (breakpoints searched over the distinct N), batch
+ * buckets, the context term, and a knee or buckets with the context term —
+ * each a least-squares design of model_terms.c, judged by BIC with a
+ * practical-size threshold (so that thousands of points do not turn a 0.5%
+ * wobble into "curved"), richer models only when they beat the simpler one
+ * chosen so far by the margin. The chosen model then gets HC3 errors, and
+ * each level is left out in turn to name one that alone made it win.
+ *
+ * The context term: K is the context tokens of the
+ * decoding requests at a step (their prompts plus the tokens they have
+ * received; fit_sample.k), c the step's cost per 1,000 of them. c is
+ * identifiable only when K does not move with N (FIT_CONTEXT_COLLINEAR). Its
+ * effect is the larger of its level means' departure from the line and the
+ * step time K moves within a level (10th to 90th percentile), relative to
+ * the line. Buckets: N padded up to the smallest captured batch size at or
+ * above it (fit_bucket_of: vLLM's and SGLang's CUDA-graph sizes);
+ * identifiable only when some level's N is not one of them. A richer model
+ * is chosen when its BIC is lower than the line's by the margin and its
+ * prediction departs from the line's by more than the minimum effect at some
+ * level (every level is judged; the one that departs most is named).
+ *
+ * The chosen model: the check's choice (the line when
+ * nothing richer qualifies), predicted at each closed-loop level's N = C and
+ * mean K; every level's error against it is printed, and when one misses by
+ * more than FIT_MODEL_LEVEL_FIT the headline says that no model of the
+ * family fits every level, naming the worst. */
 #include "fit_internal.h"
 
 #include <math.h>

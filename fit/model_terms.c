@@ -1,5 +1,5 @@
 /* model_terms.c: one least-squares design for every model of the family
- * (fit.h fit_model_fit): the terms' values at (N, K), the fit with HC3
+ * (fit_model.h fit_model_fit): the terms' values at (N, K), the fit with HC3
  * sandwich errors, the prediction and its interval, and the formula the
  * headline prints. model.c decides which terms to try and which model wins. */
 #include "fit_internal.h"

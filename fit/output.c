@@ -37,7 +37,7 @@ static const char *client_bound_cs(const fit_result *r, char *buf, size_t cap)
     return buf;
 }
 
-/* Under the line (fit.h "The chosen model"): the model the evidence chose
+/* Under the line (model.c "The chosen model"): the model the evidence chose
  * when it is not the line, and when it misses a level by more than
  * FIT_MODEL_LEVEL_FIT, that no model of the family fits every level. */
 static void print_model_headline(FILE *f, const fit_result *r)
@@ -151,7 +151,7 @@ static void print_caveats(FILE *f, int srv)
     }
 }
 
-/* The server's own figures (fit.h "Server figures") beside the client's
+/* The server's own figures (server.c "Server figures") beside the client's
  * steady step, when the sweep scraped any. */
 static void print_server(FILE *f, const fit_result *r)
 {
@@ -180,7 +180,7 @@ static void print_server(FILE *f, const fit_result *r)
     print_caveats(f, srv);
 }
 
-/* What the server said per request (fit.h "The server's own per-request
+/* What the server said per request (said.c "The server's own per-request
  * figures") beside the client's figures, when any level has any. */
 static void print_said(FILE *f, const fit_result *r)
 {
@@ -205,7 +205,7 @@ static void print_said(FILE *f, const fit_result *r)
                "  per request (network, the server's HTTP layer and queue before it timed, the client)\n");
 }
 
-/* The GPU figures and diagnosis (fit.h "GPU figures and diagnosis"), when
+/* The GPU figures and diagnosis (gpu.c "GPU figures and diagnosis"), when
  * any level has GPU or server data. */
 static void print_gpu(FILE *f, const fit_result *r)
 {

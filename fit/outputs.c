@@ -1,4 +1,4 @@
-/* outputs.c: did run B produce what run A produced? (fit.h "outputs
+/* outputs.c: did run B produce what run A produced? (outputs.c "outputs
  * comparison"; docs/ab.md "Outputs").
  *
  * Method. Each run's measured ok requests that carry an "outputs" member
@@ -22,8 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "common.h"
-#include "fit.h"
+#include "fit_internal.h"
 
 typedef struct group {
     int open_loop, concurrency;
@@ -471,6 +470,8 @@ void fit_outputs_free(fit_outputs *o)
     free(o->levels);
     free(o);
 }
+
+int fit_outputs_recorded(const fit_outputs *o) { return o->n_with_outputs[0] || o->n_with_outputs[1]; }
 
 const fit_outputs_level *fit_outputs_worst(const fit_outputs *o)
 {

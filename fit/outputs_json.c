@@ -1,11 +1,10 @@
-/* outputs_json.c: the outputs comparison (fit.h "outputs comparison") as
+/* outputs_json.c: the outputs comparison (outputs.c "outputs comparison") as
  * `loadlaw compare` shows it: the "outputs" object of --json and the section
  * under the speed tables, both saying what could not be compared and why. */
 #include <math.h>
 #include <string.h>
 
-#include "common.h"
-#include "fit.h"
+#include "fit_internal.h"
 
 static int add_num(cJSON *o, const char *k, double x)
 {

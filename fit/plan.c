@@ -1,8 +1,38 @@
-/* plan.c: capacity planning from a fitted run (`loadlaw plan`): the largest
- * concurrency that meets a per-token objective, throughput and per-user
- * rates at chosen C, TTFT interpolated between measured levels, and goodput
- * per measured level. Every figure is defined once, in fit.h ("Capacity
- * plan"); this file computes and prints them.
+/* plan.c: capacity planning from a fitted run (`loadlaw plan`). Every
+ * figure is defined once, here, and computed here (plan_out.c prints):
+ *  max C for a per-token objective S (ITL or TPOT: the law is the mean step,
+ *          the mean ms per token at N): the largest N with a + b*N <= S,
+ *          N* = floor((S - a)/b). Its 95% interval solves the mean line's
+ *          band (fit_law_mean_ci) for N: the lower end is where the band's
+ *          upper edge reaches S, the upper end where its lower edge does
+ *          (Fieller's interval for the ratio (S - a)/b, which, unlike the
+ *          delta method, is asymmetric where b is poorly known and says
+ *          "unbounded" when b's interval reaches 0). n_real and its interval
+ *          are the real-valued crossings; n_star and n_star_ci their floors.
+ *          Extrapolated when N* exceeds the largest measured C.
+ *  at C    step = a + b*C with the band at C; throughput 1000*C/step tok/s
+ *          and per-user 1000/step tok/s, their intervals the band's edges
+ *          mapped through the same formulas (NAN where the band reaches 0).
+ *          Extrapolated when C exceeds the largest measured C.
+ *  TTFT at C  the measured closed-loop levels' TTFT p50 and p90 (the first
+ *          level of each C), linearly interpolated in C between the two
+ *          measured C around it; outside the measured range none is given
+ *          (ttft_known = 0 and ttft_note says why): the prefill ramp is not a
+ *          straight line to extrapolate.
+ *  goodput per measured level: its measured (non-warmup) requests that
+ *          finished ok AND met every objective given, per second of the
+ *          level's wall time, as DistServe and SGLang/vLLM's `--goodput`
+ *          count it: a request meets TTFT when its own TTFT <= the objective,
+ *          TPOT when its own TPOT (fit_request_latency_ms) does (a
+ *          single-token request has no TPOT and meets it, as those tools take
+ *          its TPOT as 0), E2E likewise. A failed request meets nothing. The
+ *          best level has the highest goodput (the lower C on a tie).
+ * Plans are on the chosen model: the line, or the context model as a line
+ * in N at context_tok (its a, its b + c*context_tok/1000, their HC3
+ * covariance), with the intervals above; any other model at K =
+ * N*context_tok, its max C by the point estimate (N where its step reaches
+ * the objective, searched in steps of 0.01) without an interval, its step at
+ * C with its HC3 interval (fit_model_fit_ci).
  *
  * DESIGN: the law (a, b, their covariance) answers questions about the mean
  * step at any N; questions the law cannot answer (TTFT, which is the prefill
@@ -21,9 +51,9 @@ int fit_slo_given(double v)
     return isfinite(v) && v > 0;
 }
 
-int fit_request_meets(const fit_request *q, const fit_slo *slo)
+int fit_request_meets(const ll_rec_request *q, const fit_slo *slo)
 {
-    if (!q->ok)
+    if (!fit_request_ok(q))
         return 0;
     fit_request_ms m;
     fit_request_latency_ms(q, &m);
@@ -43,7 +73,7 @@ void fit_level_goodput_count(const fit_run *run, int level, const fit_slo *slo,
 {
     *n_measured = *n_good = 0;
     for (size_t i = 0; i < fit_run_n_requests(run); i++) {
-        const fit_request *q = fit_run_request(run, i);
+        const ll_rec_request *q = fit_run_request(run, i);
         if (q->level != level || q->warmup)
             continue;
         (*n_measured)++;
@@ -51,7 +81,7 @@ void fit_level_goodput_count(const fit_run *run, int level, const fit_slo *slo,
     }
 }
 
-/* The real N where the band's edges reach S (fit.h "Capacity plan": Fieller).
+/* The real N where the band's edges reach S (plan.c "Capacity plan": Fieller).
  * With d = S - a, the band holds S at N when (d - b N)^2 <= t^2 var(N), i.e.
  * A N^2 - 2 B N + K <= 0 with A = b^2 - t^2 var_b, B = d b + t^2 cov,
  * K = d^2 - t^2 var_a. A > 0 (b's interval excludes 0): a bounded interval

@@ -1,4 +1,4 @@
-/* plan_out.c: a capacity plan (fit.h "Capacity plan") as `loadlaw plan
+/* plan_out.c: a capacity plan (plan.c "Capacity plan") as `loadlaw plan
  * --json` writes it and as `loadlaw plan` prints it; plan.c computes it. */
 #include "fit_internal.h"
 

@@ -1,11 +1,19 @@
-/* position.c: step time against position in the request (fit.h "Step time
- * against position in the request").
+/* position.c: step time against position in the request.
  *
  * Each step sample carries the tokens its request had received before it
  * (fit_sample.pos_tok, set where timeline.c builds the samples). A level's
- * samples fall into FIT_POS_BINS bins of equal width over its positions;
+ * samples fall into FIT_POS_BINS bins of equal width over [0, pos_max_tok];
  * each bin's mean is sum of gaps over sum of tokens, as the law's points and
- * the steady throughput are. Two passes over the level's samples, O(n). */
+ * the steady throughput are. Two series: the steady samples (a closed-loop
+ * level's at N = C only, so the batch is the same early and late and what
+ * moves the step is the context; an open-loop level's all steady ones) and
+ * every sample, steps shared with prefill included. Late tokens slower in
+ * steady steps: the step grows with the context (model.c "The context
+ * term"). Early tokens slower over every sample but not in steady steps:
+ * they share steps with prefill. fit_level's early_ms and late_ms are the
+ * first FIT_POS_BINS/4 bins and the last FIT_POS_BINS/4 together (the first
+ * and last quarter of positions); a difference within FIT_POS_SAME_FRAC is
+ * read as none. Two passes over the level's samples, O(n). */
 #include "fit_internal.h"
 
 #include <math.h>

@@ -1,5 +1,5 @@
 /* regress.c: the straight-line fits with 95% CIs: the law's trimmed mean
- * fit (fit.h, "The law") and OLS.
+ * fit (analyze_law.c "The law") and OLS.
  *
  * The law estimates the mean step. Step-time noise grows with the step
  * (jitter is relative; big batches wander more) and the points at large N
@@ -437,7 +437,7 @@ static size_t mark_outliers(const double *x, const double *y, const double *sc, 
     return trimmed;
 }
 
-/* fit.h "The law": the mean step, robust only against true outliers. Scales
+/* analyze_law.c "The law": the mean step, robust only against true outliers. Scales
  * (group_scales) -> bisquare line -> outliers marked -> WLS on the rest.
  * When the bisquare fails, or trimming leaves too little, the answer is OLS
  * on every point, labelled "ols-fallback" with the reason in L->note. */

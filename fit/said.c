@@ -1,63 +1,41 @@
-/* said.c: what the server said about each request in its own responses,
- * per level beside the client's figures (fit.h "The server's own
- * per-request figures"): its timing (llama.cpp's timings, vLLM's
- * per-request metrics), the prompt tokens its prefix cache served, and the
- * requests it ended short of what the run asked.
+/* said.c: the server's own per-request figures: what the server said about
+ * each request in its own responses, per level beside the client's figures (records.h "request": "server",
+ * "cached_tok", "finish"), over a level's ok measured requests:
+ *  server TPOT     the median of the server's per-token decode time
+ *                  (llama.cpp timings.predicted_per_token_ms, vLLM mean_itl_ms),
+ *                  beside the client's TPOT p50: equal within a few per cent
+ *                  when the client reads the stream as it arrives.
+ *  server TTFT     vLLM's time_to_first_token_ms, else queue_ms + prompt_ms
+ *                  (llama.cpp: prefill of the uncached prompt); ttft beyond
+ *                  server = the median over requests of the client's TTFT
+ *                  minus it: the network, the server's HTTP layer and queue
+ *                  before it timed, and the client.
+ *  cache share     sum of cached_tok over sum of usage prompt tokens, over the
+ *                  requests that said both (FIT_CACHE_NOTE_FRAC: when noted).
+ *  prompt asked    the prompt length the run asked in tokens when it built
+ *                  synthetic prompts without a tokenizer (records.h
+ *                  ll_rec_asked.prompt_tok; FIT_PROMPT_EST_DRIFT_FRAC).
+ *  cut short       (not in a trace replay, whose rows ask their own lengths)
+ *                  requests that returned fewer completion tokens than the run
+ *                  asked (max_tokens) while asking the server to ignore EOS (so
+ *                  a "stop" is the server's), or that said "length" short of
+ *                  max_tokens (a server limit: context, slot size); counted
+ *                  and named per level, and noted.
  *
- * DESIGN: one pass over the level's requests into three small vectors,
- * medians by sorting them; the run's max_tokens and ignore_eos are read
- * from the run line's config once per level (a sweep has tens of levels). */
+ * DESIGN: one pass over the level's requests into small vectors, medians by
+ * sorting them; what the run asked is the reader's typed block
+ * (fit_run_info.asked), read once with the run line. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fit_internal.h"
 
-/* What the run asked of every request: max_tokens (0 = unknown, as in a
- * trace replay, whose rows ask their own) and whether
- * the server was asked to ignore EOS (the scenario's ignore_eos, or an
- * extra body that sets it). */
-/* The prompt length asked in tokens when prompts were built to it without
- * a tokenizer (as words: an estimate), else NAN: prompts.tokens' value or
- * mean in the run line's config. */
-static double asked_prompt_tokens(const cJSON *config)
-{
-    const cJSON *p = cJSON_GetObjectItemCaseSensitive(config, "prompts");
-    const cJSON *tk = cJSON_GetObjectItemCaseSensitive(p, "tokens");
-    const char *src = ll_json_str(p, "source", "");
-    if (!cJSON_IsObject(tk) || cJSON_IsString(cJSON_GetObjectItemCaseSensitive(p, "tokenizer")) ||
-        strcmp(src, "synthetic") != 0)
-        return NAN;
-    const char *dist = ll_json_str(tk, "dist", "");
-    double v = ll_json_num(tk, strcmp(dist, "fixed") == 0 ? "value" : "mean", NAN);
-    return v > 0 ? v : NAN;
-}
-
-static void asked(const fit_run *run, int64_t *max_tokens, int *ignore_eos, double *prompt_tok)
-{
-    *max_tokens = 0;
-    *ignore_eos = 0;
-    cJSON *root = cJSON_Parse(run->info.run_json ? run->info.run_json : "{}");
-    const cJSON *config = cJSON_GetObjectItemCaseSensitive(root, "config");
-    const cJSON *req = cJSON_GetObjectItemCaseSensitive(config, "request");
-    *prompt_tok = asked_prompt_tokens(config);
-    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(req, "max_tokens");
-    const cJSON *extra = cJSON_GetObjectItemCaseSensitive(req, "extra_body");
-    /* a trace replay asks each row's own output length: no one max_tokens */
-    const cJSON *trace = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(config, "load"), "trace");
-    if (cJSON_IsNumber(mt) && mt->valuedouble >= 1 && mt->valuedouble <= INT32_MAX &&
-        (!trace || cJSON_IsNull(trace)))
-        *max_tokens = (int64_t)mt->valuedouble;
-    *ignore_eos = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "ignore_eos")) ||
-                  cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(extra, "ignore_eos"));
-    cJSON_Delete(root);
-}
-
 /* The completion tokens a request returned: the server's usage where it
  * sent one, else what the stream carried. */
-static int64_t completion_tok(const fit_request *q)
+static int64_t completion_tok(const ll_rec_request *q)
 {
-    return q->usage_completion_tok >= 0 ? q->usage_completion_tok : q->think_tok + q->answer_tok;
+    return q->usage_completion >= 0 ? q->usage_completion : q->think_tok + q->answer_tok;
 }
 
 static double median(fit_double_vec *v)
@@ -111,15 +89,17 @@ int fit_said_level(const fit_run *run, const size_t *req_idx, size_t n_req, fit_
 {
     fit_double_vec tpot = {0}, prefill = {0}, ttft = {0}, beyond = {0};
     double cached = 0, prompt = 0;
-    int64_t max_tokens;
-    int ignore_eos, rc = 0;
+    const ll_rec_asked *asked = &run->info.asked;
+    /* a trace replay asks each row's own output length: no one max_tokens */
+    int64_t max_tokens = asked->trace ? 0 : asked->max_tokens;
+    int rc = 0;
     reasons why = {0};
-    asked(run, &max_tokens, &ignore_eos, &L->prompt_tok_asked);
+    L->prompt_tok_asked = asked->prompt_tok;
     L->server_timed = L->n_cached_said = L->n_cut_short = 0;
     L->cut_short_why[0] = '\0';
     for (size_t i = 0; i < n_req; i++) {
-        const fit_request *q = fit_run_request(run, req_idx[i]);
-        if (!q->ok || q->warmup)
+        const ll_rec_request *q = fit_run_request(run, req_idx[i]);
+        if (!fit_request_ok(q) || q->warmup)
             continue;
         if (q->srv.present) {
             L->server_timed++;
@@ -135,13 +115,13 @@ int fit_said_level(const fit_run *run, const size_t *req_idx, size_t n_req, fit_
             if (isfinite(st) && isfinite(m.ttft_ms))
                 LL_TRY(ll_vec_push(&beyond, m.ttft_ms - st));
         }
-        if (q->cached_tok >= 0 && q->usage_prompt_tok > 0) {
+        if (q->cached_tok >= 0 && q->usage_prompt > 0) {
             L->n_cached_said++;
             cached += (double)q->cached_tok;
-            prompt += (double)q->usage_prompt_tok;
+            prompt += (double)q->usage_prompt;
         }
         int64_t got = completion_tok(q);
-        if (max_tokens > 0 && got < max_tokens && (ignore_eos || strcmp(q->finish, "length") == 0)) {
+        if (max_tokens > 0 && got < max_tokens && (asked->ignore_eos || strcmp(q->finish, "length") == 0)) {
             L->n_cut_short++;
             tally_reason(&why, q->finish);
         }

@@ -1,5 +1,43 @@
-/* server.c: the server's own figures per level (fit.h "Server figures")
- * from the samples `sweep` scraped from /metrics (records.h "metric").
+/* server.c: the server's own figures per level from the samples `sweep`
+ * scraped from /metrics (records.h "metric"; docs/remote.md "Server
+ * metrics"), read through common/dialect.h's table (one server per level:
+ * the first in the table's order whose running gauge the level has, else the
+ * first with any figure; GPU exporters never count).
+ *
+ * Server figures:
+ *  server N        mean of the running-requests gauge (loadlaw_running_requests,
+ *                  vllm:num_requests_running, sglang:num_running_reqs,
+ *                  llamacpp:requests_processing, tgi_batch_current_size,
+ *                  trtllm_num_requests_running), summed over the labels of one
+ *                  scrape (engines, data-parallel ranks), over the scrapes
+ *                  inside the level's steady windows (the whole level when it
+ *                  has none). Beside the client's D = C of a closed-loop
+ *                  level: they disagree past FIT_SERVER_N_REL and _ABS.
+ *  server waiting  the waiting gauge, the same way.
+ *  server step     a step-duration histogram where the server has one (loadlaw,
+ *                  TGI's forward duration of method "decode"): delta sum / delta
+ *                  count; else a counter of iterations (vLLM's
+ *                  iteration_tokens_total count, llama.cpp's n_decode_total):
+ *                  span / delta count (the engine is busy throughout a steady
+ *                  window; with several engines, data-parallel series, their
+ *                  spans summed over their counts summed); else TensorRT-LLM's
+ *                  last-iteration gauge, its mean over the scrapes. Counters are
+ *                  differenced over the span from the first steady window's
+ *                  start to the last one's end, per series, a drop counted as a
+ *                  reset (the new value is the increase), then summed over series.
+ *  tokens per step vLLM: delta tokens / delta iterations of iteration_tokens_total;
+ *                  llama.cpp: delta (n_busy_slots_per_decode * n_decode_total) /
+ *                  delta n_decode_total (the gauge is a mean since start).
+ *  generated tok/s delta of the generated-tokens counter over its span.
+ *  cache share     prompt tokens the server served from its prefix cache over
+ *                  the prompt tokens it was given, over the whole level (start to
+ *                  end: prompts are prefilled in the ramp): vLLM hits / queries,
+ *                  SGLang and TensorRT-LLM cached / prompt, llama.cpp cached /
+ *                  (prompt + cached) (its prompt counter excludes cached tokens).
+ *  stale           SGLang refreshes its gauges every --decode-log-interval steps:
+ *                  a gen_throughput that held one value longer than
+ *                  FIT_SGLANG_STALE_S while the level ran is noted.
+ * Each figure's caveat (the table's) is printed under the server table.
  *
  * Gauges are means over scrapes inside the level's steady windows: each
  * scrape's samples share one t_ns, so a scrape's total over labels

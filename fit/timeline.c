@@ -1,5 +1,21 @@
 /* timeline.c: one level's phases, rebuilt from its requests, and its step samples.
  *
+ * Definitions (docs/records.md for the records):
+ *  - A request is prefilling from send_ns to first_token_ns and decoding from
+ *    first_token_ns to end_ns. Failed and warmup requests count in P and D
+ *    (they occupied the server) but give no step samples; a failed request
+ *    with no token is prefilling until its end.
+ *  - Arrival: the chunks of one stream stamped at one instant (a chunk split
+ *    into thinking and answer) are one arrival; a chunk without tokens is none.
+ *  - Step sample: the gap between two consecutive arrivals of one stream,
+ *    divided by the tokens of the later arrival (ms per token). N is the
+ *    time-average of D over the gap. Steady: P = 0 and D constant inside the
+ *    gap; events closer to either end than opt.edge_tol_frac of the gap count
+ *    as at the end (chunks of one engine step reach different streams
+ *    microseconds apart). The ITL (figures.c) is the same gaps.
+ *  - Ramp (closed loop): from the level's start until D first reaches C.
+ *    Steady windows: spans with P = 0 and D = C.
+ *
  * DESIGN: every request contributes events (+1 P at send; -1 P, +1 D at its
  * first token; -1 D (or -1 P if it never got a token) at its end). Sorting the
  * events once and merging equal times gives P(t), D(t) as a list of change
@@ -11,7 +27,7 @@
  * the events at that instant. A stream's own first token raises D at exactly
  * the start of its first gap, so that gap sees the raised D, as it should.
  *
- * K(t), the context tokens of the decoding requests (fit.h "The context
+ * K(t), the context tokens of the decoding requests (model.c "The context
  * term"), is a second line of the same kind: a request adds its prompt and
  * first tokens at its first token, each later chunk's tokens as they
  * arrive, and takes its whole context away at its end.
@@ -56,9 +72,9 @@ static int cmp_kevent(const void *a, const void *b)
 }
 
 /* A request's prompt in tokens: the server's usage, else as built. */
-static double prompt_tokens(const fit_request *q)
+static double prompt_tokens(const ll_rec_request *q)
 {
-    return q->usage_prompt_tok >= 0 ? (double)q->usage_prompt_tok : (double)q->prompt_tok;
+    return q->usage_prompt >= 0 ? (double)q->usage_prompt : (double)q->prompt_tok;
 }
 
 static int build_kline(const fit_run *run, const size_t *req_idx, size_t n_req, tl_kline *kl)
@@ -66,7 +82,7 @@ static int build_kline(const fit_run *run, const size_t *req_idx, size_t n_req, 
     LL_VEC(tl_kevent) ev = {0};
     int rc = 0;
     for (size_t i = 0; i < n_req && rc == 0; i++) {
-        const fit_request *q = fit_run_request(run, req_idx[i]);
+        const ll_rec_request *q = fit_run_request(run, req_idx[i]);
         if (!q->n_chunks || q->first_token_ns < 0)
             continue;
         double total = prompt_tokens(q);
@@ -132,7 +148,7 @@ static int build_line(const fit_run *run, const size_t *req_idx, size_t n_req, t
         return LL_ENOMEM;
     size_t ne = 0;
     for (size_t i = 0; i < n_req; i++) {
-        const fit_request *q = fit_run_request(run, req_idx[i]);
+        const ll_rec_request *q = fit_run_request(run, req_idx[i]);
         ev[ne++] = (tl_event){q->send_ns, +1, 0};
         if (q->first_token_ns >= 0) {
             ev[ne++] = (tl_event){q->first_token_ns, -1, +1};
@@ -209,12 +225,12 @@ static int64_t cut_time(const tl_line *ln, const fit_level_info *info)
     return cut;
 }
 
-static int excluded(const fit_request *q, const fit_options *opt)
+static int excluded(const ll_rec_request *q, const fit_options *opt)
 {
-    return !q->ok || (q->warmup && !opt->include_warmup);
+    return !fit_request_ok(q) || (q->warmup && !opt->include_warmup);
 }
 
-int fit_next_arrival(const fit_request *q, size_t *i, int64_t *t_ns, int32_t *tokens, char *kind)
+int fit_next_arrival(const ll_rec_request *q, size_t *i, int64_t *t_ns, int32_t *tokens, char *kind)
 {
     while (*i < q->n_chunks) {
         int64_t t = q->chunks[*i].t_ns;
@@ -240,7 +256,7 @@ typedef struct tl_acc {
 } tl_acc;
 
 /* The step samples of one stream: the gaps between its arrivals. */
-static int stream_samples(const fit_request *q, uint32_t req_idx, const tl_line *ln, const tl_kline *kl,
+static int stream_samples(const ll_rec_request *q, uint32_t req_idx, const tl_line *ln, const tl_kline *kl,
                           int64_t cut,
                           int32_t level_idx, int conc, const fit_options *opt,
                           fit_level *L, fit_sample_vec *sv, tl_acc *acc)
@@ -329,16 +345,16 @@ static int rate_series(const fit_run *run, const size_t *req_idx, size_t n_req,
     if (!L->think_tok_per_s || !L->answer_tok_per_s)
         return LL_ENOMEM;
     for (size_t i = 0; i < n_req; i++) {
-        const fit_request *q = fit_run_request(run, req_idx[i]);
+        const ll_rec_request *q = fit_run_request(run, req_idx[i]);
         for (size_t k = 0; k < q->n_chunks; k++) {
-            const fit_chunk *c = &q->chunks[k];
+            const ll_rec_chunk *c = &q->chunks[k];
             int64_t off = c->t_ns - L->start_ns;
             if (off < 0)
                 off = 0;
             size_t b = (size_t)(off / w);
             if (b >= nb)
                 b = nb - 1;
-            if (c->kind == FIT_CHUNK_THINK)
+            if (c->kind == LL_CHUNK_THINK)
                 L->think_tok_per_s[b] += c->tokens;
             else
                 L->answer_tok_per_s[b] += c->tokens;
@@ -372,10 +388,10 @@ static void level_init(fit_level *L, const fit_level_info *info)
 }
 
 /* One request's counts (requests, outcomes, tokens, empty chunks). */
-static void count_request(fit_level *L, const fit_request *q, size_t *n_empty_chunks)
+static void count_request(fit_level *L, const ll_rec_request *q, size_t *n_empty_chunks)
 {
     L->n_requests++;
-    if (q->ok)
+    if (fit_request_ok(q))
         L->n_ok++;
     else
         L->n_failed++;
@@ -404,7 +420,7 @@ static void level_ramp(fit_level *L, const tl_line *ln, const fit_run *run, cons
         L->ramp_s = (double)(tr - info->start_ns) / 1e9;
         L->ramp_tokens = 0;
         for (size_t i = 0; i < n_req; i++) {
-            const fit_request *q = fit_run_request(run, req_idx[i]);
+            const ll_rec_request *q = fit_run_request(run, req_idx[i]);
             for (size_t k = 0; k < q->n_chunks && q->chunks[k].t_ns <= tr; k++)
                 L->ramp_tokens += q->chunks[k].tokens;
         }
@@ -432,7 +448,7 @@ int fit_timeline_level(const fit_run *run, const fit_level_info *info, const siz
     int conc = info->concurrency;
 
     for (size_t i = 0; i < n_req; i++) {
-        const fit_request *q = fit_run_request(run, req_idx[i]);
+        const ll_rec_request *q = fit_run_request(run, req_idx[i]);
         count_request(L, q, n_empty_chunks);
         if (excluded(q, opt)) {
             L->n_excluded_requests++;

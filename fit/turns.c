@@ -1,8 +1,14 @@
-/* turns.c: the per-turn figures of multi-turn sessions (fit.h fit_turn):
- * for each level, its measured ok requests grouped by the turn their record
- * names, with TTFT and TPOT per request from fit_request_latency_ms (the one
- * definition of each), and the table and JSON that print them. A run
- * without sessions has no turns and prints nothing here.
+/* turns.c: the per-turn figures of multi-turn sessions (load.sessions;
+ * fit.h fit_turn): for each level and turn k, the level's measured requests
+ * that finished ok as turn k of a conversation (records' "turn"), with each
+ * request's TTFT and TPOT from fit_request_latency_ms (the one definition of
+ * each): TTFT p50 and p90, TPOT p50; the mean prompt tokens (the server's
+ * usage where it said, else the client's count), and the cached share: the
+ * cached tokens over the prompt tokens of those whose server said its cached
+ * tokens (NAN when none did). A later turn resends every turn before it, so
+ * a server's prefix cache can serve all of that: the share rises and TTFT
+ * falls with the turn where it does. Also the table and JSON that print
+ * them. A run without sessions has no turns and prints nothing here.
  *
  * Cost: one pass over the requests per level and turn (T is small: a
  * conversation's turns), sorting each turn's samples once. */
@@ -23,7 +29,7 @@ static int max_turn(const fit_run *run, int level)
 {
     int t = 0;
     for (size_t i = 0; i < fit_run_n_requests(run); i++) {
-        const fit_request *q = fit_run_request(run, i);
+        const ll_rec_request *q = fit_run_request(run, i);
         if (q->level == level && q->work.kind == LL_WORK_SESSION && q->work.turn > t)
             t = q->work.turn;
     }
@@ -40,8 +46,8 @@ typedef struct turn_acc {
 static int collect(const fit_run *run, int level, int turn, turn_acc *a)
 {
     for (size_t i = 0; i < fit_run_n_requests(run); i++) {
-        const fit_request *q = fit_run_request(run, i);
-        if (q->level != level || q->warmup || !q->ok || q->work.kind != LL_WORK_SESSION || q->work.turn != turn)
+        const ll_rec_request *q = fit_run_request(run, i);
+        if (q->level != level || q->warmup || !fit_request_ok(q) || q->work.kind != LL_WORK_SESSION || q->work.turn != turn)
             continue;
         fit_request_ms ms;
         fit_request_latency_ms(q, &ms);
@@ -49,7 +55,7 @@ static int collect(const fit_run *run, int level, int turn, turn_acc *a)
             return LL_ENOMEM;
         if (isfinite(ms.tpot_ms) && ll_vec_push(&a->tpot, ms.tpot_ms))
             return LL_ENOMEM;
-        double prompt = (double)(q->usage_prompt_tok >= 0 ? q->usage_prompt_tok : q->prompt_tok);
+        double prompt = (double)(q->usage_prompt >= 0 ? q->usage_prompt : q->prompt_tok);
         a->prompt += prompt;
         if (q->cached_tok >= 0 && prompt > 0) {
             a->cached += (double)q->cached_tok;

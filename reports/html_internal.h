@@ -58,11 +58,11 @@ cJSON *rpt_model_view_json(const fit_result *res, double n_max);
  * "early_ms", "late_ms", "early_all_ms", "late_all_ms"}; NULL on no memory. */
 cJSON *rpt_position_json(const fit_result *res, size_t level_idx);
 /* The sentence that says whether early or late tokens of level L are slower
- * and why (fit.h "Step time against position"), from its figures. */
+ * and why (fit/position.c "Step time against position"), from its figures. */
 int rpt_position_words(ll_buf *b, const fit_level *L);
 /* The section's opening: the level where early and late differ most. */
 int rpt_position_summary(ll_buf *b, const fit_result *r);
-/* The server's per-level figures (fit.h "Server figures", "The server's own
+/* The server's per-level figures (fit/server.c "Server figures", fit/said.c "The server's own
  * per-request figures") beside the client's, when the run has any. */
 int rpt_server_table(ll_buf *b, const fit_result *r);
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fit_json.h"
 #include "html_internal.h"
 
 /* a number, or null (common's one NaN -> null rule) */
@@ -245,7 +246,7 @@ static cJSON *engine_json(const fit_run *run)
         n += fit_run_step(run, i)->prefill_tok == 0 && fit_run_step(run, i)->n_decode > 0;
     size_t stride = n / RPT_MAX_POINTS + 1, k = 0;
     for (size_t i = 0; i < fit_run_n_steps(run); i++) {
-        const fit_engine_step *s = fit_run_step(run, i);
+        const ll_rec_step *s = fit_run_step(run, i);
         if (s->prefill_tok != 0 || s->n_decode <= 0 || k++ % stride)
             continue;
         if (rpt_json_push(arr, xy(s->n_decode, s->dur_ns / 1e6))) {

@@ -35,7 +35,7 @@ static int law_row(ll_buf *b, const char *what, const fit_law *l)
 
 /* The chosen model when it is not the line, and when it misses a level by
  * more than FIT_MODEL_LEVEL_FIT, that no model of the family fits every
- * level (fit.h "The chosen model"): the words match what the data show. */
+ * level (fit/model.c "The chosen model"): the words match what the data show. */
 static int model_words(ll_buf *b, const fit_result *r)
 {
     const fit_model_check *m = &r->model;
@@ -107,7 +107,7 @@ static int law_section(ll_buf *b, const fit_result *r)
         return LL_ENOMEM;
     if (r->engine.ok && law_row(b, "engine's own step log", &r->engine))
         return LL_ENOMEM;
-    /* fit.h "The law against the server's N": both laws when the server said its N */
+    /* fit/analyze_law.c "The law against the server's N": both laws when the server said its N */
     if (r->law_other.ok && law_row(b, fit_law_n_is_server(r) ? "the same steps against the client's D"
                                                              : "the same steps against the server's N (scraped)",
                                    &r->law_other))
@@ -175,7 +175,7 @@ static int level_table(ll_buf *b, const fit_result *r)
                             "by the tokens in the later arrival.</p></section>\n");
 }
 
-/* The GPU figures and diagnosis per level (fit.h "GPU figures and
+/* The GPU figures and diagnosis per level (fit/gpu.c "GPU figures and
  * diagnosis"), when any level has GPU telemetry or server metrics. */
 static int gpu_table(ll_buf *b, const fit_result *r)
 {

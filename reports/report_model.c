@@ -1,7 +1,7 @@
 /* report_model.c: what the step-time model sees, as chart data.
  *
  * On a real server the step depends on N and on the context K of the running
- * requests (fit.h "The context term"), so the report shows the steady samples
+ * requests (fit/model.c "The context term"), so the report shows the steady samples
  * against N coloured by the context per running request (K/N), the chosen
  * model drawn at three contexts (the 10th, 50th and 90th percentile of K/N
  * over those samples, K = N * that), each sample's residual against the

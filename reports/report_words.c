@@ -1,7 +1,7 @@
 /* report_words.c: the report's sentences and tables that read fit's figures
  * on how the step behaves on a real server: early against late tokens per
- * level (fit.h "Step time against position in the request"), and the
- * server's own per-level figures beside the client's (fit.h "Server
+ * level (fit/position.c "Step time against position in the request"), and the
+ * server's own per-level figures beside the client's (fit/server.c "Server
  * figures", "The server's own per-request figures"). The figures are fit's;
  * only the words are chosen here, by the same FIT_POS_SAME_FRAC that the
  * header states. */

@@ -1,15 +1,16 @@
 /* summary.c: the sweep's own outputs, from fit's result: RUN_DIR/summary.json
  * and the per-level tables `loadlaw sweep` prints at its end.
  *
- * Nothing here measures: every figure is a field of fit_level (fit.h,
+ * Nothing here measures: every figure is a field of fit_level (fit/figures.c
  * "Per-level figures", one definition each), so the table, summary.json,
  * `loadlaw fit --json` and the report's embedded data print the same value,
- * and fit writes every level, law and distribution in JSON (fit.h "JSON
+ * and fit writes every level, law and distribution in JSON (fit/include/fit_json.h "JSON
  * shapes"): this file only assembles summary.json from them. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "fit_json.h"
 #include "html_internal.h"
 
 size_t rpt_level_failed(const fit_level *L)

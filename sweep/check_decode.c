@@ -21,7 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "fit.h"
+#include "fit_outputs.h"
 #include "host_engine.h"
 #include "loadgen.h"
 #include "records.h"
@@ -167,7 +167,7 @@ typedef struct cd_run {
     char url[2300];
     const char *model;
     scn_endpoint endpoint;
-    fit_check_decode res;
+    fit_check_decode *res;
     size_t n_sent, n_misaligned, n_failed, n_no_text;
     int unsupported;
     char first_err[512];
@@ -203,7 +203,7 @@ static int check_one(cd_run *cx, const cd_req *q)
     if (!ok)
         cx->n_misaligned++;
     int c = q->level >= 0 && (size_t)q->level < cx->rd->level_c.n ? cx->rd->level_c.v[q->level] : 0;
-    rc = ok ? fit_cd_add(&cx->res, q->level, c, q->o->key, q->o->lp, r.lp, r.rank, r.n) : 0;
+    rc = ok ? fit_cd_add(cx->res, q->level, c, q->o->key, q->o->lp, r.lp, r.rank, r.n) : 0;
     lg_rescore_free(&r);
     return rc;
 }
@@ -290,9 +290,9 @@ static void print_counts(FILE *f, const cd_run *cx)
 
 static int report(cd_run *cx)
 {
-    int passed = fit_cd_passed(&cx->res);
+    int passed = fit_cd_passed(cx->res);
     if (cx->o->json) {
-        cJSON *j = fit_cd_to_json(&cx->res);
+        cJSON *j = fit_cd_to_json(cx->res);
         char *t = NULL;
         if (j && cJSON_AddStringToObject(j, "url", cx->url) && cJSON_AddNumberToObject(j, "sent", (double)cx->n_sent) &&
             cJSON_AddNumberToObject(j, "failed", (double)cx->n_failed) &&
@@ -307,16 +307,16 @@ static int report(cd_run *cx)
         free(t);
     } else {
         print_counts(stdout, cx);
-        fit_cd_print(stdout, &cx->res);
+        fit_cd_print(stdout, cx->res);
     }
-    if (cx->res.all.n_pos == 0) {
+    if (fit_cd_positions(cx->res) == 0) {
         fprintf(stderr, "loadlaw check-decode: no position was compared%s%s\n", cx->first_err[0] ? ": " : "",
                 cx->first_err);
         return SWEEP_FAIL;
     }
     if (!cx->o->json)
         printf("%s: %.2f%% of positions over %.3g nat (gate %.3g%%)\n", passed ? "ok" : "DECODE DISAGREES WITH PREFILL",
-               100 * fit_cd_share_over(&cx->res.all), cx->o->tolerance, 100 * cx->o->max_over);
+               100 * fit_cd_share_over(cx->res), cx->o->tolerance, 100 * cx->o->max_over);
     return passed ? SWEEP_OK : SWEEP_GATE;
 }
 
@@ -340,7 +340,10 @@ int sweep_check_decode(const char *run_dir, const sweep_check_decode_opts *o)
     cd_run cx = {.o = o, .rd = &rd};
     char err[1024] = "";
     int ret = SWEEP_FAIL, rc = read_run(run_dir, &rd, err, sizeof err);
-    fit_cd_init(&cx.res, o->tolerance, o->max_over);
+    if (!rc && !(cx.res = fit_cd_new(o->tolerance, o->max_over))) {
+        ll_errf(err, sizeof err, "out of memory");
+        rc = LL_ENOMEM;
+    }
     if (rc) {
         fprintf(stderr, "loadlaw check-decode: %s\n", err);
         ret = rc == LL_EIO ? SWEEP_USAGE : SWEEP_FAIL;
@@ -366,7 +369,7 @@ int sweep_check_decode(const char *run_dir, const sweep_check_decode_opts *o)
     }
 done:
     host_engine_stop(&h);
-    fit_cd_free(&cx.res);
+    fit_cd_free(cx.res);
     read_free(&rd);
     return ret;
 }

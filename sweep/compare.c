@@ -11,6 +11,8 @@
 
 #include "common.h"
 #include "fit.h"
+#include "fit_compare.h"
+#include "fit_outputs.h"
 #include "report.h"
 #include "sweep.h"
 
@@ -47,42 +49,23 @@ static int load_and_compare(compared *k, const fit_compare_options *co)
     return SWEEP_OK;
 }
 
-/* config.<key> of a run line, with its timeout_s left out (how long the
- * client waits is not the work asked for); NULL when absent. Caller deletes. */
-static cJSON *workload_part(const cJSON *run, const char *key)
-{
-    const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(run, "config");
-    cJSON *v = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(cfg, key), 1);
-    if (v)
-        cJSON_DeleteItemFromObjectCaseSensitive(v, "timeout_s");
-    return v;
-}
-
 /* Two runs asked for different work (their prompts or their requests
- * differ): a comparison of them measures that too, not only the two servers
- * or kernels. Said on stderr; the comparison goes on. */
+ * differ, how long the client waits aside: records.h ll_rec_asked): a
+ * comparison of them measures that too, not only the two servers or
+ * kernels. Said on stderr; the comparison goes on. */
 static void warn_workloads(const compared *k)
 {
-    static const char *const keys[] = {"prompts", "request"};
-    cJSON *run[2];
+    const ll_rec_asked *a = &fit_run_get_info(k->run[0])->asked, *b = &fit_run_get_info(k->run[1])->asked;
     char differ[64] = "";
-    for (int i = 0; i < 2; i++)
-        run[i] = cJSON_Parse(fit_run_get_info(k->run[i])->run_json);
-    for (size_t j = 0; run[0] && run[1] && j < sizeof keys / sizeof keys[0]; j++) {
-        cJSON *a = workload_part(run[0], keys[j]), *b = workload_part(run[1], keys[j]);
-        if ((a || b) && !cJSON_Compare(a, b, 1))
-            snprintf(differ + strlen(differ), sizeof differ - strlen(differ), "%sconfig.%s", differ[0] ? ", " : "",
-                     keys[j]);
-        cJSON_Delete(a);
-        cJSON_Delete(b);
-    }
+    if (a->prompts_fp != b->prompts_fp)
+        snprintf(differ, sizeof differ, "config.prompts");
+    if (a->request_fp != b->request_fp)
+        snprintf(differ + strlen(differ), sizeof differ - strlen(differ), "%sconfig.request", differ[0] ? ", " : "");
     if (differ[0])
         fprintf(stderr,
                 "loadlaw compare: warning: the two runs asked for different work (%s differ): the figures below "
                 "compare that too, not only the two targets\n",
                 differ);
-    cJSON_Delete(run[0]);
-    cJSON_Delete(run[1]);
 }
 
 /* The level the verdict judges: expect_c's, else the highest shared one. */
@@ -107,7 +90,7 @@ static int gate_met(const compared *k, const sweep_compare_opts *o)
     return k->gate->ratio_ci[0] >= o->expect_x; /* NAN compares false: no interval, no pass */
 }
 
-/* The outputs comparison (fit.h): read when either run recorded outputs or
+/* The outputs comparison (fit_outputs.h): read when either run recorded outputs or
  * the outputs gate is asked for; k->outs stays NULL otherwise. */
 static int load_outputs(compared *k, const sweep_compare_opts *o)
 {
@@ -116,7 +99,7 @@ static int load_outputs(compared *k, const sweep_compare_opts *o)
         fprintf(stderr, "loadlaw compare: outputs: %s\n", err);
         return SWEEP_FAIL;
     }
-    if (!o->have_expect_outputs && !k->outs->n_with_outputs[0] && !k->outs->n_with_outputs[1]) {
+    if (!o->have_expect_outputs && !fit_outputs_recorded(k->outs)) {
         fit_outputs_free(k->outs);
         k->outs = NULL;
     }

@@ -93,6 +93,27 @@ typedef struct ll_rec_engine_law {
     double knee_b_ms;         /* slope above the knee, played milliseconds per sequence */
 } ll_rec_engine_law;
 
+/* What the run asked of the server, read from the run line's "config" (the
+ * effective scenario) once by the reader, so that no reader of a run looks
+ * keys up in its JSON again (records_asked.c). Reader only; the writer
+ * ignores it. Zeroed with prompt_tok NAN: a run line without a config. */
+typedef struct ll_rec_asked {
+    int max_tokens;           /* request.max_tokens when a number in [1, 2^31); 0 = not */
+    int ignore_eos;           /* request.ignore_eos or request.extra_body.ignore_eos is true */
+    int trace;                /* load.trace is set: each trace row asks its own length */
+    double prompt_tok;        /* synthetic prompts built to prompts.tokens without a
+                               * tokenizer (words = tokens / 1.33: an estimate): its
+                               * value (dist "fixed") or mean; NAN otherwise */
+    /* Fingerprints (FNV-1a 64 over a canonical form: keys sorted) of
+     * config.prompts and config.request without their timeout_s (how long
+     * the client waits is not the work asked for): two runs asked for the
+     * same work when both match. 0 = the section is absent. */
+    uint64_t prompts_fp, request_fp;
+} ll_rec_asked;
+
+/* The asked block of a config object (NULL: none). */
+void ll_rec_asked_of(const cJSON *config, ll_rec_asked *out);
+
 typedef struct ll_rec_run {
     int schema;               /* reader: as read; writer: ignored (LL_RECORDS_SCHEMA) */
     const char *version;      /* tool version; writer: ignored (LOADLAW_VERSION) */
@@ -106,6 +127,7 @@ typedef struct ll_rec_run {
     ll_rec_engine_law law;
     const char *scenario;     /* path or NULL */
     const cJSON *config;      /* the effective scenario as JSON (borrowed; may be NULL) */
+    ll_rec_asked asked;       /* reader: from config; writer: ignored */
 } ll_rec_run;
 
 typedef struct ll_rec_level {

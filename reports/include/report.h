@@ -15,6 +15,8 @@
 #include <stdio.h>
 
 #include "fit.h"
+#include "fit_compare.h"
+#include "fit_plan.h"
 
 /* ---- the sweep's own outputs (summary.c) ----------------------------------- */
 
@@ -27,7 +29,7 @@
  * think_tok, answer_tok, usage_completion_tok, think_tok_per_s,
  * answer_tok_per_s, output_tok_per_s, req_per_s, steady_tok_per_s,
  * predicted_tok_per_s}], "law" (as `loadlaw fit --json`), "asymptote_tok_per_s",
- * "n_half"}. Every figure is fit_level's (fit.h "Per-level figures"); NAN is
+ * "n_half"}. Every figure is fit_level's (fit/figures.c "Per-level figures"); NAN is
  * null. Written through a temporary file and a rename. LL_ENOMEM, LL_EIO. */
 int rpt_write_summary(const char *run_dir, const fit_run *run, const fit_result *res, char *err,
                       size_t errlen);

@@ -19,7 +19,7 @@
 #include <stddef.h>
 
 #include "dist.h"
-#include "fit.h"
+#include "fit_compare.h"
 #include "loadgen.h"
 #include "scenario.h"
 
@@ -133,7 +133,7 @@ typedef struct sweep_compare_opts {
     int expect_c;
     /* a second gate: at every level, at least this share of the matched
      * requests produced identical outputs or passed the top-k check
-     * (fit.h "outputs comparison"); have_expect_outputs 0: none */
+     * (fit/outputs.c "outputs comparison"); have_expect_outputs 0: none */
     int have_expect_outputs;
     double expect_outputs;
     fit_compare_options co;
@@ -154,7 +154,7 @@ int sweep_compare_levels(const char *run, int c_a, int c_b, const sweep_compare_
  * `loadlaw check-decode RUN_DIR`: a run's recorded outputs (sweep
  * --record-outputs) sent back, after their prompts, to the same server with
  * prompt logprobs asked, and the decode-time logprobs compared with the
- * prefill-time ones (fit.h "decode self-check"). The default tolerance:
+ * prefill-time ones (fit/check_decode.c "decode self-check"). The default tolerance:
  * the bundled cpu engine (fp32, logprobs printed to 4 decimals) agrees with
  * itself within 1e-4 nat and its tiled kernel's testing fault moves 0.002 to
  * 0.02 nat (docs/check-decode.md); a bf16 server needs a looser one. */

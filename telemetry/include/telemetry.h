@@ -159,7 +159,7 @@ int tel_scrape_known(const char *name, const char *labels);
 
 /* `sweep`'s sampler of the local GPUs through NVML, into `metric` records
  * named nvml_* (docs/records.md), which the fit reads as it reads a DCGM
- * exporter's (fit.h "GPU figures and diagnosis").
+ * exporter's (fit/gpu.c "GPU figures and diagnosis").
  *
  * NVML is loaded with dlopen (libnvidia-ml.so.1, or $LOADLAW_NVML_LIB), never
  * linked, so the binary runs where no driver is installed. Threads: one

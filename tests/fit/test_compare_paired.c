@@ -1,4 +1,4 @@
-/* test_compare_paired.c: compare of an interleaved A/B (fit.h "A/B comparison",
+/* test_compare_paired.c: compare of an interleaved A/B (fit/compare.c "A/B comparison",
  * paired) and open-loop matching by rate, on generated records with a known
  * ratio, and the paired interval's coverage on simulated pairs.
  *  - fit_paired_ratio: 2000 simulated sets of pairs with a known log-ratio,
@@ -28,6 +28,8 @@
 
 #include "common.h"
 #include "fit.h"
+#include "fit_compare.h"
+#include "fit_internal.h"
 #include "testutil.h"
 
 static char g_tmp[256];

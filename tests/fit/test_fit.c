@@ -10,6 +10,8 @@
 
 #include "common.h"
 #include "fit.h"
+#include "fit_internal.h"
+#include "fit_json.h"
 #include "sim.h"
 #include "testutil.h"
 
@@ -123,7 +125,7 @@ static void test_exact_staggered(void)
     }
     CHECK(st.lv[4].steady > 0 && st.lv[4].steady < st.lv[4].samples,
           "C=16 has both steady and ramp samples");
-    /* closed loop: the law takes the steady windows (N = C) only (fit.h "The law") */
+    /* closed loop: the law takes the steady windows (N = C) only (fit/analyze_law.c "The law") */
     CHECK((long)r->law.n_samples == steady_at_c, "law n_samples %zu == %ld", r->law.n_samples,
           steady_at_c);
     CHECK((long)r->n_samples == all, "all samples");
@@ -420,7 +422,7 @@ static void test_lockstep(void)
     fit_result_free(r);
 }
 
-/* fit.h "The law": a + b*N estimates the MEAN step, which throughput follows.
+/* fit/analyze_law.c "The law": a + b*N estimates the MEAN step, which throughput follows.
  * A real engine's step jitter is right-skewed (a late kernel, never an early
  * one), so its mean sits above its median; a fit that centres on medians
  * predicts more throughput than the engine gives. Lockstep levels C = 1..256
@@ -545,9 +547,9 @@ static void test_bad_input(void)
         CHECK(fit_run_n_requests(run) == 1, "one good request");
         CHECK(fit_run_get_info(run)->n_rejected == 1, "one bad request counted");
         CHECK(fit_run_n_levels(run) == 1, "implicit level");
-        const fit_request *q = fit_run_request(run, 0);
+        const ll_rec_request *q = fit_run_request(run, 0);
         CHECK(q && q->n_chunks == 2 && q->chunks[1].tokens == 2 &&
-                  q->chunks[1].kind == FIT_CHUNK_ANSWER && q->first_token_ns == 2,
+                  q->chunks[1].kind == LL_CHUNK_ANSWER && q->first_token_ns == 2,
               "chunks read");
         fit_run_free(run);
     }

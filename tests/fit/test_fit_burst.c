@@ -14,6 +14,8 @@
 
 #include "common.h"
 #include "fit.h"
+#include "fit_internal.h"
+#include "fit_json.h"
 #include "sim.h"
 #include "testutil.h"
 

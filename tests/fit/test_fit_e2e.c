@@ -123,7 +123,7 @@ static double engine_median_step_ms(const fit_run *run, const fit_level *L)
     if (!d)
         return NAN;
     for (size_t i = 0; i < n; i++) {
-        const fit_engine_step *s = fit_run_step(run, i);
+        const ll_rec_step *s = fit_run_step(run, i);
         if (s->start_ns >= L->start_ns && s->start_ns < L->end_ns && s->n_decode == L->concurrency &&
             s->prefill_tok == 0)
             d[m++] = s->dur_ns / 1e6;

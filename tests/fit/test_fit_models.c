@@ -1,4 +1,4 @@
-/* test_fit_models.c: the family of step-time models (fit.h "The context
+/* test_fit_models.c: the family of step-time models (fit/model.c "The context
  * term", "The chosen model") chosen by evidence on simulated runs whose law
  * is known (sim.c: a continuous-batching engine on a virtual clock).
  *
@@ -29,6 +29,8 @@
 #include <unistd.h>
 
 #include "fit.h"
+#include "fit_compare.h"
+#include "fit_plan.h"
 #include "sim.h"
 #include "testutil.h"
 

@@ -1,4 +1,4 @@
-/* test_fit_position.c: step time against position in the request (fit.h
+/* test_fit_position.c: step time against position in the request (fit/position.c
  * "Step time against position in the request") on simulated runs (sim.c: a
  * continuous-batching engine on a virtual clock, every gap one step).
  *
@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "fit.h"
+#include "fit_json.h"
 #include "sim.h"
 #include "testutil.h"
 

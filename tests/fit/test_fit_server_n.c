@@ -1,4 +1,4 @@
-/* test_fit_server_n.c: the law against the server's N (fit.h "The law
+/* test_fit_server_n.c: the law against the server's N (fit/analyze_law.c "The law
  * against the server's N"; fit --n server) on simulated runs (sim.h) with
  * the running gauge scraped as `sweep` scrapes it: every 0.5 s from 1 ms
  * after the run's start, whatever the levels do, each scrape the number of
@@ -25,6 +25,7 @@
 
 #include "common.h"
 #include "fit.h"
+#include "fit_json.h"
 #include "sim.h"
 #include "testutil.h"
 
@@ -40,7 +41,7 @@ static int add_scrapes(const char *path)
         return -1;
     int64_t t0 = INT64_MAX, t1 = 0;
     for (size_t i = 0; i < fit_run_n_requests(run); i++) {
-        const fit_request *q = fit_run_request(run, i);
+        const ll_rec_request *q = fit_run_request(run, i);
         t0 = q->send_ns < t0 ? q->send_ns : t0;
         t1 = q->end_ns > t1 ? q->end_ns : t1;
     }
@@ -48,7 +49,7 @@ static int add_scrapes(const char *path)
     for (int64_t t = t0 + 1000000; f && t <= t1 + SCRAPE_NS; t += SCRAPE_NS) {
         int held = 0;
         for (size_t i = 0; i < fit_run_n_requests(run); i++) {
-            const fit_request *q = fit_run_request(run, i);
+            const ll_rec_request *q = fit_run_request(run, i);
             held += q->send_ns + ADMIT_NS <= t && t < q->end_ns;
         }
         fprintf(f, "{\"type\":\"metric\",\"t_ns\":%lld,\"src\":\"http://127.0.0.1:8000/metrics\","

@@ -1,4 +1,4 @@
-/* test_gpu_diag.c: the GPU figures and the diagnosis per level (fit.h "GPU
+/* test_gpu_diag.c: the GPU figures and the diagnosis per level (fit/gpu.c "GPU
  * figures and diagnosis") on a simulated run (sim.h) with metric records
  * written at chosen times inside each level's steady windows: DCGM for some
  * levels, loadlaw's NVML names for others, two GPUs each.
@@ -22,6 +22,7 @@
 
 #include "common.h"
 #include "fit.h"
+#include "fit_json.h"
 #include "sim.h"
 #include "testutil.h"
 
@@ -70,7 +71,7 @@ static double tokens_between(const fit_run *run, int64_t t0, int64_t t1)
 {
     double tok = 0;
     for (size_t i = 0; i < fit_run_n_requests(run); i++) {
-        const fit_request *q = fit_run_request(run, i);
+        const ll_rec_request *q = fit_run_request(run, i);
         for (size_t c = 0; c < q->n_chunks; c++)
             if (q->chunks[c].t_ns > t0 && q->chunks[c].t_ns <= t1)
                 tok += q->chunks[c].tokens;

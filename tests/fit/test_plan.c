@@ -1,4 +1,4 @@
-/* test_plan.c: capacity planning (fit.h "Capacity plan", `loadlaw plan`) on
+/* test_plan.c: capacity planning (fit/plan.c "Capacity plan", `loadlaw plan`) on
  * simulated runs whose law is known (sim.h, no real time): the closed forms
  * against the fitted a and b, the max-C interval and how it narrows with
  * data, extrapolation flags, TTFT interpolation and its refusal outside the
@@ -13,6 +13,8 @@
 
 #include "common.h"
 #include "fit.h"
+#include "fit_internal.h"
+#include "fit_plan.h"
 #include "sim.h"
 #include "testutil.h"
 #include "tsupport.h"
@@ -192,11 +194,11 @@ static void test_interval_narrows(void)
 static void test_goodput_requests(void)
 {
     /* send 0, first token 100 ms, chunks at 100, 120, 140 ms: TPOT 20 ms, E2E 150 ms */
-    fit_chunk ch[3] = {{100000000, 1, FIT_CHUNK_ANSWER},
-                       {120000000, 1, FIT_CHUNK_ANSWER},
-                       {140000000, 1, FIT_CHUNK_ANSWER}};
-    fit_request q = {0};
-    q.ok = 1;
+    ll_rec_chunk ch[3] = {{100000000, 1, LL_CHUNK_ANSWER},
+                       {120000000, 1, LL_CHUNK_ANSWER},
+                       {140000000, 1, LL_CHUNK_ANSWER}};
+    ll_rec_request q = {0};
+    q.cls = LL_ERRC_OK;
     q.send_ns = 0;
     q.first_token_ns = q.first_answer_ns = 100000000;
     q.end_ns = 150000000;
@@ -218,12 +220,12 @@ static void test_goodput_requests(void)
     CHECK(!fit_request_meets(&q, &(fit_slo){NAN, NAN, 149}), "E2E > 149");
     CHECK(fit_request_meets(&q, &(fit_slo){200, 25, 150}), "all three met");
     CHECK(!fit_request_meets(&q, &(fit_slo){200, 19, 150}), "one missed: not good");
-    fit_request one = q;
+    ll_rec_request one = q;
     one.answer_tok = 1;
     one.n_chunks = 1;
     CHECK(fit_request_meets(&one, &(fit_slo){NAN, 1, NAN}), "single token: TPOT met");
-    fit_request bad = q;
-    bad.ok = 0;
+    ll_rec_request bad = q;
+    bad.cls = LL_ERRC_HTTP_5XX;
     CHECK(!fit_request_meets(&bad, &none), "failed: never good");
 }
 
@@ -257,11 +259,11 @@ static void test_goodput_levels(void)
             const fit_plan_goodput *g = &p->goodput[i];
             size_t n = 0, good = 0;
             for (size_t r = 0; r < fit_run_n_requests(run); r++) {
-                const fit_request *q = fit_run_request(run, r);
+                const ll_rec_request *q = fit_run_request(run, r);
                 if (q->level != g->level || q->warmup)
                     continue;
                 n++;
-                if (!q->ok || q->first_token_ns < 0)
+                if (q->cls != LL_ERRC_OK || q->first_token_ns < 0)
                     continue;
                 double ttft = (q->first_token_ns - q->send_ns) / 1e6;
                 int64_t tok = q->think_tok + q->answer_tok;

@@ -18,6 +18,7 @@
 #include <gsl/gsl_errno.h>
 
 #include "fit.h"
+#include "fit_json.h"
 /* GSL's default handler aborts; loadlaw's main turns it off once and the fit
  * checks every status (STYLE.md), so the harness does what main does. */
 #define FUZZ_INIT() gsl_set_error_handler_off()
@@ -30,7 +31,7 @@ static void check_run(const fit_run *run)
         FUZZ_CHECK(fit_run_level(run, i - 1)->start_ns <= fit_run_level(run, i)->start_ns);
     size_t n = fit_run_n_requests(run);
     for (size_t i = 0; i < n; i++) {
-        const fit_request *q = fit_run_request(run, i);
+        const ll_rec_request *q = fit_run_request(run, i);
         if (q->send_ns >= 0 && q->first_token_ns >= 0)
             FUZZ_CHECK(q->send_ns <= q->first_token_ns);
         if (q->first_token_ns >= 0 && q->end_ns >= 0)

@@ -158,7 +158,7 @@ static void agree_table(const char *out_path, const cJSON *levels)
     free(text);
 }
 
-/* `loadlaw fit`'s gpu / diagnosis table (fit.h "GPU figures and diagnosis"):
+/* `loadlaw fit`'s gpu / diagnosis table (fit/gpu.c "GPU figures and diagnosis"):
  * each level's row against summary.json, at the decimals it prints. */
 static void agree_gpu_table(const char *out_path, const cJSON *levels)
 {

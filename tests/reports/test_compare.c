@@ -12,6 +12,7 @@
 
 #include "common.h"
 #include "fit.h"
+#include "fit_compare.h"
 #include "html_internal.h"
 #include "report.h"
 #include "runs_gen.h"

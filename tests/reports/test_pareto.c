@@ -19,6 +19,7 @@
 
 #include "common.h"
 #include "fit.h"
+#include "fit_plan.h"
 #include "runs_gen.h"
 #include "testutil.h"
 #include "tsupport.h"

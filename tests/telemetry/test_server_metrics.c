@@ -24,6 +24,7 @@
 
 #include "common.h"
 #include "fit.h"
+#include "fit_tuning.h"
 #include "testutil.h"
 #include "tsupport.h"
 
@@ -194,7 +195,7 @@ static void test_bundled(const char *tmp)
         double sum_ms = 0;
         size_t n = 0;
         for (size_t k = 0; k < fit_run_n_steps(fr); k++) {
-            const fit_engine_step *st = fit_run_step(fr, k);
+            const ll_rec_step *st = fit_run_step(fr, k);
             for (size_t w = 0; w < L->n_windows; w++)
                 if (st->start_ns >= L->windows[w].t0_ns && st->start_ns + st->dur_ns <= L->windows[w].t1_ns &&
                     st->n_decode > 0) {
