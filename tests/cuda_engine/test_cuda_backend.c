@@ -120,7 +120,7 @@ static void check_rows_and_topk(void *st, const int *slots, const int64_t *ctx, 
     CHECK(e == cudaSuccess, "copy back: %s", cudaGetErrorString(e));
     if (e)
         goto out;
-    cpu_kv_fill(host, 0, cap, cpu_hash64(5 ^ 0ull));
+    cpu_kv_fill(host, 0, cap, ll_splitmix64(5 ^ 0ull));
     int diff = 0;
     for (int64_t r = 400; r < cap; r++) /* rows 0..~60 were prefilled, ~40..50 decoded */
         diff += memcmp(dev + r * CUDA_ATTN_DQK, host + r * ATTN_DQK, ATTN_ROW_BYTES) != 0;
@@ -130,7 +130,7 @@ static void check_rows_and_topk(void *st, const int *slots, const int64_t *ctx, 
         int64_t c = ctx[i] > v.topk ? ctx[i] : v.topk; /* min_ctx = topk */
         if (c > cap)
             c = cap;
-        int k = cpu_topk_select(c, v.topk, cpu_hash64(5 ^ (uint64_t)slots[i]), want);
+        int k = cpu_topk_select(c, v.topk, ll_splitmix64(5 ^ (uint64_t)slots[i]), want);
         for (int j = 0; j < v.topk; j++) {
             int32_t w = j < k ? (int32_t)(slots[i] * cap + want[j]) : -1;
             tdiff += idx[(size_t)i * v.topk + j] != w;

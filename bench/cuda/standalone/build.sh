@@ -16,7 +16,8 @@ out=${1:-/tmp/loadlaw-attn}
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 arch=${ARCH:-"-gencode arch=compute_90,code=[sm_90,compute_90] -gencode arch=compute_120,code=sm_120"}
 mkdir -p "$out"
-inc=(-I"$root/tests/cuda/refshim" -I"$root/engine/cuda" -I"$root/tests/cuda" -I"$root/engine/cpu" -I"$root/engine" -I"$root/tests")
+inc=(-I"$root/tests/cuda/refshim" -I"$root/engine/cuda" -I"$root/tests/cuda" -I"$root/engine/cpu" -I"$root/engine" -I"$root/tests"
+     -I"$root/common/include")
 common=(-O2 -std=c++17 -lineinfo $arch "${inc[@]}")
 ref=("$root/engine/cuda/cuda_kv_host.c" "$root/engine/cuda/cuda_attn_sched.c" "$root/tests/cuda/cuda_attn_check.c" "$root/engine/cpu/attn_ref.c")
 
