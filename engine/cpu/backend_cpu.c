@@ -51,7 +51,7 @@
  *               the sum over all H heads
  * and rank 0 samples. With K = 1 there is no rank thread, no barrier, no
  * all-reduce and no "all_reduce" phase: the step is the tp-less one,
- * operation for operation (tests/cpu/test_cpu_tp.c checks the bits).
+ * operation for operation (the conformance suite's cpu_tp checks the bits).
  */
 #include <math.h>
 #include <stdlib.h>
