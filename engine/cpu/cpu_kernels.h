@@ -1,4 +1,5 @@
-/* cpu_kernels.h (internal to engine/cpu/, shared with tests/cpu and bench/cpu):
+/* cpu_kernels.h (internal to engine/cpu/, shared with tests/cpu, tests/cuda,
+ * tests/engine/backends and bench/cpu):
  * sparse MLA decode attention on the CPU, a reference beside two kernels.
  *
  * The model (DeepSeek MLA with absorbed queries, one decode token per sequence):
