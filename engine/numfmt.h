@@ -15,7 +15,7 @@
  *         which device code calls instead (one cvt instruction);
  *         tests/cuda/test_cuda_kv_host checks the two agree on every tie.
  *
- * Bit patterns of the edge cases: tests/cpu/test_numfmt.c.
+ * Bit patterns of the edge cases: tests/engine/test_numfmt.c.
  */
 #ifndef LOADLAW_ENGINE_NUMFMT_H
 #define LOADLAW_ENGINE_NUMFMT_H

@@ -10,7 +10,8 @@
 # "complexity:" (for example "complexity: one table of every option, read
 # top to bottom"); the others are split into named steps. Exit status: 0 when
 # every function over the limits carries the marker, 1 otherwise, 2 on a
-# usage or tool error. Measured with lizard (PyPI), installed when missing.
+# usage or tool error. Measured with lizard (PyPI), installed when missing,
+# over C, C++ and CUDA sources (.c .h .cc .cu .cuh ...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 max_lines=${MAX_LINES:-80}
@@ -36,8 +37,19 @@ fi
 
 csv=$(mktemp)
 trap 'rm -f "$csv"' EXIT
-# lizard exits non-zero when it warns; its CSV is what counts here.
-python3 -m lizard -l c --csv "${dirs[@]}" >"$csv" || true
+# lizard exits non-zero when it warns; its CSV is what counts here. It picks
+# a file's reader by extension and knows no CUDA: .cu and .cuh are C++ with
+# qualifiers (__global__, __device__, __launch_bounds__) that its C++ reader
+# passes over, so they are added to that reader's list and the kernels are
+# measured like any other function.
+python3 - "${dirs[@]}" >"$csv" <<'PY' || true
+import sys
+import lizard
+from lizard_languages import CLikeReader
+
+CLikeReader.ext = CLikeReader.ext + ["cu", "cuh"]
+lizard.main(["lizard", "-l", "c", "--csv"] + sys.argv[1:])
+PY
 
 python3 - "$csv" "$max_lines" "$max_ccn" <<'EOF'
 import csv, sys
@@ -52,6 +64,13 @@ def justified(file, start):
     except OSError:
         return False
     i = start - 2  # the line above the function's first, 0-based
+    # lizard's first line is the one with the name: step over the rest of the
+    # head above it (a template line, __global__ and __launch_bounds__)
+    while i >= 0:
+        t = lines[i].strip()
+        if not t or t.startswith(("/*", "*", "//", "#")) or t.endswith((";", "{", "}", "*/")):
+            break
+        i -= 1
     while i >= 0:
         t = lines[i].strip()
         if not (t.startswith(("/*", "*", "//")) or t.endswith("*/")):

@@ -14,7 +14,7 @@ for a in "$@"; do
     # Headless Chromium renders the HTML report in the report test; promtool
     # (Debian's prometheus package) lints the engine's /metrics.
     # pip: lizard for scripts/complexity.sh. The multi-host MPI test
-    # (tests/mpi/multihost.sh) runs its own sshd and ip in network namespaces.
+    # (tests/dist/multihost.sh) runs its own sshd and ip in network namespaces.
     --test) pkgs+=(chromium prometheus python3-pip openssh-server iproute2) ;;
     --fuzz) pkgs+=(clang libclang-rt-dev) ;;
     --interop) pkgs+=(python3 python3-venv python3-pip) ;;

@@ -12,7 +12,15 @@
 
 #define TEST_SKIP 77
 
+/* One file's counters; a test of several files defines TESTUTIL_SHARED
+ * (all of them) and TESTUTIL_COUNTERS in the one that owns the counters. */
+#if defined(TESTUTIL_COUNTERS)
+int tu_pass, tu_fail;
+#elif defined(TESTUTIL_SHARED)
+extern int tu_pass, tu_fail;
+#else
 static int tu_pass, tu_fail;
+#endif
 
 #define CHECK(cond, ...)                                                       \
     do {                                                                       \

@@ -282,40 +282,60 @@ static void usage(FILE *f)
                "[--no-roofs]\n");
 }
 
-int main(int argc, char **argv)
+/* The command line, and the machine's figures every row is read against. */
+typedef struct bench_opts {
+    int heads, topk, max_n, iters, roofs, only_n;
+    const char *csv_path;
+    int sm;                     /* the device's SM count */
+    double copy_gbs, tc_tflops; /* the measured roofs; NAN with --no-roofs */
+} bench_opts;
+
+/* 0: run; 1: --help printed; 2: a usage error (printed). */
+static int parse_args(int argc, char **argv, bench_opts *o)
 {
-    int heads = 64, topk = 2048, max_n = 256, iters = 40, roofs = 1, only_n = 0;
-    const char *csv_path = NULL;
+    *o = (bench_opts){.heads = 64, .topk = 2048, .max_n = 256, .iters = 40, .roofs = 1, .only_n = 0,
+                      .csv_path = NULL, .sm = 0, .copy_gbs = NAN, .tc_tflops = NAN};
+    const struct {
+        const char *name;
+        int *v;
+    } nums[] = {{"--heads", &o->heads}, {"--topk", &o->topk},   {"--max-n", &o->max_n},
+                {"--only-n", &o->only_n}, {"--iters", &o->iters}};
     for (int i = 1; i < argc; i++) {
-        const char *o = argv[i];
-        int has = i + 1 < argc;
-        if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+        const char *a = argv[i];
+        int has = i + 1 < argc, done = 0;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
-            return 0;
-        } else if (!strcmp(o, "--heads") && has)
-            heads = atoi(argv[++i]);
-        else if (!strcmp(o, "--topk") && has)
-            topk = atoi(argv[++i]);
-        else if (!strcmp(o, "--max-n") && has)
-            max_n = atoi(argv[++i]);
-        else if (!strcmp(o, "--only-n") && has)
-            only_n = atoi(argv[++i]);
-        else if (!strcmp(o, "--iters") && has)
-            iters = atoi(argv[++i]);
-        else if (!strcmp(o, "--csv") && has)
-            csv_path = argv[++i];
-        else if (!strcmp(o, "--no-roofs"))
-            roofs = 0;
-        else {
+            return 1;
+        }
+        for (size_t k = 0; k < sizeof nums / sizeof nums[0] && !done; k++)
+            if (!strcmp(a, nums[k].name) && has) {
+                *nums[k].v = atoi(argv[++i]);
+                done = 1;
+            }
+        if (!done && !strcmp(a, "--csv") && has) {
+            o->csv_path = argv[++i];
+            done = 1;
+        } else if (!done && !strcmp(a, "--no-roofs")) {
+            o->roofs = 0;
+            done = 1;
+        }
+        if (!done) {
             usage(stderr);
             return 2;
         }
     }
-    if (heads < 1 || topk < 1 || max_n < 1 || iters < 1 || only_n < 0 || only_n > max_n ||
-        (only_n & (only_n - 1)) != 0) {
+    if (o->heads < 1 || o->topk < 1 || o->max_n < 1 || o->iters < 1 || o->only_n < 0 || o->only_n > o->max_n ||
+        (o->only_n & (o->only_n - 1)) != 0) {
         usage(stderr);
         return 2;
     }
+    return 0;
+}
+
+/* Device 0, its SM count and (unless --no-roofs) the roofs: 0, or 77 with
+ * "SKIP: <reason>" printed where no device answers. */
+static int open_device(bench_opts *o)
+{
     int ndev = 0;
     cudaError_t e = cudaGetDeviceCount(&ndev);
     if (e != cudaSuccess || ndev < 1) {
@@ -325,27 +345,117 @@ int main(int argc, char **argv)
     }
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
-    int sm = prop.multiProcessorCount;
-    printf("device: %s (sm_%d%d, %d SMs, L2 %d MB)\n", prop.name, prop.major, prop.minor, sm, prop.l2CacheSize >> 20);
-
-    double copy_gbs = NAN, tc_tflops = NAN;
-    if (roofs) {
-        copy_gbs = copy_roof_gbs(sm);
-        tc_tflops = gemm_roof_tflops();
+    o->sm = prop.multiProcessorCount;
+    printf("device: %s (sm_%d%d, %d SMs, L2 %d MB)\n", prop.name, prop.major, prop.minor, o->sm,
+           prop.l2CacheSize >> 20);
+    if (o->roofs) {
+        o->copy_gbs = copy_roof_gbs(o->sm);
+        o->tc_tflops = gemm_roof_tflops();
         printf("roofs: copy %.0f GB/s (16-byte loads, read+write, 2 x 1 GiB); bf16 tensor %.0f TFLOP/s "
-               "(cublasGemmEx 8192^3)\n", copy_gbs, tc_tflops);
+               "(cublasGemmEx 8192^3)\n", o->copy_gbs, o->tc_tflops);
     }
-    FILE *csv = NULL;
-    if (csv_path) {
-        csv = fopen(csv_path, "w");
-        if (!csv) {
-            perror(csv_path);
-            return 1;
-        }
-        fprintf(csv, "layout,n,heads,topk,naive_us,tiled_us,unique_kv_bytes,flops,naive_gbs,tiled_gbs,tiled_pct_copy,"
-                     "naive_tflops,tiled_tflops,tiled_pct_tc,naive_over_tiled,copy_gbs,tc_tflops,v2_us,v2_gbs,"
-                     "v2_pct_copy,tiled_over_v2\n");
+    return 0;
+}
+
+/* The CSV with its header line, or NULL (no --csv); exits 1 when it cannot
+ * be created. */
+static FILE *open_csv(const char *path)
+{
+    if (!path)
+        return NULL;
+    FILE *csv = fopen(path, "w");
+    if (!csv) {
+        perror(path);
+        exit(1);
     }
+    fprintf(csv, "layout,n,heads,topk,naive_us,tiled_us,unique_kv_bytes,flops,naive_gbs,tiled_gbs,tiled_pct_copy,"
+                 "naive_tflops,tiled_tflops,tiled_pct_tc,naive_over_tiled,copy_gbs,tc_tflops,v2_us,v2_gbs,"
+                 "v2_pct_copy,tiled_over_v2\n");
+    return csv;
+}
+
+/* One layout's inputs on the device: q, the pool, the index array twice
+ * (for rotation), outputs and the larger of the tiled and v2 workspaces. */
+static void dev_upload(const cac_data *d, const bench_opts *o, bench_dev *g)
+{
+    memset(g, 0, sizeof *g);
+    size_t rows = (size_t)o->max_n * o->heads, nidx = (size_t)o->max_n * o->topk;
+    CK(cudaMalloc((void **)&g->q, rows * CUDA_ATTN_DQK * 4));
+    CK(cudaMalloc((void **)&g->out, rows * CUDA_ATTN_DV * 4));
+    CK(cudaMalloc((void **)&g->lse, rows * 4));
+    CK(cudaMalloc((void **)&g->kv, (size_t)d->kv_rows * d->row_bytes));
+    CK(cudaMalloc((void **)&g->idx2, 2 * nidx * 4));
+    g->ws_bytes = std::max(cuda_attn_ws_bytes(CUDA_ATTN_TILED, o->max_n, o->heads, o->topk, o->sm),
+                           cuda_attn_ws_bytes(CUDA_ATTN_V2, o->max_n, o->heads, o->topk, o->sm));
+    if (g->ws_bytes)
+        CK(cudaMalloc(&g->ws, g->ws_bytes));
+    CK(cudaMemcpy(g->q, d->q, rows * CUDA_ATTN_DQK * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(g->kv, d->kv, (size_t)d->kv_rows * d->row_bytes, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(g->idx2, d->idx, nidx * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(g->idx2 + nidx, d->idx, nidx * 4, cudaMemcpyHostToDevice));
+}
+
+static void dev_free(bench_dev *g)
+{
+    CK(cudaFree(g->q));
+    CK(cudaFree(g->out));
+    CK(cudaFree(g->lse));
+    CK(cudaFree(g->kv));
+    CK(cudaFree(g->idx2));
+    if (g->ws)
+        CK(cudaFree(g->ws));
+}
+
+/* Batch n of one layout: every kind validated against the reference, then
+ * timed (llm.c); the row on stdout and in the CSV, and for the largest
+ * N <= 64 (or N = 1) the layout's summary line. 0, or 1 when a check failed. */
+static int bench_n(cac_data *d, const bench_dev *g, const bench_opts *o, int n, FILE *csv, char *summary,
+                   size_t summary_len)
+{
+    const int sm = o->sm, heads = o->heads, topk = o->topk;
+    if (check_kind(d, g, CUDA_ATTN_NAIVE, n, sm) || check_kind(d, g, CUDA_ATTN_TILED, n, sm) ||
+        check_kind(d, g, CUDA_ATTN_V2, n, sm))
+        return 1;
+    double t_naive = time_kind(d, g, CUDA_ATTN_NAIVE, n, sm, o->iters);
+    double t_tiled = time_kind(d, g, CUDA_ATTN_TILED, n, sm, o->iters);
+    double t_v2 = time_kind(d, g, CUDA_ATTN_V2, n, sm, o->iters);
+    double bytes = cuda_attn_unique_kv_bytes(d->idx, n, topk, d->c.layout);
+    double flops = cuda_attn_flops(d->idx, n, heads, topk);
+    double gbs_n = bytes / (t_naive * 1e-3) / 1e9, gbs_t = bytes / (t_tiled * 1e-3) / 1e9;
+    double gbs_v = bytes / (t_v2 * 1e-3) / 1e9;
+    double tf_n = flops / (t_naive * 1e-3) / 1e12, tf_t = flops / (t_tiled * 1e-3) / 1e12;
+    const double copy_gbs = o->copy_gbs, tc_tflops = o->tc_tflops;
+    const char *layout = cuda_kv_layout_name(d->c.layout);
+    printf("%-5s %4d %10.1f %10.1f %9.2f %8.2f %9.0f %9.0f %5.0f%% %8.1f %8.1f %5.0f%% %7.1f %10.1f %9.0f %5.0f%% "
+           "%7.2f\n",
+           layout, n, t_naive * 1e3, t_tiled * 1e3, bytes / 1e6, flops / 1e9, gbs_n, gbs_t, 100 * gbs_t / copy_gbs,
+           tf_n, tf_t, 100 * tf_t / tc_tflops, t_naive / t_tiled, t_v2 * 1e3, gbs_v, 100 * gbs_v / copy_gbs,
+           t_tiled / t_v2);
+    if (csv)
+        fprintf(csv, "%s,%d,%d,%d,%.3f,%.3f,%.0f,%.0f,%.1f,%.1f,%.2f,%.3f,%.3f,%.2f,%.3f,%.1f,%.1f,%.3f,%.1f,%.2f,"
+                     "%.3f\n",
+                layout, n, heads, topk, t_naive * 1e3, t_tiled * 1e3, bytes, flops, gbs_n, gbs_t,
+                100 * gbs_t / copy_gbs, tf_n, tf_t, 100 * tf_t / tc_tflops, t_naive / t_tiled, copy_gbs, tc_tflops,
+                t_v2 * 1e3, gbs_v, 100 * gbs_v / copy_gbs, t_tiled / t_v2);
+    fflush(stdout);
+    if (n <= 64 || summary[0] == 0)
+        snprintf(summary, summary_len,
+                 "summary %s N=%d: tiled %.0f GB/s = %.0f%% of copy (%.0f GB/s), %.1f TFLOP/s; naive %.1f TFLOP/s; "
+                 "naive/tiled %.1fx; v2 %.0f GB/s = %.0f%% of copy, tiled/v2 %.2fx",
+                 layout, n, gbs_t, 100 * gbs_t / copy_gbs, copy_gbs, tf_t, tf_n, t_naive / t_tiled, gbs_v,
+                 100 * gbs_v / copy_gbs, t_tiled / t_v2);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    bench_opts o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc != 0)
+        return rc == 1 ? 0 : rc;
+    if ((rc = open_device(&o)) != 0)
+        return rc;
+    FILE *csv = open_csv(o.csv_path);
     printf("\n%-5s %4s %10s %10s %9s %8s %9s %9s %6s %8s %8s %6s %7s %10s %9s %6s %7s\n", "kv", "N", "naive_us",
            "tiled_us", "uniq_MB", "GFLOP", "naive_GBs", "tiled_GBs", "%copy", "naive_TF", "tiled_TF", "%tc", "n/t",
            "v2_us", "v2_GBs", "%copy", "t/v2");
@@ -354,11 +464,11 @@ int main(int argc, char **argv)
     for (int l = 0; l < 2; l++) {
         cac_case c;
         memset(&c, 0, sizeof c);
-        c.n_seq = max_n;
-        c.heads = heads;
-        c.topk = topk;
+        c.n_seq = o.max_n;
+        c.heads = o.heads;
+        c.topk = o.topk;
         c.layout = (cuda_kv_layout)l;
-        c.ctx_rows = topk; /* each sequence selects all of its own rows: unique = valid */
+        c.ctx_rows = o.topk; /* each sequence selects all of its own rows: unique = valid */
         c.seed = 42 + l;
         cac_data d;
         if (cac_make(&c, &d) != 0) {
@@ -366,61 +476,11 @@ int main(int argc, char **argv)
             return 1;
         }
         bench_dev g;
-        memset(&g, 0, sizeof g);
-        size_t rows = (size_t)max_n * heads, nidx = (size_t)max_n * topk;
-        CK(cudaMalloc((void **)&g.q, rows * CUDA_ATTN_DQK * 4));
-        CK(cudaMalloc((void **)&g.out, rows * CUDA_ATTN_DV * 4));
-        CK(cudaMalloc((void **)&g.lse, rows * 4));
-        CK(cudaMalloc((void **)&g.kv, (size_t)d.kv_rows * d.row_bytes));
-        CK(cudaMalloc((void **)&g.idx2, 2 * nidx * 4));
-        g.ws_bytes = std::max(cuda_attn_ws_bytes(CUDA_ATTN_TILED, max_n, heads, topk, sm),
-                              cuda_attn_ws_bytes(CUDA_ATTN_V2, max_n, heads, topk, sm));
-        if (g.ws_bytes)
-            CK(cudaMalloc(&g.ws, g.ws_bytes));
-        CK(cudaMemcpy(g.q, d.q, rows * CUDA_ATTN_DQK * 4, cudaMemcpyHostToDevice));
-        CK(cudaMemcpy(g.kv, d.kv, (size_t)d.kv_rows * d.row_bytes, cudaMemcpyHostToDevice));
-        CK(cudaMemcpy(g.idx2, d.idx, nidx * 4, cudaMemcpyHostToDevice));
-        CK(cudaMemcpy(g.idx2 + nidx, d.idx, nidx * 4, cudaMemcpyHostToDevice));
-
-        for (int n = only_n ? only_n : 1; n <= (only_n ? only_n : max_n); n *= 2) {
-            /* validate, then time (llm.c): every kind on the inputs timed */
-            if (check_kind(&d, &g, CUDA_ATTN_NAIVE, n, sm) || check_kind(&d, &g, CUDA_ATTN_TILED, n, sm) ||
-                check_kind(&d, &g, CUDA_ATTN_V2, n, sm))
+        dev_upload(&d, &o, &g);
+        for (int n = o.only_n ? o.only_n : 1; n <= (o.only_n ? o.only_n : o.max_n); n *= 2)
+            if (bench_n(&d, &g, &o, n, csv, summary[l], sizeof summary[l]) != 0)
                 return 1;
-            double t_naive = time_kind(&d, &g, CUDA_ATTN_NAIVE, n, sm, iters);
-            double t_tiled = time_kind(&d, &g, CUDA_ATTN_TILED, n, sm, iters);
-            double t_v2 = time_kind(&d, &g, CUDA_ATTN_V2, n, sm, iters);
-            double bytes = cuda_attn_unique_kv_bytes(d.idx, n, topk, c.layout);
-            double flops = cuda_attn_flops(d.idx, n, heads, topk);
-            double gbs_n = bytes / (t_naive * 1e-3) / 1e9, gbs_t = bytes / (t_tiled * 1e-3) / 1e9;
-            double gbs_v = bytes / (t_v2 * 1e-3) / 1e9;
-            double tf_n = flops / (t_naive * 1e-3) / 1e12, tf_t = flops / (t_tiled * 1e-3) / 1e12;
-            printf("%-5s %4d %10.1f %10.1f %9.2f %8.2f %9.0f %9.0f %5.0f%% %8.1f %8.1f %5.0f%% %7.1f %10.1f %9.0f %5.0f%% "
-                   "%7.2f\n",
-                   cuda_kv_layout_name(c.layout), n, t_naive * 1e3, t_tiled * 1e3, bytes / 1e6, flops / 1e9, gbs_n,
-                   gbs_t, 100 * gbs_t / copy_gbs, tf_n, tf_t, 100 * tf_t / tc_tflops, t_naive / t_tiled, t_v2 * 1e3,
-                   gbs_v, 100 * gbs_v / copy_gbs, t_tiled / t_v2);
-            if (csv)
-                fprintf(csv, "%s,%d,%d,%d,%.3f,%.3f,%.0f,%.0f,%.1f,%.1f,%.2f,%.3f,%.3f,%.2f,%.3f,%.1f,%.1f,%.3f,%.1f,%.2f,"
-                             "%.3f\n",
-                        cuda_kv_layout_name(c.layout), n, heads, topk, t_naive * 1e3, t_tiled * 1e3, bytes, flops,
-                        gbs_n, gbs_t, 100 * gbs_t / copy_gbs, tf_n, tf_t, 100 * tf_t / tc_tflops, t_naive / t_tiled,
-                        copy_gbs, tc_tflops, t_v2 * 1e3, gbs_v, 100 * gbs_v / copy_gbs, t_tiled / t_v2);
-            fflush(stdout);
-            if (n <= 64 || summary[l][0] == 0) /* the largest N <= 64 (or N = 1) */
-                snprintf(summary[l], sizeof summary[l],
-                         "summary %s N=%d: tiled %.0f GB/s = %.0f%% of copy (%.0f GB/s), %.1f TFLOP/s; naive %.1f TFLOP/s; "
-                         "naive/tiled %.1fx; v2 %.0f GB/s = %.0f%% of copy, tiled/v2 %.2fx",
-                         cuda_kv_layout_name(c.layout), n, gbs_t, 100 * gbs_t / copy_gbs, copy_gbs, tf_t, tf_n,
-                         t_naive / t_tiled, gbs_v, 100 * gbs_v / copy_gbs, t_tiled / t_v2);
-        }
-        CK(cudaFree(g.q));
-        CK(cudaFree(g.out));
-        CK(cudaFree(g.lse));
-        CK(cudaFree(g.kv));
-        CK(cudaFree(g.idx2));
-        if (g.ws)
-            CK(cudaFree(g.ws));
+        dev_free(&g);
         cac_free(&d);
     }
     if (csv)

@@ -42,9 +42,11 @@
 #                  unknown metric) is a warning, never a failed run
 #   loadlaw        the carried loadlaw (.devpack/programs.tar.xz, unpacked
 #                  first) starts (glibc, libraries)
-#   backend-tests  the carried cuda backend tests (cuda_backend, cuda_engine,
-#                  cuda_start, prompt logprobs: cuda_rescore, cuda_engine_plp,
-#                  and the three kernels' outputs alike: cuda_engine_kernels)
+#   backend-tests  the carried cuda backend tests (cuda_start, cuda_tp_host,
+#                  the conformance suite's backend, engine and rescore paths
+#                  on cuda: test_backends PATH cuda; prompt logprobs over
+#                  HTTP: cuda_engine_plp; the three kernels' outputs alike:
+#                  cuda_engine_kernels)
 #   ab             loadlaw sweep scenarios/kernel-ab-cuda.json: naive vs
 #                  tiled end to end, compare, the two gates: expect_speedup
 #                  and expect_same_outputs (greedy tokens recorded on both sides)
@@ -52,7 +54,7 @@
 #                  2.30 (two ranks on it, NCCL_MULTI_RANK_GPU_ENABLE=1);
 #                  otherwise skipped with the NCCL version found. An
 #                  all-reduce with K=1 and K=2, the cuda backend's tp=2
-#                  against tp=1 (test_cuda_tp), and if tp=2 initialised a
+#                  against tp=1 (test_backends tp cuda), and if tp=2 initialised a
 #                  short sweep of scenarios/tp-ab-cuda.json
 #   sglang-ref     optional: SGLang's Triton sparse decode kernel (carried in
 #                  .sglang_ref/ by bench/cuda/fetch_sglang_ref.sh, never
@@ -407,9 +409,12 @@ if [ "$ll_ok" -eq 0 ]; then
 else
     notes=""
     state=ok
-    for t in test_cuda_start test_cuda_tp_host test_cuda_backend test_cuda_engine test_cuda_rescore test_cuda_engine_plp test_cuda_engine_kernels; do
-        [ -x "$prog/bin/$t" ] || { notes+="$t: not carried; "; state=fail; continue; }
-        run_bounded "$t" 120 "${ll_env[@]}" "$prog/bin/$t"
+    for c in test_cuda_start test_cuda_tp_host "test_backends backend cuda" "test_backends engine cuda" \
+             "test_backends rescore cuda" test_cuda_engine_plp test_cuda_engine_kernels; do
+        read -r -a argv <<<"$c"
+        t=$(tr ' ' _ <<<"$c") # its log's name: test_backends_backend_cuda, ...
+        [ -x "$prog/bin/${argv[0]}" ] || { notes+="$t: not carried; "; state=fail; continue; }
+        run_bounded "$t" 120 "${ll_env[@]}" "$prog/bin/${argv[0]}" "${argv[@]:1}"
         line=$(test_line "$logs/$t.log")
         case $rc in
         0) notes+="$t: $line; " ;;
@@ -451,7 +456,7 @@ if [ -z "$nccl" ] && [ "$gpu" -eq 1 ] && [ "$(left)" -ge 60 ]; then
     nccl=$(timeout 30 find / -xdev \( -path /proc -o -path /sys \) -prune -o -name 'libnccl.so.2' -print 2>/dev/null | head -1)
 fi
 tcn=$prog/bin/test_comm_nccl
-tct=$prog/bin/test_cuda_tp
+tct=$prog/bin/test_backends
 nccl_ver=""
 nccl_can=0
 nccl_why="no GPU${nccl:+; NCCL at $nccl}"
@@ -459,7 +464,7 @@ if [ "$gpu" -eq 1 ]; then
     if [ -z "$nccl" ]; then
         nccl_why="libnccl.so.2 not found (pip nvidia-nccl-cu13, /usr/local/cuda*, find /)"
     elif [ "$ll_ok" -eq 0 ] || [ ! -x "$tcn" ] || [ ! -x "$tct" ]; then
-        nccl_why="NCCL at $nccl; the carried test_comm_nccl / test_cuda_tp are missing or do not start (pack.sh)"
+        nccl_why="NCCL at $nccl; the carried test_comm_nccl / test_backends are missing or do not start (pack.sh)"
     else
         section "nccl version"
         run_bounded nccl-version 30 "${ll_env[@]}" env "LOADLAW_NCCL_LIB=$nccl" NCCL_DEBUG=WARN "$tcn" load
@@ -509,7 +514,7 @@ section "nccl-tp"
 # Each part time-bounded (a collective that never completes hangs, it does
 # not fail): a real all-reduce with K=1, then K=2 (two GPUs, or both ranks
 # on this one with NCCL_MULTI_RANK_GPU_ENABLE=1), the cuda backend's tp=2
-# against tp=1 (test_cuda_tp), and when tp=2 initialised a short `loadlaw
+# against tp=1 (test_backends tp cuda), and when tp=2 initialised a short `loadlaw
 # sweep scenarios/tp-ab-cuda.json`. One summary line: NCCL's version and
 # where, ok/fail/skip of each part, the two laws.
 if [ "$nccl_can" -eq 0 ]; then
@@ -549,10 +554,10 @@ else
     # this NCCL does (2.30+ needed), reported, not failed
     [ "$ngpu" -ge 2 ] && [ "$k2" -ne 0 ] && [ "$k2" -ne 200 ] && state=fail
     # the cuda backend: tp=2 against tp=1 (skips itself when NCCL refuses)
-    run_bounded cuda-tp 90 "${ll_env[@]}" "${n_env[@]}" "${multi[@]}" "$tct"
+    run_bounded cuda-tp 90 "${ll_env[@]}" "${n_env[@]}" "${multi[@]}" "$tct" tp cuda
     tp2=0
     case $rc in
-    0) tp2=1; notes+="cuda tp=2 vs tp=1: $(test_line "$logs/cuda-tp.log"), $(grep -m1 "tokens:" "$logs/cuda-tp.log" | sed 's/^ *//'); " ;;
+    0) tp2=1; notes+="cuda tp=2 vs tp=1: $(test_line "$logs/cuda-tp.log"), $(grep -m1 "tokens agree:" "$logs/cuda-tp.log" | sed 's/^ *//'); " ;;
     77) notes+="cuda tp=2: skip ($(grep -m1 "^SKIP" "$logs/cuda-tp.log" | cut -c1-160)); " ;;
     124) notes+="cuda tp=2: HUNG (stopped at 90s); "; state=fail ;;
     200) notes+="cuda tp=2: out of time; " ;;

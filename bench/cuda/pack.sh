@@ -8,8 +8,10 @@
 #   bash bench/cuda/pack.sh            # -> .devpack/{programs.tar.xz,MANIFEST,SOURCES.sha256}
 #   PACK_BUILD=/tmp/x PACK_ARCH=90 bash bench/cuda/pack.sh
 #
-# What goes in: bin/loadlaw, bin/test_cuda_{backend,engine,start,rescore,engine_plp,engine_kernels}, the tp
-# checks bin/test_cuda_tp, test_cuda_tp_host, test_comm_nccl (NCCL itself is
+# What goes in: bin/loadlaw, bin/test_backends (the conformance suite: the
+# cuda backend's backend, engine, rescore and tp paths),
+# bin/test_cuda_{start,engine_plp,engine_kernels}, the tp checks
+# test_cuda_tp_host, test_comm_nccl (NCCL itself is
 # not packed: it is dlopen'ed from the machine's pip nvidia-nccl-cu13 or
 # toolkit, LOADLAW_NCCL_LIB) and, when the kernels' targets exist, their
 # tests and bench; lib/: the libraries ldd
@@ -45,9 +47,9 @@ if ! grep -q "CUDA (nvcc)  : found" "$build.configure.log"; then
 fi
 
 # the targets this tree has (the kernels' tests and bench may not exist yet)
-want=(loadlaw test_cuda_backend test_cuda_engine test_cuda_start test_cuda_attn test_cuda_kv_host test_cuda_split_policy
-      test_cuda_attn_fault test_cuda_rescore test_cuda_engine_plp test_cuda_engine_kernels
-      bench_attn_cuda test_cuda_tp test_cuda_tp_host test_comm_nccl)
+want=(loadlaw test_backends test_cuda_start test_cuda_attn test_cuda_kv_host test_cuda_split_policy
+      test_cuda_attn_fault test_cuda_engine_plp test_cuda_engine_kernels
+      bench_attn_cuda test_cuda_tp_host test_comm_nccl)
 have=()
 # (ninja's `help` lists only phony targets; `-t targets all` has the rest)
 targets=$({ cmake --build "$build" --target help; [ -f "$build/build.ninja" ] && ninja -C "$build" -t targets all; } 2>/dev/null || true)

@@ -69,7 +69,7 @@ for a in $archs; do
     : >"$out/ptxas.sm_$a.log"
     : >"$out/cuda_attn.sm_$a.sass"
     sass_ok=1
-    for f in cuda_attn cuda_attn_v2; do
+    for f in cuda_attn cuda_attn_naive cuda_attn_v2; do
         "$nvcc" -O2 -std=c++17 -lineinfo -gencode "arch=compute_$a,code=sm_$a" -I"$root/engine/cuda" -I"$root/engine" \
             -Xptxas -v -cubin -o "$out/$f.sm_$a.cubin" "$root/engine/cuda/$f.cu" 2>>"$out/ptxas.sm_$a.log"
         if [ -n "$cuobjdump" ] && [ -n "$nvdisasm" ]; then

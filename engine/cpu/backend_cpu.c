@@ -51,7 +51,7 @@
  *               the sum over all H heads
  * and rank 0 samples. With K = 1 there is no rank thread, no barrier, no
  * all-reduce and no "all_reduce" phase: the step is the tp-less one,
- * operation for operation (tests/cpu/test_cpu_tp.c checks the bits).
+ * operation for operation (the conformance suite's cpu_tp checks the bits).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -278,7 +278,7 @@ static int grow_batch(cpu_state *st, int n)
 
 /* The history rows' seed: the same in every slot, so no output depends on
  * which slot a request landed on. */
-static uint64_t history_seed(const cpu_state *st) { return cpu_hash64(st->o.seed ^ 0x4b56ull); }
+static uint64_t history_seed(const cpu_state *st) { return ll_splitmix64(st->o.seed ^ 0x4b56ull); }
 
 /* The slot's KV rows, allocated and filled with seeded history on first use. */
 static uint16_t *slot_kv(cpu_state *st, int slot)
@@ -342,10 +342,10 @@ static int phase_prefill(cpu_state *st, const eng_batch *b)
         cpu_slot *s = &st->slots[slot];
         int64_t cap = st->o.capacity;
         if (s->prefilled == 0) { /* a new request: its seed, and its first token */
-            s->seed = b->prefill_seed ? b->prefill_seed[i] : cpu_hash64(st->o.seed ^ (uint64_t)slot);
-            s->token = (int32_t)(cpu_hash64(s->seed ^ 0x70ull) % (uint64_t)st->o.vocab);
+            s->seed = b->prefill_seed ? b->prefill_seed[i] : ll_splitmix64(st->o.seed ^ (uint64_t)slot);
+            s->token = (int32_t)(ll_splitmix64(s->seed ^ 0x70ull) % (uint64_t)st->o.vocab);
         }
-        uint64_t seed = cpu_hash64(s->seed ^ 0x9f11ull);
+        uint64_t seed = ll_splitmix64(s->seed ^ 0x9f11ull);
         for (int64_t t = 0; t < b->prefill_tok[i]; t++)
             cpu_kv_fill(kv, (s->prefilled + t) % cap, 1, seed);
         s->prefilled += b->prefill_tok[i];
@@ -385,7 +385,7 @@ static int step_prepare(cpu_state *st, const eng_batch *b)
         int32_t *idx = st->idx + (size_t)i * o->topk;
         st->seqs[i].kv = st->slots[slot].kv;
         st->seqs[i].idx = idx;
-        st->seqs[i].k = cpu_topk_select(ctx, o->topk, cpu_hash64(st->slots[slot].seed), idx);
+        st->seqs[i].k = cpu_topk_select(ctx, o->topk, ll_splitmix64(st->slots[slot].seed), idx);
     }
     return 0;
 }

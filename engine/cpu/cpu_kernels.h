@@ -1,4 +1,5 @@
-/* cpu_kernels.h (internal to engine/cpu/, shared with tests/cpu and bench/cpu):
+/* cpu_kernels.h (internal to engine/cpu/, shared with tests/cpu, tests/cuda,
+ * tests/engine/backends and bench/cpu):
  * sparse MLA decode attention on the CPU, a reference beside two kernels.
  *
  * The model (DeepSeek MLA with absorbed queries, one decode token per sequence):
@@ -38,6 +39,7 @@
 
 #include "cpu_pool.h"
 #include "numfmt.h"
+#include "splitmix.h" /* ll_splitmix64: every deterministic choice here */
 
 #define ATTN_DQK 576  /* per-token latent + rope dims = query dims */
 #define ATTN_DV 512   /* latent dims = value dims */
@@ -110,14 +112,5 @@ int cpu_topk_select(int64_t ctx, int k, uint64_t seed, int32_t *idx);
 /* Fill rows [row0, row0+n) of a (rows, ATTN_DQK) bf16 cache with seeded
  * values in about [-1, 1): value depends only on (seed, row, dim). */
 void cpu_kv_fill(uint16_t *kv, int64_t row0, int64_t n, uint64_t seed);
-
-/* splitmix64: the hash every deterministic choice here uses. */
-static inline uint64_t cpu_hash64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
 
 #endif

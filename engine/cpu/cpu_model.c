@@ -11,16 +11,13 @@
 #include "cpu_kernels.h"
 #include "engine.h"
 
-/* Seeded uniform in [-1, 1) from one 64-bit hash. */
-static float hash_unit(uint64_t h) { return (float)((int64_t)(h >> 11) - (1ll << 52)) / (float)(1ll << 52); }
-
 static int fill_weights(float **out, size_t n, float scale, uint64_t seed)
 {
     float *w = aligned_alloc(64, (n * sizeof(float) + 63) & ~(size_t)63);
     if (!w)
         return LL_ENOMEM;
     for (size_t i = 0; i < n; i++)
-        w[i] = scale * hash_unit(cpu_hash64(seed + i));
+        w[i] = scale * ll_hash_unit(ll_splitmix64(seed + i));
     *out = w;
     return 0;
 }
@@ -46,7 +43,7 @@ int cpu_dense_init(cpu_dense *d, int d_model, int d_ff, int vocab, uint64_t seed
     d->vocab = vocab;
     if (fill_weights(&d->w, (size_t)d_model * d_ff, 1.0f / sqrtf((float)d_model), seed) != 0 ||
         fill_weights(&d->wv, (size_t)ATTN_DV * vocab, 1.0f / sqrtf((float)ATTN_DV),
-                     cpu_hash64(seed ^ 0x5eedull)) != 0) {
+                     ll_splitmix64(seed ^ 0x5eedull)) != 0) {
         cpu_dense_free(d);
         ll_errf(err, errlen, "cpu backend: out of memory for %d x %d dense weights", d_model, d_ff);
         return LL_ENOMEM;
@@ -64,9 +61,9 @@ void cpu_dense_free(cpu_dense *d)
 void cpu_embed(const cpu_dense *d, const int32_t *tokens, int n, uint64_t seed, float *x)
 {
     for (int i = 0; i < n; i++) {
-        uint64_t h = cpu_hash64(seed ^ ((uint64_t)(uint32_t)tokens[i] << 20));
+        uint64_t h = ll_splitmix64(seed ^ ((uint64_t)(uint32_t)tokens[i] << 20));
         for (int j = 0; j < d->d_model; j++)
-            x[(size_t)i * d->d_model + j] = hash_unit(cpu_hash64(h + (uint64_t)j));
+            x[(size_t)i * d->d_model + j] = ll_hash_unit(ll_splitmix64(h + (uint64_t)j));
     }
 }
 

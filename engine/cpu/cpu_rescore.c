@@ -92,7 +92,7 @@ static int attend(const cpu_rescore_in *in, const rs_buf *b, int64_t P, int j)
         row[e] = f32_to_bf16(kv_new[e]);
     int64_t sel = ctx > in->min_ctx ? ctx : in->min_ctx;
     sel = sel > in->capacity ? in->capacity : sel;
-    attn_seq sq = {.kv = in->kv, .idx = b->idx, .k = cpu_topk_select(sel, in->topk, cpu_hash64(in->seq_seed), b->idx)};
+    attn_seq sq = {.kv = in->kv, .idx = b->idx, .k = cpu_topk_select(sel, in->topk, ll_splitmix64(in->seq_seed), b->idx)};
     cpu_project_q(d, hdj, 1, 0, in->heads, b->q);
     attn_batch ab = {.n_seq = 1, .heads = in->heads, .scale = in->scale, .q = b->q, .seq = &sq,
                      .out = b->out, .fault = 0};

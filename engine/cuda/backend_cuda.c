@@ -125,12 +125,12 @@ static uint64_t start_request(cuda_state *st, const eng_batch *b, int i)
     const eng_model_opts *o = &st->o;
     int slot = b->prefill_slot[i];
     if (!b->prefill_seed)
-        return cpu_hash64_host(o->seed ^ ((uint64_t)slot << 32) ^ 0x9f11ull);
+        return ll_splitmix64(o->seed ^ ((uint64_t)slot << 32) ^ 0x9f11ull);
     if (st->prefilled[slot] == 0) {
-        st->key[slot] = cpu_hash64_host(b->prefill_seed[i]);
-        st->token[slot] = (int32_t)(cpu_hash64_host(st->key[slot] ^ 0x70ull) % (uint64_t)o->vocab);
+        st->key[slot] = ll_splitmix64(b->prefill_seed[i]);
+        st->token[slot] = (int32_t)(ll_splitmix64(st->key[slot] ^ 0x70ull) % (uint64_t)o->vocab);
     }
-    return cpu_hash64_host(st->key[slot] ^ 0x9f11ull);
+    return ll_splitmix64(st->key[slot] ^ 0x9f11ull);
 }
 
 typedef struct phase_mark {

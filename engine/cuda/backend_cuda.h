@@ -1,4 +1,5 @@
-/* backend_cuda.h (internal to engine/cuda/, for tests/cuda_engine): what the
+/* backend_cuda.h (internal to engine/cuda/, for tests/cuda_engine and the
+ * backend conformance suite, tests/engine/backends/be_cuda.c): what the
  * tests may see of eng_backend_cuda's state beyond the ops table. */
 #ifndef LOADLAW_BACKEND_CUDA_H
 #define LOADLAW_BACKEND_CUDA_H

@@ -1,7 +1,7 @@
 /* cuda_attn_dev.cuh (internal to engine/cuda/): the device helpers the
- * attention kernel files share (cuda_attn.cu: naive, tiled; cuda_attn_v2.cu:
- * v2): sizes of the KV rows and their shared-memory copies, bf16/e4m3
- * conversions, the PTX wrappers (mma.sync, ldmatrix, cp.async; cuemu defines
+ * attention kernel files share (cuda_attn_naive.cu; cuda_attn.cu: tiled;
+ * cuda_attn_v2.cu: v2): sizes of the KV rows and their shared-memory
+ * copies, bf16/e4m3 conversions, the PTX wrappers (mma.sync, ldmatrix, cp.async; cuemu defines
  * its own, tools/cuemu/cuemu.h), the index check, the row gather and the fp8
  * dequantisation. Fragment layouts: cuda_attn.cu's opening comment. */
 #ifndef LOADLAW_CUDA_ATTN_DEV_CUH
@@ -204,8 +204,9 @@ __device__ __forceinline__ void fp8_convert(__nv_bfloat16 *tile, const uint8_t *
     }
 }
 
-/* cuda_attn_v2.cu: the v2 kernels' launch (cuda_attn_decode checks the
- * arguments first). */
+/* cuda_attn_naive.cu and cuda_attn_v2.cu: their kernels' launch
+ * (cuda_attn_decode checks the arguments first). */
+cudaError_t cuda_attn_naive_launch(const cuda_attn_args *a, float scale_log2, cudaStream_t st);
 cudaError_t cuda_attn_v2_launch(const cuda_attn_args *a, int sm_count, float scale_log2, cudaStream_t st);
 
 #endif

@@ -158,20 +158,20 @@ static int dense_cublas(cuda_dense *d, cudaStream_t s, const char *who, char *er
 
 /* ---- weights and the dense GEMM ---------------------------------------------- */
 
-/* w[i] = scale * hash_unit(hash(seed + i)) (cpu_model.c fill_weights), stored
+/* w[i] = scale * ll_hash_unit(ll_splitmix64(seed + i)) (cpu_model.c fill_weights), stored
  * bf16 (W) or fp32 (Wv). */
 __global__ void init_weights_bf16_kernel(uint16_t *w, size_t n, float scale, uint64_t seed)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        w[i] = f32_to_bf16(scale * hash_unit(hash64(seed + i)));
+        w[i] = f32_to_bf16(scale * ll_hash_unit(ll_splitmix64(seed + i)));
 }
 
 __global__ void init_weights_f32_kernel(float *w, size_t n, float scale, uint64_t seed)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        w[i] = scale * hash_unit(hash64(seed + i));
+        w[i] = scale * ll_hash_unit(ll_splitmix64(seed + i));
 }
 
 /* W shard (d_model, ncols): column lc is the full W's column cols[lc], the
@@ -183,7 +183,7 @@ __global__ void init_weights_cols_bf16_kernel(uint16_t *w, int ld, int d_model, 
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         size_t k = i / (size_t)ncols, lc = i % (size_t)ncols;
-        w[k * ld + lc] = f32_to_bf16(scale * hash_unit(hash64(seed + k * (size_t)d_ff + (size_t)cols[lc])));
+        w[k * ld + lc] = f32_to_bf16(scale * ll_hash_unit(ll_splitmix64(seed + k * (size_t)d_ff + (size_t)cols[lc])));
     }
 }
 
@@ -222,7 +222,7 @@ static int dense_init(cuda_dense *d, int d_model, int d_ff, int vocab, uint64_t 
     int rc = launched();
     if (rc == 0 && nv) {
         LAUNCH(init_weights_f32_kernel, 256, 256, 0, s)(d->d_wv, nv, 1.0f / sqrtf((float)CUDA_ATTN_DV),
-                                                        hash64(seed ^ 0x5eedull));
+                                                        ll_splitmix64(seed ^ 0x5eedull));
         rc = launched();
     }
     if (rc != 0) {

@@ -51,11 +51,11 @@ __host__ __device__ static void store_row(uint8_t *dst, int layout, const uint16
  * 144 steps), stored in `layout`. */
 __host__ __device__ static void fill_row(uint8_t *dst, int layout, int64_t r, uint64_t seed)
 {
-    uint64_t h = hash64(seed ^ ((uint64_t)r * 0x2545f4914f6cdd1dull));
+    uint64_t h = ll_splitmix64(seed ^ ((uint64_t)r * 0x2545f4914f6cdd1dull));
     uint16_t v[CUDA_ATTN_DQK];
     float gmax[4] = {0, 0, 0, 0};
     for (int d = 0; d < CUDA_ATTN_DQK; d += 4) {
-        h = hash64(h);
+        h = ll_splitmix64(h);
         for (int l = 0; l < 4; l++) {
             float x = (float)(int16_t)(h >> (16 * l)) * (1.0f / 32768.0f);
             v[d + l] = f32_to_bf16(x);
@@ -96,8 +96,8 @@ extern "C" int cuda_kv_fill(uint8_t *d_pool, cuda_kv_layout layout, int64_t capa
 /* X[i][j] of cpu_embed, rounded to bf16. */
 __host__ __device__ static inline uint16_t embed_value(int32_t token, uint64_t seed, int j)
 {
-    uint64_t h = hash64(seed ^ ((uint64_t)(uint32_t)token << 20));
-    return f32_to_bf16(hash_unit(hash64(h + (uint64_t)j)));
+    uint64_t h = ll_splitmix64(seed ^ ((uint64_t)(uint32_t)token << 20));
+    return f32_to_bf16(ll_hash_unit(ll_splitmix64(h + (uint64_t)j)));
 }
 
 __global__ void embed_tokens_kernel(const int32_t *tokens, int d_model, uint64_t seed, uint16_t *x)
@@ -185,9 +185,9 @@ __host__ __device__ static int32_t topk_entry(int32_t slot, int64_t ctx, int k, 
     int64_t recent = n / 4, m = n - recent, range = c - recent;
     int64_t local;
     if (j < m) {
-        uint64_t h0 = hash64(key ^ hash64((uint64_t)c));
+        uint64_t h0 = ll_splitmix64(key ^ ll_splitmix64((uint64_t)c));
         int64_t lo = j * range / m, hi = (j + 1) * range / m;
-        uint64_t r = hash64(h0 + (uint64_t)j);
+        uint64_t r = ll_splitmix64(h0 + (uint64_t)j);
         local = lo + (int64_t)(r % (uint64_t)(hi - lo));
     } else {
         local = range + (j - m);
@@ -201,7 +201,7 @@ __global__ void mla_topk_select_kernel(const int32_t *slot, const int64_t *ctx, 
 {
     int i = blockIdx.y;
     int j = blockIdx.x * blockDim.x + threadIdx.x;
-    uint64_t kk = key ? key[i] : hash64(seed ^ (uint64_t)slot[i]);
+    uint64_t kk = key ? key[i] : ll_splitmix64(seed ^ (uint64_t)slot[i]);
     if (j < k)
         idx[(size_t)i * k + j] = topk_entry(slot[i], ctx[i], k, min_ctx, cap, kk, j);
 }
@@ -331,7 +331,7 @@ extern "C" void cuda_model_host_store_row(const float *vals, cuda_kv_layout layo
 extern "C" int32_t cuda_model_host_topk_entry(int32_t slot, int64_t ctx, int topk, int64_t min_ctx,
                                               int64_t capacity, uint64_t seed, int j)
 {
-    return topk_entry(slot, ctx, topk, min_ctx, capacity, hash64(seed ^ (uint64_t)slot), j);
+    return topk_entry(slot, ctx, topk, min_ctx, capacity, ll_splitmix64(seed ^ (uint64_t)slot), j);
 }
 
 extern "C" uint16_t cuda_model_host_embed(int32_t token, uint64_t seed, int j)

@@ -117,7 +117,7 @@ int cuda_project(const cuda_dense *d, const float *d_hd, int n, int heads, const
 /* idx (n, topk): for sequence i, cpu_topk_select(c, topk, key_i, .) with c =
  * min(max(ctx, min_ctx), capacity), as global rows; -1 after the selected
  * ones. key_i = d_key[i] (the request's, cuda_state.h), or with d_key NULL
- * cpu_hash64(seed ^ slot). */
+ * ll_splitmix64(seed ^ slot). */
 int cuda_topk(const int32_t *d_slot, const int64_t *d_ctx, const uint64_t *d_key, int n, int topk,
               int64_t min_ctx, int64_t capacity, uint64_t seed, int32_t *d_idx, void *stream);
 /* mean (n, 512) over heads of attn_out (n, heads, 512), then logits (n, vocab). */

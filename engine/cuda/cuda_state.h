@@ -23,6 +23,7 @@
 #include "cuda_model.h"
 #include "cuda_tp.h"
 #include "model_opts.h"
+#include "splitmix.h" /* the seeds of a slot's rows are the cpu backend's */
 
 /* Phases of a rank's step: fill, embed, GEMM, project, top-k, attention
  * (with its head sum), all-reduce (K > 1); rank 0 also logits and sample. */
@@ -92,28 +93,18 @@ typedef struct cuda_state {
     char last_err[512];
 } cuda_state;
 
-/* splitmix64, cpu_hash64 of cpu_kernels.h: the seeds of a slot's rows are
- * the cpu backend's. */
-static inline uint64_t cpu_hash64_host(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 /* The seeded history rows of every slot (a request starts on them, so no
  * output depends on which slot it landed on). */
 static inline uint64_t cuda_history_seed(uint64_t model_seed)
 {
-    return cpu_hash64_host(model_seed);
+    return ll_splitmix64(model_seed);
 }
 
 /* A slot's key while no request with a seed holds it (a batch without
- * prefill_seed): the top-k choice cpu_hash64(seed ^ slot). */
+ * prefill_seed): the top-k choice ll_splitmix64(seed ^ slot). */
 static inline uint64_t cuda_slot_key(uint64_t model_seed, int slot)
 {
-    return cpu_hash64_host(model_seed ^ (uint64_t)slot);
+    return ll_splitmix64(model_seed ^ (uint64_t)slot);
 }
 
 /* Check the keys, find the devices, size and allocate everything (each

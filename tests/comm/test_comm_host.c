@@ -14,32 +14,25 @@
 
 #include "comm.h"
 #include "common.h"
+#include "splitmix.h"
 #include "testutil.h"
 
 #define MAX_K 4
 #define MAX_N 5003
 #define REPS 400
 
-static uint64_t mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 /* rep's payload of rank r, element i: integers in [-1000, 1000] on even
  * reps, uniform floats in [-1, 1) scaled by up to 2^10 on odd ones. */
 static float value(int rep, int r, size_t i)
 {
-    uint64_t h = mix(((uint64_t)rep << 40) ^ ((uint64_t)r << 32) ^ i);
+    uint64_t h = ll_splitmix64(((uint64_t)rep << 40) ^ ((uint64_t)r << 32) ^ i);
     if (rep % 2 == 0)
         return (float)((int64_t)(h % 2001) - 1000);
     float u = (float)((int64_t)(h >> 11) - (1ll << 52)) / (float)(1ll << 52);
     return u * (float)(1 << (h & 10));
 }
 
-static size_t count_of(int rep) { return rep % 7 == 0 ? (size_t)rep % 5 : 1 + mix((uint64_t)rep) % MAX_N; }
+static size_t count_of(int rep) { return rep % 7 == 0 ? (size_t)rep % 5 : 1 + ll_splitmix64((uint64_t)rep) % MAX_N; }
 
 typedef struct rank_arg {
     eng_comm *c;

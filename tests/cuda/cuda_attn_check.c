@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu_kernels.h" /* attn_decode_ref, bf16 helpers, cpu_hash64 */
+#include "cpu_kernels.h" /* attn_decode_ref, bf16 helpers, ll_splitmix64 */
 
 static uint64_t rng_next(uint64_t *s)
 {
     *s += 1;
-    return cpu_hash64(*s);
+    return ll_splitmix64(*s);
 }
 
 /* uniform in [-1, 1) */

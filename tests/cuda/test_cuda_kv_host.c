@@ -100,7 +100,7 @@ static void test_fp8(void)
     int within = 1, decode_ok = 1;
     for (int rep = 0; rep < 200; rep++) {
         for (int d = 0; d < CUDA_ATTN_DQK; d++) {
-            s = cpu_hash64(s);
+            s = ll_splitmix64(s);
             row[d] = (float)((double)(s >> 11) / 9007199254740992.0 * 2 - 1) * (rep % 7 + 1) * 0.37f;
         }
         cuda_kv_quantize_fp8(row, 1, q);
@@ -156,7 +156,7 @@ static void test_fp8(void)
     }
     for (int rep = 0; rep < 50 && enc_ok; rep++) {
         for (int d = 0; d < CUDA_ATTN_DQK; d++) {
-            s = cpu_hash64(s);
+            s = ll_splitmix64(s);
             double u = (double)(s >> 11) / 9007199254740992.0;
             row[d] = d % 128 == 0 ? 448.0f : (float)((u * 2 - 1) * ldexp(1.0, (int)(s % 19) - 11) * 3); /* |x| < 448 */
         }

@@ -28,7 +28,7 @@ static void test_fill_rows(void)
     float vals[CUDA_ATTN_DQK];
     int bad16 = 0, bad8 = 0;
     for (int s = 0; s < 4; s++) {
-        uint64_t seed = cpu_hash64(1000 + (uint64_t)s);
+        uint64_t seed = ll_splitmix64(1000 + (uint64_t)s);
         for (int64_t r = 0; r < 300; r += 7) {
             /* cpu_kv_fill writes row r of a (rows, 576) cache */
             uint16_t *cache = calloc((size_t)(r + 1) * CUDA_ATTN_DQK, 2);
@@ -63,7 +63,7 @@ static void test_store_row(void)
         /* activations of assorted scales, one group all zero now and then */
         float scale = (float)(1 << (t % 9)) / 16.0f;
         for (int j = 0; j < CUDA_ATTN_DQK; j++) {
-            h = cpu_hash64(h);
+            h = ll_splitmix64(h);
             vals[j] = (t % 10 == 3 && j < 128) ? 0.0f : scale * ((float)(int32_t)(h >> 32) / 2147483648.0f);
             rounded[j] = bf16_to_f32(f32_to_bf16(vals[j]));
         }
@@ -104,7 +104,7 @@ static void test_topk(void)
                     int64_t c = ctxs[a] > mins[m] ? ctxs[a] : mins[m];
                     if (c > cap)
                         c = cap;
-                    int n = cpu_topk_select(c, k, cpu_hash64(seed ^ (uint64_t)slot), want);
+                    int n = cpu_topk_select(c, k, ll_splitmix64(seed ^ (uint64_t)slot), want);
                     for (int j = 0; j < k; j++) {
                         int32_t w = j < n ? (int32_t)(slot * cap + want[j]) : -1;
                         bad += cuda_model_host_topk_entry(slot, ctxs[a], k, mins[m], cap, seed, j) != w;

@@ -13,7 +13,7 @@
 /* A request's time limit: a safety net against a hung server, far above
  * what a request takes. TC_TIMEOUT_S raises it where the engine runs slowly
  * on purpose (the CUDA backend on cuemu, under the sanitizers, on a busy CI
- * host: tests/cuda_engine/CMakeLists.txt). */
+ * host: tests/engine/backends/CMakeLists.txt, tests/cuda_engine/CMakeLists.txt). */
 static long tc_timeout_s(long dflt)
 {
     const char *v = getenv("TC_TIMEOUT_S");

@@ -16,19 +16,22 @@ out=${1:-/tmp/loadlaw-attn}
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 arch=${ARCH:-"-gencode arch=compute_90,code=[sm_90,compute_90] -gencode arch=compute_120,code=sm_120"}
 mkdir -p "$out"
-inc=(-I"$root/tests/cuda/refshim" -I"$root/engine/cuda" -I"$root/tests/cuda" -I"$root/engine/cpu" -I"$root/engine" -I"$root/tests")
+inc=(-I"$root/tests/cuda/refshim" -I"$root/engine/cuda" -I"$root/tests/cuda" -I"$root/engine/cpu" -I"$root/engine" -I"$root/tests"
+     -I"$root/common/include")
 common=(-O2 -std=c++17 -lineinfo $arch "${inc[@]}")
 ref=("$root/engine/cuda/cuda_kv_host.c" "$root/engine/cuda/cuda_attn_sched.c" "$root/tests/cuda/cuda_attn_check.c" "$root/engine/cpu/attn_ref.c")
 
 # the kernels once (ptxas report kept), then each program links the object
 "$nvcc" "${common[@]}" -Xptxas -v -c "$root/engine/cuda/cuda_attn.cu" -o "$out/cuda_attn.o" 2>"$out/ptxas.log"
+"$nvcc" "${common[@]}" -Xptxas -v -c "$root/engine/cuda/cuda_attn_naive.cu" -o "$out/cuda_attn_naive.o" 2>>"$out/ptxas.log"
 "$nvcc" "${common[@]}" -Xptxas -v -c "$root/engine/cuda/cuda_attn_v2.cu" -o "$out/cuda_attn_v2.o" 2>>"$out/ptxas.log"
+kern=("$out/cuda_attn.o" "$out/cuda_attn_naive.o" "$out/cuda_attn_v2.o")
 "$nvcc" "${common[@]}" "$root/tests/cuda/test_cuda_kv_host.c" \
-    "$root/tests/cuda/cuda_fp8_toolkit.cu" "${ref[@]}" "$out/cuda_attn.o" "$out/cuda_attn_v2.o" -o "$out/test_cuda_kv_host"
-"$nvcc" "${common[@]}" "$root/tests/cuda/test_cuda_attn.c" "${ref[@]}" "$out/cuda_attn.o" "$out/cuda_attn_v2.o" -o "$out/test_cuda_attn"
+    "$root/tests/cuda/cuda_fp8_toolkit.cu" "${ref[@]}" "${kern[@]}" -o "$out/test_cuda_kv_host"
+"$nvcc" "${common[@]}" "$root/tests/cuda/test_cuda_attn.c" "${ref[@]}" "${kern[@]}" -o "$out/test_cuda_attn"
 "$nvcc" "${common[@]}" "$root/tests/cuda/test_cuda_split_policy.c" "$root/engine/cuda/cuda_kv_host.c" \
     "$root/engine/cuda/cuda_attn_sched.c" -o "$out/test_cuda_split_policy"
-"$nvcc" "${common[@]}" "$root/bench/cuda/bench_attn_cuda.cu" "${ref[@]}" "$out/cuda_attn.o" "$out/cuda_attn_v2.o" -lcublas \
+"$nvcc" "${common[@]}" "$root/bench/cuda/bench_attn_cuda.cu" "${ref[@]}" "${kern[@]}" -lcublas \
     -o "$out/bench_attn_cuda"
 # one line per kernel and arch: arch, registers, static smem, spills, mangled name
 awk '/Compiling entry function/ { split($0, a, "'"'"'"); fn = a[2]; match($0, /sm_[0-9]+/); arch = substr($0, RSTART, RLENGTH) }
