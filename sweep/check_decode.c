@@ -223,8 +223,16 @@ static int pick_target(cd_run *cx, host_engine *h, char *err, size_t errlen)
         base = host_engine_url(h);
         cx->model = h->model;
     }
+    if (!base && !spec)
+        base = rd->url;
     if (!base || !base[0]) {
         ll_errf(err, errlen, "the run line names no target URL: give --url or --engine");
+        return LL_EINVAL;
+    }
+    /* The records show a URL with its secrets hidden (docs/security.md): not
+     * the server's address any more. */
+    if (base == rd->url && strstr(base, "(hidden)")) {
+        ll_errf(err, errlen, "the run's URL held credentials, hidden in its records (%.200s): give --url", base);
         return LL_EINVAL;
     }
     /* the API's standard path, put as the sweep put it (loadgen run.c

@@ -295,11 +295,34 @@ static void test_sglang(void)
              "-n 3 --max-tokens 2 --record-outputs --greedy --no-metrics --no-report --gpu off -q -o %s/sg > "
              "%s/sg.sweep 2>&1", tu_httpd_port(h), g_tmp, g_tmp);
     int rc = tu_sh(cmd);
-    tu_httpd_stop(h);
     CHECK(rc == 0 && s.n_gen == 3, "a sweep through /generate (exit %d, %d streams)", rc, s.n_gen);
 
+    /* No --url: the run's recorded target, the server still up. */
     cJSON *j = NULL;
     char *e = NULL;
+    const char *none[] = {NULL};
+    s = (sg_script){0};
+    rc = check("sg", none, &j, &e);
+    CHECK(rc == 3 && s.n_ids == 3 && s.n_score == 3,
+          "no --url: the run's own target re-scores its 3 requests (exit %d, %d ids, %d scores): %s", rc, s.n_ids,
+          s.n_score, e ? e : "");
+    cJSON_Delete(j);
+    free(e);
+    /* A target with credentials is recorded with them hidden: no address to
+     * send to, said as such, nothing sent. */
+    snprintf(cmd, sizeof cmd, LOADLAW_BIN " sweep --url http://u:sekret@127.0.0.1:%d --endpoint generate --model tiny "
+             "-c 1 -n 1 --max-tokens 2 --record-outputs --greedy --no-metrics --no-report --gpu off -q -o %s/sgcred > "
+             "%s/sgcred.sweep 2>&1", tu_httpd_port(h), g_tmp, g_tmp);
+    rc = tu_sh(cmd);
+    s = (sg_script){0};
+    int rc2 = check("sgcred", none, &j, &e);
+    tu_httpd_stop(h);
+    CHECK(rc == 0 && rc2 == 2 && strstr(e, "held credentials") && !strstr(e, "sekret") && s.n_ids == 0,
+          "recorded URL with credentials: exit 2 and why, nothing sent (sweep %d, check %d, %d sent): %s", rc, rc2,
+          s.n_ids, e ? e : "");
+    cJSON_Delete(j);
+    free(e);
+
     s = (sg_script){0};
     rc = sg_check(&s, NULL, &j, &e);
     CHECK(rc == 3, "SGLang: decode and prefill disagree past 0.005 nat: exit 3 (got %d): %s", rc, e);
