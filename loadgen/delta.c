@@ -271,9 +271,21 @@ void lg_delta_count(lg_delta *d, size_t tb, size_t ab, int64_t ct_now, lg_delta_
         int64_t n = ct_now - d->last_ct;
         d->last_ct = ct_now;
         d->has_cont_usage = 1;
-        /* A text-less chunk's usage step is absorbed; reconciled by the final usage. */
-        if (n <= 0 || (tb == 0 && ab == 0))
+        if (n <= 0)
             return;
+        /* A text-less chunk whose count grew carries tokens all the same: vLLM
+         * sends "content": "" while it holds back the bytes of an incomplete
+         * UTF-8 character, a stop token has no text. Their step is a real
+         * step, so they count where they arrive, of the kind the stream is
+         * in (thinking while a <think> is open or the last tokens were). */
+        if (tb == 0 && ab == 0) {
+            if (d->in_think || d->last_think)
+                out->think_tok = (int)n;
+            else
+                out->answer_tok = (int)n;
+            return;
+        }
+        d->last_think = tb > ab;
         if (tb && ab) {
             if (n == 1) {
                 out->think_tok = tb > ab;

@@ -42,6 +42,7 @@ typedef struct lg_delta {
     size_t tag_len;
     int64_t last_ct;           /* continuous usage: completion_tokens so far */
     int has_cont_usage;
+    int last_think;            /* the last chunk that carried tokens was thinking */
     int bad_events;            /* events that were not JSON */
     /* events read although a string in them held a raw control byte, which
      * JSON forbids (jtape.h: kept as sent, a NUL as U+FFFD; their tokens are

@@ -122,6 +122,20 @@ static const expect k_cases[] = {
      "data: {\"choices\":[{\"delta\":{\"content\":\"p>\"}}]}\n\n"
      "data: [DONE]\n\n",
      0, 5, 1, 0, "aaaaa", -1, -1, SCN_ENDPOINT_CHAT},
+    {"vLLM holding back an incomplete UTF-8 character: a text-less chunk whose count grows is a token",
+     "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}],\"usage\":{\"completion_tokens\":0}}\n\n"
+     "data: {\"choices\":[{\"delta\":{\"content\":\"caf\"}}],\"usage\":{\"completion_tokens\":1}}\n\n"
+     "data: {\"choices\":[{\"delta\":{\"content\":\"\"}}],\"usage\":{\"completion_tokens\":2}}\n\n"
+     "data: {\"choices\":[{\"delta\":{\"content\":\"\xc3\xa9!\"}}],\"usage\":{\"completion_tokens\":3}}\n\n"
+     "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":3}}\n\n"
+     "data: [DONE]\n\n",
+     0, 3, 1, 0, "aaa", 3, -1, SCN_ENDPOINT_CHAT},
+    {"a text-less token while reasoning is thinking",
+     "data: {\"choices\":[{\"delta\":{\"reasoning\":\"hm\"}}],\"usage\":{\"completion_tokens\":1}}\n\n"
+     "data: {\"choices\":[{\"delta\":{\"content\":\"\"}}],\"usage\":{\"completion_tokens\":2}}\n\n"
+     "data: {\"choices\":[{\"delta\":{\"content\":\"ok\"}}],\"usage\":{\"completion_tokens\":3}}\n\n"
+     "data: [DONE]\n\n",
+     2, 1, 1, 0, "tta", -1, -1, SCN_ENDPOINT_CHAT},
     {"continuous usage that falls back once: no token counted twice",
      "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"usage\":{\"completion_tokens\":1}}\n\n"
      "data: {\"choices\":[{\"delta\":{\"content\":\" b\"}}],\"usage\":{\"completion_tokens\":2}}\n\n"
