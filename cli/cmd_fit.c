@@ -8,7 +8,7 @@
 #include "cli.h"
 #include "common.h"
 #include "fit.h"
-#include "fit_json.h"
+#include "report.h"
 #include "opts.h"
 
 enum { K_JSON = 256, K_INCLUDE_WARMUP, K_EDGE_TOL, K_N };
@@ -83,9 +83,9 @@ int cmd_fit(int argc, char **argv)
     }
     int rc;
     if (a.json) {
-        rc = cli_print_json(&fit_cmd, fit_result_to_json(res));
+        rc = cli_print_json(&fit_cmd, rpt_fit_to_json(res));
     } else {
-        fit_print(stdout, res);
+        rpt_fit_print(stdout, res);
         rc = fflush(stdout) == 0 ? CLI_OK : CLI_FAIL;
     }
     if (rc == CLI_OK && fit_run_n_requests(run) == 0) {

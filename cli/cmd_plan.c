@@ -11,6 +11,7 @@
 #include "common.h"
 #include "fit.h"
 #include "fit_plan.h"
+#include "report.h"
 #include "opts.h"
 #include "slo_opts.h"
 
@@ -156,10 +157,10 @@ int cmd_plan(int argc, char **argv)
         goto done;
     }
     if (a.json) {
-        rc = cli_print_json(&plan_cmd, fit_plan_to_json(plan));
+        rc = cli_print_json(&plan_cmd, rpt_plan_to_json(plan));
     } else {
-        fit_print_law_line(stdout, res);
-        fit_plan_print(stdout, plan);
+        rpt_print_law_line(stdout, res);
+        rpt_plan_print(stdout, plan);
         rc = fflush(stdout) == 0 ? CLI_OK : CLI_FAIL;
     }
 done:

@@ -79,7 +79,7 @@ int cmd_report(int argc, char **argv)
     if (rc == 0)
         rc = rpt_write_html_with(dir, run, res, &slo, out, path, sizeof path, err, sizeof err);
     if (rc == 0) {
-        fit_print_law_line(stdout, res);
+        rpt_print_law_line(stdout, res);
         printf("report: %s\n", path);
     } else {
         fprintf(stderr, "loadlaw report: %s\n", err);

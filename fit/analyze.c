@@ -243,6 +243,8 @@ fail:
     return rc;
 }
 
+int fit_law_n_is_server(const fit_result *r) { return r->law_n && strcmp(r->law_n, "server") == 0; }
+
 int fit_open(const char *dir, const fit_options *opt, fit_run **run, fit_result **res, char *err, size_t errlen)
 {
     *run = NULL;

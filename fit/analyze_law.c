@@ -330,6 +330,10 @@ int fit_compare_levels(fit_result *res)
             L->error_rel_ci[1] = (1 + L->error_rel) * exp(hw) - 1;
         }
     }
+    /* what the chosen model's headline says: its growth per request at the
+     * run's context per request (NAN for the line and the quadratic) */
+    res->context_per_req_tok = fit_context_per_request(res);
+    res->model_slope_ms = fit_model_fit_slope(&res->model.chosen, res->context_per_req_tok);
     return 0;
 }
 

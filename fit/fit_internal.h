@@ -8,7 +8,6 @@
 #include "dialect.h"
 #include "fit.h"
 #include "fit_compare.h"
-#include "fit_json.h"
 #include "fit_model.h"
 #include "fit_outputs.h"
 #include "fit_plan.h"
@@ -122,12 +121,6 @@ double fit_model_fit_slope(const fit_model_fit *f, double kr);
  * level's mean K over its C, averaged over levels); NAN when none. */
 double fit_context_per_request(const fit_result *r);
 
-/* json.c: a distribution in the style's spelling; gpu.c: a level's GPU
- * figures and diagnosis (the one writer behind fit --json, summary.json and
- * the report). 0 or LL_ENOMEM. */
-int fit_json_dist(cJSON *parent, const char *key, const fit_dist *d, fit_json_style style);
-int fit_level_gpu_json(cJSON *o, const fit_level *L);
-
 /* compare_paired.c: the paired interval on per-pair log-ratios y[0..m) and
  * their within-level variances v[0..m) (NAN or negative: unknown; the floor
  * is the mean of the known ones): estimate, interval at level ci, variance
@@ -206,9 +199,6 @@ int fit_model_check_run(const double *x, const double *y, const double *k, size_
  * levels are built. 0 or LL_ENOMEM. */
 int fit_turns_compute(const fit_run *run, fit_result *r);
 
-/* plan.c: 1 when an objective is given (a number > 0). */
-int fit_slo_given(double v);
-
 /* analyze.c: append a formatted note to the result. */
 int fit_note(fit_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -232,20 +222,5 @@ int fit_notes_server(fit_result *res);
 int fit_note_client_bound(fit_result *res, const fit_run *run, size_t l);
 int fit_notes_counts(fit_result *res);
 int fit_notes_left_out(const fit_run *run, const fit_options *opt, fit_result *res);
-
-/* outputs.c: the outputs comparison (fit_outputs.h), read by outputs_json.c. */
-struct fit_outputs {
-    size_t n_levels;
-    fit_outputs_level *levels;        /* in A's order */
-    fit_outputs_level all;            /* every level together */
-    /* what could not be compared, and why; [0] A, [1] B */
-    size_t n_req[2];                  /* measured ok requests read (0: the run line says
-                                       * it recorded no outputs: not read) */
-    size_t n_with_outputs[2];         /* of those, with an outputs member */
-    size_t n_with_lp[2], n_with_top[2], n_with_ids[2];
-    size_t n_unmatched[2];            /* no request of the same key and level on the other side */
-    size_t n_text_only;               /* pairs compared by text hash only (no token position) */
-    size_t n_nothing;                 /* pairs where the sides share no kind of output */
-};
 
 #endif

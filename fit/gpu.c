@@ -199,21 +199,3 @@ void fit_gpu_level(const fit_run *run, fit_level *L)
     }
     diagnose(L);
 }
-
-int fit_level_gpu_json(cJSON *o, const fit_level *L)
-{
-    if (ll_json_add_num(o, "gpu_power_w", L->gpu_power_w) ||
-        ll_json_add_num(o, "gpu_power_limit_w", L->gpu_power_limit_w) ||
-        ll_json_add_num(o, "gpu_power_frac", L->gpu_power_frac) ||
-        ll_json_add_num(o, "gpu_sm_active", L->gpu_sm_active) ||
-        ll_json_add_num(o, "gpu_tensor_active", L->gpu_tensor_active) ||
-        ll_json_add_num(o, "gpu_dram_active", L->gpu_dram_active) ||
-        ll_json_add_num(o, "gpu_energy_j", L->gpu_energy_j) ||
-        ll_json_add_num(o, "gpu_j_per_tok", L->gpu_j_per_tok) ||
-        ll_json_add_num(o, "gpu_scrapes", (double)L->gpu_scrapes) ||
-        ll_json_add_num(o, "server_waiting_growth", L->server_waiting_growth) ||
-        !cJSON_AddStringToObject(o, "diagnosis", fit_diag_name(L->diagnosis)) ||
-        !cJSON_AddStringToObject(o, "diagnosis_why", L->diagnosis_why))
-        return LL_ENOMEM;
-    return 0;
-}

@@ -1,7 +1,7 @@
 /* model_terms.c: one least-squares design for every model of the family
  * (fit_model.h fit_model_fit): the terms' values at (N, K), the fit with HC3
- * sandwich errors, the prediction and its interval, and the formula the
- * headline prints. model.c decides which terms to try and which model wins. */
+ * sandwich errors, the prediction and its interval, and the formula and
+ * interval decimals the headline prints. model.c decides which terms to try and which model wins. */
 #include "fit_internal.h"
 
 #include <math.h>
@@ -102,6 +102,19 @@ void fit_model_fit_formula(const fit_model_fit *f, double scale, char *buf, size
             return;
         at += (size_t)w;
     }
+}
+
+/* Two significant digits of the interval's width (fit_model.h): what the
+ * headline, compare's verdict and every table print an interval with. */
+int fit_ci_decimals(double lo, double hi)
+{
+    double w = hi - lo;
+    if (!(w > 0) || !isfinite(w))
+        return -1;
+    int d = 1 - (int)floor(log10(w));
+    if (d > 9)
+        return -1;
+    return d < 0 ? 0 : d;
 }
 
 /* (X'X)^-1 into inv (p*p), from X (n*p); LL_EINVAL when X'X is singular. */

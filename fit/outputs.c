@@ -289,6 +289,7 @@ static void finish_level(fit_outputs_level *lv, acc *ac)
     lv->pos_p50 = quantile(ac->pos.v, ac->pos.n, 0.50);
     lv->mean_abs_dlp = lv->n_lp_tok ? ac->sum_dlp / (double)lv->n_lp_tok : NAN;
     lv->share_ok = lv->n_pairs ? (double)(lv->n_identical + lv->n_topk_ok) / (double)lv->n_pairs : NAN;
+    lv->share_identical = lv->n_pairs ? (double)lv->n_identical / (double)lv->n_pairs : NAN;
 }
 
 /* Add level l's counts into the overall figures. */

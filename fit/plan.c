@@ -1,5 +1,6 @@
 /* plan.c: capacity planning from a fitted run (`loadlaw plan`). Every
- * figure is defined once, here, and computed here (plan_out.c prints):
+ * figure is defined once, here, and computed here (reports/plan_print.c
+ * prints it):
  *  max C for a per-token objective S (ITL or TPOT: the law is the mean step,
  *          the mean ms per token at N): the largest N with a + b*N <= S,
  *          N* = floor((S - a)/b). Its 95% interval solves the mean line's

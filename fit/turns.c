@@ -7,8 +7,8 @@
  * cached tokens over the prompt tokens of those whose server said its cached
  * tokens (NAN when none did). A later turn resends every turn before it, so
  * a server's prefix cache can serve all of that: the share rises and TTFT
- * falls with the turn where it does. Also the table and JSON that print
- * them. A run without sessions has no turns and prints nothing here.
+ * falls with the turn where it does (reports/ prints them). A run without
+ * sessions has no turns.
  *
  * Cost: one pass over the requests per level and turn (T is small: a
  * conversation's turns), sorting each turn's samples once. */
@@ -116,58 +116,6 @@ int fit_turns_compute(const fit_run *run, fit_result *r)
             if (rc)
                 return rc;
         }
-    }
-    return 0;
-}
-
-static const char *fmt(char buf[32], double v, const char *f)
-{
-    if (!isfinite(v))
-        return "-";
-    snprintf(buf, 32, f, v);
-    return buf;
-}
-
-void fit_print_turns(FILE *f, const fit_result *r)
-{
-    if (!r->n_turns)
-        return;
-    fprintf(f, "\nby turn (multi-turn sessions; ok measured requests of each turn):\n"
-               "%5s %6s %5s %6s %9s %9s %9s %10s %7s\n",
-            "level", "C", "turn", "n", "TTFT p50", "TTFT p90", "TPOT p50", "prompt tok", "cached");
-    for (size_t i = 0; i < r->n_turns; i++) {
-        const fit_turn *t = &r->turns[i];
-        char c[5][32];
-        fprintf(f, "%5d %6d %5d %6zu %9s %9s %9s %10s %7s\n", t->level, t->concurrency, t->turn, t->n,
-                fmt(c[0], t->ttft_p50_ms, "%.4g"), fmt(c[1], t->ttft_p90_ms, "%.4g"),
-                fmt(c[2], t->tpot_p50_ms, "%.4g"), fmt(c[3], t->prompt_tok_mean, "%.0f"),
-                fmt(c[4], 100 * t->cache_share, "%.1f%%"));
-    }
-    fprintf(f, "  ms; turn k sends turns 1..k-1 again: cached is the share of its prompt tokens the server's\n"
-               "  prefix cache served (where it said)\n");
-}
-
-int fit_json_turns(cJSON *o, const fit_result *r)
-{
-    if (!r->n_turns)
-        return 0;
-    cJSON *arr = cJSON_AddArrayToObject(o, "turns");
-    if (!arr)
-        return LL_ENOMEM;
-    for (size_t i = 0; i < r->n_turns; i++) {
-        const fit_turn *t = &r->turns[i];
-        cJSON *e = cJSON_CreateObject();
-        if (!e || !cJSON_AddItemToArray(arr, e)) {
-            cJSON_Delete(e);
-            return LL_ENOMEM;
-        }
-        if (ll_json_add_num(e, "level", t->level) || ll_json_add_num(e, "concurrency", t->concurrency) ||
-            ll_json_add_num(e, "turn", t->turn) || ll_json_add_num(e, "n", (double)t->n) ||
-            ll_json_add_num(e, "ttft_p50_ms", t->ttft_p50_ms) || ll_json_add_num(e, "ttft_p90_ms", t->ttft_p90_ms) ||
-            ll_json_add_num(e, "tpot_p50_ms", t->tpot_p50_ms) ||
-            ll_json_add_num(e, "prompt_tok_mean", t->prompt_tok_mean) ||
-            ll_json_add_num(e, "cache_share", t->cache_share))
-            return LL_ENOMEM;
     }
     return 0;
 }

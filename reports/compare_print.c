@@ -1,7 +1,7 @@
 /* compare_print.c: the terminal form of `loadlaw compare` — both laws, the
  * slope ratio, per-level speedups with their intervals and latency changes,
  * and the verdict line a person pastes into a pull request. The --json object
- * is fit's (fit/compare_json.c). */
+ * is compare_json.c's. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -152,12 +152,4 @@ void rpt_compare_print(FILE *f, const fit_compare *c, const char *label_a, const
                 change(x[2], 64, L->lat_a.itl.p99_ms, L->lat_b.itl.p99_ms));
     }
     fprintf(f, "\n%s\n", c->verdict);
-}
-
-/* ---- JSON ------------------------------------------------------------------- */
-
-/* fit's one writer of a comparison's JSON (fit.h fit_compare_to_json). */
-cJSON *rpt_compare_to_json(const fit_compare *c)
-{
-    return fit_compare_to_json(c);
 }

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fit_json.h"
 #include "html_internal.h"
+#include "json_internal.h"
 
 /* a number, or null (common's one NaN -> null rule) */
 static cJSON *num(double x)
@@ -39,8 +39,8 @@ static cJSON *xy(double x, double y)
  * a band several times too wide (a and b are strongly anti-correlated). */
 static int add_law(cJSON *o, const fit_law *l, double n_max)
 {
-    /* the law itself in the page's spelling: fit's one law writer */
-    if (fit_json_law(o, "law", l, NULL, NAN, FIT_JSON_CHART))
+    /* the law itself in the page's spelling (the names report.js reads) */
+    if (rpt_json_law(o, "law", l, NULL, NAN, rpt_law_in_page))
         return -1;
     cJSON *band = cJSON_AddArrayToObject(cJSON_GetObjectItemCaseSensitive(o, "law"), "band");
     if (!band)
@@ -199,9 +199,9 @@ static cJSON *level_json(const fit_run *run, const fit_result *res, size_t i, in
         rpt_json_add(o, "duration_s", num(L->duration_s)) || rpt_json_add(o, "steady_tok_per_s", num(L->steady_tok_per_s)) ||
         rpt_json_add(o, "whole_tok_per_s", num(L->whole_tok_per_s)))
         goto fail;
-    /* The level's figures exactly as summary.json has them (fit's one writer). */
+    /* The level's figures exactly as summary.json has them (one writer). */
     cJSON *fig = cJSON_AddObjectToObject(o, "figures");
-    if (!fig || fit_json_level_figures(fig, L))
+    if (!fig || rpt_json_level_figures(fig, L))
         goto fail;
     if (!full)
         return o;

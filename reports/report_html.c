@@ -294,12 +294,11 @@ static int pareto_section(ll_buf *b, const cJSON *pareto, const fit_slo *slo)
                                 "(extrapolation). ")) {
         return LL_ENOMEM;
     }
-    if (slo && isfinite(slo->tpot_ms) && slo->tpot_ms > 0 &&
+    if (slo && fit_slo_given(slo->tpot_ms) &&
         ll_buf_printf(b, "Red line: ITL/TPOT &le; %s ms, i.e. at least %s tokens/s per user. ",
                       html_num(x[0], 48, slo->tpot_ms, 1), html_num(x[1], 48, 1000.0 / slo->tpot_ms, 2)))
         return LL_ENOMEM;
-    if (slo && ((isfinite(slo->tpot_ms) && slo->tpot_ms > 0) || (isfinite(slo->ttft_ms) && slo->ttft_ms > 0) ||
-                (isfinite(slo->e2e_ms) && slo->e2e_ms > 0))) {
+    if (slo && (fit_slo_given(slo->tpot_ms) || fit_slo_given(slo->ttft_ms) || fit_slo_given(slo->e2e_ms))) {
         static const char *const names[3] = {"TTFT", "TPOT", "E2E"};
         const double v[3] = {slo->ttft_ms, slo->tpot_ms, slo->e2e_ms};
         const char *sep = "";
@@ -307,7 +306,7 @@ static int pareto_section(ll_buf *b, const cJSON *pareto, const fit_slo *slo)
                              "objective (", 100 * RPT_PARETO_ATTAINMENT))
             return LL_ENOMEM;
         for (int k = 0; k < 3; k++) {
-            if (!(isfinite(v[k]) && v[k] > 0))
+            if (!fit_slo_given(v[k]))
                 continue;
             if (ll_buf_printf(b, "%s%s &le; %s ms", sep, names[k], html_num(x[k], 48, v[k], 1)))
                 return LL_ENOMEM;

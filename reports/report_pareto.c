@@ -29,11 +29,6 @@ static int add_pair(cJSON *o, const char *k, const double v[2])
     return ll_json_add_pair(o, k, v) ? -1 : 0;
 }
 
-static int slo_given(double v)
-{
-    return isfinite(v) && v > 0;
-}
-
 /* The C to plan at: every C from 1 to c_end when few, else
  * RPT_PARETO_CURVE_POINTS evenly spaced ones, always with max_c itself (where
  * the solid line turns dashed). *out: caller frees. */
@@ -156,11 +151,11 @@ static int point_json(cJSON *arr, const fit_run *run, const fit_level *L, const 
 static int objectives_json(cJSON *o, const fit_slo *slo, const fit_plan *p)
 {
     cJSON *j = cJSON_AddObjectToObject(o, "objectives");
-    if (!j || add_num(j, "ttft_ms", slo_given(slo->ttft_ms) ? slo->ttft_ms : NAN) ||
-        add_num(j, "tpot_ms", slo_given(slo->tpot_ms) ? slo->tpot_ms : NAN) ||
-        add_num(j, "e2e_ms", slo_given(slo->e2e_ms) ? slo->e2e_ms : NAN) ||
+    if (!j || add_num(j, "ttft_ms", fit_slo_given(slo->ttft_ms) ? slo->ttft_ms : NAN) ||
+        add_num(j, "tpot_ms", fit_slo_given(slo->tpot_ms) ? slo->tpot_ms : NAN) ||
+        add_num(j, "e2e_ms", fit_slo_given(slo->e2e_ms) ? slo->e2e_ms : NAN) ||
         /* a stream meets a per-token objective S when its rate is >= 1000/S */
-        add_num(j, "user_tok_per_s_min", slo_given(slo->tpot_ms) ? 1000.0 / slo->tpot_ms : NAN) ||
+        add_num(j, "user_tok_per_s_min", fit_slo_given(slo->tpot_ms) ? 1000.0 / slo->tpot_ms : NAN) ||
         add_num(j, "attainment", RPT_PARETO_ATTAINMENT))
         return -1;
     if (!p || !p->has_max_c)
@@ -198,7 +193,7 @@ cJSON *rpt_pareto_json(const fit_run *run, const fit_result *res, const fit_slo 
                        size_t errlen)
 {
     fit_slo slo = slo_in ? *slo_in : (fit_slo){NAN, NAN, NAN};
-    int any_slo = slo_given(slo.ttft_ms) || slo_given(slo.tpot_ms) || slo_given(slo.e2e_ms);
+    int any_slo = fit_slo_given(slo.ttft_ms) || fit_slo_given(slo.tpot_ms) || fit_slo_given(slo.e2e_ms);
     int *cs = NULL;
     size_t n_cs = 0;
     fit_plan *plan = NULL;

@@ -3,15 +3,15 @@
  *
  * Nothing here measures: every figure is a field of fit_level (fit/figures.c
  * "Per-level figures", one definition each), so the table, summary.json,
- * `loadlaw fit --json` and the report's embedded data print the same value,
- * and fit writes every level, law and distribution in JSON (fit/include/fit_json.h "JSON
- * shapes"): this file only assembles summary.json from them. */
+ * `loadlaw fit --json` and the report's embedded data print the same value;
+ * levels, laws and distributions are json_internal.h's shapes: this file
+ * only assembles summary.json from them. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "fit_json.h"
 #include "html_internal.h"
+#include "json_internal.h"
 
 size_t rpt_level_failed(const fit_level *L)
 {
@@ -54,16 +54,16 @@ static cJSON *summary_json(const fit_run *run, const fit_result *res)
         !(lv = cJSON_AddArrayToObject(o, "levels")))
         goto fail;
     for (size_t i = 0; i < res->n_levels; i++) {
-        /* what the run planned, then fit's figures: fit's one level writer */
+        /* what the run planned, then fit's figures */
         const fit_level *L = &res->levels[i];
-        cJSON *l = fit_json_level(L, level_info(run, L->level), FIT_JSON_SUMMARY);
+        cJSON *l = rpt_json_summary_level(L, level_info(run, L->level));
         if (!l || !cJSON_AddItemToArray(lv, l)) {
             cJSON_Delete(l);
             goto fail;
         }
     }
     /* the law as `loadlaw fit --json` writes it, asymptote and N1/2 */
-    if (fit_json_headline(o, res) || fit_json_turns(o, res))
+    if (rpt_json_headline(o, res) || rpt_json_turns(o, res))
         goto fail;
     return o;
 fail:
@@ -181,5 +181,5 @@ void rpt_print_levels(FILE *f, const fit_result *res)
 {
     print_counts(f, res);
     print_latencies(f, res);
-    fit_print_turns(f, res);
+    rpt_print_turns(f, res);
 }

@@ -25,6 +25,7 @@
 #include "host_engine.h"
 #include "loadgen.h"
 #include "records.h"
+#include "report.h"
 #include "sweep.h"
 
 void sweep_check_decode_opts_default(sweep_check_decode_opts *o)
@@ -300,7 +301,7 @@ static int report(cd_run *cx)
 {
     int passed = fit_cd_passed(cx->res);
     if (cx->o->json) {
-        cJSON *j = fit_cd_to_json(cx->res);
+        cJSON *j = rpt_cd_to_json(cx->res);
         char *t = NULL;
         if (j && cJSON_AddStringToObject(j, "url", cx->url) && cJSON_AddNumberToObject(j, "sent", (double)cx->n_sent) &&
             cJSON_AddNumberToObject(j, "failed", (double)cx->n_failed) &&
@@ -315,7 +316,7 @@ static int report(cd_run *cx)
         free(t);
     } else {
         print_counts(stdout, cx);
-        fit_cd_print(stdout, cx->res);
+        rpt_cd_print(stdout, cx->res);
     }
     if (fit_cd_positions(cx->res) == 0) {
         fprintf(stderr, "loadlaw check-decode: no position was compared%s%s\n", cx->first_err[0] ? ": " : "",

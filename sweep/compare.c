@@ -140,7 +140,7 @@ static int print_json(const compared *k, const sweep_compare_opts *o)
     cJSON *j = rpt_compare_to_json(k->c), *g = NULL, *x;
     int ok = j != NULL;
     if (ok && k->outs)
-        ok = (x = fit_outputs_to_json(k->outs)) && cJSON_AddItemToObject(j, "outputs", x);
+        ok = (x = rpt_outputs_to_json(k->outs)) && cJSON_AddItemToObject(j, "outputs", x);
     if (ok && o->have_expect)
         ok = (g = cJSON_AddObjectToObject(j, "gate")) && !ll_json_add_num(g, "expect_speedup", o->expect_x) &&
              !ll_json_add_num(g, "concurrency", k->gate->concurrency) &&
@@ -212,7 +212,7 @@ int sweep_compare(const char *run_a, const char *run_b, const sweep_compare_opts
         else
             rpt_compare_print(stdout, k.c, run_a, run_b);
         if (!o->json && k.outs)
-            fit_outputs_print(stdout, k.outs);
+            rpt_outputs_print(stdout, k.outs);
     }
     if (rc == SWEEP_OK && o->html)
         rc = write_page(&k, o);
@@ -242,7 +242,7 @@ int sweep_compare_levels(const char *run, int c_a, int c_b, const sweep_compare_
     }
     int rc = SWEEP_OK;
     if (o->json) {
-        cJSON *j = cJSON_CreateObject(), *x = fit_outputs_to_json(k.outs);
+        cJSON *j = cJSON_CreateObject(), *x = rpt_outputs_to_json(k.outs);
         if (j && x && cJSON_AddItemToObject(j, "outputs", x))
             x = NULL; /* j owns it */
         int ok = j && !x && !ll_json_add_num(j, "level_a", c_a) && !ll_json_add_num(j, "level_b", c_b);
@@ -256,7 +256,7 @@ int sweep_compare_levels(const char *run, int c_a, int c_b, const sweep_compare_
         free(s);
     } else {
         printf("outputs within %s: C=%d (as B) against C=%d (as A), same prompt keys\n", run, c_b, c_a);
-        fit_outputs_print(stdout, k.outs);
+        rpt_outputs_print(stdout, k.outs);
     }
     if (rc == SWEEP_OK && o->have_expect_outputs) {
         fflush(stdout);

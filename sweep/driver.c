@@ -315,7 +315,7 @@ static void print_law_and_report(const char *run_dir, const fit_run *fr, const f
 {
     char err[512] = "", path[4096] = "";
     printf("\nlaw: ");
-    fit_print_law_line(stdout, res);
+    rpt_print_law_line(stdout, res);
     if (rpt_write_html_from(run_dir, fr, res, NULL, path, sizeof path, err, sizeof err))
         fprintf(stderr, "loadlaw sweep: report not written: %s\n", err);
     else

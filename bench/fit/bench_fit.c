@@ -15,6 +15,7 @@
 
 #include "common.h"
 #include "fit.h"
+#include "report.h"
 #include "sim.h"
 
 /* The command line. */
@@ -104,7 +105,7 @@ static int time_once(const char *path, int first, bf_times *t)
         t->chunks += fit_run_request(run, i)->n_chunks;
     t->samples = res->n_samples;
     if (first)
-        fit_print_law_line(stdout, res);
+        rpt_print_law_line(stdout, res);
     fit_result_free(res);
     fit_run_free(run);
     return 0;

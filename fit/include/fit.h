@@ -7,16 +7,16 @@
  * summary.json, `loadlaw fit`, the report and compare all print. A figure is
  * defined atop the file that computes it (fit/analyze_law.c the law,
  * fit/timeline.c samples, fit/figures.c latencies; for users
- * docs/measuring.md). Times: ns since the run epoch; steps ms; rates
- * tokens/s. A fit_run is opaque and read-only once loaded; results are
- * caller-owned; distinct objects may be used from distinct threads. Errors:
- * 0 or a negative LL_E* code (common.h) with a message in err. */
+ * docs/measuring.md); reports/report.h prints them. Times: ns since the run
+ * epoch; steps ms; rates tokens/s. A fit_run is opaque and read-only once
+ * loaded; results are caller-owned; distinct objects may be used from
+ * distinct threads. Errors: 0 or a negative LL_E* code (common.h) with a
+ * message in err. */
 #ifndef LOADLAW_FIT_H
 #define LOADLAW_FIT_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "fit_model.h"
 #include "records.h"
@@ -196,6 +196,8 @@ typedef struct fit_result {
     double n_half;                /* a / b, likewise */
     fit_model_check model;
     int model_worst_level;        /* the level the chosen model misses most; -1 none */
+    double context_per_req_tok;   /* closed levels' mean K per running request; NAN: none */
+    double model_slope_ms;        /* the chosen model's ms per request added, at that K; NAN: line */
     size_t n_levels;
     fit_level *levels;
     size_t n_samples;
@@ -234,11 +236,5 @@ typedef struct fit_pos_bins {
     double early_ms, late_ms, early_all_ms, late_all_ms;    /* fit_level's figures */
 } fit_pos_bins;
 void fit_level_position(const fit_result *r, size_t level_idx, fit_pos_bins *out);
-
-/* `loadlaw fit`'s summary; the law's one line ("step(N) = 5.2003 + 2.99990*N
- * ms (a 95% [...]) ... -> at most 333.3 tok/s", or why none); the turns. */
-void fit_print(FILE *f, const fit_result *r);
-void fit_print_law_line(FILE *f, const fit_result *r);
-void fit_print_turns(FILE *f, const fit_result *r);
 
 #endif

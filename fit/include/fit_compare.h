@@ -8,8 +8,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cjson/cJSON.h>
-
 #include "fit.h"
 
 typedef struct fit_level_latency { fit_dist ttft, ttfa, itl; } fit_level_latency;
@@ -78,7 +76,5 @@ int fit_compare_find(const fit_compare *c, int concurrency); /* closed level C, 
  * the last open level); the verdict rewritten for level i. */
 size_t fit_compare_default_level(const fit_compare *c);
 void fit_compare_set_verdict(fit_compare *c, size_t i);
-/* compare --json's object; caller frees with cJSON_Delete; NULL: no memory. */
-cJSON *fit_compare_to_json(const fit_compare *c);
 
 #endif

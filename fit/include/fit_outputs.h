@@ -2,14 +2,12 @@
  * Did B produce what A produced, by prompt key (fit/outputs.c); and do the
  * decode-time logprobs agree with the server's prefill of the same tokens
  * (check-decode, fit/check_decode.c: arithmetic only, sweep/ does the HTTP).
- * Errors: 0 or a negative LL_E* code with a message in err. */
+ * Tables and JSON: reports/report.h. Errors: 0 or a negative LL_E* code
+ * with a message in err. */
 #ifndef LOADLAW_FIT_OUTPUTS_H
 #define LOADLAW_FIT_OUTPUTS_H
 
 #include <stddef.h>
-#include <stdio.h>
-
-#include <cjson/cJSON.h>
 
 typedef struct fit_outputs fit_outputs;
 
@@ -23,9 +21,6 @@ int fit_outputs_compare_levels(const char *run, int c_a, int c_b, fit_outputs **
 void fit_outputs_free(fit_outputs *o);
 /* 1 when either run recorded outputs. */
 int fit_outputs_recorded(const fit_outputs *o);
-/* compare --json's "outputs" (NULL on no memory), and the section as text. */
-cJSON *fit_outputs_to_json(const fit_outputs *o);
-void fit_outputs_print(FILE *f, const fit_outputs *o);
 
 typedef struct fit_outputs_example {
     int found;
@@ -43,13 +38,40 @@ typedef struct fit_outputs_level {
     size_t n_a_in_topb, n_b_in_topa, n_topk_ok; /* ok: both */
     double mean_abs_dlp;              /* over the common prefixes; NAN without logprobs */
     size_t n_lp_tok;                  /* tokens in that mean */
-    double share_ok;                  /* (identical + top-k ok) / pairs; NAN when none */
+    double share_ok, share_identical; /* (identical + top-k ok) / pairs, identical / pairs; NAN: none */
     fit_outputs_example example;      /* the first pair that failed the check */
 } fit_outputs_level;
+/* What was compared, and what could not be and why ([0] A, [1] B). */
+struct fit_outputs {
+    size_t n_levels;
+    fit_outputs_level *levels;        /* in A's order */
+    fit_outputs_level all;            /* every level together */
+    size_t n_req[2];                  /* measured ok requests read (0: no outputs recorded) */
+    size_t n_with_outputs[2], n_with_lp[2], n_with_top[2], n_with_ids[2]; /* of those */
+    size_t n_unmatched[2];            /* no request of the same key and level on the other side */
+    size_t n_text_only;               /* pairs compared by text hash only (no token position) */
+    size_t n_nothing;                 /* pairs where the sides share no kind of output */
+};
 /* The level with the lowest share_ok (NULL when none compared a pair). */
 const fit_outputs_level *fit_outputs_worst(const fit_outputs *o);
 
-typedef struct fit_check_decode fit_check_decode;
+/* One level's check, or every level's (level = concurrency = -1). */
+typedef struct fit_cd_stats {
+    int level, concurrency;
+    size_t n_req, n_pos;              /* requests; positions with both logprobs */
+    size_t n_over, n_ranked, n_rank1; /* |delta| > tolerance; with a prefill rank; rank 1 */
+    double sum_abs, mean_abs, max_abs; /* |decode lp - prefill lp|, nats; mean NAN: no position */
+    double share_over, share_rank1;   /* of n_pos, of n_ranked; NAN without any */
+    char worst_key[48];               /* where max_abs is: prompt key, position */
+    size_t worst_pos;
+    double worst_decode, worst_prefill;
+} fit_cd_stats;
+typedef struct fit_check_decode {
+    double tolerance, max_over;       /* as given to fit_cd_new */
+    fit_cd_stats all;
+    fit_cd_stats *levels;             /* in the order first seen */
+    size_t n_levels;
+} fit_check_decode;
 /* tolerance in nats; max_over: the gate's share of positions over it. NULL:
  * no memory. Free with fit_cd_free. */
 fit_check_decode *fit_cd_new(double tolerance, double max_over);
@@ -60,8 +82,6 @@ int fit_cd_add(fit_check_decode *c, int level, int concurrency, const char *key,
 size_t fit_cd_positions(const fit_check_decode *c); /* compared, over all levels */
 double fit_cd_share_over(const fit_check_decode *c); /* over tolerance; NAN: none */
 int fit_cd_passed(const fit_check_decode *c); /* positions compared, share <= max_over */
-cJSON *fit_cd_to_json(const fit_check_decode *c); /* caller deletes; NULL: no memory */
-void fit_cd_print(FILE *f, const fit_check_decode *c);
 void fit_cd_free(fit_check_decode *c);
 
 #endif

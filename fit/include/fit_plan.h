@@ -7,13 +7,11 @@
 #define LOADLAW_FIT_PLAN_H
 
 #include <stddef.h>
-#include <stdio.h>
-
-#include <cjson/cJSON.h>
 
 #include "fit.h"
 
 typedef struct fit_slo { double ttft_ms, tpot_ms, e2e_ms; } fit_slo;
+int fit_slo_given(double v); /* 1: an objective (a number > 0) */
 /* The measured requests of records level `level`, and how many finished ok
  * meeting every objective given. */
 void fit_level_goodput_count(const fit_run *run, int level, const fit_slo *slo, size_t *n_measured,
@@ -64,8 +62,5 @@ typedef struct fit_plan {
 int fit_plan_compute(const fit_run *run, const fit_result *res, const fit_plan_options *opt, fit_plan **out,
                      char *err, size_t errlen);
 void fit_plan_free(fit_plan *p);
-/* plan --json's object (caller frees; NULL: no memory), and the tables. */
-cJSON *fit_plan_to_json(const fit_plan *p);
-void fit_plan_print(FILE *f, const fit_plan *p);
 
 #endif

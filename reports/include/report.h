@@ -1,7 +1,11 @@
-/* report.h: what loadlaw shows people — the profiler-trace breakdown
- * (`loadlaw trace`), the self-contained HTML run report (`loadlaw report`,
- * written at the end of `loadlaw sweep`) and the A/B comparison page
- * (`loadlaw compare --html`).
+/* report.h: what loadlaw shows people — fit's figures as terminal tables and
+ * JSON documents (`loadlaw fit`, `plan`, `compare`, `check-decode`, the
+ * sweep's summary.json), the profiler-trace breakdown (`loadlaw trace`), the
+ * self-contained HTML run report (`loadlaw report`, written at the end of
+ * `loadlaw sweep`) and the A/B comparison page (`loadlaw compare --html`).
+ * fit computes every figure; nothing here measures. A law or a distribution
+ * is written in each document's spelling, the keys it has always had
+ * (docs/records.md "JSON spellings").
  *
  * Prefix rpt_. Errors: 0 or a negative LL_E* code (common.h) with a message in
  * the caller's err buffer. Nothing here keeps global state; distinct objects
@@ -14,9 +18,37 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <cjson/cJSON.h>
+
 #include "fit.h"
 #include "fit_compare.h"
+#include "fit_outputs.h"
 #include "fit_plan.h"
+
+/* ---- fit's result, plan, outputs, check-decode ------------------------------
+ * (fit_print.c, fit_json.c, plan_print.c, outputs_print.c,
+ * check_decode_print.c). JSON builders: the caller frees with cJSON_Delete;
+ * NULL on no memory; NAN becomes null. */
+
+/* `loadlaw fit`: the law's line, the fits, the model check, the per-level
+ * table, server, turns and GPU tables, the notes. */
+void rpt_fit_print(FILE *f, const fit_result *r);
+/* The law's one line and the chosen model under it ("step(N) = 5.200 +
+ * 2.9991*N ms (a 95% [...]) ... -> at most 333.4 tok/s, N1/2 = 1.73"), or
+ * why there is none; what `sweep`, `report` and `plan` print first. */
+void rpt_print_law_line(FILE *f, const fit_result *r);
+/* `loadlaw fit --json`: the headline law, levels, other laws, model check,
+ * what was left out, notes, turns. */
+cJSON *rpt_fit_to_json(const fit_result *r);
+/* `loadlaw plan --json`'s object and `loadlaw plan`'s tables. */
+cJSON *rpt_plan_to_json(const fit_plan *p);
+void rpt_plan_print(FILE *f, const fit_plan *p);
+/* compare's outputs section: --json's "outputs" object, and as text. */
+cJSON *rpt_outputs_to_json(const fit_outputs *o);
+void rpt_outputs_print(FILE *f, const fit_outputs *o);
+/* `loadlaw check-decode`: --json's object, and the table. */
+cJSON *rpt_cd_to_json(const fit_check_decode *c);
+void rpt_cd_print(FILE *f, const fit_check_decode *c);
 
 /* ---- the sweep's own outputs (summary.c) ----------------------------------- */
 
@@ -74,7 +106,7 @@ void rpt_compare_print(FILE *f, const fit_compare *c, const char *label_a, const
 /* {"levels":[{"concurrency","tok_per_s_a","tok_per_s_b","ratio","ratio_ci":[lo,hi],
  * "steady","ttft_a":{p50_ms,...},...}],"law_a","law_b","slope_ratio","slope_ratio_ci",
  * "slope_method","verdict",...}; NAN becomes null. Caller frees with
- * cJSON_Delete; NULL on no memory. fit_compare_to_json's object (fit.h). */
+ * cJSON_Delete; NULL on no memory. */
 cJSON *rpt_compare_to_json(const fit_compare *c);
 /* The comparison page: both runs' throughput curves and step-time fits
  * overlaid, speedup per level with its interval, tables. */

@@ -11,7 +11,7 @@
 #include "common.h"
 #include "fit.h"
 #include "fit_internal.h"
-#include "fit_json.h"
+#include "report.h"
 #include "sim.h"
 #include "testutil.h"
 
@@ -397,7 +397,7 @@ static void test_lockstep(void)
     CHECK(r->law.n_points == 19 * 5, "points %zu", r->law.n_points);
     CHECK_NEAR(r->law.b_ms, 30, 1e-9, "b");
     CHECK_NEAR(r->asymptote_tok_per_s, 1000.0 / 30, 1e-9, "33 tok/s");
-    cJSON *j = fit_result_to_json(r);
+    cJSON *j = rpt_fit_to_json(r);
     CHECK(j != NULL, "json");
     const cJSON *law = cJSON_GetObjectItemCaseSensitive(j, "law");
     CHECK_NEAR(ll_json_num(law, "a_ms", NAN), 52, 1e-9, "json a_ms");
@@ -525,7 +525,7 @@ static void test_bad_input(void)
         CHECK(fit_analyze(run, NULL, &res, err, sizeof err) == 0, "bare analyses: %s", err);
         CHECK(res && !res->law.ok && isnan(res->asymptote_tok_per_s), "no law on no data");
         CHECK(res && res->n_notes > 0, "a note says why");
-        cJSON *j = res ? fit_result_to_json(res) : NULL;
+        cJSON *j = res ? rpt_fit_to_json(res) : NULL;
         CHECK(j && cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(
                        cJSON_GetObjectItemCaseSensitive(j, "law"), "a_ms")),
               "NAN is null in JSON");
@@ -582,12 +582,12 @@ static fit_result *analyse_text(const char *name, const char *text, fit_run **ru
     }
     CHECK(fit_analyze(run, NULL, &res, err, sizeof err) == 0, "%s analyses: %s", name, err);
     if (res) {
-        cJSON *j = fit_result_to_json(res);
+        cJSON *j = rpt_fit_to_json(res);
         CHECK(j != NULL, "%s: JSON", name);
         cJSON_Delete(j);
         FILE *f = fopen("/dev/null", "w");
         if (f) {
-            fit_print(f, res);
+            rpt_fit_print(f, res);
             fclose(f);
         }
     }

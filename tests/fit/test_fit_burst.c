@@ -15,7 +15,7 @@
 #include "common.h"
 #include "fit.h"
 #include "fit_internal.h"
-#include "fit_json.h"
+#include "report.h"
 #include "sim.h"
 #include "testutil.h"
 
@@ -67,7 +67,7 @@ static void test_burst_level(const char *path)
             CHECK(note_for(r, L->concurrency) == NULL, "C=%d: no burst note", L->concurrency);
         }
     }
-    cJSON *j = fit_result_to_json(r);
+    cJSON *j = rpt_fit_to_json(r);
     CHECK(j != NULL, "json");
     if (j) {
         cJSON *lv = cJSON_GetObjectItemCaseSensitive(j, "levels");
@@ -122,7 +122,7 @@ static fit_result *analyze_sim(const char *path, const sim_cfg *c, fit_run **run
     return r;
 }
 
-/* What fit_print_law_line / fit_print write, as a string (caller frees). */
+/* What rpt_print_law_line / rpt_fit_print write, as a string (caller frees). */
 static char *printed(const fit_result *r, int whole)
 {
     char *buf = NULL;
@@ -131,9 +131,9 @@ static char *printed(const fit_result *r, int whole)
     if (!f)
         return NULL;
     if (whole)
-        fit_print(f, r);
+        rpt_fit_print(f, r);
     else
-        fit_print_law_line(f, r);
+        rpt_print_law_line(f, r);
     fclose(f);
     return buf;
 }
@@ -170,7 +170,7 @@ static void test_client_saturated(const char *path)
         CHECK(all && strstr(all, "BOUND") && strstr(all, " client  model %\n"), "table flag column");
         free(line);
         free(all);
-        cJSON *j = fit_result_to_json(r);
+        cJSON *j = rpt_fit_to_json(r);
         cJSON *lv = cJSON_GetObjectItemCaseSensitive(j, "levels");
         CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(lv, 3), "client_bound")),
               "json C=8 client_bound");
@@ -246,7 +246,7 @@ static void test_one_n(const char *path)
         CHECK(line && !strstr(line, "law:") && !strstr(line, "not enough"), "no old text");
         free(line);
         CHECK(note_with(r, "no law: one concurrency swept (C=8)", NULL) != NULL, "one-N note");
-        cJSON *j = fit_result_to_json(r);
+        cJSON *j = rpt_fit_to_json(r);
         cJSON *nl = cJSON_GetObjectItemCaseSensitive(j, "no_law");
         CHECK(cJSON_IsString(nl) && strstr(nl->valuestring, "one concurrency"), "json no_law");
         cJSON_Delete(j);
@@ -283,7 +283,7 @@ static void test_prompt_drift_counts(const char *path)
               (long long)L->counts_stream_tok, (long long)L->counts_recorded_tok);
         n = note_with(r, "level 1 (C=4): 4 requests' final usage disagreed", "stream 36 tokens, usage 80");
         CHECK(n != NULL, "counts note");
-        cJSON *j = fit_result_to_json(r);
+        cJSON *j = rpt_fit_to_json(r);
         cJSON *l1 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "levels"), 1);
         cJSON *tm = cJSON_GetObjectItemCaseSensitive(l1, "prompt_tok_target_mean");
         cJSON *sm = cJSON_GetObjectItemCaseSensitive(l1, "prompt_tok_server_mean");

@@ -31,6 +31,7 @@
 #include "fit.h"
 #include "fit_compare.h"
 #include "fit_plan.h"
+#include "report.h"
 #include "sim.h"
 #include "testutil.h"
 
@@ -237,7 +238,7 @@ static void test_no_model_fits(void)
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    fit_print_law_line(f, r);
+    rpt_print_law_line(f, r);
     fclose(f);
     CHECK(buf && strstr(buf, "NO MODEL OF THE FAMILY FITS EVERY LEVEL WITHIN 5%"), "the headline says so:\n%s",
           buf ? buf : "");

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "fit.h"
-#include "fit_json.h"
+#include "report.h"
 #include "sim.h"
 #include "testutil.h"
 
@@ -107,7 +107,7 @@ static void test_context(void)
     CHECK_REL(ms / tok, L->early_ms, 1e-9, "early_ms: the first four bins together");
     CHECK(r->levels[1].late_ms > 1.3 * r->levels[1].early_ms, "C=4: late tokens slower (%.3g vs %.3g ms)",
           r->levels[1].late_ms, r->levels[1].early_ms);
-    cJSON *j = fit_result_to_json(r);
+    cJSON *j = rpt_fit_to_json(r);
     const cJSON *l0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "levels"), 0);
     const cJSON *e = cJSON_GetObjectItem(l0, "early_ms"), *lt = cJSON_GetObjectItem(l0, "late_ms");
     CHECK(cJSON_IsNumber(e) && e->valuedouble == L->early_ms && cJSON_IsNumber(lt) && lt->valuedouble == L->late_ms,

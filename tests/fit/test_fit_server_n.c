@@ -25,7 +25,7 @@
 
 #include "common.h"
 #include "fit.h"
-#include "fit_json.h"
+#include "report.h"
 #include "sim.h"
 #include "testutil.h"
 
@@ -122,7 +122,7 @@ static void check_refused(const fit_result *r, const fit_law *law, const char *w
 {
     CHECK(!law->ok, "%s: the law against the server's N refuses (b %.4g over %zu distinct N)", what, law->b_ms,
           law->n_distinct);
-    cJSON *j = fit_result_to_json(r);
+    cJSON *j = rpt_fit_to_json(r);
     char *text = j ? cJSON_PrintUnformatted(j) : NULL;
     cJSON *back = text ? cJSON_Parse(text) : NULL;
     CHECK(back != NULL, "%s: JSON", what);

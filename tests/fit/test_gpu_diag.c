@@ -22,7 +22,7 @@
 
 #include "common.h"
 #include "fit.h"
-#include "fit_json.h"
+#include "report.h"
 #include "sim.h"
 #include "testutil.h"
 
@@ -266,7 +266,7 @@ int main(void)
           fit_diag_name(L[5].diagnosis), L[5].diagnosis_why);
 
     /* The JSON and the printed table carry the same. */
-    cJSON *j = fit_result_to_json(r);
+    cJSON *j = rpt_fit_to_json(r);
     const cJSON *lv = cJSON_GetObjectItemCaseSensitive(j, "levels");
     const cJSON *d0 = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(lv, 0), "diagnosis");
     const cJSON *e4 = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(lv, 4), "gpu_j_per_tok");
@@ -278,12 +278,12 @@ int main(void)
     FILE *mf = open_memstream(&text, &text_len);
     CHECK(mf != NULL, "memstream");
     if (mf) {
-        fit_print(mf, r);
+        rpt_fit_print(mf, r);
         fclose(mf);
         CHECK(strstr(text, "gpu / diagnosis") && strstr(text, "latency-bound (SM 0.95, tensor 0.10, DRAM 0.20, 340 of 600 W)") &&
                   strstr(text, "compute-bound") && strstr(text, "bandwidth-bound") && strstr(text, "admission-bound") &&
                   strstr(text, fit_diag_rule()),
-              "fit_print's gpu table:\n%s", text);
+              "rpt_fit_print's gpu table:\n%s", text);
         free(text);
     }
     fit_result_free(r);

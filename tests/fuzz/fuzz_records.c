@@ -18,7 +18,7 @@
 #include <gsl/gsl_errno.h>
 
 #include "fit.h"
-#include "fit_json.h"
+#include "report.h"
 /* GSL's default handler aborts; loadlaw's main turns it off once and the fit
  * checks every status (STYLE.md), so the harness does what main does. */
 #define FUZZ_INIT() gsl_set_error_handler_off()
@@ -60,7 +60,7 @@ static void check_result(const fit_result *res)
         double tps = res->levels[i].steady_tok_per_s;
         FUZZ_CHECK(isnan(tps) || tps >= 0);
     }
-    cJSON *j = fit_result_to_json(res);
+    cJSON *j = rpt_fit_to_json(res);
     if (j) {
         char *text = cJSON_PrintUnformatted(j);
         if (text) {
@@ -75,8 +75,8 @@ static void check_result(const fit_result *res)
     size_t out_len = 0;
     FILE *f = open_memstream(&out, &out_len);
     if (f) {
-        fit_print(f, res);
-        fit_print_law_line(f, res);
+        rpt_fit_print(f, res);
+        rpt_print_law_line(f, res);
         fclose(f);
     }
     free(out);

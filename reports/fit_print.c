@@ -1,20 +1,14 @@
-/* output.c: a fit_result as the terminal summary `loadlaw fit` prints (the
- * --json object is json.c's). */
-#include "fit_internal.h"
-
+/* fit_print.c: a fit_result as `loadlaw fit` prints it: the law's line and
+ * the model under it (also what `loadlaw sweep`, `report` and `plan` print),
+ * the fits, the model check, the per-level table, the server's figures and
+ * its own timing, the turns, the GPU diagnosis and the notes. The --json
+ * object is fit_json.c's. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
-int fit_ci_decimals(double lo, double hi)
-{
-    double w = hi - lo;
-    if (!(w > 0) || !isfinite(w))
-        return -1;
-    int d = 1 - (int)floor(log10(w));
-    if (d > 9)
-        return -1;
-    return d < 0 ? 0 : d;
-}
+#include "dialect.h"
+#include "html_internal.h"
 
 static const char *fmt_dec(char buf[48], double v, int d)
 {
@@ -37,7 +31,7 @@ static const char *client_bound_cs(const fit_result *r, char *buf, size_t cap)
     return buf;
 }
 
-/* Under the line (model.c "The chosen model"): the model the evidence chose
+/* Under the line (fit/model.c "The chosen model"): the model the evidence chose
  * when it is not the line, and when it misses a level by more than
  * FIT_MODEL_LEVEL_FIT, that no model of the family fits every level. */
 static void print_model_headline(FILE *f, const fit_result *r)
@@ -46,7 +40,7 @@ static void print_model_headline(FILE *f, const fit_result *r)
     if (m->done && m->best != FIT_MODEL_LINEAR && m->chosen.p) {
         char formula[200];
         int ctx = fit_model_fit_has(&m->chosen, FIT_TERM_K);
-        double kr = fit_context_per_request(r), per_tok = fit_model_fit_slope(&m->chosen, kr);
+        double kr = r->context_per_req_tok, per_tok = r->model_slope_ms;
         fit_model_fit_formula(&m->chosen, 1, formula, sizeof formula);
         fprintf(f, "model (%s): step(N%s) = %s ms%s", fit_model_name(m->best), ctx ? ", K" : "", formula,
                 ctx ? " (K: context tokens of the running requests)" : "");
@@ -74,7 +68,7 @@ static void print_model_headline(FILE *f, const fit_result *r)
     }
 }
 
-void fit_print_law_line(FILE *f, const fit_result *r)
+void rpt_print_law_line(FILE *f, const fit_result *r)
 {
     const fit_law *L = &r->law;
     if (!L->ok) {
@@ -151,7 +145,7 @@ static void print_caveats(FILE *f, int srv)
     }
 }
 
-/* The server's own figures (server.c "Server figures") beside the client's
+/* The server's own figures (fit/server.c "Server figures") beside the client's
  * steady step, when the sweep scraped any. */
 static void print_server(FILE *f, const fit_result *r)
 {
@@ -180,7 +174,7 @@ static void print_server(FILE *f, const fit_result *r)
     print_caveats(f, srv);
 }
 
-/* What the server said per request (said.c "The server's own per-request
+/* What the server said per request (fit/said.c "The server's own per-request
  * figures") beside the client's figures, when any level has any. */
 static void print_said(FILE *f, const fit_result *r)
 {
@@ -205,7 +199,27 @@ static void print_said(FILE *f, const fit_result *r)
                "  per request (network, the server's HTTP layer and queue before it timed, the client)\n");
 }
 
-/* The GPU figures and diagnosis (gpu.c "GPU figures and diagnosis"), when
+/* The per-turn figures (fit/turns.c) of multi-turn sessions; nothing without. */
+void rpt_print_turns(FILE *f, const fit_result *r)
+{
+    if (!r->n_turns)
+        return;
+    fprintf(f, "\nby turn (multi-turn sessions; ok measured requests of each turn):\n"
+               "%5s %6s %5s %6s %9s %9s %9s %10s %7s\n",
+            "level", "C", "turn", "n", "TTFT p50", "TTFT p90", "TPOT p50", "prompt tok", "cached");
+    for (size_t i = 0; i < r->n_turns; i++) {
+        const fit_turn *t = &r->turns[i];
+        char c[5][32];
+        fprintf(f, "%5d %6d %5d %6zu %9s %9s %9s %10s %7s\n", t->level, t->concurrency, t->turn, t->n,
+                fmt_num(c[0], t->ttft_p50_ms, "%.4g"), fmt_num(c[1], t->ttft_p90_ms, "%.4g"),
+                fmt_num(c[2], t->tpot_p50_ms, "%.4g"), fmt_num(c[3], t->prompt_tok_mean, "%.0f"),
+                fmt_num(c[4], 100 * t->cache_share, "%.1f%%"));
+    }
+    fprintf(f, "  ms; turn k sends turns 1..k-1 again: cached is the share of its prompt tokens the server's\n"
+               "  prefix cache served (where it said)\n");
+}
+
+/* The GPU figures and diagnosis (fit/gpu.c "GPU figures and diagnosis"), when
  * any level has GPU or server data. */
 static void print_gpu(FILE *f, const fit_result *r)
 {
@@ -231,11 +245,9 @@ static void print_gpu(FILE *f, const fit_result *r)
     }
 }
 
-int fit_law_n_is_server(const fit_result *r) { return r->law_n && strcmp(r->law_n, "server") == 0; }
-
-void fit_print(FILE *f, const fit_result *r)
+void rpt_fit_print(FILE *f, const fit_result *r)
 {
-    fit_print_law_line(f, r);
+    rpt_print_law_line(f, r);
     if (fit_law_n_is_server(r))
         fprintf(f, "(N is the server's: its running requests at each step, fit --n server)\n");
     fprintf(f, "\nfits (step ms = a + b*N):\n");
@@ -273,7 +285,7 @@ void fit_print(FILE *f, const fit_result *r)
     }
     print_server(f, r);
     print_said(f, r);
-    fit_print_turns(f, r);
+    rpt_print_turns(f, r);
     print_gpu(f, r);
     if (r->n_notes) {
         fprintf(f, "\nleft out, and why:\n");

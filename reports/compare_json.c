@@ -1,9 +1,9 @@
-/* compare_json.c: a comparison (compare.c "A/B comparison") as `loadlaw compare
- * --json` writes it, and as the comparison page embeds it. Laws and latency
- * distributions go through json.c's writers in compare's spelling
- * (FIT_JSON_COMPARE: "p50_ms", a law with its asymptote); every number
- * through common's NaN -> null rule. */
-#include "fit_internal.h"
+/* compare_json.c: a comparison (fit/compare.c "A/B comparison") as `loadlaw
+ * compare --json` writes it, and as the comparison page embeds it. Laws and
+ * latency distributions go through json_shapes.c in compare's spelling
+ * ("p50_ms", a law with its asymptote); every number through common's NaN ->
+ * null rule. */
+#include "json_internal.h"
 
 /* 0 or -1, the convention of this file's steps. */
 static int add_num(cJSON *o, const char *k, double x)
@@ -47,7 +47,7 @@ static int level_latency_json(cJSON *o, const fit_compare_level *L)
     const fit_dist *d[] = {&L->lat_a.ttft, &L->lat_b.ttft, &L->lat_a.ttfa, &L->lat_b.ttfa,
                            &L->lat_a.itl, &L->lat_b.itl};
     for (int j = 0; j < 6; j++)
-        if (fit_json_dist(o, k[j], d[j], FIT_JSON_COMPARE))
+        if (rpt_json_dist(o, k[j], d[j], rpt_dist_in_compare))
             return -1;
     return 0;
 }
@@ -73,8 +73,8 @@ static int model_terms_json(cJSON *root, const fit_compare *c)
 /* The two laws, the slope ratio and the verdict. */
 static int compare_head_json(cJSON *root, const fit_compare *c)
 {
-    if (fit_json_law(root, "law_a", &c->law_a, NULL, c->asym_a_tok_per_s, FIT_JSON_COMPARE) ||
-        fit_json_law(root, "law_b", &c->law_b, NULL, c->asym_b_tok_per_s, FIT_JSON_COMPARE))
+    if (rpt_json_law(root, "law_a", &c->law_a, NULL, c->asym_a_tok_per_s, rpt_law_in_compare) ||
+        rpt_json_law(root, "law_b", &c->law_b, NULL, c->asym_b_tok_per_s, rpt_law_in_compare))
         return -1;
     if (add_num(root, "slope_ratio", c->slope_ratio) || add_num(root, "slope_a_ms", c->slope_a_ms) ||
         add_num(root, "slope_b_ms", c->slope_b_ms) ||
@@ -92,7 +92,7 @@ static int compare_head_json(cJSON *root, const fit_compare *c)
     return 0;
 }
 
-cJSON *fit_compare_to_json(const fit_compare *c)
+cJSON *rpt_compare_to_json(const fit_compare *c)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON *levels = root ? cJSON_AddArrayToObject(root, "levels") : NULL;

@@ -1,6 +1,7 @@
-/* plan_out.c: a capacity plan (plan.c "Capacity plan") as `loadlaw plan
- * --json` writes it and as `loadlaw plan` prints it; plan.c computes it. */
-#include "fit_internal.h"
+/* plan_print.c: a capacity plan (fit/plan.c "Capacity plan") as `loadlaw
+ * plan --json` writes it and as `loadlaw plan` prints it; fit/plan.c
+ * computes it. */
+#include "json_internal.h"
 
 #include <limits.h>
 #include <math.h>
@@ -9,11 +10,6 @@
 #include <string.h>
 
 /* ---- JSON ------------------------------------------------------------------ */
-
-static int add_bool(cJSON *o, const char *key, int v)
-{
-    return cJSON_AddBoolToObject(o, key, v) ? 0 : LL_ENOMEM;
-}
 
 static int at_json(cJSON *arr, const fit_plan_at *at)
 {
@@ -24,7 +20,7 @@ static int at_json(cJSON *arr, const fit_plan_at *at)
         return LL_ENOMEM;
     }
     LL_TRY(ll_json_add_num(o, "concurrency", at->concurrency));
-    LL_TRY(add_bool(o, "extrapolated", at->extrapolated));
+    LL_TRY(rpt_json_bool(o, "extrapolated", at->extrapolated));
     LL_TRY(ll_json_add_num(o, "step_ms", at->step_ms));
     LL_TRY(ll_json_add_pair(o, "step_ci_ms", at->step_ci_ms));
     LL_TRY(ll_json_add_num(o, "tok_per_s", at->tok_per_s));
@@ -33,7 +29,7 @@ static int at_json(cJSON *arr, const fit_plan_at *at)
     LL_TRY(ll_json_add_pair(o, "user_tok_per_s_ci", at->user_tok_per_s_ci));
     LL_TRY(ll_json_add_num(o, "ttft_p50_ms", at->ttft_p50_ms));
     LL_TRY(ll_json_add_num(o, "ttft_p90_ms", at->ttft_p90_ms));
-    LL_TRY(add_bool(o, "ttft_interpolated", at->ttft_interpolated));
+    LL_TRY(rpt_json_bool(o, "ttft_interpolated", at->ttft_interpolated));
     if (at->ttft_note[0]) {
         if (!cJSON_AddStringToObject(o, "ttft_note", at->ttft_note)) {
             rc = LL_ENOMEM;
@@ -71,8 +67,8 @@ fail:
 static int plan_json(cJSON *j, const fit_plan *p)
 {
     int rc;
-    /* the law's parameters the plan used: fit's one law writer */
-    LL_TRY(fit_json_law(j, "law", &p->law, NULL, NAN, FIT_JSON_PLAN));
+    /* the law's parameters the plan used, in plan's spelling */
+    LL_TRY(rpt_json_law(j, "law", &p->law, NULL, NAN, rpt_law_in_plan));
     cJSON *obj = cJSON_AddObjectToObject(j, "objectives");
     if (!obj)
         return LL_ENOMEM;
@@ -93,7 +89,7 @@ static int plan_json(cJSON *j, const fit_plan *p)
         LL_TRY(ll_json_add_pair(m, "n_ci", n_ci));
         LL_TRY(ll_json_add_num(m, "n_real", p->n_real));
         LL_TRY(ll_json_add_pair(m, "n_real_ci", p->n_real_ci));
-        LL_TRY(add_bool(m, "extrapolated", p->n_star_extrapolated));
+        LL_TRY(rpt_json_bool(m, "extrapolated", p->n_star_extrapolated));
         if (!cJSON_AddStringToObject(m, "interval", point ? "none" : "fieller") ||
             !cJSON_AddStringToObject(m, "model", fit_model_name(p->model))) {
             rc = LL_ENOMEM;
@@ -117,7 +113,7 @@ fail:
     return rc;
 }
 
-cJSON *fit_plan_to_json(const fit_plan *p)
+cJSON *rpt_plan_to_json(const fit_plan *p)
 {
     cJSON *j = cJSON_CreateObject();
     if (j && plan_json(j, p)) {
@@ -172,7 +168,7 @@ static void print_max_c(FILE *f, const fit_plan *p)
     fputc('\n', f);
 }
 
-void fit_plan_print(FILE *f, const fit_plan *p)
+void rpt_plan_print(FILE *f, const fit_plan *p)
 {
     char b1[112], b2[112], b3[112];
     fprintf(f, "largest measured C: %d\n", p->max_measured_c);

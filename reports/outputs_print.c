@@ -1,10 +1,12 @@
-/* outputs_json.c: the outputs comparison (outputs.c "outputs comparison") as
- * `loadlaw compare` shows it: the "outputs" object of --json and the section
- * under the speed tables, both saying what could not be compared and why. */
+/* outputs_print.c: the outputs comparison (fit/outputs.c "outputs
+ * comparison") as `loadlaw compare` shows it: the "outputs" object of --json
+ * and the section under the speed tables, both saying what could not be
+ * compared and why. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
-#include "fit_internal.h"
+#include "json_internal.h"
 
 static int add_num(cJSON *o, const char *k, double x)
 {
@@ -14,9 +16,8 @@ static int add_num(cJSON *o, const char *k, double x)
 /* The counts and shares of one level (or of all). 0 or -1. */
 static int level_counts(cJSON *o, const fit_outputs_level *l)
 {
-    double share_id = l->n_pairs ? (double)l->n_identical / (double)l->n_pairs : NAN;
     return add_num(o, "pairs", (double)l->n_pairs) || add_num(o, "identical", (double)l->n_identical) ||
-                   add_num(o, "diverged", (double)l->n_diverged) || add_num(o, "share_identical", share_id) ||
+                   add_num(o, "diverged", (double)l->n_diverged) || add_num(o, "share_identical", l->share_identical) ||
                    add_num(o, "share_ok", l->share_ok)
                ? -1
                : 0;
@@ -70,7 +71,7 @@ static int add_side_counts(cJSON *o, const char *k, const fit_outputs *r, int s)
            add_num(c, "unmatched", (double)r->n_unmatched[s]);
 }
 
-cJSON *fit_outputs_to_json(const fit_outputs *r)
+cJSON *rpt_outputs_to_json(const fit_outputs *r)
 {
     cJSON *o = cJSON_CreateObject(), *lv = o ? cJSON_AddArrayToObject(o, "levels") : NULL, *x;
     if (!lv)
@@ -156,7 +157,7 @@ static void print_gaps(FILE *f, const fit_outputs *r)
         fprintf(f, "  %zu pairs share no kind of output (one side has tokens, the other only text)\n", r->n_nothing);
 }
 
-void fit_outputs_print(FILE *f, const fit_outputs *r)
+void rpt_outputs_print(FILE *f, const fit_outputs *r)
 {
     char name[32];
     fprintf(f, "\noutputs: B against A, requests matched by prompt key (token ids, else tokens, else text)\n");
