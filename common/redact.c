@@ -154,6 +154,26 @@ static size_t params_room(const char *s)
     return n + (n + 1) * (sizeof hidden - 1);
 }
 
+/* n bytes of a host libcurl gave decoded, written so libcurl reads the same
+ * host back: a '%', a control byte, a space or a byte that would end or
+ * split the host part ("%2F" decoded to '/') as its escape, since written
+ * raw a "%AA" would be read as an escape again and "\x7f" refused. An IPv6
+ * literal ("[...]") is written as it is: libcurl checks it strictly. */
+static void put_host(char *out, size_t *o, const char *h, size_t n)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)h[i];
+        if (h[0] != '[' && (c <= ' ' || c == 0x7f || strchr("%/?#@:[]\\\"'<>^`{}|", c))) {
+            out[(*o)++] = '%';
+            out[(*o)++] = hex[c >> 4];
+            out[(*o)++] = hex[c & 15];
+        } else {
+            out[(*o)++] = (char)c;
+        }
+    }
+}
+
 /* A URL libcurl reads, written from its parts: "(hidden)@" when libcurl
  * finds a user part (even an empty one), then the host (the zone of an IPv6
  * literal put back as "%25zone"), the port, the path and the query and
@@ -164,7 +184,7 @@ static char *redact_view(const char *url, const ll_url_view *v)
     ll_url_parts u;
     ll_url_split(url, &u);
     int path = !(u.path == u.query && strcmp(v->path, "/") == 0);
-    size_t cap = strlen(v->scheme) + 3 + sizeof hidden + strlen(v->host) + (v->zone ? strlen(v->zone) + 3 : 0) +
+    size_t cap = strlen(v->scheme) + 3 + sizeof hidden + 3 * strlen(v->host) + (v->zone ? strlen(v->zone) + 3 : 0) +
                  (v->port ? strlen(v->port) + 1 : 0) + strlen(v->path) + params_room(v->query) +
                  params_room(v->fragment) + 1;
     char *out = malloc(cap);
@@ -178,13 +198,12 @@ static char *redact_view(const char *url, const ll_url_view *v)
         out[o++] = '@';
     }
     if (v->zone && hl && v->host[hl - 1] == ']') {
-        memcpy(out + o, v->host, hl - 1);
-        o += hl - 1;
+        put_host(out, &o, v->host, hl - 1);
         put_str(out, &o, "%25");
         put_str(out, &o, v->zone);
         out[o++] = ']';
     } else {
-        put_str(out, &o, v->host);
+        put_host(out, &o, v->host, hl);
     }
     if (v->port) {
         out[o++] = ':';

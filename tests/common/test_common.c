@@ -174,6 +174,10 @@ static void test_redact(void)
         /* names as a server reads them: %-decoded, ';' a separator too */
         {"http://h/?k%65y=S1&to%6Ben=S2&a=1;key=S3;jwt=S4&api_tokens=S5&max_tokens=8",
          "http://h/?k%65y=(hidden)&to%6Ben=(hidden)&a=1;key=(hidden);jwt=(hidden)&api_tokens=(hidden)&max_tokens=8"},
+        /* a host holding "%25" is shown as written: a bare '%' there would be
+         * read again as the escape "%AA", another host (found by fuzz_url) */
+        {"http://a%25AAb:8000/v1?key=K", "http://a%25AAb:8000/v1?key=(hidden)"},
+        {"http://h%7fx%2Fy/v1?key=K", "http://h%7fx%2Fy/v1?key=(hidden)"}, /* raw: refused, or the host ends */
     };
     for (size_t i = 0; i < sizeof urls / sizeof *urls; i++) {
         char *r = ll_redact_url(urls[i].in);
