@@ -201,17 +201,26 @@ static int prof_max_steps(const eng_engine *e)
  * LL_EINVAL with msg on the first bad one. */
 static int read_prof_members(const cJSON *root, prof_req *req, char *msg, size_t msglen)
 {
-    const cJSON *n = given(root, "num_steps");
-    if (n) {
+    /* SGLang's num_steps: the answer comes once the steps are captured.
+     * vLLM's max_iterations: the answer comes at once, and the capture runs
+     * until /stop_profile or that many steps, whichever is first. */
+    static const char *const names[] = {"num_steps", "max_iterations"};
+    for (int k = 0; k < 2; k++) {
+        const cJSON *n = given(root, names[k]);
+        if (!n)
+            continue;
         if (!cJSON_IsNumber(n) || n->valuedouble < 1 || n->valuedouble > req->max_steps ||
             n->valuedouble != (double)(int)n->valuedouble) {
-            ll_errf(msg, msglen, "'num_steps' must be an integer in [1, %d]%s", req->max_steps,
+            ll_errf(msg, msglen, "'%s' must be an integer in [1, %d]%s", names[k], req->max_steps,
                     req->max_steps < ENG_PROF_MAX_STEPS
                         ? " (the bound without a key: profile_max_steps_open; with api_key or "
                           "control_key set it is 10000000)" : "");
             return LL_EINVAL;
         }
-        req->want_steps = (int)n->valuedouble;
+        if (k == 0)
+            req->want_steps = (int)n->valuedouble;
+        else
+            req->max_steps = (int)n->valuedouble;
     }
     const cJSON *d = given(root, "output_dir");
     if (d) {

@@ -184,7 +184,7 @@ void lg_run_notify(lg_run *r);
  * record (level L); POST /stop_profile (vLLM's form, at the level's end),
  * a failure said on stderr. */
 void lg_profile_start(lg_run *r, const lg_level_ctx *L);
-void lg_profile_stop(lg_run *r);
+void lg_profile_stop(lg_run *r, int level);
 
 /* xfer.c: a transfer's life */
 /* sess: the conversation it is a turn of (load.sessions), else NULL. */

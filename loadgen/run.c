@@ -361,8 +361,10 @@ static void wait_event(lg_run *r, uint64_t *seen, int64_t tick_ns)
 
 /* The driver's watch over a running level: the profile hook and the progress
  * line, until the last worker has left. r->watch was set before the workers
- * started, so no start of decoding goes unsignalled. */
-static void watch_level(lg_run *r, const lg_level_ctx *L)
+ * started, so no start of decoding goes unsignalled. Returns whether the
+ * capture needs a POST /stop_profile (vLLM's form), which the caller sends
+ * once the level's end is stamped. */
+static int watch_level(lg_run *r, const lg_level_ctx *L)
 {
     int armed = L->lv->profile.enabled && r->rank == 0;
     int ticking = r->progress || (r->dist && r->dist->tick);
@@ -387,9 +389,8 @@ static void watch_level(lg_run *r, const lg_level_ctx *L)
         }
         wait_event(r, &seen, ticking ? next_tick : 0);
     }
-    if (stop_due)
-        lg_profile_stop(r);
     atomic_store(&r->watch, 0);
+    return stop_due;
 }
 
 static void reset_level_counters(lg_run *r)
@@ -527,7 +528,7 @@ static int run_level(lg_run *r, int index, char *err, size_t errlen)
     /* the profile hook is one POST for the whole run: rank 0's */
     atomic_store(&r->watch, L.lv->profile.enabled && r->rank == 0);
     rc = start_workers(r, &started, err, errlen);
-    watch_level(r, &L);
+    int stop_due = watch_level(r, &L);
     rc = join_workers(r, started, rc, err, errlen);
     if (r->progress)
         fputs("\r\033[K", stderr);
@@ -536,6 +537,11 @@ static int run_level(lg_run *r, int index, char *err, size_t errlen)
         ll_errf(err, errlen, "queueing the level_end record: %s", ll_strerror(prc));
         rc = prc;
     }
+    /* After the level's end is stamped, so the wait is none of its figures;
+     * before the next level starts, so none of its requests meets a server
+     * still writing its trace (profile_hook.c). */
+    if (stop_due)
+        lg_profile_stop(r, L.index);
     return rc;
 }
 

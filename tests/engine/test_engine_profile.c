@@ -238,6 +238,28 @@ static void test_nul(const char *root)
     eng_stop(e);
 }
 
+/* vLLM's max_iterations: answered at once, the capture ends at that many
+ * steps however many follow, and /stop_profile writes it. */
+static void test_max_iterations(const char *root)
+{
+    char prof[300], spec[400];
+    snprintf(prof, sizeof prof, "%s/prof-iters", root);
+    snprintf(spec, sizeof spec, "law=1,profile_dir=%s", prof);
+    eng_engine *e = tc_start(spec);
+    CHECK(start_refused(e, "{\"max_iterations\":0}", 400, "'max_iterations' must be an integer"),
+          "max_iterations 0 refused, named");
+    CHECK(post(e, "/start_profile", "{\"max_iterations\":2}", NULL) == 200, "started");
+    CHECK(tc_completion(eng_url(e), 6, NULL) == 200, "six steps to capture");
+    tc_resp r;
+    long st = post(e, "/stop_profile", "", &r);
+    cJSON *o = r.body.p ? cJSON_Parse(r.body.p) : NULL;
+    CHECK(st == 200 && cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "num_steps")) == 2,
+          "the capture holds 2 steps of 6: %ld %s", st, r.body.p ? r.body.p : "");
+    cJSON_Delete(o);
+    tc_resp_free(&r);
+    eng_stop(e);
+}
+
 /* 7: the default profile directory is private and checked. */
 static void test_default_dir(const char *root)
 {
@@ -290,6 +312,7 @@ int main(void)
     test_symlink(root);
     test_planted_names(root);
     test_nul(root);
+    test_max_iterations(root);
     test_default_dir(root);
     rm_tree(root);
     curl_global_cleanup();

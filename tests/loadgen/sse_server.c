@@ -453,6 +453,14 @@ static void *conn_main(void *arg)
                 break;
             continue;
         }
+        if (pl >= 13 && strncmp(path + pl - 13, "/stop_profile", 13) == 0) {
+            if (s->cfg.stop_profile_ms > 0)
+                sleep_us(s->cfg.stop_profile_ms * 1000);
+            const char *r = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\":true}";
+            if (send_all(c->fd, r, strlen(r)))
+                break;
+            continue;
+        }
         if (pl >= 8 && strncmp(path + pl - 8, "/metrics", 8) == 0) {
             /* sweep scrapes its target's /metrics (telemetry/scrape.c): a server
              * without one answers 404, and the scrape must not count as a

@@ -49,6 +49,8 @@ typedef struct ts_config {
     int no_usage;               /* TS_OK: no usage anywhere (with usage_at_end: no final one either) */
     int hidden_think;           /* TS_OK (not inline): the think_tok reasoning tokens are not
                                    streamed, only counted in the final usage (reasoning_tokens) */
+    int stop_profile_ms;        /* POST /stop_profile answered 200 after this long, as vLLM
+                                   answers once its trace is written */
     int pairs;                  /* TS_OK (not inline): token chunks two at a time, two HTTP
                                    chunks in one send() as an engine's burst: one read brings
                                    both, and libcurl makes a write callback for each */

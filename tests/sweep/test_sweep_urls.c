@@ -107,6 +107,57 @@ static void test_query_and_secrets(void)
         CHECK(tu_dir_has(dir, kept[i]) == 1, "the records hold '%s'", kept[i]);
 }
 
+/* The first "key":N after needle in text, or -1. */
+static int64_t num_after(const char *text, const char *needle, const char *key)
+{
+    const char *at = text ? strstr(text, needle) : NULL, *k = at ? strstr(at, key) : NULL;
+    return k ? strtoll(k + strlen(key), NULL, 10) : -1;
+}
+
+/* vLLM's profile hook: the start asks max_iterations, and the stop, which
+ * vLLM answers once its trace is written (3 s here), is waited for after the
+ * profiled level's end is stamped and before the next level starts: neither
+ * level's figures hold the wait (they held it, and the next level met a
+ * server still writing). */
+static void test_vllm_profile_wait(void)
+{
+    ts_server *ts = NULL;
+    ts_config tc = {.mode = TS_OK, .answer_tok = 8, .gap_us = 20000, .barrier = 2, .stop_profile_ms = 3000};
+    if (ts_start(&tc, &ts)) {
+        CHECK(0, "test server starts");
+        return;
+    }
+    char dir[300], errf[300], scn[300], rec[320];
+    snprintf(dir, sizeof dir, "%s/vprof", g_tmp);
+    snprintf(errf, sizeof errf, "%s/vprof.err", g_tmp);
+    snprintf(scn, sizeof scn, "%s/vprof.json", g_tmp);
+    snprintf(rec, sizeof rec, "%s/records.jsonl", dir);
+    tu_write_file(scn, "{\"request\":{\"max_tokens\":8,\"timeout_s\":20},"
+                    "\"prompts\":{\"source\":\"synthetic\",\"words\":{\"dist\":\"fixed\",\"value\":10},\"count\":4,"
+                    "\"seed\":1},\"levels\":[{\"concurrency\":2,\"requests\":2,"
+                    "\"profile\":{\"when\":\"steady\",\"num_steps\":5,\"style\":\"vllm\"}},"
+                    "{\"concurrency\":2,\"requests\":2}]}\n");
+    char *args[] = {"loadlaw", "sweep", scn, "--url", (char *)ts_url(ts), "--model", "m", "--no-metrics",
+                    "--no-report", "-o", dir, NULL};
+    int rc = tu_run(LOADLAW_BIN, args, NULL, errf, 60);
+    CHECK(rc == 0, "sweep with a vllm-style profile: exit 0, got %d", rc);
+    CHECK(strstr(ts_profile_body(ts), "\"max_iterations\":5") != NULL, "the start asks max_iterations: %s",
+          ts_profile_body(ts));
+    ts_stop(ts);
+    char *text = tu_slurp(rec), *err = tu_slurp(errf);
+    int64_t start0 = num_after(text, "\"type\":\"level\",\"level\":0", "\"start_ns\":");
+    int64_t end0 = num_after(text, "\"type\":\"level_end\",\"level\":0", "\"end_ns\":");
+    int64_t start1 = num_after(text, "\"type\":\"level\",\"level\":1", "\"start_ns\":");
+    CHECK(start0 >= 0 && end0 > start0 && end0 - start0 < 2900000000LL,
+          "the profiled level ends before the stop's answer (%.3f s, the stop takes 3 s)", (end0 - start0) / 1e9);
+    CHECK(start1 >= end0 + 2900000000LL, "the next level starts after the trace is written (%.3f s after)",
+          (start1 - end0) / 1e9);
+    CHECK(err && strstr(err, "level 0: the server's trace was written in"), "stderr says the wait: %s",
+          err ? err : "");
+    free(text);
+    free(err);
+}
+
 /* One refused URL: exit 2, one line holding each of needles, no password
  * in it, and no request at the server. */
 static void refused(const char *what, char *const args[], const ts_server *ts, const char *n1, const char *n2)
@@ -185,6 +236,7 @@ int main(void)
     if (tu_tmpdir("lg_urls", g_tmp, sizeof g_tmp))
         return 1;
     test_query_and_secrets();
+    test_vllm_profile_wait();
     test_no_scheme();
     if (tu_fail == 0) /* a failed run's files stay, to be read */
         tu_rmtree(g_tmp);
