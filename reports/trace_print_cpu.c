@@ -54,7 +54,7 @@ static int64_t print_cpu_files(FILE *out, rpt_trace *const *tr, const char *cons
                 trace_label_of(labels, f, lb, sizeof lb), (unsigned long long)info.events, info.span_ns / 1e6,
                 info.cpu_self_ns / 1e6, rpt_trace_n_threads(tr[f]), rpt_trace_n_threads(tr[f]) == 1 ? "" : "s");
         if (nt > 1)
-            fprintf(out, ", %.1f%% of all files'", grand > 0 ? 100.0 * info.cpu_self_ns / grand : 0.0);
+            fprintf(out, ", %.1f%% of the files' operator time", grand > 0 ? 100.0 * info.cpu_self_ns / grand : 0.0);
         fputc('\n', out);
         if (info.steps)
             fprintf(out, "  %llu steps (ProfilerStep#N): mean %.3f ms, min %.3f, max %.3f\n",
