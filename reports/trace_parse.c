@@ -130,6 +130,31 @@ static void event_begin(parse_ctx *c)
     c->args_level = 0;
 }
 
+/* Corrupt times are left out so that ts + dur, the span and the sums stay
+ * inside int64: ts up to 2^62 ns (Unix-epoch traces are ~1.8e18 ns), any dur
+ * up to 2^60, and a counted op's (GPU, or CPU for self time) up to 2^40 ns
+ * (18 minutes; a longer kernel, copy or operator is not real, and 2^23 of
+ * them still sum inside int64). */
+static int times_in_range(const parse_ctx *c, int counted)
+{
+    return c->ts_ns <= ((int64_t)1 << 62) && c->ts_ns >= -((int64_t)1 << 60) &&
+           !(c->has_dur && c->dur_ns > ((int64_t)1 << (counted ? 40 : 60)));
+}
+
+static void span_extend(rpt_trace *t, int64_t start_ns, int64_t end_ns)
+{
+    if (!t->have_span) {
+        t->first_ns = start_ns;
+        t->last_ns = end_ns;
+        t->have_span = 1;
+        return;
+    }
+    if (start_ns < t->first_ns)
+        t->first_ns = start_ns;
+    if (end_ns > t->last_ns)
+        t->last_ns = end_ns;
+}
+
 static int event_end(parse_ctx *c)
 {
     rpt_trace *t = c->t;
@@ -138,29 +163,13 @@ static int event_end(parse_ctx *c)
         return 0;
     int gpu = c->has_cat ? is_gpu_cat(c->cat) : c->has_stream;
     int cpu = !gpu && c->has_cat && is_cpu_cat(c->cat);
-    /* Corrupt times are left out so that ts + dur, the span and the sums stay
-     * inside int64: ts up to 2^62 ns (Unix-epoch traces are ~1.8e18 ns), any
-     * dur up to 2^60, and a GPU op's or a counted CPU op's up to 2^40 ns (18
-     * minutes; a longer kernel, copy or operator is not real, and 2^23 of them
-     * still sum inside int64). */
-    if (c->has_ts && (c->ts_ns > ((int64_t)1 << 62) || c->ts_ns < -((int64_t)1 << 60) ||
-                      (c->has_dur && c->dur_ns > ((int64_t)1 << (gpu || cpu ? 40 : 60)))))
+    if (c->has_ts && !times_in_range(c, gpu || cpu))
         c->has_ts = 0;
     if (!c->has_ts || (gpu && (!c->has_dur || c->dur_ns < 0))) {
         t->info.bad_events += gpu; /* bad input is counted, not dropped silently */
         return 0;
     }
-    int64_t end = c->ts_ns + (c->has_dur && c->dur_ns > 0 ? c->dur_ns : 0);
-    if (!t->have_span) {
-        t->first_ns = c->ts_ns;
-        t->last_ns = end;
-        t->have_span = 1;
-    } else {
-        if (c->ts_ns < t->first_ns)
-            t->first_ns = c->ts_ns;
-        if (end > t->last_ns)
-            t->last_ns = end;
-    }
+    span_extend(t, c->ts_ns, c->ts_ns + (c->has_dur && c->dur_ns > 0 ? c->dur_ns : 0));
     const char *name = c->name.len ? c->name.p : "(unnamed)";
     size_t name_len = c->name.len ? c->name.len : strlen(name);
     if (cpu && c->has_dur && c->dur_ns >= 0)

@@ -32,18 +32,25 @@ int trace_cpu_only(rpt_trace *const *tr, size_t nt)
     return gpu == 0 && cpu > 0;
 }
 
-/* Each file's counts and warnings; the self time of all files together. */
-static int64_t print_cpu_files(FILE *out, rpt_trace *const *tr, const char *const *labels, size_t nt,
-                               uint64_t *steps)
+/* The operator self time of all files together. */
+static int64_t cpu_total_ns(rpt_trace *const *tr, size_t nt)
 {
-    char lb[32];
     int64_t grand = 0;
-    *steps = 0;
     for (size_t f = 0; f < nt; f++) {
         rpt_trace_info info;
         rpt_trace_get_info(tr[f], &info);
         grand += info.cpu_self_ns;
     }
+    return grand;
+}
+
+/* Each file's counts and warnings; the self time of all files together. */
+static int64_t print_cpu_files(FILE *out, rpt_trace *const *tr, const char *const *labels, size_t nt,
+                               uint64_t *steps)
+{
+    char lb[32];
+    int64_t grand = cpu_total_ns(tr, nt);
+    *steps = 0;
     for (size_t f = 0; f < nt; f++) {
         rpt_trace_info info;
         rpt_trace_get_info(tr[f], &info);
@@ -159,12 +166,7 @@ int trace_print_cpu_json(FILE *out, rpt_trace *const *tr, const char *const *lab
     cJSON *catj = cJSON_AddArrayToObject(root, "categories");
     if (!files || !ops || !catj)
         goto fail;
-    int64_t grand = 0;
-    for (size_t f = 0; f < nt; f++) {
-        rpt_trace_info info;
-        rpt_trace_get_info(tr[f], &info);
-        grand += info.cpu_self_ns;
-    }
+    int64_t grand = cpu_total_ns(tr, nt);
     char lb[32];
     for (size_t f = 0; f < nt; f++)
         if (cpu_file_json(files, tr[f], trace_label_of(labels, f, lb, sizeof lb), grand))
