@@ -1,9 +1,12 @@
-/* cmd_trace.c: `loadlaw trace FILE [FILE...]` — kernel-time breakdown of
+/* cmd_trace.c: `loadlaw trace FILE|DIR [...]` — kernel-time breakdown of
  * PyTorch profiler / Kineto / Chrome traces (.json or .json.gz), one column per
- * file when several are given (one per tensor-parallel rank). */
+ * file when several are given (one per tensor-parallel rank, or the worker and
+ * API-server traces of one vLLM capture); a directory stands for its traces. */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "common.h"
@@ -26,13 +29,20 @@ static const cli_opt trace_table[] = {
 
 static const cli_cmd trace_cmd = {
     "trace",
-    "usage: loadlaw trace FILE [FILE...] [--top N] [--wide] [--json]\n"
+    "usage: loadlaw trace FILE|DIR [FILE|DIR...] [--top N] [--wide] [--json]\n"
     "                     [--category NAME=REGEX ...]",
     "Reads PyTorch profiler / Kineto Chrome traces (.json or .json.gz) as a stream and\n"
     "prints the top GPU kernels by total time, a roll-up by category, and the GPU-busy\n"
     "fraction (union of event intervals / the trace's wall span) per device and stream.\n"
     "GPU events: ph \"X\" with cat kernel, gpu_memcpy or gpu_memset, or with args.stream\n"
-    "when cat is missing; dur in microseconds.\n",
+    "when cat is missing; dur in microseconds.\n"
+    "With no GPU event in any file (a CPU-only server such as vLLM's CPU backend), CPU\n"
+    "operators instead: ph \"X\" with cat cpu_op or user_annotation, by self time (an\n"
+    "operator's time less that of the operators inside it on its thread), the same\n"
+    "categories, per step when the trace has ProfilerStep#N markers, and each thread's\n"
+    "operator time. Several files of one capture (worker and API server, one per rank)\n"
+    "are read together, one column and a share each; a DIR stands for its *.json and\n"
+    "*.json.gz files, in name order.\n",
     trace_table,
     NULL,
 };
@@ -40,16 +50,65 @@ static const cli_cmd trace_cmd = {
 typedef struct trace_args {
     rpt_trace_print_opts o;
     rpt_categories *cats;
-    const char **files;
-    size_t nfiles;
+    char **files;          /* owned copies: a directory adds its traces */
+    size_t nfiles, cap;
 } trace_args;
+
+static int add_file(trace_args *a, char *path)
+{
+    if (!path || ll_vec_reserve_((void **)&a->files, &a->cap, a->nfiles + 1, sizeof *a->files)) {
+        free(path);
+        return LL_ENOMEM;
+    }
+    a->files[a->nfiles++] = path;
+    return 0;
+}
+
+static int is_trace_name(const struct dirent *d)
+{
+    size_t n = strlen(d->d_name);
+    return d->d_name[0] != '.' && ((n > 5 && strcmp(d->d_name + n - 5, ".json") == 0) ||
+                                   (n > 8 && strcmp(d->d_name + n - 8, ".json.gz") == 0));
+}
+
+/* A directory's *.json and *.json.gz files in name order (vLLM writes one
+ * capture's traces into one directory); anything else is taken as a file.
+ * 0, LL_ENOMEM, or LL_EINVAL for a directory with no trace in it. */
+static int add_arg(trace_args *a, const char *v)
+{
+    struct stat st;
+    if (stat(v, &st) != 0 || !S_ISDIR(st.st_mode))
+        return add_file(a, strdup(v));
+    struct dirent **ents = NULL;
+    int n = scandir(v, &ents, is_trace_name, alphasort);
+    if (n < 0)
+        return add_file(a, strdup(v)); /* the reader says why it cannot be read */
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(v) + strlen(ents[i]->d_name) + 2;
+        char *p = rc ? NULL : malloc(len);
+        if (!rc && p)
+            snprintf(p, len, "%s/%s", v, ents[i]->d_name);
+        if (!rc)
+            rc = add_file(a, p);
+        free(ents[i]);
+    }
+    free(ents);
+    return n == 0 ? LL_EINVAL : rc;
+}
 
 static int on_opt(const cli_opt *opt, const char *v, void *ctx)
 {
     trace_args *a = ctx;
     char err[512];
     if (!opt) {
-        a->files[a->nfiles++] = v;
+        int rc = add_arg(a, v);
+        if (rc == LL_EINVAL)
+            return cli_usage_error(&trace_cmd, "%s: no *.json or *.json.gz trace in this directory", v);
+        if (rc) {
+            fprintf(stderr, "loadlaw trace: out of memory\n");
+            return CLI_FAIL;
+        }
         return 0;
     }
     switch (opt->key) {
@@ -74,8 +133,8 @@ int cmd_trace(int argc, char **argv)
     int rc = CLI_FAIL;
     char err[512];
     trace_args a = {0};
-    if (rpt_categories_new(&a.cats, err, sizeof err) || !(a.files = calloc((size_t)argc, sizeof *a.files))) {
-        fprintf(stderr, "loadlaw trace: %s\n", a.cats ? "out of memory" : err);
+    if (rpt_categories_new(&a.cats, err, sizeof err)) {
+        fprintf(stderr, "loadlaw trace: %s\n", err);
         goto done;
     }
     if ((rc = cli_parse(&trace_cmd, argc, argv, on_opt, &a)) != CLI_GO_ON)
@@ -86,11 +145,13 @@ int cmd_trace(int argc, char **argv)
     }
     a.o.cats = a.cats;
     rc = CLI_OK;
-    if (rpt_trace_files(stdout, a.files, a.nfiles, &a.o, err, sizeof err)) {
+    if (rpt_trace_files(stdout, (const char *const *)a.files, a.nfiles, &a.o, err, sizeof err)) {
         fprintf(stderr, "loadlaw trace: %s\n", err);
         rc = CLI_FAIL;
     }
 done:
+    for (size_t i = 0; i < a.nfiles; i++)
+        free(a.files[i]);
     free(a.files);
     rpt_categories_free(a.cats);
     return rc;

@@ -148,24 +148,72 @@ static uint64_t fnv1a(const char *s, size_t n)
     return h;
 }
 
-static int names_grow(rpt_trace *t)
+static int tab_grow(trace_tab *t)
 {
-    size_t cap = t->names_cap ? t->names_cap * 2 : 256;
+    size_t cap = t->cap ? t->cap * 2 : 256;
     trace_name *tab = calloc(cap, sizeof *tab);
     if (!tab)
         return LL_ENOMEM;
-    for (size_t i = 0; i < t->names_cap; i++) {
-        if (!t->names[i].pub.name)
+    for (size_t i = 0; i < t->cap; i++) {
+        if (!t->v[i].pub.name)
             continue;
-        size_t j = t->names[i].hash & (cap - 1);
+        size_t j = t->v[i].hash & (cap - 1);
         while (tab[j].pub.name)
             j = (j + 1) & (cap - 1);
-        tab[j] = t->names[i];
+        tab[j] = t->v[i];
     }
-    free(t->names);
-    t->names = tab;
-    t->names_cap = cap;
+    free(t->v);
+    t->v = tab;
+    t->cap = cap;
     return 0;
+}
+
+trace_name *trace_tab_get(trace_tab *t, const char *name, size_t name_len)
+{
+    if ((t->n + 1) * 2 > t->cap && tab_grow(t))
+        return NULL;
+    uint64_t h = fnv1a(name, name_len);
+    size_t j = h & (t->cap - 1);
+    while (t->v[j].pub.name) {
+        if (t->v[j].hash == h && strlen(t->v[j].pub.name) == name_len &&
+            memcmp(t->v[j].pub.name, name, name_len) == 0)
+            return &t->v[j];
+        j = (j + 1) & (t->cap - 1);
+    }
+    trace_name *e = &t->v[j];
+    char *copy = malloc(name_len + 1);
+    if (!copy)
+        return NULL;
+    memcpy(copy, name, name_len);
+    copy[name_len] = '\0';
+    e->pub.name = copy;
+    e->hash = h;
+    t->n++;
+    return e;
+}
+
+static int kernel_cmp(const void *pa, const void *pb);
+
+int trace_tab_sort(trace_tab *t)
+{
+    t->sorted = malloc((t->n ? t->n : 1) * sizeof *t->sorted);
+    if (!t->sorted)
+        return LL_ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < t->cap; i++)
+        if (t->v[i].pub.name)
+            t->sorted[k++] = t->v[i].pub;
+    qsort(t->sorted, k, sizeof *t->sorted, kernel_cmp);
+    return 0;
+}
+
+void trace_tab_free(trace_tab *t)
+{
+    for (size_t i = 0; i < t->cap; i++)
+        free((char *)t->v[i].pub.name);
+    free(t->v);
+    free(t->sorted);
+    memset(t, 0, sizeof *t);
 }
 
 static size_t ptr_slot(const char *p, size_t cap)
@@ -234,27 +282,9 @@ static trace_stream *stream_get(rpt_trace *t, const char *pid, const char *tid)
 int trace_add_gpu_event(rpt_trace *t, const char *name, size_t name_len, const char *pid,
                         const char *tid, int64_t ts_ns, int64_t dur_ns)
 {
-    if ((t->names_n + 1) * 2 > t->names_cap && names_grow(t))
+    trace_name *e = trace_tab_get(&t->names, name, name_len);
+    if (!e)
         return LL_ENOMEM;
-    uint64_t h = fnv1a(name, name_len);
-    size_t j = h & (t->names_cap - 1);
-    while (t->names[j].pub.name) {
-        if (t->names[j].hash == h && strlen(t->names[j].pub.name) == name_len &&
-            memcmp(t->names[j].pub.name, name, name_len) == 0)
-            break;
-        j = (j + 1) & (t->names_cap - 1);
-    }
-    trace_name *e = &t->names[j];
-    if (!e->pub.name) {
-        char *copy = malloc(name_len + 1);
-        if (!copy)
-            return LL_ENOMEM;
-        memcpy(copy, name, name_len);
-        copy[name_len] = '\0';
-        e->pub.name = copy;
-        e->hash = h;
-        t->names_n++;
-    }
     e->pub.total_ns += dur_ns;
     e->pub.count++;
     t->info.gpu_events++;
@@ -325,15 +355,9 @@ static int stream_cmp(const void *pa, const void *pb)
 
 int trace_finish(rpt_trace *t)
 {
-    t->sorted = malloc((t->names_n ? t->names_n : 1) * sizeof *t->sorted);
     t->streams_sorted = malloc((t->streams_n ? t->streams_n : 1) * sizeof *t->streams_sorted);
-    if (!t->sorted || !t->streams_sorted)
+    if (!t->streams_sorted || trace_tab_sort(&t->names) || trace_cpu_finish(t))
         return LL_ENOMEM;
-    size_t k = 0;
-    for (size_t i = 0; i < t->names_cap; i++)
-        if (t->names[i].pub.name)
-            t->sorted[k++] = t->names[i].pub;
-    qsort(t->sorted, k, sizeof *t->sorted, kernel_cmp);
     for (size_t i = 0; i < t->streams_n; i++) {
         trace_stream *s = &t->streams[i];
         s->pub.pid = s->pid;
@@ -352,10 +376,8 @@ void rpt_trace_free(rpt_trace *t)
 {
     if (!t)
         return;
-    for (size_t i = 0; i < t->names_cap; i++)
-        free((char *)t->names[i].pub.name);
-    free(t->names);
-    free(t->sorted);
+    trace_tab_free(&t->names);
+    trace_cpu_free(t);
     for (size_t i = 0; i < t->streams_n; i++) {
         free(t->streams[i].pid);
         free(t->streams[i].tid);
@@ -369,10 +391,10 @@ void rpt_trace_free(rpt_trace *t)
 }
 
 void rpt_trace_get_info(const rpt_trace *t, rpt_trace_info *out) { *out = t->info; }
-size_t rpt_trace_n_kernels(const rpt_trace *t) { return t->names_n; }
+size_t rpt_trace_n_kernels(const rpt_trace *t) { return t->names.n; }
 const rpt_trace_kernel *rpt_trace_kernel_at(const rpt_trace *t, size_t i)
 {
-    return i < t->names_n ? &t->sorted[i] : NULL;
+    return i < t->names.n ? &t->names.sorted[i] : NULL;
 }
 size_t rpt_trace_n_streams(const rpt_trace *t) { return t->streams_n; }
 const rpt_trace_stream *rpt_trace_stream_at(const rpt_trace *t, size_t i)

@@ -6,6 +6,7 @@
 #define LOADLAW_TRACE_INTERNAL_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "report.h"
 
@@ -56,13 +57,56 @@ typedef struct trace_name {
     uint64_t hash;
 } trace_name;
 
+/* Totals per distinct name: open addressing, power-of-two cap; each name is
+ * the table's own copy, so its pointer stays valid while the table grows. */
+typedef struct trace_tab {
+    trace_name *v;
+    size_t cap, n;
+    rpt_trace_kernel *sorted; /* built by trace_tab_sort */
+} trace_tab;
+
+/* name's entry, added (zero totals) when new; NULL when out of memory. */
+trace_name *trace_tab_get(trace_tab *t, const char *name, size_t name_len);
+/* Sort by total time into t->sorted (LL_ENOMEM). */
+int trace_tab_sort(trace_tab *t);
+void trace_tab_free(trace_tab *t);
+
+/* One CPU event on its way to self time (trace_self.c). */
+typedef struct cpu_ev {
+    int64_t start_ns, end_ns;
+    int64_t child_ns;  /* time of the events directly inside it (on the stack) */
+    const char *name;  /* the CPU table's copy */
+} cpu_ev;
+
+/* Self time needs the events of one thread in start order, parents before
+ * their children. Kineto writes them nearly so; a min-heap of
+ * RPT_CPU_REORDER events per thread restores the order, and an event that
+ * starts before one already released is counted late: all of its time as its
+ * own self time, its parent not reduced (the output says how many). Nesting
+ * deeper than RPT_CPU_DEPTH is counted the same way. Memory: about
+ * 32 bytes * (RPT_CPU_REORDER + depth) per thread, whatever the trace's size. */
+#define RPT_CPU_REORDER 4096
+#define RPT_CPU_DEPTH 1024
+typedef struct trace_thread {
+    rpt_trace_stream pub;  /* pid, tid; busy_ns: self time summed; events */
+    char *pid, *tid;
+    cpu_ev *heap;          /* min-heap on (start, then longest first) */
+    size_t heap_n;
+    cpu_ev *stack;         /* open events, outermost first, each inside the one below */
+    size_t depth, stack_cap;
+    int64_t released_ns;   /* start of the last event taken from the heap */
+    int released;
+} trace_thread;
+
 struct rpt_trace {
     rpt_trace_info info;
     int64_t first_ns, last_ns;     /* span of "X" events */
     int have_span;
-    trace_name *names;             /* open-addressing table, power-of-two size */
-    size_t names_cap, names_n;
-    rpt_trace_kernel *sorted;      /* built by trace_finish */
+    trace_tab names;               /* GPU events by name */
+    trace_tab cpu;                 /* CPU operators by name, self time */
+    trace_thread *threads;
+    size_t threads_n, threads_cap, last_thread;
+    rpt_trace_stream *threads_sorted;
     trace_stream *streams;
     size_t streams_n, streams_cap;
     rpt_trace_stream *streams_sorted;
@@ -71,7 +115,48 @@ struct rpt_trace {
 /* Account one GPU event. pid/tid are text ("0", "7", "stream 7"). */
 int trace_add_gpu_event(rpt_trace *t, const char *name, size_t name_len, const char *pid,
                         const char *tid, int64_t ts_ns, int64_t dur_ns);
+/* Account one CPU event (cat cpu_op or user_annotation; trace_parse.c says
+ * why those) of thread pid/tid: its self time once its children are known;
+ * a ProfilerStep#N annotation marks a step instead. */
+int trace_add_cpu_event(rpt_trace *t, const char *name, size_t name_len, const char *pid,
+                        const char *tid, int64_t ts_ns, int64_t dur_ns);
+/* Drain every thread's pending events and sort the CPU table (LL_ENOMEM). */
+int trace_cpu_finish(rpt_trace *t);
+void trace_cpu_free(rpt_trace *t);
 /* Sort kernels and streams once parsing is done. */
 int trace_finish(rpt_trace *t);
+
+/* ---- printing: trace_print.c (GPU, shared rows), trace_print_cpu.c ---- */
+
+/* One table row: a kernel (or CPU operator) merged over the traces. */
+typedef struct krow {
+    char *key;          /* short or full name */
+    const char *full;   /* one full name (for the category) */
+    int64_t *ns;        /* per trace */
+    uint64_t *cnt;
+    int64_t total_ns;
+    uint64_t count;
+    size_t variants;
+} krow;
+
+const char *trace_label_of(const char *const *labels, size_t i, char *buf, size_t n);
+void trace_print_file_columns(FILE *out, size_t nt);
+void trace_print_rows(FILE *out, size_t nt, const krow *rows, size_t nrows, int64_t grand, int top, int wide,
+                      int cpu);
+void trace_print_categories(FILE *out, size_t nt, const rpt_categories *cats, const int64_t *ct, int64_t grand,
+                            uint64_t steps);
+/* cJSON items are declared by cjson/cJSON.h, which the printers include. */
+struct cJSON;
+int trace_kernel_json(struct cJSON *kern, const krow *r, size_t nt, const rpt_categories *cats);
+int trace_category_json(struct cJSON *catj, const rpt_categories *cats, size_t j, size_t nt, const int64_t *ct);
+
+/* 1 when no trace has a GPU event and some has a CPU operator: the tables
+ * then list CPU operators by self time. */
+int trace_cpu_only(rpt_trace *const *tr, size_t nt);
+void trace_print_cpu_text(FILE *out, rpt_trace *const *tr, const char *const *labels, size_t nt,
+                          const krow *rows, size_t nrows, const rpt_categories *cats, const int64_t *ct,
+                          const rpt_trace_print_opts *o);
+int trace_print_cpu_json(FILE *out, rpt_trace *const *tr, const char *const *labels, size_t nt,
+                         const krow *rows, size_t nrows, const rpt_categories *cats, const int64_t *ct);
 
 #endif

@@ -25,11 +25,20 @@ struct rpt_categories {
 static const struct {
     const char *name, *pattern;
 } builtin[] = {
-    {"communication", "nccl|allreduce|all_reduce|all_gather|allgather|reduce_scatter|cross_device"},
-    {"attention", "attn|attention|flash|mla|sparse_decode|fmha"},
+    {"communication", "nccl|allreduce|all_reduce|all_gather|allgather|reduce_scatter|cross_device"
+                      "|all_to_all|alltoall|c10d::|gloo"},
+    {"attention", "attn|attention|flash|mla|sparse_decode|fmha|sdpa"},
     {"MoE", "moe|expert|topk|fused_moe"},
-    {"GEMM", "gemm|cutlass|cublas|matmul|sm90_xmma|nvjet"},
-    {"elementwise & copies", "elementwise|copy|memcpy|memset|fill|cat|reduce|norm|act"},
+    /* CPU operators: oneDNN's (vLLM's CPU backend), MKL-DNN's and aten's own
+     * matmul entry points by their exact names (aten::mm is a prefix of much). */
+    {"GEMM", "gemm|cutlass|cublas|matmul|sm90_xmma|nvjet|onednn|mkldnn|dnnl"
+             "|^aten::(linear|mm|addmm|bmm|baddbmm|addbmm|_int_mm)$"},
+    /* CPU: vLLM's KV-cache write (reshape_and_cache) is a copy; aten's
+     * pointwise and layout-copying operators by exact name. */
+    {"elementwise & copies", "elementwise|copy|memcpy|memset|fill|cat|reduce|norm|act|_and_cache"
+                             "|_and_mul|^aten::(to|clone|contiguous|add_?|mul_?|sub_?|div_?|neg|pow|rsqrt|exp"
+                             "|gelu|silu|relu|sigmoid|tanh|_?softmax|where|mean|sum|embedding|index_select"
+                             "|index_put_|masked_fill_?|zero_|stack|gather|scatter_?)$"},
 };
 
 static int cat_init(category *c, const char *name, size_t name_len, const char *pattern,

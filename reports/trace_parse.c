@@ -11,6 +11,13 @@
  * top-level array (the bare Chrome form). A GPU event is a complete event
  * (ph "X") whose cat is kernel, gpu_memcpy or gpu_memset (older Kineto:
  * Kernel, Memcpy, Memset) or, when it has no cat, one with args.stream.
+ * A CPU event (for self time, trace_self.c) is a complete event whose cat is
+ * cpu_op (an aten or custom operator) or user_annotation (record_function
+ * ranges: vLLM's and torch.compile's regions, whose self time is real work the
+ * ops inside do not show, e.g. a compiled graph's generated C++; and the
+ * ProfilerStep#N step markers). python_function events (with_stack) are left
+ * out: they wrap the operators, their self time is the interpreter's, and
+ * their file:line names would grow the name table with the stack's size.
  * ts and dur are microseconds, possibly fractional; they are read as integer
  * nanoseconds from the number's text so sums stay exact. */
 #include <errno.h>
@@ -107,6 +114,11 @@ static int is_gpu_cat(const char *cat)
     return 0;
 }
 
+static int is_cpu_cat(const char *cat)
+{
+    return strcmp(cat, "cpu_op") == 0 || strcmp(cat, "user_annotation") == 0;
+}
+
 static void event_begin(parse_ctx *c)
 {
     c->has_ph = c->has_cat = c->has_ts = c->has_dur = c->has_stream = 0;
@@ -118,6 +130,31 @@ static void event_begin(parse_ctx *c)
     c->args_level = 0;
 }
 
+/* Corrupt times are left out so that ts + dur, the span and the sums stay
+ * inside int64: ts up to 2^62 ns (Unix-epoch traces are ~1.8e18 ns), any dur
+ * up to 2^60, and a counted op's (GPU, or CPU for self time) up to 2^40 ns
+ * (18 minutes; a longer kernel, copy or operator is not real, and 2^23 of
+ * them still sum inside int64). */
+static int times_in_range(const parse_ctx *c, int counted)
+{
+    return c->ts_ns <= ((int64_t)1 << 62) && c->ts_ns >= -((int64_t)1 << 60) &&
+           !(c->has_dur && c->dur_ns > ((int64_t)1 << (counted ? 40 : 60)));
+}
+
+static void span_extend(rpt_trace *t, int64_t start_ns, int64_t end_ns)
+{
+    if (!t->have_span) {
+        t->first_ns = start_ns;
+        t->last_ns = end_ns;
+        t->have_span = 1;
+        return;
+    }
+    if (start_ns < t->first_ns)
+        t->first_ns = start_ns;
+    if (end_ns > t->last_ns)
+        t->last_ns = end_ns;
+}
+
 static int event_end(parse_ctx *c)
 {
     rpt_trace *t = c->t;
@@ -125,32 +162,20 @@ static int event_end(parse_ctx *c)
     if (!c->has_ph || strcmp(c->ph, "X") != 0)
         return 0;
     int gpu = c->has_cat ? is_gpu_cat(c->cat) : c->has_stream;
-    /* Corrupt times are left out so that ts + dur, the span and the sums stay
-     * inside int64: ts up to 2^62 ns (Unix-epoch traces are ~1.8e18 ns), any
-     * dur up to 2^60, and a GPU op's up to 2^40 ns (18 minutes; a longer kernel
-     * or copy is not real, and 2^23 of them still sum inside int64). */
-    if (c->has_ts && (c->ts_ns > ((int64_t)1 << 62) || c->ts_ns < -((int64_t)1 << 60) ||
-                      (c->has_dur && c->dur_ns > ((int64_t)1 << (gpu ? 40 : 60)))))
+    int cpu = !gpu && c->has_cat && is_cpu_cat(c->cat);
+    if (c->has_ts && !times_in_range(c, gpu || cpu))
         c->has_ts = 0;
     if (!c->has_ts || (gpu && (!c->has_dur || c->dur_ns < 0))) {
         t->info.bad_events += gpu; /* bad input is counted, not dropped silently */
         return 0;
     }
-    int64_t end = c->ts_ns + (c->has_dur && c->dur_ns > 0 ? c->dur_ns : 0);
-    if (!t->have_span) {
-        t->first_ns = c->ts_ns;
-        t->last_ns = end;
-        t->have_span = 1;
-    } else {
-        if (c->ts_ns < t->first_ns)
-            t->first_ns = c->ts_ns;
-        if (end > t->last_ns)
-            t->last_ns = end;
-    }
-    if (!gpu)
-        return 0;
+    span_extend(t, c->ts_ns, c->ts_ns + (c->has_dur && c->dur_ns > 0 ? c->dur_ns : 0));
     const char *name = c->name.len ? c->name.p : "(unnamed)";
     size_t name_len = c->name.len ? c->name.len : strlen(name);
+    if (cpu && c->has_dur && c->dur_ns >= 0)
+        return trace_add_cpu_event(t, name, name_len, c->pid, c->tid, c->ts_ns, c->dur_ns);
+    if (!gpu)
+        return 0;
     return trace_add_gpu_event(t, name, name_len, c->pid, c->tid, c->ts_ns, c->dur_ns);
 }
 

@@ -1,5 +1,7 @@
 /* trace_print.c: the tables (or JSON) of `loadlaw trace` for one or more
  * reduced traces: top kernels, the category roll-up, GPU busy per stream.
+ * Traces with no GPU event at all are printed by trace_print_cpu.c from the
+ * same rows, built here from their CPU operators.
  *
  * With several traces (one per tensor-parallel rank) every table gets one
  * column per trace; shares are of the time summed over all traces. Without
@@ -15,16 +17,6 @@
 #include "trace_internal.h"
 
 #define NAME_CHARS 72
-
-typedef struct krow {
-    char *key;          /* short or full name */
-    const char *full;   /* one full name (for the category) */
-    int64_t *ns;        /* per trace */
-    uint64_t *cnt;
-    int64_t total_ns;
-    uint64_t count;
-    size_t variants;
-} krow;
 
 typedef struct kent {
     char *key;
@@ -58,13 +50,25 @@ static void rows_free(krow *rows, size_t n)
     free(rows);
 }
 
-/* Merge the kernels of all traces into rows keyed by display name. */
-static int build_rows(rpt_trace *const *tr, size_t nt, int wide, krow **rows_out, size_t *nrows,
+/* What the tables list: GPU kernels, or CPU operators by self time. */
+static size_t n_items(const rpt_trace *t, int cpu)
+{
+    return cpu ? rpt_trace_n_cpu_ops(t) : rpt_trace_n_kernels(t);
+}
+
+static const rpt_trace_kernel *item_at(const rpt_trace *t, size_t i, int cpu)
+{
+    return cpu ? rpt_trace_cpu_op_at(t, i) : rpt_trace_kernel_at(t, i);
+}
+
+/* Merge the kernels (or CPU operators) of all traces into rows keyed by
+ * display name. */
+static int build_rows(rpt_trace *const *tr, size_t nt, int wide, int cpu, krow **rows_out, size_t *nrows,
                       kent **ents_out, size_t *nents)
 {
     size_t total = 0;
     for (size_t f = 0; f < nt; f++)
-        total += rpt_trace_n_kernels(tr[f]);
+        total += n_items(tr[f], cpu);
     kent *ents = calloc(total ? total : 1, sizeof *ents);
     krow *rows = calloc(total ? total : 1, sizeof *rows);
     if (!ents || !rows)
@@ -72,8 +76,8 @@ static int build_rows(rpt_trace *const *tr, size_t nt, int wide, krow **rows_out
     size_t k = 0;
     char buf[1024];
     for (size_t f = 0; f < nt; f++) {
-        for (size_t i = 0; i < rpt_trace_n_kernels(tr[f]); i++, k++) {
-            const rpt_trace_kernel *kk = rpt_trace_kernel_at(tr[f], i);
+        for (size_t i = 0; i < n_items(tr[f], cpu); i++, k++) {
+            const rpt_trace_kernel *kk = item_at(tr[f], i, cpu);
             ents[k].key = strdup(wide ? kk->name : rpt_kernel_short_name(kk->name, 0, buf, sizeof buf));
             if (!ents[k].key)
                 goto fail;
@@ -130,7 +134,7 @@ fail:
     return LL_ENOMEM;
 }
 
-static const char *label_of(const char *const *labels, size_t i, char *buf, size_t n)
+const char *trace_label_of(const char *const *labels, size_t i, char *buf, size_t n)
 {
     if (labels && labels[i])
         return labels[i];
@@ -139,15 +143,15 @@ static const char *label_of(const char *const *labels, size_t i, char *buf, size
 }
 
 /* Per-category totals: out[f * ncat + c]. */
-static int64_t *category_totals(rpt_trace *const *tr, size_t nt, const rpt_categories *cats)
+static int64_t *category_totals(rpt_trace *const *tr, size_t nt, const rpt_categories *cats, int cpu)
 {
     size_t nc = rpt_categories_count(cats);
     int64_t *v = calloc(nt * nc, sizeof *v);
     if (!v)
         return NULL;
     for (size_t f = 0; f < nt; f++)
-        for (size_t i = 0; i < rpt_trace_n_kernels(tr[f]); i++) {
-            const rpt_trace_kernel *k = rpt_trace_kernel_at(tr[f], i);
+        for (size_t i = 0; i < n_items(tr[f], cpu); i++) {
+            const rpt_trace_kernel *k = item_at(tr[f], i, cpu);
             const char *c = rpt_categories_classify(cats, k->name);
             for (size_t j = 0; j < nc; j++)
                 if (strcmp(c, rpt_categories_name(cats, j)) == 0) {
@@ -207,7 +211,7 @@ static int file_json(cJSON *files, rpt_trace *t, const char *label, const rpt_ca
 }
 
 /* One element of "kernels": a kernel's totals and its time per file. */
-static int kernel_json(cJSON *kern, const krow *r, size_t nt, const rpt_categories *cats)
+int trace_kernel_json(cJSON *kern, const krow *r, size_t nt, const rpt_categories *cats)
 {
     char buf[1024];
     cJSON *o = cJSON_CreateObject();
@@ -234,7 +238,7 @@ static int kernel_json(cJSON *kern, const krow *r, size_t nt, const rpt_categori
 }
 
 /* One element of "categories": category j's time per file and in all. */
-static int category_json(cJSON *catj, const rpt_categories *cats, size_t j, size_t nt, const int64_t *ct)
+int trace_category_json(cJSON *catj, const rpt_categories *cats, size_t j, size_t nt, const int64_t *ct)
 {
     size_t nc = rpt_categories_count(cats);
     cJSON *o = cJSON_CreateObject();
@@ -267,13 +271,13 @@ static int print_json(FILE *out, rpt_trace *const *tr, const char *const *labels
         goto fail;
     char lb[32];
     for (size_t f = 0; f < nt; f++)
-        if (file_json(files, tr[f], label_of(labels, f, lb, sizeof lb), cats))
+        if (file_json(files, tr[f], trace_label_of(labels, f, lb, sizeof lb), cats))
             goto fail;
     for (size_t i = 0; i < nrows; i++)
-        if (kernel_json(kern, &rows[i], nt, cats))
+        if (trace_kernel_json(kern, &rows[i], nt, cats))
             goto fail;
     for (size_t j = 0; j < rpt_categories_count(cats); j++)
-        if (category_json(catj, cats, j, nt, ct))
+        if (trace_category_json(catj, cats, j, nt, ct))
             goto fail;
     char *s = cJSON_Print(root);
     if (!s)
@@ -302,7 +306,7 @@ static int64_t print_files(FILE *out, rpt_trace *const *tr, const char *const *l
         if (nt > 1)
             fprintf(out, "[%zu] ", f + 1);
         fprintf(out, "%s: %llu events, %llu on the GPU, span %.2f ms, GPU time %.2f ms\n",
-                label_of(labels, f, lb, sizeof lb), (unsigned long long)info.events,
+                trace_label_of(labels, f, lb, sizeof lb), (unsigned long long)info.events,
                 (unsigned long long)info.gpu_events, info.span_ns / 1e6, info.gpu_total_ns / 1e6);
         if (info.bad_events)
             fprintf(out, "  warning: %llu GPU events left out: no numeric ts, or no numeric dur >= 0\n",
@@ -316,7 +320,7 @@ static int64_t print_files(FILE *out, rpt_trace *const *tr, const char *const *l
 }
 
 /* " [1] ms [2] ms ...": the per-file columns' headers, with several files. */
-static void print_file_columns(FILE *out, size_t nt)
+void trace_print_file_columns(FILE *out, size_t nt)
 {
     for (size_t f = 0; nt > 1 && f < nt; f++)
     {
@@ -326,14 +330,17 @@ static void print_file_columns(FILE *out, size_t nt)
     }
 }
 
-/* The top kernels by total GPU time, the rest summed on one line. */
-static void print_kernels(FILE *out, size_t nt, const krow *rows, size_t nrows, int64_t grand, int top, int wide)
+/* The top rows by time, the rest summed on one line; cpu: CPU operators by
+ * self time, else kernels by total GPU time. */
+void trace_print_rows(FILE *out, size_t nt, const krow *rows, size_t nrows, int64_t grand, int top, int wide,
+                      int cpu)
 {
     char buf[1024];
-    fprintf(out, "\ntop kernels by total GPU time%s\n", nt > 1 ? " (all files)" : "");
-    fprintf(out, "  share   total ms     count    mean us");
-    print_file_columns(out, nt);
-    fprintf(out, "  kernel\n");
+    fprintf(out, "\ntop %s%s\n", cpu ? "CPU operators by self time" : "kernels by total GPU time",
+            nt > 1 ? " (all files)" : "");
+    fprintf(out, "  share   %s ms     count    mean us", cpu ? " self" : "total");
+    trace_print_file_columns(out, nt);
+    fprintf(out, "  %s\n", cpu ? "operator" : "kernel");
     size_t shown = (size_t)top < nrows ? (size_t)top : nrows;
     int64_t rest_ns = 0;
     uint64_t rest_cnt = 0;
@@ -366,12 +373,16 @@ static void print_kernels(FILE *out, size_t nt, const krow *rows, size_t nrows, 
     }
 }
 
-/* GPU time by category (those with any), per file with several. */
-static void print_categories(FILE *out, size_t nt, const rpt_categories *cats, const int64_t *ct, int64_t grand)
+/* Time by category (those with any), per file with several; with steps > 0
+ * also per step (the time of all files over their steps summed). */
+void trace_print_categories(FILE *out, size_t nt, const rpt_categories *cats, const int64_t *ct, int64_t grand,
+                            uint64_t steps)
 {
     size_t nc = rpt_categories_count(cats);
     fprintf(out, "\nby category\n  %-22s %6s %10s", "category", "share", "total ms");
-    print_file_columns(out, nt);
+    if (steps)
+        fprintf(out, " %10s", "ms/step");
+    trace_print_file_columns(out, nt);
     fputc('\n', out);
     for (size_t j = 0; j < nc; j++) {
         int64_t tot = 0;
@@ -380,6 +391,8 @@ static void print_categories(FILE *out, size_t nt, const rpt_categories *cats, c
         if (tot == 0)
             continue;
         fprintf(out, "  %-22s %5.1f%% %10.2f", rpt_categories_name(cats, j), 100.0 * tot / grand, tot / 1e6);
+        if (steps)
+            fprintf(out, " %10.3f", tot / 1e6 / (double)steps);
         for (size_t f = 0; nt > 1 && f < nt; f++)
             fprintf(out, " %10.2f", ct[f * nc + j] / 1e6);
         fputc('\n', out);
@@ -415,11 +428,12 @@ static void print_text(FILE *out, rpt_trace *const *tr, const char *const *label
 {
     int64_t grand = print_files(out, tr, labels, nt);
     if (grand == 0) {
-        fprintf(out, "\nno GPU events (ph \"X\" with cat kernel/gpu_memcpy/gpu_memset, or args.stream)\n");
+        fprintf(out, "\nno GPU events (ph \"X\" with cat kernel/gpu_memcpy/gpu_memset, or args.stream)\n"
+                     "and no CPU operators (ph \"X\" with cat cpu_op or user_annotation)\n");
         return;
     }
-    print_kernels(out, nt, rows, nrows, grand, top, wide);
-    print_categories(out, nt, cats, ct, grand);
+    trace_print_rows(out, nt, rows, nrows, grand, top, wide, 0);
+    trace_print_categories(out, nt, cats, ct, grand, 0);
     print_busy(out, tr, nt);
     print_comm_per_device(out, tr, nt, cats);
 }
@@ -475,10 +489,16 @@ int rpt_trace_print(FILE *f, rpt_trace *const *traces, const char *const *labels
             return rc;
         cats = own;
     }
-    rc = build_rows(traces, n, o.wide, &rows, &nrows, &ents, &nents);
-    if (rc == 0 && !(ct = category_totals(traces, n, cats)))
+    int cpu = trace_cpu_only(traces, n);
+    rc = build_rows(traces, n, o.wide, cpu, &rows, &nrows, &ents, &nents);
+    if (rc == 0 && !(ct = category_totals(traces, n, cats, cpu)))
         rc = LL_ENOMEM;
-    if (rc == 0) {
+    if (rc == 0 && cpu) {
+        if (o.json)
+            rc = trace_print_cpu_json(f, traces, labels, n, rows, nrows, cats, ct);
+        else
+            trace_print_cpu_text(f, traces, labels, n, rows, nrows, cats, ct, &o);
+    } else if (rc == 0) {
         if (o.json)
             rc = print_json(f, traces, labels, n, rows, nrows, cats, ct);
         else

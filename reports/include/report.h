@@ -118,7 +118,7 @@ int rpt_compare_write_html(const char *out_path, const char *label_a, const fit_
 
 /* One Chrome/Kineto trace (.json or .json.gz), reduced while it streams past:
  * per distinct GPU event name the total time and count, per (device, stream)
- * the union of busy intervals. Memory grows with the number of distinct names
+ * the union of busy intervals; per distinct CPU operator its self time. Memory grows with the number of distinct names
  * and streams, not with the trace's size (see trace_busy.c for the one bound
  * on out-of-order events). */
 typedef struct rpt_trace rpt_trace;
@@ -138,6 +138,13 @@ typedef struct rpt_trace_info {
     uint64_t bad_events;    /* GPU "X" events (by cat or args.stream) left out for lack of a
                              * numeric ts or a numeric dur >= 0, or for a time out of
                              * range (ts > 2^62 ns, a GPU dur > 2^40 ns) */
+    /* CPU operators (trace_self.c): cat cpu_op and user_annotation events */
+    uint64_t cpu_events;    /* counted for self time */
+    int64_t cpu_self_ns;    /* their self time summed (each nanosecond once per thread) */
+    uint64_t cpu_late;      /* too far out of start order or too deeply nested: all of
+                             * their time counted as their own (0 normally) */
+    uint64_t steps;         /* ProfilerStep#N annotations (step markers, not operators) */
+    int64_t step_total_ns, step_min_ns, step_max_ns;
 } rpt_trace_info;
 void rpt_trace_get_info(const rpt_trace *t, rpt_trace_info *out);
 
@@ -150,6 +157,11 @@ typedef struct rpt_trace_kernel {
 size_t rpt_trace_n_kernels(const rpt_trace *t);
 const rpt_trace_kernel *rpt_trace_kernel_at(const rpt_trace *t, size_t i);
 
+/* CPU operators sorted by self time (total_ns: the self time; an event's
+ * duration less that of the events directly inside it on its thread). */
+size_t rpt_trace_n_cpu_ops(const rpt_trace *t);
+const rpt_trace_kernel *rpt_trace_cpu_op_at(const rpt_trace *t, size_t i);
+
 typedef struct rpt_trace_stream {
     const char *pid;        /* device: the event's pid, as text */
     const char *tid;        /* stream: the event's tid as text; "*" = all streams of the device */
@@ -159,6 +171,10 @@ typedef struct rpt_trace_stream {
 /* Streams sorted by (pid, tid), each device's "*" row first. */
 size_t rpt_trace_n_streams(const rpt_trace *t);
 const rpt_trace_stream *rpt_trace_stream_at(const rpt_trace *t, size_t i);
+/* CPU threads (pid = process, tid = thread), busy_ns = their operators' self
+ * time, most first. */
+size_t rpt_trace_n_threads(const rpt_trace *t);
+const rpt_trace_stream *rpt_trace_thread_at(const rpt_trace *t, size_t i);
 
 /* Kernel categories: ordered (name, POSIX extended regex, case-insensitive);
  * a name takes the first category whose regex matches, else "other". */

@@ -6,7 +6,10 @@
  * to the GPU total; kernels are sorted by time, largest first; a stream's busy
  * time is >= 0 and, when no event arrived too late for an exact union, a
  * device's "*" row is at least each of its streams and at most their sum; the
- * JSON breakdown (`loadlaw trace --json`) parses.
+ * JSON breakdown (`loadlaw trace --json`) parses. CPU operators: self times
+ * are >= 0, sorted, and add up (per name and per thread) to the counted CPU
+ * events and their self total, which, with no late event, no thread exceeds
+ * the span with.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -39,6 +42,33 @@ static void check_streams(const rpt_trace *t, const rpt_trace_info *info)
         if (parts)
             FUZZ_CHECK(st->busy_ns <= sum_ns);
     }
+}
+
+static void check_cpu(const rpt_trace *t, const rpt_trace_info *info)
+{
+    FUZZ_CHECK(info->cpu_events <= info->events && info->cpu_self_ns >= 0);
+    uint64_t count = 0;
+    int64_t total_ns = 0;
+    for (size_t i = 0; i < rpt_trace_n_cpu_ops(t); i++) {
+        const rpt_trace_kernel *k = rpt_trace_cpu_op_at(t, i);
+        FUZZ_CHECK(k && k->name && k->total_ns >= 0 && k->count >= 1);
+        if (i > 0)
+            FUZZ_CHECK(rpt_trace_cpu_op_at(t, i - 1)->total_ns >= k->total_ns);
+        count += k->count;
+        total_ns += k->total_ns;
+    }
+    FUZZ_CHECK(count == info->cpu_events && total_ns == info->cpu_self_ns);
+    count = 0;
+    total_ns = 0;
+    for (size_t i = 0; i < rpt_trace_n_threads(t); i++) {
+        const rpt_trace_stream *th = rpt_trace_thread_at(t, i);
+        FUZZ_CHECK(th && th->pid && th->tid && th->busy_ns >= 0);
+        if (!info->cpu_late)
+            FUZZ_CHECK(th->busy_ns <= info->span_ns);
+        count += th->events;
+        total_ns += th->busy_ns;
+    }
+    FUZZ_CHECK(count == info->cpu_events && total_ns == info->cpu_self_ns);
 }
 
 static void check_json_print(rpt_trace *t)
@@ -88,6 +118,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(count == info.gpu_events);
         FUZZ_CHECK(total_ns == info.gpu_total_ns);
         check_streams(t, &info);
+        check_cpu(t, &info);
         check_json_print(t);
     }
     rpt_trace_free(t);

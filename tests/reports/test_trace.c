@@ -2,7 +2,9 @@
  * layout — with and without cat, gzipped and plain, keys in any order, several
  * devices and streams, overlapping events — against totals, counts and busy
  * fractions worked out by hand; the interval union against brute force; bad
- * input against clear errors. */
+ * input against clear errors. CPU-only traces: self time on a hand-written
+ * nesting with known numbers, and a real torch.profiler CPU trace
+ * (fixtures/make_cpu_trace.py) whose matmul must come first. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -179,6 +181,133 @@ static void test_fixtures(void)
     rpt_trace_free(t);
 }
 
+/* Two threads of CPU events, written out of order, in µs. Thread 1:
+ * annotation U [0,130] holds A [0,100] (holding B [10,40] holding C [20,30],
+ * and D [50,60]) and E [100,120]; F [200,300] holds G [290,305], which ends
+ * past F (rounding) and is clipped to it. Thread 2: H [0,50], overlapping A
+ * in time but not nested in it. Step markers, a python_function, a trace
+ * span and an op without dur are not operators. Self times: U 10, A 60, B 20,
+ * C 10, D 10, E 20, F 90, G 10, H 50: 280 in all, 230 on thread 1. */
+static const char *cpu_nested =
+    "{\"traceEvents\":["
+    "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"E\",\"pid\":1,\"tid\":1,\"ts\":100,\"dur\":20},"
+    "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"C\",\"pid\":1,\"tid\":1,\"ts\":20,\"dur\":10},"
+    "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\",\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":130},"
+    "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"A\",\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":100},"
+    "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"U\",\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":130},"
+    "{\"ph\":\"X\",\"cat\":\"python_function\",\"name\":\"model.py(12): forward\",\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":400},"
+    "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"H\",\"pid\":1,\"tid\":2,\"ts\":0,\"dur\":50},"
+    "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"B\",\"pid\":1,\"tid\":1,\"ts\":10,\"dur\":30},"
+    "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"D\",\"pid\":1,\"tid\":1,\"ts\":50,\"dur\":10},"
+    "{\"ph\":\"X\",\"cat\":\"Trace\",\"name\":\"PyTorch Profiler (0)\",\"pid\":\"Spans\",\"tid\":1,\"ts\":0,\"dur\":400},"
+    "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#2\",\"pid\":1,\"tid\":1,\"ts\":200,\"dur\":110},"
+    "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"G\",\"pid\":1,\"tid\":1,\"ts\":290,\"dur\":15},"
+    "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"F\",\"pid\":1,\"tid\":1,\"ts\":200,\"dur\":100},"
+    "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"nodur\",\"pid\":1,\"tid\":1,\"ts\":5}"
+    "]}";
+
+static const rpt_trace_kernel *find_cpu_op(const rpt_trace *t, const char *name)
+{
+    for (size_t i = 0; i < rpt_trace_n_cpu_ops(t); i++)
+        if (strcmp(rpt_trace_cpu_op_at(t, i)->name, name) == 0)
+            return rpt_trace_cpu_op_at(t, i);
+    return NULL;
+}
+
+static void test_cpu_self_time(void)
+{
+    char err[512];
+    rpt_trace *t = NULL;
+    write_file("cpu_nested.json", cpu_nested, 0);
+    CHECK(rpt_trace_load("cpu_nested.json", &t, err, sizeof err) == 0, "load nested: %s", err);
+    if (!t)
+        return;
+    rpt_trace_info in;
+    rpt_trace_get_info(t, &in);
+    CHECK(in.gpu_events == 0 && in.cpu_events == 9 && in.cpu_late == 0, "nested: %llu GPU, %llu CPU, %llu late",
+          (unsigned long long)in.gpu_events, (unsigned long long)in.cpu_events, (unsigned long long)in.cpu_late);
+    CHECK(in.cpu_self_ns == 280000, "nested: self total %lld", (long long)in.cpu_self_ns);
+    CHECK(in.steps == 2 && in.step_total_ns == 240000 && in.step_min_ns == 110000 && in.step_max_ns == 130000,
+          "nested: steps %llu", (unsigned long long)in.steps);
+    struct { const char *name; int64_t self_ns; } want[] = {
+        {"U", 10000}, {"A", 60000}, {"B", 20000}, {"C", 10000}, {"D", 10000},
+        {"E", 20000}, {"F", 90000}, {"G", 10000}, {"H", 50000},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const rpt_trace_kernel *k = find_cpu_op(t, want[i].name);
+        CHECK(k && k->total_ns == want[i].self_ns && k->count == 1, "nested: %s self %lld want %lld", want[i].name,
+              k ? (long long)k->total_ns : -1, (long long)want[i].self_ns);
+    }
+    CHECK(rpt_trace_n_cpu_ops(t) == 9 && strcmp(rpt_trace_cpu_op_at(t, 0)->name, "F") == 0, "nested: F first");
+    CHECK(find_cpu_op(t, "ProfilerStep#1") == NULL && find_cpu_op(t, "model.py(12): forward") == NULL &&
+          find_cpu_op(t, "PyTorch Profiler (0)") == NULL && find_cpu_op(t, "nodur") == NULL, "nested: non-operators");
+    CHECK(rpt_trace_n_threads(t) == 2, "nested: threads %zu", rpt_trace_n_threads(t));
+    const rpt_trace_stream *s = rpt_trace_thread_at(t, 0);
+    CHECK(s && strcmp(s->tid, "1") == 0 && s->busy_ns == 230000 && s->events == 8, "nested: thread 1");
+    rpt_trace_free(t);
+
+    /* An event far behind its thread's released order is counted late, whole. */
+    FILE *f = fopen("cpu_late.json", "w");
+    CHECK(f != NULL, "fopen cpu_late.json");
+    if (!f)
+        return;
+    fputs("{\"traceEvents\":[", f);
+    for (int i = 0; i < RPT_CPU_REORDER + 10; i++)
+        fprintf(f, "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op\",\"pid\":1,\"tid\":1,\"ts\":%d,\"dur\":1},",
+                10 + 2 * i);
+    fputs("{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"old\",\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":5}]}", f);
+    fclose(f);
+    t = NULL;
+    CHECK(rpt_trace_load("cpu_late.json", &t, err, sizeof err) == 0, "load late: %s", err);
+    if (t) {
+        rpt_trace_get_info(t, &in);
+        const rpt_trace_kernel *k = find_cpu_op(t, "old");
+        CHECK(in.cpu_late == 1 && k && k->total_ns == 5000, "late: %llu", (unsigned long long)in.cpu_late);
+        CHECK(in.cpu_self_ns == (RPT_CPU_REORDER + 10) * 1000LL + 5000, "late: total %lld", (long long)in.cpu_self_ns);
+    }
+    rpt_trace_free(t);
+}
+
+/* The real torch.profiler trace: a linear-heavy block on the CPU, 3 steps. */
+static void test_cpu_real_trace(void)
+{
+    char err[512];
+    rpt_trace *t = NULL;
+    const char *path = TRACE_FIXTURES "/cpu_trace.pt.trace.json.gz";
+    CHECK(rpt_trace_load(path, &t, err, sizeof err) == 0, "load real: %s", err);
+    if (!t)
+        return;
+    rpt_trace_info in;
+    rpt_trace_get_info(t, &in);
+    CHECK(in.gpu_events == 0 && in.cpu_events == 288 && in.steps == 3 && in.cpu_late == 0,
+          "real: %llu GPU, %llu CPU, %llu steps", (unsigned long long)in.gpu_events,
+          (unsigned long long)in.cpu_events, (unsigned long long)in.steps);
+    /* 20792.564 µs of self time by an independent sweep over the same file
+     * (Python, sorted by start, the same clipping); never more than the span */
+    CHECK(in.cpu_self_ns > 20792000 && in.cpu_self_ns < 20793200 && in.cpu_self_ns <= in.span_ns,
+          "real: self %lld span %lld", (long long)in.cpu_self_ns, (long long)in.span_ns);
+    const rpt_trace_kernel *k = rpt_trace_cpu_op_at(t, 0);
+    CHECK(k && strcmp(k->name, "aten::addmm") == 0 && k->count == 12, "real: top op %s", k ? k->name : "-");
+    k = find_cpu_op(t, "aten::linear");
+    CHECK(k && k->total_ns < 200000, "real: aten::linear's self time excludes its addmm");
+    rpt_categories *c = NULL;
+    CHECK(rpt_categories_new(&c, err, sizeof err) == 0, "categories: %s", err);
+    if (c) {
+        int64_t gemm = 0, attn = 0, copies = 0;
+        for (size_t i = 0; i < rpt_trace_n_cpu_ops(t); i++) {
+            const rpt_trace_kernel *o = rpt_trace_cpu_op_at(t, i);
+            const char *cat = rpt_categories_classify(c, o->name);
+            gemm += strcmp(cat, "GEMM") == 0 ? o->total_ns : 0;
+            attn += strcmp(cat, "attention") == 0 ? o->total_ns : 0;
+            copies += strcmp(cat, "elementwise & copies") == 0 ? o->total_ns : 0;
+        }
+        CHECK(gemm > in.cpu_self_ns / 2 && gemm > attn && gemm > copies && attn > 0 && copies > 0,
+              "real: GEMM %lld attention %lld copies %lld", (long long)gemm, (long long)attn, (long long)copies);
+        rpt_categories_free(c);
+    }
+    rpt_trace_free(t);
+}
+
 static void test_categories_and_names(void)
 {
     char err[256], buf[512];
@@ -196,6 +325,20 @@ static void test_categories_and_names(void)
         {"void at::native::unrolled_elementwise_kernel<direct_copy_kernel_cuda>", "elementwise & copies"},
         {"Memset (Device)", "elementwise & copies"},
         {"rotary_embedding_kernel", "other"},
+        /* CPU operators (vLLM's CPU backend, aten) */
+        {"_C::onednn_mm", "GEMM"},
+        {"aten::addmm", "GEMM"},
+        {"aten::linear", "GEMM"},
+        {"_C::cpu_attention_with_kv_cache", "attention"},
+        {"aten::_scaled_dot_product_flash_attention_for_cpu", "attention"},
+        {"_C_cache_ops::reshape_and_cache", "elementwise & copies"},
+        {"aten::copy_", "elementwise & copies"},
+        {"aten::to", "elementwise & copies"},
+        {"aten::mul", "elementwise & copies"},
+        {"_C::silu_and_mul", "elementwise & copies"},
+        {"c10d::allreduce_", "communication"},
+        {"aten::view", "other"},
+        {"aten::mmap_thing", "other"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         CHECK(strcmp(rpt_categories_classify(c, cases[i].name), cases[i].cat) == 0, "%s -> %s (want %s)",
@@ -400,14 +543,71 @@ static void test_cli(const char *bin)
     }
 }
 
+/* CPU traces through the command: two files together (each named, each
+ * file's share), a directory, JSON; a GPU trace with CPU ops stays a GPU one. */
+static void test_cli_cpu(const char *bin)
+{
+    char cmd[2048], err[256], *out = NULL;
+    size_t len;
+    const char *real = TRACE_FIXTURES "/cpu_trace.pt.trace.json.gz";
+    CHECK(tu_sh("rm -rf cpu_dir && mkdir cpu_dir && cp " TRACE_FIXTURES "/cpu_trace.pt.trace.json.gz "
+                "cpu_dir/worker.pt.trace.json.gz && cp cpu_nested.json cpu_dir/api_server.json && "
+                "touch cpu_dir/notes.txt") == 0, "cpu_dir");
+    snprintf(cmd, sizeof cmd, "%s trace cpu_dir > cli_cpu.out 2>&1", bin);
+    CHECK(tu_sh(cmd) == 0, "trace a directory");
+    if (ll_read_file("cli_cpu.out", &out, &len, err, sizeof err) == 0) {
+        /* 0.28 ms of 21.07 ms in all: 1.3% and 98.7%; names in order */
+        CHECK(strstr(out, "[1] cpu_dir/api_server.json: 14 events, 0 on the GPU") &&
+              strstr(out, "1.3% of the files' operator time") && strstr(out, "[2] cpu_dir/worker.pt.trace.json.gz") &&
+              strstr(out, "98.7% of the files' operator time") && !strstr(out, "notes.txt"), "directory:\n%s", out);
+        CHECK(strstr(out, "CPU operators (no GPU events)") && strstr(out, "top CPU operators by self time (all files)"),
+              "CPU header:\n%s", out);
+        char *row = strstr(out, "  operator\n"), *eol = row ? strchr(row + 11, '\n') : NULL;
+        if (eol)
+            *eol = '\0'; /* the first row alone */
+        CHECK(row && strstr(row + 11, "aten::addmm"), "addmm first: %s", row ? row : out);
+        if (eol)
+            *eol = '\n';
+        char *cats = strstr(out, "by category");
+        CHECK(cats && strstr(cats, "ms/step") && strstr(cats, "GEMM ") && strstr(cats, "pid "), "categories:\n%s", out);
+        free(out);
+    }
+    snprintf(cmd, sizeof cmd, "%s trace %s cpu_nested.json --json > cli_cpu.json 2>&1", bin, real);
+    CHECK(tu_sh(cmd) == 0, "trace --json on CPU traces");
+    if (ll_read_file("cli_cpu.json", &out, &len, err, sizeof err) == 0) {
+        cJSON *j = cJSON_ParseWithOpts(out, NULL, 1);
+        CHECK(j && strcmp(ll_json_str(j, "breakdown", ""), "cpu") == 0, "json breakdown");
+        cJSON *o0 = j ? cJSON_GetArrayItem(cJSON_GetObjectItem(j, "operators"), 0) : NULL;
+        CHECK(o0 && strcmp(ll_json_str(o0, "name", ""), "aten::addmm") == 0 &&
+              strcmp(ll_json_str(o0, "category", ""), "GEMM") == 0, "json operator 0");
+        cJSON *f1 = j ? cJSON_GetArrayItem(cJSON_GetObjectItem(j, "files"), 1) : NULL;
+        CHECK(f1 && ll_json_num(f1, "cpu_self_us", 0) == 280 && ll_json_num(f1, "steps", 0) == 2, "json file 1");
+        cJSON_Delete(j);
+        free(out);
+    }
+    snprintf(cmd, sizeof cmd, "%s trace trace_a.json > cli_gpu.out 2>&1", bin);
+    CHECK(tu_sh(cmd) == 0, "GPU trace");
+    if (ll_read_file("cli_gpu.out", &out, &len, err, sizeof err) == 0) {
+        CHECK(strstr(out, "top kernels by total GPU time") && !strstr(out, "CPU operators"), "GPU stays GPU:\n%s", out);
+        free(out);
+    }
+    CHECK(tu_sh("mkdir -p empty_dir") == 0, "empty_dir");
+    snprintf(cmd, sizeof cmd, "%s trace empty_dir > /dev/null 2>&1", bin);
+    CHECK(tu_sh(cmd) == 2, "a directory without traces is a usage error");
+}
+
 int main(int argc, char **argv)
 {
     test_fixtures();
+    test_cpu_self_time();
+    test_cpu_real_trace();
     test_categories_and_names();
     test_busy_union();
     test_bad_input();
     test_print();
-    if (argc > 1)
+    if (argc > 1) {
         test_cli(argv[1]);
+        test_cli_cpu(argv[1]);
+    }
     TEST_MAIN_END();
 }
