@@ -4,7 +4,8 @@
 #   --test adds what the test suite needs; --fuzz adds clang and its libFuzzer
 #   runtime for scripts/fuzz.sh (which CI runs after the suite); --interop
 #   what scripts/interop.sh needs to build llama.cpp's server and write its
-#   test model (a C++ compiler comes with build-essential).
+#   test model (a C++ compiler comes with build-essential), and to make vLLM's
+#   virtual environment (scripts/vllm_env.sh: python3-venv).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libcurl4-openssl-dev libcjson-dev libgsl-dev
       libmicrohttpd-dev zlib1g-dev libopenblas-dev libjs-chart.js libyajl-dev libpcre2-dev curl

@@ -27,8 +27,8 @@ fi
 build=${BUILD_DIR:-build}
 scripts/build.sh "${extra[@]}"
 cd "$build"
-# The interop label (a real llama.cpp server, built once per machine) runs on
-# its own: scripts/interop.sh, which .ci/run calls after this.
+# The interop label (real servers: llama.cpp built once per machine, vLLM
+# installed once) runs on its own: scripts/interop.sh, which .ci/run calls after this.
 ctest --output-on-failure -j"$(nproc)" --timeout 600 -LE interop
 if [ "$complexity" -ne 0 ]; then
   echo "test.sh: tests passed, but the complexity check failed (see above)" >&2

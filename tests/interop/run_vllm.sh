@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# loadlaw against vLLM's OpenAI-compatible server, its CPU backend (ctest
+# label "interop").
+# Usage: run_vllm.sh LOADLAW_BIN WORK_DIR
+#
+# Makes vLLM's Python environment once per machine (scripts/vllm_env.sh; or
+# takes $LOADLAW_VLLM_ENV), writes a small random-weight Llama in Hugging Face
+# format (vllm/make_model.py: float32, a BPE tokenizer trained on text on
+# disk, a chat template), starts `vllm serve` on it once, on a free loopback
+# port, in float32, with per-request metrics and cached-token details, and
+# sends one request first (the first one a fresh server answers carries its
+# warm-up). Then it sweeps it (64-token requests at C = 1..16 with their
+# outputs recorded, greedy), fits the run with `loadlaw fit` (text and
+# --json) and checks it with check_run.py --server vllm: every request and
+# token against the server's usage, the law and the chosen model per level,
+# the server's N from vllm:num_requests_running, the server's own TPOT
+# (metrics.mean_itl_ms) and TTFT against the client's, its cached tokens
+# against its prefix-cache counters, /tokenize. Last, `loadlaw check-decode
+# RUN` with no --url (the run's recorded target) must re-score most of the
+# run's requests through the server's prefill and exit 0: a float32 server's
+# decode and prefill agree to ~1e-8 nat. The server (and its engine-core and
+# worker processes) is stopped on every exit path.
+#
+# Environment: LOADLAW_VLLM_ENV (a virtual environment with vLLM to use),
+# LOADLAW_INTEROP_NO_BUILD=1 (use a cached environment only; skip when there
+# is none), LOADLAW_INTEROP_THREADS (the server's OpenMP threads, bound to
+# the last cores this process may use; default: those cores minus one for
+# the client, at least 1).
+# Exit status: 0 passed, 1 failed, 77 skipped (vLLM cannot be installed
+# here: the reason is printed).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+loadlaw=${1:?usage: run_vllm.sh LOADLAW_BIN WORK_DIR}
+work=${2:?usage: run_vllm.sh LOADLAW_BIN WORK_DIR}
+levels=1,2,3,4,6,8,12,16
+requests=8,12,12,16,24,32,48,64
+max_tokens=64
+prompt_tokens=128
+ctx=2048
+# The share of re-scored requests check-decode must compare (the rest score
+# other tokens than decode's: a text that tokenizes differently). The model
+# emits only whole words, which tokenize back as they were decoded.
+decode_compared_min=0.9
+stop_wait_s=30 # vLLM shuts its engine core and workers down on SIGTERM
+
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+mkdir -p "$work"
+loadlaw=$(cd "$(dirname "$loadlaw")" && pwd)/$(basename "$loadlaw")
+[ -x "$loadlaw" ] || fail "no loadlaw binary at $loadlaw"
+command -v setsid >/dev/null || skip "no setsid (util-linux)"
+
+# 1. vLLM
+if [ -n "${LOADLAW_VLLM_ENV:-}" ]; then
+  venv=$LOADLAW_VLLM_ENV
+else
+  print=()
+  [ "${LOADLAW_INTEROP_NO_BUILD:-0}" = 1 ] && print=(--print)
+  rc=0
+  venv=$(bash "$root/scripts/vllm_env.sh" "${print[@]}") || rc=$?
+  [ "$rc" = 77 ] && skip "vLLM is not available (the reason: scripts/vllm_env.sh on stderr)"
+  [ "$rc" = 0 ] || fail "scripts/vllm_env.sh failed (exit $rc)"
+fi
+[ -x "$venv/bin/vllm" ] || fail "no vllm command in $venv"
+
+# 2. the model (~1 s to write, so written every run: nothing stale)
+model="$work/model"
+rm -rf "$model"
+"$venv/bin/python" "$here/vllm/make_model.py" "$model" || fail "make_model.py failed"
+
+# 3. the server: offline, in its own process group (its engine core and
+# worker are processes of their own), its OpenMP threads bound to the last
+# cores this process may use, 1 GiB of KV cache (~130k tokens of this
+# model: no preemption at C = 16), its caches (torch.compile's, whose C++
+# it builds at start) in WORK_DIR: a later run on the same model starts
+# faster.
+cpus=$(python3 -c 'import os; print(" ".join(map(str, sorted(os.sched_getaffinity(0)))))')
+ncpu=$(wc -w <<<"$cpus")
+threads=${LOADLAW_INTEROP_THREADS:-$((ncpu > 1 ? ncpu - 1 : 1))}
+bind=$(tr ' ' '\n' <<<"$cpus" | tail -n "$threads" | paste -sd, -)
+launch_server() { # PORT (lib.sh's start_server)
+  env HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HOME="$work/hf" VLLM_CACHE_ROOT="$work/vllm-cache" \
+    TORCHINDUCTOR_CACHE_DIR="$work/inductor-cache" \
+    VLLM_TARGET_DEVICE=cpu VLLM_CPU_KVCACHE_SPACE=1 VLLM_CPU_OMP_THREADS_BIND="$bind" \
+    VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 \
+    setsid "$venv/bin/vllm" serve "$model" --served-model-name tiny-llama \
+    --host 127.0.0.1 --port "$1" --dtype float32 --max-model-len "$ctx" --seed 0 \
+    --enable-prompt-tokens-details --enable-per-request-metrics \
+    >"$work/server.log" 2>&1 </dev/null &
+  serve_watch $! group
+}
+t0=$(date +%s)
+start_server "vllm serve" 600
+echo "vllm serve: $venv/bin/vllm ($("$venv/bin/vllm" --version 2>/dev/null | tail -1)), ready in $(($(date +%s) - t0)) s"
+echo "  $url, model tiny-llama ($model), float32, ctx $ctx, OpenMP threads on cores $bind"
+python3 - "$url" <<'PY' || fail "the first request to vllm serve failed"
+import json, sys, time, urllib.request
+body = {"model": "tiny-llama", "max_tokens": 8, "temperature": 0,
+        "messages": [{"role": "user", "content": "the model server decode"}]}
+req = urllib.request.Request(sys.argv[1] + "/v1/chat/completions", json.dumps(body).encode(),
+                             {"Content-Type": "application/json"})
+t = time.monotonic()
+r = json.load(urllib.request.urlopen(req, timeout=120))
+print("  first request: %d tokens in %.2f s: %r" % (r["usage"]["completion_tokens"],
+      time.monotonic() - t, r["choices"][0]["message"]["content"]))
+PY
+
+# 4. sweep, fit and check (lib.sh)
+sweep_twice short "$levels" "$requests" "$max_tokens" "$prompt_tokens" --expect-outputs \
+  --server vllm --model tiny-llama
+
+# 5. check-decode with the run's recorded target: exit 0, most requests compared.
+rc=0
+"$loadlaw" check-decode "$work/short" >"$work/check-decode.log" 2>&1 || rc=$?
+cat "$work/check-decode.log"
+[ "$rc" = 0 ] || fail "check-decode on the float32 server: expected exit 0, got $rc"
+python3 - "$work/check-decode.log" "$decode_compared_min" <<'PY' || fail "check-decode compared too few requests"
+import re, sys
+text = open(sys.argv[1]).read()
+sent = re.search(r"(\d+) of \d+ requests with outputs re-scored", text)
+rows = [ln.split() for ln in text.splitlines() if ln.split()[:1] == ["all"]]
+sent, compared = (int(sent.group(1)) if sent else 0), (int(rows[0][1]) if rows else 0)
+ok = sent > 0 and compared >= float(sys.argv[2]) * sent
+print("check-decode: exit 0, %d of %d re-scored requests compared (at least %.0f%%)%s"
+      % (compared, sent, 100 * float(sys.argv[2]), "" if ok else ": FAIL"))
+sys.exit(not ok)
+PY
