@@ -148,6 +148,10 @@ void trace_print_categories(FILE *out, size_t nt, const rpt_categories *cats, co
 /* cJSON items are declared by cjson/cJSON.h, which the printers include. */
 struct cJSON;
 int trace_kernel_json(struct cJSON *kern, const krow *r, size_t nt, const rpt_categories *cats);
+/* The rows (kernels or operators) into rows_arr and the categories into
+ * catj, then root printed to out and freed (on failure too): 0 or LL_ENOMEM. */
+int trace_rows_json_out(FILE *out, struct cJSON *root, struct cJSON *rows_arr, struct cJSON *catj, const krow *rows,
+                        size_t nrows, size_t nt, const rpt_categories *cats, const int64_t *ct);
 int trace_category_json(struct cJSON *catj, const rpt_categories *cats, size_t j, size_t nt, const int64_t *ct);
 
 /* 1 when no trace has a GPU event and some has a CPU operator: the tables

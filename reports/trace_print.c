@@ -273,8 +273,17 @@ static int print_json(FILE *out, rpt_trace *const *tr, const char *const *labels
     for (size_t f = 0; f < nt; f++)
         if (file_json(files, tr[f], trace_label_of(labels, f, lb, sizeof lb), cats))
             goto fail;
+    return trace_rows_json_out(out, root, kern, catj, rows, nrows, nt, cats, ct);
+fail:
+    cJSON_Delete(root);
+    return LL_ENOMEM;
+}
+
+int trace_rows_json_out(FILE *out, struct cJSON *root, struct cJSON *rows_arr, struct cJSON *catj, const krow *rows,
+                        size_t nrows, size_t nt, const rpt_categories *cats, const int64_t *ct)
+{
     for (size_t i = 0; i < nrows; i++)
-        if (trace_kernel_json(kern, &rows[i], nt, cats))
+        if (trace_kernel_json(rows_arr, &rows[i], nt, cats))
             goto fail;
     for (size_t j = 0; j < rpt_categories_count(cats); j++)
         if (trace_category_json(catj, cats, j, nt, ct))

@@ -171,19 +171,7 @@ int trace_print_cpu_json(FILE *out, rpt_trace *const *tr, const char *const *lab
     for (size_t f = 0; f < nt; f++)
         if (cpu_file_json(files, tr[f], trace_label_of(labels, f, lb, sizeof lb), grand))
             goto fail;
-    for (size_t i = 0; i < nrows; i++)
-        if (trace_kernel_json(ops, &rows[i], nt, cats))
-            goto fail;
-    for (size_t j = 0; j < rpt_categories_count(cats); j++)
-        if (trace_category_json(catj, cats, j, nt, ct))
-            goto fail;
-    char *s = cJSON_Print(root);
-    if (!s)
-        goto fail;
-    fprintf(out, "%s\n", s);
-    free(s);
-    cJSON_Delete(root);
-    return 0;
+    return trace_rows_json_out(out, root, ops, catj, rows, nrows, nt, cats, ct);
 fail:
     cJSON_Delete(root);
     return LL_ENOMEM;

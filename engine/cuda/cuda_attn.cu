@@ -114,27 +114,6 @@ __device__ static void swap_head_acc(float (&o)[16][4], int ha, int heads)
  * kernel (so registers and code are what one body would give). g = lane>>2,
  * t = lane&3: the fragment coordinates of the opening comment. */
 
-/* Q fragments of heads h0+g and h0+g+8 (zeros past `heads`), dims
- * ds*144 + 16ks + {2t, 2t+8} (+0, +1), as bf16 mma A fragments: loaded once,
- * kept in 36 registers for the whole range. */
-__device__ __forceinline__ static void tiled_load_q(uint32_t (&qa)[9][4], const float *q, int n, int heads,
-                                                    int h0, int ds, int g, int t)
-{
-    const bool ok0 = h0 + g < heads, ok1 = h0 + g + 8 < heads;
-    const float *q0 = q + ((size_t)n * heads + (ok0 ? h0 + g : 0)) * DQK + ds * 144 + 2 * t;
-    const float *q1 = q + ((size_t)n * heads + (ok1 ? h0 + g + 8 : 0)) * DQK + ds * 144 + 2 * t;
-#pragma unroll
-    for (int ks = 0; ks < 9; ks++) {
-        float2 x0 = ok0 ? *reinterpret_cast<const float2 *>(q0 + 16 * ks) : make_float2(0.f, 0.f);
-        float2 x1 = ok1 ? *reinterpret_cast<const float2 *>(q1 + 16 * ks) : make_float2(0.f, 0.f);
-        float2 x2 = ok0 ? *reinterpret_cast<const float2 *>(q0 + 16 * ks + 8) : make_float2(0.f, 0.f);
-        float2 x3 = ok1 ? *reinterpret_cast<const float2 *>(q1 + 16 * ks + 8) : make_float2(0.f, 0.f);
-        qa[ks][0] = pack_bf16(x0.x, x0.y);
-        qa[ks][1] = pack_bf16(x1.x, x1.y);
-        qa[ks][2] = pack_bf16(x2.x, x2.y);
-        qa[ks][3] = pack_bf16(x3.x, x3.y);
-    }
-}
 
 /* Issue the copies of tile `tile` (rows tile*BK..) into copy stage `stage`:
  * bf16 rows straight into that stage's tile, fp8 rows into its raw stage. */
@@ -337,7 +316,7 @@ mla_decode_tiled_kernel(const float *__restrict__ q, const uint8_t *__restrict__
         t_end--;
 
     uint32_t qa[9][4];
-    tiled_load_q(qa, q, n, heads, h0, ds, g, t);
+    attn_load_q(qa, q, n, heads, h0, ds, g, t);
     float o[16][4]; /* 16 n-tiles of 8 dims: dims ds*128 + 8j + 2t (+1), heads g / g+8 */
 #pragma unroll
     for (int j = 0; j < 16; j++)

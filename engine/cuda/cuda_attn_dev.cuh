@@ -204,6 +204,28 @@ __device__ __forceinline__ void fp8_convert(__nv_bfloat16 *tile, const uint8_t *
     }
 }
 
+/* Q fragments of heads h0+g and h0+g+8 (zeros past `heads`), dims
+ * ds*144 + 16ks + {2t, 2t+8} (+0, +1), as bf16 mma A fragments: loaded once,
+ * kept in 36 registers for the whole range (the tiled and v2 kernels). */
+__device__ __forceinline__ static void attn_load_q(uint32_t (&qa)[9][4], const float *q, int n, int heads,
+                                                    int h0, int ds, int g, int t)
+{
+    const bool ok0 = h0 + g < heads, ok1 = h0 + g + 8 < heads;
+    const float *q0 = q + ((size_t)n * heads + (ok0 ? h0 + g : 0)) * DQK + ds * 144 + 2 * t;
+    const float *q1 = q + ((size_t)n * heads + (ok1 ? h0 + g + 8 : 0)) * DQK + ds * 144 + 2 * t;
+#pragma unroll
+    for (int ks = 0; ks < 9; ks++) {
+        float2 x0 = ok0 ? *reinterpret_cast<const float2 *>(q0 + 16 * ks) : make_float2(0.f, 0.f);
+        float2 x1 = ok1 ? *reinterpret_cast<const float2 *>(q1 + 16 * ks) : make_float2(0.f, 0.f);
+        float2 x2 = ok0 ? *reinterpret_cast<const float2 *>(q0 + 16 * ks + 8) : make_float2(0.f, 0.f);
+        float2 x3 = ok1 ? *reinterpret_cast<const float2 *>(q1 + 16 * ks + 8) : make_float2(0.f, 0.f);
+        qa[ks][0] = pack_bf16(x0.x, x0.y);
+        qa[ks][1] = pack_bf16(x1.x, x1.y);
+        qa[ks][2] = pack_bf16(x2.x, x2.y);
+        qa[ks][3] = pack_bf16(x3.x, x3.y);
+    }
+}
+
 /* cuda_attn_naive.cu and cuda_attn_v2.cu: their kernels' launch
  * (cuda_attn_decode checks the arguments first). */
 cudaError_t cuda_attn_naive_launch(const cuda_attn_args *a, float scale_log2, cudaStream_t st);

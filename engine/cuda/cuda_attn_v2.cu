@@ -84,26 +84,6 @@ struct v2_params {
     float *out, *lse, *ws_lse, *ws_out;
 };
 
-/* Q fragments of heads h0+g, h0+g+8, dims ds*144 + 16ks + {2t, 2t+8} (+0,+1)
- * (zero for padded heads), as the tiled kernel loads them. */
-__device__ __forceinline__ void v2_load_q(uint32_t qa[9][4], const v2_params &p, int n, int h0, int ds, int g, int t)
-{
-    const bool ok0 = h0 + g < p.heads, ok1 = h0 + g + 8 < p.heads;
-    const float *q0 = p.q + ((size_t)n * p.heads + (ok0 ? h0 + g : 0)) * DQK + ds * 144 + 2 * t;
-    const float *q1 = p.q + ((size_t)n * p.heads + (ok1 ? h0 + g + 8 : 0)) * DQK + ds * 144 + 2 * t;
-#pragma unroll
-    for (int ks = 0; ks < 9; ks++) {
-        float2 x0 = ok0 ? *reinterpret_cast<const float2 *>(q0 + 16 * ks) : make_float2(0.f, 0.f);
-        float2 x1 = ok1 ? *reinterpret_cast<const float2 *>(q1 + 16 * ks) : make_float2(0.f, 0.f);
-        float2 x2 = ok0 ? *reinterpret_cast<const float2 *>(q0 + 16 * ks + 8) : make_float2(0.f, 0.f);
-        float2 x3 = ok1 ? *reinterpret_cast<const float2 *>(q1 + 16 * ks + 8) : make_float2(0.f, 0.f);
-        qa[ks][0] = pack_bf16(x0.x, x0.y);
-        qa[ks][1] = pack_bf16(x1.x, x1.y);
-        qa[ks][2] = pack_bf16(x2.x, x2.y);
-        qa[ks][3] = pack_bf16(x3.x, x3.y);
-    }
-}
-
 /* Partial S of this warp's 16 heads x 16 rows over its 144 dims, stored
  * to its slot of the exchange: [head][row], rows g / g+8, cols 8nt + 2t.
  * K's B fragments by ldmatrix.x4 (no .trans), one per k-step for both
@@ -257,7 +237,7 @@ __device__ __forceinline__ void v2_unit(const v2_params &p, int64_t u, int t_beg
     constexpr int NS = L::NS;
 
     uint32_t qa[9][4];
-    v2_load_q(qa, p, n, hgrp_h0 + hg * 16, ds, g, t);
+    attn_load_q(qa, p.q, n, p.heads, hgrp_h0 + hg * 16, ds, g, t); /* as the tiled kernel */
     float o[16][4];
 #pragma unroll
     for (int j = 0; j < 16; j++)

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -446,4 +448,29 @@ out:
     free(text);
     ll_buf_free(&b);
     return trace;
+}
+
+size_t tc_read_answer(int fd, char *buf, size_t cap, int ms, int *closed)
+{
+    size_t n = 0;
+    int64_t end = ll_now_ns() / 1000000 + ms;
+    *closed = 0;
+    buf[0] = '\0';
+    for (;;) {
+        const char *h = strstr(buf, "\r\n\r\n");
+        const char *cl = h ? strstr(buf, "Content-Length: ") : NULL;
+        if (h && cl && cl < h && n >= (size_t)(h + 4 - buf) + strtoul(cl + 16, NULL, 10))
+            return n;
+        int64_t left = end - ll_now_ns() / 1000000;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (left <= 0 || n + 1 >= cap || poll(&p, 1, (int)left) <= 0)
+            return n;
+        ssize_t k = recv(fd, buf + n, cap - 1 - n, 0);
+        if (k <= 0) {
+            *closed = k == 0 ? 1 : 2;
+            return n;
+        }
+        n += (size_t)k;
+        buf[n] = '\0';
+    }
 }

@@ -25,6 +25,11 @@ int tc_request_hdr(const char *method, const char *url, const char *body, long b
                    const char *header, tc_resp *out);
 void tc_resp_free(tc_resp *r);
 
+/* Read from a raw socket into buf until it holds a whole response (headers
+ * and the Content-Length body), the peer closes, or ms pass. The bytes read;
+ * *closed: 0 open, 1 end-of-file, 2 reset or error. */
+size_t tc_read_answer(int fd, char *buf, size_t cap, int ms, int *closed);
+
 /* tc_request with the body moved into *out (caller frees): the HTTP status,
  * 0 when the transfer failed. */
 long tc_http(const char *method, const char *url, const char *body, ll_buf *out);

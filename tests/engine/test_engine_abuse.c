@@ -59,32 +59,11 @@ static int connect_from(const eng_engine *e, const char *src)
     return fd;
 }
 
-/* Read until the peer closes, a whole response (headers and its
- * Content-Length body) is in, or ANSWER_MS pass. The bytes read; *closed = 1
- * when the peer closed (end-of-file or reset). */
+/* tc_read_answer within ANSWER_MS; *closed: the peer closed (end-of-file
+ * or reset). */
 static size_t read_answer(int fd, char *buf, size_t cap, int *closed)
 {
-    size_t n = 0;
-    int64_t end = now_ms() + ANSWER_MS;
-    *closed = 0;
-    buf[0] = '\0';
-    for (;;) {
-        const char *h = strstr(buf, "\r\n\r\n");
-        const char *cl = h ? strstr(buf, "Content-Length: ") : NULL;
-        if (h && cl && cl < h && n >= (size_t)(h + 4 - buf) + strtoul(cl + 16, NULL, 10))
-            return n;
-        int64_t left = end - now_ms();
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (left <= 0 || n + 1 >= cap || poll(&p, 1, (int)left) <= 0)
-            return n;
-        ssize_t k = recv(fd, buf + n, cap - 1 - n, 0);
-        if (k <= 0) {
-            *closed = 1;
-            return n;
-        }
-        n += (size_t)k;
-        buf[n] = '\0';
-    }
+    return tc_read_answer(fd, buf, cap, ANSWER_MS, closed);
 }
 
 /* 1 when the server has closed fd (end-of-file or reset) within ms. */

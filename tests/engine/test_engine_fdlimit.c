@@ -28,6 +28,7 @@
 
 #include "common.h"
 #include "engine.h"
+#include "tclient.h"
 #include "testutil.h"
 
 #define FD_LIMIT 128
@@ -69,32 +70,13 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Read into buf until it holds a whole response (headers and the
- * Content-Length body), the peer closes, or ANSWER_MS pass. The bytes read;
- * *closed = 1 when the peer closed. */
+/* tc_read_answer within ANSWER_MS; *closed: the peer closed with an
+ * end-of-file (a reset is not counted as the engine's close). */
 static size_t read_answer(int fd, char *buf, size_t cap, int *closed)
 {
-    size_t n = 0;
-    int64_t end = now_ms() + ANSWER_MS;
-    *closed = 0;
-    buf[0] = '\0';
-    for (;;) {
-        const char *h = strstr(buf, "\r\n\r\n");
-        const char *cl = h ? strstr(buf, "Content-Length: ") : NULL;
-        if (h && cl && cl < h && n >= (size_t)(h + 4 - buf) + strtoul(cl + 16, NULL, 10))
-            return n;
-        int64_t left = end - now_ms();
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (left <= 0 || n + 1 >= cap || poll(&p, 1, (int)left) <= 0)
-            return n;
-        ssize_t k = recv(fd, buf + n, cap - 1 - n, 0);
-        if (k <= 0) {
-            *closed = k == 0;
-            return n;
-        }
-        n += (size_t)k;
-        buf[n] = '\0';
-    }
+    size_t n = tc_read_answer(fd, buf, cap, ANSWER_MS, closed);
+    *closed = *closed == 1;
+    return n;
 }
 
 /* A connection to the engine with one GET /health sent: the socket, or -1. */
