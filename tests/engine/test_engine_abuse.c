@@ -35,6 +35,7 @@
 
 #include "tclient.h"
 #include "testutil.h"
+#include "tsupport.h"
 
 #define ANSWER_MS 8000
 #define MAX_IDLE 48
@@ -477,7 +478,7 @@ int main(void)
     test_duplicate_keys(root);
     test_sampling_params();
     test_profile_cap(root);
-    rmdir(root);
+    tu_rmtree(root); /* the traces the profile tests wrote */
     curl_global_cleanup();
     TEST_MAIN_END();
 }
