@@ -1,15 +1,17 @@
 /* dialect.c: the table of dialect.h, and its lookups.
  *
  * DESIGN: one static array read by a linear scan. A page carries a few
- * hundred samples and the table ~70 rows, so a scrape costs ~20k string
+ * hundred samples and the table ~100 rows, so a scrape costs ~20k string
  * compares at 2 Hz: nothing beside the request path, and a table a reader
  * can check row by row against a server's source. */
 #include <string.h>
 
 #include "dialect.h"
 
-#define LLAMA_STEP "window / n_decode_total: llama_decode() calls, prefill calls included"
-#define VLLM_STEP "busy span / iterations: prefill iterations included"
+#define LLAMA_STEP "per generated token, the time each request spent generating: its first token counted, not its gap"
+#define LLAMA_ITERS "llama_decode() calls, prefill calls included: the step (window / calls) only without tokens_predicted_seconds_total"
+#define VLLM_STEP "inter-token latency: the gap between a request's consecutive tokens (an iteration that also prefilled counted)"
+#define VLLM_ITERS "iterations, prefill ones included: the step (busy span / iterations) only without inter_token_latency"
 #define SGL_STALE "updated every --decode-log-interval steps (default 40): set 1 for benchmarks"
 #define TRT_LAST "the last iteration's latency only, sampled at each scrape"
 
@@ -27,7 +29,7 @@ static const ll_srv_metric table[] = {
     /* vLLM v1 (older spellings kept: an older image still reports) */
     {"vllm:num_requests_running", LL_SRV_VLLM, LL_ROLE_RUNNING, NULL, NULL},
     {"vllm:num_requests_waiting", LL_SRV_VLLM, LL_ROLE_WAITING, NULL, NULL},
-    {"vllm:iteration_tokens_total_count", LL_SRV_VLLM, LL_ROLE_ITERS, NULL, VLLM_STEP},
+    {"vllm:iteration_tokens_total_count", LL_SRV_VLLM, LL_ROLE_ITERS, NULL, VLLM_ITERS},
     {"vllm:iteration_tokens_total_sum", LL_SRV_VLLM, LL_ROLE_ITER_TOKENS, NULL,
      "tokens per iteration: N in pure decode, more while prompts prefill"},
     {"vllm:generation_tokens_total", LL_SRV_VLLM, LL_ROLE_GEN_TOKENS, NULL, NULL},
@@ -39,10 +41,21 @@ static const ll_srv_metric table[] = {
     {"vllm:kv_cache_usage_perc", LL_SRV_VLLM, LL_ROLE_KV_USAGE, NULL, NULL},
     {"vllm:gpu_cache_usage_perc", LL_SRV_VLLM, LL_ROLE_KV_USAGE, NULL, NULL},
     {"vllm:num_preemptions_total", LL_SRV_VLLM, LL_ROLE_PREEMPTIONS, NULL, NULL},
-    {"vllm:inter_token_latency_seconds_sum", LL_SRV_VLLM, LL_ROLE_ITL_SUM, NULL, NULL},
+    {"vllm:inter_token_latency_seconds_sum", LL_SRV_VLLM, LL_ROLE_ITL_SUM, NULL, VLLM_STEP},
     {"vllm:inter_token_latency_seconds_count", LL_SRV_VLLM, LL_ROLE_ITL_COUNT, NULL, NULL},
     {"vllm:time_per_output_token_seconds_sum", LL_SRV_VLLM, LL_ROLE_ITL_SUM, NULL, NULL},
     {"vllm:time_per_output_token_seconds_count", LL_SRV_VLLM, LL_ROLE_ITL_COUNT, NULL, NULL},
+    {"vllm:time_to_first_token_seconds_sum", LL_SRV_VLLM, LL_ROLE_TTFT_SUM, NULL, NULL},
+    {"vllm:time_to_first_token_seconds_count", LL_SRV_VLLM, LL_ROLE_TTFT_COUNT, NULL, NULL},
+    {"vllm:time_to_first_token_seconds_bucket", LL_SRV_VLLM, LL_ROLE_TTFT_BUCKET, NULL, NULL},
+    {"vllm:request_queue_time_seconds_sum", LL_SRV_VLLM, LL_ROLE_QUEUE_SUM, NULL, NULL},
+    {"vllm:request_queue_time_seconds_count", LL_SRV_VLLM, LL_ROLE_QUEUE_COUNT, NULL, NULL},
+    {"vllm:request_prefill_time_seconds_sum", LL_SRV_VLLM, LL_ROLE_PREFILL_SUM, NULL, NULL},
+    {"vllm:request_prefill_time_seconds_count", LL_SRV_VLLM, LL_ROLE_PREFILL_COUNT, NULL, NULL},
+    {"vllm:request_decode_time_seconds_sum", LL_SRV_VLLM, LL_ROLE_DECODE_SUM, NULL, NULL},
+    {"vllm:request_decode_time_seconds_count", LL_SRV_VLLM, LL_ROLE_DECODE_COUNT, NULL, NULL},
+    {"vllm:num_requests_waiting_by_reason", LL_SRV_VLLM, LL_ROLE_WAITING_CAPACITY, "reason=\"capacity\"", NULL},
+    {"vllm:num_requests_waiting_by_reason", LL_SRV_VLLM, LL_ROLE_WAITING_DEFERRED, "reason=\"deferred\"", NULL},
 
     /* SGLang --enable-metrics ("sglang_" matched as well) */
     {"sglang:num_running_reqs", LL_SRV_SGLANG, LL_ROLE_RUNNING, NULL, SGL_STALE},
@@ -54,11 +67,19 @@ static const ll_srv_metric table[] = {
     {"sglang:cached_tokens_total", LL_SRV_SGLANG, LL_ROLE_CACHED_TOKENS, NULL,
      "summed over cache_source (device, host, storage)"},
     {"sglang:num_retracted_reqs", LL_SRV_SGLANG, LL_ROLE_PREEMPTIONS, NULL, NULL},
+    {"sglang:inter_token_latency_seconds_sum", LL_SRV_SGLANG, LL_ROLE_ITL_SUM, NULL, NULL},
+    {"sglang:inter_token_latency_seconds_count", LL_SRV_SGLANG, LL_ROLE_ITL_COUNT, NULL, NULL},
+    {"sglang:time_to_first_token_seconds_sum", LL_SRV_SGLANG, LL_ROLE_TTFT_SUM, NULL, NULL},
+    {"sglang:time_to_first_token_seconds_count", LL_SRV_SGLANG, LL_ROLE_TTFT_COUNT, NULL, NULL},
+    {"sglang:time_to_first_token_seconds_bucket", LL_SRV_SGLANG, LL_ROLE_TTFT_BUCKET, NULL, NULL},
+    {"sglang:queue_time_seconds_sum", LL_SRV_SGLANG, LL_ROLE_QUEUE_SUM, NULL, NULL},
+    {"sglang:queue_time_seconds_count", LL_SRV_SGLANG, LL_ROLE_QUEUE_COUNT, NULL, NULL},
 
     /* llama.cpp llama-server --metrics (no labels) */
     {"llamacpp:requests_processing", LL_SRV_LLAMACPP, LL_ROLE_RUNNING, NULL, "busy slots"},
     {"llamacpp:requests_deferred", LL_SRV_LLAMACPP, LL_ROLE_WAITING, NULL, NULL},
-    {"llamacpp:n_decode_total", LL_SRV_LLAMACPP, LL_ROLE_ITERS, NULL, LLAMA_STEP},
+    {"llamacpp:n_decode_total", LL_SRV_LLAMACPP, LL_ROLE_ITERS, NULL, LLAMA_ITERS},
+    {"llamacpp:tokens_predicted_seconds_total", LL_SRV_LLAMACPP, LL_ROLE_GEN_SECONDS, NULL, LLAMA_STEP},
     {"llamacpp:n_busy_slots_per_decode", LL_SRV_LLAMACPP, LL_ROLE_BUSY_PER_ITER, NULL,
      "a mean since start: per window from its product with n_decode_total"},
     {"llamacpp:tokens_predicted_total", LL_SRV_LLAMACPP, LL_ROLE_GEN_TOKENS, NULL,
@@ -75,6 +96,8 @@ static const ll_srv_metric table[] = {
     {"tgi_request_generated_tokens_sum", LL_SRV_TGI, LL_ROLE_GEN_TOKENS, NULL,
      "counted when a request ends"},
     {"tgi_request_input_length_sum", LL_SRV_TGI, LL_ROLE_PROMPT_TOKENS, NULL, "counted when a request ends"},
+    {"tgi_request_queue_duration_sum", LL_SRV_TGI, LL_ROLE_QUEUE_SUM, NULL, NULL},
+    {"tgi_request_queue_duration_count", LL_SRV_TGI, LL_ROLE_QUEUE_COUNT, NULL, NULL},
 
     /* TensorRT-LLM trtllm-serve, /prometheus/metrics ("trtllm:" matched as well);
      * the running/waiting/iteration gauges need enable_iter_perf_stats */
@@ -85,6 +108,11 @@ static const ll_srv_metric table[] = {
     {"trtllm_prompt_tokens_total", LL_SRV_TRTLLM, LL_ROLE_PROMPT_TOKENS, NULL, NULL},
     {"trtllm_prompt_cached_tokens_total", LL_SRV_TRTLLM, LL_ROLE_CACHED_TOKENS, NULL, NULL},
     {"trtllm_kv_cache_utilization", LL_SRV_TRTLLM, LL_ROLE_KV_USAGE, NULL, NULL},
+    {"trtllm_time_to_first_token_seconds_sum", LL_SRV_TRTLLM, LL_ROLE_TTFT_SUM, NULL, NULL},
+    {"trtllm_time_to_first_token_seconds_count", LL_SRV_TRTLLM, LL_ROLE_TTFT_COUNT, NULL, NULL},
+    {"trtllm_time_to_first_token_seconds_bucket", LL_SRV_TRTLLM, LL_ROLE_TTFT_BUCKET, NULL, NULL},
+    {"trtllm_request_queue_time_seconds_sum", LL_SRV_TRTLLM, LL_ROLE_QUEUE_SUM, NULL, NULL},
+    {"trtllm_request_queue_time_seconds_count", LL_SRV_TRTLLM, LL_ROLE_QUEUE_COUNT, NULL, NULL},
 
     /* NVIDIA DCGM exporter */
     {"DCGM_FI_DEV_POWER_USAGE", LL_SRV_DCGM, LL_ROLE_POWER_W, NULL, NULL},

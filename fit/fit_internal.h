@@ -52,6 +52,14 @@ double fit_server_gauge(const fit_run *run, const fit_level *L, int kind, int av
  * has two samples. */
 double fit_server_counter(const fit_run *run, int kind, int64_t t0, int64_t t1, int64_t *span_ns,
                           int64_t *first_ns, int64_t *last_ns);
+/* A histogram's mean over [t0, t1], times scale (1000: seconds as the
+ * server counts them to ms): scale times the increase of srv's sum role
+ * over that of its count role; NAN when the count did not grow. */
+double fit_server_mean(const fit_run *run, int srv, ll_srv_role sum, ll_srv_role count, int64_t t0, int64_t t1,
+                       double scale);
+/* server_own.c: the server's own latency, KV-cache and queue figures of L
+ * (server_own.c "The server's own latencies"), from server srv's samples. */
+void fit_server_own_level(const fit_run *run, fit_level *L, int srv);
 /* The server's N over L (start to end) as analyze_law.c "The law against the
  * server's N" reads it: each scrape's total of the running gauge (the first
  * family with any), in time order. *t_out, *v_out: caller frees (NULL when

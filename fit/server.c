@@ -14,13 +14,25 @@
  *                  has none). Beside the client's D = C of a closed-loop
  *                  level: they disagree past FIT_SERVER_N_REL and _ABS.
  *  server waiting  the waiting gauge, the same way.
- *  server step     a step-duration histogram where the server has one (loadlaw,
- *                  TGI's forward duration of method "decode"): delta sum / delta
- *                  count; else a counter of iterations (vLLM's
- *                  iteration_tokens_total count, llama.cpp's n_decode_total):
- *                  span / delta count (the engine is busy throughout a steady
- *                  window; with several engines, data-parallel series, their
- *                  spans summed over their counts summed); else TensorRT-LLM's
+ *  server step     the decode step on the server's clock, from the first of:
+ *                  a step-duration histogram (loadlaw, TGI's forward duration
+ *                  of method "decode"): delta sum / delta count; an
+ *                  inter-token-latency histogram (vLLM, SGLang): delta sum /
+ *                  delta count, the mean gap between a request's consecutive
+ *                  tokens, which iterations that only prefilled never enter
+ *                  (an iteration that prefilled beside decodes does: it is a
+ *                  step the decoding requests waited for); llama.cpp's
+ *                  seconds generating summed over requests over its generated
+ *                  tokens (both counted when a request ends: over the whole
+ *                  level; a request's first token is counted, its gap is
+ *                  not, so it reads (n-1)/n of the step for n-token outputs);
+ *                  else a counter of iterations (vLLM's iteration_tokens_total
+ *                  count, llama.cpp's n_decode_total): span / delta count
+ *                  (the engine is busy throughout a steady window; with
+ *                  several engines, data-parallel series, their spans summed
+ *                  over their counts summed; prefill iterations included:
+ *                  +8% to +26% over vLLM's decode step at C = 1..16 with
+ *                  64-token outputs, docs/remote.md); else TensorRT-LLM's
  *                  last-iteration gauge, its mean over the scrapes. Counters are
  *                  differenced over the span from the first steady window's
  *                  start to the last one's end, per series, a drop counted as a
@@ -138,6 +150,16 @@ double fit_server_counter(const fit_run *run, int kind, int64_t t0, int64_t t1, 
     return total;
 }
 
+/* fit_internal.h: a histogram's mean over [t0, t1], times scale. */
+double fit_server_mean(const fit_run *run, int srv, ll_srv_role sum, ll_srv_role count, int64_t t0, int64_t t1,
+                       double scale)
+{
+    int64_t span_ns;
+    double dsum = fit_server_counter(run, FIT_SMK(srv, sum), t0, t1, &span_ns, NULL, NULL);
+    double dcount = fit_server_counter(run, FIT_SMK(srv, count), t0, t1, &span_ns, NULL, NULL);
+    return dcount > 0 && isfinite(dsum) ? scale * dsum / dcount : NAN;
+}
+
 int fit_server_n_series(const fit_run *run, const fit_level *L, int64_t **t_out, double **v_out, size_t *n_out)
 {
     LL_VEC(int64_t) t = {0};
@@ -227,28 +249,48 @@ static int level_server(const fit_run *run, const fit_level *L)
     return running >= 0 ? running : any;
 }
 
-/* Step time and tokens per step on the server's clock, over [t0, t1]. */
+/* Tokens per step from the iteration counter, over [t0, t1]. */
+static void server_tok_per_step(const fit_run *run, fit_level *L, int srv, int64_t t0, int64_t t1, double iters)
+{
+    int64_t span_ns;
+    double tok = fit_server_counter(run, FIT_SMK(srv, LL_ROLE_ITER_TOKENS), t0, t1, &span_ns, NULL, NULL);
+    double b0, b1, n0, n1;
+    if (isfinite(tok))
+        L->server_tok_per_step = tok / iters;
+    else if (first_last(run, FIT_SMK(srv, LL_ROLE_BUSY_PER_ITER), t0, t1, &b0, &b1) &&
+             first_last(run, FIT_SMK(srv, LL_ROLE_ITERS), t0, t1, &n0, &n1) && n1 > n0)
+        L->server_tok_per_step = (b1 * n1 - b0 * n0) / (n1 - n0); /* a mean since start, differenced */
+}
+
+/* Step time and tokens per step on the server's clock, over [t0, t1]: the
+ * first of the server's decode-only figures ("Server figures", server step)
+ * it has; iterations only where it has none of them. */
 static void server_steps(const fit_run *run, fit_level *L, int srv, int64_t t0, int64_t t1)
 {
     int64_t span_ns, span2_ns;
-    double dsum = fit_server_counter(run, FIT_SMK(srv, LL_ROLE_STEP_SUM), t0, t1, &span_ns, NULL, NULL);
-    double dcount = fit_server_counter(run, FIT_SMK(srv, LL_ROLE_STEP_COUNT), t0, t1, &span2_ns, NULL, NULL);
-    if (dcount > 0 && isfinite(dsum)) {
-        L->server_step_ms = 1000 * dsum / dcount;
+    double iters = fit_server_counter(run, FIT_SMK(srv, LL_ROLE_ITERS), t0, t1, &span2_ns, NULL, NULL);
+    if (iters > 0)
+        server_tok_per_step(run, L, srv, t0, t1, iters);
+    double step_ms = fit_server_mean(run, srv, LL_ROLE_STEP_SUM, LL_ROLE_STEP_COUNT, t0, t1, 1000);
+    if (!isfinite(step_ms))
+        step_ms = fit_server_mean(run, srv, LL_ROLE_ITL_SUM, LL_ROLE_ITL_COUNT, t0, t1, 1000);
+    if (!isfinite(step_ms)) {
+        /* counted when a request ends: over the whole level, not its steady windows */
+        double sec = fit_server_counter(run, FIT_SMK(srv, LL_ROLE_GEN_SECONDS), L->start_ns, L->end_ns, &span_ns,
+                                        NULL, NULL);
+        double gen = fit_server_counter(run, FIT_SMK(srv, LL_ROLE_GEN_TOKENS), L->start_ns, L->end_ns, &span_ns,
+                                        NULL, NULL);
+        if (gen > 0 && isfinite(sec))
+            step_ms = 1000 * sec / gen;
+    }
+    if (isfinite(step_ms)) {
+        L->server_step_ms = step_ms;
         return;
     }
-    double iters = fit_server_counter(run, FIT_SMK(srv, LL_ROLE_ITERS), t0, t1, &span2_ns, NULL, NULL);
     if (iters > 0) {
         /* each engine's (series') span over its own steps, summed: k
          * data-parallel engines step k times as often as one, not faster */
         L->server_step_ms = span2_ns / 1e6 / iters;
-        double tok = fit_server_counter(run, FIT_SMK(srv, LL_ROLE_ITER_TOKENS), t0, t1, &span_ns, NULL, NULL);
-        double b0, b1, n0, n1;
-        if (isfinite(tok))
-            L->server_tok_per_step = tok / iters;
-        else if (first_last(run, FIT_SMK(srv, LL_ROLE_BUSY_PER_ITER), t0, t1, &b0, &b1) &&
-                 first_last(run, FIT_SMK(srv, LL_ROLE_ITERS), t0, t1, &n0, &n1) && n1 > n0)
-            L->server_tok_per_step = (b1 * n1 - b0 * n0) / (n1 - n0); /* a mean since start, differenced */
         return;
     }
     size_t n;
@@ -287,8 +329,10 @@ void fit_server_level(const fit_run *run, fit_level *L)
     L->server_gen_tok_s = L->server_cache_share = NAN;
     L->server_n_disagrees = 0;
     L->server = -1;
-    if (!run->server.n || (L->server = level_server(run, L)) < 0)
+    if (!run->server.n || (L->server = level_server(run, L)) < 0) {
+        fit_server_own_level(run, L, -1);
         return;
+    }
     int srv = L->server;
     size_t nw;
     /* One server's gauge: an engine that also serves vLLM's names would count twice. */
@@ -298,6 +342,7 @@ void fit_server_level(const fit_run *run, fit_level *L)
     int64_t t1 = L->n_windows ? L->windows[L->n_windows - 1].t1_ns : L->end_ns;
     server_steps(run, L, srv, t0, t1);
     server_tokens(run, L, srv);
+    fit_server_own_level(run, L, srv);
     /* any SGLang page scraped (a --metrics-url beside another server's too) */
     L->server_stale_s = stale_span_s(run, L, FIT_SMK(LL_SRV_SGLANG, LL_ROLE_GEN_THROUGHPUT));
     if (L->closed_loop && L->n_windows && L->concurrency > 0 && isfinite(L->server_n))

@@ -174,6 +174,45 @@ static void print_server(FILE *f, const fit_result *r)
     print_caveats(f, srv);
 }
 
+static int server_own_any(const fit_level *L)
+{
+    return isfinite(L->server_itl_mean_ms) || isfinite(L->server_ttft_mean_ms) ||
+           isfinite(L->server_queue_mean_ms) || isfinite(L->server_kv_usage_mean) ||
+           isfinite(L->server_preemptions);
+}
+
+/* The server's own latency histograms and gauges (fit/server_own.c) beside
+ * the client's figures, when any level has any. */
+static void print_server_own(FILE *f, const fit_result *r)
+{
+    size_t any = 0;
+    for (size_t i = 0; i < r->n_levels; i++)
+        any += server_own_any(&r->levels[i]);
+    if (!any)
+        return;
+    fprintf(f, "\nserver's own latencies (scraped /metrics), beside the client's:\n"
+               "%5s %6s %8s %8s %9s %9s %9s %9s %8s %9s %9s %7s %7s %7s %9s\n",
+            "level", "C", "ITL", "server", "TTFT", "server", "TTFT p90", "server", "queue", "prefill", "decode",
+            "KV mean", "KV max", "preempt", "wait c/d");
+    for (size_t i = 0; i < r->n_levels; i++) {
+        const fit_level *L = &r->levels[i];
+        char c[13][32], wait[72];
+        snprintf(wait, sizeof wait, "%s/%s", fmt_num(c[11], L->server_waiting_capacity, "%.2g"),
+                 fmt_num(c[12], L->server_waiting_deferred, "%.2g"));
+        fprintf(f, "%5d %6d %8s %8s %9s %9s %9s %9s %8s %9s %9s %7s %7s %7s %9s\n", L->level, L->concurrency,
+                fmt_num(c[0], L->itl.mean_ms, "%.4g"), fmt_num(c[1], L->server_itl_mean_ms, "%.4g"),
+                fmt_num(c[2], L->ttft.mean_ms, "%.4g"), fmt_num(c[3], L->server_ttft_mean_ms, "%.4g"),
+                fmt_num(c[4], L->ttft.p90_ms, "%.4g"), fmt_num(c[5], L->server_ttft_p90_ms, "%.4g"),
+                fmt_num(c[6], L->server_queue_mean_ms, "%.3g"), fmt_num(c[7], L->server_prefill_mean_ms, "%.4g"),
+                fmt_num(c[8], L->server_decode_mean_ms, "%.4g"), fmt_num(c[9], 100 * L->server_kv_usage_mean, "%.1f%%"),
+                fmt_num(c[10], 100 * L->server_kv_usage_max, "%.1f%%"), fmt_num(c[11], L->server_preemptions, "%.0f"),
+                wait);
+    }
+    fprintf(f, "  ms, means over the level (TTFT p90: from the server's histogram buckets, as coarse as they are);\n"
+               "  queue, prefill (scheduled to first token), decode (first to last token): per request; KV: cache in\n"
+               "  use; preempt: requests preempted in the level; wait c/d: waiting for capacity / deferred\n");
+}
+
 /* What the server said per request (fit/said.c "The server's own per-request
  * figures") beside the client's figures, when any level has any. */
 static void print_said(FILE *f, const fit_result *r)
@@ -284,6 +323,7 @@ void rpt_fit_print(FILE *f, const fit_result *r)
                 L->interrupted ? "  (interrupted)" : "");
     }
     print_server(f, r);
+    print_server_own(f, r);
     print_said(f, r);
     rpt_print_turns(f, r);
     print_gpu(f, r);

@@ -8,6 +8,7 @@
 #include "json_internal.h"
 
 #include <math.h>
+#include <stddef.h>
 
 #include "dialect.h"
 
@@ -124,6 +125,32 @@ fail:
     return rc;
 }
 
+/* The server's own latencies, KV cache and queue (fit/server_own.c); null
+ * where its page has none. */
+static int level_server_own(cJSON *o, const fit_level *L)
+{
+    static const struct {
+        const char *key;
+        size_t off;
+    } keys[] = {
+        {"server_itl_mean_ms", offsetof(fit_level, server_itl_mean_ms)},
+        {"server_ttft_mean_ms", offsetof(fit_level, server_ttft_mean_ms)},
+        {"server_ttft_p90_ms", offsetof(fit_level, server_ttft_p90_ms)},
+        {"server_queue_mean_ms", offsetof(fit_level, server_queue_mean_ms)},
+        {"server_prefill_mean_ms", offsetof(fit_level, server_prefill_mean_ms)},
+        {"server_decode_mean_ms", offsetof(fit_level, server_decode_mean_ms)},
+        {"server_kv_usage_mean", offsetof(fit_level, server_kv_usage_mean)},
+        {"server_kv_usage_max", offsetof(fit_level, server_kv_usage_max)},
+        {"server_preemptions", offsetof(fit_level, server_preemptions)},
+        {"server_waiting_capacity", offsetof(fit_level, server_waiting_capacity)},
+        {"server_waiting_deferred", offsetof(fit_level, server_waiting_deferred)},
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (ll_json_add_num(o, keys[i].key, *(const double *)((const char *)L + keys[i].off)))
+            return LL_ENOMEM;
+    return 0;
+}
+
 /* The server's own figures (fit/server.c "Server figures"); null where not scraped. */
 static int level_server(cJSON *o, const fit_level *L)
 {
@@ -136,6 +163,7 @@ static int level_server(cJSON *o, const fit_level *L)
     LL_TRY(ll_json_add_num(o, "server_stale_s", L->server_stale_s));
     LL_TRY(ll_json_add_num(o, "server_gen_tok_s", L->server_gen_tok_s));
     LL_TRY(ll_json_add_num(o, "server_cache_share", L->server_cache_share));
+    LL_TRY(level_server_own(o, L));
     if (!(L->server >= 0 ? cJSON_AddStringToObject(o, "server", ll_srv_name((ll_srv)L->server))
                          : cJSON_AddNullToObject(o, "server")))
         return LL_ENOMEM;

@@ -138,6 +138,46 @@ static int server_row(ll_buf *b, const fit_level *L)
                          L->server_scrapes);
 }
 
+static int server_own_row(ll_buf *b, const fit_level *L)
+{
+    char x[12][48], name[48];
+    level_name(name, sizeof name, L);
+    return ll_buf_printf(b,
+                         "<tr><td>%s</td><td>%s / %s</td><td>%s / %s</td><td>%s / %s</td><td>%s</td><td>%s</td>"
+                         "<td>%s</td><td>%s / %s</td><td>%s</td></tr>\n",
+                         name, html_num(x[0], 48, L->itl.mean_ms, 3), html_num(x[1], 48, L->server_itl_mean_ms, 3),
+                         html_num(x[2], 48, L->ttft.mean_ms, 1), html_num(x[3], 48, L->server_ttft_mean_ms, 1),
+                         html_num(x[4], 48, L->ttft.p90_ms, 1), html_num(x[5], 48, L->server_ttft_p90_ms, 1),
+                         html_num(x[6], 48, L->server_queue_mean_ms, 2), html_num(x[7], 48, L->server_prefill_mean_ms, 1),
+                         html_num(x[8], 48, L->server_decode_mean_ms, 1),
+                         html_num(x[9], 48, 100 * L->server_kv_usage_mean, 1),
+                         html_num(x[10], 48, 100 * L->server_kv_usage_max, 1),
+                         html_num(x[11], 48, L->server_preemptions, 0));
+}
+
+/* The server's own latency histograms and gauges (fit/server_own.c), when any level has them. */
+static int server_own_table(ll_buf *b, const fit_result *r)
+{
+    size_t any = 0;
+    for (size_t i = 0; i < r->n_levels; i++)
+        any += isfinite(r->levels[i].server_itl_mean_ms) || isfinite(r->levels[i].server_ttft_mean_ms) ||
+               isfinite(r->levels[i].server_kv_usage_mean);
+    if (!any)
+        return 0;
+    if (ll_buf_printf(b, "\n<div class=scroll><table>\n<tr><th>level</th><th>ITL mean ms: client / server</th>"
+                         "<th>TTFT mean ms: client / server</th><th>TTFT p90 ms: client / server</th><th>queue "
+                         "ms</th><th>prefill ms</th><th>decode ms</th><th>KV cache %%: mean / max</th>"
+                         "<th>preempted</th></tr>\n"))
+        return LL_ENOMEM;
+    for (size_t i = 0; i < r->n_levels; i++)
+        if (server_own_row(b, &r->levels[i]))
+            return LL_ENOMEM;
+    return ll_buf_printf(b, "</table></div><p class=muted>From the server&#39;s own histograms and gauges on "
+                            "its /metrics page, over each level: the server&#39;s TTFT p90 is interpolated in "
+                            "its buckets, as coarse as they are; queue, prefill and decode are per-request "
+                            "means.</p>");
+}
+
 int rpt_server_table(ll_buf *b, const fit_result *r)
 {
     if (!any_server(r))
@@ -150,10 +190,13 @@ int rpt_server_table(ll_buf *b, const fit_result *r)
     for (size_t i = 0; i < r->n_levels; i++)
         if (server_row(b, &r->levels[i]))
             return LL_ENOMEM;
-    return ll_buf_printf(b, "</table></div><p class=muted>Server N and waiting: means of its running and waiting "
-                            "gauges over the level&#39;s steady windows (N &ne; D: the server ran another number "
-                            "of requests than the client&#39;s C). Step: the client&#39;s median steady ms per "
-                            "token against the server&#39;s own step clock. Tokens per step and tok/s: the "
-                            "server&#39;s counters. TPOT and TTFT: what each response said of itself. Cached: "
-                            "prompt tokens served from the prefix cache.</p></section>\n");
+    if (ll_buf_printf(b, "</table></div><p class=muted>Server N and waiting: means of its running and waiting "
+                         "gauges over the level&#39;s steady windows (N &ne; D: the server ran another number "
+                         "of requests than the client&#39;s C). Step: the client&#39;s median steady ms per "
+                         "token against the server&#39;s own step clock. Tokens per step and tok/s: the "
+                         "server&#39;s counters. TPOT and TTFT: what each response said of itself. Cached: "
+                         "prompt tokens served from the prefix cache.</p>") ||
+        server_own_table(b, r))
+        return LL_ENOMEM;
+    return ll_buf_printf(b, "</section>\n");
 }

@@ -59,6 +59,19 @@ typedef enum ll_srv_role {
     LL_ROLE_PREEMPTIONS,      /* counter */
     LL_ROLE_ITL_SUM,          /* counter: seconds between tokens (histogram _sum) */
     LL_ROLE_ITL_COUNT,        /* counter */
+    LL_ROLE_GEN_SECONDS,      /* counter: seconds requests spent generating, summed over
+                               * requests: per generated token, the gap each saw (llama.cpp) */
+    LL_ROLE_TTFT_SUM,         /* counter: seconds to first token (histogram _sum) */
+    LL_ROLE_TTFT_COUNT,       /* counter */
+    LL_ROLE_TTFT_BUCKET,      /* counter: the same histogram's _bucket (label le) */
+    LL_ROLE_QUEUE_SUM,        /* counter: seconds requests waited before running (_sum) */
+    LL_ROLE_QUEUE_COUNT,      /* counter */
+    LL_ROLE_PREFILL_SUM,      /* counter: seconds from scheduled to first token (_sum) */
+    LL_ROLE_PREFILL_COUNT,    /* counter */
+    LL_ROLE_DECODE_SUM,       /* counter: seconds from first to last token (_sum) */
+    LL_ROLE_DECODE_COUNT,     /* counter */
+    LL_ROLE_WAITING_CAPACITY, /* gauge: waiting for batch or KV capacity */
+    LL_ROLE_WAITING_DEFERRED, /* gauge: waiting on something else (LoRA budget, KV transfer) */
     LL_ROLE_POWER_W,          /* GPU (fit/gpu.c) */
     LL_ROLE_POWER_LIMIT_W,
     LL_ROLE_POWER_MGMT_LIMIT_W,

@@ -158,6 +158,12 @@ typedef struct fit_level {
     double server_gen_tok_s, server_cache_share;
     int server_n_disagrees;       /* closed loop: server_n far from C */
     double server_stale_s, server_waiting_growth;
+    /* the server's own latency histograms and gauges (fit/server_own.c), NAN where
+     * its page has none: ms per request or token, KV usage 0..1, counts */
+    double server_itl_mean_ms, server_ttft_mean_ms, server_ttft_p90_ms;
+    double server_queue_mean_ms, server_prefill_mean_ms, server_decode_mean_ms;
+    double server_kv_usage_mean, server_kv_usage_max, server_preemptions;
+    double server_waiting_capacity, server_waiting_deferred;
     size_t gpu_scrapes;           /* GPU figures (fit/gpu.c); activities 0..1 */
     double gpu_power_w, gpu_power_limit_w, gpu_power_frac;
     double gpu_sm_active, gpu_tensor_active, gpu_dram_active, gpu_energy_j, gpu_j_per_tok;
