@@ -25,6 +25,13 @@ static const ll_srv_metric table[] = {
     {"loadlaw_generation_tokens_total", LL_SRV_LOADLAW, LL_ROLE_GEN_TOKENS, NULL, NULL},
     {"loadlaw_prompt_tokens_total", LL_SRV_LOADLAW, LL_ROLE_PROMPT_UNCACHED, NULL, NULL},
     {"loadlaw_prompt_tokens_cached_total", LL_SRV_LOADLAW, LL_ROLE_CACHED_TOKENS, NULL, NULL},
+    {"loadlaw_inter_token_latency_seconds_sum", LL_SRV_LOADLAW, LL_ROLE_ITL_SUM, NULL, NULL},
+    {"loadlaw_inter_token_latency_seconds_count", LL_SRV_LOADLAW, LL_ROLE_ITL_COUNT, NULL, NULL},
+    {"loadlaw_time_to_first_token_seconds_sum", LL_SRV_LOADLAW, LL_ROLE_TTFT_SUM, NULL, NULL},
+    {"loadlaw_time_to_first_token_seconds_count", LL_SRV_LOADLAW, LL_ROLE_TTFT_COUNT, NULL, NULL},
+    {"loadlaw_time_to_first_token_seconds_bucket", LL_SRV_LOADLAW, LL_ROLE_TTFT_BUCKET, NULL, NULL},
+    {"loadlaw_request_queue_time_seconds_sum", LL_SRV_LOADLAW, LL_ROLE_QUEUE_SUM, NULL, NULL},
+    {"loadlaw_request_queue_time_seconds_count", LL_SRV_LOADLAW, LL_ROLE_QUEUE_COUNT, NULL, NULL},
 
     /* vLLM v1 (older spellings kept: an older image still reports) */
     {"vllm:num_requests_running", LL_SRV_VLLM, LL_ROLE_RUNNING, NULL, NULL},

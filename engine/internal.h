@@ -91,6 +91,7 @@ typedef struct eng_req {
     uint64_t *prefix_keys;         /* the prompt's block keys (eng_prefix_keys); NULL */
     int n_prefix_keys;
     int gen;                       /* tokens emitted so far */
+    int64_t last_tok_ns;           /* the step end of its last token (scheduler thread) */
     eng_tok *toks;                 /* (target_tok) the model's tokens when the backend
                                     * computes them (sched.c), else NULL; read by sse.c */
     int started;                   /* prefill complete, decoding */
@@ -137,6 +138,13 @@ void eng_req_ref(eng_req *r);
 void eng_req_unref(eng_req *r);
 
 #define ENG_HIST_BUCKETS 14
+/* One latency histogram of /metrics: seconds summed, observations, and
+ * their counts per bucket of eng_hist_bounds_s (not cumulative). */
+typedef struct eng_lat {
+    double sum_s;
+    uint64_t count;
+    uint64_t hist[ENG_HIST_BUCKETS];
+} eng_lat;
 #define ENG_MAX_PHASE_NAMES 64 /* (name, rank) pairs: 2 + 3 per tp rank */
 
 /* Descriptors kept free at the top of the open-file limit. A request that
@@ -229,6 +237,7 @@ typedef struct eng_engine {
     uint64_t req_finished, req_cancelled, req_rejected;
     uint64_t hist[ENG_HIST_BUCKETS];
     double step_sum_s;
+    eng_lat itl, ttft, queue;      /* the requests' own latencies (eng_metrics_lat) */
     const char *phase_name[ENG_MAX_PHASE_NAMES];
     int phase_rank[ENG_MAX_PHASE_NAMES]; /* with phase_name, the key (tp rank; 0 without tp) */
     double comm_sum_s;             /* eng_step.comm_ns summed (loadlaw_comm_seconds_total) */
@@ -368,6 +377,8 @@ size_t eng_clip_utf8(char *dst, size_t dstlen, const char *src, size_t max_bytes
 int eng_json_error(ll_buf *b, int status, const char *param, const char *msg);
 
 /* metrics.c (caller holds mu) */
+/* One observation of ns nanoseconds into l (metrics.c); the caller holds mu. */
+void eng_metrics_lat(eng_lat *l, int64_t ns);
 void eng_metrics_step(eng_engine *e, const eng_step *s, const eng_phase *ph, int n_ph,
                       int gen_tok);
 int eng_metrics_text(eng_engine *e, ll_buf *b);

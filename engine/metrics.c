@@ -6,7 +6,13 @@
  * the plain {phase="..."} label (the step's critical path, as without tp),
  * the others add rank="r". The all-reduce is the phase "all_reduce" (NCCL's
  * kernel name on a GPU); loadlaw_comm_seconds_total sums rank 0's
- * communication phases, the same figure as the step records' comm_ns. */
+ * communication phases, the same figure as the step records' comm_ns.
+ * The requests' own latencies, as vLLM's page names them (the fit reads them
+ * by the same roles, fit/server_own.c): the gap between a request's
+ * consecutive tokens (step end to step end), submit to the end of the step
+ * that made its first token, and submit to admission into the batch; the
+ * scheduler observes them (sched.c emit, admit_waiting). */
+#include <stddef.h>
 #include <string.h>
 
 #include "internal.h"
@@ -16,6 +22,22 @@ const double eng_hist_bounds_s[ENG_HIST_BUCKETS] = {
     0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 1e300, /* last: +Inf */
 };
 
+static int bucket_of(double d)
+{
+    int b = 0;
+    while (b < ENG_HIST_BUCKETS - 1 && d > eng_hist_bounds_s[b])
+        b++;
+    return b;
+}
+
+void eng_metrics_lat(eng_lat *l, int64_t ns)
+{
+    double d = (double)ns * 1e-9;
+    l->sum_s += d;
+    l->count++;
+    l->hist[bucket_of(d)]++;
+}
+
 void eng_metrics_step(eng_engine *e, const eng_step *s, const eng_phase *ph, int n_ph,
                       int gen_tok)
 {
@@ -24,10 +46,7 @@ void eng_metrics_step(eng_engine *e, const eng_step *s, const eng_phase *ph, int
     e->step_sum_s += d;
     e->prompt_tok_total += (uint64_t)s->prefill_tok;
     e->gen_tok_total += (uint64_t)gen_tok;
-    int b = 0;
-    while (b < ENG_HIST_BUCKETS - 1 && d > eng_hist_bounds_s[b])
-        b++;
-    e->hist[b]++;
+    e->hist[bucket_of(d)]++;
     e->comm_sum_s += (double)s->comm_ns * 1e-9;
     for (int i = 0; i < n_ph; i++) {
         int k = 0;
@@ -57,6 +76,49 @@ static const char *rank_label(int rank, char *buf, size_t len)
         return "";
     snprintf(buf, len, ",rank=\"%d\"", rank);
     return buf;
+}
+
+/* A histogram: HELP, TYPE, cumulative buckets of eng_hist_bounds_s, sum, count. */
+static int hist_write(ll_buf *b, const char *name, const char *help, const uint64_t *hist, double sum_s,
+                      uint64_t count)
+{
+    int rc;
+    LL_TRY(ll_buf_printf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name));
+    uint64_t cum = 0;
+    for (int i = 0; i < ENG_HIST_BUCKETS; i++) {
+        cum += hist[i];
+        if (i == ENG_HIST_BUCKETS - 1)
+            LL_TRY(ll_buf_printf(b, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)cum));
+        else
+            LL_TRY(ll_buf_printf(b, "%s_bucket{le=\"%g\"} %llu\n", name, eng_hist_bounds_s[i],
+                                 (unsigned long long)cum));
+    }
+    LL_TRY(ll_buf_printf(b, "%s_sum %.9f\n%s_count %llu\n", name, sum_s, name, (unsigned long long)count));
+fail:
+    return rc;
+}
+
+/* The requests' own latencies; the caller holds e->mu. */
+static int latencies_write(eng_engine *e, ll_buf *b)
+{
+    static const struct {
+        const char *name, *help;
+        size_t off;
+    } h[] = {
+        {"loadlaw_inter_token_latency_seconds", "Gap between a request's consecutive tokens (step ends).",
+         offsetof(eng_engine, itl)},
+        {"loadlaw_time_to_first_token_seconds", "Submit to the end of the step that made the first token.",
+         offsetof(eng_engine, ttft)},
+        {"loadlaw_request_queue_time_seconds", "Submit to admission into the running batch.",
+         offsetof(eng_engine, queue)},
+    };
+    for (size_t i = 0; i < sizeof h / sizeof h[0]; i++) {
+        const eng_lat *l = (const eng_lat *)((const char *)e + h[i].off);
+        int rc = hist_write(b, h[i].name, h[i].help, l->hist, l->sum_s, l->count);
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 
 /* The exposition text; the caller holds e->mu. 0 or the first ll_buf_printf error. */
@@ -102,21 +164,9 @@ static int metrics_write(eng_engine *e, ll_buf *b)
                             "loadlaw_requests_total{outcome=\"rejected\"} %llu\n",
                          (unsigned long long)e->req_finished, (unsigned long long)e->req_cancelled,
                          (unsigned long long)e->req_rejected));
-    LL_TRY(ll_buf_printf(b, "# HELP loadlaw_step_duration_seconds Wall time of each engine step.\n"
-                            "# TYPE loadlaw_step_duration_seconds histogram\n"));
-    uint64_t cum = 0;
-    for (int i = 0; i < ENG_HIST_BUCKETS; i++) {
-        cum += e->hist[i];
-        if (i == ENG_HIST_BUCKETS - 1)
-            LL_TRY(ll_buf_printf(b, "loadlaw_step_duration_seconds_bucket{le=\"+Inf\"} %llu\n",
-                                 (unsigned long long)cum));
-        else
-            LL_TRY(ll_buf_printf(b, "loadlaw_step_duration_seconds_bucket{le=\"%g\"} %llu\n",
-                                 eng_hist_bounds_s[i], (unsigned long long)cum));
-    }
-    LL_TRY(ll_buf_printf(b, "loadlaw_step_duration_seconds_sum %.9f\n"
-                            "loadlaw_step_duration_seconds_count %llu\n",
-                         e->step_sum_s, (unsigned long long)e->steps_total));
+    LL_TRY(hist_write(b, "loadlaw_step_duration_seconds", "Wall time of each engine step.", e->hist, e->step_sum_s,
+                      e->steps_total));
+    LL_TRY(latencies_write(e, b));
     LL_TRY(ll_buf_printf(b, "# HELP loadlaw_phase_seconds_total Time spent in each backend phase.\n"
                             "# TYPE loadlaw_phase_seconds_total counter\n"));
     for (int k = 0; k < e->n_phase_names; k++)

@@ -209,10 +209,26 @@ static int keep_token(eng_req *r, int pos, const eng_tok *t)
     return 0;
 }
 
+/* The step's first tokens (TTFT) and gaps (ITL) into /metrics. */
+static void observe_tokens(eng_engine *e, eng_sched *s, int n_dec, int n_pre_done, int64_t step_end_ns)
+{
+    pthread_mutex_lock(&e->mu);
+    for (int k = 0; k < n_dec + n_pre_done; k++) {
+        eng_req *r = k < n_dec ? s->dec_req[k] : s->pre_req[k - n_dec];
+        if (r->gen == 0)
+            eng_metrics_lat(&e->ttft, step_end_ns - r->submit_ns);
+        else
+            eng_metrics_lat(&e->itl, step_end_ns - r->last_tok_ns);
+        r->last_tok_ns = step_end_ns;
+    }
+    pthread_mutex_unlock(&e->mu);
+}
+
 /* Hand this step's tokens (one per sequence) to their streams. */
 static void emit(eng_engine *e, eng_sched *s, int n_dec, int n_pre_done, int64_t step_end_ns)
 {
     int k_sample = e->cfg.handoff_sample;
+    observe_tokens(e, s, n_dec, n_pre_done, step_end_ns);
     pthread_mutex_lock(&e->io_mu);
     for (int k = 0; k < n_dec + n_pre_done; k++) {
         eng_req *r = k < n_dec ? s->dec_req[k] : s->pre_req[k - n_dec];
@@ -396,6 +412,7 @@ static void admit_waiting(eng_engine *e, eng_sched *s)
         r->next = NULL;
         r->slot = s->free_slot[--s->n_free];
         s->run[s->n_run++] = r;
+        eng_metrics_lat(&e->queue, ll_now_ns() - r->submit_ns);
         if (e->prefix) { /* its cached leading blocks are not prefilled again */
             r->cached_tok = eng_prefix_admit(e->prefix, r->prefix_keys, r->n_prefix_keys, r->prompt_tok);
             r->prefilled = r->cached_tok;
