@@ -6,7 +6,8 @@
  *     server step time (its histogram) within 15% of the same engine's step
  *     records over the steady windows; its own latency histograms
  *     (fit/server_own.c) agree with the client's figures: ITL mean within
- *     ITL_REL, TTFT mean within TTFT_REL + TTFT_ABS_MS, a TTFT p90 from its
+ *     ITL_REL, TTFT mean not above the client's by more than TTFT_REL +
+ *     TTFT_ABS_MS (the client's holds it), a TTFT p90 from its
  *     buckets, and a queue time under 1.5 of its steps.
  * (b) Recorded exposition texts of vLLM, SGLang and a DCGM exporter, served
  *     by this test over HTTP on raw sockets with values that move with time
@@ -169,7 +170,8 @@ static int fit_dir(const char *dir, fit_run **fr, fit_result **res)
  * differenced between the level's first and last scrapes, so the requests
  * observed before the first or after the last fall out: with 12 requests a
  * level, ITL within 0.2%, 0.1%, 2.7% and TTFT -4%, +6%, +18% at C = 1, 4, 8
- * (48 requests at C = 8: 0.2% and 2%). */
+ * (48 requests at C = 8: 0.2% and 2%); under other builds the client's TTFT
+ * grew to 1.7 times the server's (its accept and first read wait for a core). */
 #define ITL_REL 0.10
 #define TTFT_REL 0.30
 #define TTFT_ABS_MS 2.0
@@ -178,7 +180,9 @@ static void check_engine_latencies(const fit_level *L)
 {
     CHECK(fabs(L->server_itl_mean_ms / L->itl.mean_ms - 1) < ITL_REL,
           "level %d: server ITL mean %.4g ms vs the client's %.4g", L->level, L->server_itl_mean_ms, L->itl.mean_ms);
-    CHECK(fabs(L->server_ttft_mean_ms - L->ttft.mean_ms) < TTFT_REL * L->ttft.mean_ms + TTFT_ABS_MS,
+    /* the client's TTFT holds the server's; on a loaded machine its own part
+     * (accept, the first read) grows, so only an upper bound */
+    CHECK(L->server_ttft_mean_ms > 0 && L->server_ttft_mean_ms < (1 + TTFT_REL) * L->ttft.mean_ms + TTFT_ABS_MS,
           "level %d: server TTFT mean %.4g ms vs the client's %.4g", L->level, L->server_ttft_mean_ms,
           L->ttft.mean_ms);
     CHECK(L->server_ttft_p90_ms > 0, "level %d: a TTFT p90 from the buckets (%.4g)", L->level, L->server_ttft_p90_ms);
