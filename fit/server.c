@@ -31,7 +31,7 @@
  *                  (the engine is busy throughout a steady window; with
  *                  several engines, data-parallel series, their spans summed
  *                  over their counts summed; prefill iterations included:
- *                  +8% to +26% over vLLM's decode step at C = 1..16 with
+ *                  +6% to +29% over vLLM's decode step at C = 1..32 with
  *                  64-token outputs, docs/remote.md); else TensorRT-LLM's
  *                  last-iteration gauge, its mean over the scrapes. Counters are
  *                  differenced over the span from the first steady window's
