@@ -92,6 +92,8 @@ static int notes_prompt_len(fit_result *res, int chat)
                             L->level, L->concurrency, t, s, 100 * (s / t - 1)));
         }
     }
+    if (isfinite(body) && fabs(lo) < 0.5 && fabs(hi) < 0.5)
+        return 0; /* no template (the bundled engine counts the bodies' words alone) */
     if (isfinite(body) && lo == hi)
         LL_TRY(fit_note(res, "the chat template: %.1f tokens per request on top of the prompt's body, at every "
                              "level (the server counted %.1f for bodies built to %.1f)",

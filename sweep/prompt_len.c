@@ -100,13 +100,17 @@ static int remote_open(remote *t, const sweep_job *j, const char *url)
                        .headers = j->scn->headers, .n_headers = j->scn->n_headers,
                        .max_bytes = TOKENIZE_MAX_BYTES, .timeout_ms = TOKENIZE_TIMEOUT_MS};
     int rc = ll_http1_open(&o, &t->h, t->why, sizeof t->why);
+    /* "the" is a token in every vocabulary: a count of 0 is a server that
+     * ignored the spelling (llama.cpp answers {"tokens":[]} without "content") */
     for (int sp = SPELL_OPENAI; rc == 0 && sp <= SPELL_LLAMACPP; sp++) {
         int64_t n = count_as(t, sp, "the");
-        if (n >= 0) {
+        if (n > 0) {
             t->spell = sp;
             return 0;
         }
-        rc = n == LL_EINVAL ? 0 : (int)n;
+        if (n == 0)
+            snprintf(t->why, sizeof t->why, "it counted no token in \"the\"");
+        rc = n == LL_EINVAL || n == 0 ? 0 : (int)n;
     }
     return rc ? rc : LL_EINVAL;
 }
