@@ -75,8 +75,10 @@ static int64_t count_as(remote *t, int sp, const char *text)
                 : cJSON_IsNumber(c) && c->valuedouble >= 0 ? (int64_t)c->valuedouble
                 : cJSON_IsArray(toks)                      ? (int64_t)cJSON_GetArraySize(toks)
                                                            : LL_EINVAL;
-    if (n == LL_EINVAL)
-        snprintf(t->why, sizeof t->why, "HTTP %ld: %.200s", status, t->resp.p ? t->resp.p : "");
+    if (n == LL_EINVAL && status == 200)
+        snprintf(t->why, sizeof t->why, "HTTP 200 without a count or tokens");
+    else if (n == LL_EINVAL)
+        snprintf(t->why, sizeof t->why, "HTTP %ld", status);
     cJSON_Delete(o);
     return n;
 }
