@@ -72,8 +72,9 @@ static const cli_opt layout[] = {
     KEY("greedy", 0),
     KEY("seed", 0),
     {"prompts", K_PROMPTS, "FILE", ".jsonl of {\"prompt\":..} or ShareGPT .json"},
-    {"prompt-tokens", K_PROMPT_TOKENS, "MEAN[,SD]", "synthetic prompt length in tokens (exact with --tokenizer, "
-                "else words = tokens/1.33); with --url and no scenario the default is 256"},
+    {"prompt-tokens", K_PROMPT_TOKENS, "MEAN[,SD]", "synthetic prompt length in tokens as the server counts "
+                "the prompt, the request's head inside (fitted by --tokenizer, else by the server's /tokenize; "
+                "without either, words = tokens/1.33); with --url and no scenario the default is 256"},
     {"prompt-words", K_PROMPT_WORDS, "MEAN[,SD]", "synthetic prompt length in words"},
     KEY("reuse-prompts", 0),
     {"tokenizer", K_TOKENIZER, "PATH", "Hugging Face tokenizer.json: exact prompt lengths and token counts "

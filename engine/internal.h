@@ -326,6 +326,13 @@ void eng_sched_stop(eng_engine *e);
  * full, LL_EINTR when the engine is stopping. */
 int eng_sched_submit(eng_engine *e, eng_req *r);
 
+/* POST /tokenize: the prompt's tokens as a generation request would count
+ * them (words; a chat body's "messages", a completion's "prompt", or
+ * llama.cpp's "content"). 0 and *count, or LL_EINVAL with the answer's
+ * status, param and message as eng_req_parse gives them. */
+int eng_req_count(const eng_engine *e, const char *body, size_t len, int *count, int *status, const char **param,
+                  char *msg, size_t msglen);
+
 /* request.c: parse and check a request body; on failure fills status, the
  * offending parameter and a message, and returns NULL. */
 eng_req *eng_req_parse(eng_engine *e, int kind, const char *body, size_t len,

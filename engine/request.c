@@ -503,6 +503,28 @@ static eng_req *new_req(eng_engine *e, int kind, int prompt, const req_opts *o)
     return r;
 }
 
+int eng_req_count(const eng_engine *e, const char *body, size_t len, int *count, int *status, const char **param,
+                  char *msg, size_t msglen)
+{
+    const req_error er = {status, param, msg, msglen};
+    cJSON *root = NULL;
+    int rc;
+    *param = NULL;
+    *count = 0;
+    LL_TRY(parse_body(body, len, &root, &er));
+    LL_TRY(check_model(root, &e->cfg, &er));
+    const cJSON *content = cJSON_GetObjectItemCaseSensitive(root, "content"); /* llama.cpp's spelling */
+    if (cJSON_GetObjectItemCaseSensitive(root, "messages"))
+        LL_TRY(chat_prompt_tok(root, count, &er));
+    else if (cJSON_IsString(content))
+        *count = count_words(content->valuestring);
+    else
+        LL_TRY(completion_prompt_tok(root, count, &er));
+fail:
+    cJSON_Delete(root);
+    return rc;
+}
+
 eng_req *eng_req_parse(eng_engine *e, int kind, const char *body, size_t len,
                        int *status, const char **param, char *msg, size_t msglen)
 {

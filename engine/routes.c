@@ -2,7 +2,7 @@
  * routes and their methods, the checks before a body is read (the descriptor
  * reserve, the API key, the body limit), and each route's answer: generation
  * (handed to the scheduler, its body read by response.c), /v1/models,
- * /health, /metrics and the profiler's /start_profile and /stop_profile.
+ * /health, /metrics, /tokenize and the profiler's /start_profile and /stop_profile.
  * Also each connection's timeout: request_timeout while it waits for a
  * request (from its accept, or the end of its previous answer, until the
  * whole request is in), idle_timeout while the request is answered; a
@@ -27,7 +27,7 @@
  * 12.4 at 1024 B. */
 #define ENG_RESPONSE_BLOCK_BYTES 512
 
-enum { R_CHAT, R_COMPL, R_MODELS, R_HEALTH, R_METRICS, R_START_PROF, R_STOP_PROF, R_NONE };
+enum { R_CHAT, R_COMPL, R_MODELS, R_HEALTH, R_METRICS, R_START_PROF, R_STOP_PROF, R_TOKENIZE, R_NONE };
 
 static const struct {
     const char *path;
@@ -41,6 +41,7 @@ static const struct {
     {"/metrics", "GET", R_METRICS},
     {"/start_profile", "POST", R_START_PROF},
     {"/stop_profile", "POST", R_STOP_PROF},
+    {"/tokenize", "POST", R_TOKENIZE},
 };
 
 /* Per-request state MHD keeps for us in *con_cls. */
@@ -179,6 +180,26 @@ static enum MHD_Result models(eng_engine *e, struct MHD_Connection *conn)
         return respond_error(conn, 500, NULL, "out of memory", NULL);
     }
     return respond_json(conn, 200, root);
+}
+
+/* vLLM's and SGLang's answer, {"count","max_model_len"}: the engine counts
+ * words and has no vocabulary, so no "tokens" list. */
+static enum MHD_Result tokenize(eng_engine *e, struct MHD_Connection *conn, const eng_conn *c)
+{
+    int n = 0, status = 400;
+    const char *param = NULL;
+    char msg[256];
+    if (c->too_big || c->oom)
+        return respond_error(conn, c->too_big ? 413 : 500, NULL, "request body not read", NULL);
+    if (eng_req_count(e, c->body.p ? c->body.p : "", c->body.len, &n, &status, &param, msg, sizeof msg))
+        return respond_error(conn, (unsigned)status, param, msg, NULL);
+    cJSON *o = cJSON_CreateObject();
+    if (o && (!cJSON_AddNumberToObject(o, "count", n) ||
+              !cJSON_AddNumberToObject(o, "max_model_len", e->cfg.max_context_tok))) {
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    return respond_json(conn, 200, o);
 }
 
 static enum MHD_Result prof_written(struct MHD_Connection *conn, const char *path, size_t n)
@@ -477,6 +498,8 @@ static enum MHD_Result dispatch(eng_engine *e, struct MHD_Connection *conn, eng_
         return start_profile(e, conn, c);
     case R_STOP_PROF:
         return write_profile(e, conn);
+    case R_TOKENIZE:
+        return tokenize(e, conn, c);
     default:
         return respond_no_route(conn, c, url, method);
     }

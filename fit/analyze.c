@@ -230,7 +230,7 @@ int fit_analyze(const fit_run *run, const fit_options *opt_in, fit_result **out,
     for (size_t l = 0; l < res->n_levels; l++)
         if (res->levels[l].client_bound)
             LL_TRY(fit_note_client_bound(res, run, l));
-    LL_TRY(fit_notes_counts(res));
+    LL_TRY(fit_notes_counts(run, res));
     LL_TRY(fit_notes_left_out(run, &opt, res));
     LL_TRY(fit_turns_compute(run, res));
     *out = res;

@@ -37,8 +37,9 @@ int fit_note_client_bound(fit_result *res, const fit_run *run, size_t l)
 }
 
 /* Per level: prompts the server's cache served (its responses' cached tokens,
- * else its /metrics), and requests it ended short of what the run asked. */
-static int notes_said(fit_result *res, const fit_level *L)
+ * else its /metrics), and requests it ended short of what the run asked.
+ * chat: the endpoint wraps prompts in a chat template. */
+static int notes_said(fit_result *res, const fit_level *L, int chat)
 {
     int rc = 0;
     double share = isfinite(L->cache_share) ? L->cache_share : L->server_cache_share;
@@ -48,12 +49,14 @@ static int notes_said(fit_result *res, const fit_level *L)
                              "or runs, or a shared prefix",
                         L->level, L->concurrency, 100 * share,
                         isfinite(L->cache_share) ? "its responses' cached tokens" : "its /metrics"));
+    /* prompts fitted to their lengths carry targets: the estimate's note is not theirs */
     double a = L->prompt_tok_asked, got = L->prompt_tok_server_mean;
-    if (a > 0 && isfinite(got) && fabs(got / a - 1) > FIT_PROMPT_EST_DRIFT_FRAC)
+    if (a > 0 && isfinite(got) && !isfinite(L->prompt_tok_target_mean) && fabs(got / a - 1) > FIT_PROMPT_EST_DRIFT_FRAC)
         LL_TRY(fit_note(res, "level %d (C=%d): prompts asked for %.0f tokens, built as words without a "
-                             "tokenizer (an estimate); the server counted %.1f (%+.1f%%, its chat template "
-                             "included): give --tokenizer for exact lengths",
-                        L->level, L->concurrency, a, got, 100 * (got / a - 1)));
+                             "tokenizer (an estimate: the server has no /tokenize); the server counted %.1f "
+                             "(%+.1f%%%s): give --tokenizer for exact lengths",
+                        L->level, L->concurrency, a, got, 100 * (got / a - 1),
+                        chat ? ", its chat template included" : ""));
     if (L->n_cut_short)
         LL_TRY(fit_note(res, "level %d (C=%d): %zu of %zu ok requests ended before max_tokens, not by the "
                              "client's asking (finish: %s): a server limit (context, slot size) or EOS "
@@ -63,20 +66,56 @@ fail:
     return rc;
 }
 
-/* Per level: prompt-length drift and token counts that were not the stream's
- * own, warned once per level with the numbers (not once per request). */
-int fit_notes_counts(fit_result *res)
+/* Chat: each level's template tokens (the server's count less the bodies'
+ * built length), said once for the run with their range. Elsewhere a drift
+ * between the built length and the server's count is the tokenizer's. */
+static int notes_prompt_len(fit_result *res, int chat)
 {
+    double lo = INFINITY, hi = -INFINITY, body = NAN, server = NAN;
     int rc = 0;
     for (size_t i = 0; i < res->n_levels; i++) {
-        const fit_level *L = &res->levels[i];
+        fit_level *L = &res->levels[i];
         double t = L->prompt_tok_target_mean, s = L->prompt_tok_server_mean;
-        if (t > 0 && isfinite(s) && fabs(s / t - 1) > FIT_PROMPT_DRIFT_FRAC)
-            LL_TRY(fit_note(res, "level %d (C=%d): prompts built to %.1f tokens on average, the "
-                                 "server counted %.1f (%+.1f%%): its tokenizer or chat template "
-                                 "differs from the one used",
+        L->prompt_tok_template = NAN;
+        if (!(t > 0) || !isfinite(s))
+            continue;
+        if (chat) {
+            L->prompt_tok_template = s - t;
+            lo = fmin(lo, s - t);
+            hi = fmax(hi, s - t);
+            if (!isfinite(body))
+                body = t, server = s;
+        } else if (fabs(s / t - 1) > FIT_PROMPT_DRIFT_FRAC) {
+            LL_TRY(fit_note(res, "level %d (C=%d): prompts built to %.1f tokens on average (the request's head "
+                                 "inside), the server counted %.1f (%+.1f%%): its tokenizer differs from the "
+                                 "one used, or it adds special tokens",
                             L->level, L->concurrency, t, s, 100 * (s / t - 1)));
-        LL_TRY(notes_said(res, L));
+        }
+    }
+    if (isfinite(body) && fabs(lo) < 0.5 && fabs(hi) < 0.5)
+        return 0; /* no template (the bundled engine counts the bodies' words alone) */
+    if (isfinite(body) && lo == hi)
+        LL_TRY(fit_note(res, "the chat template: %.1f tokens per request on top of the prompt's body, at every "
+                             "level (the server counted %.1f for bodies built to %.1f)",
+                        lo, server, body));
+    else if (isfinite(body))
+        LL_TRY(fit_note(res, "the chat template: %.1f to %.1f tokens per request on top of the prompt's body over "
+                             "the levels (the first: the server counted %.1f for bodies built to %.1f)",
+                        lo, hi, server, body));
+fail:
+    return rc;
+}
+
+/* Per level: prompt-length drift and token counts that were not the stream's
+ * own, warned once per level with the numbers (not once per request). */
+int fit_notes_counts(const fit_run *run, fit_result *res)
+{
+    const char *ep = fit_run_get_info(run)->endpoint;
+    int chat = ep && (strcmp(ep, "chat") == 0 || strcmp(ep, "responses") == 0), rc = 0;
+    LL_TRY(notes_prompt_len(res, chat));
+    for (size_t i = 0; i < res->n_levels; i++) {
+        const fit_level *L = &res->levels[i];
+        LL_TRY(notes_said(res, L, chat));
         if (L->n_counts_attributed)
             LL_TRY(fit_note(res, "level %d (C=%d): %zu requests' final usage disagreed with their "
                                  "streams (%zu requests: stream %lld tokens, usage %lld): the "

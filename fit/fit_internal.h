@@ -228,7 +228,7 @@ int fit_notes_for_levels(fit_result *res);
 int fit_notes_server(fit_result *res);
 /* Level l's note when the client set its pace: each sign that held. */
 int fit_note_client_bound(fit_result *res, const fit_run *run, size_t l);
-int fit_notes_counts(fit_result *res);
+int fit_notes_counts(const fit_run *run, fit_result *res);
 int fit_notes_left_out(const fit_run *run, const fit_options *opt, fit_result *res);
 
 #endif

@@ -35,6 +35,31 @@ static void fresh_head(const lg_run *r, uint64_t id, char *out, size_t n)
         snprintf(out, n, "[%" PRIu64 "-%.8s] ", id, r->run_tag);
 }
 
+int lg_run_prompt_head(void *run, size_t i, char *out, size_t size)
+{
+    const lg_run *r = run;
+    out[0] = '\0';
+    if (r->scn->trace || r->scn->session_turns > 0 || i % (size_t)r->ranks != (size_t)r->rank)
+        return 0;
+    if (!r->scn->prompts_reuse) /* a fresh prompt's index is its first request's id */
+        fresh_head(r, (uint64_t)i, out, size);
+    return 1;
+}
+
+size_t lg_run_prompts_sent(const lg_run *r)
+{
+    size_t sum = 0, most = 0;
+    for (size_t l = 0; l < r->scn->n_levels; l++) {
+        const scn_level *L = &r->scn->levels[l];
+        size_t n = (size_t)L->n_requests + (size_t)(L->warmup > 0 ? L->warmup : 0);
+        if (L->duration_s > 0)
+            return SIZE_MAX;
+        sum += n;
+        most = n > most ? n : most;
+    }
+    return r->scn->prompts_reuse ? most : sum;
+}
+
 int lg_xfer_start(lg_worker *w, int req_index, int64_t intended_ns, lg_sess *sess)
 {
     lg_run *r = w->run;

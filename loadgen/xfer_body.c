@@ -138,7 +138,9 @@ int lg_xfer_build_body(lg_xfer *x)
     if (x->head[0]) {
         const scn_tokenizer *tok = scn_prompts_tokenizer(r->prompts);
         x->prompt_words++;
-        if (tok && scn_prompt_target_tokens(r->prompts, x->prompt_index) > 0)
+        /* a prompt fitted with its head counts it already (scn_prompts_fit) */
+        if (tok && scn_prompt_target_tokens(r->prompts, x->prompt_index) > 0 &&
+            !scn_prompt_head_inside(r->prompts, x->prompt_index))
             x->head_tok = (int)scn_tokenizer_count(tok, x->head, strlen(x->head));
     }
     LL_TRY(api->put_limits(b, s, x->max_tokens, x->sent_cont_usage));

@@ -281,6 +281,8 @@ static int level_counts(cJSON *o, const fit_level *L)
     int rc;
     LL_TRY(ll_json_add_num(o, "prompt_tok_target_mean", L->prompt_tok_target_mean));
     LL_TRY(ll_json_add_num(o, "prompt_tok_server_mean", L->prompt_tok_server_mean));
+    if (isfinite(L->prompt_tok_template)) /* chat runs with built lengths only */
+        LL_TRY(ll_json_add_num(o, "prompt_tok_template", L->prompt_tok_template));
     LL_TRY(ll_json_add_num(o, "n_counts_attributed", (double)L->n_counts_attributed));
     LL_TRY(ll_json_add_num(o, "n_counts_tokenizer", (double)L->n_counts_tokenizer));
     LL_TRY(ll_json_add_num(o, "counts_stream_tok", (double)L->counts_stream_tok));

@@ -13,25 +13,6 @@
 
 #include "common.h"
 
-typedef struct prompt {
-    char *text;
-    int words; /* whitespace-separated words in text */
-    int target_tok; /* tokens it was built to; 0 = not built to a token length */
-    int64_t send_ns; /* trace: its send time after the level's start; else -1 */
-    int max_tok;     /* trace: its output length; else 0 (the scenario's max_tokens) */
-    size_t head_at;  /* where a per-request head may go (scn_prompt_head_at) */
-    int group;       /* load.shared_prefix: its prefix's group; else -1 */
-} prompt;
-
-struct scn_prompts {
-    LL_VEC(prompt) set;
-    /* load.sessions from ShareGPT: each conversation's human turns, in
-     * order (turns.v[conv.v[c]] .. up to the next conversation's start) */
-    LL_VEC(char *) turns;
-    LL_VEC(size_t) conv;
-    scn_tokenizer *tok; /* the scenario's tokenizer_path, or NULL */
-};
-
 /* A small vocabulary: English-looking words so tokenizers see ~1.3 tokens/word. */
 static const char *const k_vocab[] = {
     "the", "model", "server", "decode", "token", "batch", "latency", "kernel", "memory", "cache",
@@ -42,18 +23,24 @@ static const char *const k_vocab[] = {
 };
 #define VOCAB_N (sizeof k_vocab / sizeof k_vocab[0])
 
-static int push(scn_prompts *p, const char *s, int target_tok)
+int scn_count_words(const char *s)
 {
-    prompt e = {strdup(s), 0, target_tok, -1, 0, 0, -1};
-    if (!e.text)
-        return LL_ENOMEM;
-    int in = 0;
+    int n = 0, in = 0;
     for (const char *c = s; *c; c++) {
         int sp = *c == ' ' || *c == '\n' || *c == '\t' || *c == '\r';
         if (!sp && !in)
-            e.words++;
+            n++;
         in = !sp;
     }
+    return n;
+}
+
+static int push(scn_prompts *p, const char *s, int target_tok)
+{
+    prompt e = {strdup(s), 0, target_tok, target_tok, 0, -1, 0, 0, -1};
+    if (!e.text)
+        return LL_ENOMEM;
+    e.words = scn_count_words(s);
     if (ll_vec_push(&p->set, e)) {
         free(e.text);
         return LL_ENOMEM;
@@ -191,6 +178,7 @@ static int gen_synthetic(const scn_scenario *s, scn_prompts *p, char *err, size_
     walk_start(&walk, s->seed);
     for (int i = 0; i < s->prompt_count && rc == 0; i++) {
         int target = 0, w;
+        double tok_asked = 0;
         double f = s->vary_context ? walk_next(&walk) : 1;
         if (s->prompt_tokens_set && p->tok) {
             target = scaled(draw_words(&s->prompt_tokens, &r), f);
@@ -199,6 +187,7 @@ static int gen_synthetic(const scn_scenario *s, scn_prompts *p, char *err, size_
             /* No tokenizer: words = tokens / SCN_TOKENS_PER_WORD, and no
              * target is claimed since the count is only an estimate. */
             double tok = s->prompt_tokens_set ? scaled(draw_words(&s->prompt_tokens, &r), f) : 0;
+            tok_asked = tok;
             w = s->prompt_tokens_set ? (int)floor(tok / SCN_TOKENS_PER_WORD + 0.5)
                                      : scaled(draw_words(&s->words, &r), f);
             ll_buf_reset(&b);
@@ -206,6 +195,8 @@ static int gen_synthetic(const scn_scenario *s, scn_prompts *p, char *err, size_
         }
         if (rc == 0)
             rc = push(p, b.p ? b.p : "", target);
+        if (rc == 0 && s->prompt_tokens_set)
+            p->set.v[p->set.n - 1].asked_tok = target > 0 ? target : (int)tok_asked;
     }
     ll_buf_free(&b);
     return rc;
@@ -541,6 +532,8 @@ const char *scn_prompt(const scn_prompts *p, size_t i, int *words)
 }
 
 int scn_prompt_target_tokens(const scn_prompts *p, size_t i) { return p->set.v[i % p->set.n].target_tok; }
+
+int scn_prompt_head_inside(const scn_prompts *p, size_t i) { return p->set.v[i % p->set.n].fitted; }
 
 int scn_prompt_prefix_group(const scn_prompts *p, size_t i) { return p->set.v[i % p->set.n].group; }
 

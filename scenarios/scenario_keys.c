@@ -173,7 +173,8 @@ static const scn_key k_prompts[] = {
      .form = "MEAN[,STDDEV] with MEAN in [1, 1e6]", .help = "synthetic prompt length in words"},
     {OBJ("tokens", S(prompt_tokens), sh_dist), .set = scn_dist_set, .rdef = "256",
      .flags = SCN_KF_ON, .on = S(prompt_tokens_set), .form = "MEAN[,STDDEV] with MEAN in [1, 1e6]",
-     .help = "synthetic prompt length in tokens, instead of words: exact with a tokenizer, else words = "
+     .help = "synthetic prompt length in tokens, instead of words, as the server counts the prompt with "
+     "the request's head inside: fitted by the tokenizer, else by the server's /tokenize, else words = "
      "tokens / 1.33"},
 };
 static const scn_shape sh_prompts = SCN_SHAPE(k_prompts, scn_prompts_done);

@@ -83,6 +83,32 @@ int scn_add_words(ll_buf *b, int w, ll_rng *r);
 size_t scn_prompts_n_convs(const scn_prompts *p);
 const char *scn_prompts_conv_turn(const scn_prompts *p, size_t conv, int turn);
 
+/* ---- the prompt set (prompts.c; prompt_fit.c fits its lengths) ---- */
+
+typedef struct prompt {
+    char *text;
+    int words;      /* whitespace-separated words in text */
+    int target_tok; /* tokens it was built to; 0 = not built to a token length */
+    int asked_tok;  /* prompt_tokens' draw for it (synthetic prompts); 0 = not asked in tokens */
+    int fitted;     /* 1: fitted with the head it is sent with inside target_tok (prompt_fit.c) */
+    int64_t send_ns; /* trace: its send time after the level's start; else -1 */
+    int max_tok;     /* trace: its output length; else 0 (the scenario's max_tokens) */
+    size_t head_at;  /* where a per-request head may go (scn_prompt_head_at) */
+    int group;       /* load.shared_prefix: its prefix's group; else -1 */
+} prompt;
+
+struct scn_prompts {
+    LL_VEC(prompt) set;
+    /* load.sessions from ShareGPT: each conversation's human turns, in
+     * order (turns.v[conv.v[c]] .. up to the next conversation's start) */
+    LL_VEC(char *) turns;
+    LL_VEC(size_t) conv;
+    scn_tokenizer *tok; /* the scenario's tokenizer_path, or NULL */
+};
+
+/* Whitespace-separated words in s. */
+int scn_count_words(const char *s);
+
 /* A path a scenario names: relative to the scenario's folder when a file is
  * there, else as given (relative to the cwd). */
 void scn_resolve_path(const scn_scenario *s, const char *name, char *path, size_t size);

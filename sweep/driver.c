@@ -276,6 +276,10 @@ static int run_levels(const sweep_job *j, const char *url, const char *model, ho
     *stopped_after = -1;
     if (create_run(j, url, model, host, w, rec_path, rank, &run) != SWEEP_OK)
         return SWEEP_FAIL;
+    if (sweep_fit_prompts(j, run, url, model, rank) != SWEEP_OK) {
+        lg_run_free(run);
+        return SWEEP_FAIL;
+    }
     /* After the run line: a record before it would make the file unreadable. */
     host_engine_attach(host, w);
     publish(j->slot, run, w, j->scn->drain_s);

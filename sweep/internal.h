@@ -42,6 +42,12 @@ void sweep_side_abandon(sweep_side *sd);
 /* models.c: the one model GET /v1/models lists (under url's API root, with
  * the key and the secret-named headers), into out. 0; LL_EINVAL when it
  * lists none or several (err names them); LL_EIO when the request failed. */
+/* prompt_len.c: the prompts asked in tokens fitted to their lengths, the
+ * head of each prompt's request inside, by the scenario's tokenizer or
+ * the server's /tokenize (said on stderr by rank 0). SWEEP_OK (also when
+ * the server has no /tokenize: said, the prompts stay estimates), or
+ * SWEEP_FAIL after printing why. */
+int sweep_fit_prompts(const sweep_job *j, lg_run *run, const char *url, const char *model, int rank);
 int sweep_only_model(const char *url, const char *api_key, char *const *headers, size_t n_headers, char *out,
                      size_t n, char *err, size_t errlen);
 

@@ -142,6 +142,7 @@ typedef struct fit_level {
     int client_bound;             /* the client set the pace (fit/analyze.c) */
     double client_busy_frac, client_events_per_read, client_gap_vs_step;
     double prompt_tok_target_mean, prompt_tok_server_mean;
+    double prompt_tok_template;   /* chat: the server's count less the built bodies'; NAN elsewhere */
     size_t server_timed;          /* what the server said per request (fit/said.c) */
     double server_tpot_ms, server_prefill_ms, server_ttft_ms, ttft_beyond_server_ms;
     size_t n_cached_said;

@@ -132,6 +132,17 @@ void lg_run_counts(const lg_run *r, size_t *ok, size_t *failed);
 /* Free everything; the records writer stays open (the caller closes it). */
 int lg_run_free(lg_run *r);
 
+/* What this run sends as prompt i of its set, for fitting prompt lengths
+ * before the first level (scenario.h scn_prompts_fit; an scn_head_fn with r
+ * as its context): 1 and the head that request carries in front of it (""
+ * when prompts are reused), or 0 when this rank does not send prompt i
+ * (another rank's, or a trace or sessions, which make their own heads). */
+int lg_run_prompt_head(void *r, size_t i, char *out, size_t size);
+/* How many of the set's prompts the run's levels send, from the first: the
+ * sum of their requests (fresh prompts) or the largest level (reused), or
+ * SIZE_MAX when a level runs for a duration. */
+size_t lg_run_prompts_sent(const lg_run *r);
+
 /* ---- re-scoring a decoded output through prefill (rescore.c) ----
  * For `loadlaw check-decode`: the recorded prompt plus the tokens a request
  * decoded, sent back to the server with prompt logprobs asked (vLLM's

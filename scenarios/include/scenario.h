@@ -353,8 +353,34 @@ size_t scn_prompt_head_at(const scn_prompts *p, size_t i);
  * NULL and 0 (no trace, or not validated yet). */
 const char *scn_trace_format(const scn_scenario *s);
 size_t scn_trace_rows(const scn_scenario *s);
-/* The tokens prompt i was built to (0 when not built to a token length). */
+/* The tokens prompt i was built to (0 when not built to a token length);
+ * once fitted (scn_prompts_fit), with the head it is sent with inside. */
 int scn_prompt_target_tokens(const scn_prompts *p, size_t i);
+/* 1 when prompt i was fitted with its head inside its target (scn_prompts_fit). */
+int scn_prompt_head_inside(const scn_prompts *p, size_t i);
+
+/* ---- prompt lengths as the target counts them (prompt_fit.c) ---- */
+
+/* Tokens of text as the target counts it (its /tokenize, a tokenizer), or a
+ * negative LL_E* code. */
+typedef int64_t (*scn_count_fn)(void *ctx, const char *text, size_t len);
+/* 1 and the head (NUL-terminated, at most size bytes) prompt i is first sent
+ * with; 0 when this run does not send prompt i. */
+typedef int (*scn_head_fn)(void *ctx, size_t i, char *out, size_t size);
+typedef struct scn_fit_stats {
+    size_t n_fitted, n_exact; /* prompts fitted; of them, at their asked length */
+    size_t n_counts;          /* count calls made */
+    int max_off_tok;          /* the largest |counted - asked| */
+} scn_fit_stats;
+/* 1 when some prompt was asked as a token length and can be fitted:
+ * synthetic prompts with prompt_tokens, without a shared prefix or trace. */
+int scn_prompts_fittable(const scn_prompts *p);
+/* Fit prompts 0 .. n_use-1 that head says are sent, so that head + prompt
+ * counts each one's asked length under count (prompt_fit.c says how); their
+ * target becomes that count, head inside. Not thread-safe: before any
+ * worker reads the set. 0, or count's error with the prompt named in err. */
+int scn_prompts_fit(scn_prompts *p, size_t n_use, scn_head_fn head, void *hctx, scn_count_fn count, void *cctx,
+                    scn_fit_stats *st, char *err, size_t errlen);
 /* load.sessions: the user message of turn `turn` (1-based) of conversation
  * `session` of level `level`, appended to out: synthetic text seeded by the
  * scenario's seed and (level, session, turn), or the turn-th human message

@@ -44,7 +44,7 @@ enum { SWEEP_GPU_AUTO = 0, SWEEP_GPU_ON, SWEEP_GPU_OFF };
 
 typedef struct sweep_job {
     const scn_scenario *scn;     /* levels, request shape; scn->url or the bundled engine */
-    const scn_prompts *prompts;
+    scn_prompts *prompts;       /* fitted to their token lengths before the first level */
     const char *engine_spec;     /* bundled engine spec (NULL: engine defaults) */
     const char *profile_dir;     /* bundled engine's trace folder; NULL = its default */
     const char *run_dir;

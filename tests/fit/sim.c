@@ -174,8 +174,8 @@ int sim_write(const char *path, const sim_cfg *c, sim_stats *st)
     ll_rng_seed(&net, c->seed ^ 0x6e6574776f726bULL);
     fprintf(f, "{\"type\":\"run\",\"schema\":%d,\"tool\":\"loadlaw\",\"version\":\"test\","
                "\"host\":\"sim\",\"ranks\":1,\"target\":{\"url\":\"sim://\",\"model\":\"sim\","
-               "\"endpoint\":\"chat\",\"bundled\":true},\"engine\":\"backend=sim\"",
-            c->schema ? c->schema : 1);
+               "\"endpoint\":\"%s\",\"bundled\":true},\"engine\":\"backend=sim\"",
+            c->schema ? c->schema : 1, c->endpoint ? c->endpoint : "chat");
     if (c->write_truth) {
         fprintf(f, ",\"engine_law\":{\"a_ms\":%.17g,\"b_ms\":%.17g,\"c_ms_per_ktok\":0,"
                    "\"p_ms_per_tok\":%.17g",

@@ -59,6 +59,7 @@ typedef struct sim_cfg {
                                  * token chunk per read unless client_events_per_read[l] */
     double client_busy[SIM_MAX_LEVELS];
     double client_events_per_read[SIM_MAX_LEVELS];
+    const char *endpoint;       /* the run line's target.endpoint; NULL = "chat" */
     int prompt_tok_target;      /* > 0: requests carry "prompt_tok_target" */
     int usage_prompt_tok;       /* > 0: requests carry usage {prompt_tokens: this,
                                  * completion_tokens: their tokens} */

@@ -256,8 +256,10 @@ static void test_one_n(const char *path)
 }
 
 /* Prompts built to 100 tokens that the server counted
- * as 110 (+10%) are noted, 101 (+1%) is not; attributed counts are noted per
- * level with the stream's count and the usage. */
+ * as 110 (+10%) are noted, 101 (+1%) is not, on a completions endpoint (as
+ * the tokenizer's difference); on chat the 10 are the chat template's,
+ * said once for the run and per level in the JSON; attributed counts are
+ * noted per level with the stream's count and the usage. */
 static void test_prompt_drift_counts(const char *path)
 {
     sim_cfg c;
@@ -267,6 +269,7 @@ static void test_prompt_drift_counts(const char *path)
     c.prompt_tok_target = 100;
     c.usage_prompt_tok = 110;
     c.attributed_every = 4;
+    c.endpoint = "completions";
     fit_run *run;
     fit_result *r = analyze_sim(path, &c, &run);
     if (r && r->n_levels == 2) {
@@ -274,7 +277,8 @@ static void test_prompt_drift_counts(const char *path)
         CHECK(L->prompt_tok_target_mean == 100 && L->prompt_tok_server_mean == 110, "means %g %g",
               L->prompt_tok_target_mean, L->prompt_tok_server_mean);
         const char *n = note_with(r, "level 1 (C=4): prompts built to 100.0 tokens", "server counted 110.0");
-        CHECK(n && strstr(n, "+10.0%"), "drift note: %s", n ? n : "(none)");
+        CHECK(n && strstr(n, "+10.0%") && strstr(n, "its tokenizer differs") && !strstr(n, "template"),
+              "drift note: %s", n ? n : "(none)");
         /* ids 0..19 over the two levels; every 4th attributed: ids 3 (C=1), 7..19 (C=4) */
         CHECK(r->levels[0].n_counts_attributed == 1 && L->n_counts_attributed == 4,
               "attributed %zu %zu", r->levels[0].n_counts_attributed, L->n_counts_attributed);
@@ -295,6 +299,19 @@ static void test_prompt_drift_counts(const char *path)
     }
     fit_result_free(r);
     fit_run_free(run);
+    /* chat: the difference is the template's */
+    c.endpoint = "chat";
+    r = analyze_sim(path, &c, &run);
+    if (r && r->n_levels == 2) {
+        const char *n = note_with(r, "the chat template: 10.0 tokens per request", "at every level");
+        CHECK(n != NULL && !note_with(r, "prompts built to", "its tokenizer differs"), "template note: %s",
+              n ? n : "(none)");
+        CHECK(r->levels[0].prompt_tok_template == 10 && r->levels[1].prompt_tok_template == 10,
+              "template per level %g %g", r->levels[0].prompt_tok_template, r->levels[1].prompt_tok_template);
+    }
+    fit_result_free(r);
+    fit_run_free(run);
+    c.endpoint = "completions";
     c.usage_prompt_tok = 101;
     c.attributed_every = 0;
     r = analyze_sim(path, &c, &run);

@@ -22,6 +22,12 @@ checks that rest on the timing of one round failed: RETRIED). Checks:
              level with its error against the law
   tokenize   (with --url) the server's /tokenize makes one token of each
              prompt word (each server's own request and answer shape)
+  prompts    (a run asked a fixed --prompt-tokens N) every prompt was built
+             to N tokens with the request's head inside (prompt_tok_target;
+             fitted by the server's /tokenize), within PROMPT_TOL_TOK; the
+             server's usage.prompt_tokens is that plus the same template
+             count for every request (0 on completions), and the fit's
+             prompt_tok_template says it per level on chat
   model      the chosen step-time model's worst level no worse than the
              line's (model-line) and within MODEL_TOL (model-size); the
              headline says "no model fits"
@@ -120,6 +126,11 @@ SERVERS = {
              "tokenize": lambda text, model: {"model": model, "prompt": text,
                                                "add_special_tokens": False}},
 }
+
+
+# How far a prompt's built length may be from --prompt-tokens: a
+# tokenizer's merge at the end of the text can make exactly N impossible.
+PROMPT_TOL_TOK = 1
 
 
 class Checks:
@@ -305,6 +316,32 @@ def check_tokenize(ck, url, server, model):
 # Checks on figures the fit carries once the scraper and the records know
 # llama-server's: each reads its key per level and says when it is absent.
 
+def check_prompt_len(ck, run_dir, fit):
+    with open(run_dir + "/records.jsonl") as f:
+        run = json.loads(f.readline())
+    tokens = run.get("config", {}).get("prompts", {}).get("tokens") or {}
+    if tokens.get("dist") != "fixed" or run.get("config", {}).get("load", {}).get("vary_context"):
+        ck.absent("prompts", "the run asked no fixed --prompt-tokens")
+        return
+    want, built, extra = tokens["value"], [], set()
+    with open(run_dir + "/records.jsonl") as f:
+        for line in f:
+            r = json.loads(line) if '"type":"request"' in line else None
+            if r and r.get("status") == "ok" and not r.get("warmup"):
+                built.append(r.get("prompt_tok_target", 0))
+                extra.add(r.get("usage", {}).get("prompt_tokens", -1) - built[-1])
+    off = max((abs(b - want) for b in built), default=None)
+    exact = sum(b == want for b in built)
+    ck.ok("prompts", off is not None and off <= PROMPT_TOL_TOK,
+          "%d of %d prompts built to exactly %d tokens, head inside (the rest within %s)"
+          % (exact, len(built), want, off))
+    chat = run.get("target", {}).get("endpoint") in ("chat", "responses")
+    tmpl = [lv.get("prompt_tok_template") for lv in fit["levels"]]
+    ck.ok("prompts", len(extra) == 1 and (not chat or all(t == min(extra) for t in tmpl)),
+          "server's usage.prompt_tokens less the built length: %s for every request; the fit's "
+          "chat template per level: %s" % (sorted(extra), tmpl if chat else "n/a (not chat)"))
+
+
 def check_tpot(ck, fit, server):
     """Client TPOT p50 against the server's own (SERVERS' "tpot"), per level."""
     lv = fit.get("levels") or []
@@ -472,6 +509,7 @@ def main():
     check_model(ck, fit, text, a.expect_context)
     if a.url:
         check_tokenize(ck, a.url, a.server, a.model)
+    check_prompt_len(ck, a.run_dir, fit)
     print("  %-9s      %d metric records scraped from the server" % ("", recs["metric"]))
     check_tpot(ck, fit, a.server)
     check_ttft(ck, fit)

@@ -15,7 +15,9 @@
 # token against the server's usage, the law and the chosen model per level,
 # the server's N from vllm:num_requests_running, the server's own TPOT
 # (metrics.mean_itl_ms) and TTFT against the client's, its cached tokens
-# against its prefix-cache counters, /tokenize. Last, `loadlaw check-decode
+# against its prefix-cache counters, /tokenize, the prompts' lengths (the
+# chat body and, in a short completions sweep, the whole prompt: 64 tokens
+# as vLLM counts them for --prompt-tokens 64). Last, `loadlaw check-decode
 # RUN` with no --url (the run's recorded target) must re-score most of the
 # run's requests through the server's prefill and exit 0: a float32 server's
 # decode and prefill agree to ~1e-8 nat. The server (and its engine-core and
@@ -109,6 +111,22 @@ PY
 # 4. sweep, fit and check (lib.sh)
 sweep_twice short "$levels" "$requests" "$max_tokens" "$prompt_tokens" --expect-outputs \
   --server vllm --model tiny-llama
+
+# 4b. prompt lengths on /v1/completions: --prompt-tokens 64 is 64 tokens as
+# vLLM counts the prompt (BOS included), the request's head inside: every
+# request's usage.prompt_tokens is 64 (the chat sweep above checks the
+# body's length and the chat template's tokens apart: check_run.py prompts).
+"$loadlaw" sweep --url "$url" --model tiny-llama --endpoint completions -c 4 -n 8 --max-tokens 4 \
+  --prompt-tokens 64 --extra-body '{"ignore_eos":true}' -o "$work/plen" -q --no-report \
+  >"$work/plen.log" 2>&1 || { cat "$work/plen.log"; fail "the completions sweep (prompt lengths) failed"; }
+grep "prompts fitted" "$work/plen.log" || true
+python3 - "$work/plen/records.jsonl" <<'PY' || fail "prompt lengths on /v1/completions"
+import json, sys
+got = [json.loads(l)["usage"]["prompt_tokens"] for l in open(sys.argv[1]) if '"type":"request"' in l]
+ok = len(got) == 8 and all(abs(g - 64) <= 1 for g in got)
+print("prompts   %s  /v1/completions --prompt-tokens 64: vLLM counted %s" % ("ok  " if ok else "FAIL", got))
+sys.exit(not ok)
+PY
 
 # 5. check-decode with the run's recorded target: exit 0, most requests compared.
 rc=0

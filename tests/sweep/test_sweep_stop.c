@@ -41,14 +41,18 @@ static const char k_stream[] =
     "\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":4}}\n\n"
     "data: [DONE]\n\n";
 
-/* One request at a time (the client sends each whole): answer LIVES_FOR of
- * them with a short stream, then die (tu_httpd_fn's 1: the listening socket
- * closes, so connections waiting in its queue are reset and new ones
- * refused). ctx: the count served. */
+/* One request at a time (the client sends each whole): answer LIVES_FOR
+ * chat requests with a short stream, then die (tu_httpd_fn's 1: the
+ * listening socket closes, so connections waiting in its queue are reset
+ * and new ones refused); anything else (the sweep's /tokenize) is a 404
+ * that costs no life. ctx: the count served. */
 static int dying_answer(int fd, const char *head, void *ctx)
 {
     int *served = ctx;
-    (void)head;
+    if (strncmp(head, "POST /v1/chat/completions ", 26) != 0) {
+        tu_httpd_reply(fd, "404 Not Found", "text/plain", "", 0);
+        return 0;
+    }
     if (write(fd, k_stream, sizeof k_stream - 1) < 0) {
         /* the client gave up: it records that */
     }
