@@ -4,12 +4,14 @@
  * The work is sweep_check_decode (sweep.h). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 #include "common.h"
+#include "fit_outputs.h"
 #include "opts.h"
 
-enum { K_URL = 256, K_ENGINE, K_API_KEY, K_MAX_REQ, K_TOL, K_MAX_OVER, K_TIMEOUT, K_JSON };
+enum { K_URL = 256, K_ENGINE, K_API_KEY, K_MAX_REQ, K_TOL, K_MAX_OVER, K_DTYPE, K_TIMEOUT, K_JSON };
 
 static const cli_opt check_table[] = {
     {"url", K_URL, "URL", "the server to check (default: the run's target; for a run against the "
@@ -17,10 +19,13 @@ static const cli_opt check_table[] = {
     {"engine", K_ENGINE, "SPEC", "start the bundled engine with SPEC (as sweep --engine) and check against it"},
     {"api-key", K_API_KEY, "KEY", "bearer token for the server (default $LOADLAW_API_KEY; never logged)"},
     {"max-requests", K_MAX_REQ, "N", "re-score at most N requests, evenly spaced over the run (default 200; 0: all)"},
-    {"tolerance", K_TOL, "NAT", "a position agrees when |decode - prefill logprob| <= NAT (default 0.005: the "
-                "bundled fp32 engine agrees within 1e-4; a bf16 server needs more, see docs/check-decode.md)"},
-    {"max-over", K_MAX_OVER, "F", "gate: exit 3 when more than this share (0..1) of positions is over the "
-                "tolerance (default 0.01)"},
+    {"tolerance", K_TOL, "NAT", "the bound's absolute part: a position agrees when |decode - prefill logprob| "
+                "<= NAT + what --dtype rounds (default 0.005)"},
+    {"dtype", K_DTYPE, "auto|bf16|fp16|fp32", "the server's arithmetic, which sets how far rounding alone moves "
+                "a logprob: 4u(1 + |lp|) nat, u its unit roundoff (bf16 2^-8). auto (default): fp32 for the "
+                "bundled engine, bf16 for a remote server (none says); fp32 is the strict gate"},
+    {"max-over", K_MAX_OVER, "F", "gate: exit 3 when more than this share (0..1) of positions disagrees: over "
+                "the bound, or prefill ranks another token first by more than it (default 0.01)"},
     {"timeout", K_TIMEOUT, "S", "per request (default 120s)"},
     {"json", K_JSON, NULL, "machine-readable output instead of tables"},
     {0},
@@ -29,7 +34,7 @@ static const cli_opt check_table[] = {
 static const cli_cmd check_cmd = {
     "check-decode",
     "usage: loadlaw check-decode RUN_DIR [--url URL | --engine SPEC] [--max-requests N]\n"
-    "                            [--tolerance NAT] [--max-over F] [--json]",
+    "                            [--dtype auto|bf16|fp16|fp32] [--tolerance NAT] [--max-over F] [--json]",
     "Checks a decode kernel without a second server. Each request a run recorded\n"
     "with `sweep --record-outputs` is sent back to the same server as its prompt\n"
     "followed by the tokens it decoded, asking for prompt logprobs (vLLM's\n"
@@ -39,7 +44,10 @@ static const cli_cmd check_cmd = {
     "share of positions over the tolerance and the share of decoded tokens that\n"
     "prefill ranks first, per level and overall. Prefill and decode run different\n"
     "attention kernels on real servers (and in the bundled engine), so a decode\n"
-    "kernel that computes the wrong distribution disagrees with prefill.\n",
+    "kernel that computes the wrong distribution disagrees with prefill. A\n"
+    "position may differ by the tolerance plus what the server's arithmetic\n"
+    "rounds (--dtype; docs/check-decode.md \"The gate\"), so a healthy bf16\n"
+    "server passes and a decode kernel wrong by more than rounding does not.\n",
     check_table,
     "exit: 0 within the gate, 1 failure, 2 usage error, the run has no recorded\n"
     "outputs, or the server cannot return prompt logprobs, 3 gate missed\n",
@@ -66,6 +74,16 @@ static int on_opt(const cli_opt *opt, const char *v, void *ctx)
     case K_ENGINE: a->o.engine = v; return 0;
     case K_API_KEY: a->o.api_key = v; return 0;
     case K_JSON: a->o.json = 1; return 0;
+    case K_DTYPE: {
+        fit_cd_dtype d;
+        if (strcmp(v, "auto") == 0)
+            a->o.dtype = SWEEP_CHECK_DECODE_DTYPE_AUTO;
+        else if (fit_cd_dtype_parse(v, &d) == 0)
+            a->o.dtype = (int)d;
+        else
+            return cli_usage_error(&check_cmd, "--dtype: auto, bf16, fp16 or fp32");
+        return 0;
+    }
     case K_MAX_REQ:
         rc = cli_number(&check_cmd, opt->name, v, CLI_WHOLE, 0, 1e8, "a whole number >= 0", &x);
         a->o.max_requests = rc ? 0 : (int)x;

@@ -258,6 +258,17 @@ static int gen_rank(const cJSON *row, int64_t id, double lp)
     return j > 1 && id >= 0 && !isnan(lp) ? j : 0;
 }
 
+/* Prefill's first logprob at a position: the row's first triple's, or the
+ * token's own when that is higher (it ties or the row is missing). */
+static double gen_top_lp(const cJSON *row, double lp)
+{
+    const cJSON *a = cJSON_IsArray(row) ? row->child : NULL;
+    const cJSON *alp = a ? cJSON_GetArrayItem(a, 0) : NULL;
+    if (!cJSON_IsNumber(alp))
+        return isnan(lp) ? NAN : lp;
+    return isnan(lp) || alp->valuedouble > lp ? alp->valuedouble : lp;
+}
+
 /* The last q->n_tok entries of lps (and their rows of tops) into r. */
 static int gen_take(const lg_rescore_req *q, const cJSON *lps, const cJSON *tops, lg_rescore *r, char *err,
                     size_t errlen)
@@ -279,6 +290,7 @@ static int gen_take(const lg_rescore_req *q, const cJSON *lps, const cJSON *tops
         r->lp[k] = cJSON_IsNumber(lp) ? lp->valuedouble : NAN;
         r->id[k] = json_id(cJSON_GetArrayItem(e, 1));
         r->rank[k] = gen_rank(row, r->id[k], r->lp[k]);
+        r->top_lp[k] = gen_top_lp(row, r->lp[k]);
         if (cJSON_IsString(tx) && !(r->tok[k] = strdup(tx->valuestring)))
             rc = LL_ENOMEM;
     }

@@ -257,7 +257,7 @@ static const cJSON *find_plp(const cJSON *root)
 static int take_entry(lg_rescore *r, size_t i, const cJSON *e)
 {
     const cJSON *m = cJSON_IsObject(e) ? e->child : NULL;
-    r->lp[i] = NAN;
+    r->lp[i] = r->top_lp[i] = NAN;
     r->rank[i] = 0;
     r->id[i] = -1;
     if (!m)
@@ -271,6 +271,14 @@ static int take_entry(lg_rescore *r, size_t i, const cJSON *e)
     r->lp[i] = cJSON_IsNumber(lp) ? lp->valuedouble : cJSON_IsNumber(m) ? m->valuedouble : NAN;
     /* a server's number: cast only what an int holds */
     r->rank[i] = cJSON_IsNumber(rk) && fabs(rk->valuedouble) < 1e9 ? (int)rk->valuedouble : 0;
+    /* the other members are the top-k alternatives: prefill's first is the
+     * largest logprob of them all */
+    for (const cJSON *a = m; a; a = a->next) {
+        const cJSON *alp = cJSON_GetObjectItemCaseSensitive(a, "logprob");
+        double v = cJSON_IsNumber(alp) ? alp->valuedouble : cJSON_IsNumber(a) ? a->valuedouble : NAN;
+        if (isfinite(v) && !(v <= r->top_lp[i]))
+            r->top_lp[i] = v;
+    }
     if (cJSON_IsString(dt) && !(r->tok[i] = strdup(dt->valuestring)))
         return LL_ENOMEM;
     return 0;

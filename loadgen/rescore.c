@@ -22,6 +22,7 @@ void lg_rescore_free(lg_rescore *r)
     free(r->tok);
     free(r->lp);
     free(r->rank);
+    free(r->top_lp);
     free(r->id);
     memset(r, 0, sizeof *r);
 }
@@ -62,12 +63,13 @@ int lg_rescore_alloc(lg_rescore *r, size_t n)
     r->n = n;
     r->lp = malloc((n ? n : 1) * sizeof *r->lp);
     r->rank = calloc(n ? n : 1, sizeof *r->rank);
+    r->top_lp = malloc((n ? n : 1) * sizeof *r->top_lp);
     r->id = malloc((n ? n : 1) * sizeof *r->id);
     r->tok = calloc(n ? n : 1, sizeof *r->tok);
-    if (!r->lp || !r->rank || !r->id || !r->tok)
+    if (!r->lp || !r->rank || !r->top_lp || !r->id || !r->tok)
         return LL_ENOMEM;
     for (size_t i = 0; i < n; i++) {
-        r->lp[i] = NAN;
+        r->lp[i] = r->top_lp[i] = NAN;
         r->id[i] = -1;
     }
     return 0;

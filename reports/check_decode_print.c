@@ -1,7 +1,8 @@
 /* check_decode_print.c: decode against prefill logprobs (fit/check_decode.c)
  * as `loadlaw check-decode` shows it: per level and over all, requests,
- * positions compared, mean and max |delta|, the share over the tolerance and
- * the share prefill ranks first; --json's object, and the table. */
+ * positions compared, mean and max |delta|, the share over the bound, the
+ * share prefill ranks first and the share that disagree (the gate);
+ * --json's object, and the table. */
 #include <math.h>
 #include <stdio.h>
 
@@ -24,6 +25,9 @@ static cJSON *stats_json(const fit_cd_stats *s)
     ok = ok && cJSON_AddNumberToObject(o, "over", (double)s->n_over);
     ok = ok && cJSON_AddItemToObject(o, "share_over", num_or_null(s->share_over));
     ok = ok && cJSON_AddItemToObject(o, "share_rank1", num_or_null(s->share_rank1));
+    ok = ok && cJSON_AddNumberToObject(o, "rank_misses", (double)s->n_rank_miss);
+    ok = ok && cJSON_AddNumberToObject(o, "disagree", (double)s->n_disagree);
+    ok = ok && cJSON_AddItemToObject(o, "share_disagree", num_or_null(s->share_disagree));
     if (ok && s->n_pos) {
         cJSON *w = cJSON_AddObjectToObject(o, "worst");
         ok = w && cJSON_AddStringToObject(w, "key", s->worst_key) &&
@@ -43,6 +47,8 @@ cJSON *rpt_cd_to_json(const fit_check_decode *c)
     cJSON *o = cJSON_CreateObject(), *lv = cJSON_CreateArray();
     cJSON *all = stats_json(&c->all);
     int ok = o && lv && all && cJSON_AddNumberToObject(o, "tolerance", c->tolerance) &&
+             cJSON_AddStringToObject(o, "dtype", fit_cd_dtype_name(c->dtype)) &&
+             cJSON_AddNumberToObject(o, "rounding", c->rel) &&
              cJSON_AddNumberToObject(o, "max_share_over", c->max_over) &&
              cJSON_AddBoolToObject(o, "passed", fit_cd_passed(c));
     for (size_t i = 0; ok && i < c->n_levels; i++) {
@@ -65,20 +71,20 @@ cJSON *rpt_cd_to_json(const fit_check_decode *c)
 static void print_row(FILE *f, const char *name, const fit_cd_stats *s)
 {
     if (!s->n_pos) {
-        fprintf(f, "%-8s %8zu %9zu %12s %12s %9s %9s\n", name, s->n_req, s->n_pos, "-", "-", "-", "-");
+        fprintf(f, "%-8s %8zu %9zu %12s %12s %10s %9s %9s\n", name, s->n_req, s->n_pos, "-", "-", "-", "-", "-");
         return;
     }
     char r1[16] = "-";
     if (s->n_ranked)
         snprintf(r1, sizeof r1, "%.1f%%", 100.0 * (double)s->n_rank1 / (double)s->n_ranked);
-    fprintf(f, "%-8s %8zu %9zu %12.3g %12.3g %8.2f%% %9s\n", name, s->n_req, s->n_pos, s->mean_abs, s->max_abs,
-            100.0 * s->share_over, r1);
+    fprintf(f, "%-8s %8zu %9zu %12.3g %12.3g %9.2f%% %9s %8.2f%%\n", name, s->n_req, s->n_pos, s->mean_abs,
+            s->max_abs, 100.0 * s->share_over, r1, 100.0 * s->share_disagree);
 }
 
 void rpt_cd_print(FILE *f, const fit_check_decode *c)
 {
-    fprintf(f, "%-8s %8s %9s %12s %12s %9s %9s\n", "level", "requests", "positions", "mean |d| nat", "max |d| nat",
-            "over tol", "prefill#1");
+    fprintf(f, "%-8s %8s %9s %12s %12s %10s %9s %9s\n", "level", "requests", "positions", "mean |d| nat",
+            "max |d| nat", "over bound", "prefill#1", "disagree");
     for (size_t i = 0; i < c->n_levels; i++) {
         char name[24];
         snprintf(name, sizeof name, "C=%d", c->levels[i].concurrency);

@@ -34,6 +34,7 @@ void sweep_check_decode_opts_default(sweep_check_decode_opts *o)
     o->max_requests = 200;
     o->tolerance = SWEEP_CHECK_DECODE_TOLERANCE;
     o->max_over = SWEEP_CHECK_DECODE_MAX_OVER;
+    o->dtype = SWEEP_CHECK_DECODE_DTYPE_AUTO;
     o->timeout_s = 120;
 }
 
@@ -169,6 +170,7 @@ typedef struct cd_run {
     const char *model;
     scn_endpoint endpoint;
     fit_check_decode *res;
+    int dtype_assumed;         /* the dtype is auto's guess for a remote server */
     size_t n_sent, n_misaligned, n_failed, n_no_text;
     int unsupported;
     char first_err[512];
@@ -204,7 +206,7 @@ static int check_one(cd_run *cx, const cd_req *q)
     if (!ok)
         cx->n_misaligned++;
     int c = q->level >= 0 && (size_t)q->level < cx->rd->level_c.n ? cx->rd->level_c.v[q->level] : 0;
-    rc = ok ? fit_cd_add(cx->res, q->level, c, q->o->key, q->o->lp, r.lp, r.rank, r.n) : 0;
+    rc = ok ? fit_cd_add(cx->res, q->level, c, q->o->key, q->o->lp, r.lp, r.top_lp, r.rank, r.n) : 0;
     lg_rescore_free(&r);
     return rc;
 }
@@ -289,9 +291,13 @@ static int check_readable(const char *run_dir, const cd_read *rd, scn_endpoint *
 static void print_counts(FILE *f, const cd_run *cx)
 {
     const cd_read *rd = cx->rd;
-    fprintf(f, "check-decode: %s, %zu of %zu requests with outputs re-scored through prefill "
-            "(tolerance %.3g nat, gate %.3g%% of positions)\n", cx->url, cx->n_sent, rd->reqs.n,
-            cx->o->tolerance, 100 * cx->o->max_over);
+    const fit_check_decode *c = cx->res;
+    fprintf(f, "check-decode: %s, %zu of %zu requests with outputs re-scored through prefill\n", cx->url, cx->n_sent,
+            rd->reqs.n);
+    fprintf(f, "bound: %.3g nat + %.3g x (1 + |prefill lp|), %s rounding%s; gate %.3g%% of positions\n",
+            c->tolerance, c->rel, fit_cd_dtype_name(c->dtype),
+            cx->dtype_assumed ? " (assumed: the server does not say; --dtype fp32 for a float32 server)" : "",
+            100 * c->max_over);
     if (cx->n_failed || cx->n_misaligned || cx->n_no_text)
         fprintf(f, "not compared: %zu failed, %zu scored other tokens than decode's, %zu without usable token "
                 "text\n", cx->n_failed, cx->n_misaligned, cx->n_no_text);
@@ -305,7 +311,8 @@ static int report(cd_run *cx)
         char *t = NULL;
         if (j && cJSON_AddStringToObject(j, "url", cx->url) && cJSON_AddNumberToObject(j, "sent", (double)cx->n_sent) &&
             cJSON_AddNumberToObject(j, "failed", (double)cx->n_failed) &&
-            cJSON_AddNumberToObject(j, "misaligned", (double)cx->n_misaligned))
+            cJSON_AddNumberToObject(j, "misaligned", (double)cx->n_misaligned) &&
+            cJSON_AddBoolToObject(j, "dtype_assumed", cx->dtype_assumed))
             t = cJSON_Print(j);
         cJSON_Delete(j);
         if (!t) {
@@ -323,9 +330,12 @@ static int report(cd_run *cx)
                 cx->first_err);
         return SWEEP_FAIL;
     }
+    const fit_cd_stats *a = &cx->res->all;
     if (!cx->o->json)
-        printf("%s: %.2f%% of positions over %.3g nat (gate %.3g%%)\n", passed ? "ok" : "DECODE DISAGREES WITH PREFILL",
-               100 * fit_cd_share_over(cx->res), cx->o->tolerance, 100 * cx->o->max_over);
+        printf("%s: %.2f%% of positions disagree beyond %s rounding (%zu over the bound, %zu ranked below another "
+               "token by more; gate %.3g%%)\n", passed ? "ok" : "DECODE DISAGREES WITH PREFILL",
+               100 * fit_cd_share_disagree(cx->res), fit_cd_dtype_name(cx->res->dtype), a->n_over, a->n_rank_miss,
+               100 * cx->o->max_over);
     return passed ? SWEEP_OK : SWEEP_GATE;
 }
 
@@ -349,10 +359,6 @@ int sweep_check_decode(const char *run_dir, const sweep_check_decode_opts *o)
     cd_run cx = {.o = o, .rd = &rd};
     char err[1024] = "";
     int ret = SWEEP_FAIL, rc = read_run(run_dir, &rd, err, sizeof err);
-    if (!rc && !(cx.res = fit_cd_new(o->tolerance, o->max_over))) {
-        ll_errf(err, sizeof err, "out of memory");
-        rc = LL_ENOMEM;
-    }
     if (rc) {
         fprintf(stderr, "loadlaw check-decode: %s\n", err);
         ret = rc == LL_EIO ? SWEEP_USAGE : SWEEP_FAIL;
@@ -364,6 +370,15 @@ int sweep_check_decode(const char *run_dir, const sweep_check_decode_opts *o)
     if ((rc = pick_target(&cx, &h, err, sizeof err)) != 0) {
         fprintf(stderr, "loadlaw check-decode: %s\n", err);
         ret = rc == LL_EINVAL ? SWEEP_USAGE : SWEEP_FAIL;
+        goto done;
+    }
+    /* auto: the bundled engine computes in fp32 (its every backend agrees
+     * with its prefill within 1e-4 nat); a remote server does not say, and
+     * bf16 is what servers run */
+    fit_cd_dtype dt = o->dtype >= 0 ? (fit_cd_dtype)o->dtype : h.eng ? FIT_CD_FP32 : FIT_CD_BF16;
+    cx.dtype_assumed = o->dtype < 0 && !h.eng;
+    if (!(cx.res = fit_cd_new(o->tolerance, dt, o->max_over))) {
+        fprintf(stderr, "loadlaw check-decode: out of memory\n");
         goto done;
     }
     if ((rc = run_all(&cx)) != 0) {

@@ -55,33 +55,50 @@ struct fit_outputs {
 /* The level with the lowest share_ok (NULL when none compared a pair). */
 const fit_outputs_level *fit_outputs_worst(const fit_outputs *o);
 
-/* One level's check, or every level's (level = concurrency = -1). */
+/* One level's check, or every level's (level = concurrency = -1). A
+ * position disagrees when |decode lp - prefill lp| is over its bound, or
+ * when prefill ranks another token first by more than that bound (a rank
+ * miss); the gate counts positions that disagree. */
 typedef struct fit_cd_stats {
     int level, concurrency;
     size_t n_req, n_pos;              /* requests; positions with both logprobs */
-    size_t n_over, n_ranked, n_rank1; /* |delta| > tolerance; with a prefill rank; rank 1 */
+    size_t n_over, n_ranked, n_rank1; /* |delta| over the bound; with a prefill rank; rank 1 */
+    size_t n_rank_miss, n_disagree;   /* another token first beyond the bound; over or a miss */
     double sum_abs, mean_abs, max_abs; /* |decode lp - prefill lp|, nats; mean NAN: no position */
     double share_over, share_rank1;   /* of n_pos, of n_ranked; NAN without any */
+    double share_disagree;            /* of n_pos; NAN without any */
     char worst_key[48];               /* where max_abs is: prompt key, position */
     size_t worst_pos;
     double worst_decode, worst_prefill;
 } fit_cd_stats;
+/* The arithmetic the server computes in, which sets how far decode and
+ * prefill may differ by rounding alone (fit/check_decode.c "The bound"). */
+typedef enum fit_cd_dtype { FIT_CD_FP32, FIT_CD_BF16, FIT_CD_FP16, FIT_CD_DTYPE__COUNT } fit_cd_dtype;
+/* "fp32", "bf16", "fp16" (also "float32", "bfloat16", "float16"): 0, or LL_EINVAL. */
+int fit_cd_dtype_parse(const char *s, fit_cd_dtype *out);
+const char *fit_cd_dtype_name(fit_cd_dtype d);
 typedef struct fit_check_decode {
     double tolerance, max_over;       /* as given to fit_cd_new */
+    fit_cd_dtype dtype;
+    double rel;                       /* the bound's rounding term: tolerance + rel * (1 + |prefill lp|) */
     fit_cd_stats all;
     fit_cd_stats *levels;             /* in the order first seen */
     size_t n_levels;
 } fit_check_decode;
-/* tolerance in nats; max_over: the gate's share of positions over it. NULL:
- * no memory. Free with fit_cd_free. */
-fit_check_decode *fit_cd_new(double tolerance, double max_over);
-/* One request's n positions: decode and prefill logprobs (NAN: skipped) and
- * prefill ranks (0: not said; rank may be NULL). 0 or LL_ENOMEM. */
+/* tolerance in nats (the bound's absolute part); dtype: the server's
+ * arithmetic (the bound's rounding part); max_over: the gate's share of
+ * positions that disagree. NULL: no memory. Free with fit_cd_free. */
+fit_check_decode *fit_cd_new(double tolerance, fit_cd_dtype dtype, double max_over);
+/* The bound at a position whose prefill logprob is lp (nats). */
+double fit_cd_bound(const fit_check_decode *c, double lp);
+/* One request's n positions: decode and prefill logprobs (NAN: skipped),
+ * prefill's first-ranked logprob at each (NAN: not said; may be NULL) and
+ * prefill ranks (0: not said; may be NULL). 0 or LL_ENOMEM. */
 int fit_cd_add(fit_check_decode *c, int level, int concurrency, const char *key, const double *decode_lp,
-               const double *prefill_lp, const int *rank, size_t n);
+               const double *prefill_lp, const double *prefill_top_lp, const int *rank, size_t n);
 size_t fit_cd_positions(const fit_check_decode *c); /* compared, over all levels */
-double fit_cd_share_over(const fit_check_decode *c); /* over tolerance; NAN: none */
-int fit_cd_passed(const fit_check_decode *c); /* positions compared, share <= max_over */
+double fit_cd_share_disagree(const fit_check_decode *c); /* NAN: none compared */
+int fit_cd_passed(const fit_check_decode *c); /* positions compared, share disagreeing <= max_over */
 void fit_cd_free(fit_check_decode *c);
 
 #endif

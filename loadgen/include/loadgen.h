@@ -171,6 +171,8 @@ typedef struct lg_rescore {
     double *lp;                /* (n) the output token's prefill logprob, NAN where null */
     int *rank;                 /* (n) its rank (1 = prefill's argmax), 0 when not said; from
                                 * SGLang its place among the top_k, top_k + 1 below them */
+    double *top_lp;            /* (n) the logprob of prefill's first-ranked token there (the
+                                * output token's own when it is first), NAN when not said */
     int64_t *id;               /* (n) the token id the server scored, -1 when not said */
     char **tok;                /* (n) its decoded text, NULL when not said */
     int unsupported;           /* the server cannot return prompt logprobs (refused, or sent none) */

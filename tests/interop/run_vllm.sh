@@ -19,8 +19,10 @@
 # chat body and, in a short completions sweep, the whole prompt: 64 tokens
 # as vLLM counts them for --prompt-tokens 64). Last, `loadlaw check-decode
 # RUN` with no --url (the run's recorded target) must re-score most of the
-# run's requests through the server's prefill and exit 0: a float32 server's
-# decode and prefill agree to ~1e-8 nat. The server (and its engine-core and
+# run's requests through the server's prefill and exit 0, under its default
+# gate (a remote server judged as bf16) and under --dtype fp32 (the strict
+# one): a float32 server's decode and prefill agree to ~1e-8 nat (the bf16
+# figures: docs/check-decode.md). The server (and its engine-core and
 # worker processes) is stopped on every exit path.
 #
 # Environment: LOADLAW_VLLM_ENV (a virtual environment with vLLM to use),
@@ -128,11 +130,14 @@ print("prompts   %s  /v1/completions --prompt-tokens 64: vLLM counted %s" % ("ok
 sys.exit(not ok)
 PY
 
-# 5. check-decode with the run's recorded target: exit 0, most requests compared.
+# 5. check-decode with the run's recorded target: exit 0, most requests compared,
+# under the default gate (bf16 assumed for a remote server), then exit 0 under
+# the strict one (--dtype fp32: 0.005 nat), which a float32 server also meets.
 rc=0
 "$loadlaw" check-decode "$work/short" >"$work/check-decode.log" 2>&1 || rc=$?
 cat "$work/check-decode.log"
 [ "$rc" = 0 ] || fail "check-decode on the float32 server: expected exit 0, got $rc"
+grep -q "bf16 rounding (assumed" "$work/check-decode.log" || fail "check-decode: the default gate is not bf16's"
 python3 - "$work/check-decode.log" "$decode_compared_min" <<'PY' || fail "check-decode compared too few requests"
 import re, sys
 text = open(sys.argv[1]).read()
@@ -144,3 +149,7 @@ print("check-decode: exit 0, %d of %d re-scored requests compared (at least %.0f
       % (compared, sent, 100 * float(sys.argv[2]), "" if ok else ": FAIL"))
 sys.exit(not ok)
 PY
+rc=0
+"$loadlaw" check-decode "$work/short" --dtype fp32 --max-requests 50 >"$work/check-decode-fp32.log" 2>&1 || rc=$?
+tail -2 "$work/check-decode-fp32.log"
+[ "$rc" = 0 ] || fail "check-decode --dtype fp32 on the float32 server: expected exit 0, got $rc"

@@ -3,8 +3,10 @@
  *   - a healthy cpu-backend run (chat, greedy, recorded outputs, fixed seeds):
  *     decode and prefill agree within 1e-3 nat at every position, every
  *     decoded token is prefill's argmax, exit 0;
- *   - the same run with the tiled kernel's testing fault (skip_last_tile):
- *     most positions over the tolerance, exit 3;
+ *   - the same run with the tiled kernel's testing faults (skip_last_tile,
+ *     swap_heads): most positions over the bound, exit 3 (judged as fp32,
+ *     the bundled engine's arithmetic); skip_last_tile passes a bf16 bound
+ *     (--dtype bf16: the fault is smaller than bf16 rounds);
  *   - a completions run on the synthetic backend (think tags in the text):
  *     agreement, exit 0;
  *   - a run without recorded outputs: exit 2 and the reason;
@@ -18,7 +20,9 @@
  *     first request, logprob_start_len 0) followed by the decoded ids, from
  *     prompt length - 1: the figures are those of the scripted logprobs
  *     (mean |delta| 0.0255, max 0.05, half the tokens prefill's first), exit
- *     3, or 0 with a looser tolerance; a server answering without
+ *     3 under the bf16 bound a remote server gets, still 3 with --tolerance
+ *     0.1 (prefill ranks another token 0.2 nat higher), 0 with 0.2; a
+ *     server answering without
  *     input_token_logprobs, and one refusing with a 400: exit 2.
  * About 6 s on 2 cores. */
 #include <math.h>
@@ -97,6 +101,26 @@ static void test_cpu(void)
     const char *loose[] = {"--tolerance", "1", NULL};
     rc = check("fault", loose, &j, &e);
     CHECK(rc == 0, "faulty with --tolerance 1: exit 0 (got %d)", rc);
+    cJSON_Delete(j);
+    free(e);
+    /* The bound's rounding part: this fault moves logprobs near -6.9 by less
+     * than bf16 rounds there (4 * 2^-8 * 7.9 = 0.12 nat), so a bf16 bound
+     * cannot see it; the bundled engine computes in fp32 and is judged so. */
+    const char *bf16[] = {"--dtype", "bf16", NULL};
+    rc = check("fault", bf16, &j, &e);
+    CHECK(rc == 0 && num(j, "all", "share_disagree") == 0, "faulty with --dtype bf16: within bf16 rounding, exit 0 "
+          "(got %d, %g disagree)", rc, num(j, "all", "share_disagree"));
+    cJSON_Delete(j);
+    free(e);
+
+    CHECK(sweep("swap", CPU ",attn_fault=swap_heads", "chat", 1) == 0, "swap_heads cpu sweep");
+    rc = check("swap", NULL, &j, &e);
+    CHECK(rc == 3 && num(j, "all", "share_disagree") > 0.5, "swap_heads: exit 3 (got %d), most positions disagree "
+          "(%g): %s", rc, num(j, "all", "share_disagree"), e);
+    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(j, "dtype");
+    CHECK(cJSON_IsString(dt) && strcmp(dt->valuestring, "fp32") == 0 &&
+              cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(j, "dtype_assumed")),
+          "the bundled engine is judged as fp32, not assumed");
     cJSON_Delete(j);
     free(e);
 }
@@ -325,7 +349,7 @@ static void test_sglang(void)
 
     s = (sg_script){0};
     rc = sg_check(&s, NULL, &j, &e);
-    CHECK(rc == 3, "SGLang: decode and prefill disagree past 0.005 nat: exit 3 (got %d): %s", rc, e);
+    CHECK(rc == 3, "SGLang: decode and prefill disagree past the bf16 bound: exit 3 (got %d): %s", rc, e);
     CHECK(s.n_ids == 3 && s.n_score == 3, "per request: the prompt's ids, then the score (%d, %d)", s.n_ids,
           s.n_score);
     CHECK(strstr(s.score_body, "\"input_ids\":[1,40,41,7,12]") && strstr(s.score_body, "\"logprob_start_len\":2") &&
@@ -336,15 +360,29 @@ static void test_sglang(void)
               fabs(num(j, "all", "max_abs_delta") - 0.05) < 1e-9,
           "SGLang: 6 positions, mean |delta| %.6g (0.0255), max %.6g (0.05)", num(j, "all", "mean_abs_delta"),
           num(j, "all", "max_abs_delta"));
-    CHECK(num(j, "all", "share_rank1") == 0.5 && num(j, "all", "share_over") == 0.5,
-          "SGLang: half the tokens first in prefill (%g), half over the tolerance (%g)", num(j, "all", "share_rank1"),
-          num(j, "all", "share_over"));
+    CHECK(num(j, "all", "share_rank1") == 0.5 && num(j, "all", "share_over") == 0.5 &&
+              num(j, "all", "share_disagree") == 0.5,
+          "SGLang: half the tokens first in prefill (%g), half over the bound (%g) and disagreeing (%g)",
+          num(j, "all", "share_rank1"), num(j, "all", "share_over"), num(j, "all", "share_disagree"));
+    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(j, "dtype");
+    CHECK(cJSON_IsString(dt) && strcmp(dt->valuestring, "bf16") == 0 &&
+              cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "dtype_assumed")),
+          "a remote server is judged as bf16, said to be assumed");
     cJSON_Delete(j);
     free(e);
 
+    /* |delta| 0.05 is within 0.1 nat, but prefill ranks " dog" 0.2 nat above
+     * decode's " cat" (input_top_logprobs): a rank miss beyond the bound */
     s = (sg_script){0};
     rc = sg_check(&s, "0.1", &j, &e);
-    CHECK(rc == 0, "SGLang with --tolerance 0.1: exit 0 (got %d): %s", rc, e);
+    CHECK(rc == 3 && num(j, "all", "share_over") == 0 && num(j, "all", "rank_misses") == 3,
+          "SGLang with --tolerance 0.1: nothing over, a rank miss per request, exit 3 (got %d, %g over, %g misses): %s",
+          rc, num(j, "all", "share_over"), num(j, "all", "rank_misses"), e);
+    cJSON_Delete(j);
+    free(e);
+    s = (sg_script){0};
+    rc = sg_check(&s, "0.2", &j, &e);
+    CHECK(rc == 0, "SGLang with --tolerance 0.2: exit 0 (got %d): %s", rc, e);
     cJSON_Delete(j);
     free(e);
 
