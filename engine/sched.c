@@ -7,7 +7,8 @@
  * capture) and hand the tokens to their streams at once (published first, so
  * neither the step log nor the records ever trail what clients have
  * received). sched_main reads as that list: drop_cancelled_running,
- * next_work, build_batch, play_step, publish_step, emit, drop_finished.
+ * next_work, build_batch, play_step, publish_step, emit (sched_emit.c),
+ * drop_finished.
  *
  * DESIGN, timing: steps chain on absolute deadlines. Step k+1 is planned to
  * start at step k's deadline, not when the scheduler got round to it, so the
@@ -19,16 +20,16 @@
  *
  * DESIGN, backpressure: a step does not start while the previous step's
  * tokens still sit in the streams' buffers, not yet handed to MHD
- * (wait_drained). Without it a cheap law (0+0n) let the scheduler loop
- * without ever sleeping: it held io_mu and resumed every connection at each
- * step, starving the HTTP thread that must write the events, and the unsent
- * bytes piled up (fewer events/s at 0+0n than at 0.05+0.001n). The wait
- * happens after a step's deadline was set, so for a law the server keeps up
- * with it is absorbed into the next step like any other work between steps.
- * It is bounded: a client that stopped reading (its backlog past
- * ENG_STUCK_BYTES) does not hold the others back, and when only such clients
- * are left the scheduler still sleeps ENG_DRAIN_WAIT_MAX_NS per step rather
- * than spin.
+ * (eng_sched_wait_drained, sched_emit.c). Without it a cheap law (0+0n) let
+ * the scheduler loop without ever sleeping: it held io_mu and resumed every
+ * connection at each step, starving the HTTP thread that must write the
+ * events, and the unsent bytes piled up (fewer events/s at 0+0n than at
+ * 0.05+0.001n). The wait happens after a step's deadline was set, so for a
+ * law the server keeps up with it is absorbed into the next step like any
+ * other work between steps. It is bounded: a client that stopped reading
+ * (its backlog past ENG_STUCK_BYTES) does not hold the others back, and when
+ * only such clients are left the scheduler still sleeps
+ * ENG_DRAIN_WAIT_MAX_NS per step rather than spin.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -38,23 +39,8 @@
 #include <sys/socket.h>
 
 #include "internal.h"
+#include "sched_internal.h"
 
-typedef struct eng_sched {
-    int cap;                 /* max_running */
-    eng_req **run;           /* (cap) admitted requests, oldest first */
-    int n_run;
-    int *free_slot;          /* (cap) stack of free slots */
-    int n_free;
-    int *dec_slot, *pre_slot, *pre_tok;
-    int64_t *dec_ctx;
-    eng_req **dec_req, **pre_req;
-    /* the model's tokens (backend.h, eng_tok): seeds in, tokens out; pre_at[k]
-     * is pre_req[k]'s index in the batch (pre_req is reordered) */
-    uint64_t *dec_seed, *pre_seed;
-    eng_tok *dec_out, *pre_out;
-    const eng_cont **pre_cont;     /* (cap) a completing chunk's continuation, else NULL */
-    int *pre_at;
-} eng_sched;
 
 static void sched_free(eng_sched *s)
 {
@@ -139,15 +125,6 @@ static void drop_running(eng_engine *e, eng_sched *s, int i)
     eng_req_unref(r);
 }
 
-/* Wake a suspended connection: caller holds io_mu. */
-static void wake(eng_req *r)
-{
-    if (r->suspended) {
-        r->suspended = 0;
-        MHD_resume_connection(r->conn);
-    }
-}
-
 /* A non-streaming response sends nothing until its last token, so a client
  * that leaves is never noticed by a failing write (as a stream's is): look at
  * its socket instead. Only while the connection is suspended, when MHD neither
@@ -172,7 +149,7 @@ static void check_clients(eng_engine *e, eng_sched *s)
         if (client_left(r)) {
             atomic_store(&r->cancelled, 1);
             r->aborted = 1;
-            wake(r);
+            eng_sched_wake(r);
         }
     }
     pthread_mutex_unlock(&e->io_mu);
@@ -196,125 +173,6 @@ static void drop_cancelled_waiting(eng_engine *e)
             pp = &r->next;
         }
     }
-}
-
-/* Keep the token the backend's model chose at pos (none: id < 0), for sse.c. */
-static int keep_token(eng_req *r, int pos, const eng_tok *t)
-{
-    if (t->id < 0 || pos >= r->target_tok)
-        return 0;
-    if (!r->toks && !(r->toks = calloc((size_t)r->target_tok, sizeof *r->toks)))
-        return LL_ENOMEM;
-    r->toks[pos] = *t;
-    return 0;
-}
-
-/* The step's first tokens (TTFT) and gaps (ITL) into /metrics. */
-static void observe_tokens(eng_engine *e, eng_sched *s, int n_dec, int n_pre_done, int64_t step_end_ns)
-{
-    pthread_mutex_lock(&e->mu);
-    for (int k = 0; k < n_dec + n_pre_done; k++) {
-        eng_req *r = k < n_dec ? s->dec_req[k] : s->pre_req[k - n_dec];
-        if (r->gen == 0)
-            eng_metrics_lat(&e->ttft, step_end_ns - r->submit_ns);
-        else
-            eng_metrics_lat(&e->itl, step_end_ns - r->last_tok_ns);
-        r->last_tok_ns = step_end_ns;
-    }
-    pthread_mutex_unlock(&e->mu);
-}
-
-/* Hand this step's tokens (one per sequence) to their streams. */
-static void emit(eng_engine *e, eng_sched *s, int n_dec, int n_pre_done, int64_t step_end_ns)
-{
-    int k_sample = e->cfg.handoff_sample;
-    observe_tokens(e, s, n_dec, n_pre_done, step_end_ns);
-    pthread_mutex_lock(&e->io_mu);
-    for (int k = 0; k < n_dec + n_pre_done; k++) {
-        eng_req *r = k < n_dec ? s->dec_req[k] : s->pre_req[k - n_dec];
-        int pos = r->gen++;
-        r->started = 1;
-        int rc = keep_token(r, pos, k < n_dec ? &s->dec_out[k] : &s->pre_out[s->pre_at[k - n_dec]]);
-        if (r->stream && !rc)
-            rc = eng_sse_tokens(r, pos, 1);
-        if (k_sample > 0 && r->stream && !rc && pos % k_sample == 0) {
-            /* eng_response_read_cb records it once the stream's bytes up to here are handed over */
-            if (r->hs_n < ENG_HANDOFF_PENDING) {
-                int i = (r->hs_head + r->hs_n++) % ENG_HANDOFF_PENDING;
-                r->hs[i].tok = pos;
-                r->hs[i].step_end_ns = step_end_ns;
-                r->hs[i].end_off = r->sent_total + (int64_t)(r->out.len - r->out_off);
-            } else {
-                atomic_fetch_add(&e->handoff_dropped, 1);
-            }
-        }
-        if (r->gen == r->target_tok) {
-            if (!r->stream && !rc)
-                rc = eng_json_full(r);
-            r->finished = 1;
-        }
-        if (rc)
-            r->aborted = 1; /* out of memory: end this stream with an error */
-        /* A non-streaming response has nothing to send before it ends:
-         * resuming it each step would only make MHD suspend it again. */
-        if (r->stream || r->finished || r->aborted)
-            wake(r);
-    }
-    pthread_mutex_unlock(&e->io_mu);
-}
-
-/* A stream with more than this unsent has a client that stopped reading
- * (about 300 token events): the batch does not wait for it. */
-#define ENG_STUCK_BYTES (64 * 1024)
-/* The longest a step waits for the previous step's bytes to be handed over. */
-#define ENG_DRAIN_WAIT_MAX_NS 10000000LL
-
-/* Backpressure (DESIGN above): wait until no running stream whose client
- * reads has more than ENG_UNSENT_MAX_BYTES not yet handed to MHD; never
- * longer than ENG_DRAIN_WAIT_MAX_NS. The streams over the bound are marked
- * held; eng_response_read_cb releases them and signals drain_cv when none is left. A
- * spurious wake-up, a timeout or a client leaving (on_completed signals) only
- * means one more look. */
-static void wait_drained(eng_engine *e, eng_sched *s)
-{
-    int64_t until = ll_now_ns() + ENG_DRAIN_WAIT_MAX_NS;
-    struct timespec ts = {.tv_sec = until / 1000000000LL, .tv_nsec = until % 1000000000LL};
-    pthread_mutex_lock(&e->io_mu);
-    for (;;) {
-        int n_live = 0, n_held = 0, n_stuck = 0, n_plain = 0;
-        for (int i = 0; i < s->n_run; i++) {
-            eng_req *r = s->run[i];
-            r->held = 0;
-            if (r->aborted || r->finished || atomic_load(&r->cancelled))
-                continue;
-            if (!r->stream) {
-                n_plain++;
-                continue;
-            }
-            n_live++;
-            size_t backlog = r->out.len - r->out_off;
-            if (backlog > ENG_STUCK_BYTES) {
-                n_stuck++;
-            } else if (backlog > ENG_UNSENT_MAX_BYTES) {
-                r->held = 1;
-                n_held++;
-            }
-        }
-        e->n_held = n_held;
-        /* Done when no reading client is over the bound, unless every live
-         * stream is stuck: then only the timeout ends the wait (no
-         * spinning). A request that is not a stream has no reader to wait
-         * for: while one runs, no step waits on a stream's client (a slow
-         * or stuck one would hold its every token up to 10 ms). */
-        if (n_plain > 0 || (n_held == 0 && (n_stuck == 0 || n_stuck < n_live)))
-            break;
-        if (pthread_cond_timedwait(&e->drain_cv, &e->io_mu, &ts) == ETIMEDOUT)
-            break;
-    }
-    for (int i = 0; i < s->n_run; i++)
-        s->run[i]->held = 0;
-    e->n_held = 0;
-    pthread_mutex_unlock(&e->io_mu);
 }
 
 /* Make room for one more step in the log, outside the step's timed span.
@@ -437,7 +295,7 @@ static int next_work(eng_engine *e, eng_sched *s, step_clock *clk)
 /* The batch: every started sequence decodes one token; prefill chunks go to
  * the oldest unstarted ones until the budget is spent. Sequences whose
  * prefill completes in this step emit their first token at its end: they
- * come first in pre_req (*n_pre_done of them) for emit(). */
+ * come first in pre_req (*n_pre_done of them) for eng_sched_emit(). */
 static eng_batch build_batch(eng_engine *e, eng_sched *s, int *n_pre_done)
 {
     int n_dec = 0, n_pre = 0, budget = e->cfg.prefill_budget_tok, pre_total = 0, want_lp = 0;
@@ -621,7 +479,7 @@ static void end_request(eng_engine *e, eng_req *r)
         r->finished = 1;
     else if (!r->finished)
         r->aborted = 1;
-    wake(r);
+    eng_sched_wake(r);
 }
 
 /* Stopping (or a failed backend): end every request still here, waiting or
@@ -668,9 +526,9 @@ static void *sched_main(void *arg)
         if (play_step(e, s, &b, &clk, &st, ph, &n_ph))
             break;
         publish_step(e, &st, ph, n_ph, b.n_decode + n_pre_done);
-        emit(e, s, b.n_decode, n_pre_done, st.start_ns + st.dur_ns);
+        eng_sched_emit(e, s, b.n_decode, n_pre_done, st.start_ns + st.dur_ns);
         drop_finished(e, s);
-        wait_drained(e, s);
+        eng_sched_wait_drained(e, s);
     }
     end_all_requests(e, s);
     if (atomic_load(&e->failed_rc) && e->cfg.on_failure)
