@@ -197,6 +197,10 @@ int fit_laws(const fit_run *run, fit_result *res, const fit_options *opt, char *
     for (size_t l = 0; l < res->n_levels; l++) {
         size_t ns;
         const fit_level *L = &res->levels[l];
+        if (L->profiled && !opt->include_profiled) {
+            res->levels[l].profiled_out = 1; /* the profiler's steps are not the server's (fit_options) */
+            continue;
+        }
         /* analyze_law.c "The law": a closed-loop level gives its steady windows
          * (N = C); an open-loop level every steady step. */
         LL_TRY(fit_level_steps(res, l, L->closed_loop && L->concurrency > 0 ? L->concurrency : 0, &st, &ns));
