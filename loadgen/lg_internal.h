@@ -203,6 +203,7 @@ typedef struct lg_prof {
     int64_t t_ns;                  /* when (run clock) */
     int http_status, ok;
     char detail[LG_PROF_REPLY_BYTES + 1]; /* the answer's first 1 KiB, or curl's error */
+    int burst;                     /* requests per probe: the next level's C (1..LG_PROF_BURST_MAX) */
     double probe_ref_ms;           /* the quickest probe before the level (NAN: none) */
     lg_prof_files before;          /* the trace folder before the level */
     lg_prof_files wrote;           /* what the capture wrote (the answer's path, the folder's new files) */
@@ -215,9 +216,10 @@ void lg_prof_scan(const char *dir, lg_prof_files *out);
 /* Wait until the files new or changed since p->before stop growing, into
  * p->wrote (the answer's path kept), saying so every few seconds. */
 void lg_prof_wait_files(const lg_run *r, int level, lg_prof *p);
-/* One probe: a short streamed request of the scenario's API; its ms (NAN
- * when it failed). */
-double lg_prof_probe(const lg_run *r);
+/* One probe: n (at most LG_PROF_BURST_MAX) short streamed requests of the
+ * scenario's API at once; the slowest one's ms (NAN when one failed). */
+#define LG_PROF_BURST_MAX 16
+double lg_prof_probe(const lg_run *r, int n);
 /* Probe until a probe is back within LG_PROF_PACE_FACTOR of the reference
  * or the deadline (base_s, plus a part scaled by the bytes written) passes;
  * 1 when it came back. *last_ms: the last probe. */

@@ -116,8 +116,12 @@ void lg_profile_prepare(lg_run *r, const lg_level_ctx *L, lg_prof *p)
     p->probe_ref_ms = NAN;
     if (!(L->lv->profile.pace_wait_s > 0))
         return; /* no probe asked for */
+    /* as many at once as the next level will send (the last level: its own) */
+    const scn_level *next = (size_t)L->index + 1 < r->scn->n_levels ? &r->scn->levels[L->index + 1] : L->lv;
+    p->burst = next->concurrency < 1 ? 1 : next->concurrency > LG_PROF_BURST_MAX ? LG_PROF_BURST_MAX
+                                                                               : next->concurrency;
     for (int i = 0; i < PROFILE_REF_PROBES; i++) {
-        double ms = lg_prof_probe(r);
+        double ms = lg_prof_probe(r, p->burst);
         if (isfinite(ms) && !(ms >= p->probe_ref_ms))
             p->probe_ref_ms = ms;
     }

@@ -10,10 +10,15 @@
  *      PROF_FIRST_NS has written all it will (vLLM answered its stop only
  *      when its worker had written; SGLang starts at once after num_steps).
  *      While they grow the wait goes on, up to PROF_FILES_MAX_NS.
- *   2. the server's pace: a probe (a short streamed request of the run's
- *      API, PROF_PROBE_TOK tokens, timed whole) until one takes at most
- *      LG_PROF_PACE_FACTOR times the quickest of the probes before the
- *      level. It gives up after the level's pace_wait_s (scenario.h; 120 s
+ *   2. the server's pace: a probe (as many short streamed requests of the
+ *      run's API as the next level's C, at most LG_PROF_BURST_MAX, at once;
+ *      PROF_PROBE_TOK tokens each; the slowest timed whole) until one takes
+ *      at most LG_PROF_PACE_FACTOR times the quickest of the probes before
+ *      the level. A burst, not one request: after vLLM's profiler stopped,
+ *      one request came back at its old pace while the next level's first
+ *      16 waited 4.3 s for their first token (its API server, holding the
+ *      profiler's events, paused once under load); the burst meets that
+ *      pause in the wait instead. It gives up after the level's pace_wait_s (scenario.h; 120 s
  *      by default, 0: no probe at all) plus PROF_PACE_S_PER_MB
  *      for each MB the capture wrote (a bigger trace, a longer flush), at
  *      most PROF_PACE_MAX_S, and says so; the record keeps settled false.
@@ -21,6 +26,7 @@
 #include "lg_internal.h"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,7 +174,7 @@ fail:
     return rc;
 }
 
-double lg_prof_probe(const lg_run *r)
+static double probe_one(const lg_run *r)
 {
     char err[320];
     ll_buf body = {0}, resp = {0};
@@ -187,6 +193,42 @@ double lg_prof_probe(const lg_run *r)
     return ms;
 }
 
+typedef struct probe_job {
+    const lg_run *r;
+    pthread_t thread;
+    double ms;
+} probe_job;
+
+static void *probe_main(void *arg)
+{
+    probe_job *j = arg;
+    j->ms = probe_one(j->r);
+    return NULL;
+}
+
+double lg_prof_probe(const lg_run *r, int n)
+{
+    probe_job jobs[LG_PROF_BURST_MAX];
+    int started = 0;
+    double worst = 0;
+    n = n < 1 ? 1 : n > LG_PROF_BURST_MAX ? LG_PROF_BURST_MAX : n;
+    for (int i = 0; i < n; i++) {
+        jobs[i] = (probe_job){.r = r, .ms = NAN};
+        if (i > 0 && pthread_create(&jobs[i].thread, NULL, probe_main, &jobs[i]) == 0)
+            started |= 1 << i;
+    }
+    jobs[0].ms = probe_one(r); /* the caller's own thread takes one */
+    for (int i = 1; i < n; i++)
+        if (started & (1 << i))
+            pthread_join(jobs[i].thread, NULL);
+    for (int i = 0; i < n; i++) {
+        if (!(i == 0 || (started & (1 << i))) || !isfinite(jobs[i].ms))
+            return NAN; /* a probe failed or was not sent: no pace to read */
+        worst = fmax(worst, jobs[i].ms);
+    }
+    return worst;
+}
+
 int lg_prof_wait_pace(const lg_run *r, int level, double base_s, const lg_prof *p, double *last_ms)
 {
     int64_t bytes = 0;
@@ -199,7 +241,7 @@ int lg_prof_wait_pace(const lg_run *r, int level, double base_s, const lg_prof *
     if (!isfinite(p->probe_ref_ms))
         return 0;
     for (;;) {
-        *last_ms = lg_prof_probe(r);
+        *last_ms = lg_prof_probe(r, p->burst);
         int64_t t = ll_now_ns();
         double s = (double)(t - t0) / 1e9;
         if (*last_ms <= want_ms) {
