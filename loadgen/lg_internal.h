@@ -186,7 +186,8 @@ void lg_run_notify(lg_run *r);
  * trace folder's files and a reference pace (prepare); in it, POST
  * /start_profile (start); after its end is stamped: POST /stop_profile for
  * vLLM's form, the wait for the trace files and the server's pace, and the
- * profile record (finish). */
+ * profile record (finish). run.c prepares a level while it is still this
+ * side's turn: before the first level, or when the level before it ends. */
 #define LG_PROF_MAX_FILES 32
 #define LG_PROF_REPLY_BYTES 1024
 typedef struct lg_prof_file {
@@ -208,7 +209,10 @@ typedef struct lg_prof {
     lg_prof_files before;          /* the trace folder before the level */
     lg_prof_files wrote;           /* what the capture wrote (the answer's path, the folder's new files) */
 } lg_prof;
-void lg_profile_prepare(lg_run *r, const lg_level_ctx *L, lg_prof *p);
+/* Prepare level i's hook into *prof (allocated once; the caller frees it)
+ * when level i is profiled and this is rank 0, setting *prepared = i; else
+ * nothing. 0 or LL_ENOMEM. */
+int lg_profile_prepare_level(lg_run *r, size_t i, lg_prof **prof, int *prepared, char *err, size_t errlen);
 void lg_profile_start(lg_run *r, const lg_level_ctx *L, lg_prof *p);
 void lg_profile_finish(lg_run *r, const lg_level_ctx *L, lg_prof *p);
 /* profile_wait.c: the folder's plain files (two levels deep) into out. */

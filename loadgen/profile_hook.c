@@ -103,7 +103,7 @@ static scn_profile_style resolve_style(const lg_run *r, int level)
     return st;
 }
 
-void lg_profile_prepare(lg_run *r, const lg_level_ctx *L, lg_prof *p)
+static void prepare(lg_run *r, const lg_level_ctx *L, lg_prof *p)
 {
     memset(p, 0, sizeof *p);
     p->style = L->lv->profile.style;
@@ -128,6 +128,25 @@ void lg_profile_prepare(lg_run *r, const lg_level_ctx *L, lg_prof *p)
     if (!isfinite(p->probe_ref_ms))
         ll_warn("level %d: the probe request before the capture failed: the next level will not wait for the "
                 "server's pace", L->index);
+}
+
+/* Rank 0 prepares a profiled level's hook (the idle server probed,
+ * profile_hook.c) while it is still its turn: before the first level, or at
+ * the end of the level before it, so an interleaved A/B's other side never
+ * measures while this side probes, and K ranks agree on a level's start
+ * after it. *prepared: the level it was done for. */
+int lg_profile_prepare_level(lg_run *r, size_t i, lg_prof **prof, int *prepared, char *err, size_t errlen)
+{
+    if (i >= r->scn->n_levels || !r->scn->levels[i].profile.enabled || r->rank != 0 ||
+        atomic_load(&r->stop_issue) || r->stopped_after >= 0)
+        return 0;
+    if (!*prof && !(*prof = malloc(sizeof **prof))) {
+        ll_errf(err, errlen, "out of memory");
+        return LL_ENOMEM;
+    }
+    prepare(r, &(lg_level_ctx){.index = (int)i, .lv = &r->scn->levels[i]}, *prof);
+    *prepared = (int)i;
+    return 0;
 }
 
 void lg_profile_start(lg_run *r, const lg_level_ctx *L, lg_prof *p)

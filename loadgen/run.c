@@ -561,16 +561,9 @@ static int agree_on_level(lg_run *r, int i, char *err, size_t errlen)
 int lg_run_sweep(lg_run *r, char *err, size_t errlen)
 {
     lg_prof *prof = NULL;
-    for (size_t i = 0; i < r->scn->n_levels; i++) {
-        /* Rank 0 prepares a profiled level's hook (probes the idle server)
-         * before the ranks agree on its start. */
-        int profiled = r->scn->levels[i].profile.enabled && r->rank == 0 && !atomic_load(&r->stop_issue);
-        if (profiled && !prof && !(prof = malloc(sizeof *prof))) {
-            ll_errf(err, errlen, "out of memory");
-            return LL_ENOMEM;
-        }
-        if (profiled)
-            lg_profile_prepare(r, &(lg_level_ctx){.index = (int)i, .lv = &r->scn->levels[i]}, prof);
+    int prepared = -1;
+    int rc = lg_profile_prepare_level(r, 0, &prof, &prepared, err, errlen);
+    for (size_t i = 0; i < r->scn->n_levels && rc == 0; i++) {
         if (r->dist && r->dist->before_level) {
             int arc = agree_on_level(r, (int)i, err, errlen);
             if (r->stopped_after >= 0)
@@ -579,19 +572,15 @@ int lg_run_sweep(lg_run *r, char *err, size_t errlen)
                 atomic_store(&r->interrupted, 1); /* another rank was: this run is cut short too */
                 break;
             }
-            if (arc) {
-                free(prof);
-                return arc;
-            }
+            if ((rc = arc))
+                break;
         } else if (atomic_load(&r->stop_issue) || r->stopped_after >= 0) {
             break;
         }
-        int rc = run_level(r, (int)i, profiled ? prof : NULL, err, errlen);
-        if (rc) {
-            free(prof);
-            return rc;
-        }
+        rc = run_level(r, (int)i, prepared == (int)i ? prof : NULL, err, errlen);
+        if (rc == 0)
+            rc = lg_profile_prepare_level(r, i + 1, &prof, &prepared, err, errlen);
     }
     free(prof);
-    return atomic_load(&r->interrupted) ? LL_EINTR : 0;
+    return rc ? rc : atomic_load(&r->interrupted) ? LL_EINTR : 0;
 }
