@@ -16,12 +16,12 @@
  *      at most LG_PROF_PACE_FACTOR times the quickest of the probes before
  *      the level. A burst, not one request: after vLLM's profiler stopped,
  *      one request came back at its old pace while the next level's first
- *      16 waited 4.3 s for their first token (its API server, holding the
- *      profiler's events, paused once under load); the burst meets that
- *      pause in the wait instead. It gives up after the level's pace_wait_s (scenario.h; 120 s
- *      by default, 0: no probe at all) plus PROF_PACE_S_PER_MB
- *      for each MB the capture wrote (a bigger trace, a longer flush), at
- *      most PROF_PACE_MAX_S, and says so; the record keeps settled false.
+ *      16 then waited 4.3 s for their first token (a pause under load that
+ *      one request did not meet; docs/profiling.md). It gives up after the
+ *      level's pace_wait_s (scenario.h; 120 s by default, 0: no probe at
+ *      all) plus PROF_PACE_S_PER_MB for each MB the capture wrote (a bigger
+ *      trace, a longer flush), at most PROF_PACE_MAX_S, and says so; the
+ *      record keeps settled false.
  * Progress goes to stderr every PROF_SAY_NS. */
 #include "lg_internal.h"
 
