@@ -11,11 +11,13 @@
 #include "report.h"
 #include "opts.h"
 
-enum { K_JSON = 256, K_INCLUDE_WARMUP, K_EDGE_TOL, K_N };
+enum { K_JSON = 256, K_INCLUDE_WARMUP, K_INCLUDE_PROFILED, K_EDGE_TOL, K_N };
 
 static const cli_opt fit_table[] = {
     {"json", K_JSON, NULL, "print one JSON object instead of the summary"},
     {"include-warmup", K_INCLUDE_WARMUP, NULL, "take step samples from warmup requests too"},
+    {"include-profiled", K_INCLUDE_PROFILED, NULL, "fit the law on profiled levels too (left out by default: "
+                "the profiler slowed the server)"},
     {"edge-tol", K_EDGE_TOL, "F", "events this fraction of a gap from its ends count as at "
                 "the ends (default 0.05, in [0, 0.5))"},
     {"n", K_N, "client|server", "whose N the law is fitted against: the client's D (default) or the "
@@ -25,7 +27,7 @@ static const cli_opt fit_table[] = {
 
 static const cli_cmd fit_cmd = {
     "fit",
-    "usage: loadlaw fit RUN_DIR [--json] [--include-warmup] [--edge-tol F] [--n client|server]",
+    "usage: loadlaw fit RUN_DIR [--json] [--include-warmup] [--include-profiled] [--edge-tol F] [--n client|server]",
     "Fits step(N) = a + b*N ms on the steady decode samples of RUN_DIR/records.jsonl\n"
     "(the mean step: outlier-trimmed weighted least squares, OLS beside it, 95% CIs),\n"
     "checks for curvature or a knee, and compares each level's steady throughput\n"
@@ -52,6 +54,7 @@ static int on_opt(const cli_opt *o, const char *v, void *ctx)
     switch (o->key) {
     case K_JSON: a->json = 1; break;
     case K_INCLUDE_WARMUP: a->opt.include_warmup = 1; break;
+    case K_INCLUDE_PROFILED: a->opt.include_profiled = 1; break;
     case K_N:
         if (strcmp(v, "client") && strcmp(v, "server"))
             return cli_usage_error(&fit_cmd, "--n: expected client or server, got '%s'", v);

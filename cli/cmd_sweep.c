@@ -158,7 +158,7 @@ int cmd_sweep(int argc, char **argv)
                      .api_key = key && key[0] ? key : NULL, .quiet = o.quiet, .no_report = o.no_report,
                      .mpi = mpi, .metrics_urls = o.metrics_urls, .n_metrics_urls = o.n_metrics_urls,
                      .metrics_interval_s = o.metrics_interval_s, .no_metrics = o.no_metrics,
-                     .gpu = o.gpu,
+                     .gpu = o.gpu, .profile_dir = o.profile_dir,
                      .api_key_b = o.n_api_keys == 2 && o.api_keys[1][0] ? o.api_keys[1] : NULL,
                      .api_key_given = o.api_key != NULL};
     ret = sweep_run(&job);

@@ -188,6 +188,12 @@ static int check_together(const sweep_opts *o, const scn_scenario *s)
     if ((speed || window) && !s->trace_path)
         return cli_usage_error(&sweep_cmd, "%s: needs --trace (or a scenario's load.trace)",
                                speed ? "--trace-speed" : "--trace-window");
+    const char *prof = sweep_keyed_flag(o, "profile");
+    size_t n_prof = 0;
+    for (size_t i = 0; i < s->n_levels; i++)
+        n_prof += s->levels[i].profile.enabled != 0;
+    if (prof && n_prof == 0)
+        return cli_usage_error(&sweep_cmd, "--profile %s: no level has that concurrency (-c names the levels)", prof);
     if (s->trace_path && level_flag)
         return cli_usage_error(&sweep_cmd, "%s with a trace: the trace's rows are the level (use --trace-window "
                                "and --trace-speed)", level_flag);

@@ -19,7 +19,7 @@
 
 enum {
     K_URL = 256, K_ENGINE, K_MODEL, K_API_KEY, K_RATE, K_DURATION, K_PROMPTS, K_NO_REPORT, K_PROMPT_TOKENS,
-    K_PROMPT_WORDS, K_TOKENIZER, K_HEADER, K_METRICS_URL, K_METRICS_INTERVAL, K_NO_METRICS, K_GPU,
+    K_PROMPT_WORDS, K_TOKENIZER, K_HEADER, K_METRICS_URL, K_METRICS_INTERVAL, K_NO_METRICS, K_GPU, K_PROFILE_DIR,
     K_KEY = 512, /* K_KEY + i: row i of the built table, a scenario key's flag */
 };
 
@@ -92,6 +92,11 @@ static const cli_opt layout[] = {
     {"gpu", K_GPU, "auto|on|off", "sample the local GPUs through NVML every --metrics-interval (default "
                 "auto: when NVML loads, quiet when it does not unless the bundled engine runs on cuda; on: "
                 "also say why it cannot)"},
+    {NULL, 0, NULL, "profiling (docs/profiling.md):"},
+    KEY("profile", 0),
+    {"profile-dir", K_PROFILE_DIR, "DIR", "where the server writes its traces, seen from here (vLLM's "
+                "torch_profiler_dir; the bundled engine's trace folder): the next level waits until they stop "
+                "growing, and the profile record names them"},
     {NULL, 0, NULL, "output:"},
     KEY("output", 'o'),
     {"no-report", K_NO_REPORT, NULL, "skip the law and report at the end (summary.json is still written)"},
@@ -309,6 +314,7 @@ static int on_opt(const cli_opt *opt, const char *v, void *ctx)
     case K_GPU: return on_metrics(o, opt->key, v);
     case K_ENGINE: o->engine = v; break;
     case K_PROMPTS: o->prompts = v; break;
+    case K_PROFILE_DIR: o->profile_dir = v; break;
     case 'c': o->conc = v; break;
     case K_RATE: o->rate = v; break;
     case K_DURATION: o->duration = v; break;

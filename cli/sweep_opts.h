@@ -34,6 +34,7 @@ typedef struct sweep_opts {
     const char *conc, *rate;
     const char *requests, *duration;     /* one value for every level, or one per level */
     const char *prompt_tokens, *prompt_words, *tokenizer;
+    const char *profile_dir;             /* --profile-dir */
     const char *headers[SWEEP_MAX_HEADERS];
     size_t n_headers;
     sweep_keyed keyed[SWEEP_MAX_KEYED];  /* in argv order; the last of one key wins */

@@ -574,6 +574,29 @@ fail:
     return rc;
 }
 
+/* The profile record's wait (records.h ll_rec_profile.has_wait): the
+ * trace files the capture wrote and how the server came back to its pace. */
+static int add_profile_wait(cJSON *o, const ll_rec_profile *pr)
+{
+    int rc;
+    cJSON *files = cJSON_AddArrayToObject(o, "files");
+    LL_TRY(files ? 0 : LL_ENOMEM);
+    for (size_t i = 0; i < pr->n_files; i++) {
+        cJSON *f = cJSON_CreateObject();
+        LL_TRY(f && cJSON_AddItemToArray(files, f) ? 0 : (cJSON_Delete(f), LL_ENOMEM));
+        LL_TRY(add_str_or_null(f, "path", pr->files[i]));
+        LL_TRY(add_num(f, "bytes", (double)pr->file_bytes[i]));
+    }
+    LL_TRY(ll_json_add_num(o, "stop_s", pr->stop_s));
+    LL_TRY(ll_json_add_num(o, "wait_s", pr->wait_s));
+    LL_TRY(add_num(o, "done_ns", (double)pr->done_ns));
+    LL_TRY(ll_json_add_num(o, "probe_ref_ms", pr->probe_ref_ms));
+    LL_TRY(ll_json_add_num(o, "probe_ms", pr->probe_ms));
+    LL_TRY(cJSON_AddBoolToObject(o, "settled", pr->settled) ? 0 : LL_ENOMEM);
+fail:
+    return rc;
+}
+
 int ll_rec_put_profile(ll_rec_writer *w, const ll_rec_profile *pr)
 {
     cJSON *o = cJSON_CreateObject();
@@ -594,6 +617,8 @@ int ll_rec_put_profile(ll_rec_writer *w, const ll_rec_profile *pr)
         goto fail;
     }
     ll_utf8_scrub(d->valuestring);
+    if (pr->has_wait)
+        LL_TRY(add_profile_wait(o, pr));
     return ll_rec_put_json(w, o);
 fail:
     cJSON_Delete(o);

@@ -133,6 +133,8 @@ static int format_level_end(ll_buf *b, const ll_rec_level_end *le)
                                  c->read_lag_p50_ms, c->read_lag_p99_ms, c->read_lag_max_ms));
         LL_TRY(ll_buf_append(b, "}", 1));
     }
+    if (le->profiled) /* only then: an unprofiled level's line stays as it was */
+        LL_TRY(ll_buf_printf(b, ",\"profiled\":true"));
     LL_TRY(ll_buf_append(b, "}", 1));
 fail:
     return rc;

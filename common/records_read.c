@@ -270,6 +270,7 @@ static int rd_level_end(reader *r, const cJSON *o)
             le.client.read_lag_max_ms = rd_seconds(r, lag, "max");
         }
     }
+    le.profiled = rd_bool(o, "profiled");
     if (!rd_keep(r) || !r->h->on_level_end)
         return 0;
     return r->h->on_level_end(&le, r->ctx);
@@ -419,6 +420,13 @@ static int rd_profile(reader *r, const cJSON *o)
     p.http_status = (int)rd_int(r, o, "http_status", 0, 0, 999, 0);
     p.ok = rd_bool(o, "ok");
     p.detail = ll_json_str(o, "detail", NULL);
+    p.stop_s = p.wait_s = p.probe_ref_ms = p.probe_ms = NAN;
+    if (cJSON_GetObjectItemCaseSensitive(o, "done_ns")) { /* the wait: newer files only */
+        p.has_wait = 1;
+        p.done_ns = rd_time(r, o, "done_ns", 0);
+        p.wait_s = rd_seconds(r, o, "wait_s");
+        p.settled = rd_bool(o, "settled");
+    }
     if (!rd_keep(r) || !r->h->on_profile)
         return 0;
     return r->h->on_profile(&p, r->ctx);

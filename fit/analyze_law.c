@@ -197,6 +197,10 @@ int fit_laws(const fit_run *run, fit_result *res, const fit_options *opt, char *
     for (size_t l = 0; l < res->n_levels; l++) {
         size_t ns;
         const fit_level *L = &res->levels[l];
+        if (L->profiled && !opt->include_profiled) {
+            res->levels[l].profiled_out = 1; /* the profiler's steps are not the server's (fit_options) */
+            continue;
+        }
         /* analyze_law.c "The law": a closed-loop level gives its steady windows
          * (N = C); an open-loop level every steady step. */
         LL_TRY(fit_level_steps(res, l, L->closed_loop && L->concurrency > 0 ? L->concurrency : 0, &st, &ns));
@@ -286,8 +290,8 @@ static void model_level(fit_result *res, fit_level *L)
     double step = fit_model_predict(&res->model, &res->law, L->concurrency, L->k_mean);
     L->model_pred_tok_per_s = step > 0 ? 1000.0 * L->concurrency / step : NAN;
     L->model_error_rel = L->steady_tok_per_s / L->model_pred_tok_per_s - 1.0;
-    if (!isfinite(L->model_error_rel))
-        return;
+    if (!isfinite(L->model_error_rel) || L->profiled_out)
+        return; /* a level the law left out is not one the model must fit */
     if (res->model_worst_level < 0 ||
         fabs(L->model_error_rel) > fabs(res->levels[res->model_worst_level].model_error_rel))
         res->model_worst_level = (int)(L - res->levels);

@@ -195,6 +195,7 @@ static int on_level_end(const ll_rec_level_end *le, void *vctx)
         L->end_ns = le->end_ns;
     L->has_end = 1;
     L->interrupted |= le->interrupted;
+    L->profiled |= le->profiled;
     L->n_ok_reported = le->ok;
     L->n_failed_reported = le->failed;
     if (le->client.present)

@@ -375,6 +375,7 @@ static void level_init(fit_level *L, const fit_level_info *info)
     L->concurrency = info->concurrency;
     L->closed_loop = info->closed_loop;
     L->interrupted = info->interrupted;
+    L->profiled = info->profiled;
     L->start_ns = info->start_ns;
     L->end_ns = info->end_ns;
     L->duration_s = (double)(info->end_ns - info->start_ns) / 1e9;

@@ -142,6 +142,7 @@ struct lg_worker {
 
 struct lg_run {
     char *url_full, *url_base, *model, *api_key;
+    char *profile_dir;             /* lg_config's (NULL: not known) */
     const scn_scenario *scn;
     const struct lg_api *api;      /* the scenario's server API (api.h) */
     const scn_prompts *prompts;
@@ -180,11 +181,53 @@ struct lg_run {
 /* run.c: wake the driver (a watched event happened, or the last worker left). */
 void lg_run_notify(lg_run *r);
 
-/* profile_hook.c (driver thread): POST /start_profile now and queue its
- * record (level L); POST /stop_profile (vLLM's form, at the level's end),
- * a failure said on stderr. */
-void lg_profile_start(lg_run *r, const lg_level_ctx *L);
-void lg_profile_stop(lg_run *r, int level);
+/* The profile hook of one level (driver thread, rank 0; profile_hook.c and
+ * profile_wait.c). Before the level: the style told from the server, the
+ * trace folder's files and a reference pace (prepare); in it, POST
+ * /start_profile (start); after its end is stamped: POST /stop_profile for
+ * vLLM's form, the wait for the trace files and the server's pace, and the
+ * profile record (finish). run.c prepares a level while it is still this
+ * side's turn: before the first level, or when the level before it ends. */
+#define LG_PROF_MAX_FILES 32
+#define LG_PROF_REPLY_BYTES 1024
+typedef struct lg_prof_file {
+    char path[512];
+    int64_t bytes, mtime_ns;
+} lg_prof_file;
+typedef struct lg_prof_files {
+    size_t n;
+    lg_prof_file f[LG_PROF_MAX_FILES];
+} lg_prof_files;
+typedef struct lg_prof {
+    scn_profile_style style;       /* SGLANG or VLLM once prepared */
+    int started;                   /* POST /start_profile was sent */
+    int64_t t_ns;                  /* when (run clock) */
+    int http_status, ok;
+    char detail[LG_PROF_REPLY_BYTES + 1]; /* the answer's first 1 KiB, or curl's error */
+    int burst;                     /* requests per probe: the next level's C (1..LG_PROF_BURST_MAX) */
+    double probe_ref_ms;           /* the quickest probe before the level (NAN: none) */
+    lg_prof_files before;          /* the trace folder before the level */
+    lg_prof_files wrote;           /* what the capture wrote (the answer's path, the folder's new files) */
+} lg_prof;
+/* Prepare level i's hook into *prof (allocated once; the caller frees it)
+ * when level i is profiled and this is rank 0, setting *prepared = i; else
+ * nothing. 0 or LL_ENOMEM. */
+int lg_profile_prepare_level(lg_run *r, size_t i, lg_prof **prof, int *prepared, char *err, size_t errlen);
+void lg_profile_start(lg_run *r, const lg_level_ctx *L, lg_prof *p);
+void lg_profile_finish(lg_run *r, const lg_level_ctx *L, lg_prof *p);
+/* profile_wait.c: the folder's plain files (two levels deep) into out. */
+void lg_prof_scan(const char *dir, lg_prof_files *out);
+/* Wait until the files new or changed since p->before stop growing, into
+ * p->wrote (the answer's path kept), saying so every few seconds. */
+void lg_prof_wait_files(const lg_run *r, int level, lg_prof *p);
+/* One probe: n (at most LG_PROF_BURST_MAX) short streamed requests of the
+ * scenario's API at once; the slowest one's ms (NAN when one failed). */
+#define LG_PROF_BURST_MAX 16
+double lg_prof_probe(const lg_run *r, int n);
+/* Probe until a probe is back within LG_PROF_PACE_FACTOR of the reference
+ * or the deadline (base_s, plus a part scaled by the bytes written) passes;
+ * 1 when it came back. *last_ms: the last probe. */
+int lg_prof_wait_pace(const lg_run *r, int level, double base_s, const lg_prof *p, double *last_ms);
 
 /* xfer.c: a transfer's life */
 /* sess: the conversation it is a turn of (load.sessions), else NULL. */

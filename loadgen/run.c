@@ -188,6 +188,7 @@ int lg_run_create(const lg_config *cfg, lg_run **out, char *err, size_t errlen)
     LL_TRY(set_urls(r, cfg));
     LL_TRY((r->model = strdup(cfg->model)) ? 0 : LL_ENOMEM);
     LL_TRY(!cfg->api_key || (r->api_key = dup_or_null(cfg->api_key)) ? 0 : LL_ENOMEM);
+    LL_TRY(!cfg->profile_dir || (r->profile_dir = dup_or_null(cfg->profile_dir)) ? 0 : LL_ENOMEM);
     LL_TRY(init_workers(r, cfg, err, errlen));
     if ((rc = put_run_line(r, cfg))) {
         ll_errf(err, errlen, "queueing the run record: %s", ll_strerror(rc));
@@ -213,6 +214,7 @@ int lg_run_free(lg_run *r)
     if (r->api_key)
         memset(r->api_key, 0, strlen(r->api_key));
     free(r->api_key);
+    free(r->profile_dir);
     free(r->url_full);
     free(r->url_base);
     free(r->model);
@@ -359,24 +361,22 @@ static void wait_event(lg_run *r, uint64_t *seen, int64_t tick_ns)
     pthread_mutex_unlock(&r->mu);
 }
 
-/* The driver's watch over a running level: the profile hook and the progress
- * line, until the last worker has left. r->watch was set before the workers
- * started, so no start of decoding goes unsignalled. Returns whether the
- * capture needs a POST /stop_profile (vLLM's form), which the caller sends
- * once the level's end is stamped. */
-static int watch_level(lg_run *r, const lg_level_ctx *L)
+/* The driver's watch over a running level: the profile hook (prof: NULL
+ * for none) and the progress line, until the last worker has left.
+ * r->watch was set before the workers started, so no start of decoding goes
+ * unsignalled. The caller finishes the capture once the level's end is
+ * stamped. */
+static void watch_level(lg_run *r, const lg_level_ctx *L, lg_prof *prof)
 {
-    int armed = L->lv->profile.enabled && r->rank == 0;
+    int armed = prof != NULL;
     int ticking = r->progress || (r->dist && r->dist->tick);
     int64_t next_tick = 0;
-    int stop_due = 0; /* vLLM's form: /stop_profile when the level ends */
     uint64_t seen = 0;
     while (atomic_load(&r->workers_left) > 0) {
         if (armed && profile_due(r, L)) {
             armed = 0;
             atomic_store(&r->watch, 0);
-            lg_profile_start(r, L);
-            stop_due = L->lv->profile.style != SCN_PROFILE_SGLANG;
+            lg_profile_start(r, L, prof);
         }
         int64_t now = ll_now_ns();
         if (ticking && now >= next_tick) {
@@ -390,7 +390,6 @@ static int watch_level(lg_run *r, const lg_level_ctx *L)
         wait_event(r, &seen, ticking ? next_tick : 0);
     }
     atomic_store(&r->watch, 0);
-    return stop_due;
 }
 
 static void reset_level_counters(lg_run *r)
@@ -434,10 +433,11 @@ static int join_workers(lg_run *r, int started, int rc, char *err, size_t errlen
 /* rc/err: the level's outcome so far; a failed after_level hook (a rank
  * that did not report) becomes it when nothing failed before. The level_end
  * is queued either way: what was measured stays readable. */
-static int put_level_end(lg_run *r, const lg_level_ctx *L, int64_t end_ns, int *rc, char *err, size_t errlen)
+static int put_level_end(lg_run *r, const lg_level_ctx *L, int64_t end_ns, int profiled, int *rc, char *err,
+                         size_t errlen)
 {
     ll_rec_level_end le = {.level = L->index, .end_ns = end_ns - r->epoch_ns,
-                           .interrupted = atomic_load(&r->interrupted)};
+                           .interrupted = atomic_load(&r->interrupted), .profiled = profiled};
     /* The client's own cost (records.h ll_rec_client): fit tells from it
      * when a saturated worker thread, not the server, set the pace. */
     le.client.present = 1;
@@ -507,7 +507,9 @@ static void take_share(const lg_run *r, lg_level_ctx *L)
     }
 }
 
-static int run_level(lg_run *r, int index, char *err, size_t errlen)
+/* prof: the level's profile hook, prepared (rank 0 of a profiled level),
+ * else NULL. */
+static int run_level(lg_run *r, int index, lg_prof *prof, char *err, size_t errlen)
 {
     lg_level_ctx L = {0};
     int rc, started = 0;
@@ -526,22 +528,22 @@ static int run_level(lg_run *r, int index, char *err, size_t errlen)
         return rc;
     }
     /* the profile hook is one POST for the whole run: rank 0's */
-    atomic_store(&r->watch, L.lv->profile.enabled && r->rank == 0);
+    atomic_store(&r->watch, prof != NULL);
     rc = start_workers(r, &started, err, errlen);
-    int stop_due = watch_level(r, &L);
+    watch_level(r, &L, prof);
     rc = join_workers(r, started, rc, err, errlen);
     if (r->progress)
         fputs("\r\033[K", stderr);
-    int prc = put_level_end(r, &L, ll_now_ns(), &rc, err, errlen);
+    int prc = put_level_end(r, &L, ll_now_ns(), prof && prof->started && prof->ok, &rc, err, errlen);
     if (prc && rc == 0) {
         ll_errf(err, errlen, "queueing the level_end record: %s", ll_strerror(prc));
         rc = prc;
     }
     /* After the level's end is stamped, so the wait is none of its figures;
      * before the next level starts, so none of its requests meets a server
-     * still writing its trace (profile_hook.c). */
-    if (stop_due)
-        lg_profile_stop(r, L.index);
+     * still writing its trace or slowed by its profiler (profile_wait.c). */
+    if (prof)
+        lg_profile_finish(r, &L, prof);
     return rc;
 }
 
@@ -558,7 +560,10 @@ static int agree_on_level(lg_run *r, int i, char *err, size_t errlen)
 
 int lg_run_sweep(lg_run *r, char *err, size_t errlen)
 {
-    for (size_t i = 0; i < r->scn->n_levels; i++) {
+    lg_prof *prof = NULL;
+    int prepared = -1;
+    int rc = lg_profile_prepare_level(r, 0, &prof, &prepared, err, errlen);
+    for (size_t i = 0; i < r->scn->n_levels && rc == 0; i++) {
         if (r->dist && r->dist->before_level) {
             int arc = agree_on_level(r, (int)i, err, errlen);
             if (r->stopped_after >= 0)
@@ -567,14 +572,15 @@ int lg_run_sweep(lg_run *r, char *err, size_t errlen)
                 atomic_store(&r->interrupted, 1); /* another rank was: this run is cut short too */
                 break;
             }
-            if (arc)
-                return arc;
+            if ((rc = arc))
+                break;
         } else if (atomic_load(&r->stop_issue) || r->stopped_after >= 0) {
             break;
         }
-        int rc = run_level(r, (int)i, err, errlen);
-        if (rc)
-            return rc;
+        rc = run_level(r, (int)i, prepared == (int)i ? prof : NULL, err, errlen);
+        if (rc == 0)
+            rc = lg_profile_prepare_level(r, i + 1, &prof, &prepared, err, errlen);
     }
-    return atomic_load(&r->interrupted) ? LL_EINTR : 0;
+    free(prof);
+    return rc ? rc : atomic_load(&r->interrupted) ? LL_EINTR : 0;
 }

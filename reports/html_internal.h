@@ -91,6 +91,9 @@ cJSON *rpt_pareto_json(const fit_run *run, const fit_result *res, const fit_slo 
  * failed_by_class), and that finished ok (n_sent minus those). */
 size_t rpt_level_failed(const fit_level *L);
 size_t rpt_level_ok(const fit_level *L);
+/* Beside a profiled level: "  (profiled: not fitted)" when the law left it
+ * out, "  (profiled)" when it made the law; "" for the others. */
+const char *rpt_profiled_tag(const fit_level *L);
 /* The per-turn table of multi-turn sessions (fit_print.c), under `loadlaw
  * fit`'s and the sweep's tables; nothing without sessions. */
 void rpt_print_turns(FILE *f, const fit_result *r);

@@ -44,8 +44,12 @@ static int put_duration(cJSON *o, const fit_level *L)
     return ll_json_add_num(o, "duration_s", L->duration_s);
 }
 
+/* "interrupted", and "profiled" (fit_level) only where it was: the other
+ * levels' objects stay as they were. */
 static int put_interrupted(cJSON *o, const fit_level *L)
 {
+    if (L->profiled && (rpt_json_bool(o, "profiled", 1) || rpt_json_bool(o, "profiled_out_of_law", L->profiled_out)))
+        return LL_ENOMEM;
     return rpt_json_bool(o, "interrupted", L->interrupted);
 }
 

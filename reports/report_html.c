@@ -144,10 +144,11 @@ static int level_row(ll_buf *b, const fit_level *L)
     int rc = failed_cell(&fail, L);
     if (rc == 0)
         rc = ll_buf_printf(b,
-                           "<tr><td>%d%s</td><td>%zu</td><td class=l>%s</td><td>%s</td><td>%s</td><td>%s</td>"
+                           "<tr><td>%d%s%s</td><td>%zu</td><td class=l>%s</td><td>%s</td><td>%s</td><td>%s</td>"
                            "<td>%s</td><td>%s</td><td>%s%%</td><td>%s</td><td>%s / %s</td><td>%s / %s</td>"
                            "<td>%s / %s</td></tr>\n",
-                           L->concurrency, L->interrupted ? " (interrupted)" : "", rpt_level_ok(L), fail.p,
+                           L->concurrency, L->interrupted ? " (interrupted)" : "", rpt_profiled_tag(L),
+                           rpt_level_ok(L), fail.p,
                            html_num(x[0], 48, L->ramp_s, 2), html_num(x[1], 48, L->ramp_tokens, 0),
                            html_num(x[2], 48, L->steady_s, 2), html_num(x[3], 48, L->steady_tok_per_s, 1),
                            html_num(x[4], 48, L->predicted_tok_per_s, 1), html_num(x[5], 48, 100 * L->error_rel, 1),

@@ -24,6 +24,11 @@ size_t rpt_level_ok(const fit_level *L)
     return L->n_sent > f ? L->n_sent - f : 0;
 }
 
+const char *rpt_profiled_tag(const fit_level *L)
+{
+    return !L->profiled ? "" : L->profiled_out ? "  (profiled: not fitted)" : "  (profiled)";
+}
+
 /* ---- summary.json ------------------------------------------------------------ */
 
 static const fit_level_info *level_info(const fit_run *run, int level)
@@ -136,7 +141,7 @@ static void print_counts(FILE *f, const fit_result *res)
             fprintf(f, " %7.3f", L->ramp_s);
         else
             fprintf(f, " %7s", "-");
-        fprintf(f, "%s\n", L->interrupted ? "  (interrupted)" : "");
+        fprintf(f, "%s%s\n", L->interrupted ? "  (interrupted)" : "", rpt_profiled_tag(L));
         if (rpt_level_failed(L)) {
             fprintf(f, "      failed:");
             for (int c = LL_ERRC_OK + 1; c < LL_ERRC__COUNT; c++)

@@ -32,7 +32,7 @@ static const char *const k_defaults[] = {"bundled", "remote", "file", NULL};
 static const char *const k_source[] = {"synthetic", "sharegpt", "jsonl", NULL};
 static const char *const k_dist_kind[] = {"fixed", "uniform", "normal", NULL};
 static const char *const k_when[] = {"steady", NULL};
-static const char *const k_style[] = {"sglang", "vllm", NULL};
+static const char *const k_style[] = {"sglang", "vllm", "auto", NULL};
 static const char *const k_pick[] = {"round-robin", "seeded", NULL};
 static const char *const k_session_source[] = {"synthetic", "sharegpt", NULL};
 static const char *const k_order[] = {"interleaved", "sequential", NULL};
@@ -43,9 +43,14 @@ static const scn_key k_profile[] = {
     {ENUM("when", 0, k_when), .flags = SCN_KF_CONST, .help = "when the capture starts: once every request in "
      "flight has its first token"},
     {INT("num_steps", offsetof(scn_profile, num_steps), 1, 100000), .def = "12",
-     .help = "steps to capture (SGLang's body {\"num_steps\":N}; vLLM: none, and POST /stop_profile when the "
-     "level ends)"},
-    {ENUM("style", offsetof(scn_profile, style), k_style), .help = "the server's profiler API"},
+     .help = "steps to capture (SGLang's body {\"num_steps\":N}; vLLM's {\"max_iterations\":N}, then POST "
+     "/stop_profile when the level ends)"},
+    {NUM("pace_wait_s", offsetof(scn_profile, pace_wait_s), 0, 86400), .def = "120",
+     .help = "after the capture, how long a probe request may take to come back to the pace it had before it "
+     "(plus 2 s per MB of trace written) before the next level starts all the same (0: no probe)"},
+    {ENUM("style", offsetof(scn_profile, style), k_style), .def = "auto",
+     .help = "the server's profiler API (auto: vLLM's or SGLang's as the server's /metrics names it; the "
+     "bundled engine's is SGLang's; vLLM's for any other)"},
 };
 static const scn_shape sh_profile = SCN_SHAPE(k_profile, NULL);
 
@@ -61,9 +66,13 @@ static const scn_key k_level_fields[] = {
      .help = "open loop: requests per second, concurrency capping those in flight (0: closed loop)"},
     {ENUM("arrival", L(arrival), scn_arrival_names), .offered = 2, .flag = "arrival", .arg = "poisson|constant",
      .flag_help = "open loop: how arrivals are spaced", .help = "open loop: how arrivals are spaced"},
-    {OBJ("profile", L(profile), sh_profile), .flags = SCN_KF_NULL | SCN_KF_ON,
-     .on = L(profile) + offsetof(scn_profile, enabled),
-     .help = "ask the server for a profiler trace once decode is steady (null: none)"},
+    {OBJ("profile", L(profile), sh_profile), .flags = SCN_KF_NULL | SCN_KF_ON | SCN_KF_SET_ON,
+     .on = L(profile) + offsetof(scn_profile, enabled), .set = scn_profile_set, .flag = "profile",
+     .arg = "C[:STEPS]", .form = "C[:STEPS]: a level's concurrency, and steps in [1, 100000]",
+     .flag_help = "profile the level of concurrency C: STEPS steps (default 12) once decode is steady, "
+     "then wait for the server's pace before the next level; the level is left out of the law",
+     .help = "ask the server for a profiler trace once decode is steady (null: none); the level is marked "
+     "profiled and left out of the law"},
 };
 static const scn_shape sh_level_fields = SCN_SHAPE(k_level_fields, NULL);
 

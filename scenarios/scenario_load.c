@@ -5,6 +5,7 @@
  * path, the length distributions' short form, the requests a level writes. */
 #include "scenario.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -220,6 +221,33 @@ int scn_headers_write(cJSON *o, const scn_key *k, const void *base)
 int scn_dist_set(const scn_key *k, void *base, const char *text)
 {
     return scn_parse_length(text, (scn_dist *)((char *)base + k->off)) ? LL_EINVAL : 0;
+}
+
+/* --profile C[:STEPS], set on each level in turn: the levels of concurrency
+ * C get the capture (STEPS, or the key's default steps), the rest keep what
+ * the scenario said. */
+int scn_profile_set(const scn_key *k, void *base, const char *text)
+{
+    scn_level *l = base;
+    char *end = NULL;
+    (void)k;
+    errno = 0;
+    long c = strtol(text, &end, 10), steps = l->profile.num_steps;
+    if (end == text || errno || c < 0 || c > 1000000)
+        return LL_EINVAL;
+    if (*end == ':') {
+        const char *t = end + 1;
+        steps = strtol(t, &end, 10);
+        if (end == t || errno || steps < 1 || steps > 100000)
+            return LL_EINVAL;
+    }
+    if (*end)
+        return LL_EINVAL;
+    if (l->concurrency == (int)c) {
+        l->profile.enabled = 1;
+        l->profile.num_steps = (int)steps;
+    }
+    return 0;
 }
 
 int scn_prompts_done(scn_rd *c, const char *path, void *base)

@@ -328,7 +328,7 @@ int scn_key_set_at(const scn_key *k, void *base, const char *t)
     } else if ((k->type == SCN_K_INT || k->type == SCN_K_U64 || k->type == SCN_K_NUM ||
                 k->type == SCN_K_SECONDS) && text_number(k, t, &x) == 0 && number_ok(k, x))
         rc = (store_number(k, base, x), 0);
-    if (rc == 0 && (k->flags & SCN_KF_ON))
+    if (rc == 0 && (k->flags & SCN_KF_ON) && !(k->flags & SCN_KF_SET_ON))
         *(int *)at(base, k->on) = 1;
     return rc;
 }

@@ -52,7 +52,9 @@ enum {
     SCN_KF_CONST = 1 << 6,    /* ENUM: checked, stored nowhere, written as names[0] */
     SCN_KF_URL = 1 << 7,      /* STR: written redacted (ll_redact_url) */
     SCN_KF_SPEC = 1 << 8,     /* STR: written redacted (ll_redact_spec) */
-    SCN_KF_PER_LEVEL = 1 << 9 /* INLINE, OBJ list: the struct is a scn_level; a flag sets every level */
+    SCN_KF_PER_LEVEL = 1 << 9, /* INLINE, OBJ list: the struct is a scn_level; a flag sets every level */
+    SCN_KF_SET_ON = 1 << 10    /* with SCN_KF_ON: the set hook turns the object on itself (a flag that
+                                * picks some levels of every level it is offered) */
 };
 
 /* Where messages point: the file (or "(scenario)") and the caller's buffer. */
@@ -161,6 +163,9 @@ int scn_headers_read(scn_rd *c, const scn_key *k, const cJSON *parent, const cJS
                      void *base);
 int scn_headers_write(cJSON *o, const scn_key *k, const void *base);
 int scn_dist_set(const scn_key *k, void *base, const char *text);
+/* --profile C[:STEPS]: the capture on the levels of concurrency C (base: a
+ * level; the others are left as they are). */
+int scn_profile_set(const scn_key *k, void *base, const char *text);
 int scn_prompts_done(scn_rd *c, const char *path, void *base);
 /* workload.c: load.trace, load.shared_prefix */
 int scn_trace_read(scn_rd *c, const scn_key *k, const cJSON *parent, const cJSON *v, const char *path,

@@ -221,6 +221,7 @@ static int create_run(const sweep_job *j, const char *url, const char *model, ho
         return SWEEP_FAIL;
     }
     lg_config lc = {.scn = j->scn, .prompts = j->prompts, .url = url, .model = model, .api_key = j->api_key,
+                    .profile_dir = j->profile_dir,
                     .records = w, .engine_spec = bundled ? host->spec : NULL,
                     .engine_backend = bundled ? host->backend : NULL, .engine_law = bundled ? &host->law : NULL,
                     /* under mpirun stderr is its pipe, never a terminal: rank 0

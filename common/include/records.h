@@ -173,6 +173,9 @@ typedef struct ll_rec_level_end {
     int interrupted;
     int ok, failed;           /* measured (non-warmup) requests that finished */
     ll_rec_client client;     /* "client"; absent in older files (present = 0) */
+    int profiled;             /* "profiled": a profiler capture ran during the level, so its
+                               * figures are the profiler's too (fit leaves it out of the law);
+                               * written only when 1, absent (0) in older files */
 } ll_rec_level_end;
 
 typedef struct ll_rec_chunk {
@@ -333,6 +336,18 @@ typedef struct ll_rec_profile {
     int http_status;          /* 0 = no answer */
     int ok;
     const char *detail;       /* server's answer (first 1 KiB) or curl's error */
+    /* What followed the capture (written when has_wait; absent in older
+     * files): the wait after the level before the next one could start. */
+    int has_wait;
+    double stop_s;            /* POST /stop_profile's answer took (NAN: none sent) */
+    double wait_s;            /* the level's end to the wait's end */
+    int64_t done_ns;          /* run clock: the wait's end (the next level starts after it) */
+    double probe_ref_ms, probe_ms; /* a probe's ms per token before the capture, and the last
+                               * after it (NAN: none) */
+    int settled;              /* 1: the probe came back to the pre-capture pace; 0: gave up */
+    size_t n_files;           /* the trace files the capture wrote, as seen from here */
+    const char *const *files; /* their paths (n_files) */
+    const int64_t *file_bytes; /* and sizes */
 } ll_rec_profile;
 
 /* A K-rank run (MPI): rank 0's estimate of one rank's clock before a level,

@@ -57,6 +57,7 @@ typedef struct fit_level_info {
     int n_ok_reported, n_failed_reported; /* level_end's (-1 without) */
     ll_rec_client client;     /* level_end "client" (present = 0 in older files) */
     int repeat, pair, seq;    /* A/B runs (docs/records.md "level"); -1 when absent */
+    int profiled;             /* level_end "profiled": a profiler capture ran in it */
 } fit_level_info;
 size_t fit_run_n_levels(const fit_run *r);
 const fit_level_info *fit_run_level(const fit_run *r, size_t i); /* sorted by start */
@@ -80,6 +81,8 @@ typedef struct fit_options {
     double model_min_effect;  /* and its departure from the line; default 0.03 */
     int include_warmup;       /* samples from warmup requests too; default 0 */
     int n_server;             /* 1: the law's N is the server's; default 0: D */
+    int include_profiled;     /* 1: profiled levels make the law too; default 0 (the
+                               * profiler slowed the server in them) */
 } fit_options;
 void fit_options_default(fit_options *o);
 
@@ -117,6 +120,8 @@ const char *fit_diag_rule(void); /* the rule (fit/gpu.c) in one line */
 /* One level's figures; NAN where not known. */
 typedef struct fit_level {
     int level, concurrency, closed_loop, interrupted;
+    int profiled;                 /* a profiler capture ran in it (fit_level_info) */
+    int profiled_out;             /* so it made no law point (fit_options.include_profiled 0) */
     int64_t start_ns, end_ns;
     double duration_s;
     size_t n_requests, n_ok, n_failed, n_warmup, n_excluded_requests; /* failed + warmup */

@@ -82,6 +82,9 @@ typedef struct lg_config {
     const char *url;             /* base URL, required */
     const char *model;           /* sent as "model"; required */
     const char *api_key;         /* Bearer token or NULL; never logged or recorded */
+    const char *profile_dir;     /* where the server writes its profiler traces, as seen from
+                                  * this host (NULL: not known): the profile hook waits for the
+                                  * files there to stop growing and names them in its record */
     ll_rec_writer *records;      /* required; opened and closed by the caller (it
                                   * outlives lg_run_free) */
     const char *engine_spec;     /* run record "engine" (NULL for a remote server) */

@@ -64,7 +64,11 @@ typedef enum scn_source {
     SCN_SOURCE_JSONL = 2,     /* one {"prompt":...} or {"text":...} object per line */
 } scn_source;
 typedef enum scn_dist_kind { SCN_DIST_FIXED = 0, SCN_DIST_UNIFORM = 1, SCN_DIST_NORMAL = 2 } scn_dist_kind;
-typedef enum scn_profile_style { SCN_PROFILE_SGLANG = 0, SCN_PROFILE_VLLM = 1 } scn_profile_style;
+/* The server's profiler API; AUTO: told from the server's /metrics when the
+ * level starts (loadgen/profile_hook.c). */
+typedef enum scn_profile_style {
+    SCN_PROFILE_SGLANG = 0, SCN_PROFILE_VLLM = 1, SCN_PROFILE_AUTO = 2
+} scn_profile_style;
 
 /* A length distribution, in words. */
 typedef struct scn_dist {
@@ -78,9 +82,12 @@ typedef struct scn_dist {
  * (every in-flight request of the level has its first token). */
 typedef struct scn_profile {
     int enabled;
-    int num_steps;           /* SGLang body {"num_steps":N}; vLLM: no body, and
-                              * POST /stop_profile when the level ends */
+    int num_steps;           /* steps captured: SGLang's body {"num_steps":N},
+                              * vLLM's {"max_iterations":N} (then POST
+                              * /stop_profile when the level ends) */
     scn_profile_style style;
+    double pace_wait_s;      /* the wait for the pre-capture pace, before the
+                              * MB-scaled part (loadgen/profile_wait.c); 0: none */
 } scn_profile;
 
 typedef struct scn_level {

@@ -46,7 +46,9 @@ typedef struct sweep_job {
     const scn_scenario *scn;     /* levels, request shape; scn->url or the bundled engine */
     scn_prompts *prompts;       /* fitted to their token lengths before the first level */
     const char *engine_spec;     /* bundled engine spec (NULL: engine defaults) */
-    const char *profile_dir;     /* bundled engine's trace folder; NULL = its default */
+    const char *profile_dir;     /* where the server's profiler traces go, seen from here: the
+                                  * bundled engine's trace folder (NULL = its default), or a
+                                  * remote server's (NULL = not known) */
     const char *run_dir;
     const char *api_key;         /* NULL = none */
     int quiet, no_report;

@@ -165,9 +165,10 @@ static void test_round_trip(void)
                           .end_ns = 9, .prompt_tok = 3, .usage_prompt = -1, .usage_completion = -1,
                           .usage_reasoning = -1, .cached_tok = -1};
     CHECK(ll_rec_put_request(w, &bad) == 0 && bad.error == NULL, "put failed request (error taken)");
-    ll_rec_level_end le = {1, 1200000000, 1, 12, 3, {0}};
+    ll_rec_level_end le = {.level = 1, .end_ns = 1200000000, .interrupted = 1, .ok = 12, .failed = 3};
     ll_rec_step st = {5000, 2650000, 8, 9, 17, 4096, 0};
-    ll_rec_profile pr = {1, 4100000000, 12, "sglang", 200, 1, "{\"path\":\"/tmp/t.json\"}"};
+    ll_rec_profile pr = {.level = 1, .t_ns = 4100000000, .num_steps = 12, .style = "sglang", .http_status = 200,
+                         .ok = 1, .detail = "{\"path\":\"/tmp/t.json\"}"};
     CHECK(ll_rec_put_level_end(w, &le) == 0 && ll_rec_put_step(w, &st) == 0 && ll_rec_put_profile(w, &pr) == 0,
           "put level_end, step, profile");
     cJSON *tel = cJSON_CreateObject();

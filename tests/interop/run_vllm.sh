@@ -83,6 +83,12 @@ cpus=$(python3 -c 'import os; print(" ".join(map(str, sorted(os.sched_getaffinit
 ncpu=$(wc -w <<<"$cpus")
 threads=${LOADLAW_INTEROP_THREADS:-$((ncpu > 1 ? ncpu - 1 : 1))}
 bind=$(tr ' ' '\n' <<<"$cpus" | tail -n "$threads" | paste -sd, -)
+# The torch profiler on (step 6), into WORK_DIR/traces: only what a
+# /start_profile asks for is captured. The worker's trace only, without the
+# Python stack: the front end's own (AsyncLLM) traces the whole rest of the
+# level, whatever max_iterations says, and takes ~2 min to write here.
+traces="$work/traces"
+profiler_config="{\"profiler\":\"torch\",\"torch_profiler_dir\":\"$traces\",\"torch_profiler_with_stack\":false,\"ignore_frontend\":true}"
 launch_server() { # PORT (lib.sh's start_server)
   env HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HOME="$work/hf" VLLM_CACHE_ROOT="$work/vllm-cache" \
     TORCHINDUCTOR_CACHE_DIR="$work/inductor-cache" \
@@ -90,7 +96,7 @@ launch_server() { # PORT (lib.sh's start_server)
     VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 \
     setsid "$venv/bin/vllm" serve "$model" --served-model-name tiny-llama \
     --host 127.0.0.1 --port "$1" --dtype float32 --max-model-len "$ctx" --seed 0 \
-    --enable-prompt-tokens-details --enable-per-request-metrics \
+    --enable-prompt-tokens-details --enable-per-request-metrics --profiler-config "$profiler_config" \
     >"$work/server.log" 2>&1 </dev/null &
   serve_watch $! group
 }
@@ -153,3 +159,62 @@ rc=0
 "$loadlaw" check-decode "$work/short" --dtype fp32 --max-requests 50 >"$work/check-decode-fp32.log" 2>&1 || rc=$?
 tail -2 "$work/check-decode-fp32.log"
 [ "$rc" = 0 ] || fail "check-decode --dtype fp32 on the float32 server: expected exit 0, got $rc"
+
+# 6. A profiled level (docs/profiling.md): `--profile 4:6` captures 6 steps at
+# C = 4 (POST /start_profile {"max_iterations": 6}, then /stop_profile when
+# the level ends); the next level (C = 8) starts only once the trace files in
+# --profile-dir stopped growing and a burst of 8 probe requests is back at
+# the pace it had before. The profile record names the worker's trace (its
+# size as on disk), the level is marked and left out of the law, the C = 8
+# level's TTFT p99 stays within 2x of the same level in the short run (a
+# sanity bound: this machine's noise; docs/profiling.md has the figure), and
+# `loadlaw trace` on the files puts matmul first among the CPU categories.
+rm -rf "$traces" "$work/profiled"
+mkdir -p "$traces"
+t0=$(date +%s)
+"$loadlaw" sweep --url "$url" --model tiny-llama -c 4,8 -n 8,16 --max-tokens "$max_tokens" \
+  --prompt-tokens "$prompt_tokens" --profile 4:6 --profile-dir "$traces" -o "$work/profiled" -q --no-report \
+  >"$work/profiled.log" 2>&1 || { cat "$work/profiled.log"; fail "the profiled sweep failed"; }
+grep '^loadlaw: level' "$work/profiled.log" | sed 's/^/  /'
+"$loadlaw" fit "$work/profiled" --json >"$work/profiled-fit.json" || fail "fit on the profiled run failed"
+"$loadlaw" fit "$work/short" --json >"$work/short-fit.json" || fail "fit on the short run failed"
+python3 - "$work/profiled" "$work/profiled-fit.json" "$work/short-fit.json" >"$work/profiled-files.txt" <<'PY' ||
+import json, os, sys
+recs = [json.loads(l) for l in open(os.path.join(sys.argv[1], "records.jsonl"))]
+prof = [r for r in recs if r["type"] == "profile"]
+assert len(prof) == 1 and prof[0]["ok"] and prof[0]["style"] == "vllm", "one vllm-style profile record: %r" % prof
+p = prof[0]
+files = p.get("files") or []
+assert files, "the profile record names no trace file"
+for f in files:
+    assert os.path.getsize(f["path"]) == f["bytes"], "%s: %d bytes on disk, %d in the record" % (
+        f["path"], os.path.getsize(f["path"]), f["bytes"])
+assert p["settled"], "the server did not come back to its pace (probe %r ms, %r before)" % (
+    p["probe_ms"], p["probe_ref_ms"])
+ends = {r["level"]: r for r in recs if r["type"] == "level_end"}
+start1 = [r["start_ns"] for r in recs if r["type"] == "level" and r["level"] == 1][0]
+assert ends[0].get("profiled") and not ends[1].get("profiled"), "level 0 marked profiled, level 1 not"
+assert ends[0]["end_ns"] <= p["done_ns"] <= start1, "the wait between the levels"
+fit = json.load(open(sys.argv[2]))
+lv = {l["concurrency"]: l for l in fit["levels"]}
+assert lv[4].get("profiled_out_of_law") is True, "the profiled level is out of the law"
+short = {l["concurrency"]: l for l in json.load(open(sys.argv[3]))["levels"]}
+a, b = lv[8]["ttft_ms"]["p99"], short[8]["ttft_ms"]["p99"]
+assert a <= 2 * b + 50, "C = 8 after the profile: TTFT p99 %.0f ms against %.0f ms in the short run" % (a, b)
+print("profile: %d file(s), stop %.1f s, wait %.1f s, probe %.0f ms (%.0f before); C = 8 TTFT p99 %.0f ms "
+      "(short run: %.0f)" % (len(files), p["stop_s"], p["wait_s"], p["probe_ms"], p["probe_ref_ms"], a, b),
+      file=sys.stderr)
+for f in files:
+    print(f["path"])
+PY
+  fail "the profiled run's records"
+mapfile -t trace_files <"$work/profiled-files.txt"
+"$loadlaw" trace "${trace_files[@]}" --json >"$work/trace.json" || fail "loadlaw trace on the profile's files failed"
+python3 - "$work/trace.json" <<'PY' || fail "loadlaw trace: matmul is not first"
+import json, sys
+d = json.load(open(sys.argv[1]))
+cats = sorted(d["categories"], key=lambda c: -c["total_us"])
+print("trace: %s" % ", ".join("%s %.1f ms" % (c["category"], c["total_us"] / 1e3) for c in cats[:3]))
+sys.exit(d["breakdown"] != "cpu" or cats[0]["category"] != "GEMM")
+PY
+echo "profiled level: $(($(date +%s) - t0)) s"

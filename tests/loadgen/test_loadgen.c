@@ -928,7 +928,9 @@ static void test_1024(void)
      * 16 tokens 100 ms apart: the profile request (sent once all are
      * decoding) lands inside the 1.6 s they decode, on a busy host too.
      * Token chunks in pairs, one send each: two write callbacks per read,
-     * with 1024 streams on 2 threads reading milliseconds late */
+     * with 1024 streams on 2 threads reading milliseconds late. No pace
+     * probes (pace_wait_s 0): the barrier would hold them as it holds the
+     * streams (the wait has its own tests: cli_sweep_profile, sweep_urls) */
     ts_config c = {.mode = TS_OK, .think_tok = 8, .answer_tok = 8, .gap_us = 100000, .tokens_per_chunk = 1,
                    .barrier = 1024, .pairs = 1};
     ts_server *srv;
@@ -937,7 +939,7 @@ static void test_1024(void)
     CHECK(ts_start(&c, &srv) == 0, "server start");
     if (sweep_open(&s, ts_url(srv),
                    "{\"load\":{\"threads\":2},\"levels\":[{\"concurrency\":1024,\"requests\":1024,"
-                   "\"profile\":{\"when\":\"steady\",\"num_steps\":12,\"style\":\"sglang\"}}]}",
+                   "\"profile\":{\"when\":\"steady\",\"num_steps\":12,\"style\":\"sglang\",\"pace_wait_s\":0}}]}",
                    "c1024") == 0) {
         int rc = lg_run_sweep(s.run, err, sizeof err);
         CHECK(rc == 0, "sweep: %s", err);

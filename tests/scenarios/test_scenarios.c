@@ -288,8 +288,8 @@ static void test_shipped(void)
         if (i == 2) {
             CHECK(s->n_levels == 1 && s->levels[0].concurrency == 32 && s->levels[0].n_requests == 220 &&
                       s->levels[0].profile.enabled && s->levels[0].profile.num_steps == 12 &&
-                      s->levels[0].profile.style == SCN_PROFILE_SGLANG,
-                  "profile-c32.json: 220 prompts at C=32, 12-step SGLang profile");
+                      s->levels[0].profile.style == SCN_PROFILE_AUTO && s->levels[0].profile.pace_wait_s == 120,
+                  "profile-c32.json: 220 prompts at C=32, a 12-step profile in the server's style");
         }
         if (i == 3) {
             CHECK(s->ab.enabled && !strcmp(s->ab.side[0].name, "naive") &&

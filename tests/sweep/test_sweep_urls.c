@@ -48,7 +48,8 @@ static void test_query_and_secrets(void)
 {
     ts_server *ts = NULL;
     /* barrier 2: both streams decode together, so "steady" is reached and
-     * the profile is asked for */
+     * the profile is asked for (pace_wait_s 0: no probe request, which the
+     * barrier would hold alone) */
     ts_config tc = {.mode = TS_OK, .answer_tok = 8, .gap_us = 20000, .barrier = 2};
     if (ts_start(&tc, &ts)) {
         CHECK(0, "test server starts");
@@ -64,7 +65,7 @@ static void test_query_and_secrets(void)
     tu_write_file(scn, "{\"request\":{\"max_tokens\":8,\"timeout_s\":20},"
                     "\"prompts\":{\"source\":\"synthetic\",\"words\":{\"dist\":\"fixed\",\"value\":10},\"count\":4,"
                     "\"seed\":1},\"levels\":[{\"concurrency\":2,\"requests\":2,"
-                    "\"profile\":{\"when\":\"steady\",\"num_steps\":2,\"style\":\"vllm\"}}]}\n");
+                    "\"profile\":{\"when\":\"steady\",\"num_steps\":2,\"style\":\"vllm\",\"pace_wait_s\":0}}]}\n");
     char *args[] = {"loadlaw", "sweep", scn, "--url", url, "--model", "m", "--metrics-interval", "0.25",
                     "--header", "X-Credential: CRED-SECRET", "--header", "X-Passwd: PASSWD-SECRET",
                     "--header", "X-Signature: SIGNATURE-SECRET", "--header", "X-Session-Id: SESSION-SECRET",
@@ -152,8 +153,9 @@ static void test_vllm_profile_wait(void)
           "the profiled level ends before the stop's answer (%.3f s, the stop takes 3 s)", (end0 - start0) / 1e9);
     CHECK(start1 >= end0 + 2900000000LL, "the next level starts after the trace is written (%.3f s after)",
           (start1 - end0) / 1e9);
-    CHECK(err && strstr(err, "level 0: the server's trace was written in"), "stderr says the wait: %s",
-          err ? err : "");
+    CHECK(err && strstr(err, "level 0: /stop_profile answered in") &&
+              strstr(err, "level 0: the server is back at its pace"),
+          "stderr says the wait: %s", err ? err : "");
     free(text);
     free(err);
 }
