@@ -39,10 +39,10 @@ static const cli_cmd trace_cmd = {
     "With no GPU event in any file (a CPU-only server such as vLLM's CPU backend), CPU\n"
     "operators instead: ph \"X\" with cat cpu_op or user_annotation, by self time (an\n"
     "operator's time less that of the operators inside it on its thread), the same\n"
-    "categories, per step when the trace has ProfilerStep#N markers, and each thread's\n"
-    "operator time. Several files of one capture (worker and API server, one per rank)\n"
-    "are read together, one column and a share each; a DIR stands for its *.json and\n"
-    "*.json.gz files, in name order.\n",
+    "categories, per step when the trace marks steps (ProfilerStep#N, or vLLM's\n"
+    "execute_context_... annotations), and each thread's operator time. Several files\n"
+    "of one capture (worker and API server, one per rank) are read together, one column\n"
+    "and a share each; a DIR stands for its *.json and *.json.gz files, in name order.\n",
     trace_table,
     NULL,
 };

@@ -117,7 +117,8 @@ int trace_add_gpu_event(rpt_trace *t, const char *name, size_t name_len, const c
                         const char *tid, int64_t ts_ns, int64_t dur_ns);
 /* Account one CPU event (cat cpu_op or user_annotation; trace_parse.c says
  * why those) of thread pid/tid: its self time once its children are known;
- * a ProfilerStep#N annotation marks a step instead. */
+ * a step marker (ProfilerStep#N, vLLM's execute_context_...) marks a step
+ * instead. */
 int trace_add_cpu_event(rpt_trace *t, const char *name, size_t name_len, const char *pid,
                         const char *tid, int64_t ts_ns, int64_t dur_ns);
 /* Drain every thread's pending events and sort the CPU table (LL_ENOMEM). */

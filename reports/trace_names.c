@@ -31,11 +31,11 @@ static const struct {
     {"MoE", "moe|expert|topk|fused_moe"},
     /* CPU operators: oneDNN's (vLLM's CPU backend), MKL-DNN's and aten's own
      * matmul entry points by their exact names (aten::mm is a prefix of much). */
-    {"GEMM", "gemm|cutlass|cublas|matmul|sm90_xmma|nvjet|onednn|mkldnn|dnnl"
+    {"GEMM", "gemm|cutlass|cublas|matmul|sm90_xmma|nvjet|onednn|mkldnn|dnnl|packed_linear"
              "|^aten::(linear|mm|addmm|bmm|baddbmm|addbmm|_int_mm)$"},
-    /* CPU: vLLM's KV-cache write (reshape_and_cache) is a copy; aten's
+    /* CPU: vLLM's KV-cache write (reshape_and_cache, kv_cache_update) is a copy; aten's
      * pointwise and layout-copying operators by exact name. */
-    {"elementwise & copies", "elementwise|copy|memcpy|memset|fill|cat|reduce|norm|act|_and_cache"
+    {"elementwise & copies", "elementwise|copy|memcpy|memset|fill|cat|reduce|norm|act|_and_cache|kv_cache_update"
                              "|_and_mul|^aten::(to|clone|contiguous|add_?|mul_?|sub_?|div_?|neg|pow|rsqrt|exp"
                              "|gelu|silu|relu|sigmoid|tanh|_?softmax|where|mean|sum|embedding|index_select"
                              "|index_put_|masked_fill_?|zero_|stack|gather|scatter_?)$"},

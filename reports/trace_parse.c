@@ -15,9 +15,10 @@
  * cpu_op (an aten or custom operator) or user_annotation (record_function
  * ranges: vLLM's and torch.compile's regions, whose self time is real work the
  * ops inside do not show, e.g. a compiled graph's generated C++; and the
- * ProfilerStep#N step markers). python_function events (with_stack) are left
- * out: they wrap the operators, their self time is the interpreter's, and
- * their file:line names would grow the name table with the stack's size.
+ * step markers, ProfilerStep#N and vLLM's execute_context_...).
+ * python_function events (with_stack) are left out: they wrap the
+ * operators, their self time is the interpreter's, and their file:line names
+ * would grow the name table with the stack's size.
  * ts and dur are microseconds, possibly fractional; they are read as integer
  * nanoseconds from the number's text so sums stay exact. */
 #include <errno.h>

@@ -64,7 +64,7 @@ static int64_t print_cpu_files(FILE *out, rpt_trace *const *tr, const char *cons
             fprintf(out, ", %.1f%% of the files' operator time", grand > 0 ? 100.0 * info.cpu_self_ns / grand : 0.0);
         fputc('\n', out);
         if (info.steps)
-            fprintf(out, "  %llu steps (ProfilerStep#N): mean %.3f ms, min %.3f, max %.3f\n",
+            fprintf(out, "  %llu steps (step markers): mean %.3f ms, min %.3f, max %.3f\n",
                     (unsigned long long)info.steps, info.step_total_ns / 1e6 / (double)info.steps,
                     info.step_min_ns / 1e6, info.step_max_ns / 1e6);
         if (info.cpu_late)

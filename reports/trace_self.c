@@ -20,7 +20,21 @@
 #include "common.h"
 #include "trace_internal.h"
 
-#define STEP_PREFIX "ProfilerStep#"
+/* A step's marker: torch.profiler's schedule (ProfilerStep#N), and vLLM's
+ * worker, which annotates each iteration as
+ * execute_context_<requests>(<tokens>)_generation_<requests>(<tokens>)
+ * (vllm/v1/worker/gpu_worker.py; its CPU worker too). */
+static const char *const step_prefixes[] = {"ProfilerStep#", "execute_context_"};
+
+static int is_step_marker(const char *name, size_t name_len)
+{
+    for (size_t i = 0; i < sizeof step_prefixes / sizeof *step_prefixes; i++) {
+        size_t n = strlen(step_prefixes[i]);
+        if (name_len > n && memcmp(name, step_prefixes[i], n) == 0)
+            return 1;
+    }
+    return 0;
+}
 
 /* Heap order: earlier start first; at equal starts the longer (the parent). */
 static int ev_before(const cpu_ev *a, const cpu_ev *b)
@@ -145,7 +159,7 @@ static trace_thread *thread_get(rpt_trace *t, const char *pid, const char *tid)
 int trace_add_cpu_event(rpt_trace *t, const char *name, size_t name_len, const char *pid,
                         const char *tid, int64_t ts_ns, int64_t dur_ns)
 {
-    if (name_len > strlen(STEP_PREFIX) && memcmp(name, STEP_PREFIX, strlen(STEP_PREFIX)) == 0) {
+    if (is_step_marker(name, name_len)) {
         /* A step marker spans the step; its own "self time" would be the
          * Python between operators, not an operator. */
         if (t->info.steps == 0 || dur_ns < t->info.step_min_ns)

@@ -143,7 +143,7 @@ typedef struct rpt_trace_info {
     int64_t cpu_self_ns;    /* their self time summed (each nanosecond once per thread) */
     uint64_t cpu_late;      /* too far out of start order or too deeply nested: all of
                              * their time counted as their own (0 normally) */
-    uint64_t steps;         /* ProfilerStep#N annotations (step markers, not operators) */
+    uint64_t steps;         /* step markers (ProfilerStep#N, vLLM's execute_context_...): not operators */
     int64_t step_total_ns, step_min_ns, step_max_ns;
 } rpt_trace_info;
 void rpt_trace_get_info(const rpt_trace *t, rpt_trace_info *out);

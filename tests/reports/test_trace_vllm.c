@@ -2,9 +2,10 @@
  * the worker's torch.profiler trace from vLLM 0.32's CPU backend, 12 steps
  * of 8 decoding requests (fixtures/trim_vllm_trace.py says how it was made
  * and what was trimmed). By self time, matmul (oneDNN's) comes first among
- * the categories and attention second; the compiled graph's own Python
- * ("## Call CompiledFxGraph None ##", a cpu_op) and the step annotation
- * ("execute_context_0(0)_generation_8(8)", a user_annotation) are "other". */
+ * the categories and attention second; the compiled graph's own code
+ * ("## Call CompiledFxGraph None ##", a cpu_op) is "other", and vLLM's step
+ * annotation ("execute_context_0(0)_generation_8(8)", a user_annotation)
+ * marks the 12 steps: no operator. */
 #include <string.h>
 
 #include "report.h"
@@ -32,6 +33,9 @@ int main(void)
         TEST_MAIN_END();
     rpt_trace_info in;
     rpt_trace_get_info(t, &in);
+    CHECK(in.steps == 12 && in.step_min_ns > 0 && in.step_max_ns < 100000000,
+          "12 steps marked by execute_context_: %llu, %lld..%lld ns", (unsigned long long)in.steps,
+          (long long)in.step_min_ns, (long long)in.step_max_ns);
     CHECK(in.gpu_events == 0 && in.cpu_events > 5000 && in.cpu_late == 0 && in.cpu_self_ns <= in.span_ns,
           "%llu GPU events, %llu CPU, %llu late, self %lld of span %lld", (unsigned long long)in.gpu_events,
           (unsigned long long)in.cpu_events, (unsigned long long)in.cpu_late, (long long)in.cpu_self_ns,
@@ -47,8 +51,12 @@ int main(void)
     CHECK(gemm + attn + copies + other == in.cpu_self_ns, "the categories add up to the self time");
     for (size_t i = 0; i < rpt_trace_n_cpu_ops(t); i++) {
         const rpt_trace_kernel *o = rpt_trace_cpu_op_at(t, i);
-        if (strstr(o->name, "CompiledFxGraph") || strstr(o->name, "execute_context"))
+        CHECK(!strstr(o->name, "execute_context"), "the step marker %s is not an operator", o->name);
+        if (strstr(o->name, "CompiledFxGraph"))
             CHECK(strcmp(rpt_categories_classify(c, o->name), "other") == 0, "%s is other", o->name);
+        if (strstr(o->name, "kv_cache_update") || strstr(o->name, "packed_linear"))
+            CHECK(strcmp(rpt_categories_classify(c, o->name), strstr(o->name, "linear") ? "GEMM" : "elementwise & copies") == 0,
+                  "%s is %s", o->name, rpt_categories_classify(c, o->name));
     }
     rpt_categories_free(c);
     rpt_trace_free(t);
