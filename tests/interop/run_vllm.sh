@@ -128,6 +128,7 @@ sweep_twice short "$levels" "$requests" "$max_tokens" "$prompt_tokens" --expect-
 # vLLM counts the prompt (BOS included), the request's head inside: every
 # request's usage.prompt_tokens is 64 (the chat sweep above checks the
 # body's length and the chat template's tokens apart: check_run.py prompts).
+rm -rf "$work/plen"
 "$loadlaw" sweep --url "$url" --model tiny-llama --endpoint completions -c 4 -n 8 --max-tokens 4 \
   --prompt-tokens 64 --extra-body '{"ignore_eos":true}' -o "$work/plen" -q --no-report \
   >"$work/plen.log" 2>&1 || { cat "$work/plen.log"; fail "the completions sweep (prompt lengths) failed"; }
@@ -137,6 +138,35 @@ import json, sys
 got = [json.loads(l)["usage"]["prompt_tokens"] for l in open(sys.argv[1]) if '"type":"request"' in l]
 ok = len(got) == 8 and all(abs(g - 64) <= 1 for g in got)
 print("prompts   %s  /v1/completions --prompt-tokens 64: vLLM counted %s" % ("ok  " if ok else "FAIL", got))
+sys.exit(not ok)
+PY
+
+# 4c. the prompt cache: every prompt starts with one of two fixed 640-token
+# texts (--shared-prefix 2:640) before its own 128, so vLLM serves over half
+# of each prompt from its prefix cache (whole blocks only: its CPU backend's
+# are 128 tokens, so a shorter prefix is never a hit). Per level, the share
+# of prompt tokens the requests' usage says were cached
+# (usage.prompt_tokens_details) and the share vLLM's counters give
+# (vllm:prefix_cache_hits / _queries over the level, the fit's
+# server_cache_share) agree within 2 points, and are above 30%.
+rm -rf "$work/shared"
+"$loadlaw" sweep --url "$url" --model tiny-llama -c 2,4 -n 12,16 --max-tokens 8 --prompt-tokens 128 \
+  --shared-prefix 2:640 --metrics-interval 0.2 --extra-body '{"ignore_eos":true}' -o "$work/shared" -q \
+  --no-report >"$work/shared.log" 2>&1 || { cat "$work/shared.log"; fail "the shared-prefix sweep failed"; }
+"$loadlaw" fit "$work/shared" --json >"$work/shared-fit.json" || fail "fit on the shared-prefix run failed"
+python3 - "$work/shared/records.jsonl" "$work/shared-fit.json" <<'PY' || fail "cached shares against vLLM's counters"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+ok = True
+for lv in json.load(open(sys.argv[2]))["levels"]:
+    reqs = [r for r in recs if r.get("type") == "request" and r.get("level") == lv["level"] and not r.get("warmup")]
+    c, p = sum(r.get("cached_tok") or 0 for r in reqs), sum(r.get("prompt_tok") or 0 for r in reqs)
+    s = lv.get("server_cache_share")
+    good = p > 0 and s is not None and c / p > 0.3 and abs(c / p - s) <= 0.02
+    ok &= good
+    print("cache     %s  C=%d: cached share, the requests' usage %.1f%%, vLLM's counters %s (within 2 points)"
+          % ("ok  " if good else "FAIL", lv["concurrency"], 100 * c / p if p else float("nan"),
+             "%.1f%%" % (100 * s) if s is not None else "none"))
 sys.exit(not ok)
 PY
 
