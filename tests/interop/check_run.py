@@ -149,8 +149,11 @@ class Checks:
         self.pending.append(name)
 
 
+ITL_SERIES = "vllm:inter_token_latency_seconds_"
+
+
 def read_records(path):
-    recs = {"level": [], "level_end": [], "request": [], "metric": 0}
+    recs = {"level": [], "level_end": [], "request": [], "metric": 0, "itl": {"sum": {}, "count": {}}}
     with open(path) as f:
         for line in f:
             line = line.strip()
@@ -163,6 +166,10 @@ def read_records(path):
             t = r.get("type")
             if t == "metric":
                 recs["metric"] += 1
+                part = r.get("name", "")[len(ITL_SERIES):] if r.get("name", "").startswith(ITL_SERIES) else ""
+                if part in recs["itl"]:
+                    series = recs["itl"][part]
+                    series[r["t_ns"]] = series.get(r["t_ns"], 0.0) + r["value"]
             elif t in recs:
                 recs[t].append(r)
     return recs
@@ -465,6 +472,52 @@ def check_server_step(ck, fit, recs):
               % (c, fmt(cli), fmt(srv), 100 * ITL_REL_TOL))
 
 
+# The client's ITL mean against vLLM's histogram over one window: from the
+# first scrape inside a level to its last (so no other level's tokens count
+# on either side). A gap is between two chunks that carry tokens (a chunk of
+# n tokens stands for n gaps of 1/n its interval), counted when its later
+# chunk arrived inside the window; vLLM counts a gap when its engine emits
+# the token. Measured within 0.4% at every level of four sweeps.
+ITL_WINDOW_TOL = 0.01
+RETRIED = RETRIED | {"itl"}
+
+
+def check_itl_window(ck, fit, recs):
+    ser = recs["itl"]
+    ts = sorted(t for t in ser["sum"] if t in ser["count"])
+    if not ts:
+        ck.absent("itl", "no %s{sum,count} metric records" % ITL_SERIES)
+        return
+    ends = {e["level"]: e["end_ns"] for e in recs["level_end"]}
+    conc = {x["level"]: x["concurrency"] for x in fit.get("levels") or []}
+    for lv in recs["level"]:
+        n = lv["level"]
+        w = [t for t in ts if lv["start_ns"] <= t <= ends.get(n, -1)]
+        if len(w) < 2:
+            ck.absent("itl", "C=%s: fewer than two scrapes inside the level" % conc.get(n))
+            continue
+        a, b = w[0], w[-1]
+        dc = ser["count"][b] - ser["count"][a]
+        srv = 1000 * (ser["sum"][b] - ser["sum"][a]) / dc if dc > 0 else None
+        gaps, total = 0, 0.0
+        for r in recs["request"]:
+            if r["level"] != n:
+                continue
+            prev = None
+            for ch in r.get("chunks") or []:
+                if ch[1] <= 0:
+                    continue
+                if prev is not None and a < ch[0] <= b:
+                    gaps += ch[1]
+                    total += (ch[0] - prev) / 1e6
+                prev = ch[0]
+        cli = total / gaps if gaps else None
+        ck.ok("itl", cli and srv and abs(cli / srv - 1) <= ITL_WINDOW_TOL,
+              "C=%s: ITL mean over the same %.1f s window: client %s ms (%d gaps), vLLM's histogram %s ms "
+              "(%d) (tol %.0f%%)" % (conc.get(n), (b - a) / 1e9, fmt(cli), gaps, fmt(srv), dc,
+                                    100 * ITL_WINDOW_TOL))
+
+
 def p50(v):
     if isinstance(v, dict):
         return v.get("p50")
@@ -517,6 +570,7 @@ def main():
     check_cache_share(ck, fit, recs)
     if a.server == "vllm":
         check_server_step(ck, fit, recs)
+        check_itl_window(ck, fit, recs)
     if ck.pending:
         print("not checked (keys absent): %s" % ", ".join(dict.fromkeys(ck.pending)))
     if ck.failed:
