@@ -53,9 +53,10 @@ says so and neither passes nor fails):
   srv step   (--server vllm) per level, the server's step (server_step_ms:
              the Δsum/Δcount of vllm:inter_token_latency_seconds over the
              steady windows) within STEP_REL_TOL of vLLM's own per-request
-             decode step (the mean of the requests' metrics.mean_itl_ms), and
-             the server's ITL mean over the level (server_itl_mean_ms) within
-             ITL_REL_TOL of the client's ITL mean
+             decode step (the mean of the requests' metrics.mean_itl_ms)
+  itl        (--server vllm) per level, the client's ITL mean within
+             ITL_WINDOW_TOL of vLLM's vllm:inter_token_latency_seconds over
+             the same window (its first to its last scrape inside the level)
 """
 
 import argparse
@@ -436,20 +437,16 @@ def check_cache_share(ck, fit, recs):
               % (x["concurrency"], worst[0], worst[1], CACHE_REQ_MAX))
 
 
-# The server's step and ITL from vLLM's histogram against its per-request
-# figures and the client's: in docs/remote.md's runs (float32, C = 1..32,
-# 64-token outputs) the step was within 2.0% of the requests' mean_itl_ms mean
-# and the ITL mean within 1.9% of the client's (a level's last gaps, observed
-# after its last scrape, fall out of the histogram's window).
+# The server's step from vLLM's histogram against its per-request figures:
+# in docs/remote.md's runs (float32, C = 1..32, 64-token outputs) the step
+# was within 2.0% of the requests' mean_itl_ms mean.
 STEP_REL_TOL = 0.05
-ITL_REL_TOL = 0.04
 # Timing of one round per level, like TPOT: may be measured once more.
 RETRIED = RETRIED | {"srv step"}
 
 
 def check_server_step(ck, fit, recs):
-    """vLLM's decode step and ITL from its /metrics beside its per-request
-    figures and the client's."""
+    """vLLM's decode step from its /metrics beside its per-request figures."""
     lv = fit.get("levels") or []
     if not any(x.get("server_itl_mean_ms") is not None for x in lv):
         ck.absent("srv step", "no server_itl_mean_ms in the fit: /metrics gave no "
@@ -466,10 +463,6 @@ def check_server_step(ck, fit, recs):
         ck.ok("srv step", step is not None and ref and abs(step / ref - 1) <= STEP_REL_TOL,
               "C=%d: server step %s ms (its ITL histogram), the requests' mean_itl_ms mean %s ms "
               "(tol %.0f%%)" % (c, fmt(step), fmt(ref), 100 * STEP_REL_TOL))
-        cli, srv = (x.get("itl_ms") or {}).get("mean"), x.get("server_itl_mean_ms")
-        ck.ok("srv step", cli and srv is not None and abs(srv / cli - 1) <= ITL_REL_TOL,
-              "C=%d: ITL mean client %s ms, server %s ms (tol %.0f%%)"
-              % (c, fmt(cli), fmt(srv), 100 * ITL_REL_TOL))
 
 
 # The client's ITL mean against vLLM's histogram over one window: from the
@@ -477,8 +470,14 @@ def check_server_step(ck, fit, recs):
 # on either side). A gap is between two chunks that carry tokens (a chunk of
 # n tokens stands for n gaps of 1/n its interval), counted when its later
 # chunk arrived inside the window; vLLM counts a gap when its engine emits
-# the token. Measured within 0.4% at every level of four sweeps.
-ITL_WINDOW_TOL = 0.01
+# the token. So the counts agree but for the tokens in flight during the
+# window's two scrapes (up to 3% of them when a scrape takes 50 ms). The
+# means agreed within 0.4% at every level of the suite on a quiet machine,
+# and missed by up to 3.5% with a compiler on the other core: the API
+# server streams on one Python loop, which also renders /metrics (~400
+# series every 0.2 s here), so the client's first token of a request comes
+# later than vLLM's stamp by a varying amount, and shortens its gaps' sum.
+ITL_WINDOW_TOL = 0.04
 RETRIED = RETRIED | {"itl"}
 
 
