@@ -37,9 +37,9 @@ enum { K_ENGINE = 256 };
 #define SERVE_OUTRO                                                                  \
     "Security: with --api-key (or LOADLAW_API_KEY) every endpoint but /health needs\n" \
     "\"Authorization: Bearer KEY\" (401 otherwise); --control-key (LOADLAW_CONTROL_KEY)\n" \
-    "gives /start_profile and /stop_profile their own key, --no-control turns them\n" \
-    "off. Traces go under --profile-dir only. A --host other than 127.x without a key\n" \
-    "is warned about.\n"                                                             \
+    "gives the control routes (/start_profile, /stop_profile, /reset_prefix_cache)\n" \
+    "their own key, --no-control turns them off. Traces go under --profile-dir only.\n" \
+    "A --host other than 127.x without a key is warned about.\n"                     \
     "The synthetic backend's scheduler thread asks for SCHED_FIFO priority 1 so it\n" \
     "wakes on its deadlines on a busy machine; where that is refused (the usual case\n" \
     "without CAP_SYS_NICE or an RLIMIT_RTPRIO), it runs at normal priority and -v\n" \

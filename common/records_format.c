@@ -86,6 +86,26 @@ static int put_time(ll_buf *b, const char *key, int64_t t)
     return t < 0 ? ll_buf_printf(b, ",\"%s\":null", key) : ll_buf_printf(b, ",\"%s\":%" PRId64, key, t);
 }
 
+/* ,"cache":{...}; strings may hold a server's words: escaped. */
+static int format_cache(ll_buf *b, const ll_rec_cache *c)
+{
+    int rc;
+    LL_TRY(ll_buf_printf(b, ",\"cache\":{\"asked\":\"%s\",\"action\":\"%s\",\"done\":%s,\"status\":", c->asked ? c->asked : "auto",
+                         c->action_reset ? "reset" : "keep", c->done ? "true" : "false"));
+    LL_TRY(c->status > 0 ? ll_buf_printf(b, "%d", c->status) : ll_buf_printf(b, "null"));
+    LL_TRY(ll_buf_printf(b, ",\"how\":"));
+    LL_TRY(c->how[0] ? ll_json_escape(b, c->how) : ll_buf_printf(b, "null"));
+    if (c->slots > 0)
+        LL_TRY(ll_buf_printf(b, ",\"slots\":%d", c->slots));
+    LL_TRY(ll_buf_printf(b, ",\"server\":"));
+    LL_TRY(c->server[0] ? ll_json_escape(b, c->server) : ll_buf_printf(b, "null"));
+    LL_TRY(ll_buf_printf(b, ",\"note\":"));
+    LL_TRY(ll_json_escape(b, c->note));
+    LL_TRY(ll_buf_printf(b, "}"));
+fail:
+    return rc;
+}
+
 static int format_level(ll_buf *b, const ll_rec_level *lv)
 {
     int rc;
@@ -108,6 +128,8 @@ static int format_level(ll_buf *b, const ll_rec_level *lv)
         LL_TRY(ll_buf_printf(b, ",\"pair\":%d", lv->pair));
     if (lv->ab_tagged && lv->seq >= 0)
         LL_TRY(ll_buf_printf(b, ",\"seq\":%d", lv->seq));
+    if (lv->cache.present)
+        LL_TRY(format_cache(b, &lv->cache));
     LL_TRY(ll_buf_printf(b, "}"));
 fail:
     return rc;

@@ -237,6 +237,14 @@ static int rd_level(reader *r, const cJSON *o)
     lv.pair = (int)rd_int(r, o, "pair", 0, 0, INT32_MAX, -1);
     lv.seq = (int)rd_int(r, o, "seq", 0, 0, INT32_MAX, -1);
     lv.ab_tagged = lv.repeat >= 0;
+    const cJSON *cache = cJSON_GetObjectItemCaseSensitive(o, "cache");
+    if (cJSON_IsObject(cache)) { /* strings stay in the line: only the figures come back */
+        lv.cache.present = 1;
+        lv.cache.action_reset = strcmp(ll_json_str(cache, "action", "keep"), "reset") == 0;
+        lv.cache.done = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cache, "done"));
+        lv.cache.status = (int)rd_int(r, cache, "status", 0, 0, 999, 0);
+        lv.cache.slots = (int)rd_int(r, cache, "slots", 0, 0, INT32_MAX, 0);
+    }
     if (!rd_keep(r) || !r->h->on_level)
         return 0;
     return r->h->on_level(&lv, r->ctx);

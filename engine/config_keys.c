@@ -122,15 +122,17 @@ static const eng_key keys[] = {
            "every endpoint but /health needs \"Authorization: Bearer KEY\" (default: none, open; "
            "serve also reads LOADLAW_API_KEY)"),
     SECRET("control_key", ENG_STR_CONTROL_KEY,
-           "the key /start_profile and /stop_profile need instead of api_key (serve also reads "
-           "LOADLAW_CONTROL_KEY)"),
-    BOOL("no_control", no_control, "turn /start_profile and /stop_profile off (404)"),
+           "the key the control routes (/start_profile, /stop_profile, /reset_prefix_cache) need "
+           "instead of api_key (serve also reads LOADLAW_CONTROL_KEY)"),
+    BOOL("no_control", no_control, "turn the control routes off (404): /start_profile, /stop_profile, "
+         "/reset_prefix_cache"),
     INT("profile_max_steps_open", profile_max_steps_open, 1, ENG_PROF_MAX_STEPS, "N",
         "the most steps a /start_profile captures when neither control_key nor api_key is set "
         "(with a key: 10m; default 100k: ~20 MB of memory, ~36 MB of trace)"),
     BOOL("prefix_cache", prefix_cache,
          "keep a prefix cache: a prompt's leading 16-word blocks an earlier prompt had are not "
-         "prefilled again, and are said as usage.prompt_tokens_details.cached_tokens"),
+         "prefilled again, and are said as usage.prompt_tokens_details.cached_tokens; POST "
+         "/reset_prefix_cache empties it"),
     INT("prefix_cache_blocks", prefix_cache_blocks, 1, 1 << 26, "N",
         "blocks the prefix cache keeps, oldest evicted first (default 65536)"),
     BOOL("metrics_vllm_names", metrics_vllm_names,

@@ -133,6 +133,11 @@ int eng_prefix_keys(const cJSON *root, int chat, uint64_t **keys, int *n_keys);
 /* At admission (the scheduler thread): the prompt tokens its leading cached
  * blocks cover (never the whole prompt), and its blocks inserted. */
 int eng_prefix_admit(eng_prefix_cache *c, const uint64_t *keys, int n_keys, int prompt_tok);
+/* POST /reset_prefix_cache (the server's thread; takes mu): every block
+ * forgotten, and vLLM's answer {"success":true} with "blocks", how many were
+ * held (0 with prefix_cache off: nothing to forget is a success). NULL when
+ * out of memory; the caller sends and frees it. */
+cJSON *eng_prefix_reset_answer(eng_engine *e);
 
 void eng_req_ref(eng_req *r);
 void eng_req_unref(eng_req *r);
@@ -233,7 +238,7 @@ typedef struct eng_engine {
     /* metrics (under mu) */
     uint64_t steps_total, prompt_tok_total, gen_tok_total;
     uint64_t prompt_cached_total;  /* prompt tokens the prefix cache served */
-    eng_prefix_cache *prefix;      /* scheduler thread only; NULL when off */
+    eng_prefix_cache *prefix;      /* under mu (admission, the reset); NULL when off */
     uint64_t req_finished, req_cancelled, req_rejected;
     uint64_t hist[ENG_HIST_BUCKETS];
     double step_sum_s;

@@ -9,8 +9,11 @@
  * (FNV-1a of its words, mixed with the previous key), so a key names the
  * whole prefix up to its block, and a lookup walks the prompt's keys until
  * the first miss. Keys are computed on the server's thread when the request
- * is parsed (eng_prefix_keys); the table belongs to the scheduler thread
- * (lookups and inserts at admission: no lock). The table is open addressing
+ * is parsed (eng_prefix_keys); the table is touched under the engine's mu
+ * only: lookups and inserts at admission (the scheduler thread), and
+ * POST /reset_prefix_cache (eng_prefix_reset_answer, the server's thread), vLLM's
+ * spelling, so a sweep can empty it between levels. A request admitted after
+ * the reset was answered finds it empty. The table is open addressing
  * over 2^k slots with a FIFO of inserted keys for eviction, so memory is
  * fixed: cfg.prefix_cache_blocks keys. */
 #include <ctype.h>
@@ -101,6 +104,28 @@ int eng_prefix_admit(eng_prefix_cache *c, const uint64_t *keys, int n_keys, int 
     /* as the serving engines do: the last token is always computed (its
      * logits give the first output token) */
     return cached < prompt_tok ? cached : prompt_tok - 1 > 0 ? prompt_tok - 1 : 0;
+}
+
+/* Every block forgotten; the blocks it held. */
+static size_t clear(eng_prefix_cache *c)
+{
+    size_t n = c->n;
+    memset(c->slot, 0, (c->mask + 1) * sizeof *c->slot);
+    c->head = c->n = 0;
+    return n;
+}
+
+cJSON *eng_prefix_reset_answer(eng_engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    size_t n = e->prefix ? clear(e->prefix) : 0;
+    pthread_mutex_unlock(&e->mu);
+    cJSON *o = cJSON_CreateObject();
+    if (o && (!cJSON_AddBoolToObject(o, "success", 1) || !cJSON_AddNumberToObject(o, "blocks", (double)n))) {
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    return o;
 }
 
 /* Words of one string into the running block state. */

@@ -2,7 +2,8 @@
  * routes and their methods, the checks before a body is read (the descriptor
  * reserve, the API key, the body limit), and each route's answer: generation
  * (handed to the scheduler, its body read by response.c), /v1/models,
- * /health, /metrics, /tokenize and the profiler's /start_profile and /stop_profile.
+ * /health, /metrics, /tokenize, the profiler's /start_profile and /stop_profile,
+ * and /reset_prefix_cache (a control route, vLLM's spelling and answer).
  * Also each connection's timeout: request_timeout while it waits for a
  * request (from its accept, or the end of its previous answer, until the
  * whole request is in), idle_timeout while the request is answered; a
@@ -27,7 +28,7 @@
  * 12.4 at 1024 B. */
 #define ENG_RESPONSE_BLOCK_BYTES 512
 
-enum { R_CHAT, R_COMPL, R_MODELS, R_HEALTH, R_METRICS, R_START_PROF, R_STOP_PROF, R_TOKENIZE, R_NONE };
+enum { R_CHAT, R_COMPL, R_MODELS, R_HEALTH, R_METRICS, R_START_PROF, R_STOP_PROF, R_TOKENIZE, R_RESET_PREFIX, R_NONE };
 
 static const struct {
     const char *path;
@@ -42,6 +43,7 @@ static const struct {
     {"/start_profile", "POST", R_START_PROF},
     {"/stop_profile", "POST", R_STOP_PROF},
     {"/tokenize", "POST", R_TOKENIZE},
+    {"/reset_prefix_cache", "POST", R_RESET_PREFIX},
 };
 
 /* Per-request state MHD keeps for us in *con_cls. */
@@ -292,6 +294,11 @@ static int key_equal(const char *got, const char *want)
     return diff == 0;
 }
 
+static int is_control(int route)
+{
+    return route == R_START_PROF || route == R_STOP_PROF || route == R_RESET_PREFIX;
+}
+
 /* The key a route needs: NULL when it is open. /health is always open (a
  * load balancer's probe carries no key); the control routes take
  * control_key when one is set. */
@@ -299,7 +306,7 @@ static const char *route_key(const eng_engine *e, int route)
 {
     if (route == R_HEALTH)
         return NULL;
-    if ((route == R_START_PROF || route == R_STOP_PROF) && e->cfg.control_key)
+    if (is_control(route) && e->cfg.control_key)
         return e->cfg.control_key;
     return e->cfg.api_key;
 }
@@ -320,8 +327,6 @@ static int authorized(const eng_engine *e, struct MHD_Connection *conn, int rout
         h++;
     return key_equal(h, want);
 }
-
-static int is_control(int route) { return route == R_START_PROF || route == R_STOP_PROF; }
 
 /* 1 when conn's socket is numbered in the reserve under the open-file limit
  * (ENG_FD_RESERVE): nearly every descriptor is taken, so this connection is
@@ -500,6 +505,8 @@ static enum MHD_Result dispatch(eng_engine *e, struct MHD_Connection *conn, eng_
         return write_profile(e, conn);
     case R_TOKENIZE:
         return tokenize(e, conn, c);
+    case R_RESET_PREFIX:
+        return respond_json(conn, 200, eng_prefix_reset_answer(e));
     default:
         return respond_no_route(conn, c, url, method);
     }

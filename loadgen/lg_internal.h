@@ -16,6 +16,7 @@
 
 #include <curl/curl.h>
 
+#include "dialect.h"
 #include "loadgen.h"
 #include "netstamp.h"
 #include "delta.h"
@@ -176,10 +177,30 @@ struct lg_run {
     /* a 400 named continuous_usage_stats: no later body asks for it */
     atomic_int no_cont_usage;
     atomic_int backoff_ms;         /* the longest back-off a worker is in now (0: none): progress line */
+    /* the prefix-cache reset (cache_reset.c; driver thread, rank 0) */
+    int cache_told;                /* cache_srv was asked of /metrics */
+    ll_srv cache_srv;              /* the server it names (LL_SRV__COUNT: none known) */
+    int cache_refused;             /* load.cache auto: the server refused a reset; no more are sent */
+    ll_rec_cache cache;            /* what was done before the next level line */
 };
 
 /* run.c: wake the driver (a watched event happened, or the last worker left). */
 void lg_run_notify(lg_run *r);
+
+/* server_root.c: a request to the server's root + path (POST body, or GET
+ * when NULL): 0 when an answer came (its status in *status, its first
+ * max_bytes in resp), else an error code and libcurl's words in err. Driver
+ * thread. */
+int lg_root_ask(const lg_run *r, const char *path, const char *body, long timeout_ms, size_t max_bytes,
+                ll_buf *resp, long *status, char *err, size_t errlen);
+/* The server r's /metrics names (the bundled engine, vLLM, SGLang or
+ * llama.cpp; LL_SRV__COUNT: none of them, or no page). */
+ll_srv lg_root_server(const lg_run *r);
+
+/* cache_reset.c: before level `level`'s line (rank 0, driver thread, the
+ * server idle): the server's prefix cache reset or kept as load.cache asks,
+ * said on stderr, and what was done into r->cache for the level record. */
+void lg_cache_before_level(lg_run *r, int level);
 
 /* The profile hook of one level (driver thread, rank 0; profile_hook.c and
  * profile_wait.c). Before the level: the style told from the server, the

@@ -5,11 +5,10 @@
  * stamped POST /stop_profile (vLLM's form), the wait (profile_wait.c) and
  * the profile record.
  *
- * They go beside /metrics at the server's root (a base's "/v1" is not its
- * root), on the driver thread, through common's one-shot HTTP helper
- * (http1.h) with the run's key: a server with a key guards its control
- * endpoints too (vLLM, `loadlaw serve --api-key`). Each keeps the first
- * 1 KiB of the answer, the part a record or a warning shows.
+ * They go beside /metrics at the server's root (server_root.c: lg_root_ask,
+ * with the run's key: a server with a key guards its control endpoints too).
+ * Each keeps the first 1 KiB of the answer, the part a record or a warning
+ * shows.
  *
  * A profiler slows the server while it captures and stalls it while it
  * writes: vLLM exports the torch trace inside its worker, between two steps
@@ -29,74 +28,21 @@
 #include <string.h>
 
 #include "dialect.h"
-#include "http1.h"
 
 #define PROFILE_TIMEOUT_MS 10000L
 /* vLLM's own advice for a long flush is VLLM_RPC_TIMEOUT of 30 min. */
 #define PROFILE_STOP_TIMEOUT_MS (30L * 60 * 1000)
-/* A /metrics page is read this far to tell the server (its families come
- * first: vLLM's page is ~60 KiB). */
-#define PROFILE_METRICS_BYTES (256 * 1024)
 /* The reference pace: the quickest of this many probes. */
 #define PROFILE_REF_PROBES 3
-
-/* A request to the server's root + path (POST body, or GET when NULL): 0
- * when an answer came (its status in *status, its first max_bytes in resp),
- * else an error code and libcurl's words in err. */
-static int ask(const lg_run *r, const char *path, const char *body, long timeout_ms, size_t max_bytes,
-               ll_buf *resp, long *status, char *err, size_t errlen)
-{
-    size_t un = strlen(r->url_base) + strlen(path) + 2;
-    char *url = malloc(un);
-    int rc;
-    *status = 0;
-    if (!url) {
-        ll_errf(err, errlen, "out of memory");
-        return LL_ENOMEM;
-    }
-    if ((rc = ll_url_join(r->url_base, "/v1", path, url, un)) == 0) {
-        ll_http1_opts o = {.url = url, .content_type = body ? "application/json" : NULL, .api_key = r->api_key,
-                           .max_bytes = max_bytes, .keep_head = 1, .timeout_ms = timeout_ms};
-        rc = ll_http1_once(&o, body, resp, status, err, errlen);
-    } else {
-        ll_errf(err, errlen, "the URL is too long");
-    }
-    free(url);
-    return rc;
-}
-
-/* The server the /metrics page names first in dialect.h's order (the
- * bundled engine before vLLM before SGLang); LL_SRV__COUNT: none known. */
-static ll_srv metrics_server(const char *page)
-{
-    ll_srv best = LL_SRV__COUNT;
-    for (const char *l = page; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-        char name[128];
-        size_t n = strcspn(l, "{ \n");
-        if (*l == '#' || n == 0 || n >= sizeof name)
-            continue;
-        memcpy(name, l, n);
-        name[n] = '\0';
-        ll_srv s = ll_srv_of_prefix(name);
-        if ((s == LL_SRV_LOADLAW || s == LL_SRV_VLLM || s == LL_SRV_SGLANG) && s < best)
-            best = s;
-    }
-    return best;
-}
 
 /* style "auto": SGLang's form for SGLang and the bundled engine (whose
  * answer names the file it wrote), vLLM's for vLLM and for a server that
  * says neither (its stop bounds a capture that no step count bounded). */
 static scn_profile_style resolve_style(const lg_run *r, int level)
 {
-    char err[320] = "";
-    ll_buf page = {0};
-    long status = 0;
-    ll_srv s = LL_SRV__COUNT;
-    if (ask(r, "/metrics", NULL, PROFILE_TIMEOUT_MS, PROFILE_METRICS_BYTES, &page, &status, err, sizeof err) == 0 &&
-        status == 200)
-        s = metrics_server(page.p);
-    ll_buf_free(&page);
+    ll_srv s = lg_root_server(r);
+    if (s != LL_SRV_LOADLAW && s != LL_SRV_VLLM && s != LL_SRV_SGLANG)
+        s = LL_SRV__COUNT; /* a profiler API not known: vLLM's form */
     scn_profile_style st = s == LL_SRV_SGLANG || s == LL_SRV_LOADLAW ? SCN_PROFILE_SGLANG : SCN_PROFILE_VLLM;
     fprintf(stderr, "loadlaw: level %d: profile style %s (%s)\n", level, st == SCN_PROFILE_SGLANG ? "sglang" : "vllm",
             s == LL_SRV__COUNT ? "no server named by its /metrics" : ll_srv_name(s));
@@ -159,7 +105,8 @@ void lg_profile_start(lg_run *r, const lg_level_ctx *L, lg_prof *p)
      * which its worker stops by itself, and ignores it where older. */
     snprintf(body, sizeof body, p->style == SCN_PROFILE_SGLANG ? "{\"num_steps\":%d}" : "{\"max_iterations\":%d}",
              L->lv->profile.num_steps);
-    int rc = ask(r, "/start_profile", body, PROFILE_TIMEOUT_MS, LG_PROF_REPLY_BYTES, &resp, &status, err, sizeof err);
+    int rc = lg_root_ask(r, "/start_profile", body, PROFILE_TIMEOUT_MS, LG_PROF_REPLY_BYTES, &resp, &status, err,
+                         sizeof err);
     p->started = 1;
     p->http_status = (int)status;
     p->ok = rc == 0 && status >= 200 && status < 300;
@@ -185,7 +132,8 @@ static double stop(lg_run *r, int level)
     int64_t t0 = ll_now_ns();
     fprintf(stderr, "loadlaw: level %d: POST /stop_profile: waiting for the server to write its trace (at most %ld min)\n",
             level, PROFILE_STOP_TIMEOUT_MS / 60000);
-    int rc = ask(r, "/stop_profile", "", PROFILE_STOP_TIMEOUT_MS, LG_PROF_REPLY_BYTES, &resp, &status, err, sizeof err);
+    int rc = lg_root_ask(r, "/stop_profile", "", PROFILE_STOP_TIMEOUT_MS, LG_PROF_REPLY_BYTES, &resp, &status, err,
+                         sizeof err);
     double s = (double)(ll_now_ns() - t0) / 1e9;
     ll_buf_free(&resp);
     if (rc || status < 200 || status >= 300) {

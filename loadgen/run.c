@@ -1,5 +1,6 @@
 /* run.c: a sweep: the run record, levels back to back, the driver's wait
- * (progress line, profile hook), interruption.
+ * (progress line, profile hook), the prefix cache before each level
+ * (cache_reset.c), interruption.
  *
  * DESIGN: the driver thread queues the level record, starts the level's
  * workers and sleeps on r->cv. Workers signal it (lg_run_notify) when the
@@ -292,6 +293,7 @@ static int put_level_line(lg_run *r, const lg_level_ctx *L)
         .warmup = whole ? lv->warmup : L->warmup,
         .start_ns = L->start_ns - r->epoch_ns,
         .ab_tagged = lv->ab_tagged, .repeat = lv->repeat, .pair = lv->pair, .seq = lv->seq,
+        .cache = r->cache, /* lg_cache_before_level's, just before */
     };
     return ll_rec_put_level(r->rec, &rec);
 }
@@ -564,6 +566,10 @@ int lg_run_sweep(lg_run *r, char *err, size_t errlen)
     int prepared = -1;
     int rc = lg_profile_prepare_level(r, 0, &prof, &prepared, err, errlen);
     for (size_t i = 0; i < r->scn->n_levels && rc == 0; i++) {
+        /* K ranks: the reset before they agree on the start, so none sends
+         * while it happens; one rank (an A/B side too): once its turn came */
+        if (r->ranks > 1)
+            lg_cache_before_level(r, (int)i);
         if (r->dist && r->dist->before_level) {
             int arc = agree_on_level(r, (int)i, err, errlen);
             if (r->stopped_after >= 0)
@@ -577,6 +583,8 @@ int lg_run_sweep(lg_run *r, char *err, size_t errlen)
         } else if (atomic_load(&r->stop_issue) || r->stopped_after >= 0) {
             break;
         }
+        if (r->ranks == 1)
+            lg_cache_before_level(r, (int)i);
         rc = run_level(r, (int)i, prepared == (int)i ? prof : NULL, err, errlen);
         if (rc == 0)
             rc = lg_profile_prepare_level(r, i + 1, &prof, &prepared, err, errlen);

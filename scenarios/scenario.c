@@ -29,6 +29,7 @@ static const char *const k_endpoint_path[] = {SCN_ENDPOINTS(ENDPOINT_PATH)};
 
 const char *const scn_arrival_names[] = {"poisson", "constant", "trace", NULL};
 const char *const scn_stamp_names[] = {"kernel", "user", NULL};
+const char *const scn_cache_names[] = {"auto", "reset", "keep", NULL};
 
 const char *scn_endpoint_name(scn_endpoint e)
 {

@@ -259,6 +259,13 @@ static const scn_key k_load[] = {
      "when a worker thread handles it",
      .help = "time each chunk by the kernel's receive stamp of its socket read, or by the clock when a worker "
      "thread handles it"},
+    {ENUM("cache", S(cache), scn_cache_names), .flags = SCN_KF_OMIT0, .flag = "cache", .arg = "auto|reset|keep",
+     .flag_help = "the server's prefix cache before each level: reset asks the server to forget it (vLLM POST "
+     "/reset_prefix_cache, SGLang POST /flush_cache, llama.cpp each slot's erase, the bundled engine as vLLM), "
+     "keep leaves it warm from the level before; default auto: reset where the server offers it, keep "
+     "elsewhere, said per level (scenario key load.cache)",
+     .help = "the server's prefix cache before each level: auto (reset where the server offers it, else keep), "
+     "reset, or keep (docs/workloads.md, \"The prefix cache between levels\")"},
     {STR("source_addrs", S(source_addrs)), .def = "auto", .flag = "source-addrs", .arg = "auto|off|LIST",
      .flag_help = "local addresses to connect from, round robin (e.g. 127.0.0.1-127.0.0.8,10.0.0.5; the port "
      "is still picked per connection); default auto: to a 127.x server, from 127.0.0.1..K once a level's C "

@@ -130,6 +130,23 @@ typedef struct ll_rec_run {
     ll_rec_asked asked;       /* reader: from config; writer: ignored */
 } ll_rec_run;
 
+/* What was done to the server's prefix cache before a level (load.cache;
+ * docs/records.md "level"), written only when present: asked "auto" |
+ * "reset" | "keep"; action "reset" when a reset was sent, else "keep"; done
+ * 1 when the server confirmed it (2xx, and vLLM's "success" true); status
+ * the HTTP status of the last request sent (0: none answered); how the
+ * request ("POST /reset_prefix_cache", "POST /flush_cache", "POST
+ * /slots/{id}?action=erase" for each of slots), server the dialect told from
+ * /metrics ("" unknown), note why a reset was not sent or not confirmed, or
+ * the server's answer. Fixed arrays: the record is copied into the writer's
+ * queue. The reader fills present, action, done, status and slots. */
+typedef struct ll_rec_cache {
+    int present;
+    const char *asked;        /* a static name (scn_cache_names) */
+    int action_reset, done, status, slots;
+    char how[48], server[16], note[160];
+} ll_rec_cache;
+
 typedef struct ll_rec_level {
     int level;                /* index in the sweep */
     int concurrency;          /* C; open loop: cap on in-flight (0 = none) */
@@ -146,6 +163,7 @@ typedef struct ll_rec_level {
      * present and -1 for each absent value (older files lack them all). */
     int ab_tagged;
     int repeat, pair, seq;
+    ll_rec_cache cache;
 } ll_rec_level;
 
 /* What the client's own threads did during a level (level_end "client"):

@@ -18,7 +18,8 @@
  * before its tokens are released; output_dir is a plain subdirectory name of
  * cfg.profile_dir, nothing else). With cfg.api_key every path but /health
  * needs "Authorization: Bearer KEY" (401); cfg.control_key, cfg.no_control
- * govern the two profile routes. Every JSON body is valid UTF-8 (request
+ * govern the control routes (the two profile routes and POST
+ * /reset_prefix_cache, which empties the prefix cache: vLLM's spelling). Every JSON body is valid UTF-8 (request
  * bytes echoed into errors are scrubbed and cut between characters).
  * A body holding a key twice (in any object) is a 400 naming it; every
  * sampling parameter is checked and, decoding being greedy, unused
@@ -162,9 +163,9 @@ typedef struct eng_config {
     /* access control (docs/security.md, "The bundled server") */
     const char *api_key;       /* [api_key] when set, every endpoint but /health needs
                                 * "Authorization: Bearer KEY" (401 otherwise); NULL = open */
-    const char *control_key;   /* [control_key] the key /start_profile and /stop_profile need
+    const char *control_key;   /* [control_key] the key the control routes need
                                 * instead of api_key; NULL = api_key's rule */
-    int no_control;            /* [no_control] 1: /start_profile and /stop_profile answer 404 */
+    int no_control;            /* [no_control] 1: the control routes answer 404 */
     int metrics_vllm_names;    /* [metrics_vllm_names] 1: /metrics also has vLLM's
                                 * "vllm:..." gauges (colons: not lint-clean), default 0 */
     int handoff_sample;        /* [handoff_sample] every K-th token of each stream (K = this)

@@ -157,6 +157,13 @@ int scn_parse_speedup(const char *s, double *x, int *c);
  * netstamp/include/netstamp.h), or the clock when the worker thread handles it. */
 typedef enum scn_stamp { SCN_STAMP_KERNEL, SCN_STAMP_USER } scn_stamp;
 
+/* A server's prefix cache between levels (load.cache, --cache): auto asks
+ * a server that offers a reset to forget it before each level and keeps it
+ * elsewhere; reset always asks (and says when the server cannot); keep never
+ * asks. loadgen/cache_reset.c does it and says what was done per level. */
+typedef enum scn_cache { SCN_CACHE_AUTO, SCN_CACHE_RESET, SCN_CACHE_KEEP } scn_cache;
+extern const char *const scn_cache_names[]; /* "auto", "reset", "keep" */
+
 typedef struct scn_scenario {
     char *path;              /* file it came from, or NULL */
     char *name;
@@ -204,6 +211,7 @@ typedef struct scn_scenario {
     /* load */
     int threads;             /* 0 = the cores in the CPU affinity mask */
     scn_stamp arrival_stamp; /* how a chunk's arrival is timed (load.arrival_stamp) */
+    scn_cache cache;         /* the server's prefix cache between levels (load.cache) */
     char *source_addrs;      /* local addresses connections are bound to (load.source_addrs,
                               * --source-addrs: "auto", "off" or a list; loadgen/srcaddr.h
                               * checks it and says what each means); NULL = "auto" */

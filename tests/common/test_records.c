@@ -138,8 +138,11 @@ static void test_round_trip(void)
                       .config = config};
     CHECK(ll_rec_put_run(w, &run) == 0, "put run");
     cJSON_Delete(config); /* copied by the put */
-    ll_rec_level closed = {0, 8, 0, 0, 0, 12, 2, 1000, 0, -1, -1, -1};
-    ll_rec_level open = {1, 0, 1, 20.5, 1, 100, 0, 950000000, 0, -1, -1, -1};
+    ll_rec_level closed = {0, 8, 0, 0, 0, 12, 2, 1000, 0, -1, -1, -1, {0}};
+    ll_rec_level open = {1, 0, 1, 20.5, 1, 100, 0, 950000000, 0, -1, -1, -1, {0}};
+    /* what was done to the prefix cache before it; a server's words escaped */
+    open.cache = (ll_rec_cache){.present = 1, .asked = "auto", .action_reset = 1, .done = 1, .status = 200,
+                                .how = "POST /reset_prefix_cache", .server = "vllm", .note = "{\"success\":true}"};
     CHECK(ll_rec_put_level(w, &closed) == 0 && ll_rec_put_level(w, &open) == 0, "put levels");
     ll_rec_chunk *ch = malloc(3 * sizeof *ch);
     ch[0] = (ll_rec_chunk){52000000, 1, LL_CHUNK_THINK};
@@ -200,6 +203,10 @@ static void test_round_trip(void)
                            "\"n_requests\":12,\"warmup\":2,\"start_ns\":1000}\n") != NULL,
               "closed level line");
         CHECK(strstr(text, "\"mode\":\"open\",\"rate_per_s\":20.5,\"arrival\":\"poisson\"") != NULL, "open level line");
+        CHECK(strstr(text, "\"start_ns\":950000000,\"cache\":{\"asked\":\"auto\",\"action\":\"reset\",\"done\":true,"
+                           "\"status\":200,\"how\":\"POST /reset_prefix_cache\",\"server\":\"vllm\","
+                           "\"note\":\"{\\\"success\\\":true}\"}}\n") != NULL,
+              "level line's cache");
         CHECK(strstr(text, "{\"type\":\"level_end\",\"level\":1,\"end_ns\":1200000000,\"interrupted\":true,"
                            "\"ok\":12,\"failed\":3}\n") != NULL,
               "level_end line");
@@ -242,7 +249,9 @@ static void test_round_trip(void)
               g.lv[0].n_requests == 12 && g.lv[0].warmup == 2 && g.lv[0].start_ns == 1000,
           "closed level exact");
     CHECK(g.lv[1].level == 1 && g.lv[1].open_loop == 1 && g.lv[1].rate_per_s == 20.5 && g.lv[1].poisson == 1 &&
-              g.lv[1].n_requests == 100 && g.lv[1].start_ns == 950000000,
+              g.lv[1].n_requests == 100 && g.lv[1].start_ns == 950000000 && g.lv[1].cache.present &&
+              g.lv[1].cache.action_reset && g.lv[1].cache.done && g.lv[1].cache.status == 200 &&
+              !g.lv[0].cache.present,
           "open level exact");
     CHECK(g.le.level == 1 && g.le.end_ns == 1200000000 && g.le.interrupted == 1 && g.le.ok == 12 && g.le.failed == 3,
           "level_end exact");

@@ -1,7 +1,8 @@
 /* test_engine_control.c: the engine's control paths on a real socket: the
  * profiler trace (/start_profile with num_steps, gzip, until /stop_profile),
  * a full queue answering 503, a client that disconnects freeing its slot,
- * and eng_stop with streams running, queued and a capture waiting. */
+ * eng_stop with streams running, queued and a capture waiting, and POST
+ * /reset_prefix_cache emptying the prefix cache. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -309,6 +310,72 @@ static void test_stop_in_flight(const char *dir)
     tc_resp_free(&prof.resp);
 }
 
+/* ---- prefix cache reset ---------------------------------------------------- */
+
+/* One completion of prompt p: its usage's cached tokens (-1: no answer). */
+static int cached_of(const char *p)
+{
+    char u[256], body[1024];
+    tc_resp r;
+    snprintf(u, sizeof u, "%s/v1/completions", base);
+    snprintf(body, sizeof body, "{\"prompt\":\"%s\",\"max_tokens\":2}", p);
+    tc_request("POST", u, body, -1, &r);
+    cJSON *o = r.status == 200 ? cJSON_Parse(r.body.p) : NULL;
+    const cJSON *d = at(at(o, "usage", NULL), "prompt_tokens_details", NULL);
+    int n = o ? (int)ll_json_i64(d, "cached_tokens", 0) : -1;
+    cJSON_Delete(o);
+    tc_resp_free(&r);
+    return n;
+}
+
+static double cached_total(void)
+{
+    char u[256];
+    snprintf(u, sizeof u, "%s/metrics", base);
+    ll_buf page = {0};
+    double v = tc_http("GET", u, NULL, &page) == 200 ? tc_metric(page.p, "loadlaw_prompt_tokens_cached_total") : -1;
+    ll_buf_free(&page);
+    return v;
+}
+
+/* A prompt of 80 words (5 blocks) served twice is cached the second time;
+ * after the reset (vLLM's answer, with the blocks forgotten) it is not, and
+ * the cached-tokens counter does not move; a second reset forgets nothing. */
+static void test_prefix_reset(void)
+{
+    char p[1024] = "", *w = p;
+    for (int i = 0; i < 80; i++)
+        w += sprintf(w, "w%d ", i);
+    eng_engine *e = tc_start("law=0.2,prefix_cache=1");
+    snprintf(base, sizeof base, "%s", eng_url(e));
+    CHECK(cached_of(p) == 0 && cached_of(p) > 0, "the same prompt again is served from the cache");
+    double before = cached_total();
+    tc_resp r;
+    post("/reset_prefix_cache", "", &r);
+    cJSON *o = cJSON_Parse(r.body.p ? r.body.p : "");
+    CHECK(r.status == 200 && cJSON_IsTrue(at(o, "success", NULL)) && ll_json_i64(o, "blocks", 0) == 5,
+          "reset answers {\"success\":true} with the 5 blocks it forgot: %s", r.body.p);
+    cJSON_Delete(o);
+    tc_resp_free(&r);
+    CHECK(cached_of(p) == 0, "after the reset the prompt is prefilled whole");
+    CHECK(cached_total() == before, "loadlaw_prompt_tokens_cached_total unchanged: %g vs %g", cached_total(),
+          before);
+    post("/reset_prefix_cache", "", &r);
+    CHECK(r.status == 200 && strstr(r.body.p, "\"blocks\":5"), "the prompt's blocks went back in: %s", r.body.p);
+    tc_resp_free(&r);
+    post("/reset_prefix_cache", "", &r);
+    CHECK(r.status == 200 && strstr(r.body.p, "\"blocks\":0"), "a reset of an empty cache: %s", r.body.p);
+    tc_resp_free(&r);
+    eng_stop(e);
+    e = tc_start("law=0.2");
+    snprintf(base, sizeof base, "%s", eng_url(e));
+    post("/reset_prefix_cache", "", &r);
+    CHECK(r.status == 200 && strstr(r.body.p, "\"success\":true"), "no prefix cache: nothing to forget: %s",
+          r.body.p);
+    tc_resp_free(&r);
+    eng_stop(e);
+}
+
 int main(void)
 {
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
@@ -325,6 +392,7 @@ int main(void)
 
     test_queue_and_disconnect();
     test_stop_in_flight(dir);
+    test_prefix_reset();
     char sub[sizeof dir + 8];
     snprintf(sub, sizeof sub, "%s/caps", dir);
     rmdir(sub);

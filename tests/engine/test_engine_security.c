@@ -157,6 +157,9 @@ static void test_auth(const char *root)
     CHECK(call(e, "GET", "/nowhere", NULL, NULL, NULL) == 401, "unknown path: 401, no route list");
     CHECK(call(e, "POST", "/stop_profile", "", NULL, NULL) == 401, "control: 401 without");
     CHECK(call(e, "POST", "/stop_profile", "", "k-main", NULL) == 400, "control: api key reaches it");
+    CHECK(call(e, "POST", "/reset_prefix_cache", "", NULL, NULL) == 401, "cache reset: 401 without");
+    CHECK(call(e, "POST", "/reset_prefix_cache", "", "wrong", NULL) == 401, "cache reset: 401 wrong key");
+    CHECK(call(e, "POST", "/reset_prefix_cache", "", "k-main", NULL) == 200, "cache reset: the api key opens it");
     eng_stop(e);
 
     /* a separate control key: the api key no longer opens control, and the
@@ -172,6 +175,8 @@ static void test_auth(const char *root)
     cJSON_Delete(o);
     tc_resp_free(&r);
     CHECK(call(e, "GET", "/v1/models", NULL, "k-ctl", NULL) == 401, "control key opens no model");
+    CHECK(call(e, "POST", "/reset_prefix_cache", "", "k-main", NULL) == 401, "cache reset: api key refused");
+    CHECK(call(e, "POST", "/reset_prefix_cache", "", "k-ctl", NULL) == 200, "cache reset: control key opens");
     eng_stop(e);
 
     /* control off: 404 (with and without a key), everything else unchanged */
@@ -180,6 +185,7 @@ static void test_auth(const char *root)
     CHECK(call(e, "POST", "/start_profile", "{}", NULL, NULL) == 404, "control off: start 404");
     CHECK(call(e, "POST", "/stop_profile", "", NULL, NULL) == 404, "control off: stop 404");
     CHECK(call(e, "GET", "/start_profile", NULL, NULL, NULL) == 404, "control off: no 405 either");
+    CHECK(call(e, "POST", "/reset_prefix_cache", "", NULL, NULL) == 404, "control off: cache reset 404");
     CHECK(call(e, "POST", "/v1/completions", gen, NULL, NULL) == 200, "control off: generation open");
     eng_stop(e);
     rmdir(dir);

@@ -86,8 +86,10 @@ static int sweep_from(const char *spec, int c, int requests, int from[256])
     int rc, ok = -1;
     snprintf(dir, sizeof dir, "%s/lg_srcaddr_%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
     snprintf(path, sizeof path, "%s/records.jsonl", dir);
+    /* cache keep: the load's connections only, no GET /metrics to tell the
+     * server's prefix-cache reset (loadgen/cache_reset.c) */
     snprintf(json, sizeof json,
-             "{\"load\":{\"threads\":2%s%s%s},\"levels\":[{\"concurrency\":%d,\"requests\":%d}]}",
+             "{\"load\":{\"threads\":2,\"cache\":\"keep\"%s%s%s},\"levels\":[{\"concurrency\":%d,\"requests\":%d}]}",
              spec ? ",\"source_addrs\":\"" : "", spec ? spec : "", spec ? "\"" : "", c, requests);
     memset(from, 0, 256 * sizeof *from);
     if ((rc = ts_start(&tc, &srv)) != 0) {
