@@ -3,7 +3,8 @@
  * fixed seeds): the profiled level's level_end is marked, its profile record
  * names the trace files that exist (with their sizes) and says the server
  * came back to its pace; the next level starts only after that wait (by
- * the records' timestamps); `loadlaw fit` leaves the profiled level out of
+ * the records' timestamps); `loadlaw trace RUN` reads the traces the record
+ * names; `loadlaw fit` leaves the profiled level out of
  * the law and still recovers the engine's law from the others, and
  * --include-profiled puts it back. Bad --profile values are usage errors. */
 #include <math.h>
@@ -132,6 +133,19 @@ static void test_profiled_sweep(void)
     CHECK(s.profiled_end_ns > 0 && s.done_ns >= s.profiled_end_ns && s.next_start_ns >= s.done_ns,
           "the wait after the level's end (%lld) ends (%lld) before the next level starts (%lld)",
           (long long)s.profiled_end_ns, (long long)s.done_ns, (long long)s.next_start_ns);
+    /* `loadlaw trace RUN`: the traces the profile record names */
+    char tout[300], terr[300];
+    snprintf(tout, sizeof tout, "%s/trace.json", g_tmp);
+    snprintf(terr, sizeof terr, "%s/trace.err", g_tmp);
+    char *targs[] = {"loadlaw", "trace", dir, "--json", NULL};
+    rc = run(targs, tout, terr, 60);
+    char *tj = NULL, *te = NULL;
+    ll_read_file(tout, &tj, NULL, err, sizeof err);
+    ll_read_file(terr, &te, NULL, err, sizeof err);
+    CHECK(rc == 0 && tj && te && strstr(tj, traces) && strstr(te, "named by the run's profile records"),
+          "loadlaw trace RUN: exit %d, the record's trace read (%s)", rc, te ? te : "-");
+    free(tj);
+    free(te);
     double a, b, n, a1, b1, n1;
     int out, out1;
     CHECK(fit_json(dir, 0, &a, &b, &n, &out) == 0, "fit --json");
