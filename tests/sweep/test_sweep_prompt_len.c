@@ -40,53 +40,48 @@ static void sweep(const char *dir, const char *name, const char *extra)
     CHECK(tu_sh(cmd) == 0, "%s: sweep and fit (%s)", name, dir);
 }
 
-/* Requests whose usage.prompt_tokens equals prompt_tok_target, of n. */
-static size_t server_exact(const char *dir, const char *name, size_t *n)
+/* Per request record of a run: n counted, k those whose prompt length (as
+ * the server's usage says, or as t counts the prompt sent when t is set)
+ * equals its prompt_tok_target. */
+typedef struct exact {
+    const scn_tokenizer *t;
+    size_t n, k;
+} exact;
+
+static int on_request(const cJSON *o, size_t line_no, void *ctx)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s/records.jsonl", dir, name);
-    char *text = tu_slurp(path);
-    size_t k = 0;
-    *n = 0;
-    for (char *line = text ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n")) {
-        cJSON *o = cJSON_Parse(line);
-        const char *type = ll_json_str(o, "type", "");
-        if (strcmp(type, "request") == 0) {
-            const cJSON *u = cJSON_GetObjectItemCaseSensitive(o, "usage");
-            double got = ll_json_num(u, "prompt_tokens", -1), want = ll_json_num(o, "prompt_tok_target", -2);
-            (*n)++;
-            k += got == want;
-        }
-        cJSON_Delete(o);
+    exact *x = ctx;
+    (void)line_no;
+    if (strcmp(ll_json_str(o, "type", ""), "request") != 0)
+        return 0;
+    double want = ll_json_num(o, "prompt_tok_target", -2);
+    if (!x->t) {
+        x->n++;
+        x->k += ll_json_num(cJSON_GetObjectItemCaseSensitive(o, "usage"), "prompt_tokens", -1) == want;
+        return 0;
     }
-    free(text);
-    return k;
+    /* the prompt as JSON: a string, or chat's messages (the user's content) */
+    cJSON *sent = cJSON_Parse(ll_json_str(cJSON_GetObjectItemCaseSensitive(o, "outputs"), "prompt", "null"));
+    const char *s = cJSON_IsString(sent) ? sent->valuestring
+                                          : ll_json_str(cJSON_GetArrayItem(sent, 0), "content", NULL);
+    if (s) {
+        x->n++;
+        x->k += (double)scn_tokenizer_count(x->t, s, strlen(s)) == want;
+    }
+    cJSON_Delete(sent);
+    return 0;
 }
 
-/* Requests whose prompt as sent counts its prompt_tok_target under t, of n. */
-static size_t local_exact(const char *dir, const char *name, const scn_tokenizer *t, size_t *n)
+/* Run name's requests counted exact, of *n: by the server's usage (t NULL)
+ * or by t on the prompt sent. */
+static size_t exact_prompts(const char *dir, const char *name, const scn_tokenizer *t, size_t *n)
 {
-    char path[512];
+    char path[512], err[256];
+    exact x = {.t = t};
     snprintf(path, sizeof path, "%s/%s/records.jsonl", dir, name);
-    char *text = tu_slurp(path);
-    size_t k = 0;
-    *n = 0;
-    for (char *line = text ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n")) {
-        cJSON *o = cJSON_Parse(line);
-        const cJSON *out = cJSON_GetObjectItemCaseSensitive(o, "outputs");
-        /* the prompt as JSON: a string, or chat's messages (the user's content) */
-        cJSON *sent = cJSON_Parse(ll_json_str(out, "prompt", "null"));
-        const char *s = cJSON_IsString(sent) ? sent->valuestring
-                                              : ll_json_str(cJSON_GetArrayItem(sent, 0), "content", NULL);
-        if (strcmp(ll_json_str(o, "type", ""), "request") == 0 && s) {
-            (*n)++;
-            k += scn_tokenizer_count(t, s, strlen(s)) == (int64_t)ll_json_num(o, "prompt_tok_target", -1);
-        }
-        cJSON_Delete(sent);
-        cJSON_Delete(o);
-    }
-    free(text);
-    return k;
+    CHECK(ll_jsonl_foreach(path, on_request, &x, NULL, err, sizeof err) == 0, "records: %s", err);
+    *n = x.n;
+    return x.k;
 }
 
 static void fitted_by_server(const char *dir)
@@ -101,7 +96,7 @@ static void fitted_by_server(const char *dir)
         CHECK(tu_file_has(path, "12 prompts fitted to their token lengths (the request's head inside) by the "
                                 "server's /tokenize") && tu_file_has(path, ": 12 exact;"),
               "%s: the 12 prompts fitted by /tokenize, each exact, and said", eps[e]);
-        size_t k = server_exact(dir, eps[e], &n);
+        size_t k = exact_prompts(dir, eps[e], NULL, &n);
         CHECK(n == 12 && k == 12, "%s: usage.prompt_tokens is the built length in %zu of %zu requests", eps[e], k, n);
         snprintf(path, sizeof path, "%s/%s.fit", dir, eps[e]);
         CHECK(!tu_file_has(path, "prompts built to") && !tu_file_has(path, "chat template") &&
@@ -125,7 +120,7 @@ static void fitted_by_tokenizer(const char *dir)
         snprintf(extra, sizeof extra, "--prompt-tokens 40 --endpoint %s --record-outputs --tokenizer %s", eps[e],
                  TOKENIZER_JSON);
         sweep(dir, name, extra);
-        size_t k = local_exact(dir, name, t, &n);
+        size_t k = exact_prompts(dir, name, t, &n);
         CHECK(n == 12 && k == 12, "%s: the prompt as sent, head inside, counts its target in %zu of %zu", name, k, n);
         snprintf(path, sizeof path, "%s/%s.err", dir, name);
         CHECK(tu_file_has(path, "by the tokenizer: 12 exact;"), "%s: fitted by the tokenizer, said", name);
