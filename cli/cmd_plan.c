@@ -157,7 +157,12 @@ int cmd_plan(int argc, char **argv)
         goto done;
     }
     if (a.json) {
-        rc = cli_print_json(&plan_cmd, rpt_plan_to_json(plan));
+        cJSON *j = rpt_plan_to_json(plan);
+        if (j && rpt_json_add_headline(j, "headline", res)) {
+            cJSON_Delete(j);
+            j = NULL;
+        }
+        rc = cli_print_json(&plan_cmd, j);
     } else {
         rpt_print_law_line(stdout, res);
         rpt_plan_print(stdout, plan);

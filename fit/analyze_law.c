@@ -282,6 +282,19 @@ static int steady_interval(const fit_result *res, size_t l, double *r_ms, double
     return 0;
 }
 
+/* The chosen family refitted without the level (model_loo.c "Held-out
+ * prediction") at its N = C and mean K, and the level's error against it. */
+static void heldout_level(const fit_result *res, fit_level *L)
+{
+    const fit_model_check *m = &res->model;
+    for (size_t j = 0; j < m->n_heldout; j++)
+        if (m->heldout[j].n == L->concurrency && m->heldout[j].ok) {
+            double step = fit_model_fit_eval(&m->heldout[j].f, L->concurrency, L->k_mean);
+            L->heldout_pred_tok_per_s = step > 0 ? 1000.0 * L->concurrency / step : NAN;
+            L->heldout_error_rel = L->steady_tok_per_s / L->heldout_pred_tok_per_s - 1.0;
+        }
+}
+
 /* A closed-loop level against the chosen model (model.c "The chosen model"):
  * its prediction at N = C and the level's mean K, and the level's error;
  * the worst level kept in the result. */
@@ -290,6 +303,7 @@ static void model_level(fit_result *res, fit_level *L)
     double step = fit_model_predict(&res->model, &res->law, L->concurrency, L->k_mean);
     L->model_pred_tok_per_s = step > 0 ? 1000.0 * L->concurrency / step : NAN;
     L->model_error_rel = L->steady_tok_per_s / L->model_pred_tok_per_s - 1.0;
+    heldout_level(res, L);
     if (!isfinite(L->model_error_rel) || L->profiled_out)
         return; /* a level the law left out is not one the model must fit */
     if (res->model_worst_level < 0 ||
@@ -338,6 +352,7 @@ int fit_compare_levels(fit_result *res)
      * run's context per request (NAN for the line and the quadratic) */
     res->context_per_req_tok = fit_context_per_request(res);
     res->model_slope_ms = fit_model_fit_slope(&res->model.chosen, res->context_per_req_tok);
+    fit_headline_compute(res);
     return 0;
 }
 

@@ -198,6 +198,9 @@ int fit_model_fit_run(fit_model_fit *f, const double *x, const double *y, const 
                       double floor_rss, int want_cov, double *rss_out);
 /* The terms of kind (knees where it has them), nothing fitted yet. */
 void fit_model_fit_spec(fit_model_fit *f, fit_model_kind kind, double knee1, double knee2);
+/* headline.c: res->headline from the levels' errors against the chosen
+ * model (fit_compare_levels sets them first). */
+void fit_headline_compute(fit_result *res);
 /* model.c: the model check on step points (x = N, y = ms per token, k = K
  * per point or NULL). */
 int fit_model_check_run(const double *x, const double *y, const double *k, size_t n, const fit_options *opt,

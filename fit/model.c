@@ -26,23 +26,15 @@
  * more than FIT_MODEL_LEVEL_FIT the headline says that no model of the
  * family fits every level, naming the worst. */
 #include "fit_internal.h"
+#include "model_internal.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The points of one check and what every candidate is judged against. */
-typedef struct mdata {
-    const double *x, *y, *k; /* N, ms per token, K (NULL: no context) */
-    size_t n;
-    const double *d;         /* distinct N, sorted */
-    size_t nd;
-    double cl[2];            /* the OLS line a + b*N */
-    double bic_line, floor_rss;
-} mdata;
 
-static int qualifies(double bic_model, double bic_line, double effect, const fit_options *opt)
+int fit_model_qualifies(double bic_model, double bic_line, double effect, const fit_options *opt)
 {
     return isfinite(bic_model) && bic_model < bic_line - opt->model_bic_margin && effect > opt->model_min_effect;
 }
@@ -141,7 +133,7 @@ static void depart(const mdata *md, fit_model_fit *f)
     }
 }
 
-static int fit_one(const mdata *md, fit_model_fit *f, int want_cov)
+int fit_mdata_fit(const mdata *md, fit_model_fit *f, int want_cov)
 {
     int rc = fit_model_fit_run(f, md->x, md->y, md->k, md->n, md->floor_rss, want_cov, NULL);
     if (!rc)
@@ -152,7 +144,7 @@ static int fit_one(const mdata *md, fit_model_fit *f, int want_cov)
 /* The knee(s) of kind (one for PIECEWISE and KNEE_CONTEXT, two for KNEES2)
  * with the least BIC: each knee a distinct N with at least two distinct N at
  * or below the first, one between two knees and one above the last. */
-static int knee_search(const mdata *md, fit_model_kind kind, fit_model_fit *best)
+int fit_mdata_knees(const mdata *md, fit_model_kind kind, fit_model_fit *best)
 {
     int two = kind == FIT_MODEL_KNEES2;
     fit_model_fit_spec(best, kind, NAN, NAN);
@@ -203,12 +195,12 @@ static int fit_candidate(const mdata *md, fit_model_kind kind, fit_model_fit *f)
 {
     int rc;
     if (kind == FIT_MODEL_PIECEWISE || kind == FIT_MODEL_KNEE_CONTEXT || kind == FIT_MODEL_KNEES2) {
-        if ((rc = knee_search(md, kind, f)) || !f->p || !fit_model_fit_has(f, FIT_TERM_K))
+        if ((rc = fit_mdata_knees(md, kind, f)) || !f->p || !fit_model_fit_has(f, FIT_TERM_K))
             return rc;
-        return fit_one(md, f, 1);
+        return fit_mdata_fit(md, f, 1);
     }
     fit_model_fit_spec(f, kind, NAN, NAN);
-    return fit_one(md, f, fit_model_fit_has(f, FIT_TERM_K));
+    return fit_mdata_fit(md, f, fit_model_fit_has(f, FIT_TERM_K));
 }
 
 /* A context term is physics only when reading more context costs time: c's
@@ -223,7 +215,7 @@ static int context_positive(const fit_model_fit *f)
     return 1;
 }
 
-static int params_of(const fit_model_fit *f)
+int fit_model_params(const fit_model_fit *f)
 {
     int k = (int)f->p;
     for (size_t j = 0; j < f->p; j++)
@@ -240,14 +232,14 @@ static int choose(const fit_model_fit *fits, const fit_options *opt, double bic_
     int chosen = -1;
     for (size_t i = 0; i < N_CANDIDATES; i++) {
         const fit_model_fit *f = &fits[i];
-        if (!f->p || !qualifies(f->bic, bic_line, f->effect, opt))
+        if (!f->p || !fit_model_qualifies(f->bic, bic_line, f->effect, opt))
             continue;
         if (!context_positive(f)) {
             *negative = 1;
             continue;
         }
         double need = chosen < 0 ? bic_line - opt->model_bic_margin
-                      : params_of(f) > params_of(&fits[chosen]) ? fits[chosen].bic - opt->model_bic_margin
+                      : fit_model_params(f) > fit_model_params(&fits[chosen]) ? fits[chosen].bic - opt->model_bic_margin
                                                                 : fits[chosen].bic;
         if (f->bic < need)
             chosen = (int)i;
@@ -310,48 +302,6 @@ static void keep_figures(fit_model_check *m, const fit_model_fit *fits)
             m->buckets_context = *f;
         }
     }
-}
-
-/* The level (its N) without which the chosen model would not qualify
- * against the line; of several, the one whose absence leaves the least BIC
- * gain. NAN when none, or too few levels to leave one out. */
-static double alone_level(const mdata *md, const fit_model_fit *chosen, const fit_options *opt)
-{
-    double out = NAN, least = INFINITY;
-    double *x = malloc((md->n + 1) * sizeof *x), *y = malloc((md->n + 1) * sizeof *y),
-           *k = malloc((md->n + 1) * sizeof *k), *d = malloc((md->nd + 1) * sizeof *d);
-    for (size_t j = 0; x && y && k && d && md->nd >= 4 && j < md->nd; j++) {
-        mdata s = *md;
-        s.n = s.nd = 0;
-        for (size_t i = 0; i < md->n; i++)
-            if (md->x[i] != md->d[j]) {
-                x[s.n] = md->x[i];
-                y[s.n] = md->y[i];
-                k[s.n++] = md->k ? md->k[i] : 0;
-            }
-        for (size_t q = 0; q < md->nd; q++)
-            if (q != j)
-                d[s.nd++] = md->d[q];
-        s.x = x, s.y = y, s.k = md->k ? k : NULL, s.d = d;
-        fit_model_fit line, f = *chosen;
-        fit_model_fit_spec(&line, FIT_MODEL_LINEAR, NAN, NAN);
-        if (fit_model_fit_run(&line, x, y, s.k, s.n, s.floor_rss, 0, NULL))
-            break;
-        s.cl[0] = line.coef[0];
-        s.cl[1] = line.coef[1];
-        if (fit_one(&s, &f, 0))
-            break;
-        double gain = line.bic - f.bic;
-        if (!qualifies(f.bic, line.bic, f.effect, opt) && gain < least) {
-            least = gain;
-            out = md->d[j];
-        }
-    }
-    free(x);
-    free(y);
-    free(k);
-    free(d);
-    return out;
 }
 
 /* The verdict's sentence for the chosen model (the line's says what each
@@ -434,11 +384,11 @@ static int check_points(const mdata *md, fit_model_check *m, const fit_options *
     m->best = c < 0 ? FIT_MODEL_LINEAR : candidates[c];
     if (c >= 0) {
         m->chosen = fits[c];
-        if ((rc = fit_one(md, &m->chosen, 1)))
+        if ((rc = fit_mdata_fit(md, &m->chosen, 1)))
             return rc;
-        m->alone_n = alone_level(md, &m->chosen, opt);
+        m->alone_n = fit_model_alone_level(md, &m->chosen, opt);
     }
-    return 0;
+    return fit_model_heldout_run(md, m);
 }
 
 static int model_check_core(const double *x, const double *y, const double *k, size_t n, const fit_options *opt,
@@ -453,6 +403,8 @@ static int model_check_core(const double *x, const double *y, const double *k, s
     if (nd < 3 || n < 5) {
         snprintf(m->verdict, sizeof m->verdict,
                  "not checked: %zu distinct N (a curvature or knee check needs 3)", nd);
+        snprintf(m->no_heldout, sizeof m->no_heldout, "not made: %zu distinct N (the line's 2 parameters need 3)",
+                 nd);
         free(d);
         return 0;
     }

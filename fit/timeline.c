@@ -381,6 +381,7 @@ static void level_init(fit_level *L, const fit_level_info *info)
     L->duration_s = (double)(info->end_ns - info->start_ns) / 1e9;
     L->steady_tok_per_s = L->steady_step_ms = L->predicted_tok_per_s = L->error_rel = NAN;
     L->k_mean = L->model_pred_tok_per_s = L->model_error_rel = NAN;
+    L->heldout_pred_tok_per_s = L->heldout_error_rel = NAN;
     L->pos_max_tok = L->early_ms = L->late_ms = L->early_all_ms = L->late_all_ms = NAN;
     L->steady_tok_per_s_ci[0] = L->steady_tok_per_s_ci[1] = NAN;
     L->error_rel_ci[0] = L->error_rel_ci[1] = NAN;

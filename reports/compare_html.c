@@ -82,6 +82,22 @@ static cJSON *run_json(const char *label, const fit_run *run, const fit_result *
     return d;
 }
 
+/* A run's headline (reports/headline.c), under the verdict. */
+static int run_headline(ll_buf *p, const char *side, const fit_result *r)
+{
+    char text[1024];
+    if (r->law.ok)
+        rpt_headline_text(r, text, sizeof text);
+    if (ll_buf_printf(p, "<p><b>%s:</b> ", side) || html_esc(p, r->law.ok ? text : r->no_law))
+        return LL_ENOMEM;
+    if (r->law.ok) {
+        rpt_heldout_text(r, text, sizeof text);
+        if (ll_buf_printf(p, "<br><span class=muted>") || html_esc(p, text) || ll_buf_printf(p, "</span>"))
+            return LL_ENOMEM;
+    }
+    return ll_buf_printf(p, "</p>\n");
+}
+
 int rpt_compare_write_html(const char *out_path, const char *label_a, const fit_run *a,
                            const fit_result *ra, const char *label_b, const fit_run *b,
                            const fit_result *rb, const fit_compare *c, char *err, size_t errlen)
@@ -107,8 +123,9 @@ int rpt_compare_write_html(const char *out_path, const char *label_a, const fit_
     if (html_page_begin(&p, title) || ll_buf_printf(&p, "<header><h1>") || html_esc(&p, title) ||
         ll_buf_printf(&p, "</h1><div class=sub>A is the baseline; ratios are B over A</div></header>\n<main>\n"
                           "<section><div class=verdict>") ||
-        html_esc(&p, c->verdict) ||
-        ll_buf_printf(&p, "</div></section>\n<section><h2>Curves</h2><div class=grid2>"
+        html_esc(&p, c->verdict) || ll_buf_printf(&p, "</div>") || run_headline(&p, "A", ra) ||
+        run_headline(&p, "B", rb) ||
+        ll_buf_printf(&p, "</section>\n<section><h2>Curves</h2><div class=grid2>"
                           "<div class=chart><canvas id=chart-throughput></canvas></div>"
                           "<div class=chart><canvas id=chart-step></canvas></div></div>"
                           "<div class='chart small'><canvas id=chart-ratio></canvas></div></section>\n") ||

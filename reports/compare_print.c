@@ -8,6 +8,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "html_internal.h"
 #include "report.h"
 
 static const char *n2(char *b, size_t n, double x, int d)
@@ -72,6 +73,24 @@ static void print_terms(FILE *f, const fit_compare *c)
             snprintf(name, sizeof name, "%s", fit_term_name(c->term[j]));
         fprintf(f, "%s %s %s [%s, %s]", j ? "," : "", name, n2(x[0], 64, c->term_ratio[j], 3),
                 n2(x[1], 64, c->term_ratio_ci[j][0], 3), n2(x[2], 64, c->term_ratio_ci[j][1], 3));
+    }
+    fputc('\n', f);
+}
+
+void rpt_compare_headlines(FILE *f, const fit_result *ra, const char *label_a, const fit_result *rb,
+                           const char *label_b)
+{
+    const fit_result *r[2] = {ra, rb};
+    const char *label[2] = {label_a, label_b};
+    char text[1024];
+    for (int i = 0; i < 2; i++) {
+        if (r[i]->law.ok)
+            rpt_headline_text(r[i], text, sizeof text);
+        fprintf(f, "%s (%s): %s\n", i ? "B" : "A", label[i], r[i]->law.ok ? text : r[i]->no_law);
+        if (!r[i]->law.ok)
+            continue;
+        rpt_heldout_text(r[i], text, sizeof text);
+        fprintf(f, "  %s\n", text);
     }
     fputc('\n', f);
 }

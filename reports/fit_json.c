@@ -5,15 +5,67 @@
  * spelling; every number through ll_json_add_num (the one NaN -> null rule);
  * every cJSON_Add* is checked (LL_ENOMEM). */
 #include "json_internal.h"
+#include "html_internal.h"
 
 #include <math.h>
 #include <string.h>
 
 #define ADD_OK(x) ((x) != NULL)
 
+/* A level's C, or null for none (-1). */
+static int add_level_c(cJSON *o, const char *k, const fit_result *r, int idx)
+{
+    return ll_json_add_num(o, k, idx >= 0 && (size_t)idx < r->n_levels ? r->levels[idx].concurrency : NAN);
+}
+
+/* "headline": fit/headline.c's figures and the words every printer leads
+ * with (reports/headline.c). */
+int rpt_json_add_headline(cJSON *parent, const char *key, const fit_result *r)
+{
+    const fit_headline *h = &r->headline;
+    char text[1024];
+    int rc;
+    cJSON *o = cJSON_AddObjectToObject(parent, key);
+    if (!o)
+        return LL_ENOMEM;
+    rpt_headline_text(r, text, sizeof text);
+    LL_TRY(rpt_json_str(o, "text", r->law.ok ? text : r->no_law));
+    rpt_heldout_text(r, text, sizeof text);
+    LL_TRY(rpt_json_str(o, "heldout_text", text));
+    LL_TRY(rpt_json_str(o, "model", fit_model_name(h->model)));
+    LL_TRY(rpt_json_bool(o, "fits_every_level", h->fits));
+    LL_TRY(ll_json_add_num(o, "level_fit_bound", FIT_MODEL_LEVEL_FIT));
+    LL_TRY(add_level_c(o, "worst_fit_c", r, h->worst_level));
+    LL_TRY(ll_json_add_num(o, "worst_fit_rel", h->worst_level >= 0 ? r->levels[h->worst_level].model_error_rel : NAN));
+    LL_TRY(add_level_c(o, "best_c", r, h->best_level));
+    LL_TRY(ll_json_add_num(o, "best_tok_per_s", h->best_level >= 0 ? r->levels[h->best_level].steady_tok_per_s : NAN));
+    LL_TRY(ll_json_add_num(o, "slope_ms", h->slope_ms));
+    LL_TRY(ll_json_add_pair(o, "slope_ci_ms", h->slope_ci_ms));
+    LL_TRY(ll_json_add_num(o, "ceiling_tok_per_s", h->ceiling_tok_per_s));
+    LL_TRY(rpt_json_bool(o, "ceiling_extrapolated", isfinite(h->ceiling_tok_per_s)));
+    if (!(h->no_ceiling[0] ? cJSON_AddStringToObject(o, "no_ceiling", h->no_ceiling)
+                           : cJSON_AddNullToObject(o, "no_ceiling")))
+        return LL_ENOMEM;
+    LL_TRY(ll_json_add_num(o, "context_per_req_tok", r->context_per_req_tok));
+    LL_TRY(ll_json_add_num(o, "max_c", h->max_c > 0 ? h->max_c : NAN));
+    LL_TRY(ll_json_add_num(o, "at_max_c_tok_per_s", h->at_max_c_tok_per_s));
+    LL_TRY(ll_json_add_num(o, "heldout_levels", (double)h->n_heldout));
+    LL_TRY(add_level_c(o, "heldout_worst_c", r, h->heldout_worst_level));
+    LL_TRY(ll_json_add_num(o, "heldout_worst_rel", h->heldout_worst_rel));
+    LL_TRY(ll_json_add_num(o, "heldout_bound", FIT_HELDOUT_BOUND));
+    LL_TRY(rpt_json_bool(o, "heldout_warn", h->heldout_warn));
+    if (!(r->model.no_heldout[0] ? cJSON_AddStringToObject(o, "no_heldout", r->model.no_heldout)
+                                 : cJSON_AddNullToObject(o, "no_heldout")))
+        return LL_ENOMEM;
+    return 0;
+fail:
+    return rc;
+}
+
 int rpt_json_headline(cJSON *o, const fit_result *r)
 {
     int rc;
+    LL_TRY(rpt_json_add_headline(o, "headline", r));
     LL_TRY(rpt_json_law(o, "law", &r->law, fit_model_name(r->model.best), NAN, rpt_law_in_run));
     LL_TRY(ll_json_add_num(o, "asymptote_tok_per_s", r->asymptote_tok_per_s));
     LL_TRY(ll_json_add_num(o, "n_half", r->n_half));

@@ -1,5 +1,5 @@
-/* fit_print.c: a fit_result as `loadlaw fit` prints it: the law's line and
- * the model under it (also what `loadlaw sweep`, `report` and `plan` print),
+/* fit_print.c: a fit_result as `loadlaw fit` prints it: the headline
+ * (headline.c; also what `loadlaw sweep`, `report` and `plan` print first),
  * the fits, the model check, the per-level table, the server's figures and
  * its own timing, the turns, the GPU diagnosis and the notes. The --json
  * object is fit_json.c's. */
@@ -10,98 +10,25 @@
 #include "dialect.h"
 #include "html_internal.h"
 
-static const char *fmt_dec(char buf[48], double v, int d)
-{
-    if (d < 0)
-        snprintf(buf, 48, "%.6g", v);
-    else
-        snprintf(buf, 48, "%.*f", d, v);
-    return buf;
-}
-
-/* "64,256": the concurrencies of the client-bound levels whose steps made
- * the law (fit_result.law_client_bound). */
-static const char *client_bound_cs(const fit_result *r, char *buf, size_t cap)
-{
-    size_t n = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < r->n_levels && n < cap; i++)
-        if (r->levels[i].client_bound && r->levels[i].n_steady_points > 0)
-            n += (size_t)snprintf(buf + n, cap - n, "%s%d", n ? "," : "", r->levels[i].concurrency);
-    return buf;
-}
-
-/* Under the line (fit/model.c "The chosen model"): the model the evidence chose
- * when it is not the line, and when it misses a level by more than
- * FIT_MODEL_LEVEL_FIT, that no model of the family fits every level. */
-static void print_model_headline(FILE *f, const fit_result *r)
-{
-    const fit_model_check *m = &r->model;
-    if (m->done && m->best != FIT_MODEL_LINEAR && m->chosen.p) {
-        char formula[200];
-        int ctx = fit_model_fit_has(&m->chosen, FIT_TERM_K);
-        double kr = r->context_per_req_tok, per_tok = r->model_slope_ms;
-        fit_model_fit_formula(&m->chosen, 1, formula, sizeof formula);
-        fprintf(f, "model (%s): step(N%s) = %s ms%s", fit_model_name(m->best), ctx ? ", K" : "", formula,
-                ctx ? " (K: context tokens of the running requests)" : "");
-        if (r->has_truth && r->time_scale > 0 && r->time_scale != 1) {
-            fit_model_fit_formula(&m->chosen, 1 / r->time_scale, formula, sizeof formula);
-            fprintf(f, " = %s ms at time scale 1", formula);
-        }
-        if (per_tok > 0 && ctx && isfinite(kr))
-            fprintf(f, "; at %.0f tokens of context per request: at most %.4g tok/s", kr, 1000 / per_tok);
-        else if (per_tok > 0)
-            fprintf(f, "; at most %.4g tok/s", 1000 / per_tok);
-        fputc('\n', f);
-        if (isfinite(m->alone_n))
-            fprintf(f, "model: chosen on the strength of the level at N=%g alone: without it the line would do; "
-                       "repeat that level before trusting the %s model\n",
-                    m->alone_n, fit_model_name(m->best));
-    }
-    if (r->model_worst_level >= 0 && (size_t)r->model_worst_level < r->n_levels) {
-        const fit_level *W = &r->levels[r->model_worst_level];
-        if (fabs(W->model_error_rel) > FIT_MODEL_LEVEL_FIT)
-            fprintf(f, "NO MODEL OF THE FAMILY FITS EVERY LEVEL WITHIN %.0f%%: worst C=%d, measured %.4g tok/s, "
-                       "the %s model %.4g (%+.1f%%)\n",
-                    100 * FIT_MODEL_LEVEL_FIT, W->concurrency, W->steady_tok_per_s, fit_model_name(m->best),
-                    W->model_pred_tok_per_s, 100 * W->model_error_rel);
-    }
-}
-
 void rpt_print_law_line(FILE *f, const fit_result *r)
 {
-    const fit_law *L = &r->law;
-    if (!L->ok) {
+    char text[1024];
+    if (!r->law.ok) {
         /* No "law:" prefix: the sweep prints one before this line. */
         fprintf(f, "step(N) not fitted: %s\n", r->no_law[0] ? r->no_law : "no steady steps");
         return;
     }
-    char x[6][48];
-    int da = fit_ci_decimals(L->a_ci_ms[0], L->a_ci_ms[1]), db = fit_ci_decimals(L->b_ci_ms[0], L->b_ci_ms[1]);
-    fprintf(f, "step(N) = %s + %s*N ms  (a 95%% [%s, %s], b 95%% [%s, %s])", fmt_dec(x[0], L->a_ms, da),
-            fmt_dec(x[1], L->b_ms, db), fmt_dec(x[2], L->a_ci_ms[0], da), fmt_dec(x[3], L->a_ci_ms[1], da),
-            fmt_dec(x[4], L->b_ci_ms[0], db), fmt_dec(x[5], L->b_ci_ms[1], db));
-    if (r->has_truth && isfinite(r->time_scale) && r->time_scale > 0) {
-        /* The bundled engine plays its law time_scale times faster; undo that
-         * so the line reads in the law the user configured ("52+30n"), with
-         * the decimals the interval needs at that scale (at least one). */
-        double k = 1.0 / r->time_scale;
-        int ua = fit_ci_decimals(k * L->a_ci_ms[0], k * L->a_ci_ms[1]);
-        int ub = fit_ci_decimals(k * L->b_ci_ms[0], k * L->b_ci_ms[1]);
-        if (r->time_scale != 1)
-            fprintf(f, " = %s + %s*N ms at time scale 1", fmt_dec(x[0], k * L->a_ms, ua < 1 ? 1 : ua),
-                    fmt_dec(x[1], k * L->b_ms, ub < 1 ? 1 : ub));
-        if (r->engine_law_spec[0])
-            fprintf(f, " (engine law %s)", r->engine_law_spec);
-    }
-    if (isfinite(r->asymptote_tok_per_s))
-        fprintf(f, " -> at most %.4g tok/s, N1/2 = %.3g", r->asymptote_tok_per_s, r->n_half);
-    char cs[128];
-    if (r->law_client_bound)
-        fprintf(f, "  -- NOT THE SERVER'S LAW: the client set the pace at C=%s (see notes)",
-                client_bound_cs(r, cs, sizeof cs));
-    fputc('\n', f);
-    print_model_headline(f, r);
+    rpt_headline_text(r, text, sizeof text);
+    fprintf(f, "%s\n", text);
+    rpt_heldout_text(r, text, sizeof text);
+    fprintf(f, "%s\n", text);
+    if (isfinite(r->model.alone_n) && r->headline.model != FIT_MODEL_LINEAR)
+        fprintf(f, "model: chosen on the strength of the level at N=%g alone: without it the line would do; "
+                   "repeat that level before trusting the %s model\n",
+                r->model.alone_n, fit_model_name(r->model.best));
+    rpt_other_line_text(r, text, sizeof text);
+    if (text[0])
+        fprintf(f, "%s\n", text);
 }
 
 /* A number for a table cell, or "-" when there is none. */
@@ -123,8 +50,8 @@ static void print_law_row(FILE *f, const char *name, const fit_law *L)
     char x[6][48];
     int da = fit_ci_decimals(L->a_ci_ms[0], L->a_ci_ms[1]), db = fit_ci_decimals(L->b_ci_ms[0], L->b_ci_ms[1]);
     fprintf(f, "  %-22s a = %9s ms [%s, %s]   b = %9s ms [%s, %s]   R2 %.4f  sd %.3g ms  n %zu\n", name,
-            fmt_dec(x[0], L->a_ms, da), fmt_dec(x[1], L->a_ci_ms[0], da), fmt_dec(x[2], L->a_ci_ms[1], da),
-            fmt_dec(x[3], L->b_ms, db), fmt_dec(x[4], L->b_ci_ms[0], db), fmt_dec(x[5], L->b_ci_ms[1], db),
+            rpt_fmt_dec(x[0], L->a_ms, da), rpt_fmt_dec(x[1], L->a_ci_ms[0], da), rpt_fmt_dec(x[2], L->a_ci_ms[1], da),
+            rpt_fmt_dec(x[3], L->b_ms, db), rpt_fmt_dec(x[4], L->b_ci_ms[0], db), rpt_fmt_dec(x[5], L->b_ci_ms[1], db),
             L->r2, L->resid_sd_ms, L->n_points);
 }
 
@@ -289,8 +216,8 @@ void rpt_fit_print(FILE *f, const fit_result *r)
     rpt_print_law_line(f, r);
     if (fit_law_n_is_server(r))
         fprintf(f, "(N is the server's: its running requests at each step, fit --n server)\n");
-    fprintf(f, "\nfits (step ms = a + b*N):\n");
-    print_law_row(f, r->law.method && strcmp(r->law.method, "ols-fallback") == 0 ? "OLS FALLBACK, steady" : "law (mean step)", &r->law);
+    fprintf(f, "\nlines (step ms = a + b*N):\n");
+    print_law_row(f, r->law.method && strcmp(r->law.method, "ols-fallback") == 0 ? "OLS FALLBACK, steady" : "line (mean step)", &r->law);
     print_law_row(f, "OLS, steady steps", &r->ols);
     print_law_row(f, "naive OLS, all gaps", &r->naive);
     if (r->law_other.ok)
@@ -306,19 +233,20 @@ void rpt_fit_print(FILE *f, const fit_result *r)
         fprintf(f, "\nmodel check: %s: %s\n", fit_model_name(r->model.best), r->model.verdict);
     else /* no model was compared: naming "linear" would claim the data chose it */
         fprintf(f, "\nmodel check: %s\n", r->model.verdict);
-    fprintf(f, "\n%5s %6s %12s %12s %8s %12s %9s %10s %8s %8s %7s %7s %8s\n", "level", "C", "steady t/s",
-            "law t/s", "err %", "whole t/s", "ramp s", "ramp tok", "steady", "failed", "burst%", "client",
-            "model %");
+    fprintf(f, "\n%5s %6s %12s %12s %8s %12s %9s %10s %8s %8s %7s %7s %8s %8s\n", "level", "C", "steady t/s",
+            "line t/s", "err %", "whole t/s", "ramp s", "ramp tok", "steady", "failed", "burst%", "client",
+            "model %", "held %");
     for (size_t i = 0; i < r->n_levels; i++) {
         const fit_level *L = &r->levels[i];
-        char c1[32], c2[32], c3[32], c4[32], c5[32], c6[32], c7[32], c8[32];
-        fprintf(f, "%5d %6d %12s %12s %8s %12s %9s %10s %8zu %8zu %7s %7s %8s%s%s%s\n", L->level,
+        char c1[32], c2[32], c3[32], c4[32], c5[32], c6[32], c7[32], c8[32], c9[32];
+        fprintf(f, "%5d %6d %12s %12s %8s %12s %9s %10s %8zu %8zu %7s %7s %8s %8s%s%s%s\n", L->level,
                 L->concurrency, fmt_num(c1, L->steady_tok_per_s, "%.5g"),
                 fmt_num(c2, L->predicted_tok_per_s, "%.5g"),
                 fmt_num(c3, 100 * L->error_rel, "%+.2f"), fmt_num(c4, L->whole_tok_per_s, "%.5g"),
                 fmt_num(c5, L->ramp_s, "%.4g"), fmt_num(c6, L->ramp_tokens, "%.6g"),
                 L->n_steady_samples, L->n_failed, fmt_num(c7, 100 * L->burst_gap_frac, "%.1f"),
                 L->client_bound ? "BOUND" : "-", fmt_num(c8, 100 * L->model_error_rel, "%+.2f"),
+                fmt_num(c9, 100 * L->heldout_error_rel, "%+.2f"),
                 L->closed_loop ? "" : "  (open loop)",
                 L->interrupted ? "  (interrupted)" : "", rpt_profiled_tag(L));
     }

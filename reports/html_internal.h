@@ -97,6 +97,15 @@ const char *rpt_profiled_tag(const fit_level *L);
 /* The per-turn table of multi-turn sessions (fit_print.c), under `loadlaw
  * fit`'s and the sweep's tables; nothing without sessions. */
 void rpt_print_turns(FILE *f, const fit_result *r);
+/* headline.c: the headline's words (fit/headline.c), one line each without
+ * the newline: the chosen model and its ceiling, or that no model fits; how
+ * it predicts the levels it did not see; the line when it is not the
+ * headline ("" when it is; two lines when no model fits). And a number with
+ * d decimals (-1: %.6g). */
+void rpt_headline_text(const fit_result *r, char *b, size_t n);
+void rpt_heldout_text(const fit_result *r, char *b, size_t n);
+void rpt_other_line_text(const fit_result *r, char *b, size_t n);
+const char *rpt_fmt_dec(char buf[48], double v, int d);
 
 /* Chart data: attach v to o under k / append it to arr; -1 (v freed) when v
  * is NULL or cannot be attached, 0 otherwise. */

@@ -265,6 +265,8 @@ static int level_analysis(cJSON *o, const fit_level *L)
     LL_TRY(ll_json_add_num(o, "k_mean", L->k_mean));
     LL_TRY(ll_json_add_num(o, "model_pred_tok_per_s", L->model_pred_tok_per_s));
     LL_TRY(ll_json_add_num(o, "model_error_rel", L->model_error_rel));
+    LL_TRY(ll_json_add_num(o, "heldout_pred_tok_per_s", L->heldout_pred_tok_per_s));
+    LL_TRY(ll_json_add_num(o, "heldout_error_rel", L->heldout_error_rel));
     LL_TRY(ll_json_add_pair(o, "error_rel_ci", L->error_rel_ci));
     LL_TRY(ll_json_add_num(o, "whole_tok_per_s", L->whole_tok_per_s));
     LL_TRY(ll_json_add_num(o, "steady_step_ms", L->steady_step_ms));

@@ -33,43 +33,48 @@ static int law_row(ll_buf *b, const char *what, const fit_law *l)
                          l->n_samples);
 }
 
-/* The chosen model when it is not the line, and when it misses a level by
- * more than FIT_MODEL_LEVEL_FIT, that no model of the family fits every
- * level (fit/model.c "The chosen model"): the words match what the data show. */
+/* The chosen model's intervals when it is not the line (the headline gave
+ * its formula), and the level it may rest on alone (fit/model.c "The chosen
+ * model"). */
 static int model_words(ll_buf *b, const fit_result *r)
 {
     const fit_model_check *m = &r->model;
     const fit_model_fit *f = &m->chosen;
-    if (m->done && m->best != FIT_MODEL_LINEAR && f->p) {
-        char formula[200];
-        int ctx = fit_model_fit_has(f, FIT_TERM_K);
-        fit_model_fit_formula(f, 1, formula, sizeof formula);
-        if (ll_buf_printf(b, "<div class=law>model (%s): step(N%s) = ", fit_model_name(m->best), ctx ? ", K" : "") ||
-            html_esc(b, formula) || ll_buf_printf(b, " ms</div>\n<div class=muted>95%% intervals (HC3):"))
+    if (!m->done || m->best == FIT_MODEL_LINEAR || !f->p)
+        return 0;
+    int ctx = fit_model_fit_has(f, FIT_TERM_K);
+    if (ll_buf_printf(b, "<div class=muted>the %s model's 95%% intervals (HC3):", fit_model_name(m->best)))
+        return LL_ENOMEM;
+    for (size_t j = 0; j < f->p; j++)
+        if (ll_buf_printf(b, "%s %s [%.4g, %.4g]", j ? "," : "", fit_term_name(f->term[j]),
+                          f->coef[j] - 1.96 * f->se[j], f->coef[j] + 1.96 * f->se[j]))
             return LL_ENOMEM;
-        for (size_t j = 0; j < f->p; j++)
-            if (ll_buf_printf(b, "%s %s [%.4g, %.4g]", j ? "," : "", fit_term_name(f->term[j]),
-                              f->coef[j] - 1.96 * f->se[j], f->coef[j] + 1.96 * f->se[j]))
-                return LL_ENOMEM;
-        if (ll_buf_printf(b, "%s</div>\n", ctx ? "; K: the context tokens of the running requests (their prompts "
-                                                  "and the tokens they have had), per 1,000" : ""))
-            return LL_ENOMEM;
-        if (isfinite(m->alone_n) &&
-            ll_buf_printf(b, "<p class=warn>The %s model rests on the level at N=%g alone: without it a straight "
-                             "line would do. Repeat that level before trusting it.</p>\n",
-                          fit_model_name(m->best), m->alone_n))
-            return LL_ENOMEM;
-    }
-    if (r->model_worst_level >= 0 && (size_t)r->model_worst_level < r->n_levels) {
-        const fit_level *W = &r->levels[r->model_worst_level];
-        if (fabs(W->model_error_rel) > FIT_MODEL_LEVEL_FIT &&
-            ll_buf_printf(b, "<p class=warn><b>No model of the family fits every level within %.0f%%:</b> at C=%d "
-                             "the measured %.4g tokens/s is %+.1f%% off the %s model's %.4g.</p>\n",
-                          100 * FIT_MODEL_LEVEL_FIT, W->concurrency, W->steady_tok_per_s,
-                          100 * W->model_error_rel, fit_model_name(m->best), W->model_pred_tok_per_s))
-            return LL_ENOMEM;
-    }
+    if (ll_buf_printf(b, "%s</div>\n", ctx ? "; K: the context tokens of the running requests (their prompts "
+                                              "and the tokens they have had), per 1,000" : ""))
+        return LL_ENOMEM;
+    if (isfinite(m->alone_n) &&
+        ll_buf_printf(b, "<p class=warn>The %s model rests on the level at N=%g alone: without it a straight "
+                         "line would do. Repeat that level before trusting it.</p>\n",
+                      fit_model_name(m->best), m->alone_n))
+        return LL_ENOMEM;
     return 0;
+}
+
+/* The headline (reports/headline.c), first: the same words as the
+ * terminal's. */
+static int headline_words(ll_buf *b, const fit_result *r)
+{
+    char text[1024];
+    if (!r->law.ok)
+        return 0;
+    rpt_headline_text(r, text, sizeof text);
+    if (ll_buf_printf(b, "<div class=law>") || html_esc(b, text) || ll_buf_printf(b, "</div>\n"))
+        return LL_ENOMEM;
+    rpt_heldout_text(r, text, sizeof text);
+    return ll_buf_printf(b, "<p class=%s>", r->headline.heldout_warn ? "warn" : "muted") || html_esc(b, text) ||
+                   ll_buf_printf(b, "</p>\n")
+               ? LL_ENOMEM
+               : 0;
 }
 
 static int law_section(ll_buf *b, const fit_result *r)
@@ -79,13 +84,14 @@ static int law_section(ll_buf *b, const fit_result *r)
     char law_label[96];
     snprintf(law_label, sizeof law_label, "the law: %s (the answer%s)", l->method ? l->method : "none",
              fit_law_n_is_server(r) ? ", against the server's N" : "");
-    if (ll_buf_printf(b, "<section><h2>The law</h2>\n"))
+    if (ll_buf_printf(b, "<section><h2>The law</h2>\n") || headline_words(b, r))
         return LL_ENOMEM;
     if (l->ok) {
+        int chosen = r->headline.model == FIT_MODEL_LINEAR;
         if (ll_buf_printf(b,
-                          "<div class=law>step(N) = %s + %s&middot;N ms &nbsp;&rarr;&nbsp; at most %s tokens/s</div>\n"
-                          "<div class=muted>a in [%s, %s], b in [%s, %s] (95%%); N&frac12; = a/b = %s requests; "
-                          "fitted by %s on steady decode steps</div>\n",
+                          "<p%s>%s step(N) = %s + %s&middot;N ms, 1/b = %s tokens/s: a in [%s, %s], b in [%s, %s] "
+                          "(95%%); N&frac12; = a/b = %s requests; fitted by %s on steady decode steps</p>\n",
+                          chosen ? " class=muted" : "", chosen ? "The line, the chosen model:" : "<b>The line, not chosen:</b>",
                           html_num(x[0], 48, l->a_ms, 2), html_num(x[1], 48, l->b_ms, 3),
                           html_num(x[2], 48, r->asymptote_tok_per_s, 1), html_num(x[3], 48, l->a_ci_ms[0], 2),
                           html_num(x[4], 48, l->a_ci_ms[1], 2), html_num(x[5], 48, l->b_ci_ms[0], 3),

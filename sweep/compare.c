@@ -139,6 +139,8 @@ static int print_json(const compared *k, const sweep_compare_opts *o)
 {
     cJSON *j = rpt_compare_to_json(k->c), *g = NULL, *x;
     int ok = j != NULL;
+    if (ok)
+        ok = !rpt_json_add_headline(j, "headline_a", k->res[0]) && !rpt_json_add_headline(j, "headline_b", k->res[1]);
     if (ok && k->outs)
         ok = (x = rpt_outputs_to_json(k->outs)) && cJSON_AddItemToObject(j, "outputs", x);
     if (ok && o->have_expect)
@@ -209,8 +211,10 @@ int sweep_compare(const char *run_a, const char *run_b, const sweep_compare_opts
     if (rc == SWEEP_OK) {
         if (o->json)
             rc = print_json(&k, o);
-        else
+        else {
+            rpt_compare_headlines(stdout, k.res[0], run_a, k.res[1], run_b);
             rpt_compare_print(stdout, k.c, run_a, run_b);
+        }
         if (!o->json && k.outs)
             rpt_outputs_print(stdout, k.outs);
     }

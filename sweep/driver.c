@@ -319,7 +319,8 @@ static int close_records(int slot, host_engine *host, ll_rec_writer *w)
 static void print_law_and_report(const char *run_dir, const fit_run *fr, const fit_result *res)
 {
     char err[512] = "", path[4096] = "";
-    printf("\nlaw: ");
+    /* the headline starts "model (...)"; a run without a law says so */
+    printf(res->law.ok ? "\n" : "\nlaw: ");
     rpt_print_law_line(stdout, res);
     if (rpt_write_html_from(run_dir, fr, res, NULL, path, sizeof path, err, sizeof err))
         fprintf(stderr, "loadlaw sweep: report not written: %s\n", err);

@@ -159,6 +159,7 @@ typedef struct fit_level {
     size_t server_scrapes;        /* the server's /metrics (fit/server.c) */
     double server_n, server_waiting, server_step_ms, server_tok_per_step;
     double k_mean, model_pred_tok_per_s, model_error_rel; /* the chosen model at C */
+    double heldout_pred_tok_per_s, heldout_error_rel; /* refitted without this level; NAN: not made */
     double pos_max_tok, early_ms, late_ms, early_all_ms, late_all_ms; /* fit/position.c */
     int server;                   /* ll_srv of the server figures; -1: none */
     double server_gen_tok_s, server_cache_share;
@@ -192,6 +193,25 @@ typedef struct fit_turn {
     double prompt_tok_mean, cache_share;
 } fit_turn;
 
+/* The one headline (fit/headline.c): the chosen model, whether it fits
+ * every level, its ceiling where one can be said, and how it predicts the
+ * levels it did not see. Every printer leads with it. */
+typedef struct fit_headline {
+    fit_model_kind model;         /* the chosen model (the line when none richer, or no check) */
+    int fits;                     /* every level within FIT_MODEL_LEVEL_FIT of it */
+    int worst_level;              /* index of the level it misses most; -1 none */
+    int best_level;               /* index of the closed-loop level with the most steady tok/s; -1 none */
+    int max_c;                    /* the largest measured closed-loop C; 0 none */
+    double slope_ms, slope_ci_ms[2]; /* ms per request added beyond its last knee, at the run's context */
+    double ceiling_tok_per_s;     /* 1000 / slope_ms; NAN when none is said (no_ceiling says why) */
+    double at_max_c_tok_per_s;    /* the model at max_c */
+    char no_ceiling[200];
+    int heldout_worst_level;      /* index; -1 when no level was held out */
+    double heldout_worst_rel;     /* its held-out error */
+    size_t n_heldout;             /* levels with a held-out prediction */
+    int heldout_warn;             /* heldout_worst_rel beyond FIT_HELDOUT_BOUND */
+} fit_headline;
+
 typedef struct fit_result {
     fit_law law;                  /* THE answer: the mean step on steady engine steps */
     const char *law_n;            /* whose N it is: "client" (D) | "server" */
@@ -210,6 +230,7 @@ typedef struct fit_result {
     int model_worst_level;        /* the level the chosen model misses most; -1 none */
     double context_per_req_tok;   /* closed levels' mean K per running request; NAN: none */
     double model_slope_ms;        /* the chosen model's ms per request added, at that K; NAN: line */
+    fit_headline headline;
     size_t n_levels;
     fit_level *levels;
     size_t n_samples;

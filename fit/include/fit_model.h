@@ -64,6 +64,18 @@ int fit_model_fit_has(const fit_model_fit *f, fit_term t);
  * first when the chosen one misses a level by more. */
 #define FIT_MODEL_LEVEL_FIT 0.05
 
+/* The chosen family refitted without the level at N (fit/model_loo.c
+ * "Held-out prediction"); ok = 0 when it cannot be fitted without it. */
+#define FIT_MODEL_MAX_HELDOUT 64
+typedef struct fit_model_heldout {
+    double n;
+    int ok;
+    fit_model_fit f;
+} fit_model_heldout;
+/* A model refitted without a level predicts it within this share of its
+ * throughput; the headline warns when one misses by more. */
+#define FIT_HELDOUT_BOUND 0.05
+
 /* Each richer model against the line (fit/model.c); NAN where not fitted;
  * effect_*: largest relative departure from the line, at worst_n_*. */
 typedef struct fit_model_check {
@@ -84,6 +96,9 @@ typedef struct fit_model_check {
     fit_model_fit knees2, knee_context, buckets_context; /* p = 0: not fitted */
     double alone_n;           /* the level (N) the choice rests on alone; NAN: none */
     int context_negative;     /* a context model qualified with c not above 0: set aside */
+    size_t n_heldout;         /* one per distinct N, in N order; 0: not made (no_heldout says why) */
+    fit_model_heldout heldout[FIT_MODEL_MAX_HELDOUT];
+    char no_heldout[128];
 } fit_model_check;
 /* The chosen model's step at N and K (the line's if chosen; NAN: no check). */
 double fit_model_predict(const fit_model_check *m, const fit_law *line, double n, double k);

@@ -103,6 +103,12 @@ const char *rpt_chartjs_path(void);
 /* Tables: both laws, slope ratio, per-level speedups with intervals and
  * latency changes, then the verdict line. */
 void rpt_compare_print(FILE *f, const fit_compare *c, const char *label_a, const char *label_b);
+/* Each run's headline (its chosen model, how it predicts the levels it did
+ * not see), A then B: what `compare` prints first. */
+void rpt_compare_headlines(FILE *f, const fit_result *ra, const char *label_a, const fit_result *rb,
+                           const char *label_b);
+/* o[key] = the headline object of `fit --json` ("headline"). */
+int rpt_json_add_headline(cJSON *o, const char *key, const fit_result *r);
 /* {"levels":[{"concurrency","tok_per_s_a","tok_per_s_b","ratio","ratio_ci":[lo,hi],
  * "steady","ttft_a":{p50_ms,...},...}],"law_a","law_b","slope_ratio","slope_ratio_ci",
  * "slope_method","verdict",...}; NAN becomes null. Caller frees with

@@ -15,6 +15,54 @@
 
 static const char *bin;
 
+/* The first line of `fit`, of `plan` and of the report's law section is the
+ * chosen model's (fit/headline.c): want, e.g. "model (context): ". */
+static void check_first_lines(const char *dir, const char *want)
+{
+    const char *cmds[] = {"fit '%s'", "plan '%s' --itl-slo 500ms", "report '%s' -o '%s/h.html' >/dev/null && "
+                                                                   "grep -o '<div class=law>[^<]*' '%s/h.html'"};
+    ll_buf out = {0};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char sub[1024], cmd[1400];
+        snprintf(sub, sizeof sub, cmds[i], dir, dir, dir);
+        snprintf(cmd, sizeof cmd, "'%s' %s", bin, sub);
+        int rc = tu_sh_capture(cmd, &out);
+        const char *p = out.p ? out.p : "";
+        if (strncmp(p, "<div class=law>", 15) == 0)
+            p += 15;
+        CHECK(rc == 0 && strncmp(p, want, strlen(want)) == 0, "`%s`: first line \"%s...\": %.200s", sub, want, p);
+    }
+    ll_buf_free(&out);
+}
+
+/* 20 + 2n + 0.5c (c per 1k context tokens), prompts that vary: the context
+ * model leads; the line's run leads with the line. */
+static void test_first_lines(const char *dir)
+{
+    char sub[300], rec[400];
+    snprintf(sub, sizeof sub, "%s/ctx", dir);
+    snprintf(rec, sizeof rec, "%s/records.jsonl", sub);
+    CHECK(mkdir(sub, 0755) == 0, "mkdir ctx");
+    sim_cfg c;
+    sim_default(&c);
+    int cs[] = {1, 2, 4, 8, 12, 16};
+    sim_set_levels(&c, cs, 6, 12);
+    c.a_ms = 20;
+    c.b_ms = 2;
+    c.c_ms_per_ktok = 0.5;
+    c.prompt_tok = 2000;
+    c.prompt_spread = 0.9;
+    c.think_tok = 0;
+    c.max_tokens = 64;
+    c.jitter_frac = 0.03;
+    c.prefill_per_step = 1;
+    c.seed = 11;
+    sim_stats st;
+    CHECK(sim_write(rec, &c, &st) == 0, "sim_write ctx");
+    check_first_lines(sub, "model (context): step(N, K) = ");
+    check_first_lines(dir, "model (linear): step(N) = ");
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -132,6 +180,7 @@ int main(int argc, char **argv)
         CHECK(strstr(out.p, "(engine law 520+300n)") != NULL, "engine law quoted: %s", out.p);
     }
 
+    test_first_lines(dir);
     snprintf(cmd, sizeof cmd, "'%s' fit 2>/dev/null", bin);
     CHECK(tu_sh_capture(cmd, &out) == 2, "no RUN_DIR: usage error 2");
     snprintf(cmd, sizeof cmd, "'%s' fit '%s' --bogus 2>/dev/null", bin, dir);

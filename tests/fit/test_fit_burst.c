@@ -167,7 +167,7 @@ static void test_client_saturated(const char *path)
         char *line = printed(r, 0), *all = printed(r, 1);
         CHECK(line && strstr(line, "NOT THE SERVER'S LAW: the client set the pace at C=8"),
               "law line: %s", line ? line : "");
-        CHECK(all && strstr(all, "BOUND") && strstr(all, " client  model %\n"), "table flag column");
+        CHECK(all && strstr(all, "BOUND") && strstr(all, " client  model %   held %\n"), "table flag column");
         free(line);
         free(all);
         cJSON *j = rpt_fit_to_json(r);

@@ -274,6 +274,33 @@ def check_fit(ck, fit, text, levels):
                  fmt(x.get("steady_step_ms"))))
 
 
+def check_headline(ck, fit, text, no_fit):
+    """The first line is the chosen model's (or that none fits, with no
+    ceiling); the held-out prediction of every level, and its warning exactly
+    when a level misses by more than the bound."""
+    hd = fit.get("headline") or {}
+    first = text.splitlines()[0] if text else ""
+    ck.ok("headline", first.startswith("NO MODEL" if no_fit else "model (%s)" % hd.get("model")),
+          "first line: %s" % first[:160])
+    ck.ok("headline", not no_fit or ("at most" not in first and hd.get("ceiling_tok_per_s") is None),
+          "no ceiling when no model fits (%s)" % hd.get("no_ceiling"))
+    bound = hd.get("heldout_bound") or 0.05
+    worst = 0.0
+    for x in fit.get("levels") or []:
+        h = x.get("heldout_error_rel")
+        if x.get("steady_tok_per_s") is None or x.get("profiled"):
+            continue  # a level the law does not use is not predicted
+        ck.ok("heldout", h is not None and math.isfinite(h),
+              "C=%d: refitted without it, the %s model predicts %s tok/s, measured %s: %s%%"
+              % (x["concurrency"], hd.get("model"), fmt(x.get("heldout_pred_tok_per_s")),
+                 fmt(x.get("steady_tok_per_s")), fmt(None if h is None else 100 * h)))
+        worst = max(worst, abs(h if h is not None else math.inf))
+    warned = "HELD OUT, A LEVEL IS MISSED" in text
+    ck.ok("heldout", warned == (worst > bound) and bool(hd.get("heldout_warn")) == warned,
+          "the held-out line %s (worst %.1f%%, bound %.0f%%): %s"
+          % ("warns" if warned else "does not warn", 100 * worst, 100 * bound, hd.get("heldout_text")))
+
+
 def check_model(ck, fit, text, expect_context):
     """The chosen model against the line, and the headline's honesty about it;
     with expect_context, its context term."""
@@ -299,6 +326,7 @@ def check_model(ck, fit, text, expect_context):
     ck.ok("model", said == (worst_m > FIT_MODEL_LEVEL_FIT),
           "the headline %s that no model fits every level within 5%% (worst %.1f%%)"
           % ("says" if said else "does not say", 100 * worst_m))
+    check_headline(ck, fit, text, said)
     if not expect_context:
         return
     k = [t for t in chosen.get("terms") or [] if t.get("term") == "K/1k"]
