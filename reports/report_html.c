@@ -77,30 +77,37 @@ static int headline_words(ll_buf *b, const fit_result *r)
                : 0;
 }
 
+/* The line: the headline when chosen (its intervals and N1/2 here), else
+ * beneath it, said not chosen. */
+static int line_words(ll_buf *b, const fit_result *r)
+{
+    char x[8][48];
+    const fit_law *l = &r->law;
+    if (!l->ok)
+        return ll_buf_printf(b, "<div class=law>No law: too few steady samples at distinct N</div>\n");
+    int chosen = r->headline.model == FIT_MODEL_LINEAR;
+    return ll_buf_printf(b,
+                         "<p%s>%s step(N) = %s + %s&middot;N ms, 1/b = %s tokens/s: a in [%s, %s], b in [%s, %s] "
+                         "(95%%); N&frac12; = a/b = %s requests; fitted by %s on steady decode steps</p>\n",
+                         chosen ? " class=muted" : "", chosen ? "The line, the chosen model:" : "<b>The line, not chosen:</b>",
+                         html_num(x[0], 48, l->a_ms, 2), html_num(x[1], 48, l->b_ms, 3),
+                         html_num(x[2], 48, r->asymptote_tok_per_s, 1), html_num(x[3], 48, l->a_ci_ms[0], 2),
+                         html_num(x[4], 48, l->a_ci_ms[1], 2), html_num(x[5], 48, l->b_ci_ms[0], 3),
+                         html_num(x[6], 48, l->b_ci_ms[1], 3), html_num(x[7], 48, r->n_half, 1),
+                         l->method ? l->method : "robust regression");
+}
+
 static int law_section(ll_buf *b, const fit_result *r)
 {
     char x[8][48];
     const fit_law *l = &r->law;
     char law_label[96];
-    snprintf(law_label, sizeof law_label, "the law: %s (the answer%s)", l->method ? l->method : "none",
+    snprintf(law_label, sizeof law_label, "the line: %s%s", l->method ? l->method : "none",
              fit_law_n_is_server(r) ? ", against the server's N" : "");
     if (ll_buf_printf(b, "<section><h2>The law</h2>\n") || headline_words(b, r))
         return LL_ENOMEM;
-    if (l->ok) {
-        int chosen = r->headline.model == FIT_MODEL_LINEAR;
-        if (ll_buf_printf(b,
-                          "<p%s>%s step(N) = %s + %s&middot;N ms, 1/b = %s tokens/s: a in [%s, %s], b in [%s, %s] "
-                          "(95%%); N&frac12; = a/b = %s requests; fitted by %s on steady decode steps</p>\n",
-                          chosen ? " class=muted" : "", chosen ? "The line, the chosen model:" : "<b>The line, not chosen:</b>",
-                          html_num(x[0], 48, l->a_ms, 2), html_num(x[1], 48, l->b_ms, 3),
-                          html_num(x[2], 48, r->asymptote_tok_per_s, 1), html_num(x[3], 48, l->a_ci_ms[0], 2),
-                          html_num(x[4], 48, l->a_ci_ms[1], 2), html_num(x[5], 48, l->b_ci_ms[0], 3),
-                          html_num(x[6], 48, l->b_ci_ms[1], 3), html_num(x[7], 48, r->n_half, 1),
-                          l->method ? l->method : "robust regression"))
-            return LL_ENOMEM;
-    } else if (ll_buf_printf(b, "<div class=law>No law: too few steady samples at distinct N</div>\n")) {
+    if (line_words(b, r))
         return LL_ENOMEM;
-    }
     if (model_words(b, r))
         return LL_ENOMEM;
     if (ll_buf_printf(b, "<p><b>Model check:</b> ") ||
