@@ -98,7 +98,7 @@ void rpt_compare_headlines(FILE *f, const fit_result *ra, const char *label_a, c
 void rpt_compare_print(FILE *f, const fit_compare *c, const char *label_a, const char *label_b)
 {
     char x[8][64];
-    fprintf(f, "laws (mean step time, fitted on steady decode steps)\n");
+    fprintf(f, "lines (mean step time a + b*N, fitted on steady decode steps; each run's chosen model is above)\n");
     law_line(f, "A", label_a, &c->law_a, c->asym_a_tok_per_s);
     law_line(f, "B", label_b, &c->law_b, c->asym_b_tok_per_s);
     if (isfinite(c->slope_ratio))
