@@ -23,8 +23,8 @@ static const cli_cmd records_cmd = {
     "for runs recorded before it. expand: into the list form (\"chunks\":\n"
     "[[t_ns,tokens,\"t\"|\"a\"],...]) that jq and older scripts read; OUT defaults to\n"
     "stdout (`loadlaw records expand RUN | jq ...`). IN and OUT are records files or\n"
-    "run directories (their records.jsonl; OUT's is created). Every other line is\n"
-    "copied byte for byte; fit, report, plan and compare read both forms alike.\n"
+    "existing run directories (their records.jsonl). Every other line is copied\n"
+    "byte for byte; fit, report, plan and compare read both forms alike.\n"
     "docs/records.md says how the packed form is laid out.\n",
     records_table,
     NULL,
