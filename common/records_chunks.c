@@ -10,9 +10,9 @@
  * follows with 2*tokens + (kind == 't'); x = 0 repeats the previous chunk's
  * tokens and kind (before the first chunk: 1 token, answer). Those bytes go
  * into the line as standard base64 (RFC 4648, padded), so the line stays
- * JSON. Times stay exact integer nanoseconds. Measured: 1.5 bytes per token
+ * JSON. Times stay exact integer nanoseconds. Measured: 1.9 bytes per token
  * event on a zero-compute server where most events share a read's stamp,
- * ~5 where every gap is milliseconds (docs/benchmarks.md).
+ * 6.0 where every gap is milliseconds (docs/benchmarks.md, "Records").
  *
  * Cost: the writer thread encodes (no printf per number, as before); the
  * reader decodes one string instead of parsing three JSON values and an

@@ -291,7 +291,7 @@ static int format_request(ll_buf *b, const ll_rec_request *rq)
     if (rq->srv.present)
         LL_TRY(format_srv_timing(b, &rq->srv));
     LL_TRY(format_work(b, rq));
-    /* the packed list (records_chunks.c): ~1.5-5 bytes a chunk against ~19 as [t,tok,"k"] */
+    /* the packed list (records_chunks.c): ~2-6 bytes a chunk against ~19 as [t,tok,"k"] */
     LL_TRY(ll_buf_printf(b, ",\"" LL_REC_CHUNKS_PACKED "\":\""));
     LL_TRY(ll_rec_chunks_pack(b, rq->chunks, rq->n_chunks));
     LL_TRY(ll_buf_append(b, "\"", 1));

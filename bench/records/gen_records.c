@@ -28,6 +28,15 @@ typedef struct gen_opts {
     uint64_t seed;
 } gen_opts;
 
+/* -1 when the options make a run, else 2 after saying why. */
+static int check_args(const gen_opts *o)
+{
+    if (o->out && o->events >= 1 && o->tokens >= 2 && o->max_c >= 1 && o->a_ms > 0 && o->b_ms >= 0 && o->ttft_ms > 0)
+        return -1;
+    fprintf(stderr, "gen_records: need OUT, --events >= 1, --tokens >= 2, --max-c >= 1, a law A+Bn with A > 0\n");
+    return 2;
+}
+
 /* -1 to go on, else the exit code. */
 static int parse_args(int argc, char **argv, gen_opts *o)
 {
@@ -59,12 +68,7 @@ static int parse_args(int argc, char **argv, gen_opts *o)
             return 2;
         }
     }
-    if (!o->out || !(o->events >= 1) || o->tokens < 2 || o->max_c < 1 || !(o->a_ms > 0) || !(o->b_ms >= 0) ||
-        !(o->ttft_ms > 0)) {
-        fprintf(stderr, "gen_records: need OUT, --events >= 1, --tokens >= 2, --max-c >= 1, a law A+Bn with A > 0\n");
-        return 2;
-    }
-    return -1;
+    return check_args(o);
 }
 
 static double jitter(uint64_t *s)

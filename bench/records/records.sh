@@ -11,7 +11,8 @@
 # (b) Live: one `loadlaw serve --law 0+0n` (zero compute: one character an event) on CPU 0 and
 #     `loadlaw sweep --url` with C = REC_C (256) streams of REC_TOKENS (1000) tokens for
 #     REC_LIVE_S (60) seconds on CPU 1: records bytes per token event (the level_end's
-#     client.events), and the same for the default bundled sweep (52+30n, `loadlaw sweep`).
+#     client.events), and the same for the default bundled sweep (52+30n, `loadlaw sweep`); each
+#     also rewritten in the list form of older files (`loadlaw records expand`) for the before.
 #
 # Knobs: REC_EVENTS, REC_FIT_MEM_KB, REC_C, REC_TOKENS, REC_LIVE_S, REC_DIR (default a
 # mktemp folder under /tmp; mind its free space: ~6 bytes an event), REC_SKIP_LIVE=1.
@@ -87,7 +88,12 @@ done
   { echo "records: the live sweep failed" >&2; tail -3 "$TMP/sweep.err" >&2; exit 1; }
 stop_serve
 per_event "$TMP/live" "live, serve --law 0+0n, ${LIVE_S}s"
+# The same run in the list form of older files, for the before/after: loadlaw records expand.
+mkdir -p "$TMP/live-list" && "$LL" records expand "$TMP/live" "$TMP/live-list" 2>/dev/null &&
+  per_event "$TMP/live-list" "  the same, list form (expand)" && rm -rf "$TMP/live-list"
 rm -rf "$TMP/live"
 "$LL" sweep --no-report -q -o "$TMP/default" >/dev/null 2>"$TMP/sweep.err" ||
   { echo "records: the default sweep failed" >&2; tail -3 "$TMP/sweep.err" >&2; exit 1; }
 per_event "$TMP/default" "default bundled sweep (52+30n)"
+mkdir -p "$TMP/default-list" && "$LL" records expand "$TMP/default" "$TMP/default-list" 2>/dev/null &&
+  per_event "$TMP/default-list" "  the same, list form (expand)"
