@@ -25,5 +25,6 @@ int cmd_report(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_check_decode(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
+int cmd_records(int argc, char **argv);
 
 #endif

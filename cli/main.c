@@ -25,6 +25,7 @@ static const struct {
     {"compare", cmd_compare, "compare two runs: per-level speedups with CIs, law change, gate"},
     {"check-decode", cmd_check_decode, "re-score a run's recorded outputs through prefill on the same server"},
     {"trace", cmd_trace, "kernel-time breakdown of PyTorch/Kineto profiler traces"},
+    {"records", cmd_records, "rewrite a records file's chunk lists packed (compact) or as lists (expand)"},
 };
 
 static void usage(FILE *f)

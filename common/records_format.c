@@ -44,8 +44,8 @@ int ll_err_class_parse(const char *name, ll_err_class *out)
 /* ---- the writer: formatting (writer thread) ----------------------------------- */
 
 /* Decimal digits of v at p (at most 20 bytes); returns how many. The chunk
- * list is most of a request line: printf per number would be most of the
- * writer's time. */
+ * list is most of an expanded request line: printf per number would be most
+ * of its time. */
 static size_t fmt_i64(char *p, int64_t v)
 {
     char tmp[24];
@@ -79,6 +79,14 @@ static int put_chunk(ll_buf *b, const ll_rec_chunk *c, int first)
     tmp[n++] = '"';
     tmp[n++] = ']';
     return ll_buf_append(b, tmp, n);
+}
+
+int ll_rec_format_chunk_list(ll_buf *b, const ll_rec_chunk *c, size_t n)
+{
+    int rc = ll_buf_append(b, "[", 1);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = put_chunk(b, &c[i], i == 0);
+    return rc ? rc : ll_buf_append(b, "]", 1);
 }
 
 static int put_time(ll_buf *b, const char *key, int64_t t)
@@ -283,10 +291,10 @@ static int format_request(ll_buf *b, const ll_rec_request *rq)
     if (rq->srv.present)
         LL_TRY(format_srv_timing(b, &rq->srv));
     LL_TRY(format_work(b, rq));
-    LL_TRY(ll_buf_printf(b, ",\"chunks\":["));
-    for (size_t i = 0; i < rq->n_chunks; i++)
-        LL_TRY(put_chunk(b, &rq->chunks[i], i == 0));
-    LL_TRY(ll_buf_append(b, "]", 1));
+    /* the packed list (records_chunks.c): ~2-6 bytes a chunk against ~19 as [t,tok,"k"] */
+    LL_TRY(ll_buf_printf(b, ",\"" LL_REC_CHUNKS_PACKED "\":\""));
+    LL_TRY(ll_rec_chunks_pack(b, rq->chunks, rq->n_chunks));
+    LL_TRY(ll_buf_append(b, "\"", 1));
     if (rq->outputs)
         LL_TRY(ll_rec_format_outputs(b, rq->outputs));
     LL_TRY(ll_buf_append(b, "}", 1));

@@ -38,4 +38,8 @@ typedef struct rec_item {
  * written as they came. */
 int ll_rec_format_item(ll_buf *b, const rec_item *it);
 
+/* A chunk list in its list form, [[t_ns,tokens,"k"],...] (files before
+ * "chunks_packed", and `loadlaw records expand`). 0 or LL_ENOMEM. */
+int ll_rec_format_chunk_list(ll_buf *b, const ll_rec_chunk *c, size_t n);
+
 #endif

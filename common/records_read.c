@@ -284,11 +284,36 @@ static int rd_level_end(reader *r, const cJSON *o)
     return r->h->on_level_end(&le, r->ctx);
 }
 
-/* chunks: [[t_ns, tokens, "t"|"a"], ...] into r->chunks. */
+/* chunks_packed (records_chunks.c) into r->chunks: malformed text drops the
+ * record (missing), a value out of range is counted. */
+static int rd_chunks_packed(reader *r, const cJSON *packed)
+{
+    if (!cJSON_IsString(packed)) {
+        r->missing = 1;
+        return 0;
+    }
+    int rc = ll_rec_chunks_unpack(packed->valuestring, strlen(packed->valuestring), &r->chunks.v, &r->chunks.n,
+                                  &r->chunks.cap);
+    if (rc == LL_EPARSE)
+        r->missing = 1;
+    else if (rc == LL_ERANGE)
+        r->out_of_range++;
+    return rc == LL_ENOMEM ? rc : 0;
+}
+
+/* chunks: [[t_ns, tokens, "t"|"a"], ...] (older files), or chunks_packed,
+ * into r->chunks. A record with both is dropped: which one is the stream? */
 static int rd_chunks(reader *r, const cJSON *o)
 {
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(o, "chunks"), *c;
+    const cJSON *packed = cJSON_GetObjectItemCaseSensitive(o, LL_REC_CHUNKS_PACKED);
     r->chunks.n = 0;
+    if (packed && arr) {
+        r->missing = 1;
+        return 0;
+    }
+    if (packed)
+        return rd_chunks_packed(r, packed);
     if (!arr || cJSON_IsNull(arr))
         return 0;
     if (!cJSON_IsArray(arr)) {

@@ -202,6 +202,32 @@ typedef struct ll_rec_chunk {
     char kind;                /* LL_CHUNK_THINK / LL_CHUNK_ANSWER */
 } ll_rec_chunk;
 
+/* The packed chunk list, the request's "chunks_packed" (docs/records.md,
+ * records_chunks.c). The writer writes it; readers take it or the older
+ * "chunks" array alike. */
+#define LL_REC_CHUNKS_PACKED "chunks_packed"
+/* Append the base64 text (without quotes) of c[0..n) to b. A kind other than
+ * LL_CHUNK_THINK is written as LL_CHUNK_ANSWER. 0 or LL_ENOMEM. */
+struct ll_buf; /* common.h */
+int ll_rec_chunks_pack(struct ll_buf *b, const ll_rec_chunk *c, size_t n);
+/* Decode len bytes of packed text into the growable array *v (*cap
+ * elements, realloc'ed as needed; the caller frees *v), *n chunks.
+ * 0; LL_EPARSE: not base64, or a number cut short or too long; LL_ERANGE:
+ * a time beyond +/- 2^62 ns or a chunk of more than 2^31 - 1 tokens;
+ * LL_ENOMEM. */
+int ll_rec_chunks_unpack(const char *s, size_t len, ll_rec_chunk **v, size_t *n, size_t *cap);
+
+/* Rewrite the records file `in` into `out` ("-": stdout) with every request's
+ * chunks in the packed form (to_packed = 1) or the list form (0); every other
+ * line is copied byte for byte, a request whose chunks cannot be read is
+ * copied as it is (counted), a truncated last line is left out (counted).
+ * 0; LL_EINVAL (out is in), LL_EIO, LL_ENOMEM, with a message in err. */
+typedef struct ll_rec_convert_stats {
+    size_t n_lines, n_converted, n_chunks, n_kept_bad, n_truncated;
+} ll_rec_convert_stats;
+int ll_rec_convert(const char *in, const char *out, int to_packed, ll_rec_convert_stats *st, char *err,
+                   size_t errlen);
+
 /* Where a request's token counts came from ("counts"). */
 typedef enum ll_counts {
     LL_COUNTS_STREAM = 0,     /* the stream itself: one token per delta, or per-chunk usage */

@@ -194,7 +194,7 @@ static void test_round_trip(void)
                            "\"usage\":{\"prompt_tokens\":120,\"completion_tokens\":8,\"reasoning_tokens\":1},"
                            "\"cached_tok\":96,\"finish\":\"length\",\"server\":{\"prompt_ms\":12.5,\"decode_ms\":700,"
                            "\"tpot_ms\":100,\"prompt_n\":24,\"decode_n\":7},"
-                           "\"chunks\":[[52000000,1,\"t\"],[4000000000000,2,\"a\"],[4000000000000,5,\"a\"]]}\n") != NULL,
+                           "\"chunks_packed\":\"gaiXYwOB2Kzv09EDBAEK\"}\n") != NULL,
               "request line shape");
         CHECK(strstr(text, "\"error_class\":\"stream_error\",\"http_status\":null,"
                            "\"error\":\"KV \\\"cache\\\"\\nfull \\ufffd\"") != NULL,
@@ -1031,9 +1031,9 @@ static void test_work_keys(void)
     char *text = NULL;
     size_t len = 0;
     CHECK(ll_read_file(path, &text, &len, err, sizeof err) == 0, "read the file back: %s", err);
-    CHECK(text && strstr(text, "\"max_tokens\":48,\"session\":3,\"turn\":2,\"chunks\"") &&
-              strstr(text, "\"max_tokens\":7,\"trace_row\":199,\"chunks\"") &&
-              strstr(text, ",\"prefix_group\":2,\"chunks\"") &&
+    CHECK(text && strstr(text, "\"max_tokens\":48,\"session\":3,\"turn\":2,\"chunks_packed\"") &&
+              strstr(text, "\"max_tokens\":7,\"trace_row\":199,\"chunks_packed\"") &&
+              strstr(text, ",\"prefix_group\":2,\"chunks_packed\"") &&
               count_of(text, "max_tokens") == 2 && count_of(text, "session") == 1,
           "each key where it applies, none elsewhere");
     free(text);

@@ -60,12 +60,41 @@ says so and neither passes nor fails):
 """
 
 import argparse
+import base64
 import json
 import math
 import sys
 import urllib.request
 
 TPOT_REL_TOL = 0.02
+
+
+def chunks_of(rec):
+    """A request's [[t_ns, tokens, kind], ...]: its "chunks" list (older
+    files) or its "chunks_packed" text decoded (docs/records.md, "The packed
+    chunk list")."""
+    if "chunks_packed" not in rec:
+        return rec.get("chunks") or []
+    b, i, t, tok, kind, out = base64.b64decode(rec["chunks_packed"]), 0, 0, 1, "a", []
+
+    def varint():
+        nonlocal i
+        v = shift = 0
+        while True:
+            v, shift, i = v | (b[i] & 0x7F) << shift, shift + 7, i + 1
+            if b[i - 1] < 0x80:
+                return v
+
+    while i < len(b):
+        h = varint()
+        dt = (h >> 2) ^ -((h >> 1) & 1)  # h = 2*zigzag(dt) + x
+        t = (t + dt + 2**63) % 2**64 - 2**63
+        if h & 1:
+            v = varint()
+            tok, kind = v >> 1, "t" if v & 1 else "a"
+        out.append([t, tok, kind])
+    return out
+
 # The fit averages the gauge over the scrapes in the steady windows (a few
 # per level); a scrape at a window's edge can see a slot between requests.
 SERVER_N_TOL = lambda c: 0.1 * c + 0.3  # noqa: E731
@@ -222,7 +251,7 @@ def check_tokens(ck, recs, max_tokens):
     for r in meas:
         streamed = (r.get("think_tok") or 0) + (r.get("answer_tok") or 0)
         usage = (r.get("usage") or {}).get("completion_tokens")
-        chunk_tok = sum(c[1] for c in r.get("chunks") or [])
+        chunk_tok = sum(c[1] for c in chunks_of(r))
         if streamed != max_tokens:
             bad_stream.append((r["id"], streamed))
         if usage != max_tokens:
@@ -531,7 +560,7 @@ def check_itl_window(ck, fit, recs):
             if r["level"] != n:
                 continue
             prev = None
-            for ch in r.get("chunks") or []:
+            for ch in chunks_of(r):
                 if ch[1] <= 0:
                     continue
                 if prev is not None and a < ch[0] <= b:
