@@ -16,7 +16,9 @@
  *      the run's context per request); a term's figure at C is that times
  *      the ratio figure / model step at the measured level nearest C (ITL
  *      p99 / mean step, say: the spread a percentile adds to the mean),
- *      or for user_tps that ratio over the step. The predicted boundary is
+ *      preferring levels that carried a probe's requests (a ladder rung's
+ *      few hundred gaps put one or two beyond a p99), or for user_tps that
+ *      ratio over the step. The predicted boundary is
  *      the largest C before the first C where a predicted figure misses.
  *   3. Probes, between lo (the largest C whose latest measurement meets,
  *      below every failing one) and hi (the smallest C whose latest
@@ -155,8 +157,22 @@ static double model_step(const fit_result *res, double c)
     return fit_model_predict(&res->model, &res->law, c, c * ctx);
 }
 
+/* Level L is a better source of the ratio at c than best: one that carried
+ * a probe's requests (a tail measured, not a few gaps' guess) first, then
+ * the nearest C, then the larger. */
+static int better_source(const sweep_find *f, const fit_level *L, const fit_level *best, int c)
+{
+    if (!best)
+        return 1;
+    int full = L->n_sent >= (size_t)f->n_probe_req, best_full = best->n_sent >= (size_t)f->n_probe_req;
+    if (full != best_full)
+        return full;
+    int d = abs(L->concurrency - c), bd = abs(best->concurrency - c);
+    return d < bd || (d == bd && L->concurrency > best->concurrency);
+}
+
 /* Term t's figure over (or, for user_tps, times) the model's step at the
- * closed level nearest c that measured it; NAN: none did. */
+ * closed level that measured it best for c (better_source); NAN: none did. */
 static double term_ratio(const sweep_find *f, const fit_run *run, const fit_result *res, size_t ti, int c)
 {
     const fit_level *best = NULL;
@@ -167,8 +183,7 @@ static double term_ratio(const sweep_find *f, const fit_run *run, const fit_resu
         if (!L->closed_loop || L->interrupted || L->concurrency < 1 ||
             !isfinite(x = term_figure(&f->obj, &f->obj.t[ti], run, L)))
             continue;
-        if (!best || abs(L->concurrency - c) < abs(best->concurrency - c) ||
-            (abs(L->concurrency - c) == abs(best->concurrency - c) && L->concurrency > best->concurrency)) {
+        if (better_source(f, L, best, c)) {
             best = L;
             v = x;
         }
@@ -253,18 +268,18 @@ static int ladder_next(sweep_find *f, const find_meas *m, int pred, int *c)
     return *c <= FIND_MAX_C;
 }
 
-/* Between lo and hi, not pinned: the prediction clamped into (lo, hi), or
- * bisection once the prediction has missed FIND_MISSES times (doubling while
- * nothing failed). *expect: what the prediction says of the level. */
+/* Between lo and hi, not pinned: lo + 1 when the prediction is lo or
+ * below, else the prediction clamped into (lo, hi), or bisection once it
+ * has missed FIND_MISSES times (doubling while nothing failed). *expect: what the prediction says of the level. */
 static int probe_c(const sweep_find *f, int lo, int hi, int pred, int *expect)
 {
     int c;
     *expect = -1;
-    if (pred < 0 || f->misses >= FIND_MISSES)
-        c = hi == INT_MAX ? 2 * lo : lo + (hi - lo) / 2;
-    else if (pred <= lo) {
+    if (pred >= 0 && pred <= lo) { /* the cheapest test of a boundary at lo */
         c = lo + 1;
         *expect = 0;
+    } else if (pred < 0 || f->misses >= FIND_MISSES) {
+        c = hi == INT_MAX ? 2 * lo : lo + (hi - lo) / 2;
     } else {
         c = pred >= hi ? hi - 1 : pred;
         *expect = c <= pred;
