@@ -8,7 +8,8 @@
  * drain_s; the sweep then ends as usual, with summary.json from the fit of
  * what was recorded, and exits 130). The second calls sweep_drain_records
  * (up to a second for the records already queued) and exits at once with
- * 130. Exit: 0 ok, 1 failure, 2 usage, 3 ab gate missed, 130 interrupted.
+ * 130. Exit: 0 ok, 1 failure, 2 usage, 3 ab gate missed, 130 interrupted; with --find
+ * also 3 no C meets the objective, 4 the budget ran out first.
  *
  * DESIGN (K ranks, under mpirun: dist.h): rank 0 parses the command line and
  * the scenario and sends the effective scenario, the run directory and the
@@ -91,6 +92,11 @@ static int prepare(int argc, char **argv, sweep_opts *o, scn_scenario **scn, cha
         return ret;
     if (ranks > 1 && (*scn)->trace_path) {
         fprintf(stderr, "loadlaw sweep: a trace replays in one process (run it without mpirun)\n");
+        return CLI_USAGE;
+    }
+    if (ranks > 1 && (*scn)->find_objective) {
+        fprintf(stderr, "loadlaw sweep: --find decides each level from the one before, in one process "
+                        "(run it without mpirun)\n");
         return CLI_USAGE;
     }
     if (ranks > 1 && (*scn)->ab.enabled) {

@@ -200,11 +200,37 @@ static int check_together(const sweep_opts *o, const scn_scenario *s)
     return 0;
 }
 
+/* find (--find or a scenario's): the search places the levels, from one
+ * closed level at C = 1 with the first level's options (warmup, duration;
+ * requests for the ladder). What it cannot search over is refused. */
+static int apply_find(const sweep_opts *o, scn_scenario *s)
+{
+    int one = 1;
+    const char *why = o->conc ? "-c names levels; the search places its own"
+                    : o->rate || s->levels[0].rate_per_s > 0 ? "it searches closed-loop concurrency, not a rate"
+                    : s->trace_path ? "a trace is its own level"
+                    : s->session_turns > 0 ? "it measures single requests, not sessions"
+                    : s->ab.enabled ? "an A/B compares fixed levels (run --find on each side)" : NULL;
+    for (size_t i = 0; i < s->n_levels && !why; i++)
+        if (s->levels[i].profile.enabled)
+            why = "a profiled level is left out of the model the search needs";
+    if (!s->find_objective)
+        return 0;
+    if (why)
+        return cli_usage_error(&sweep_cmd, "--find: %s", why);
+    if (scn_set_concurrency(s, &one, 1))
+        return cli_usage_error(&sweep_cmd, "out of memory");
+    s->levels[0].find_role = "ladder";
+    return 0;
+}
+
 int sweep_apply_flags(const sweep_opts *o, scn_scenario *s)
 {
     int rc;
     if ((rc = apply_target(o, s)) || (rc = apply_levels(o, s)) || (rc = apply_level_load(o, s)) ||
         (rc = apply_prompts(o, s)) || (rc = sweep_apply_ab_flags(o, s)) || (rc = apply_keyed(o, s)))
         return rc;
-    return check_together(o, s);
+    if ((rc = check_together(o, s)))
+        return rc;
+    return apply_find(o, s);
 }

@@ -80,6 +80,10 @@ static const cli_opt layout[] = {
     {"tokenizer", K_TOKENIZER, "PATH", "Hugging Face tokenizer.json: exact prompt lengths and token counts "
                 "where the server gives no usage"},
     KEY("shared-prefix", 0),
+    {NULL, 0, NULL, "capacity search (docs/plan.md, \"Finding capacity\"):"},
+    KEY("find", 0),
+    KEY("find-budget", 0),
+    KEY("find-time", 0),
     {NULL, 0, NULL, "trace replay (docs/workloads.md):"},
     KEY("trace", 0),
     KEY("trace-speed", 0),
@@ -130,7 +134,8 @@ const cli_cmd sweep_cmd = {
     "run interleaved by default: each level on A then on B, with --repeat R in ABBA\n"
     "order, and compare pairs them (docs/records.md: level \"repeat\", \"pair\", \"seq\").\n",
     table,
-    "exit codes: 0 ok, 1 failure, 2 usage error, 3 ab gate missed, 130 interrupted (records kept)\n",
+    "exit codes: 0 ok, 1 failure, 2 usage error, 3 ab gate missed (--find: no C meets the objective, not\n"
+    "even C=1), 4 --find's budget ran out before the boundary was pinned, 130 interrupted (records kept)\n",
 };
 
 /* ---- the table ------------------------------------------------------------------ */
@@ -157,7 +162,8 @@ static int in_layout(const scn_key *k)
 static const char *table_heading(const scn_key *k)
 {
     static const char *const map[][2] = {{"target.", "target:"}, {"ab.", "A/B"},         {"load.", "load:"},
-                                         {"levels", "load:"},    {"request.", "request:"}, {"prompts.", "request:"}};
+                                         {"levels", "load:"},    {"request.", "request:"}, {"prompts.", "request:"},
+                                         {"find.", "capacity search"}};
     const char *path = scn_key_path(k);
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
         if (strncmp(path, map[i][0], strlen(map[i][0])) == 0)

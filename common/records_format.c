@@ -136,6 +136,8 @@ static int format_level(ll_buf *b, const ll_rec_level *lv)
         LL_TRY(ll_buf_printf(b, ",\"pair\":%d", lv->pair));
     if (lv->ab_tagged && lv->seq >= 0)
         LL_TRY(ll_buf_printf(b, ",\"seq\":%d", lv->seq));
+    if (lv->find_role)
+        LL_TRY(ll_buf_printf(b, ",\"find_role\":\"%s\"", lv->find_role));
     if (lv->cache.present)
         LL_TRY(format_cache(b, &lv->cache));
     LL_TRY(ll_buf_printf(b, "}"));

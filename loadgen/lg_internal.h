@@ -145,6 +145,12 @@ struct lg_run {
     char *url_full, *url_base, *model, *api_key;
     char *profile_dir;             /* lg_config's (NULL: not known) */
     const scn_scenario *scn;
+    /* The levels to run: the scenario's, copied at create, then those
+     * lg_config.next_level appends (driver thread only). */
+    scn_level *levels;
+    size_t n_levels, cap_levels;
+    lg_next_level_fn *next_level;
+    void *next_ctx;
     const struct lg_api *api;      /* the scenario's server API (api.h) */
     const scn_prompts *prompts;
     int kstamp; /* reads timed by the kernel's stamp: load.arrival_stamp "kernel"

@@ -63,7 +63,7 @@ static void prepare(lg_run *r, const lg_level_ctx *L, lg_prof *p)
     if (!(L->lv->profile.pace_wait_s > 0))
         return; /* no probe asked for */
     /* as many at once as the next level will send (the last level: its own) */
-    const scn_level *next = (size_t)L->index + 1 < r->scn->n_levels ? &r->scn->levels[L->index + 1] : L->lv;
+    const scn_level *next = (size_t)L->index + 1 < r->n_levels ? &r->levels[L->index + 1] : L->lv;
     p->burst = next->concurrency < 1 ? 1 : next->concurrency > LG_PROF_BURST_MAX ? LG_PROF_BURST_MAX
                                                                                : next->concurrency;
     for (int i = 0; i < PROFILE_REF_PROBES; i++) {
@@ -83,14 +83,14 @@ static void prepare(lg_run *r, const lg_level_ctx *L, lg_prof *p)
  * after it. *prepared: the level it was done for. */
 int lg_profile_prepare_level(lg_run *r, size_t i, lg_prof **prof, int *prepared, char *err, size_t errlen)
 {
-    if (i >= r->scn->n_levels || !r->scn->levels[i].profile.enabled || r->rank != 0 ||
+    if (i >= r->n_levels || !r->levels[i].profile.enabled || r->rank != 0 ||
         atomic_load(&r->stop_issue) || r->stopped_after >= 0)
         return 0;
     if (!*prof && !(*prof = malloc(sizeof **prof))) {
         ll_errf(err, errlen, "out of memory");
         return LL_ENOMEM;
     }
-    prepare(r, &(lg_level_ctx){.index = (int)i, .lv = &r->scn->levels[i]}, *prof);
+    prepare(r, &(lg_level_ctx){.index = (int)i, .lv = &r->levels[i]}, *prof);
     *prepared = (int)i;
     return 0;
 }

@@ -160,6 +160,42 @@ fail:
     return rc;
 }
 
+static int copy_levels(lg_run *r)
+{
+    r->cap_levels = r->n_levels = r->scn->n_levels;
+    if (!r->n_levels)
+        return 0;
+    if (!(r->levels = malloc(r->n_levels * sizeof *r->levels)))
+        return LL_ENOMEM;
+    memcpy(r->levels, r->scn->levels, r->n_levels * sizeof *r->levels);
+    return 0;
+}
+
+/* After level i: the next_level hook's level appended, when it gives one
+ * and none is planned after i. 0 (nothing more, or appended) or its code. */
+static int plan_next(lg_run *r, size_t i, char *err, size_t errlen)
+{
+    scn_level next;
+    if (!r->next_level || i + 1 < r->n_levels || atomic_load(&r->stop_issue) || r->stopped_after >= 0)
+        return 0;
+    memset(&next, 0, sizeof next);
+    int rc = r->next_level(r->next_ctx, (int)i, &next, err, errlen);
+    if (rc <= 0)
+        return rc;
+    if (r->n_levels == r->cap_levels) {
+        size_t cap = r->cap_levels ? 2 * r->cap_levels : 8;
+        scn_level *p = realloc(r->levels, cap * sizeof *p);
+        if (!p) {
+            ll_errf(err, errlen, "out of memory");
+            return LL_ENOMEM;
+        }
+        r->levels = p;
+        r->cap_levels = cap;
+    }
+    r->levels[r->n_levels++] = next;
+    return 0;
+}
+
 int lg_run_create(const lg_config *cfg, lg_run **out, char *err, size_t errlen)
 {
     int rc;
@@ -178,6 +214,8 @@ int lg_run_create(const lg_config *cfg, lg_run **out, char *err, size_t errlen)
         return LL_ESYS;
     }
     r->scn = cfg->scn;
+    r->next_level = cfg->dist ? NULL : cfg->next_level;
+    r->next_ctx = cfg->next_ctx;
     r->api = lg_api_of(cfg->scn->endpoint);
     set_stamping(r);
     take_config(r, cfg);
@@ -190,6 +228,7 @@ int lg_run_create(const lg_config *cfg, lg_run **out, char *err, size_t errlen)
     LL_TRY((r->model = strdup(cfg->model)) ? 0 : LL_ENOMEM);
     LL_TRY(!cfg->api_key || (r->api_key = dup_or_null(cfg->api_key)) ? 0 : LL_ENOMEM);
     LL_TRY(!cfg->profile_dir || (r->profile_dir = dup_or_null(cfg->profile_dir)) ? 0 : LL_ENOMEM);
+    LL_TRY(copy_levels(r));
     LL_TRY(init_workers(r, cfg, err, errlen));
     if ((rc = put_run_line(r, cfg))) {
         ll_errf(err, errlen, "queueing the run record: %s", ll_strerror(rc));
@@ -212,6 +251,7 @@ int lg_run_free(lg_run *r)
         for (int i = 0; i < r->nthreads; i++)
             lg_worker_free(&r->workers[i]);
     free(r->workers);
+    free(r->levels);
     if (r->api_key)
         memset(r->api_key, 0, strlen(r->api_key));
     free(r->api_key);
@@ -293,6 +333,7 @@ static int put_level_line(lg_run *r, const lg_level_ctx *L)
         .warmup = whole ? lv->warmup : L->warmup,
         .start_ns = L->start_ns - r->epoch_ns,
         .ab_tagged = lv->ab_tagged, .repeat = lv->repeat, .pair = lv->pair, .seq = lv->seq,
+        .find_role = lv->find_role,
         .cache = r->cache, /* lg_cache_before_level's, just before */
     };
     return ll_rec_put_level(r->rec, &rec);
@@ -469,7 +510,7 @@ static int put_level_end(lg_run *r, const lg_level_ctx *L, int64_t end_ns, int p
      * the request records): over max_failed, no later level is sent. */
     int n = le.ok + le.failed;
     if (r->stop_on_failed && r->rank == 0 && !le.interrupted && n > 0 && (double)le.failed / n > r->max_failed &&
-        (size_t)L->index + 1 < r->scn->n_levels)
+        (size_t)L->index + 1 < r->n_levels)
         r->stopped_after = L->index;
     return ll_rec_put_level_end(r->rec, &le);
 }
@@ -516,7 +557,7 @@ static int run_level(lg_run *r, int index, lg_prof *prof, char *err, size_t errl
     lg_level_ctx L = {0};
     int rc, started = 0;
     L.index = index;
-    L.lv = &r->scn->levels[index];
+    L.lv = &r->levels[index];
     take_share(r, &L);
     /* each rank its own arrival stream: K copies of one would arrive in lockstep */
     L.seed = r->scn->seed * 1000003u + (uint64_t)index + (uint64_t)r->rank * 0x9e3779b97f4a7c15ull;
@@ -565,7 +606,7 @@ int lg_run_sweep(lg_run *r, char *err, size_t errlen)
     lg_prof *prof = NULL;
     int prepared = -1;
     int rc = lg_profile_prepare_level(r, 0, &prof, &prepared, err, errlen);
-    for (size_t i = 0; i < r->scn->n_levels && rc == 0; i++) {
+    for (size_t i = 0; i < r->n_levels && rc == 0; i++) {
         /* K ranks: the reset before they agree on the start, so none sends
          * while it happens; one rank (an A/B side too): once its turn came */
         if (r->ranks > 1)
@@ -586,6 +627,8 @@ int lg_run_sweep(lg_run *r, char *err, size_t errlen)
         if (r->ranks == 1)
             lg_cache_before_level(r, (int)i);
         rc = run_level(r, (int)i, prepared == (int)i ? prof : NULL, err, errlen);
+        if (rc == 0)
+            rc = plan_next(r, i, err, errlen);
         if (rc == 0)
             rc = lg_profile_prepare_level(r, i + 1, &prof, &prepared, err, errlen);
     }

@@ -116,6 +116,7 @@ void scn_free(scn_scenario *s)
     free(s->levels);
     free(s->output);
     free(s->source_addrs);
+    free(s->find_objective);
     scn_ab_free(&s->ab);
     scn_workload_free(s);
     free(s);

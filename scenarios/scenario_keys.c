@@ -343,6 +343,40 @@ static const scn_key k_ab[] = {
 };
 static const scn_shape sh_ab = SCN_SHAPE(k_ab, scn_ab_done);
 
+/* ---- find ------------------------------------------------------------------------ */
+
+static int objective_check(const char *v, char *why, size_t n)
+{
+    scn_objective o;
+    return scn_objective_parse(v, &o, why, n) ? -1 : 0;
+}
+
+static int has_find(const void *base)
+{
+    return ((const scn_scenario *)base)->find_objective != NULL;
+}
+
+static const scn_key k_find[] = {
+    {STR("objective", S(find_objective)), .flags = SCN_KF_NULL, .check = objective_check,
+     .what = "terms like \"itl_p99<=50ms,ttft_p99<=2s\"", .form = "terms like itl_p99<=50ms,ttft_p99<=2s",
+     .flag = "find", .arg = "OBJECTIVE",
+     .flag_help = "search for the largest C that meets OBJECTIVE instead of running fixed levels: terms joined "
+     "by ',' of ttft, itl, tpot or e2e with _p50, _p90, _p99, _mean or _max (<= 50ms, 2s; bare: ms), "
+     "error_rate<=SHARE, goodput>=SHARE, user_tps>=TOK/S; a doubling ladder until the model predicts the "
+     "boundary, probes at it and beside it, a sustain at the answer and a re-measure above it; exit 3 when "
+     "even C=1 fails, 4 when the budget ran out first (scenario key find.objective; docs/plan.md)",
+     .help = "search for the largest C that meets these terms (docs/plan.md, \"Finding capacity\"); null: "
+     "run the levels"},
+    {INT("budget_levels", S(find_budget_levels), 2, 1000), .def = "12", .flag = "find-budget", .arg = "N",
+     .flag_help = "the most levels --find may run (default 12)",
+     .help = "the most levels the search may run"},
+    {.name = "budget_s", .type = SCN_K_SECONDS, .off = S(find_budget_s), .lo = 0, .hi = 1e7, .def = "0",
+     .flag = "find-time", .arg = "S",
+     .flag_help = "the most time --find may take (10m, 600s; default none); no level starts after it",
+     .help = "the most seconds the search may take: no level starts after it (0: no bound)"},
+};
+static const scn_shape sh_find = SCN_SHAPE(k_find, NULL);
+
 /* ---- the top level ---------------------------------------------------------------- */
 
 static const scn_key k_root[] = {
@@ -367,6 +401,9 @@ static const scn_key k_root[] = {
      .on = offsetof(scn_scenario, ab) + AB(enabled), .what = "an object {\"a\":{..},\"b\":{..}} or null",
      .help = "the same sweep against two targets, each side's run in its own folder, then compared "
      "(docs/ab.md)"},
+    {OBJ("find", 0, sh_find), .flags = SCN_KF_NULL, .when = has_find,
+     .what = "an object {\"objective\":..} or null",
+     .help = "an adaptive capacity search instead of the levels (sweep --find; docs/plan.md)"},
     {.name = "$comment", .type = SCN_K_IGNORED, .what = "anything", .help = "a note for the reader"},
 };
 const scn_shape scn_root_shape = SCN_SHAPE(k_root, NULL);

@@ -486,7 +486,10 @@ int scn_key_set(scn_scenario *s, const scn_key *k, const char *value, char *err,
     } else if (rc == 0) {
         rc = scn_key_set_at(k, at(s, sp.off - k->off), t);
     }
-    if (rc == LL_EINVAL) {
+    char why[512] = "";
+    if (rc == LL_EINVAL && k->type == SCN_K_STR && str_ok(k, t, why, sizeof why) > 0) {
+        ll_errf(err, errlen, "%s", why); /* the check's own words name what is wrong */
+    } else if (rc == LL_EINVAL) {
         char what[512];
         scn_key_what(k, 0, what, sizeof what);
         ll_errf(err, errlen, "expected %s, got '%s'", what, t);

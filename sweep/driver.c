@@ -208,7 +208,7 @@ static tel_gpu *start_gpu(const sweep_job *j, ll_rec_writer *w, const char *back
  * shared out through dist_hooks, which read rank records back from
  * rec_path. SWEEP_OK with *run, or SWEEP_FAIL after printing why. */
 static int create_run(const sweep_job *j, const char *url, const char *model, host_engine *host,
-                      ll_rec_writer *w, const char *rec_path, int rank, lg_run **run)
+                      ll_rec_writer *w, const char *rec_path, int rank, sweep_find *find, lg_run **run)
 {
     char err[1024] = "";
     int bundled = host->eng != NULL;
@@ -227,7 +227,8 @@ static int create_run(const sweep_job *j, const char *url, const char *model, ho
                     /* under mpirun stderr is its pipe, never a terminal: rank 0
                      * shows the line unless -q (mpirun passes it to the terminal) */
                     .scenario_name = j->scn->path, .progress = rank == 0 && !j->quiet && (isatty(2) || j->mpi),
-                    .dist = dist, .stop_on_failed = !j->scn->keep_going, .max_failed = j->scn->max_failed};
+                    .dist = dist, .stop_on_failed = !j->scn->keep_going, .max_failed = j->scn->max_failed,
+                    .next_level = find ? sweep_find_next : NULL, .next_ctx = find};
     if (lg_run_create(&lc, run, err, sizeof err)) {
         fprintf(stderr, "loadlaw sweep: %s\n", err);
         return SWEEP_FAIL;
@@ -270,12 +271,13 @@ static int sweep_with_telemetry(const sweep_job *j, lg_run *run, const char *url
  * from the run line on. Returns SWEEP_OK, SWEEP_INTERRUPTED or SWEEP_FAIL, and the
  * run's counts. */
 static int run_levels(const sweep_job *j, const char *url, const char *model, host_engine *host,
-                      ll_rec_writer *w, const char *rec_path, size_t *n_ok, int *stopped_after)
+                      ll_rec_writer *w, const char *rec_path, sweep_find *find, size_t *n_ok, int *stopped_after)
 {
     lg_run *run = NULL;
     int bundled = host->eng != NULL, rank = j->mpi ? dist_rank(j->mpi) : 0;
     *stopped_after = -1;
-    if (create_run(j, url, model, host, w, rec_path, rank, &run) != SWEEP_OK)
+    sweep_find_set_writer(find, w);
+    if (create_run(j, url, model, host, w, rec_path, rank, find, &run) != SWEEP_OK)
         return SWEEP_FAIL;
     if (sweep_fit_prompts(j, run, url, model, rank) != SWEEP_OK) {
         lg_run_free(run);
@@ -435,12 +437,15 @@ int sweep_side_open(const sweep_job *j, sweep_side *sd)
         ret = sweep_share_target(j, ret, &sd->url, &sd->model, &sd->hold_url, &sd->hold_model);
     if (ret == SWEEP_OK)
         ret = open_records(j->run_dir, rank, &sd->w, sd->rec_path, sizeof sd->rec_path);
+    if (ret == SWEEP_OK && rank == 0 && sweep_find_new(j->scn, j->run_dir, &sd->find))
+        ret = SWEEP_FAIL;
     return ret;
 }
 
 int sweep_side_run(const sweep_job *j, sweep_side *sd)
 {
-    int ret = run_levels(j, sd->url, sd->model, &sd->host, sd->w, sd->rec_path, &sd->n_ok, &sd->stopped_after);
+    int ret = run_levels(j, sd->url, sd->model, &sd->host, sd->w, sd->rec_path, sd->find, &sd->n_ok,
+                         &sd->stopped_after);
     int crc = close_records(j->slot, &sd->host, sd->w);
     sd->w = NULL;
     return ret == SWEEP_OK ? crc : ret;
@@ -454,6 +459,8 @@ void sweep_side_abandon(sweep_side *sd)
         sd->w = NULL;
     }
     host_engine_stop(&sd->host);
+    sweep_find_free(sd->find);
+    sd->find = NULL;
     free(sd->hold_url);
     free(sd->hold_model);
     sd->hold_url = sd->hold_model = NULL;
@@ -471,15 +478,18 @@ int sweep_side_finish(const sweep_job *j, sweep_side *sd, int ret)
     }
     /* Failures are data, but a run where nothing succeeded measured nothing. */
     int none_ok = ret == SWEEP_OK && sd->n_ok == 0;
-    /* An interrupted or failed run still gets the summary of what it recorded. */
-    int frc = finish(j->run_dir, ret == SWEEP_OK && !none_ok && !j->no_report, none_ok ? 1.0 : j->scn->max_failed,
-                     j->scn, sd->stopped_after);
+    /* An interrupted or failed run still gets the summary of what it
+     * recorded. A search judged each level's failures itself (find.c). */
+    int frc = finish(j->run_dir, ret == SWEEP_OK && !none_ok && !j->no_report,
+                     none_ok || sd->find ? 1.0 : j->scn->max_failed, j->scn, sd->stopped_after);
     if (none_ok) {
         fprintf(stderr, "loadlaw sweep: no request succeeded (see the failed classes above)\n");
         ret = SWEEP_FAIL;
     }
     if (ret == SWEEP_OK)
         ret = frc;
+    if (sd->find)
+        ret = sweep_find_report(sd->find, ret);
 out:
     sweep_side_abandon(sd);
     return ret;

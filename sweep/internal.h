@@ -21,6 +21,7 @@
  * sweep_side_abandon), run (every level, then close the records; the records
  * are complete when it returns), finish (the fit, tables, summary, report;
  * stops the engine; returns the exit code given ret, the run's). */
+typedef struct sweep_find sweep_find;
 typedef struct sweep_side {
     host_engine host;
     ll_rec_writer *w;
@@ -30,6 +31,7 @@ typedef struct sweep_side {
     char found_model[256];       /* the server's only model, when none was given */
     size_t n_ok;
     int stopped_after;           /* the level over max_failed the run stopped after; -1 */
+    sweep_find *find;            /* sweep --find's search; NULL: the scenario's levels */
 } sweep_side;
 int sweep_side_open(const sweep_job *j, sweep_side *sd);
 /* SWEEP_OK, or SWEEP_USAGE (said on stderr) when run_dir already holds a
@@ -56,5 +58,19 @@ int sweep_only_model(const char *url, const char *api_key, char *const *headers,
  * Returns rank 0's outcome on every rank. */
 int sweep_share_target(const sweep_job *j, int ret, const char **url, const char **model, char **hold_url,
                        char **hold_model);
+
+/* find.c, find_report.c: `sweep --find`, the adaptive capacity search
+ * (find.c "The method"). sweep_find_new: *out NULL when the scenario has
+ * no find.objective; 0 or LL_EINVAL (said) / LL_ENOMEM. The writer the
+ * records go to (drained before each decision); sweep_find_next is the
+ * run's lg_config.next_level with the search as ctx. sweep_find_report,
+ * after the sweep's summary.json: the ending block, summary.json's "find",
+ * and the exit code: ret when not SWEEP_OK, else SWEEP_OK (found),
+ * SWEEP_FIND_NONE or SWEEP_FIND_UNPINNED. */
+int sweep_find_new(const scn_scenario *scn, const char *run_dir, sweep_find **out);
+void sweep_find_set_writer(sweep_find *f, ll_rec_writer *w);
+int sweep_find_next(void *ctx, int done, scn_level *next, char *err, size_t errlen);
+int sweep_find_report(sweep_find *f, int ret);
+void sweep_find_free(sweep_find *f);
 
 #endif

@@ -163,6 +163,9 @@ typedef struct ll_rec_level {
      * present and -1 for each absent value (older files lack them all). */
     int ab_tagged;
     int repeat, pair, seq;
+    /* sweep --find: the level's role in the search, a static string
+     * ("ladder", "probe", "sustain", "re-measure"); NULL: not written. */
+    const char *find_role;
     ll_rec_cache cache;
 } ll_rec_level;
 

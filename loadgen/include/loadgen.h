@@ -76,6 +76,13 @@ typedef struct lg_dist {
     void *ctx;
 } lg_dist;
 
+/* After level `done` ended (its level_end queued), when no later level is
+ * planned: 1 with *next filled to run it as the next level (its index is
+ * done + 1), 0 to end the run, or a negative LL_E* code with a message in
+ * err. Called on the driver thread, never with lg_dist (one process); not
+ * after an interrupt or a stop over max_failed. */
+typedef int lg_next_level_fn(void *ctx, int done, scn_level *next, char *err, size_t errlen);
+
 typedef struct lg_config {
     const scn_scenario *scn;     /* levels and request shape (read-only, outlives the run) */
     const scn_prompts *prompts;  /* read-only, outlives the run */
@@ -101,6 +108,10 @@ typedef struct lg_config {
      * hook stops the others (LG_STOP_FAILED). 0: every level runs. */
     int stop_on_failed;
     double max_failed;
+    /* Levels placed as the run goes (sweep --find): NULL, the scenario's
+     * levels only. Not with dist. */
+    lg_next_level_fn *next_level;
+    void *next_ctx;
 } lg_config;
 
 /* Set up the workers and queue the run line (ll_rec_put_run). */

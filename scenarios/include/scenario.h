@@ -102,6 +102,10 @@ typedef struct scn_level {
      * on each side's expanded levels and loadgen copies them into the level
      * record (records.h ll_rec_level: repeat, pair, seq; -1 = not written). */
     int ab_tagged, repeat, pair, seq;
+    /* Not part of the JSON format either: the role sweep --find gave the
+     * level ("ladder", "probe", "sustain", "re-measure"; a static string),
+     * copied into the level record's "find_role"; NULL: none. */
+    const char *find_role;
 } scn_level;
 
 /* "ab": the same sweep against two targets, then compare B against the
@@ -256,6 +260,12 @@ typedef struct scn_scenario {
     int session_user_tok;    /* a synthetic user message's tokens (words = tokens / 1.33) */
     int session_sharegpt;    /* 1: user messages are a ShareGPT conversation's human turns */
     char *session_path;      /* that file; NULL = prompts.path */
+    /* find (--find, --find-budget, --find-time; sweep/find.c): an adaptive
+     * search for the largest C that meets an objective instead of fixed
+     * levels. find_objective NULL: no search. */
+    char *find_objective;    /* scn_objective_parse's text */
+    int find_budget_levels;  /* the most levels the search may run */
+    double find_budget_s;    /* the most seconds it may take (0: no bound) */
 } scn_scenario;
 
 /* A scenario with the built-in defaults (one closed level at C=1, synthetic
@@ -285,6 +295,37 @@ int scn_validate(scn_scenario *s, char *err, size_t errlen);
 int scn_level_requests(const scn_level *l);
 /* The effective scenario as JSON (for the run record); caller frees with cJSON_Delete. */
 cJSON *scn_to_json(const scn_scenario *s);
+
+/* ---- find.objective (objective.c) -------------------------------------------
+ * What `loadlaw sweep --find` searches for: terms joined by ',', all to be
+ * met, each METRIC OP VALUE with no spaces needed:
+ *   ttft|itl|tpot|e2e _ p50|p90|p99|mean|max  <= DURATION (40ms, 2s; a bare number is ms)
+ *   error_rate <= SHARE    goodput >= SHARE    (0.01, or 1%)
+ *   user_tps >= TOKENS/S   (per-user steady tokens/s)
+ * goodput is the share of a level's measured requests whose own TTFT, TPOT
+ * and E2E meet the objective's terms of those metrics (itl counts as tpot),
+ * so it needs at least one of them. '<' reads as '<=' and '>' as '>='. */
+typedef enum scn_obj_metric {
+    SCN_OBJ_TTFT, SCN_OBJ_ITL, SCN_OBJ_TPOT, SCN_OBJ_E2E, SCN_OBJ_ERROR_RATE, SCN_OBJ_GOODPUT, SCN_OBJ_USER_TPS,
+} scn_obj_metric;
+typedef enum scn_obj_stat { SCN_OBJ_MEAN, SCN_OBJ_P50, SCN_OBJ_P90, SCN_OBJ_P99, SCN_OBJ_MAX } scn_obj_stat;
+typedef struct scn_obj_term {
+    scn_obj_metric metric;
+    scn_obj_stat stat;       /* latency metrics only */
+    int at_most;             /* 1: the figure must be <= value; 0: >= value */
+    double value;            /* ms (latencies), a share in [0, 1], or tokens/s */
+    char name[16];           /* "itl_p99", "error_rate", ... */
+} scn_obj_term;
+#define SCN_OBJ_MAX_TERMS 8
+typedef struct scn_objective {
+    size_t n;
+    scn_obj_term t[SCN_OBJ_MAX_TERMS];
+} scn_objective;
+/* 0, or LL_EINVAL with why ("itl_p95: expected METRIC_STAT like itl_p99 ...")
+ * in err. */
+int scn_objective_parse(const char *text, scn_objective *out, char *err, size_t errlen);
+/* The quantile of a stat (0.5, 0.9, 0.99), 1 for max, NAN for mean. */
+double scn_obj_stat_q(scn_obj_stat s);
 
 /* ---- values from a command line (overlay.c) -------------------------------- */
 

@@ -23,14 +23,18 @@
 #include "loadgen.h"
 #include "scenario.h"
 
-/* 0 success, 1 runtime failure, 2 usage error, 3 a gate failed, 130
- * interrupted. SWEEP_GO_ON: a step went well and the command goes on. */
+/* 0 success, 1 runtime failure, 2 usage error, 3 a gate failed (sweep
+ * --find: no C meets the objective, not even C = 1), 4 sweep --find ran out
+ * of its budget (or reached its largest C) before the boundary was pinned,
+ * 130 interrupted. SWEEP_GO_ON: a step went well and the command goes on. */
 enum {
     SWEEP_GO_ON = -1,
     SWEEP_OK = 0,
     SWEEP_FAIL = 1,
     SWEEP_USAGE = 2,
     SWEEP_GATE = 3,
+    SWEEP_FIND_NONE = 3,
+    SWEEP_FIND_UNPINNED = 4,
     SWEEP_INTERRUPTED = 130,
 };
 

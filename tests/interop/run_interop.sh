@@ -11,7 +11,8 @@
 # and checks both with check_run.py, which prints the figures it compares (the
 # short run: the token ids and logprobs the server streamed; the long run: a
 # context term); `loadlaw check-decode` on the short run must say the server
-# has no prompt logprobs. The server is stopped on every exit path.
+# has no prompt logprobs; `sweep --find` on a TPOT p90 objective derived from
+# the short run (find_check.py). The server is stopped on every exit path.
 #
 # Environment: LOADLAW_LLAMA_SERVER (a llama-server binary to use),
 # LOADLAW_INTEROP_NO_BUILD=1 (use a cached build only; skip when there is
@@ -98,3 +99,19 @@ cat "$work/check-decode.log"
   fail "check-decode against llama-server: expected exit 2 naming llama.cpp, got exit $rc"
 echo "check-decode: exit 2, the server's lack of prompt logprobs named (ok)"
 sweep_twice long "$long_levels" "$long_requests" "$long_max_tokens" "$long_prompt_tokens" --expect-context
+
+# 6. sweep --find on a TPOT p90 objective between the short run's own C = 4 and
+# C = 6 (find_check.py objective): the answer's sustain must meet it and C + 1's
+# re-measure fail it, or the result says the boundary is within noise with both
+# levels' figures. 32-token requests; --find-time bounds the step (about 1 min).
+find_obj=$(python3 "$here/find_check.py" objective "$work/short")
+rm -rf "$work/find"
+t0=$(date +%s)
+rc=0
+timeout -k 10 300 "$loadlaw" sweep --url "$url" --model tiny-llama --find "$find_obj" --find-time 100s \
+  --max-tokens 32 --prompt-tokens "$prompt_tokens" --seed 11 --extra-body '{"ignore_eos":true}' \
+  --no-report -o "$work/find" -q >"$work/find.sweep.log" 2>&1 || rc=$?
+echo "sweep --find $find_obj: exit $rc in $(($(date +%s) - t0)) s"
+grep -E "^find |probes carried|loadlaw sweep: find" "$work/find.sweep.log" || true
+[ "$rc" = 0 ] || { tail -20 "$work/find.sweep.log"; fail "loadlaw sweep --find exited $rc"; }
+python3 "$here/find_check.py" check "$work/find" || fail "sweep --find: the boundary was not proved (above)"
