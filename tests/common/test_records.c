@@ -138,8 +138,8 @@ static void test_round_trip(void)
                       .config = config};
     CHECK(ll_rec_put_run(w, &run) == 0, "put run");
     cJSON_Delete(config); /* copied by the put */
-    ll_rec_level closed = {0, 8, 0, 0, 0, 12, 2, 1000, 0, -1, -1, -1, {0}};
-    ll_rec_level open = {1, 0, 1, 20.5, 1, 100, 0, 950000000, 0, -1, -1, -1, {0}};
+    ll_rec_level closed = {0, 8, 0, 0, 0, 12, 2, 1000, 0, -1, -1, -1, NULL, {0}};
+    ll_rec_level open = {1, 0, 1, 20.5, 1, 100, 0, 950000000, 0, -1, -1, -1, NULL, {0}};
     /* what was done to the prefix cache before it; a server's words escaped */
     open.cache = (ll_rec_cache){.present = 1, .asked = "auto", .action_reset = 1, .done = 1, .status = 200,
                                 .how = "POST /reset_prefix_cache", .server = "vllm", .note = "{\"success\":true}"};
