@@ -13,9 +13,9 @@
  * claim a fitted law makes (it predicts where it was not measured), and the
  * plain warning when it does not. Levels at the same C share their N and are
  * left out together: one of two repeats would otherwise predict the other
- * from itself. The check needs, after leaving one level out, as many levels
- * as the model has parameters (its knees counted); a run with fewer says it
- * cannot be made (fit_model_check.no_heldout). */
+ * from itself. The check needs as many levels as the model has parameters
+ * (its knees counted) and one more than its coefficients; a run with fewer
+ * says it cannot be made (fit_model_check.no_heldout). */
 #include "model_internal.h"
 
 #include <math.h>
@@ -125,12 +125,14 @@ int fit_model_heldout_run(const mdata *md, fit_model_check *m)
     fit_model_fit two;
     fit_model_fit_spec(&two, FIT_MODEL_LINEAR, NAN, NAN);
     const fit_model_fit *c = m->best == FIT_MODEL_LINEAR ? &two : &m->chosen;
-    int params = fit_model_params(c);
+    /* as many levels as parameters (knees counted), and one more than its
+     * coefficients, so that the rest fix them when one is left out */
+    int params = fit_model_params(c), need = params > (int)c->p + 1 ? params : (int)c->p + 1;
     m->n_heldout = 0;
-    if (md->nd < (size_t)params + 1) {
+    if (md->nd < (size_t)need) {
         snprintf(m->no_heldout, sizeof m->no_heldout,
-                 "not made: %zu levels, and the %s model's %d parameters need %d once one is left out",
-                 md->nd, fit_model_name(m->best), params, params + 1);
+                 "not made: %zu levels; the %s model (%d parameters, knees counted) needs %d to leave one out",
+                 md->nd, fit_model_name(m->best), params, need);
         return 0;
     }
     if (md->nd > FIT_MODEL_MAX_HELDOUT) {
