@@ -114,7 +114,11 @@ static int group_steps(const fit_sample *s, size_t n, double at_n, fit_level_kep
         LL_TRY(ll_vec_push(&steps, st));
     }
     ll_vec_free(&sel);
-    lk->steps = steps.v;
+    /* kept until the result is freed: no growth slack (up to half of it) */
+    if (!steps.n)
+        ll_vec_free(&steps);
+    fit_step *fitted = steps.n ? realloc(steps.v, steps.n * sizeof *steps.v) : NULL;
+    lk->steps = fitted ? fitted : steps.v;
     lk->n_steps = steps.n;
     return 0;
 fail:
@@ -227,6 +231,15 @@ fail:
     return rc;
 }
 
+/* The note for one kind when its chart points are a sample. */
+static int chart_note(fit_result *res, const char *kind, size_t stride, size_t kept, size_t seen)
+{
+    if (stride <= 1)
+        return 0;
+    return fit_note(res, "the report's step charts draw %s step samples from a sample: 1 in %zu (%zu of %zu)", kind,
+                    stride, kept, seen);
+}
+
 int fit_kept_finish(fit_result *res)
 {
     struct fit_kept *k = res->kept;
@@ -237,9 +250,6 @@ int fit_kept_finish(fit_result *res)
     c->n_other = k->other.n;
     memset(&k->steady, 0, sizeof k->steady);
     memset(&k->other, 0, sizeof k->other);
-    if (c->stride_steady > 1 || c->stride_other > 1)
-        return fit_note(res, "the report's step charts draw from a sample: every %zu-th steady step sample "
-                             "(%zu of %zu) and every %zu-th other (%zu of %zu)",
-                        c->stride_steady, c->n_steady, k->seen_steady, c->stride_other, c->n_other, k->seen_other);
-    return 0;
+    int rc = chart_note(res, "steady", c->stride_steady, c->n_steady, k->seen_steady);
+    return rc ? rc : chart_note(res, "other", c->stride_other, c->n_other, k->seen_other);
 }
