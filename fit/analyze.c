@@ -1,17 +1,20 @@
 /* analyze.c: fit_analyze, from a loaded run to a fit_result, in named steps
  * (read fit_analyze at the bottom first):
  *   rebuild_levels   per level: timeline and step samples (timeline.c), the
- *                    request, latency and rate figures (figures.c)
+ *                    samples reduced to what the rest needs (reduce.c: its
+ *                    engine steps, burst figures, position bins, the naive
+ *                    fit's points, the chart sample) and let go before the
+ *                    next level; the request, latency and rate figures
+ *                    (figures.c)
  *   count_left_out   what the samples leave out, run-wide
- *   fit_laws         steady samples grouped into engine steps (fit_level_steps),
- *                    the law on one point per step, OLS beside it, the naive
- *                    fit on every gap (regress.c); the model check (model.c)
+ *   fit_laws         the law on one point per engine step (fit_level_steps),
+ *                    OLS beside it, the naive fit on every gap (regress.c);
+ *                    the model check (model.c)
  *   fit_compare_levels  each level's steady throughput against the law, with
  *                    intervals
  *   fit_engine_steps the engine's own step records, when the run has them
  *                    (these three: analyze_law.c)
- *   burst_check, client_check: gaps too short to be steps, and whether the
- *                    client set a level's pace
+ *   client_check     whether the client set a level's pace
  *   fit_no_law_reason, fit_notes_*: what a reader must know (analyze_notes.c).
  * Also the options' defaults, the notes list and the result's release.
  * Definitions: atop each step's file; thresholds: fit_tuning.h. */
@@ -57,7 +60,9 @@ void fit_result_free(fit_result *r)
     for (size_t i = 0; i < r->n_levels; i++)
         fit_level_release(&r->levels[i]);
     free(r->levels);
-    free(r->samples);
+    fit_kept_free(r->kept);
+    free(r->chart.steady);
+    free(r->chart.other);
     for (size_t i = 0; i < r->n_notes; i++)
         free(r->notes[i]);
     free(r->notes);
@@ -84,34 +89,73 @@ static void read_truth(const fit_run_info *info, fit_result *res)
     }
 }
 
-/* Per level: timeline, step samples and every per-level figure. */
-static int rebuild_levels(const fit_run *run, const fit_options *opt, fit_result *res,
-                          fit_sample_vec *sv, char *err, size_t errlen)
+/* The requests of run level l, by index, into idx (emptied first). */
+static int level_requests(const fit_run *run, size_t l, fit_size_vec *idx)
+{
+    int level = fit_run_level(run, l)->level;
+    idx->n = 0;
+    for (size_t i = 0; i < fit_run_n_requests(run); i++)
+        if (fit_run_request(run, i)->level == level && ll_vec_push(idx, i))
+            return LL_ENOMEM;
+    return 0;
+}
+
+/* Per level: timeline and step samples, every per-level figure, and the
+ * samples reduced (reduce.c) and let go before the next level, so the
+ * samples held at once are one level's. */
+static int rebuild_levels(const fit_run *run, const fit_options *opt, fit_result *res, char *err,
+                          size_t errlen)
 {
     int rc;
-    size_t nreq = fit_run_n_requests(run);
-    LL_VEC(size_t) idx = {0};
-    LL_TRY(ll_vec_reserve(&idx, nreq + 1));
+    fit_size_vec idx = {0};
+    fit_sample_vec sv = {0};
     for (size_t l = 0; l < fit_run_n_levels(run); l++) {
-        const fit_level_info *li = fit_run_level(run, l);
-        idx.n = 0;
-        for (size_t i = 0; i < nreq; i++)
-            if (fit_run_request(run, i)->level == li->level)
-                idx.v[idx.n++] = i;
-        LL_TRY(fit_timeline_level(run, li, idx.v, idx.n, (int32_t)l, opt, &res->levels[l], sv,
+        LL_TRY(level_requests(run, l, &idx));
+        sv.n = 0;
+        LL_TRY(fit_timeline_level(run, fit_run_level(run, l), idx.v, idx.n, (int32_t)l, opt, &res->levels[l], &sv,
                                   &res->n_empty_chunks, err, errlen));
         res->n_levels = l + 1;
+        LL_TRY(fit_level_reduce(res, l, sv.v, sv.n));
         LL_TRY(fit_level_figures(run, idx.v, idx.n, &res->levels[l]));
         LL_TRY(fit_said_level(run, idx.v, idx.n, &res->levels[l]));
         fit_server_level(run, &res->levels[l]);
         fit_gpu_level(run, &res->levels[l]);
     }
     ll_vec_free(&idx);
+    ll_vec_free(&sv);
     return 0;
 fail:
     if (rc == LL_ENOMEM)
         ll_errf(err, errlen, "out of memory rebuilding levels");
     ll_vec_free(&idx);
+    ll_vec_free(&sv);
+    return rc;
+}
+
+int fit_level_samples(const fit_run *run, const fit_result *res, size_t level_idx, fit_sample **out,
+                      size_t *n_out)
+{
+    fit_size_vec idx = {0};
+    fit_sample_vec sv = {0};
+    fit_level L;
+    size_t n_empty = 0;
+    char err[128];
+    int rc;
+    *out = NULL;
+    *n_out = 0;
+    if (!res->kept || level_idx >= fit_run_n_levels(run) || level_idx >= res->n_levels)
+        return LL_EINVAL;
+    LL_TRY(level_requests(run, level_idx, &idx));
+    LL_TRY(fit_timeline_level(run, fit_run_level(run, level_idx), idx.v, idx.n, (int32_t)level_idx,
+                              &res->kept->opt, &L, &sv, &n_empty, err, sizeof err));
+    fit_level_release(&L);
+    ll_vec_free(&idx);
+    *out = sv.v;
+    *n_out = sv.n;
+    return 0;
+fail:
+    ll_vec_free(&idx);
+    ll_vec_free(&sv);
     return rc;
 }
 
@@ -130,38 +174,6 @@ static void count_left_out(const fit_run *run, fit_result *res)
     res->n_rejected_records = info->n_rejected;
     res->n_out_of_range = info->n_out_of_range;
     res->n_clamped = info->n_clamped;
-}
-
-/* fit_tuning.h FIT_BURST_*: the share of each level's samples too short to be a
- * step. Real steps of one stream are never shorter than the step itself;
- * only the client's reading (several steps' chunks collected in one read,
- * each stamped as it is parsed) makes gaps of microseconds. Chunks stamped
- * at one instant are merged into one sample by timeline.c and stay honest
- * (the gap over their tokens), so only distinct stamps show up here. */
-static int burst_check(fit_result *res)
-{
-    double *g = malloc((res->n_samples + 1) * sizeof *g);
-    if (!g)
-        return LL_ENOMEM;
-    for (size_t l = 0; l < res->n_levels; l++) {
-        fit_level *L = &res->levels[l];
-        size_t n = 0;
-        L->burst_gap_frac = L->burst_gap_ms = NAN;
-        for (size_t i = 0; i < res->n_samples; i++)
-            if (res->samples[i].level_idx == (int32_t)l)
-                g[n++] = res->samples[i].gap_ms;
-        if (n < FIT_BURST_MIN_SAMPLES)
-            continue;
-        ll_sort_doubles(g, n);
-        double bound = 0.1 * ll_quantile_sorted(g, n, 0.9);
-        size_t k = 0;
-        while (k < n && g[k] < bound)
-            k++;
-        L->burst_gap_ms = bound;
-        L->burst_gap_frac = (double)k / (double)n;
-    }
-    free(g);
-    return 0;
 }
 
 /* fit_tuning.h FIT_CLIENT_*: did the client, not the server, set each level's pace?
@@ -205,21 +217,16 @@ int fit_analyze(const fit_run *run, const fit_options *opt_in, fit_result **out,
         return LL_EINVAL;
     }
     int rc = LL_ENOMEM;
-    fit_sample_vec sv = {0};
     size_t nl = fit_run_n_levels(run);
     fit_result *res = calloc(1, sizeof *res);
-    if (!res || !(res->levels = calloc(nl ? nl : 1, sizeof *res->levels)))
+    if (!res || !(res->levels = calloc(nl ? nl : 1, sizeof *res->levels)) || fit_kept_new(res, nl, &opt))
         goto fail;
     read_truth(fit_run_get_info(run), res);
-    LL_TRY(rebuild_levels(run, &opt, res, &sv, err, errlen));
-    res->samples = sv.v;
-    res->n_samples = sv.n;
-    sv.v = NULL;
+    LL_TRY(rebuild_levels(run, &opt, res, err, errlen));
     count_left_out(run, res);
     LL_TRY(fit_laws(run, res, &opt, err, errlen));
     LL_TRY(fit_compare_levels(res));
     LL_TRY(fit_engine_steps(run, res, err, errlen));
-    LL_TRY(burst_check(res));
     client_check(run, res);
     fit_no_law_reason(res);
     for (size_t l = 0; l < res->n_levels; l++)
@@ -233,12 +240,12 @@ int fit_analyze(const fit_run *run, const fit_options *opt_in, fit_result **out,
     LL_TRY(fit_notes_counts(run, res));
     LL_TRY(fit_notes_left_out(run, &opt, res));
     LL_TRY(fit_turns_compute(run, res));
+    LL_TRY(fit_kept_finish(res));
     *out = res;
     return 0;
 fail:
     if (rc == LL_ENOMEM)
         ll_errf(err, errlen, "out of memory in fit");
-    ll_vec_free(&sv);
     fit_result_free(res);
     return rc;
 }

@@ -6,7 +6,8 @@
  * law and the chosen model, with intervals; and the fit of the engine's own
  * step records. The samples are timeline.c's ("Arrival", "Step sample").
  *
- * One engine step (fit_level_steps, FIT_STEP_GROUP_FRAC): in time order,
+ * One engine step (reduce.c makes them, fit_level_steps gives them;
+ * FIT_STEP_GROUP_FRAC): in time order,
  * steady samples of one level join the step of the first sample while they
  * have its N and arrive within half of their OWN gap after it. A step's
  * tokens reach the C streams microseconds apart; a sample of the next step
@@ -75,59 +76,6 @@
 
 #include <gsl/gsl_cdf.h>
 
-static int cmp_sample_time(const void *a, const void *b)
-{
-    const fit_sample *x = *(const fit_sample *const *)a, *y = *(const fit_sample *const *)b;
-    if (x->t_ns != y->t_ns)
-        return (x->t_ns > y->t_ns) - (x->t_ns < y->t_ns);
-    return (x->n > y->n) - (x->n < y->n);
-}
-
-/* "One engine step" above: the one grouping rule, used by the law, the
- * steady throughput's interval and compare. */
-int fit_level_steps(const fit_result *r, size_t level_idx, double at_n, fit_step **out,
-                    size_t *n_out)
-{
-    int rc;
-    LL_VEC(const fit_sample *) sel = {0};
-    LL_VEC(fit_step) steps = {0};
-    *out = NULL;
-    *n_out = 0;
-    for (size_t i = 0; i < r->n_samples; i++) {
-        const fit_sample *s = &r->samples[i];
-        if (s->level_idx == (int32_t)level_idx && s->steady && (!(at_n > 0) || s->n == at_n))
-            LL_TRY(ll_vec_push(&sel, s));
-    }
-    if (sel.n > 1) /* qsort(NULL, 0) is undefined */
-        qsort(sel.v, sel.n, sizeof *sel.v, cmp_sample_time);
-    for (size_t i = 0; i < sel.n;) {
-        const fit_sample *first = sel.v[i];
-        fit_step st = {first->t_ns, first->n, 0, 0, 0, NAN, 0};
-        /* each sample against its own gap: a sample of the next step ends a
-         * whole (next) step after the first, however short that step is */
-        for (; i < sel.n && sel.v[i]->n == first->n &&
-               (double)(sel.v[i]->t_ns - first->t_ns) <=
-                   FIT_STEP_GROUP_FRAC * sel.v[i]->gap_ms * 1e6 * sel.v[i]->tokens;
-             i++) {
-            st.n_samples++;
-            st.tokens += sel.v[i]->tokens;
-            st.gap_ms += sel.v[i]->gap_ms * sel.v[i]->tokens;
-            st.k += sel.v[i]->k * sel.v[i]->tokens;
-        }
-        st.ms_per_tok = st.gap_ms / st.tokens;
-        st.k /= st.tokens;
-        LL_TRY(ll_vec_push(&steps, st));
-    }
-    ll_vec_free(&sel);
-    *out = steps.v;
-    *n_out = steps.n;
-    return 0;
-fail:
-    ll_vec_free(&sel);
-    ll_vec_free(&steps);
-    return rc;
-}
-
 /* The law on one point per client-observed step (analyze_law.c "The law"); OLS on
  * the same points; the naive OLS on every raw gap beside them; then the
  * model check on the same points. */
@@ -191,9 +139,9 @@ static int server_points(const fit_run *run, const fit_level *L, const fit_step 
 int fit_laws(const fit_run *run, fit_result *res, const fit_options *opt, char *err, size_t errlen)
 {
     int rc;
-    fit_double_vec ax = {0}, ay = {0};
+    fit_double_vec *ax = &res->kept->naive_x, *ay = &res->kept->naive_y;
     law_points client = {0}, server = {0};
-    fit_step *st = NULL;
+    const fit_step *st;
     for (size_t l = 0; l < res->n_levels; l++) {
         size_t ns;
         const fit_level *L = &res->levels[l];
@@ -202,14 +150,12 @@ int fit_laws(const fit_run *run, fit_result *res, const fit_options *opt, char *
             continue;
         }
         /* analyze_law.c "The law": a closed-loop level gives its steady windows
-         * (N = C); an open-loop level every steady step. */
-        LL_TRY(fit_level_steps(res, l, L->closed_loop && L->concurrency > 0 ? L->concurrency : 0, &st, &ns));
+         * (N = C); an open-loop level every steady step (reduce.c keeps those). */
+        fit_level_steps(res, l, &st, &ns);
         for (size_t k = 0; k < ns; k++)
             LL_TRY(law_points_push(&client, st[k].n, &st[k]));
         LL_TRY(server_points(run, L, st, ns, &server, &res->law_server_scrapes));
         res->levels[l].n_steady_points = ns;
-        free(st);
-        st = NULL;
     }
     const law_points *P = opt->n_server ? &server : &client, *O = opt->n_server ? &client : &server;
     res->law_n = opt->n_server ? "server" : "client";
@@ -217,13 +163,12 @@ int fit_laws(const fit_run *run, fit_result *res, const fit_options *opt, char *
     size_t n_law_samples = P->n_samples;
     LL_TRY(fit_line_sized(O->x.v, O->y.v, O->w.v, O->x.n, 1, &res->law_other, err, errlen));
     res->law_other.n_samples = O->n_samples;
-    for (size_t i = 0; i < res->n_samples; i++) {
-        LL_TRY(ll_vec_push(&ax, res->samples[i].n));
-        LL_TRY(ll_vec_push(&ay, res->samples[i].gap_ms));
-    }
     LL_TRY(fit_line_sized(px.v, py.v, pw.v, px.n, 1, &res->law, err, errlen));
     LL_TRY(fit_line(px.v, py.v, px.n, 0, &res->ols, err, errlen));
-    LL_TRY(fit_line(ax.v, ay.v, ax.n, 0, &res->naive, err, errlen));
+    /* every sample's (N, ms) in sample order, kept by reduce.c for this fit only */
+    LL_TRY(fit_line(ax->v, ay->v, ax->n, 0, &res->naive, err, errlen));
+    ll_vec_free(ax);
+    ll_vec_free(ay);
     res->law.n_samples = res->ols.n_samples = n_law_samples;
     res->n_trimmed = res->law.n_trimmed;
     /* a slope that may be 0 claims no ceiling (fit_law_slope_resolved) */
@@ -243,11 +188,8 @@ int fit_laws(const fit_run *run, fit_result *res, const fit_options *opt, char *
 fail:
     if (rc == LL_ENOMEM)
         ll_errf(err, errlen, "out of memory fitting the law");
-    free(st);
     law_points_free(&client);
     law_points_free(&server);
-    ll_vec_free(&ax);
-    ll_vec_free(&ay);
     return rc;
 }
 
@@ -257,12 +199,10 @@ fail:
 static int steady_interval(const fit_result *res, size_t l, double *r_ms, double *r_se_ms,
                            double *t_crit, double *k_mean)
 {
-    const fit_level *L = &res->levels[l];
-    fit_step *st = NULL;
-    size_t n = 0;
+    const fit_step *st;
+    size_t n;
     *r_ms = *r_se_ms = *t_crit = NAN;
-    if (fit_level_steps(res, l, L->concurrency, &st, &n))
-        return LL_ENOMEM;
+    fit_level_steps(res, l, &st, &n); /* a closed-loop level's: at N = C */
     double g = 0, t = 0, ss = 0, kt = 0;
     for (size_t k = 0; k < n; k++) {
         g += st[k].gap_ms;
@@ -278,7 +218,6 @@ static int steady_interval(const fit_result *res, size_t l, double *r_ms, double
         *r_se_ms = sqrt(ss / ((double)n * (double)(n - 1))) / tbar;
         *t_crit = gsl_cdf_tdist_Pinv(0.975, (double)(n - 1));
     }
-    free(st);
     return 0;
 }
 

@@ -61,33 +61,31 @@ static int decode_span_units(const fit_run *run, const fit_level *L, unit_vec *o
 }
 
 /* One unit per request: its steady gaps at N = C (tokens, seconds), the
- * resample_requests mode kept for test_compare's coverage check. */
-static int steady_request_units(const fit_result *res, size_t li, unit_vec *out, size_t *n_req)
+ * resample_requests mode kept for test_compare's coverage check; from the
+ * level's samples made again (the result keeps them reduced). */
+static int steady_request_units(const fit_run *run, const fit_result *res, size_t li, unit_vec *out,
+                                size_t *n_req)
 {
     const fit_level *L = &res->levels[li];
-    LL_VEC(cmp_unit) per = {0};
-    LL_VEC(uint32_t) ids = {0};
-    int rc = 0;
-    for (size_t i = 0; i < res->n_samples && !rc; i++) {
-        const fit_sample *s = &res->samples[i];
-        if (s->level_idx != (int32_t)li || !s->steady || (L->closed_loop && s->n != L->concurrency))
+    fit_sample *s = NULL;
+    size_t n = 0, last = 0;
+    int rc = fit_level_samples(run, res, li, &s, &n);
+    *n_req = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (!s[i].steady || (L->closed_loop && s[i].n != L->concurrency))
             continue;
         /* samples are stream by stream: a new request starts a new unit */
-        if (!ids.n || ids.v[ids.n - 1] != s->req_idx) {
-            rc = ll_vec_push(&ids, s->req_idx);
-            if (!rc)
-                rc = ll_vec_push(&per, ((cmp_unit){0, 0}));
+        if (!*n_req || s[i].req_idx != s[last].req_idx) {
+            rc = ll_vec_push(out, ((cmp_unit){0, 0}));
+            *n_req += !rc;
         }
         if (!rc) {
-            per.v[per.n - 1].tok += s->tokens;
-            per.v[per.n - 1].time_s += s->gap_ms * s->tokens / 1e3;
+            out->v[out->n - 1].tok += s[i].tokens;
+            out->v[out->n - 1].time_s += s[i].gap_ms * s[i].tokens / 1e3;
         }
+        last = i;
     }
-    for (size_t k = 0; k < per.n && !rc; k++)
-        rc = ll_vec_push(out, per.v[k]);
-    *n_req = per.n;
-    ll_vec_free(&per);
-    ll_vec_free(&ids);
+    free(s);
     return rc;
 }
 
@@ -101,25 +99,21 @@ static int level_units(const fit_run *run, const fit_result *res, size_t li, int
 {
     const fit_level *L = &res->levels[li];
     /* closed loop: the steps at N = C; open loop: every steady step */
-    int at_n = L->closed_loop && L->concurrency > 0 ? L->concurrency : 0;
     unit_vec v = {0};
-    fit_step *st = NULL;
+    const fit_step *st;
     size_t ns = 0;
     int rc = 0;
     *n_req = 0;
     if (!steady) {
         rc = decode_span_units(run, L, &v, n_req);
     } else if (per_request) {
-        rc = steady_request_units(res, li, &v, n_req);
-    } else if (!(rc = fit_level_steps(res, li, at_n, &st, &ns))) {
+        rc = steady_request_units(run, res, li, &v, n_req);
+    } else {
+        fit_level_steps(res, li, &st, &ns);
         for (size_t k = 0; k < ns && !rc; k++)
             rc = ll_vec_push(&v, ((cmp_unit){st[k].tokens, st[k].gap_ms / 1e3}));
-        unit_vec per_req = {0}; /* only to count the requests behind the steps */
-        if (!rc)
-            rc = steady_request_units(res, li, &per_req, n_req);
-        ll_vec_free(&per_req);
+        *n_req = res->kept->levels[li].n_step_requests; /* the requests behind the steps */
     }
-    free(st);
     if (rc) {
         ll_vec_free(&v);
         return rc;

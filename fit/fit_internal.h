@@ -19,6 +19,7 @@ typedef LL_VEC(ll_rec_chunk) fit_rec_chunk_vec;
 typedef LL_VEC(ll_rec_step) fit_rec_step_vec;
 typedef LL_VEC(fit_sample) fit_sample_vec;  /* timeline.c appends, analyze.c owns */
 typedef LL_VEC(double) fit_double_vec;
+typedef LL_VEC(size_t) fit_size_vec;
 
 /* server.c: what a scraped sample means to the fit: its server and role in
  * common/dialect.h's table, as one int (FIT_SMK); samples the table does not
@@ -101,10 +102,40 @@ typedef struct fit_step {
     double ms_per_tok;        /* gap_ms / tokens: its mean ms per token */
     double k;                 /* mean K of its samples (token-weighted) */
 } fit_step;
-/* The steady samples of r->levels[level_idx] grouped into steps, in time
- * order (only those at N = at_n when at_n > 0). *out: caller frees (NULL
- * when there is none). 0 or LL_ENOMEM. */
-int fit_level_steps(const fit_result *r, size_t level_idx, double at_n, fit_step **out, size_t *n_out);
+/* The steps of r->levels[level_idx] (reduce.c, kept by fit_analyze): its
+ * steady samples grouped in time order, those at N = C only in a closed-loop
+ * level with a C. *out: the result's (NULL when there is none). */
+void fit_level_steps(const fit_result *r, size_t level_idx, const fit_step **out, size_t *n_out);
+
+/* reduce.c: what the result keeps of a level's step samples once they are
+ * made ("A level's samples, reduced"), so that no run-wide array of them is
+ * held: the level's steps, the count of requests behind them, its position
+ * bins; the run's naive-fit points until fit_laws, and the chart sample. */
+typedef struct fit_level_kept {
+    fit_step *steps;          /* fit_level_steps */
+    size_t n_steps;
+    size_t n_step_requests;   /* requests with a steady sample at the steps' N */
+    fit_pos_bins pos;         /* fit_level_position */
+} fit_level_kept;
+typedef LL_VEC(fit_chart_point) fit_chart_vec;
+struct fit_kept {
+    fit_options opt;          /* what the samples were made with (fit_level_samples) */
+    size_t n_levels;
+    fit_level_kept *levels;
+    fit_double_vec naive_x, naive_y; /* every sample's (N, ms) for the naive fit; fit_laws frees */
+    fit_chart_vec steady, other;     /* the chart sample while it is made */
+    size_t seen_steady, seen_other;
+};
+/* res->kept for n_levels levels. 0 or LL_ENOMEM. */
+int fit_kept_new(fit_result *res, size_t n_levels, const fit_options *opt);
+void fit_kept_free(struct fit_kept *k);
+/* Level level_idx's samples s[0..n) (their level's, every one) reduced into
+ * res->kept and the level's burst and reach figures; res->n_samples counts
+ * them. 0 or LL_ENOMEM. */
+int fit_level_reduce(fit_result *res, size_t level_idx, const fit_sample *s, size_t n);
+/* The chart sample handed to res->chart, and a note when it is not every
+ * sample. 0 or LL_ENOMEM. */
+int fit_kept_finish(fit_result *res);
 
 /* figures.c: one request's TTFT (send -> first token), TPOT ((last token -
  * first token) / (tokens - 1)) and E2E (send -> end), ms; NAN where it gives
@@ -170,8 +201,8 @@ int fit_timeline_level(const fit_run *run, const fit_level_info *info, const siz
                        char *err, size_t errlen);
 void fit_level_release(fit_level *L);
 /* position.c: L's early/late figures (position.c "Step time against position")
- * from the samples of level_idx among s[0..n). */
-void fit_position_level(fit_level *L, const fit_sample *s, size_t n, int32_t level_idx);
+ * and its bins (into *out) from the samples of level_idx among s[0..n). */
+void fit_position_level(fit_level *L, const fit_sample *s, size_t n, int32_t level_idx, fit_pos_bins *out);
 
 /* regress.c: helpers shared with model.c. Distinct values of x, sorted, into
  * *out (caller frees); (x, index) pairs sorted by x with fit_cmp_xi_pair. */

@@ -19,6 +19,13 @@
  * while they arrive within this share of their OWN gap after it. */
 #define FIT_STEP_GROUP_FRAC 0.5
 
+/* The report's step charts (reduce.c "Chart sample"): up to this many step
+ * samples of each kind (steady, other) are kept whole, so a run of that size
+ * charts exactly as when every sample was held; past it every second one of
+ * those kept is let go and the stride doubles. 24 bytes a point: at most
+ * ~12.6 MB for both kinds, whatever the run's length. */
+#define FIT_CHART_KEEP ((size_t)1 << 18)
+
 /* ---- the model family (model.c) -------------------------------------------- */
 
 /* The context term is identifiable only when K does not move with N: over

@@ -284,11 +284,7 @@ static void law_at(const fit_law *L, int max_c, fit_plan_at *at)
  * number of running requests its steady steps decoded at, whole. */
 static int open_level_reach(const fit_result *res, size_t level_idx)
 {
-    double m = 0;
-    for (size_t i = 0; i < res->n_samples; i++)
-        if (res->samples[i].level_idx == (int32_t)level_idx && res->samples[i].steady && res->samples[i].n > m)
-            m = res->samples[i].n;
-    return (int)floor(m);
+    return (int)floor(res->levels[level_idx].steady_n_max);
 }
 
 /* The measured closed-loop levels' TTFT, one point per C sorted by C (into

@@ -81,22 +81,22 @@ static int level_at_c(const fit_level *L)
     return L->closed_loop && L->concurrency > 0 ? L->concurrency : 0;
 }
 
-void fit_position_level(fit_level *L, const fit_sample *s, size_t n, int32_t level_idx)
+void fit_position_level(fit_level *L, const fit_sample *s, size_t n, int32_t level_idx, fit_pos_bins *out)
 {
-    fit_pos_bins pb;
-    position_of(s, n, level_idx, level_at_c(L), &pb);
-    L->pos_max_tok = pb.pos_max_tok;
-    L->early_ms = pb.early_ms;
-    L->late_ms = pb.late_ms;
-    L->early_all_ms = pb.early_all_ms;
-    L->late_all_ms = pb.late_all_ms;
+    position_of(s, n, level_idx, level_at_c(L), out);
+    L->pos_max_tok = out->pos_max_tok;
+    L->early_ms = out->early_ms;
+    L->late_ms = out->late_ms;
+    L->early_all_ms = out->early_all_ms;
+    L->late_all_ms = out->late_all_ms;
 }
 
+/* The bins reduce.c kept when the level's samples were made. */
 void fit_level_position(const fit_result *r, size_t level_idx, fit_pos_bins *out)
 {
-    if (level_idx >= r->n_levels) {
+    if (level_idx >= r->n_levels || !r->kept || level_idx >= r->kept->n_levels) {
         position_of(NULL, 0, -1, 0, out);
         return;
     }
-    position_of(r->samples, r->n_samples, (int32_t)level_idx, level_at_c(&r->levels[level_idx]), out);
+    *out = r->kept->levels[level_idx].pos;
 }

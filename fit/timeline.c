@@ -441,7 +441,6 @@ int fit_timeline_level(const fit_run *run, const fit_level_info *info, const siz
     memset(&acc, 0, sizeof acc);
     int rc;
     level_init(L, info);
-    size_t n0 = sv->n; /* this level's samples start here */
 
     rc = build_line(run, req_idx, n_req, &ln);
     if (rc || (rc = build_kline(run, req_idx, n_req, &kl)))
@@ -467,7 +466,6 @@ int fit_timeline_level(const fit_run *run, const fit_level_info *info, const siz
         ll_sort_doubles(acc.gaps_at_c.v, acc.gaps_at_c.n);
         L->steady_step_ms = ll_quantile_sorted(acc.gaps_at_c.v, acc.gaps_at_c.n, 0.5);
     }
-    fit_position_level(L, sv->n > n0 ? sv->v + n0 : NULL, sv->n - n0, level_idx);
 
     rc = steady_windows(&ln, conc, cut, L);
     if (rc)

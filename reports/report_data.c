@@ -58,9 +58,7 @@ static int add_law(cJSON *o, const fit_law *l, double n_max)
 /* The step chart's x range: the largest N seen (samples, levels), plus 5%. */
 static double chart_n_max(const fit_result *res)
 {
-    double m = 1;
-    for (size_t i = 0; i < res->n_samples; i++)
-        m = res->samples[i].n > m ? res->samples[i].n : m;
+    double m = res->chart.n_max > 1 ? res->chart.n_max : 1;
     for (size_t i = 0; i < res->n_levels; i++)
         m = res->levels[i].concurrency > m ? res->levels[i].concurrency : m;
     return m * 1.05;
@@ -214,20 +212,18 @@ fail:
     return NULL;
 }
 
-/* Every stride-th sample of a kind, at most RPT_MAX_POINTS. */
+/* Every stride-th sample of a kind, at most RPT_MAX_POINTS, from the chart
+ * sample (fit.h fit_chart_sample: every sample of a run up to its bound). */
 static cJSON *samples_json(const fit_result *r, int steady)
 {
     cJSON *arr = cJSON_CreateArray();
     if (!arr)
         return NULL;
-    size_t n = 0;
-    for (size_t i = 0; i < r->n_samples; i++)
-        n += (r->samples[i].steady != 0) == steady;
-    size_t stride = n / RPT_MAX_POINTS + 1, k = 0;
-    for (size_t i = 0; i < r->n_samples; i++) {
-        const fit_sample *s = &r->samples[i];
-        if ((s->steady != 0) != steady || k++ % stride)
-            continue;
+    const fit_chart_point *pt = steady ? r->chart.steady : r->chart.other;
+    size_t n = steady ? r->chart.n_steady : r->chart.n_other;
+    size_t stride = n / RPT_MAX_POINTS + 1;
+    for (size_t i = 0; i < n; i += stride) {
+        const fit_chart_point *s = &pt[i];
         if (rpt_json_push(arr, xy(s->n, s->gap_ms))) {
             cJSON_Delete(arr);
             return NULL;

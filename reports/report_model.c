@@ -4,8 +4,8 @@
  * requests (fit/model.c "The context term"), so the report shows the steady samples
  * against N coloured by the context per running request (K/N), the chosen
  * model drawn at three contexts (the 10th, 50th and 90th percentile of K/N
- * over those samples, K = N * that), each sample's residual against the
- * model (fit_model_predict: the one predictor), and per level the step
+ * over those samples, K = N * that; the samples are the chart sample, fit.h
+ * fit_chart_sample), each sample's residual against the model (fit_model_predict: the one predictor), and per level the step
  * against position in the request (fit_level_position). Every number comes
  * from fit; this file only picks and thins. Bounded as report_data.c's
  * series: at most RPT_MAX_POINTS samples, RPT_MODEL_LINE_POINTS + 1 points a
@@ -40,19 +40,21 @@ static double model_at(const fit_result *res, double n, double kr)
     return fit_model_predict(&res->model, &res->law, n, n * kr);
 }
 
-static int counted(const fit_sample *s)
+static int counted(const fit_chart_point *s)
 {
-    return s->steady && s->n > 0;
+    return s->n > 0;
 }
 
-/* K/N of the steady samples, sorted (caller frees); *n_out of them. */
+/* K/N of the steady samples (the chart sample's), sorted (caller frees);
+ * *n_out of them. */
 static double *sorted_k_per_req(const fit_result *res, size_t *n_out)
 {
-    double *v = malloc((res->n_samples + 1) * sizeof *v);
+    const fit_chart_point *pt = res->chart.steady;
+    double *v = malloc((res->chart.n_steady + 1) * sizeof *v);
     size_t n = 0;
-    for (size_t i = 0; v && i < res->n_samples; i++)
-        if (counted(&res->samples[i]))
-            v[n++] = res->samples[i].k / res->samples[i].n;
+    for (size_t i = 0; v && i < res->chart.n_steady; i++)
+        if (counted(&pt[i]))
+            v[n++] = pt[i].k / pt[i].n;
     if (v)
         ll_sort_doubles(v, n);
     *n_out = n;
@@ -64,8 +66,8 @@ static cJSON *points_json(const fit_result *res, size_t n_steady)
 {
     cJSON *arr = cJSON_CreateArray();
     size_t stride = n_steady / RPT_MAX_POINTS + 1, k = 0;
-    for (size_t i = 0; arr && i < res->n_samples; i++) {
-        const fit_sample *s = &res->samples[i];
+    for (size_t i = 0; arr && i < res->chart.n_steady; i++) {
+        const fit_chart_point *s = &res->chart.steady[i];
         if (!counted(s) || k++ % stride)
             continue;
         double v[5] = {s->n, s->gap_ms, s->k / s->n, s->k, s->gap_ms - model_at(res, s->n, s->k / s->n)};

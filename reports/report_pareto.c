@@ -179,8 +179,8 @@ static int curve_end(const fit_result *res, int *max_c)
      * levels only, beyond the largest N the law was fitted on (all of it
      * "extrapolated" by plan's definition: no C was measured) */
     double base = *max_c;
-    for (size_t i = 0; *max_c == 0 && i < res->n_samples; i++)
-        base = res->samples[i].n > base ? res->samples[i].n : base;
+    if (*max_c == 0 && res->chart.n_max > base) /* the largest N of any step sample */
+        base = res->chart.n_max;
     int c_end = (int)ceil(ceil(base) * RPT_PARETO_BEYOND);
     if (c_end <= (int)ceil(base))
         c_end = (int)ceil(base) + 1;

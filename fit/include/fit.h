@@ -144,6 +144,7 @@ typedef struct fit_level {
     double mean_think_tok_per_s, mean_answer_tok_per_s; /* over duration_s */
     double output_tok_per_s, req_per_s; /* every ok request, warmup too */
     double burst_gap_frac, burst_gap_ms; /* share of gaps under a tenth of the p90 */
+    double steady_n_max;          /* the largest N of its steady samples; 0: none */
     int client_bound;             /* the client set the pace (fit/analyze.c) */
     double client_busy_frac, client_events_per_read, client_gap_vs_step;
     double prompt_tok_target_mean, prompt_tok_server_mean;
@@ -212,6 +213,21 @@ typedef struct fit_headline {
     int heldout_warn;             /* heldout_worst_rel beyond FIT_HELDOUT_BOUND */
 } fit_headline;
 
+/* The step samples the report's charts draw (fit/reduce.c "Chart sample"):
+ * every stride-th sample of its kind in sample order, stride 1 (all of them)
+ * up to FIT_CHART_KEEP (fit_tuning.h) of the kind, then doubled as needed. */
+typedef struct fit_chart_point {
+    double n, gap_ms, k;      /* fit_sample's */
+} fit_chart_point;
+typedef struct fit_chart_sample {
+    double n_max;             /* the largest N of any step sample; 0: none */
+    size_t n_steady, n_other; /* points kept: steady samples, the rest */
+    fit_chart_point *steady, *other;
+    size_t stride_steady, stride_other; /* 1: every sample */
+} fit_chart_sample;
+
+struct fit_kept; /* fit's own reduced per-level data (fit_internal.h) */
+
 typedef struct fit_result {
     fit_law law;                  /* THE answer: the mean step on steady engine steps */
     const char *law_n;            /* whose N it is: "client" (D) | "server" */
@@ -233,8 +249,9 @@ typedef struct fit_result {
     fit_headline headline;
     size_t n_levels;
     fit_level *levels;
-    size_t n_samples;
-    fit_sample *samples;          /* by level, then stream by stream in time order */
+    size_t n_samples;             /* step samples, every level (fit_level_samples makes a
+                                   * level's again: the result keeps them reduced) */
+    fit_chart_sample chart;       /* what the report's step charts draw */
     /* what was left out, and why */
     size_t n_requests, n_failed, n_warmup, n_no_tokens;
     size_t n_empty_chunks, n_truncated_lines, n_bad_requests;
@@ -246,6 +263,7 @@ typedef struct fit_result {
     char **notes;
     size_t n_turns;
     fit_turn *turns;              /* by level, then turn; none without sessions */
+    struct fit_kept *kept;
 } fit_result;
 
 int fit_analyze(const fit_run *run, const fit_options *opt, fit_result **out, char *err, size_t errlen);
@@ -253,6 +271,12 @@ void fit_result_free(fit_result *r);
 /* fit_load_run then fit_analyze (opt NULL: defaults): both set, or neither. */
 int fit_open(const char *dir, const fit_options *opt, fit_run **run, fit_result **res, char *err,
              size_t errlen);
+/* The step samples of level level_idx of res (fit_analyze of run), made
+ * again from run's requests as fit_analyze made them, in the same order (the
+ * result keeps them only reduced). *out: caller frees (NULL when none). 0,
+ * LL_EINVAL (no such level), LL_ENOMEM. */
+int fit_level_samples(const fit_run *run, const fit_result *res, size_t level_idx, fit_sample **out,
+                      size_t *n_out);
 /* 1 when the law's N is the server's (fit_options.n_server). */
 int fit_law_n_is_server(const fit_result *r);
 

@@ -45,19 +45,30 @@ static void levels_1_to_16(sim_cfg *c, int per_c)
     sim_set_levels(c, cs, 5, per_c);
 }
 
-/* Every steady sample must sit exactly on the law, at an integer N. */
-static void check_samples_on_law(const char *what, const fit_result *r, const sim_cfg *c)
+/* Every steady sample must sit exactly on the law, at an integer N (each
+ * level's samples made again from the run: fit_level_samples). */
+static void check_samples_on_law(const char *what, const fit_run *run, const fit_result *r, const sim_cfg *c)
 {
-    size_t off = 0, nonint = 0;
-    for (size_t i = 0; i < r->n_samples; i++) {
-        const fit_sample *s = &r->samples[i];
-        if (!s->steady)
-            continue;
-        if (s->n != floor(s->n))
-            nonint++;
-        if (fabs(s->gap_ms - sim_law(c, s->n)) > 1e-9)
-            off++;
+    size_t off = 0, nonint = 0, all = 0;
+    for (size_t l = 0; l < r->n_levels; l++) {
+        fit_sample *v = NULL;
+        size_t n = 0;
+        CHECK(fit_level_samples(run, r, l, &v, &n) == 0, "%s: level %zu's samples", what, l);
+        CHECK(n == r->levels[l].n_samples, "%s: level %zu: %zu samples made again, %zu counted", what, l, n,
+              r->levels[l].n_samples);
+        all += n;
+        for (size_t i = 0; i < n; i++) {
+            const fit_sample *s = &v[i];
+            if (!s->steady)
+                continue;
+            if (s->n != floor(s->n))
+                nonint++;
+            if (fabs(s->gap_ms - sim_law(c, s->n)) > 1e-9)
+                off++;
+        }
+        free(v);
     }
+    CHECK(all == r->n_samples, "%s: %zu samples made again, %zu counted", what, all, r->n_samples);
     CHECK(off == 0, "%s: %zu steady samples off the law", what, off);
     CHECK(nonint == 0, "%s: %zu steady samples with fractional N", what, nonint);
 }
@@ -72,7 +83,8 @@ static void test_exact_staggered(void)
     c.prefill_per_step = 2;
     c.p_ms_per_tok = 0.02; /* 100-token prompt: +2 ms per prefilled request */
     sim_stats st;
-    fit_result *r = run_sim("exact", &c, &st, NULL);
+    fit_run *run = NULL;
+    fit_result *r = run_sim("exact", &c, &st, &run);
     if (!r)
         return;
     CHECK(r->law.ok, "law fitted");
@@ -129,13 +141,14 @@ static void test_exact_staggered(void)
     CHECK((long)r->law.n_samples == steady_at_c, "law n_samples %zu == %ld", r->law.n_samples,
           steady_at_c);
     CHECK((long)r->n_samples == all, "all samples");
-    check_samples_on_law("exact", r, &c);
+    check_samples_on_law("exact", run, r, &c);
     /* Prefill makes ramp steps slower: the naive fit over all gaps is off. */
     CHECK(fabs(r->naive.b_ms / c.b_ms - 1) > 0.05 || fabs(r->naive.a_ms / c.a_ms - 1) > 0.10,
           "naive fit biased: a %g b %g", r->naive.a_ms, r->naive.b_ms);
     CHECK(r->model.done && r->model.best == FIT_MODEL_LINEAR, "model linear: %s",
           r->model.verdict);
     fit_result_free(r);
+    fit_run_free(run);
 }
 
 /* Seeded jitter: estimates near the truth, 95% CIs cover it most of the time. */
@@ -280,13 +293,14 @@ static void test_open_loop(void)
     sim_set_open(&c, 2, 30, 7.3);
     c.p_ms_per_tok = 0.05;
     sim_stats st;
-    fit_result *r = run_sim("open", &c, &st, NULL);
+    fit_run *run = NULL;
+    fit_result *r = run_sim("open", &c, &st, &run);
     if (!r)
         return;
     CHECK_NEAR(r->law.a_ms, c.a_ms, 1e-9, "open loop a");
     CHECK_NEAR(r->law.b_ms, c.b_ms, 1e-9, "open loop b");
     CHECK(r->law.n_distinct >= 3, "several N (%zu)", r->law.n_distinct);
-    check_samples_on_law("open", r, &c);
+    check_samples_on_law("open", run, r, &c);
     for (size_t i = 0; i < r->n_levels; i++) {
         const fit_level *L = &r->levels[i];
         CHECK(!L->closed_loop && L->concurrency == 0, "open level");
@@ -296,6 +310,7 @@ static void test_open_loop(void)
               "steady samples %zu <= truth %ld", L->n_steady_samples, st.lv[i].steady);
     }
     fit_result_free(r);
+    fit_run_free(run);
 }
 
 /* Failed and warmup requests: left out of the samples, still occupancy. */
@@ -308,7 +323,8 @@ static void test_failed_and_warmup(void)
     for (int i = 0; i < 5; i++)
         c.warmup[i] = 1;
     sim_stats st;
-    fit_result *r = run_sim("failed", &c, &st, NULL);
+    fit_run *run = NULL;
+    fit_result *r = run_sim("failed", &c, &st, &run);
     if (!r)
         return;
     size_t failed = 0;
@@ -324,12 +340,13 @@ static void test_failed_and_warmup(void)
               r->levels[i].n_samples, st.lv[i].samples);
         CHECK((long)r->levels[i].n_steady_samples == st.lv[i].steady, "level %d steady", i);
     }
-    check_samples_on_law("failed", r, &c);
+    check_samples_on_law("failed", run, r, &c);
     int noted = 0;
     for (size_t i = 0; i < r->n_notes; i++)
         noted += strstr(r->notes[i], "failed") != NULL;
     CHECK(noted > 0, "notes say what failed");
     fit_result_free(r);
+    fit_run_free(run);
 }
 
 /* Killed mid-level: no level_end, in-flight requests missing, a truncated
@@ -364,7 +381,7 @@ static void test_interrupted(void)
     CHECK(L->n_samples_after_cut > 0, "tail cut (%zu)", L->n_samples_after_cut);
     CHECK_NEAR(r->law.a_ms, c.a_ms, 1e-9, "a exact after kill");
     CHECK_NEAR(r->law.b_ms, c.b_ms, 1e-9, "b exact after kill");
-    check_samples_on_law("killed", r, &c);
+    check_samples_on_law("killed", run, r, &c);
     fit_result_free(r);
     fit_run_free(run);
 }

@@ -26,6 +26,31 @@
 #include "sim.h"
 #include "testutil.h"
 
+/* Consecutive samples of one request: each position is the last one's plus
+ * the last one's tokens; a request's first sample sits at its first chunk's
+ * tokens (1 here). The samples: each level's made again (fit_level_samples). */
+static void check_positions(const fit_run *run, const fit_result *r)
+{
+    size_t bad = 0, firsts = 0, all = 0;
+    for (size_t l = 0; l < r->n_levels; l++) {
+        fit_sample *v = NULL;
+        size_t n = 0;
+        CHECK(fit_level_samples(run, r, l, &v, &n) == 0, "level %zu's samples", l);
+        for (size_t i = 0; i < n; i++) {
+            if (i == 0 || v[i - 1].req_idx != v[i].req_idx) {
+                firsts++;
+                bad += v[i].pos_tok != 1;
+            } else {
+                bad += v[i].pos_tok != v[i - 1].pos_tok + v[i - 1].tokens;
+            }
+        }
+        all += n;
+        free(v);
+    }
+    CHECK(firsts > 0 && bad == 0, "positions: %zu of %zu samples wrong (%zu requests)", bad, all, firsts);
+}
+
+/* Simulate and fit; every sample's position checked while the run is held. */
 static fit_result *run_sim(const sim_cfg *c, const char *name)
 {
     char path[256], err[512] = "";
@@ -35,27 +60,11 @@ static fit_result *run_sim(const sim_cfg *c, const char *name)
     sim_stats st;
     int rc = sim_fit(path, c, NULL, &st, &run, &res, err, sizeof err);
     CHECK(rc == 0, "%s: simulate and fit: %s", name, err);
+    if (rc == 0)
+        check_positions(run, res);
     fit_run_free(run);
     unlink(path);
     return res;
-}
-
-/* Consecutive samples of one request: each position is the last one's plus
- * the last one's tokens; a request's first sample sits at its first chunk's
- * tokens (1 here). */
-static void check_positions(const fit_result *r)
-{
-    size_t bad = 0, firsts = 0;
-    for (size_t i = 0; i < r->n_samples; i++) {
-        const fit_sample *s = &r->samples[i];
-        if (i == 0 || r->samples[i - 1].req_idx != s->req_idx) {
-            firsts++;
-            bad += s->pos_tok != 1;
-        } else {
-            bad += s->pos_tok != r->samples[i - 1].pos_tok + r->samples[i - 1].tokens;
-        }
-    }
-    CHECK(firsts > 0 && bad == 0, "positions: %zu of %zu samples wrong (%zu requests)", bad, r->n_samples, firsts);
 }
 
 /* Mean of c*(prompt + p)/1000 + law over p in [lo, hi]. */
@@ -82,7 +91,6 @@ static void test_context(void)
     fit_result *r = run_sim(&c, "context");
     if (!r)
         return;
-    check_positions(r);
     const fit_level *L = &r->levels[0];
     CHECK(L->pos_max_tok == 255, "C=1: largest position %g, want 255", L->pos_max_tok);
     CHECK_REL(L->early_ms, closed_form(6, 20, 100, 1, 63), 0.01, "C=1: early tokens' mean step");
@@ -138,7 +146,6 @@ static void test_prefill(void)
     fit_result *r = run_sim(&c, "prefill");
     if (!r)
         return;
-    check_positions(r);
     const fit_level *L = &r->levels[0];
     CHECK(L->early_all_ms > L->late_all_ms * (1 + FIT_POS_SAME_FRAC),
           "every sample: early tokens slower (%.4g against %.4g ms)", L->early_all_ms, L->late_all_ms);

@@ -135,10 +135,16 @@ static void test_open_reach(void)
     fit_result *res = run_sim("open", &c, &run);
     if (!res)
         return;
-    double reach = 0;
-    for (size_t i = 0; i < res->n_samples; i++)
-        if (res->samples[i].steady && res->samples[i].n > reach)
-            reach = res->samples[i].n;
+    double reach = 0; /* the largest N of any steady sample, from the samples made again */
+    for (size_t l = 0; l < res->n_levels; l++) {
+        fit_sample *v = NULL;
+        size_t n = 0;
+        CHECK(fit_level_samples(run, res, l, &v, &n) == 0, "level %zu's samples", l);
+        for (size_t i = 0; i < n; i++)
+            if (v[i].steady && v[i].n > reach)
+                reach = v[i].n;
+        free(v);
+    }
     int at[] = {1};
     fit_plan *p = plan_of(run, res, 1e6, at, 1);
     if (p) {
