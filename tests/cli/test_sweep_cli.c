@@ -600,8 +600,10 @@ static void test_api_key_hidden(void)
     int rc = wait_exit(spawn_out(a1, errf, outf), 30);
     CHECK(rc == 0, "sweep with the key from the environment: exit %d", rc);
     CHECK(file_has(outf, "run: ") && dir_has(dir, "\"type\":\"request\"") == 1, "the run wrote its records");
-    /* the sweep's ending leads with the chosen model (fit/headline.c) */
-    CHECK(file_has(outf, "\n\nmodel (") && file_has(outf, "): step(N") && file_has(outf, "\nheld out: "),
+    /* the sweep's ending leads with the chosen model (fit/headline.c), or,
+     * when a loaded machine bent a level, with the words that none fits */
+    CHECK((file_has(outf, "\n\nmodel (") || file_has(outf, "\n\nNO MODEL OF THE FAMILY FITS EVERY LEVEL")) &&
+              (file_has(outf, "\nheld out: ") || file_has(outf, "\nHELD OUT, A LEVEL IS MISSED")),
           "the ending's first line is the chosen model's, the held-out line under it");
     CHECK(dir_has(dir, "KEY-must-not") == 0 && !file_has(errf, "KEY-must-not") && !file_has(outf, "KEY-must-not"),
           "the $OPENAI_API_KEY key appears nowhere");
