@@ -216,8 +216,10 @@ static int apply_find(const sweep_opts *o, scn_scenario *s)
     for (size_t i = 0; i < s->n_levels && !why; i++)
         if (s->levels[i].profile.enabled)
             why = "a profiled level is left out of the model the search needs";
+    const char *alone = sweep_keyed_flag(o, "find-by") ? "--find-by" : sweep_keyed_flag(o, "find-precision")
+                      ? "--find-precision" : NULL;
     if (!s->find_objective)
-        return 0;
+        return alone ? cli_usage_error(&sweep_cmd, "%s: needs --find (or a scenario's find.objective)", alone) : 0;
     if (why)
         return cli_usage_error(&sweep_cmd, "--find: %s", why);
     if (scn_set_concurrency(s, &one, 1))
