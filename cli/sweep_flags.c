@@ -202,20 +202,24 @@ static int check_together(const sweep_opts *o, const scn_scenario *s)
 
 /* find (--find or a scenario's): the search places the levels, from one
  * closed level at C = 1 with the first level's options (warmup, duration;
- * requests for the ladder). What it cannot search over is refused. */
+ * requests for the ladder), over C or, with find.by "rate", over open-loop
+ * arrival rates. What it cannot search over is refused. */
 static int apply_find(const sweep_opts *o, scn_scenario *s)
 {
     int one = 1;
     const char *why = o->conc ? "-c names levels; the search places its own"
-                    : o->rate || s->levels[0].rate_per_s > 0 ? "it searches closed-loop concurrency, not a rate"
+                    : o->rate || s->levels[0].rate_per_s > 0 ? "the search places its own levels: for the "
+                      "largest arrival rate, --find-by rate (find.by \"rate\") instead of a rate"
                     : s->trace_path ? "a trace is its own level"
                     : s->session_turns > 0 ? "it measures single requests, not sessions"
                     : s->ab.enabled ? "an A/B compares fixed levels (run --find on each side)" : NULL;
     for (size_t i = 0; i < s->n_levels && !why; i++)
         if (s->levels[i].profile.enabled)
             why = "a profiled level is left out of the model the search needs";
+    const char *alone = sweep_keyed_flag(o, "find-by") ? "--find-by" : sweep_keyed_flag(o, "find-precision")
+                      ? "--find-precision" : NULL;
     if (!s->find_objective)
-        return 0;
+        return alone ? cli_usage_error(&sweep_cmd, "%s: needs --find (or a scenario's find.objective)", alone) : 0;
     if (why)
         return cli_usage_error(&sweep_cmd, "--find: %s", why);
     if (scn_set_concurrency(s, &one, 1))

@@ -84,6 +84,8 @@ static const cli_opt layout[] = {
     KEY("find", 0),
     KEY("find-budget", 0),
     KEY("find-time", 0),
+    KEY("find-by", 0),
+    KEY("find-precision", 0),
     {NULL, 0, NULL, "trace replay (docs/workloads.md):"},
     KEY("trace", 0),
     KEY("trace-speed", 0),

@@ -216,6 +216,21 @@ static int rd_run(reader *r, const cJSON *o)
     return r->h->on_run ? r->h->on_run(&run, r->ctx) : 0;
 }
 
+/* sweep --find's role (records.h ll_rec_level.find_role) as the static
+ * name it was written from; NULL when absent or a name this reader does not
+ * know (a later role: the level itself is as good as any other). */
+static const char *rd_find_role(const cJSON *o)
+{
+    static const char *const roles[] = {"ladder", "probe", "sustain", "re-measure"};
+    const char *v = ll_json_str(o, "find_role", NULL);
+    if (!v)
+        return NULL;
+    for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)
+        if (strcmp(v, roles[i]) == 0)
+            return roles[i];
+    return NULL;
+}
+
 static int rd_level(reader *r, const cJSON *o)
 {
     ll_rec_level lv = {0};
@@ -237,6 +252,7 @@ static int rd_level(reader *r, const cJSON *o)
     lv.pair = (int)rd_int(r, o, "pair", 0, 0, INT32_MAX, -1);
     lv.seq = (int)rd_int(r, o, "seq", 0, 0, INT32_MAX, -1);
     lv.ab_tagged = lv.repeat >= 0;
+    lv.find_role = rd_find_role(o);
     const cJSON *cache = cJSON_GetObjectItemCaseSensitive(o, "cache");
     if (cJSON_IsObject(cache)) { /* strings stay in the line: only the figures come back */
         lv.cache.present = 1;

@@ -191,9 +191,10 @@ static void client_check(const fit_run *run, fit_result *res)
         if (c && c->present && c->reads > 0)
             L->client_events_per_read = (double)c->events / (double)c->reads;
         double step_ms = NAN;
-        if (L->concurrency > 0 && res->engine.ok)
+        int at_c = L->closed_loop && L->concurrency > 0; /* an open level's C is a cap, not its batch */
+        if (at_c && res->engine.ok)
             step_ms = res->engine.a_ms + res->engine.b_ms * L->concurrency;
-        else if (L->concurrency > 0 && res->has_truth)
+        else if (at_c && res->has_truth)
             step_ms = res->truth_a_ms + res->truth_b_ms * L->concurrency;
         if (step_ms > 0 && L->itl.n >= FIT_BURST_MIN_SAMPLES)
             L->client_gap_vs_step = L->itl.p50_ms / step_ms;

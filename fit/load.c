@@ -174,6 +174,7 @@ static int on_level(const ll_rec_level *lv, void *vctx)
     L->rate_per_s = lv->open_loop && lv->rate_per_s > 0 ? lv->rate_per_s : NAN;
     L->n_requests_planned = lv->n_requests;
     L->n_warmup_planned = lv->warmup;
+    L->find_role = lv->find_role;
     if (lv->ab_tagged) {
         L->repeat = lv->repeat;
         L->pair = lv->pair;

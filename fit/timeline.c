@@ -376,6 +376,8 @@ static void level_init(fit_level *L, const fit_level_info *info)
     L->closed_loop = info->closed_loop;
     L->interrupted = info->interrupted;
     L->profiled = info->profiled;
+    L->find_role = info->find_role;
+    L->rate_per_s = info->rate_per_s;
     L->start_ns = info->start_ns;
     L->end_ns = info->end_ns;
     L->duration_s = (double)(info->end_ns - info->start_ns) / 1e9;

@@ -238,8 +238,8 @@ void rpt_fit_print(FILE *f, const fit_result *r)
             "model %", "held %");
     for (size_t i = 0; i < r->n_levels; i++) {
         const fit_level *L = &r->levels[i];
-        char c1[32], c2[32], c3[32], c4[32], c5[32], c6[32], c7[32], c8[32], c9[32];
-        fprintf(f, "%5d %6d %12s %12s %8s %12s %9s %10s %8zu %8zu %7s %7s %8s %8s%s%s%s\n", L->level,
+        char c1[32], c2[32], c3[32], c4[32], c5[32], c6[32], c7[32], c8[32], c9[32], tag[64];
+        fprintf(f, "%5d %6d %12s %12s %8s %12s %9s %10s %8zu %8zu %7s %7s %8s %8s%s%s%s%s\n", L->level,
                 L->concurrency, fmt_num(c1, L->steady_tok_per_s, "%.5g"),
                 fmt_num(c2, L->predicted_tok_per_s, "%.5g"),
                 fmt_num(c3, 100 * L->error_rel, "%+.2f"), fmt_num(c4, L->whole_tok_per_s, "%.5g"),
@@ -248,7 +248,7 @@ void rpt_fit_print(FILE *f, const fit_result *r)
                 L->client_bound ? "BOUND" : "-", fmt_num(c8, 100 * L->model_error_rel, "%+.2f"),
                 fmt_num(c9, 100 * L->heldout_error_rel, "%+.2f"),
                 L->closed_loop ? "" : "  (open loop)",
-                L->interrupted ? "  (interrupted)" : "", rpt_profiled_tag(L));
+                L->interrupted ? "  (interrupted)" : "", rpt_profiled_tag(L), rpt_find_tag(L, tag, sizeof tag));
     }
     print_server(f, r);
     print_server_own(f, r);

@@ -94,6 +94,10 @@ size_t rpt_level_ok(const fit_level *L);
 /* Beside a profiled level: "  (profiled: not fitted)" when the law left it
  * out, "  (profiled)" when it made the law; "" for the others. */
 const char *rpt_profiled_tag(const fit_level *L);
+/* Beside a level that sweep --find placed: "  (find: probe)", and an open
+ * level's rate, "  (find: probe at 3.52/s)", in buf; "" for the others
+ * (their lines stay as they were). */
+const char *rpt_find_tag(const fit_level *L, char *buf, size_t n);
 /* The per-turn table of multi-turn sessions (fit_print.c), under `loadlaw
  * fit`'s and the sweep's tables; nothing without sessions. */
 void rpt_print_turns(FILE *f, const fit_result *r);

@@ -19,7 +19,10 @@ static int level_head(cJSON *o, const fit_level *L)
     int rc;
     LL_TRY(ll_json_add_num(o, "level", L->level));
     LL_TRY(ll_json_add_num(o, "concurrency", L->concurrency));
-    return rpt_json_str(o, "mode", L->closed_loop ? "closed" : "open");
+    LL_TRY(rpt_json_str(o, "mode", L->closed_loop ? "closed" : "open"));
+    if (L->find_role) /* only where sweep --find placed the level: other runs' files stay as they were */
+        LL_TRY(rpt_json_str(o, "find_role", L->find_role));
+    return 0;
 fail:
     return rc;
 }

@@ -152,15 +152,16 @@ static int failed_cell(ll_buf *out, const fit_level *L)
  * summary.json print the same ones). */
 static int level_row(ll_buf *b, const fit_level *L)
 {
-    char x[16][48];
+    char x[16][48], tag[64];
     ll_buf fail = {0};
     int rc = failed_cell(&fail, L);
     if (rc == 0)
         rc = ll_buf_printf(b,
-                           "<tr><td>%d%s%s</td><td>%zu</td><td class=l>%s</td><td>%s</td><td>%s</td><td>%s</td>"
+                           "<tr><td>%d%s%s%s</td><td>%zu</td><td class=l>%s</td><td>%s</td><td>%s</td><td>%s</td>"
                            "<td>%s</td><td>%s</td><td>%s%%</td><td>%s</td><td>%s / %s</td><td>%s / %s</td>"
                            "<td>%s / %s</td></tr>\n",
                            L->concurrency, L->interrupted ? " (interrupted)" : "", rpt_profiled_tag(L),
+                           rpt_find_tag(L, tag, sizeof tag),
                            rpt_level_ok(L), fail.p,
                            html_num(x[0], 48, L->ramp_s, 2), html_num(x[1], 48, L->ramp_tokens, 0),
                            html_num(x[2], 48, L->steady_s, 2), html_num(x[3], 48, L->steady_tok_per_s, 1),

@@ -29,6 +29,17 @@ const char *rpt_profiled_tag(const fit_level *L)
     return !L->profiled ? "" : L->profiled_out ? "  (profiled: not fitted)" : "  (profiled)";
 }
 
+const char *rpt_find_tag(const fit_level *L, char *buf, size_t n)
+{
+    if (!L->find_role)
+        return "";
+    if (!L->closed_loop && isfinite(L->rate_per_s))
+        snprintf(buf, n, "  (find: %s at %.3g/s)", L->find_role, L->rate_per_s);
+    else
+        snprintf(buf, n, "  (find: %s)", L->find_role);
+    return buf;
+}
+
 /* ---- summary.json ------------------------------------------------------------ */
 
 static const fit_level_info *level_info(const fit_run *run, int level)
@@ -141,7 +152,9 @@ static void print_counts(FILE *f, const fit_result *res)
             fprintf(f, " %7.3f", L->ramp_s);
         else
             fprintf(f, " %7s", "-");
-        fprintf(f, "%s%s\n", L->interrupted ? "  (interrupted)" : "", rpt_profiled_tag(L));
+        char tag[64];
+        fprintf(f, "%s%s%s\n", L->interrupted ? "  (interrupted)" : "", rpt_profiled_tag(L),
+                rpt_find_tag(L, tag, sizeof tag));
         if (rpt_level_failed(L)) {
             fprintf(f, "      failed:");
             for (int c = LL_ERRC_OK + 1; c < LL_ERRC__COUNT; c++)

@@ -36,6 +36,7 @@ static const char *const k_style[] = {"sglang", "vllm", "auto", NULL};
 static const char *const k_pick[] = {"round-robin", "seeded", NULL};
 static const char *const k_session_source[] = {"synthetic", "sharegpt", NULL};
 static const char *const k_order[] = {"interleaved", "sequential", NULL};
+static const char *const k_find_by[] = {"concurrency", "rate", NULL};
 
 /* ---- a level (levels[i]; load's keys are every level's defaults) ---------- */
 
@@ -374,6 +375,15 @@ static const scn_key k_find[] = {
      .flag = "find-time", .arg = "S",
      .flag_help = "the most time --find may take (10m, 600s; default none); no level starts after it",
      .help = "the most seconds the search may take: no level starts after it (0: no bound)"},
+    {ENUM("by", S(find_by_rate), k_find_by), .def = "concurrency", .flag = "find-by", .arg = "concurrency|rate",
+     .flag_help = "what --find searches over: concurrency (default; closed-loop C) or rate (open-loop "
+     "arrivals per second, after one closed level at C=1; pinned to --find-precision)",
+     .help = "concurrency: the largest closed-loop C; rate: the largest open-loop arrival rate (requests/s)"},
+    {NUM("precision", S(find_precision), 0.01, 1), .def = "0.1", .flag = "find-precision", .arg = "X",
+     .flag_help = "--find-by rate: the boundary is pinned once the smallest rate that fails is within (1 + X) "
+     "times the largest that meets (default 0.1: 10%)",
+     .help = "a rate search ends pinned when the smallest failing rate is at most (1 + this) times the largest "
+     "meeting one"},
 };
 static const scn_shape sh_find = SCN_SHAPE(k_find, NULL);
 

@@ -109,20 +109,34 @@ static fit_slo goodput_slo(const scn_objective *o)
     return s;
 }
 
-/* Term t's figure at level L: ms, a share, or tokens/s; NAN: not measured. */
-static double term_figure(const scn_objective *o, const scn_obj_term *t, const fit_run *run, const fit_level *L)
+/* An open level's latencies are from the intended send (fit's *_sched):
+ * what a user arriving on schedule saw, the client's own lag included. */
+static const fit_dist *latency_dist(const fit_level *L, scn_obj_metric m)
 {
-    const fit_dist *d[] = {&L->ttft, &L->itl, &L->tpot, &L->e2e};
+    const fit_dist *closed[] = {&L->ttft, &L->itl, &L->tpot, &L->e2e};
+    if (!L->closed_loop && m == SCN_OBJ_TTFT && L->ttft_sched.n)
+        return &L->ttft_sched;
+    if (!L->closed_loop && m == SCN_OBJ_E2E && L->e2e_sched.n)
+        return &L->e2e_sched;
+    return closed[m];
+}
+
+double find_term_figure(const scn_objective *o, const scn_obj_term *t, const fit_run *run, const fit_level *L)
+{
     size_t n_meas = 0, n_good = 0;
     switch (t->metric) {
     case SCN_OBJ_ERROR_RATE: return L->n_sent ? (double)L->n_sent_failed / (double)L->n_sent : NAN;
-    case SCN_OBJ_USER_TPS: return L->concurrency > 0 ? L->steady_tok_per_s / L->concurrency : NAN;
+    case SCN_OBJ_USER_TPS:
+        /* open loop: no steady N = C; a user's pace is 1000 / TPOT p50 (the report's per-user axis) */
+        if (!L->closed_loop)
+            return L->tpot.n && L->tpot.p50_ms > 0 ? 1000.0 / L->tpot.p50_ms : NAN;
+        return L->concurrency > 0 ? L->steady_tok_per_s / L->concurrency : NAN;
     case SCN_OBJ_GOODPUT: {
         fit_slo slo = goodput_slo(o);
         fit_level_goodput_count(run, L->level, &slo, &n_meas, &n_good);
         return n_meas ? (double)n_good / (double)n_meas : NAN;
     }
-    default: return dist_stat(d[t->metric], t->stat);
+    default: return dist_stat(latency_dist(L, t->metric), t->stat);
     }
 }
 
@@ -140,10 +154,11 @@ static void judge(const sweep_find *f, const fit_run *run, const fit_result *res
             L = &res->levels[i];
     m->meets = L != NULL;
     for (size_t i = 0; i < f->obj.n; i++) {
-        m->fig[i] = L ? term_figure(&f->obj, &f->obj.t[i], run, L) : NAN;
+        m->fig[i] = L ? find_term_figure(&f->obj, &f->obj.t[i], run, L) : NAN;
         m->meets &= find_term_meets(&f->obj.t[i], m->fig[i]);
     }
     m->n = L ? L->n_sent : 0;
+    m->n_inflight = L ? find_level_n(L) : NAN;
     m->failed_share = L && L->n_sent ? (double)L->n_sent_failed / (double)L->n_sent : NAN;
     if (!(m->failed_share <= f->scn->max_failed)) /* a level of failures measured failures */
         m->meets = 0;
@@ -151,178 +166,210 @@ static void judge(const sweep_find *f, const fit_run *run, const fit_result *res
 
 /* ---- the model's boundary ---------------------------------------------------- */
 
-static double model_step(const fit_result *res, double c)
+double find_model_step(const fit_result *res, double n)
 {
     double ctx = isfinite(res->context_per_req_tok) ? res->context_per_req_tok : 0;
-    return fit_model_predict(&res->model, &res->law, c, c * ctx);
+    return fit_model_predict(&res->model, &res->law, n, n * ctx);
 }
 
-/* Level L is a better source of the ratio at c than best: one that carried
+double find_level_n(const fit_level *L)
+{
+    if (L->closed_loop)
+        return L->concurrency;
+    /* Little's law: the requests in flight (the client's queue too) are the
+     * arrival rate times the time each stays, from its intended send */
+    const fit_dist *e2e = latency_dist(L, SCN_OBJ_E2E);
+    return isfinite(L->rate_per_s) && e2e->n ? L->rate_per_s * e2e->mean_ms / 1000.0 : NAN;
+}
+
+/* Level L is a better source of the ratio at n than best: one that carried
  * a probe's requests (a tail measured, not a few gaps' guess) first, then
- * the nearest C, then the larger. */
-static int better_source(const sweep_find *f, const fit_level *L, const fit_level *best, int c)
+ * the nearest N, then the larger. */
+static int better_source(const sweep_find *f, const fit_level *L, const fit_level *best, double n)
 {
     if (!best)
         return 1;
     int full = L->n_sent >= (size_t)f->n_probe_req, best_full = best->n_sent >= (size_t)f->n_probe_req;
     if (full != best_full)
         return full;
-    int d = abs(L->concurrency - c), bd = abs(best->concurrency - c);
-    return d < bd || (d == bd && L->concurrency > best->concurrency);
+    double ln = find_level_n(L), bn = find_level_n(best), d = fabs(ln - n), bd = fabs(bn - n);
+    return d < bd || (d == bd && ln > bn);
 }
 
-/* Term t's figure over (or, for user_tps, times) the model's step at the
- * closed level that measured it best for c (better_source); NAN: none did. */
-static double term_ratio(const sweep_find *f, const fit_run *run, const fit_result *res, size_t ti, int c)
+double find_term_ratio(const sweep_find *f, const fit_run *run, const fit_result *res, const scn_obj_term *t,
+                       double n)
 {
     const fit_level *best = NULL;
     double v = NAN;
     for (size_t i = 0; i < res->n_levels; i++) {
         const fit_level *L = &res->levels[i];
         double x;
-        if (!L->closed_loop || L->interrupted || L->concurrency < 1 ||
-            !isfinite(x = term_figure(&f->obj, &f->obj.t[ti], run, L)))
+        if (L->interrupted || !(find_level_n(L) >= 1) ||
+            !isfinite(x = find_term_figure(&f->obj, t, run, L)))
             continue;
-        if (better_source(f, L, best, c)) {
+        if (better_source(f, L, best, n)) {
             best = L;
             v = x;
         }
     }
-    double step = best ? model_step(res, best->concurrency) : NAN;
+    double step = best ? find_model_step(res, find_level_n(best)) : NAN;
     if (!(step > 0))
         return NAN;
-    return f->obj.t[ti].metric == SCN_OBJ_USER_TPS ? v * step : v / step;
+    return t->metric == SCN_OBJ_USER_TPS ? v * step : v / step;
+}
+
+int find_meets_at(const sweep_find *f, const fit_run *run, const fit_result *res, double n)
+{
+    int any = 0;
+    double step = find_model_step(res, n);
+    if (!(step > 0))
+        return -1;
+    for (size_t i = 0; i < f->obj.n; i++) {
+        const scn_obj_term *t = &f->obj.t[i];
+        if (t->metric > SCN_OBJ_E2E && t->metric != SCN_OBJ_USER_TPS)
+            continue;
+        double r = find_term_ratio(f, run, res, t, n);
+        if (!isfinite(r))
+            continue;
+        any = 1;
+        if (!find_term_meets(t, t->metric == SCN_OBJ_USER_TPS ? r / step : r * step))
+            return 0;
+    }
+    return any ? 1 : -1;
 }
 
 /* The largest C the model says meets every term it can predict (latencies
  * and user_tps), up to FIND_MAX_C; -1 without a model or such a term. */
-static int predict(const sweep_find *f, const fit_run *run, const fit_result *res)
+static double predict(const sweep_find *f, const fit_run *run, const fit_result *res)
 {
-    int any = 0;
     if (!res->law.ok || !res->model.done)
         return -1;
     for (int c = 1; c <= FIND_MAX_C; c++) {
-        double step = model_step(res, c);
-        if (!(step > 0))
+        int meets = find_meets_at(f, run, res, c);
+        if (meets < 0)
             return -1;
-        for (size_t i = 0; i < f->obj.n; i++) {
-            const scn_obj_term *t = &f->obj.t[i];
-            if (t->metric > SCN_OBJ_E2E && t->metric != SCN_OBJ_USER_TPS)
-                continue;
-            double r = term_ratio(f, run, res, i, c);
-            if (!isfinite(r))
-                continue;
-            any = 1;
-            if (!find_term_meets(t, t->metric == SCN_OBJ_USER_TPS ? r / step : r * step))
-                return c - 1;
-        }
-        if (!any)
-            return -1;
+        if (!meets)
+            return c - 1;
     }
     return FIND_MAX_C;
 }
 
 /* ---- where to measure next ---------------------------------------------------- */
 
-/* The latest measurement at C, or NULL. */
-const find_meas *find_latest(const sweep_find *f, int c)
+const find_meas *find_latest(const sweep_find *f, double x)
 {
-    for (size_t i = f->n_m; i-- > 0;)
-        if (f->m[i].c == c)
+    for (size_t i = f->n_m; x > 0 && i-- > 0;)
+        if (f->m[i].x == x)
             return &f->m[i];
     return NULL;
 }
 
-/* hi: the smallest C whose latest measurement fails (INT_MAX: none); lo: the
- * largest C below it whose latest meets (0: none). */
-void find_bounds(const sweep_find *f, int *lo, int *hi)
+void find_bounds(const sweep_find *f, double *lo, double *hi)
 {
     *lo = 0;
-    *hi = INT_MAX;
+    *hi = INFINITY;
     for (size_t i = 0; i < f->n_m; i++)
-        if (find_latest(f, f->m[i].c) == &f->m[i] && !f->m[i].meets && f->m[i].c < *hi)
-            *hi = f->m[i].c;
+        if (find_latest(f, f->m[i].x) == &f->m[i] && !f->m[i].meets && f->m[i].x < *hi)
+            *hi = f->m[i].x;
     for (size_t i = 0; i < f->n_m; i++)
-        if (find_latest(f, f->m[i].c) == &f->m[i] && f->m[i].meets && f->m[i].c < *hi && f->m[i].c > *lo)
-            *lo = f->m[i].c;
+        if (find_latest(f, f->m[i].x) == &f->m[i] && f->m[i].meets && f->m[i].x < *hi && f->m[i].x > *lo)
+            *lo = f->m[i].x;
 }
 
-static int largest_c(const sweep_find *f)
+double find_largest_x(const sweep_find *f)
 {
-    int c = 0;
+    double x = 0;
     for (size_t i = 0; i < f->n_m; i++)
-        c = f->m[i].c > c ? f->m[i].c : c;
-    return c;
+        x = f->m[i].x > x ? f->m[i].x : x;
+    return x;
 }
 
-/* After a ladder level: the next rung (*c), or 0 when the ladder is over. */
-static int ladder_next(sweep_find *f, const find_meas *m, int pred, int *c)
+/* After a ladder level: the next rung (*x), or 0 when the ladder is over. */
+static int ladder_next(sweep_find *f, const find_meas *m, double pred, double *x)
 {
     if (!m->meets)
         return 0;
-    if (pred >= 0 && f->n_m >= 3 && pred <= FIND_REACH * m->c) {
+    if (pred >= 0 && f->n_m >= 3 && pred <= FIND_REACH * m->x) {
         f->pred_ladder = pred;
         return 0;
     }
-    *c = 2 * m->c;
-    return *c <= FIND_MAX_C;
+    *x = 2 * m->x;
+    return *x <= FIND_MAX_C;
 }
 
 /* Between lo and hi, not pinned: lo + 1 when the prediction is lo or
  * below, else the prediction clamped into (lo, hi), or bisection once it
- * has missed FIND_MISSES times (doubling while nothing failed). *expect: what the prediction says of the level. */
-static int probe_c(const sweep_find *f, int lo, int hi, int pred, int *expect)
+ * has missed FIND_MISSES times (doubling while nothing failed). *expect:
+ * what the prediction says of the level. */
+static double probe_c(const sweep_find *f, double lo, double hi, double pred, int *expect)
 {
-    int c;
+    double c;
     *expect = -1;
     if (pred >= 0 && pred <= lo) { /* the cheapest test of a boundary at lo */
         c = lo + 1;
         *expect = 0;
     } else if (pred < 0 || f->misses >= FIND_MISSES) {
-        c = hi == INT_MAX ? 2 * lo : lo + (hi - lo) / 2;
+        c = isinf(hi) ? 2 * lo : lo + floor((hi - lo) / 2);
     } else {
         c = pred >= hi ? hi - 1 : pred;
         *expect = c <= pred;
     }
-    if (hi == INT_MAX && c > FIND_REACH * largest_c(f))
-        c = FIND_REACH * largest_c(f);
+    if (isinf(hi) && c > FIND_REACH * find_largest_x(f))
+        c = FIND_REACH * find_largest_x(f);
     return c > FIND_MAX_C ? FIND_MAX_C : c < 1 ? 1 : c;
 }
 
-/* The next level's C and role, or 0 with f->end set. */
-static int decide(sweep_find *f, int pred, int *c, const char **role, int *expect)
+/* No C (or rate) can meet: C = 1 failed. The rate search's opening level
+ * at C = 1 is off its axis: a lone request that fails fails every rate. */
+static int fails_at_1(const sweep_find *f, double lo, double hi)
+{
+    return f->by_rate ? f->n_m > 0 && f->m[0].x == 0 && !f->m[0].meets : lo == 0 && hi == 1;
+}
+
+/* The search reached the largest load it places with nothing failing. */
+static int at_cap(const sweep_find *f, double lo, double hi)
+{
+    if (!f->by_rate)
+        return lo >= FIND_MAX_C;
+    const find_meas *m = find_latest(f, lo);
+    return isinf(hi) && m && m->n_inflight >= FIND_MAX_C / 2;
+}
+
+/* The next level's x and role, or 0 with f->end set. */
+static int decide(sweep_find *f, const fit_result *res, double pred, double *x, const char **role, int *expect)
 {
     const find_meas *last = &f->m[f->n_m - 1];
-    int lo, hi;
+    double lo, hi;
     *expect = -1;
-    if (f->phase == PH_LADDER && ladder_next(f, last, pred, c)) {
+    if (f->phase == PH_LADDER && (f->by_rate ? find_rate_ladder_next(f, res, last, pred, x)
+                                             : ladder_next(f, last, pred, x))) {
         *role = "ladder";
         return 1;
     }
     f->phase = PH_PROBE;
     find_bounds(f, &lo, &hi);
-    if (lo == 0 && hi == 1)
+    if (fails_at_1(f, lo, hi))
         return f->end = END_FAILS_AT_1, 0;
     if (f->flips >= FIND_FLIPS)
         return f->end = END_NOISE, 0;
-    if (hi == lo + 1) {
-        if (f->sustained_c == lo && f->rechecked_c == hi)
+    if (find_pinned(f, lo, hi)) {
+        if (f->sustained_x == lo && f->rechecked_x == hi)
             return f->end = END_FOUND, 0;
-        *c = f->sustained_c == lo ? hi : lo;
-        *role = f->sustained_c == lo ? "re-measure" : "sustain";
-        *expect = f->sustained_c != lo;
+        *x = f->sustained_x == lo ? hi : lo;
+        *role = f->sustained_x == lo ? "re-measure" : "sustain";
+        *expect = f->sustained_x != lo;
         return 1;
     }
-    if (lo >= FIND_MAX_C)
+    if (at_cap(f, lo, hi))
         return f->end = END_CAP, 0;
-    *c = probe_c(f, lo, hi, pred, expect);
+    *x = f->by_rate ? find_rate_probe(f, lo, hi, pred, expect) : probe_c(f, lo, hi, pred, expect);
     *role = "probe";
     return 1;
 }
 
-/* The measurement of level `done` (C, role from the level itself), its
- * flips and misses counted. */
-static int record(sweep_find *f, const fit_run *run, const fit_result *res, int done, const scn_level *lv,
+/* The measurement of level `done` (at x in role, as placed), its flips and
+ * misses counted. */
+static int record(sweep_find *f, const fit_run *run, const fit_result *res, int done, double x, const char *role,
                   int expected)
 {
     if (f->n_m == f->cap_m) {
@@ -336,25 +383,26 @@ static int record(sweep_find *f, const fit_run *run, const fit_result *res, int 
     find_meas *m = &f->m[f->n_m];
     memset(m, 0, sizeof *m);
     m->level = done;
-    m->c = lv->concurrency;
-    m->role = lv->find_role ? lv->find_role : "ladder";
+    m->x = x;
+    m->c = !f->by_rate ? (int)x : x > 0 ? FIND_MAX_C : 1; /* a rate level's C is its cap */
+    m->role = role ? role : "ladder";
     m->expected = expected;
     judge(f, run, res, done, m);
-    const find_meas *before = find_latest(f, m->c);
+    const find_meas *before = find_latest(f, m->x);
     f->flips += before && before->meets != m->meets;
     f->misses += expected >= 0 && expected != m->meets && !strcmp(m->role, "probe");
     if (!strcmp(m->role, "sustain"))
-        f->sustained_c = m->meets ? m->c : 0;
+        f->sustained_x = m->meets ? m->x : 0;
     if (!strcmp(m->role, "re-measure"))
-        f->rechecked_c = m->meets ? 0 : m->c;
+        f->rechecked_x = m->meets ? 0 : m->x;
     f->n_m++;
     return 0;
 }
 
 /* ---- the hook: one level measured, the next placed ------------------------------- */
 
-/* A level for C in role: the scenario's first level's options (warmup,
- * duration), the requests the role needs. */
+/* A closed level for C in role: the scenario's first level's options
+ * (warmup, duration), the requests the role needs. */
 static void make_level(const sweep_find *f, int c, const char *role, scn_level *next)
 {
     *next = f->scn->levels[0];
@@ -394,25 +442,13 @@ static int fit_so_far(sweep_find *f, fit_run **run, fit_result **res, char *err,
     return rc;
 }
 
-int sweep_find_next(void *ctx, int done, scn_level *next, char *err, size_t errlen)
+/* The next level placed (1, with next filled), or 0 with the search done. */
+static int place_next(sweep_find *f, const fit_run *run, const fit_result *res, double pred, scn_level *next)
 {
-    sweep_find *f = ctx;
-    fit_run *run = NULL;
-    fit_result *res = NULL;
     const char *role = NULL;
-    int c = 0, expect = -1;
-    int rc = fit_so_far(f, &run, &res, err, errlen);
-    if (rc)
-        return rc;
-    scn_level lv = {.concurrency = f->pending_c, .find_role = f->pending_role};
-    rc = record(f, run, res, done, &lv, f->pending_expect);
-    int pred = rc ? -1 : predict(f, run, res);
-    fit_result_free(res);
-    fit_run_free(run);
-    if (rc)
-        return ll_errf(err, errlen, "out of memory"), rc;
-    f->pred_last = pred;
-    int go = decide(f, pred, &c, &role, &expect);
+    double x = 0;
+    int expect = -1;
+    int go = decide(f, res, pred, &x, &role, &expect);
     if (go && (f->end = over_budget(f)) != END_NONE)
         go = 0;
     if (!go) {
@@ -420,15 +456,44 @@ int sweep_find_next(void *ctx, int done, scn_level *next, char *err, size_t errl
         f->elapsed_s = (double)(ll_now_ns() - f->t0_ns) / 1e9;
         return 0;
     }
-    make_level(f, c, role, next);
-    f->pending_c = c;
+    if (f->by_rate)
+        find_rate_level(f, run, res, x, role, next);
+    else
+        make_level(f, (int)x, role, next);
+    f->pending_x = x;
     f->pending_role = role;
     f->pending_expect = expect;
-    if (pred >= 0)
-        fprintf(stderr, "loadlaw sweep: find: C=%d (%s; the model predicts %d)\n", c, role, pred);
+    char at[48];
+    if (f->by_rate)
+        snprintf(at, sizeof at, "rate %.3g/s", x);
     else
-        fprintf(stderr, "loadlaw sweep: find: C=%d (%s)\n", c, role);
+        snprintf(at, sizeof at, "C=%d", (int)x);
+    if (pred >= 0)
+        fprintf(stderr, "loadlaw sweep: find: %s (%s; the model predicts %.3g)\n", at, role, pred);
+    else
+        fprintf(stderr, "loadlaw sweep: find: %s (%s)\n", at, role);
     return 1;
+}
+
+int sweep_find_next(void *ctx, int done, scn_level *next, char *err, size_t errlen)
+{
+    sweep_find *f = ctx;
+    fit_run *run = NULL;
+    fit_result *res = NULL;
+    int rc = fit_so_far(f, &run, &res, err, errlen);
+    if (rc)
+        return rc;
+    rc = record(f, run, res, done, f->pending_x, f->pending_role, f->pending_expect);
+    int go = 0;
+    if (rc) {
+        ll_errf(err, errlen, "out of memory");
+    } else {
+        f->pred_last = f->by_rate ? find_rate_predict(f, run, res) : predict(f, run, res);
+        go = place_next(f, run, res, f->pred_last, next);
+    }
+    fit_result_free(res);
+    fit_run_free(run);
+    return rc ? rc : go;
 }
 
 /* ---- the search's life ----------------------------------------------------------- */
@@ -451,7 +516,8 @@ int sweep_find_new(const scn_scenario *scn, const char *run_dir, sweep_find **ou
     f->run_dir = run_dir;
     f->t0_ns = ll_now_ns();
     f->pred_ladder = f->pred_last = -1;
-    f->pending_c = scn->levels[0].concurrency;
+    f->by_rate = scn->find_by_rate;
+    f->pending_x = f->by_rate ? 0 : scn->levels[0].concurrency; /* the rate search opens at C = 1, off its axis */
     f->pending_role = "ladder";
     f->n_probe_req = find_requests(&f->obj, scn->max_tokens, f->why_req, sizeof f->why_req);
     fprintf(stderr, "loadlaw sweep: find %s: probes carry %d requests (%s)\n", scn->find_objective,

@@ -58,6 +58,7 @@ typedef struct fit_level_info {
     ll_rec_client client;     /* level_end "client" (present = 0 in older files) */
     int repeat, pair, seq;    /* A/B runs (docs/records.md "level"); -1 when absent */
     int profiled;             /* level_end "profiled": a profiler capture ran in it */
+    const char *find_role;    /* sweep --find's role (records.h); NULL outside a search */
 } fit_level_info;
 size_t fit_run_n_levels(const fit_run *r);
 const fit_level_info *fit_run_level(const fit_run *r, size_t i); /* sorted by start */
@@ -122,6 +123,8 @@ typedef struct fit_level {
     int level, concurrency, closed_loop, interrupted;
     int profiled;                 /* a profiler capture ran in it (fit_level_info) */
     int profiled_out;             /* so it made no law point (fit_options.include_profiled 0) */
+    const char *find_role;        /* fit_level_info's: sweep --find's role; NULL: none */
+    double rate_per_s;            /* fit_level_info's: open loop's arrival rate, else NAN */
     int64_t start_ns, end_ns;
     double duration_s;
     size_t n_requests, n_ok, n_failed, n_warmup, n_excluded_requests; /* failed + warmup */

@@ -260,12 +260,15 @@ typedef struct scn_scenario {
     int session_user_tok;    /* a synthetic user message's tokens (words = tokens / 1.33) */
     int session_sharegpt;    /* 1: user messages are a ShareGPT conversation's human turns */
     char *session_path;      /* that file; NULL = prompts.path */
-    /* find (--find, --find-budget, --find-time; sweep/find.c): an adaptive
-     * search for the largest C that meets an objective instead of fixed
-     * levels. find_objective NULL: no search. */
+    /* find (--find, --find-budget, --find-time, --find-by, --find-precision;
+     * sweep/find.c): an adaptive search for the largest C (or arrival rate)
+     * that meets an objective instead of fixed levels. find_objective NULL:
+     * no search. */
     char *find_objective;    /* scn_objective_parse's text */
     int find_budget_levels;  /* the most levels the search may run */
     double find_budget_s;    /* the most seconds it may take (0: no bound) */
+    int find_by_rate;        /* find.by: 0 closed-loop C ("concurrency"), 1 open-loop arrival rate ("rate") */
+    double find_precision;   /* find.precision: a rate search is pinned when hi <= lo * (1 + this) */
 } scn_scenario;
 
 /* A scenario with the built-in defaults (one closed level at C=1, synthetic
