@@ -100,17 +100,22 @@ cat "$work/check-decode.log"
 echo "check-decode: exit 2, the server's lack of prompt logprobs named (ok)"
 sweep_twice long "$long_levels" "$long_requests" "$long_max_tokens" "$long_prompt_tokens" --expect-context
 
-# 6. sweep --find on a TPOT p90 objective between the short run's own C = 4 and
-# C = 6 (find_check.py objective): the answer's sustain must meet it and C + 1's
-# re-measure fail it, or the result says the boundary is within noise with both
-# levels' figures. 32-token requests; --find-time bounds the step (about 1 min).
-find_obj=$(python3 "$here/find_check.py" objective "$work/short")
-rm -rf "$work/find"
+# 6. sweep --find on a TPOT p90 objective in the largest step of the server's
+# own TPOT p90 up to C = 4, measured first on the same workload (a calibration
+# sweep, ~10 s; find_check.py objective): the answer's sustain must meet it and
+# C + 1's re-measure fail it, or the result says the boundary is within noise
+# with both levels' figures. 8-token requests on 32-token prompts (a probe
+# carries 100: ten beyond a p90); --find-time bounds the step (~2 min).
+find_args=(--url "$url" --model tiny-llama --max-tokens 8 --prompt-tokens 32 --extra-body '{"ignore_eos":true}'
+  --no-report -q)
+rm -rf "$work/find" "$work/find-cal"
+"$loadlaw" sweep "${find_args[@]}" -c 1,2,3,4 -n 8,12,12,16 --seed 12 -o "$work/find-cal" \
+  >"$work/find-cal.log" 2>&1 || { tail -20 "$work/find-cal.log"; fail "the calibration sweep for --find failed"; }
+find_obj=$(python3 "$here/find_check.py" objective "$work/find-cal")
 t0=$(date +%s)
 rc=0
-timeout -k 10 300 "$loadlaw" sweep --url "$url" --model tiny-llama --find "$find_obj" --find-time 100s \
-  --max-tokens 32 --prompt-tokens "$prompt_tokens" --seed 11 --extra-body '{"ignore_eos":true}' \
-  --no-report -o "$work/find" -q >"$work/find.sweep.log" 2>&1 || rc=$?
+timeout -k 10 400 "$loadlaw" sweep "${find_args[@]}" --find "$find_obj" --find-time 240s --seed 11 \
+  -o "$work/find" >"$work/find.sweep.log" 2>&1 || rc=$?
 echo "sweep --find $find_obj: exit $rc in $(($(date +%s) - t0)) s"
 grep -E "^find |probes carried|loadlaw sweep: find" "$work/find.sweep.log" || true
 [ "$rc" = 0 ] || { tail -20 "$work/find.sweep.log"; fail "loadlaw sweep --find exited $rc"; }
