@@ -107,6 +107,36 @@ typedef struct fit_step {
  * level with a C. *out: the result's (NULL when there is none). */
 void fit_level_steps(const fit_result *r, size_t level_idx, const fit_step **out, size_t *n_out);
 
+/* naive.c: the naive OLS on every step sample's (N, ms), from the points up
+ * to keep of them, from running sums past that (naive.c says how, and how
+ * close). */
+typedef struct fit_naive {
+    size_t keep, n;
+    fit_double_vec x, y;      /* the points while n <= keep */
+    int summed;               /* past keep: the sums below only */
+    long double cx, ca, cb;   /* centre and provisional line at the switch */
+    long double su[7], sv[6], svv[5];
+    double *set;              /* distinct x (summed only) */
+    size_t n_distinct;
+    int distinct_full;        /* more than FIT_NAIVE_DISTINCT distinct x */
+} fit_naive;
+void fit_naive_init(fit_naive *nv, size_t keep);
+/* One point. 0 or LL_ENOMEM. */
+int fit_naive_add(fit_naive *nv, double x, double y);
+/* The fit into out (fit_line's, up to keep points) and nv's memory let go;
+ * read nv->summed and nv->distinct_full first for the note. 0 or an error
+ * (err filled). */
+int fit_naive_finish(fit_naive *nv, fit_law *out, char *err, size_t errlen);
+void fit_naive_free(fit_naive *nv);
+/* regress.c, shared with naive.c: a law with no fit (NANs); the 95% intervals
+ * from the errors at dof degrees of freedom; the HC3 sandwich I M I of the
+ * inverse [[i00, i01], [i01, i11]] of X'WX and the meat [[m00, m01], [m01,
+ * m11]] into the variances of a and b and their covariance. */
+void fit_law_nan(fit_law *L);
+void fit_law_set_ci(fit_law *L, double dof);
+void fit_hc3_sandwich(double i00, double i01, double i11, double m00, double m01, double m11, double *var_a,
+                      double *var_b, double *cov_ab);
+
 /* reduce.c: what the result keeps of a level's step samples once they are
  * made ("A level's samples, reduced"), so that no run-wide array of them is
  * held: the level's steps, the count of requests behind them, its position
@@ -122,7 +152,7 @@ struct fit_kept {
     fit_options opt;          /* what the samples were made with (fit_level_samples) */
     size_t n_levels;
     fit_level_kept *levels;
-    fit_double_vec naive_x, naive_y; /* every sample's (N, ms) for the naive fit; fit_laws frees */
+    fit_naive naive;                 /* the naive fit's points or sums; fit_laws finishes it */
     fit_chart_vec steady, other;     /* the chart sample while it is made */
     size_t seen_steady, seen_other;
 };

@@ -25,6 +25,12 @@
  * those kept is let go and the stride doubles. 24 bytes a point: at most
  * ~12.6 MB for both kinds, whatever the run's length. */
 #define FIT_CHART_KEEP ((size_t)1 << 18)
+/* naive.c: the naive fit (every gap) keeps its points up to this many, so a
+ * run of that size gets fit_line's figures to the bit; past it, running sums
+ * (16 bytes a sample and fit_line's copies of as many are what it saves).
+ * Distinct N counted exactly up to FIT_NAIVE_DISTINCT (a 1 MB set). */
+#define FIT_NAIVE_KEEP ((size_t)1 << 20)
+#define FIT_NAIVE_DISTINCT ((size_t)1 << 16)
 
 /* ---- the model family (model.c) -------------------------------------------- */
 
