@@ -205,11 +205,15 @@ int fit_paired_ratio(const double *y, const double *v, size_t m, double ci, doub
 int fit_next_arrival(const ll_rec_request *q, size_t *i, int64_t *t_ns, int32_t *tokens, char *kind);
 
 /* figures.c: a level's latency samples, each sorted (figures.c "Per-level
- * figures"), from the requests at req_idx. */
+ * figures"), from the requests at req_idx. With a bound (> 0), a kind past
+ * it is spilled into hist[kind] (figures.c "Past a bound") and its vector
+ * holds none; 0: every sample kept (callers that want the values). */
+#define FIT_LAT_KINDS 8 /* in the order below */
 typedef struct fit_latency_samples {
     fit_double_vec ttft, ttfa, tpot, itl, e2e, client_lag, ttft_sched, e2e_sched;
+    ll_pct *hist[FIT_LAT_KINDS];
 } fit_latency_samples;
-int fit_latency_collect(const fit_run *run, const size_t *req_idx, size_t n_req,
+int fit_latency_collect(const fit_run *run, const size_t *req_idx, size_t n_req, size_t bound,
                         fit_latency_samples *out);
 void fit_latency_free(fit_latency_samples *s);
 /* Mean, percentiles and max of sorted samples (fit.h fit_dist). */
@@ -217,6 +221,8 @@ void fit_dist_of(const double *sorted, size_t n, fit_dist *out);
 /* Every request, latency and rate figure of the level (figures.c "Per-level
  * figures") into L, whose duration_s must be set. */
 int fit_level_figures(const fit_run *run, const size_t *req_idx, size_t n_req, fit_level *L);
+/* A note for each level's latency kind that came from a histogram. 0 or LL_ENOMEM. */
+int fit_notes_latency_hist(fit_result *res);
 /* said.c: the level's figures from what the server said per request (said.c
  * "The server's own per-request figures"). 0 or LL_ENOMEM. */
 int fit_said_level(const fit_run *run, const size_t *req_idx, size_t n_req, fit_level *L);

@@ -31,6 +31,11 @@
  * Distinct N counted exactly up to FIT_NAIVE_DISTINCT (a 1 MB set). */
 #define FIT_NAIVE_KEEP ((size_t)1 << 20)
 #define FIT_NAIVE_DISTINCT ((size_t)1 << 16)
+/* figures.c: a level's latency figures of one kind (ITL: one value an event)
+ * are exact percentiles of the sorted values up to this many, then from a
+ * log-bucketed histogram (common ll_pct, LL_PCT_REL_ERR) that a note names:
+ * 8 MB a kind at most, not 8 bytes an event. */
+#define FIT_PCT_EXACT ((size_t)1 << 20)
 
 /* ---- the model family (model.c) -------------------------------------------- */
 
