@@ -36,6 +36,10 @@
  * log-bucketed histogram (common ll_pct, LL_PCT_REL_ERR) that a note names:
  * 8 MB a kind at most, not 8 bytes an event. */
 #define FIT_PCT_EXACT ((size_t)1 << 20)
+/* model_stream.c: past this many points a model's fit makes each row of its
+ * design on the fly (sequential QR) instead of GSL's n x p matrix and its
+ * copy; up to it, GSL's fit exactly as before. */
+#define FIT_MODEL_STREAM_MIN ((size_t)1 << 20)
 
 /* ---- the model family (model.c) -------------------------------------------- */
 
