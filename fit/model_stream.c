@@ -7,8 +7,8 @@
  * and its SVD a good part of the CPU. Here each point's row is made on the
  * fly, twice:
  *  1. sequential QR (Givens rotations, Gentleman's method): every row is
- *     rotated into a p x p upper triangle R and Q'y, in long double; the
- *     coefficients by back-substitution. The same least-squares solution as
+ *     rotated into a p x p upper triangle R and Q'y; the coefficients by
+ *     back-substitution (long double). The same least-squares solution as
  *     the SVD, and as stable (no normal equations: the condition number is
  *     not squared), so they differ by rounding only; a column with no
  *     weight left (a knee past every point) gets coefficient 0.
@@ -25,14 +25,16 @@
 
 #define P FIT_MODEL_MAX_TERMS
 
-static void row_of(const fit_model_fit *f, double x, double k, long double *r)
+static void row_of(const fit_model_fit *f, double x, double k, double *r)
 {
     for (size_t j = 0; j < f->p; j++)
         r[j] = fit_model_term_value(f->term[j], f->knee[j], x, k);
 }
 
-/* One row (r, y) rotated into R and qty (pass 1). */
-static void givens_row(long double R[P][P], long double *qty, long double *r, long double y, size_t p)
+/* One row (r, y) rotated into R and qty (pass 1), in double: rotations are
+ * backward stable, and sqrt in long double (x87) made this pass most of
+ * fit's CPU. */
+static void givens_row(double R[P][P], double *qty, double *r, double y, size_t p)
 {
     for (size_t j = 0; j < p; j++) {
         if (r[j] == 0)
@@ -43,13 +45,13 @@ static void givens_row(long double R[P][P], long double *qty, long double *r, lo
             qty[j] = y;
             return;
         }
-        long double rho = sqrtl(R[j][j] * R[j][j] + r[j] * r[j]), c = R[j][j] / rho, s = r[j] / rho;
+        double rho = sqrt(R[j][j] * R[j][j] + r[j] * r[j]), c = R[j][j] / rho, s = r[j] / rho;
         for (size_t m = j; m < p; m++) {
-            long double t = c * R[j][m] + s * r[m];
+            double t = c * R[j][m] + s * r[m];
             r[m] = -s * R[j][m] + c * r[m];
             R[j][m] = t;
         }
-        long double t = c * qty[j] + s * y;
+        double t = c * qty[j] + s * y;
         y = -s * qty[j] + c * y;
         qty[j] = t;
     }
@@ -57,7 +59,7 @@ static void givens_row(long double R[P][P], long double *qty, long double *r, lo
 
 /* R c = qty by back-substitution; a column whose pivot is negligible
  * against the largest gets 0. Rinv: R^-1 (upper), for the leverages. */
-static void solve_upper(long double R[P][P], const long double *qty, size_t p, long double *c, long double Rinv[P][P],
+static void solve_upper(double R[P][P], const double *qty, size_t p, long double *c, long double Rinv[P][P],
                         int *singular)
 {
     long double big = 0;
@@ -98,7 +100,8 @@ static long double residual_pass(fit_model_fit *f, const double *x, const double
             for (size_t m = 0; m < p; m++)
                 A[a][b] += Rinv[a][m] * Rinv[b][m];
     for (size_t i = 0; i < n; i++) {
-        long double r[P], e = y[i];
+        double r[P];
+        long double e = y[i];
         row_of(f, x[i], k ? k[i] : 0, r);
         for (size_t j = 0; j < p; j++)
             e -= c[j] * r[j];
@@ -131,7 +134,8 @@ int fit_model_fit_stream(fit_model_fit *f, const double *x, const double *y, con
                          double floor_rss, int want_cov, double *rss_out)
 {
     size_t p = f->p;
-    long double R[P][P] = {{0}}, qty[P] = {0}, c[P], Rinv[P][P], r[P];
+    double R[P][P] = {{0}}, qty[P] = {0}, r[P];
+    long double c[P], Rinv[P][P];
     int singular, knees = 0;
     for (size_t i = 0; i < n; i++) {
         row_of(f, x[i], k ? k[i] : 0, r);
