@@ -91,7 +91,7 @@ static int law_points_push(law_points *p, double x, const fit_step *s)
     int rc;
     LL_TRY(ll_vec_push(&p->x, x));
     LL_TRY(ll_vec_push(&p->k, s->k));
-    LL_TRY(ll_vec_push(&p->y, s->ms_per_tok));
+    LL_TRY(ll_vec_push(&p->y, fit_step_ms_per_tok(s)));
     LL_TRY(ll_vec_push(&p->w, (double)s->tokens));
     p->n_samples += s->n_samples;
 fail:

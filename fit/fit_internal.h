@@ -93,15 +93,16 @@ int fit_line_sized(const double *x, const double *y, const double *size, size_t 
                    char *err, size_t errlen);
 
 /* analyze_law.c: one engine step as the client sees it ("One engine step"). */
-typedef struct fit_step {
+typedef struct fit_step {    /* 40 bytes: kept for every step of the run */
     int64_t t_ns;             /* later arrival of its first sample */
     double n;                 /* N of its samples */
-    size_t n_samples;
-    double tokens;            /* tokens of its samples */
     double gap_ms;            /* sum of its samples' whole gaps (ms) */
-    double ms_per_tok;        /* gap_ms / tokens: its mean ms per token */
     double k;                 /* mean K of its samples (token-weighted) */
+    uint32_t tokens;          /* tokens of its samples */
+    uint32_t n_samples;
 } fit_step;
+/* Its mean ms per token. */
+static inline double fit_step_ms_per_tok(const fit_step *s) { return s->gap_ms / s->tokens; }
 /* The steps of r->levels[level_idx] (reduce.c, kept by fit_analyze): its
  * steady samples grouped in time order, those at N = C only in a closed-loop
  * level with a C. *out: the result's (NULL when there is none). */

@@ -97,7 +97,7 @@ static int group_steps(const fit_sample *s, size_t n, double at_n, fit_level_kep
         qsort(sel.v, sel.n, sizeof *sel.v, cmp_sample_time);
     for (size_t i = 0; i < sel.n;) {
         const fit_sample *first = sel.v[i];
-        fit_step st = {first->t_ns, first->n, 0, 0, 0, NAN, 0};
+        fit_step st = {.t_ns = first->t_ns, .n = first->n};
         /* each sample against its own gap: a sample of the next step ends a
          * whole (next) step after the first, however short that step is */
         for (; i < sel.n && sel.v[i]->n == first->n &&
@@ -105,11 +105,10 @@ static int group_steps(const fit_sample *s, size_t n, double at_n, fit_level_kep
                    FIT_STEP_GROUP_FRAC * sel.v[i]->gap_ms * 1e6 * sel.v[i]->tokens;
              i++) {
             st.n_samples++;
-            st.tokens += sel.v[i]->tokens;
+            st.tokens += (uint32_t)sel.v[i]->tokens;
             st.gap_ms += sel.v[i]->gap_ms * sel.v[i]->tokens;
             st.k += sel.v[i]->k * sel.v[i]->tokens;
         }
-        st.ms_per_tok = st.gap_ms / st.tokens;
         st.k /= st.tokens;
         LL_TRY(ll_vec_push(&steps, st));
     }
