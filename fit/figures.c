@@ -144,11 +144,11 @@ static int spill(fit_latency_samples *s, size_t k)
     fit_double_vec *v = latency_kind(s, k);
     if (!s->hist[k] && !(s->hist[k] = ll_pct_new(1)))
         return LL_ENOMEM;
-    for (size_t i = 0; i < v->n; i++)
-        if (ll_pct_add(s->hist[k], v->v[i] > 0 ? v->v[i] : 0))
-            return LL_ENOMEM; /* finite here: times in ns over tokens > 0 */
+    int rc = 0;
+    for (size_t i = 0; i < v->n && !rc; i++)
+        rc = ll_pct_add(s->hist[k], v->v[i] > 0 ? v->v[i] : 0); /* finite: ns over tokens > 0 */
     v->n = 0;
-    return 0;
+    return rc;
 }
 
 int fit_latency_collect(const fit_run *run, const size_t *req_idx, size_t n_req, size_t bound,
