@@ -234,6 +234,7 @@ int fit_analyze(const fit_run *run, const fit_options *opt_in, fit_result **out,
         res->law_client_bound |= res->law.ok && res->levels[l].client_bound &&
                                  res->levels[l].n_steady_points > 0;
     LL_TRY(fit_notes_for_levels(res));
+    LL_TRY(fit_notes_latency_hist(res));
     LL_TRY(fit_notes_server(res));
     for (size_t l = 0; l < res->n_levels; l++)
         if (res->levels[l].client_bound)

@@ -91,7 +91,7 @@ static int law_points_push(law_points *p, double x, const fit_step *s)
     int rc;
     LL_TRY(ll_vec_push(&p->x, x));
     LL_TRY(ll_vec_push(&p->k, s->k));
-    LL_TRY(ll_vec_push(&p->y, s->ms_per_tok));
+    LL_TRY(ll_vec_push(&p->y, fit_step_ms_per_tok(s)));
     LL_TRY(ll_vec_push(&p->w, (double)s->tokens));
     p->n_samples += s->n_samples;
 fail:
@@ -136,10 +136,24 @@ static int server_points(const fit_run *run, const fit_level *L, const fit_step 
     return rc;
 }
 
+/* The naive fit on every sample's (N, ms), fed by reduce.c (naive.c), and
+ * a note when it came from sums. */
+static int naive_fit(fit_result *res, fit_naive *nv, char *err, size_t errlen)
+{
+    int summed = nv->summed, full = nv->distinct_full;
+    size_t n = nv->n;
+    int rc = fit_naive_finish(nv, &res->naive, err, errlen);
+    if (rc || !summed)
+        return rc;
+    return fit_note(res, "the naive fit (OLS on every gap) is from running sums: %zu samples, over %zu (the same line "
+                         "to ~1e-9 relative)%s",
+                    n, FIT_NAIVE_KEEP, full ? "; its distinct N counted up to a bound (at least that many)" : "");
+}
+
 int fit_laws(const fit_run *run, fit_result *res, const fit_options *opt, char *err, size_t errlen)
 {
     int rc;
-    fit_double_vec *ax = &res->kept->naive_x, *ay = &res->kept->naive_y;
+    fit_naive *nv = &res->kept->naive;
     law_points client = {0}, server = {0};
     const fit_step *st;
     for (size_t l = 0; l < res->n_levels; l++) {
@@ -165,10 +179,7 @@ int fit_laws(const fit_run *run, fit_result *res, const fit_options *opt, char *
     res->law_other.n_samples = O->n_samples;
     LL_TRY(fit_line_sized(px.v, py.v, pw.v, px.n, 1, &res->law, err, errlen));
     LL_TRY(fit_line(px.v, py.v, px.n, 0, &res->ols, err, errlen));
-    /* every sample's (N, ms) in sample order, kept by reduce.c for this fit only */
-    LL_TRY(fit_line(ax->v, ay->v, ax->n, 0, &res->naive, err, errlen));
-    ll_vec_free(ax);
-    ll_vec_free(ay);
+    LL_TRY(naive_fit(res, nv, err, errlen));
     res->law.n_samples = res->ols.n_samples = n_law_samples;
     res->n_trimmed = res->law.n_trimmed;
     /* a slope that may be 0 claims no ceiling (fit_law_slope_resolved) */

@@ -18,7 +18,17 @@
  *  Open loop, from the intended send time (no coordinated omission):
  *  client lag = send - intended; TTFT/E2E sched = first token / end - intended.
  * Over ok, measured (non-warmup) requests. Exact percentiles of the sorted
- * samples (linear interpolation between ranks). Prompt drift: the mean
+ * samples (linear interpolation between ranks).
+ *
+ * Past a bound: a level with more than FIT_PCT_EXACT values of one kind
+ * (ITL is one value an event: 100 M events would be 800 MB) spills them, as
+ * they come, into a log-bucketed histogram (common ll_pct): its p50/p90/p99
+ * are within LL_PCT_REL_ERR of the order statistic at the rank below (the
+ * exact figure interpolates between that one and the next), the mean and
+ * max stay exact (the mean summed in arrival order, not sorted order, so its
+ * last bits may differ). A negative value (a client lag from a send ahead of
+ * its time) counts as 0 there. fit_level.dist_hist says which kinds, and a
+ * note names them (fit_notes_latency_hist). Prompt drift: the mean
  * prompt_tok_target of the requests built to a length against the mean
  * usage.prompt_tokens the server reported. */
 #include "fit_internal.h"
@@ -45,6 +55,8 @@ void fit_dist_of(const double *v, size_t n, fit_dist *out)
 
 void fit_latency_free(fit_latency_samples *s)
 {
+    for (size_t k = 0; k < FIT_LAT_KINDS; k++)
+        ll_pct_free(s->hist[k]);
     ll_vec_free(&s->ttft);
     ll_vec_free(&s->ttfa);
     ll_vec_free(&s->tpot);
@@ -119,20 +131,45 @@ fail:
     return rc;
 }
 
-int fit_latency_collect(const fit_run *run, const size_t *req_idx, size_t n_req,
+static fit_double_vec *latency_kind(fit_latency_samples *s, size_t k)
+{
+    fit_double_vec *all[FIT_LAT_KINDS] = {&s->ttft, &s->ttfa, &s->tpot, &s->itl, &s->e2e,
+                                          &s->client_lag, &s->ttft_sched, &s->e2e_sched};
+    return all[k];
+}
+
+/* "Past a bound": kind k's values so far into its histogram. */
+static int spill(fit_latency_samples *s, size_t k)
+{
+    fit_double_vec *v = latency_kind(s, k);
+    if (!s->hist[k] && !(s->hist[k] = ll_pct_new(1)))
+        return LL_ENOMEM;
+    int rc = 0;
+    for (size_t i = 0; i < v->n && !rc; i++)
+        rc = ll_pct_add(s->hist[k], v->v[i] > 0 ? v->v[i] : 0); /* finite: ns over tokens > 0 */
+    v->n = 0;
+    return rc;
+}
+
+int fit_latency_collect(const fit_run *run, const size_t *req_idx, size_t n_req, size_t bound,
                         fit_latency_samples *out)
 {
     int rc;
     memset(out, 0, sizeof *out);
     for (size_t i = 0; i < n_req; i++) {
         const ll_rec_request *q = fit_run_request(run, req_idx[i]);
-        if (fit_request_ok(q) && !q->warmup)
-            LL_TRY(request_latencies(q, out));
+        if (!fit_request_ok(q) || q->warmup)
+            continue;
+        LL_TRY(request_latencies(q, out));
+        for (size_t k = 0; bound && k < FIT_LAT_KINDS; k++)
+            if (latency_kind(out, k)->n > bound)
+                LL_TRY(spill(out, k));
     }
-    fit_double_vec *all[] = {&out->ttft, &out->ttfa, &out->tpot, &out->itl, &out->e2e,
-                             &out->client_lag, &out->ttft_sched, &out->e2e_sched};
-    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
-        ll_sort_doubles(all[k]->v, all[k]->n);
+    for (size_t k = 0; k < FIT_LAT_KINDS; k++) {
+        if (out->hist[k])
+            LL_TRY(spill(out, k));
+        ll_sort_doubles(latency_kind(out, k)->v, latency_kind(out, k)->n);
+    }
     return 0;
 fail:
     fit_latency_free(out);
@@ -195,22 +232,55 @@ static void level_counts(const fit_run *run, const size_t *req_idx, size_t n_req
     L->mean_answer_tok_per_s = (double)L->answer_tok / d;
 }
 
+/* Kind k's figures: from its sorted values, or its histogram past the bound. */
+static void dist_of_kind(fit_latency_samples *s, size_t k, fit_dist *out)
+{
+    ll_pct *h = s->hist[k];
+    if (!h) {
+        fit_dist_of(latency_kind(s, k)->v, latency_kind(s, k)->n, out);
+        return;
+    }
+    out->n = ll_pct_count(h);
+    out->mean_ms = ll_pct_mean(h);
+    out->p50_ms = ll_pct_quantile(h, 0.50);
+    out->p90_ms = ll_pct_quantile(h, 0.90);
+    out->p99_ms = ll_pct_quantile(h, 0.99);
+    out->max_ms = ll_pct_max(h);
+}
+
 int fit_level_figures(const fit_run *run, const size_t *req_idx, size_t n_req, fit_level *L)
 {
     fit_latency_samples s;
-    int rc = fit_latency_collect(run, req_idx, n_req, &s);
+    int rc = fit_latency_collect(run, req_idx, n_req, FIT_PCT_EXACT, &s);
     if (rc)
         return rc;
     level_counts(run, req_idx, n_req, L);
-    fit_dist_of(s.ttft.v, s.ttft.n, &L->ttft);
-    fit_dist_of(s.ttfa.v, s.ttfa.n, &L->ttfa);
-    fit_dist_of(s.tpot.v, s.tpot.n, &L->tpot);
-    fit_dist_of(s.itl.v, s.itl.n, &L->itl);
-    fit_dist_of(s.e2e.v, s.e2e.n, &L->e2e);
-    fit_dist_of(s.client_lag.v, s.client_lag.n, &L->client_lag);
-    fit_dist_of(s.ttft_sched.v, s.ttft_sched.n, &L->ttft_sched);
-    fit_dist_of(s.e2e_sched.v, s.e2e_sched.n, &L->e2e_sched);
+    fit_dist *out[FIT_LAT_KINDS] = {&L->ttft, &L->ttfa, &L->tpot, &L->itl, &L->e2e,
+                                    &L->client_lag, &L->ttft_sched, &L->e2e_sched};
+    L->dist_hist = 0;
+    for (size_t k = 0; k < FIT_LAT_KINDS; k++) {
+        dist_of_kind(&s, k, out[k]);
+        L->dist_hist |= s.hist[k] ? 1u << k : 0;
+    }
     fit_latency_free(&s);
+    return 0;
+}
+
+int fit_notes_latency_hist(fit_result *res)
+{
+    static const char *const names[FIT_LAT_KINDS] = {"TTFT", "TTFA", "TPOT", "ITL", "E2E",
+                                                     "client lag", "TTFT sched", "E2E sched"};
+    for (size_t i = 0; i < res->n_levels; i++) {
+        const fit_level *L = &res->levels[i];
+        const fit_dist *d[FIT_LAT_KINDS] = {&L->ttft, &L->ttfa, &L->tpot, &L->itl, &L->e2e,
+                                            &L->client_lag, &L->ttft_sched, &L->e2e_sched};
+        for (size_t k = 0; k < FIT_LAT_KINDS; k++)
+            if ((L->dist_hist >> k & 1) &&
+                fit_note(res, "level %d (C=%d): %s percentiles from a histogram (%zu values, over %zu): "
+                              "within %g%%",
+                         L->level, L->concurrency, names[k], d[k]->n, FIT_PCT_EXACT, 100 * LL_PCT_REL_ERR))
+                return LL_ENOMEM;
+    }
     return 0;
 }
 
@@ -224,7 +294,7 @@ int fit_level_latency_get(const fit_run *run, int level, fit_level_latency *out,
     for (size_t i = 0; i < fit_run_n_requests(run); i++)
         if (fit_run_request(run, i)->level == level && (rc = ll_vec_push(&idx, i)))
             goto fail;
-    if ((rc = fit_latency_collect(run, idx.v, idx.n, &s)))
+    if ((rc = fit_latency_collect(run, idx.v, idx.n, 0, &s)))
         goto fail;
     ll_vec_free(&idx);
     fit_dist_of(s.ttft.v, s.ttft.n, &out->ttft);

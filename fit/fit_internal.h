@@ -93,19 +93,50 @@ int fit_line_sized(const double *x, const double *y, const double *size, size_t 
                    char *err, size_t errlen);
 
 /* analyze_law.c: one engine step as the client sees it ("One engine step"). */
-typedef struct fit_step {
+typedef struct fit_step {    /* 40 bytes: kept for every step of the run */
     int64_t t_ns;             /* later arrival of its first sample */
     double n;                 /* N of its samples */
-    size_t n_samples;
-    double tokens;            /* tokens of its samples */
     double gap_ms;            /* sum of its samples' whole gaps (ms) */
-    double ms_per_tok;        /* gap_ms / tokens: its mean ms per token */
     double k;                 /* mean K of its samples (token-weighted) */
+    uint32_t tokens;          /* tokens of its samples */
+    uint32_t n_samples;
 } fit_step;
+/* Its mean ms per token. */
+static inline double fit_step_ms_per_tok(const fit_step *s) { return s->gap_ms / s->tokens; }
 /* The steps of r->levels[level_idx] (reduce.c, kept by fit_analyze): its
  * steady samples grouped in time order, those at N = C only in a closed-loop
  * level with a C. *out: the result's (NULL when there is none). */
 void fit_level_steps(const fit_result *r, size_t level_idx, const fit_step **out, size_t *n_out);
+
+/* naive.c: the naive OLS on every step sample's (N, ms), from the points up
+ * to keep of them, from running sums past that (naive.c says how, and how
+ * close). */
+typedef struct fit_naive {
+    size_t keep, n;
+    fit_double_vec x, y;      /* the points while n <= keep */
+    int summed;               /* past keep: the sums below only */
+    long double cx, ca, cb;   /* centre and provisional line at the switch */
+    long double su[7], sv[6], svv[5];
+    double *set;              /* distinct x (summed only) */
+    size_t n_distinct;
+    int distinct_full;        /* more than FIT_NAIVE_DISTINCT distinct x */
+} fit_naive;
+void fit_naive_init(fit_naive *nv, size_t keep);
+/* One point. 0 or LL_ENOMEM. */
+int fit_naive_add(fit_naive *nv, double x, double y);
+/* The fit into out (fit_line's, up to keep points) and nv's memory let go;
+ * read nv->summed and nv->distinct_full first for the note. 0 or an error
+ * (err filled). */
+int fit_naive_finish(fit_naive *nv, fit_law *out, char *err, size_t errlen);
+void fit_naive_free(fit_naive *nv);
+/* regress.c, shared with naive.c: a law with no fit (NANs); the 95% intervals
+ * from the errors at dof degrees of freedom; the HC3 sandwich I M I of the
+ * inverse [[i00, i01], [i01, i11]] of X'WX and the meat [[m00, m01], [m01,
+ * m11]] into the variances of a and b and their covariance. */
+void fit_law_nan(fit_law *L);
+void fit_law_set_ci(fit_law *L, double dof);
+void fit_hc3_sandwich(double i00, double i01, double i11, double m00, double m01, double m11, double *var_a,
+                      double *var_b, double *cov_ab);
 
 /* reduce.c: what the result keeps of a level's step samples once they are
  * made ("A level's samples, reduced"), so that no run-wide array of them is
@@ -122,7 +153,7 @@ struct fit_kept {
     fit_options opt;          /* what the samples were made with (fit_level_samples) */
     size_t n_levels;
     fit_level_kept *levels;
-    fit_double_vec naive_x, naive_y; /* every sample's (N, ms) for the naive fit; fit_laws frees */
+    fit_naive naive;                 /* the naive fit's points or sums; fit_laws finishes it */
     fit_chart_vec steady, other;     /* the chart sample while it is made */
     size_t seen_steady, seen_other;
 };
@@ -175,11 +206,15 @@ int fit_paired_ratio(const double *y, const double *v, size_t m, double ci, doub
 int fit_next_arrival(const ll_rec_request *q, size_t *i, int64_t *t_ns, int32_t *tokens, char *kind);
 
 /* figures.c: a level's latency samples, each sorted (figures.c "Per-level
- * figures"), from the requests at req_idx. */
+ * figures"), from the requests at req_idx. With a bound (> 0), a kind past
+ * it is spilled into hist[kind] (figures.c "Past a bound") and its vector
+ * holds none; 0: every sample kept (callers that want the values). */
+#define FIT_LAT_KINDS 8 /* in the order below */
 typedef struct fit_latency_samples {
     fit_double_vec ttft, ttfa, tpot, itl, e2e, client_lag, ttft_sched, e2e_sched;
+    ll_pct *hist[FIT_LAT_KINDS];
 } fit_latency_samples;
-int fit_latency_collect(const fit_run *run, const size_t *req_idx, size_t n_req,
+int fit_latency_collect(const fit_run *run, const size_t *req_idx, size_t n_req, size_t bound,
                         fit_latency_samples *out);
 void fit_latency_free(fit_latency_samples *s);
 /* Mean, percentiles and max of sorted samples (fit.h fit_dist). */
@@ -187,6 +222,8 @@ void fit_dist_of(const double *sorted, size_t n, fit_dist *out);
 /* Every request, latency and rate figure of the level (figures.c "Per-level
  * figures") into L, whose duration_s must be set. */
 int fit_level_figures(const fit_run *run, const size_t *req_idx, size_t n_req, fit_level *L);
+/* A note for each level's latency kind that came from a histogram. 0 or LL_ENOMEM. */
+int fit_notes_latency_hist(fit_result *res);
 /* said.c: the level's figures from what the server said per request (said.c
  * "The server's own per-request figures"). 0 or LL_ENOMEM. */
 int fit_said_level(const fit_run *run, const size_t *req_idx, size_t n_req, fit_level *L);

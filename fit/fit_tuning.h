@@ -25,6 +25,21 @@
  * those kept is let go and the stride doubles. 24 bytes a point: at most
  * ~12.6 MB for both kinds, whatever the run's length. */
 #define FIT_CHART_KEEP ((size_t)1 << 18)
+/* naive.c: the naive fit (every gap) keeps its points up to this many, so a
+ * run of that size gets fit_line's figures to the bit; past it, running sums
+ * (16 bytes a sample and fit_line's copies of as many are what it saves).
+ * Distinct N counted exactly up to FIT_NAIVE_DISTINCT (a 1 MB set). */
+#define FIT_NAIVE_KEEP ((size_t)1 << 20)
+#define FIT_NAIVE_DISTINCT ((size_t)1 << 16)
+/* figures.c: a level's latency figures of one kind (ITL: one value an event)
+ * are exact percentiles of the sorted values up to this many, then from a
+ * log-bucketed histogram (common ll_pct, LL_PCT_REL_ERR) that a note names:
+ * 8 MB a kind at most, not 8 bytes an event. */
+#define FIT_PCT_EXACT ((size_t)1 << 20)
+/* model_stream.c: past this many points a model's fit makes each row of its
+ * design on the fly (sequential QR) instead of GSL's n x p matrix and its
+ * copy; up to it, GSL's fit exactly as before. */
+#define FIT_MODEL_STREAM_MIN ((size_t)1 << 20)
 
 /* ---- the model family (model.c) -------------------------------------------- */
 

@@ -31,4 +31,12 @@ int fit_model_params(const fit_model_fit *f);
 double fit_model_alone_level(const mdata *md, const fit_model_fit *chosen, const fit_options *opt);
 int fit_model_heldout_run(const mdata *md, fit_model_check *m);
 
+/* model_terms.c: term t's value at (N, K) (knee: a hinge's N). model_stream.c:
+ * fit_model_fit_run's fit without the n x p design (model_stream.c says how),
+ * which fit_model_fit_run takes past FIT_MODEL_STREAM_MIN points; the same
+ * arguments and results. */
+double fit_model_term_value(fit_term t, double knee, double n, double k);
+int fit_model_fit_stream(fit_model_fit *f, const double *x, const double *y, const double *k, size_t n,
+                         double floor_rss, int want_cov, double *rss_out);
+
 #endif

@@ -3,6 +3,7 @@
  * sandwich errors, the prediction and its interval, and the formula and
  * interval decimals the headline prints. model.c decides which terms to try and which model wins. */
 #include "fit_internal.h"
+#include "model_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -13,7 +14,7 @@
 #include <gsl/gsl_linalg.h>
 #include <gsl/gsl_multifit.h>
 
-static double term_value(fit_term t, double knee, double n, double k)
+double fit_model_term_value(fit_term t, double knee, double n, double k)
 {
     switch (t) {
     case FIT_TERM_ONE:
@@ -43,7 +44,7 @@ double fit_model_fit_eval(const fit_model_fit *f, double n, double k)
         return NAN;
     double s = 0;
     for (size_t j = 0; j < f->p; j++)
-        s += f->coef[j] * term_value(f->term[j], f->knee[j], n, k);
+        s += f->coef[j] * fit_model_term_value(f->term[j], f->knee[j], n, k);
     return s;
 }
 
@@ -54,7 +55,7 @@ void fit_model_fit_ci(const fit_model_fit *f, double n, double k, double ci[2])
     if (!f->p)
         return;
     for (size_t j = 0; j < f->p; j++)
-        g[j] = term_value(f->term[j], f->knee[j], n, k);
+        g[j] = fit_model_term_value(f->term[j], f->knee[j], n, k);
     for (size_t i = 0; i < f->p; i++)
         for (size_t j = 0; j < f->p; j++)
             v += g[i] * f->cov[i][j] * g[j];
@@ -174,6 +175,8 @@ double fit_model_bic(double rss, double floor_rss, size_t n, int params)
 int fit_model_fit_run(fit_model_fit *f, const double *x, const double *y, const double *k, size_t n,
                       double floor_rss, int want_cov, double *rss_out)
 {
+    if (n > FIT_MODEL_STREAM_MIN) /* no n x p matrices (model_stream.c) */
+        return fit_model_fit_stream(f, x, y, k, n, floor_rss, want_cov, rss_out);
     size_t p = f->p;
     int rc = 0, knees = 0;
     double rss = NAN;
@@ -186,7 +189,7 @@ int fit_model_fit_run(fit_model_fit *f, const double *x, const double *y, const 
     }
     for (size_t i = 0; i < n; i++) {
         for (size_t j = 0; j < p; j++)
-            gsl_matrix_set(X, i, j, term_value(f->term[j], f->knee[j], x[i], k ? k[i] : 0));
+            gsl_matrix_set(X, i, j, fit_model_term_value(f->term[j], f->knee[j], x[i], k ? k[i] : 0));
         gsl_vector_set(yv, i, y[i]);
     }
     if (gsl_multifit_linear(X, yv, c, cov, &rss, w)) {

@@ -11,8 +11,8 @@
  *  - its burst figures (fit_tuning.h FIT_BURST_*) and the largest N of its
  *    steady samples (plan: an open level's reach);
  *  - its position bins (position.c);
- *  - every sample's (N, ms) for the naive fit on every gap, a run-wide pair
- *    of arrays that fit_laws frees once that fit is made;
+ *  - every sample's (N, ms) for the naive fit on every gap (naive.c: the
+ *    points up to a bound, running sums past it), finished by fit_laws;
  *  - the chart sample below.
  * Each is computed from the level's samples exactly as it was from the run's
  * array, in the same order, so every figure is the same to the bit.
@@ -41,6 +41,7 @@ int fit_kept_new(fit_result *res, size_t n_levels, const fit_options *opt)
     }
     k->opt = *opt;
     k->n_levels = n_levels;
+    fit_naive_init(&k->naive, FIT_NAIVE_KEEP);
     res->kept = k;
     res->chart.stride_steady = res->chart.stride_other = 1;
     return 0;
@@ -53,8 +54,7 @@ void fit_kept_free(struct fit_kept *k)
     for (size_t l = 0; l < k->n_levels; l++)
         free(k->levels[l].steps);
     free(k->levels);
-    ll_vec_free(&k->naive_x);
-    ll_vec_free(&k->naive_y);
+    fit_naive_free(&k->naive);
     ll_vec_free(&k->steady);
     ll_vec_free(&k->other);
     free(k);
@@ -97,7 +97,7 @@ static int group_steps(const fit_sample *s, size_t n, double at_n, fit_level_kep
         qsort(sel.v, sel.n, sizeof *sel.v, cmp_sample_time);
     for (size_t i = 0; i < sel.n;) {
         const fit_sample *first = sel.v[i];
-        fit_step st = {first->t_ns, first->n, 0, 0, 0, NAN, 0};
+        fit_step st = {.t_ns = first->t_ns, .n = first->n};
         /* each sample against its own gap: a sample of the next step ends a
          * whole (next) step after the first, however short that step is */
         for (; i < sel.n && sel.v[i]->n == first->n &&
@@ -105,11 +105,10 @@ static int group_steps(const fit_sample *s, size_t n, double at_n, fit_level_kep
                    FIT_STEP_GROUP_FRAC * sel.v[i]->gap_ms * 1e6 * sel.v[i]->tokens;
              i++) {
             st.n_samples++;
-            st.tokens += sel.v[i]->tokens;
+            st.tokens += (uint32_t)sel.v[i]->tokens;
             st.gap_ms += sel.v[i]->gap_ms * sel.v[i]->tokens;
             st.k += sel.v[i]->k * sel.v[i]->tokens;
         }
-        st.ms_per_tok = st.gap_ms / st.tokens;
         st.k /= st.tokens;
         LL_TRY(ll_vec_push(&steps, st));
     }
@@ -196,11 +195,8 @@ static int chart_and_naive(fit_result *res, const fit_sample *s, size_t n)
     struct fit_kept *k = res->kept;
     fit_chart_sample *c = &res->chart;
     int rc;
-    LL_TRY(ll_vec_reserve(&k->naive_x, k->naive_x.n + n + 1));
-    LL_TRY(ll_vec_reserve(&k->naive_y, k->naive_y.n + n + 1));
     for (size_t i = 0; i < n; i++) {
-        k->naive_x.v[k->naive_x.n++] = s[i].n;
-        k->naive_y.v[k->naive_y.n++] = s[i].gap_ms;
+        LL_TRY(fit_naive_add(&k->naive, s[i].n, s[i].gap_ms));
         c->n_max = s[i].n > c->n_max ? s[i].n : c->n_max;
         fit_chart_point p = {s[i].n, s[i].gap_ms, s[i].k};
         if (s[i].steady)

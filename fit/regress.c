@@ -34,7 +34,7 @@
 #include <gsl/gsl_fit.h>
 #include <gsl/gsl_multifit.h>
 
-static void law_nan(fit_law *L)
+void fit_law_nan(fit_law *L)
 {
     memset(L, 0, sizeof *L);
     L->a_ms = L->b_ms = L->a_se_ms = L->b_se_ms = L->r2 = L->resid_sd_ms = NAN;
@@ -72,7 +72,7 @@ int fit_distinct_x(const double *x, size_t n, double **out, size_t *nd)
     return 0;
 }
 
-static void set_ci(fit_law *L, double dof)
+void fit_law_set_ci(fit_law *L, double dof)
 {
     double t = gsl_cdf_tdist_Pinv(0.975, dof);
     L->t_crit = t;
@@ -80,6 +80,17 @@ static void set_ci(fit_law *L, double dof)
     L->a_ci_ms[1] = L->a_ms + t * L->a_se_ms;
     L->b_ci_ms[0] = L->b_ms - t * L->b_se_ms;
     L->b_ci_ms[1] = L->b_ms + t * L->b_se_ms;
+}
+
+/* fit_internal.h. V = I M I, with I and M symmetric 2x2. */
+void fit_hc3_sandwich(double i00, double i01, double i11, double m00, double m01, double m11, double *var_a,
+                      double *var_b, double *cov_ab)
+{
+    double t00 = i00 * m00 + i01 * m01, t01 = i00 * m01 + i01 * m11;
+    double t10 = i01 * m00 + i11 * m01, t11 = i01 * m01 + i11 * m11;
+    *var_a = t00 * i00 + t01 * i01;
+    *var_b = t10 * i01 + t11 * i11;
+    *cov_ab = t00 * i01 + t01 * i11;
 }
 
 /* HC3 covariance of (a, b) for weighted least squares with weights w (NULL:
@@ -113,13 +124,10 @@ static void hc3_se(const double *x, const double *r, const double *w, size_t n, 
         m01 += e2 * x[i];
         m11 += e2 * x[i] * x[i];
     }
-    /* V = I M I, with I and M symmetric 2x2 */
-    double t00 = i00 * m00 + i01 * m01, t01 = i00 * m01 + i01 * m11;
-    double t10 = i01 * m00 + i11 * m01, t11 = i01 * m01 + i11 * m11;
-    double v00 = t00 * i00 + t01 * i01, v11 = t10 * i01 + t11 * i11;
+    double v00, v11;
+    fit_hc3_sandwich(i00, i01, i11, m00, m01, m11, &v00, &v11, cov_ab);
     *se_a = sqrt(v00 > 0 ? v00 : 0);
     *se_b = sqrt(v11 > 0 ? v11 : 0);
-    *cov_ab = t00 * i01 + t01 * i11;
 }
 
 static int fit_ols(const double *x, const double *y, size_t n, fit_law *L, char *err,
@@ -150,7 +158,7 @@ static int fit_ols(const double *x, const double *y, size_t n, fit_law *L, char 
     L->r2 = tss > 0 ? 1.0 - sumsq / tss : 1.0;
     L->resid_sd_ms = sqrt(sumsq / (double)(n - 2));
     L->converged = 1;
-    set_ci(L, (double)(n - 2));
+    fit_law_set_ci(L, (double)(n - 2));
     return 0;
 }
 
@@ -314,7 +322,7 @@ static int wls_kept(const double *x, const double *y, const double *sc, const do
     hc3_se(kx, kr, kw, k, &L->a_se_ms, &L->b_se_ms, &L->cov_ab_ms2);
     L->r2 = tss > 0 ? 1.0 - sse / tss : 1.0;
     L->resid_sd_ms = sqrt(sse / (double)(k - 2));
-    set_ci(L, (double)(k - 2));
+    fit_law_set_ci(L, (double)(k - 2));
 done:
     free(kx);
     return rc;
@@ -542,7 +550,7 @@ int fit_line(const double *x, const double *y, size_t n, int robust, fit_law *ou
 int fit_line_sized(const double *x, const double *y, const double *size, size_t n, int robust,
                    fit_law *out, char *err, size_t errlen)
 {
-    law_nan(out);
+    fit_law_nan(out);
     out->method = robust ? "trimmed-wls" : "ols";
     out->n_points = out->n_samples = n;
     for (size_t i = 0; i < n; i++)

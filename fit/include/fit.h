@@ -147,6 +147,8 @@ typedef struct fit_level {
     double mean_think_tok_per_s, mean_answer_tok_per_s; /* over duration_s */
     double output_tok_per_s, req_per_s; /* every ok request, warmup too */
     double burst_gap_frac, burst_gap_ms; /* share of gaps under a tenth of the p90 */
+    unsigned dist_hist;       /* fit/figures.c: bit k set when latency kind k (ttft, ttfa, tpot, itl, e2e,
+                                 client_lag, ttft_sched, e2e_sched) is from a histogram */
     double steady_n_max;          /* the largest N of its steady samples; 0: none */
     int client_bound;             /* the client set the pace (fit/analyze.c) */
     double client_busy_frac, client_events_per_read, client_gap_vs_step;
