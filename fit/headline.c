@@ -19,7 +19,11 @@
  * curve (the quadratic) has no constant cost to invert.
  *
  * Held out: the worst of the levels' held-out errors (model_loo.c), and a
- * warning when it is beyond FIT_HELDOUT_BOUND. */
+ * warning when it is beyond FIT_HELDOUT_BOUND; then no ceiling either: the
+ * ceiling is the model's furthest extrapolation, and a model refitted
+ * without one of the levels that misses it has shown it does not
+ * extrapolate (two knees on six levels can pass through every level and
+ * still put the ceiling ten times above the best one measured). */
 #include "fit_internal.h"
 
 #include <math.h>
@@ -77,6 +81,11 @@ static void ceiling(const fit_result *res, fit_headline *h, int rich)
     else if (!h->fits)
         snprintf(h->no_ceiling, sizeof h->no_ceiling, "no model of the family fits every level within %.0f%%",
                  100 * FIT_MODEL_LEVEL_FIT);
+    else if (h->heldout_warn)
+        snprintf(h->no_ceiling, sizeof h->no_ceiling,
+                 "refitted without C=%d, the %s model misses it by %+.1f%%: a model that does not predict a "
+                 "level it did not see does not predict the throughput beyond them",
+                 res->levels[h->heldout_worst_level].concurrency, name, 100 * h->heldout_worst_rel);
     else if (!isfinite(h->slope_ms))
         snprintf(h->no_ceiling, sizeof h->no_ceiling,
                  "the %s model has no constant cost per request to bound throughput by", name);

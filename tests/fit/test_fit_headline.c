@@ -11,7 +11,8 @@
  *    knee level too (found from the levels on either side of it);
  *  - a knee the last level alone shows (the model fits every level, but
  *    refitted without that level predicts it far off): the held-out warning,
- *    exactly when a level misses by more than FIT_HELDOUT_BOUND;
+ *    exactly when a level misses by more than FIT_HELDOUT_BOUND, and no
+ *    ceiling;
  *  - a law no model of the family fits: the first line says so, with the best
  *    level, and no "at most";
  *  - a knee after which an extra request costs nothing: no ceiling, and why;
@@ -191,6 +192,9 @@ static void test_heldout_warns(void)
     for (size_t i = 0; i < r->n_levels; i++)
         beyond += fabs(r->levels[i].heldout_error_rel) > FIT_HELDOUT_BOUND;
     CHECK(beyond >= 1 && hd->heldout_warn, "%zu level(s) beyond %.0f%%: warned", beyond, 100 * FIT_HELDOUT_BOUND);
+    CHECK(isnan(hd->ceiling_tok_per_s) && h && strstr(h, "; no ceiling: refitted without C=16, the ") &&
+              !strstr(h, "at most"),
+          "no ceiling from a model that misses a level it did not see:\n%s", h ? h : "");
     free(h);
     fit_result_free(r);
 }

@@ -333,6 +333,8 @@ def check_headline(ck, fit, text, no_fit):
     ck.ok("heldout", warned == (worst > bound) and bool(hd.get("heldout_warn")) == warned,
           "the held-out line %s (worst %.1f%%, bound %.0f%%): %s"
           % ("warns" if warned else "does not warn", 100 * worst, 100 * bound, hd.get("heldout_text")))
+    ck.ok("heldout", not warned or hd.get("ceiling_tok_per_s") is None,
+          "no ceiling from a model that misses a level it did not see (%s)" % hd.get("no_ceiling"))
 
 
 def check_model(ck, fit, text, expect_context):
