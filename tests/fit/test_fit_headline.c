@@ -60,6 +60,16 @@ static sim_cfg law(double a, double b, uint64_t seed, const int *conc, int n)
     return c;
 }
 
+/* a + b*n, then b2 a request above N = knee, fitted. */
+static fit_result *knee_law(double a, double b, uint64_t seed, const int *conc, int n, double knee, double b2,
+                            const char *name)
+{
+    sim_cfg c = law(a, b, seed, conc, n);
+    c.knee_n = knee;
+    c.b2_ms = b2;
+    return fitted(&c, name);
+}
+
 /* What rpt_print_law_line writes (caller frees). */
 static char *headline(const fit_result *r)
 {
@@ -154,10 +164,7 @@ static void test_context(void)
 static void test_knee(void)
 {
     static const int conc[] = {1, 2, 4, 6, 8, 12, 16, 24};
-    sim_cfg c = law(10, 2, 5, conc, 8);
-    c.knee_n = 8;
-    c.b2_ms = 6;
-    fit_result *r = fitted(&c, "knee");
+    fit_result *r = knee_law(10, 2, 5, conc, 8, 8, 6, "knee");
     if (!r)
         return;
     double w;
@@ -173,10 +180,7 @@ static void test_knee(void)
 static void test_heldout_warns(void)
 {
     static const int conc[] = {1, 2, 4, 6, 8, 16};
-    sim_cfg c = law(4, 2, 7, conc, 6);
-    c.knee_n = 8;
-    c.b2_ms = 10;
-    fit_result *r = fitted(&c, "lastknee");
+    fit_result *r = knee_law(4, 2, 7, conc, 6, 8, 10, "lastknee");
     if (!r)
         return;
     const fit_headline *hd = &r->headline;
@@ -199,6 +203,8 @@ static void test_heldout_warns(void)
     fit_result_free(r);
 }
 
+/* 4 + 2n + 1.2n^2, and 36 more per request past N = 5.5: a curve with a
+ * jump, which no model of the family follows. */
 static void test_no_model_fits(void)
 {
     static const int conc[] = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -218,6 +224,9 @@ static void test_no_model_fits(void)
     CHECK(first_nl && (!most || most > first_nl) && strstr(h, "no ceiling said"),
           "no ceiling in the headline");
     CHECK(!r->headline.fits && isnan(r->headline.ceiling_tok_per_s), "no ceiling figure");
+    const fit_level *W = r->model_worst_level >= 0 ? &r->levels[r->model_worst_level] : NULL;
+    CHECK(W && fabs(W->model_error_rel) > FIT_MODEL_LEVEL_FIT, "the worst level beyond 5%%: %.3f",
+          W ? W->model_error_rel : NAN);
     CHECK(h && strstr(h, "does not fit every level): step(N"), "the model beneath, said not to fit:\n%s", h ? h : "");
     free(h);
     fit_result_free(r);
@@ -228,10 +237,7 @@ static void test_no_model_fits(void)
 static void test_flat_after_knee(void)
 {
     static const int conc[] = {1, 2, 4, 6, 8, 12, 16, 24};
-    sim_cfg c = law(10, 4, 3, conc, 8);
-    c.knee_n = 8;
-    c.b2_ms = 0;
-    fit_result *r = fitted(&c, "flatknee");
+    fit_result *r = knee_law(10, 4, 3, conc, 8, 8, 0, "flatknee");
     if (!r)
         return;
     char *h = headline(r);
