@@ -100,6 +100,7 @@ static void check_found(const char *name, const char *engine, const char *object
     cJSON *doc = NULL;
     (void)term;
     (void)limit;
+    (void)figure_at; /* the plain build's proof reads it */
     int rc = find_run(name, engine, objective, extra, dir, sizeof dir);
     cJSON *f = summary_find(dir, &doc);
     int answer = (int)ll_json_num(f, "answer_c", -1), levels = (int)ll_json_num(f, "n_levels", -1);
