@@ -26,11 +26,21 @@ for x in "$LL" "$GEN"; do
 done
 EVENTS=${REC_EVENTS:-1e7 1e8} MEM_KB=${REC_FIT_MEM_KB:-8000000}
 C=${REC_C:-256} TOK=${REC_TOKENS:-1000} LIVE_S=${REC_LIVE_S:-60}
-TMP=${REC_DIR:-$(mktemp -d /tmp/loadlaw-records.XXXXXX)}
-mkdir -p "$TMP"
+[[ -x /usr/bin/time ]] || { echo "records: needs GNU time at /usr/bin/time (apt-get install time)" >&2; exit 2; }
+# A folder of our own is removed at exit; REC_DIR, the user's, only loses what we wrote there.
+if [[ -n ${REC_DIR:-} ]]; then
+  TMP=$REC_DIR own=0
+  mkdir -p "$TMP"
+else
+  TMP=$(mktemp -d /tmp/loadlaw-records.XXXXXX) own=1
+fi
 serve_pid=
 stop_serve() { [[ -n $serve_pid ]] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null || true; serve_pid=; }
-trap 'stop_serve; rm -rf "$TMP"' EXIT
+cleanup() {
+  stop_serve
+  if [[ $own = 1 ]]; then rm -rf "$TMP"; else rm -rf "$TMP"/{syn,live,live-list,default,default-list,time,fit.err,serve.err,serve.out,sweep.err}; fi
+}
+trap cleanup EXIT
 
 # GNU time's -f: peak RSS (KB), user and system seconds.
 field() { awk -v k="$1" '{ for (i = 1; i <= NF; i++) if ($i ~ "^" k "=") { sub(k "=", "", $i); print $i } }' "$2"; }
