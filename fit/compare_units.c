@@ -44,20 +44,23 @@ typedef LL_VEC(cmp_unit) unit_vec;
  * level without steady windows. */
 static int decode_span_units(const fit_run *run, const fit_level *L, unit_vec *out, size_t *n_req)
 {
-    for (size_t i = 0; i < fit_run_n_requests(run); i++) {
+    fit_chunks ch = {0};
+    int rc = 0;
+    for (size_t i = 0; i < fit_run_n_requests(run) && !rc; i++) {
         const ll_rec_request *q = fit_run_request(run, i);
-        if (q->level != L->level || !fit_request_ok(q) || q->warmup || q->n_chunks < 2)
+        if (q->level != L->level || !fit_request_ok(q) || q->warmup || q->n_chunks < 2 ||
+            (rc = fit_chunks_of(run, q, &ch)))
             continue;
-        cmp_unit u = {0, (q->chunks[q->n_chunks - 1].t_ns - q->chunks[0].t_ns) / 1e9};
-        for (size_t k = 1; k < q->n_chunks; k++)
-            u.tok += q->chunks[k].tokens;
+        cmp_unit u = {0, (ch.v[ch.n - 1].t_ns - ch.v[0].t_ns) / 1e9};
+        for (size_t k = 1; k < ch.n; k++)
+            u.tok += ch.v[k].tokens;
         if (!(u.time_s > 0))
             continue;
-        if (ll_vec_push(out, u))
-            return LL_ENOMEM;
-        (*n_req)++;
+        rc = ll_vec_push(out, u);
+        *n_req += rc == 0;
     }
-    return 0;
+    fit_chunks_free(&ch);
+    return rc;
 }
 
 /* One unit per request: its steady gaps at N = C (tokens, seconds), the
@@ -163,21 +166,29 @@ static int cmp_span_start(const void *a, const void *b)
 
 /* The mean number of the level's requests decoding at once while any was:
  * the decode spans of decode_span_units, summed, over the time their union
- * covers. 0 when there are none; -1 when out of memory. */
+ * covers. 0 when there are none; -1 when out of memory or the chunks
+ * could not be read back. */
 static double decoding_at_once(const fit_run *run, const fit_level *L)
 {
     span_ns *sp = malloc((fit_run_n_requests(run) + 1) * sizeof *sp);
     if (!sp)
         return -1;
     size_t n = 0;
+    fit_chunks ch = {0};
     for (size_t i = 0; i < fit_run_n_requests(run); i++) {
         const ll_rec_request *q = fit_run_request(run, i);
         if (q->level != L->level || !fit_request_ok(q) || q->warmup || q->n_chunks < 2)
             continue;
-        span_ns s = {q->chunks[0].t_ns, q->chunks[q->n_chunks - 1].t_ns};
+        if (fit_chunks_of(run, q, &ch)) {
+            fit_chunks_free(&ch);
+            free(sp);
+            return -1;
+        }
+        span_ns s = {ch.v[0].t_ns, ch.v[ch.n - 1].t_ns};
         if (s.t1 > s.t0)
             sp[n++] = s;
     }
+    fit_chunks_free(&ch);
     qsort(sp, n, sizeof *sp, cmp_span_start);
     double sum = 0, cover = 0;
     int64_t end = INT64_MIN;

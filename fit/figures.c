@@ -73,13 +73,13 @@ static double ms_between(int64_t t0_ns, int64_t t1_ns)
 }
 
 /* ITL samples of one stream: figures.c "Per-level figures", ITL. */
-static int stream_itl(const ll_rec_request *q, fit_double_vec *itl)
+static int stream_itl(const fit_chunks *ch, fit_double_vec *itl)
 {
     size_t i = 0;
     int64_t t, prev_t = -1;
     int32_t tok;
     char kind;
-    while (fit_next_arrival(q, &i, &t, &tok, &kind)) {
+    while (fit_next_arrival(ch, &i, &t, &tok, &kind)) {
         if (prev_t >= 0 && ll_vec_push(itl, ms_between(prev_t, t) / tok))
             return LL_ENOMEM;
         prev_t = t;
@@ -91,33 +91,43 @@ static int stream_itl(const ll_rec_request *q, fit_double_vec *itl)
  * fit_request_latency_ms; the level's dists and goodput (plan.c) both use
  * this. TPOT counts tokens from the stream; no sample for a single token or
  * a zero span. */
-void fit_request_latency_ms(const ll_rec_request *q, fit_request_ms *out)
+static void latency_of(const ll_rec_request *q, const fit_chunks *ch, fit_request_ms *out)
 {
     out->ttft_ms = q->first_token_ns >= 0 ? ms_between(q->send_ns, q->first_token_ns) : NAN;
     out->e2e_ms = ms_between(q->send_ns, q->end_ns);
     out->tpot_ms = NAN;
     int64_t tok = 0; /* streamed: hidden reasoning has no chunks ("TPOT" above) */
-    for (size_t k = 0; k < q->n_chunks; k++)
-        tok += q->chunks[k].tokens;
-    if (tok <= 1 || q->n_chunks == 0 || q->first_token_ns < 0)
+    for (size_t k = 0; k < ch->n; k++)
+        tok += ch->v[k].tokens;
+    if (tok <= 1 || ch->n == 0 || q->first_token_ns < 0)
         return;
-    int64_t last = q->chunks[q->n_chunks - 1].t_ns;
+    int64_t last = ch->v[ch->n - 1].t_ns;
     if (last > q->first_token_ns)
         out->tpot_ms = ms_between(q->first_token_ns, last) / (double)(tok - 1);
 }
 
-static int request_latencies(const ll_rec_request *q, fit_latency_samples *s)
+void fit_request_latency_ms(const fit_run *run, const ll_rec_request *q, fit_request_ms *out)
+{
+    fit_chunks ch = {0};
+    if (fit_chunks_of(run, q, &ch) != 0)
+        ch.v = NULL, ch.n = 0; /* unreadable: no TPOT, as for a stream without chunks */
+    latency_of(q, &ch, out);
+    fit_chunks_free(&ch);
+}
+
+static int request_latencies(const fit_run *run, const ll_rec_request *q, fit_chunks *ch, fit_latency_samples *s)
 {
     int rc;
     fit_request_ms m;
-    fit_request_latency_ms(q, &m);
+    LL_TRY(fit_chunks_of(run, q, ch));
+    latency_of(q, ch, &m);
     if (!isnan(m.ttft_ms))
         LL_TRY(ll_vec_push(&s->ttft, m.ttft_ms));
     if (q->first_answer_ns >= 0)
         LL_TRY(ll_vec_push(&s->ttfa, ms_between(q->send_ns, q->first_answer_ns)));
     if (!isnan(m.tpot_ms))
         LL_TRY(ll_vec_push(&s->tpot, m.tpot_ms));
-    LL_TRY(stream_itl(q, &s->itl));
+    LL_TRY(stream_itl(ch, &s->itl));
     LL_TRY(ll_vec_push(&s->e2e, m.e2e_ms));
     if (q->intended_ns >= 0) {
         /* open loop: from the intended send (no coordinated omission) */
@@ -155,12 +165,13 @@ int fit_latency_collect(const fit_run *run, const size_t *req_idx, size_t n_req,
                         fit_latency_samples *out)
 {
     int rc;
+    fit_chunks ch = {0};
     memset(out, 0, sizeof *out);
     for (size_t i = 0; i < n_req; i++) {
         const ll_rec_request *q = fit_run_request(run, req_idx[i]);
         if (!fit_request_ok(q) || q->warmup)
             continue;
-        LL_TRY(request_latencies(q, out));
+        LL_TRY(request_latencies(run, q, &ch, out));
         for (size_t k = 0; bound && k < FIT_LAT_KINDS; k++)
             if (latency_kind(out, k)->n > bound)
                 LL_TRY(spill(out, k));
@@ -170,8 +181,10 @@ int fit_latency_collect(const fit_run *run, const size_t *req_idx, size_t n_req,
             LL_TRY(spill(out, k));
         ll_sort_doubles(latency_kind(out, k)->v, latency_kind(out, k)->n);
     }
+    fit_chunks_free(&ch);
     return 0;
 fail:
+    fit_chunks_free(&ch);
     fit_latency_free(out);
     return rc;
 }

@@ -70,6 +70,20 @@ int fit_server_n_series(const fit_run *run, const fit_level *L, int64_t **t_out,
  * diagnosis"); after fit_server_level (it reads the waiting gauge). */
 void fit_gpu_level(const fit_run *run, fit_level *L);
 
+/* A request's chunks, in arrival order (load.c "Chunks"): v[0..n), the
+ * run's own when it holds them, else read back from the records file into
+ * buf. One fit_chunks may be reused request after request (each call
+ * replaces v and n); fit_chunks_free lets buf go. */
+typedef struct fit_chunks {
+    const ll_rec_chunk *v;
+    size_t n;
+    fit_rec_chunk_vec buf;
+} fit_chunks;
+/* q's chunks into c; q must be fit_run_request's (or run NULL: q's own).
+ * 0, LL_ENOMEM or LL_EIO (the file changed under the run). */
+int fit_chunks_of(const fit_run *run, const ll_rec_request *q, fit_chunks *c);
+void fit_chunks_free(fit_chunks *c);
+
 struct fit_run {
     fit_run_info info;
     fit_level_info_vec levels;
@@ -174,9 +188,9 @@ int fit_kept_finish(fit_result *res);
 typedef struct fit_request_ms {
     double ttft_ms, tpot_ms, e2e_ms;
 } fit_request_ms;
-void fit_request_latency_ms(const ll_rec_request *q, fit_request_ms *out);
+void fit_request_latency_ms(const fit_run *run, const ll_rec_request *q, fit_request_ms *out);
 /* plan.c: 1 when q finished ok and meets every objective given. */
-int fit_request_meets(const ll_rec_request *q, const fit_slo *slo);
+int fit_request_meets(const fit_run *run, const ll_rec_request *q, const fit_slo *slo);
 /* 1 when the request finished ok. */
 static inline int fit_request_ok(const ll_rec_request *q) { return q->cls == LL_ERRC_OK; }
 
@@ -203,7 +217,7 @@ int fit_paired_ratio(const double *y, const double *v, size_t m, double ci, doub
  * the next arrival: its time, tokens and kind (of its last chunk); *i moves
  * past it. 0 when no arrival is left. The step samples and the ITL both walk
  * a stream with this, so they are the same gaps. */
-int fit_next_arrival(const ll_rec_request *q, size_t *i, int64_t *t_ns, int32_t *tokens, char *kind);
+int fit_next_arrival(const fit_chunks *c, size_t *i, int64_t *t_ns, int32_t *tokens, char *kind);
 
 /* figures.c: a level's latency samples, each sorted (figures.c "Per-level
  * figures"), from the requests at req_idx. With a bound (> 0), a kind past

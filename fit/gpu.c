@@ -78,16 +78,22 @@ static double gauge_of(const fit_run *run, const fit_level *L, const int *kinds,
     return NAN;
 }
 
-/* Tokens of every stream that arrived in (t0, t1]. */
+/* Tokens of every stream that arrived in (t0, t1]; NAN when chunks could
+ * not be read back. */
 static double tokens_between(const fit_run *run, int64_t t0, int64_t t1)
 {
     double tok = 0;
-    for (size_t i = 0; i < run->requests.n; i++) {
-        const ll_rec_request *q = &run->requests.v[i];
-        for (size_t c = 0; c < q->n_chunks; c++)
-            if (q->chunks[c].t_ns > t0 && q->chunks[c].t_ns <= t1)
-                tok += q->chunks[c].tokens;
+    fit_chunks ch = {0};
+    for (size_t i = 0; i < fit_run_n_requests(run); i++) {
+        if (fit_chunks_of(run, fit_run_request(run, i), &ch)) {
+            tok = NAN;
+            break;
+        }
+        for (size_t c = 0; c < ch.n; c++)
+            if (ch.v[c].t_ns > t0 && ch.v[c].t_ns <= t1)
+                tok += ch.v[c].tokens;
     }
+    fit_chunks_free(&ch);
     return tok;
 }
 

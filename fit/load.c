@@ -461,3 +461,20 @@ const ll_rec_step *fit_run_step(const fit_run *r, size_t i)
 {
     return i < r->steps.n ? &r->steps.v[i] : NULL;
 }
+
+/* Chunks: a run read whole holds every request's chunks (the pointer each
+ * request carries); fit_chunks_of hands those out as they are. */
+int fit_chunks_of(const fit_run *run, const ll_rec_request *q, fit_chunks *c)
+{
+    (void)run;
+    c->v = q->chunks;
+    c->n = q->n_chunks;
+    return 0;
+}
+
+void fit_chunks_free(fit_chunks *c)
+{
+    ll_vec_free(&c->buf);
+    c->v = NULL;
+    c->n = 0;
+}

@@ -52,12 +52,12 @@ int fit_slo_given(double v)
     return isfinite(v) && v > 0;
 }
 
-int fit_request_meets(const ll_rec_request *q, const fit_slo *slo)
+int fit_request_meets(const fit_run *run, const ll_rec_request *q, const fit_slo *slo)
 {
     if (!fit_request_ok(q))
         return 0;
     fit_request_ms m;
-    fit_request_latency_ms(q, &m);
+    fit_request_latency_ms(run, q, &m);
     /* NAN fails every comparison: a request without a first token misses TTFT */
     if (fit_slo_given(slo->ttft_ms) && !(m.ttft_ms <= slo->ttft_ms))
         return 0;
@@ -78,7 +78,7 @@ void fit_level_goodput_count(const fit_run *run, int level, const fit_slo *slo,
         if (q->level != level || q->warmup)
             continue;
         (*n_measured)++;
-        *n_good += (size_t)fit_request_meets(q, slo);
+        *n_good += (size_t)fit_request_meets(run, q, slo);
     }
 }
 

@@ -104,7 +104,7 @@ int fit_said_level(const fit_run *run, const size_t *req_idx, size_t n_req, fit_
         if (q->srv.present) {
             L->server_timed++;
             fit_request_ms m;
-            fit_request_latency_ms(q, &m);
+            fit_request_latency_ms(run, q, &m);
             double st = server_ttft(&q->srv);
             if (isfinite(q->srv.tpot_ms))
                 LL_TRY(ll_vec_push(&tpot, q->srv.tpot_ms));

@@ -77,24 +77,22 @@ static double prompt_tokens(const ll_rec_request *q)
     return q->usage_prompt >= 0 ? (double)q->usage_prompt : (double)q->prompt_tok;
 }
 
-static int build_kline(const fit_run *run, const size_t *req_idx, size_t n_req, tl_kline *kl)
+static int build_kline(const fit_run *run, const size_t *req_idx, size_t n_req, fit_chunks *ch, tl_kline *kl)
 {
     LL_VEC(tl_kevent) ev = {0};
     int rc = 0;
     for (size_t i = 0; i < n_req && rc == 0; i++) {
         const ll_rec_request *q = fit_run_request(run, req_idx[i]);
-        if (!q->n_chunks || q->first_token_ns < 0)
+        if (!q->n_chunks || q->first_token_ns < 0 || (rc = fit_chunks_of(run, q, ch)))
             continue;
         double total = prompt_tokens(q);
-        rc = ll_vec_push(&ev, ((tl_kevent){q->chunks[0].t_ns, total}));
-        for (size_t c = 0; c < q->n_chunks && rc == 0; c++) {
-            total += q->chunks[c].tokens;
-            rc = ll_vec_push(&ev, ((tl_kevent){q->chunks[c].t_ns, (double)q->chunks[c].tokens}));
+        rc = ll_vec_push(&ev, ((tl_kevent){ch->v[0].t_ns, total}));
+        for (size_t c = 0; c < ch->n && rc == 0; c++) {
+            total += ch->v[c].tokens;
+            rc = ll_vec_push(&ev, ((tl_kevent){ch->v[c].t_ns, (double)ch->v[c].tokens}));
         }
         if (rc == 0)
-            rc = ll_vec_push(&ev, ((tl_kevent){q->end_ns > q->chunks[q->n_chunks - 1].t_ns
-                                                   ? q->end_ns
-                                                   : q->chunks[q->n_chunks - 1].t_ns + 1,
+            rc = ll_vec_push(&ev, ((tl_kevent){q->end_ns > ch->v[ch->n - 1].t_ns ? q->end_ns : ch->v[ch->n - 1].t_ns + 1,
                                                -total}));
     }
     if (rc == 0 && ev.n > 1)
@@ -103,7 +101,7 @@ static int build_kline(const fit_run *run, const size_t *req_idx, size_t n_req, 
     kl->k = rc ? NULL : malloc((ev.n + 1) * sizeof *kl->k);
     if (rc || !kl->t || !kl->k) {
         ll_vec_free(&ev);
-        return LL_ENOMEM;
+        return rc ? rc : LL_ENOMEM;
     }
     double k = 0;
     size_t n = 0;
@@ -230,15 +228,15 @@ static int excluded(const ll_rec_request *q, const fit_options *opt)
     return !fit_request_ok(q) || (q->warmup && !opt->include_warmup);
 }
 
-int fit_next_arrival(const ll_rec_request *q, size_t *i, int64_t *t_ns, int32_t *tokens, char *kind)
+int fit_next_arrival(const fit_chunks *c, size_t *i, int64_t *t_ns, int32_t *tokens, char *kind)
 {
-    while (*i < q->n_chunks) {
-        int64_t t = q->chunks[*i].t_ns;
+    while (*i < c->n) {
+        int64_t t = c->v[*i].t_ns;
         int32_t tok = 0;
-        char k = q->chunks[*i].kind;
-        for (; *i < q->n_chunks && q->chunks[*i].t_ns == t; (*i)++) {
-            tok += q->chunks[*i].tokens;
-            k = q->chunks[*i].kind;
+        char k = c->v[*i].kind;
+        for (; *i < c->n && c->v[*i].t_ns == t; (*i)++) {
+            tok += c->v[*i].tokens;
+            k = c->v[*i].kind;
         }
         if (tok > 0) {
             *t_ns = t;
@@ -256,7 +254,7 @@ typedef struct tl_acc {
 } tl_acc;
 
 /* The step samples of one stream: the gaps between its arrivals. */
-static int stream_samples(const ll_rec_request *q, uint32_t req_idx, const tl_line *ln, const tl_kline *kl,
+static int stream_samples(const fit_chunks *ch, uint32_t req_idx, const tl_line *ln, const tl_kline *kl,
                           int64_t cut,
                           int32_t level_idx, int conc, const fit_options *opt,
                           fit_level *L, fit_sample_vec *sv, tl_acc *acc)
@@ -264,7 +262,7 @@ static int stream_samples(const ll_rec_request *q, uint32_t req_idx, const tl_li
     int64_t prev_t = -1, t;
     int32_t tok, pos = 0; /* tokens received before this arrival */
     char kind;
-    for (size_t i = 0; fit_next_arrival(q, &i, &t, &tok, &kind); pos += tok) {
+    for (size_t i = 0; fit_next_arrival(ch, &i, &t, &tok, &kind); pos += tok) {
         if (prev_t < 0) {
             prev_t = t;
             continue;
@@ -329,7 +327,7 @@ static int steady_windows(const tl_line *ln, int conc, int64_t cut, fit_level *L
     return 0;
 }
 
-static int rate_series(const fit_run *run, const size_t *req_idx, size_t n_req,
+static int rate_series(const fit_run *run, const size_t *req_idx, size_t n_req, fit_chunks *ch,
                        const fit_options *opt, fit_level *L)
 {
     int64_t dur = L->end_ns - L->start_ns;
@@ -345,9 +343,11 @@ static int rate_series(const fit_run *run, const size_t *req_idx, size_t n_req,
     if (!L->think_tok_per_s || !L->answer_tok_per_s)
         return LL_ENOMEM;
     for (size_t i = 0; i < n_req; i++) {
-        const ll_rec_request *q = fit_run_request(run, req_idx[i]);
-        for (size_t k = 0; k < q->n_chunks; k++) {
-            const ll_rec_chunk *c = &q->chunks[k];
+        int rc = fit_chunks_of(run, fit_run_request(run, req_idx[i]), ch);
+        if (rc)
+            return rc;
+        for (size_t k = 0; k < ch->n; k++) {
+            const ll_rec_chunk *c = &ch->v[k];
             int64_t off = c->t_ns - L->start_ns;
             if (off < 0)
                 off = 0;
@@ -392,7 +392,7 @@ static void level_init(fit_level *L, const fit_level_info *info)
 }
 
 /* One request's counts (requests, outcomes, tokens, empty chunks). */
-static void count_request(fit_level *L, const ll_rec_request *q, size_t *n_empty_chunks)
+static void count_request(fit_level *L, const ll_rec_request *q, const fit_chunks *ch, size_t *n_empty_chunks)
 {
     L->n_requests++;
     if (fit_request_ok(q))
@@ -401,21 +401,22 @@ static void count_request(fit_level *L, const ll_rec_request *q, size_t *n_empty
         L->n_failed++;
     if (q->warmup)
         L->n_warmup++;
-    for (size_t k = 0; k < q->n_chunks; k++) {
-        L->tokens += q->chunks[k].tokens;
-        if (q->chunks[k].tokens == 0)
+    for (size_t k = 0; k < ch->n; k++) {
+        L->tokens += ch->v[k].tokens;
+        if (ch->v[k].tokens == 0)
             (*n_empty_chunks)++;
     }
 }
 
 /* The ramp of a closed level: the first time D reaches C, and the tokens
  * that arrived until then. */
-static void level_ramp(fit_level *L, const tl_line *ln, const fit_run *run, const size_t *req_idx, size_t n_req,
-                       const fit_level_info *info)
+static int level_ramp(fit_level *L, const tl_line *ln, const fit_run *run, const size_t *req_idx, size_t n_req,
+                      fit_chunks *ch, const fit_level_info *info)
 {
+    int rc;
     int conc = info->concurrency;
     if (!info->closed_loop || conc <= 0)
-        return;
+        return 0;
     for (size_t j = 0; j < ln->n; j++) {
         if (ln->pt[j].decode < conc)
             continue;
@@ -424,12 +425,14 @@ static void level_ramp(fit_level *L, const tl_line *ln, const fit_run *run, cons
         L->ramp_s = (double)(tr - info->start_ns) / 1e9;
         L->ramp_tokens = 0;
         for (size_t i = 0; i < n_req; i++) {
-            const ll_rec_request *q = fit_run_request(run, req_idx[i]);
-            for (size_t k = 0; k < q->n_chunks && q->chunks[k].t_ns <= tr; k++)
-                L->ramp_tokens += q->chunks[k].tokens;
+            if ((rc = fit_chunks_of(run, fit_run_request(run, req_idx[i]), ch)))
+                return rc;
+            for (size_t k = 0; k < ch->n && ch->v[k].t_ns <= tr; k++)
+                L->ramp_tokens += ch->v[k].tokens;
         }
         break;
     }
+    return 0;
 }
 
 int fit_timeline_level(const fit_run *run, const fit_level_info *info, const size_t *req_idx,
@@ -440,24 +443,27 @@ int fit_timeline_level(const fit_run *run, const fit_level_info *info, const siz
     tl_line ln = {0, NULL, NULL};
     tl_kline kl = {0, NULL, NULL};
     tl_acc acc;
+    fit_chunks ch = {0};
     memset(&acc, 0, sizeof acc);
     int rc;
     level_init(L, info);
 
     rc = build_line(run, req_idx, n_req, &ln);
-    if (rc || (rc = build_kline(run, req_idx, n_req, &kl)))
+    if (rc || (rc = build_kline(run, req_idx, n_req, &ch, &kl)))
         goto fail;
     int64_t cut = cut_time(&ln, info);
     int conc = info->concurrency;
 
     for (size_t i = 0; i < n_req; i++) {
         const ll_rec_request *q = fit_run_request(run, req_idx[i]);
-        count_request(L, q, n_empty_chunks);
+        if ((rc = fit_chunks_of(run, q, &ch)))
+            goto fail;
+        count_request(L, q, &ch, n_empty_chunks);
         if (excluded(q, opt)) {
             L->n_excluded_requests++;
             continue;
         }
-        rc = stream_samples(q, (uint32_t)req_idx[i], &ln, &kl, cut, level_idx, conc, opt, L, sv, &acc);
+        rc = stream_samples(&ch, (uint32_t)req_idx[i], &ln, &kl, cut, level_idx, conc, opt, L, sv, &acc);
         if (rc)
             goto fail;
     }
@@ -472,9 +478,8 @@ int fit_timeline_level(const fit_run *run, const fit_level_info *info, const siz
     rc = steady_windows(&ln, conc, cut, L);
     if (rc)
         goto fail;
-    level_ramp(L, &ln, run, req_idx, n_req, info);
-    rc = rate_series(run, req_idx, n_req, opt, L);
-    if (rc)
+    if ((rc = level_ramp(L, &ln, run, req_idx, n_req, &ch, info)) ||
+        (rc = rate_series(run, req_idx, n_req, &ch, opt, L)))
         goto fail;
 
     /* The phase line becomes the level's P(t)/D(t) series. */
@@ -485,15 +490,19 @@ int fit_timeline_level(const fit_run *run, const fit_level_info *info, const siz
     free(kl.t);
     free(kl.k);
     ll_vec_free(&acc.gaps_at_c);
+    fit_chunks_free(&ch);
     return 0;
 fail:
     if (rc == LL_ENOMEM)
         ll_errf(err, errlen, "out of memory rebuilding level %d", info->level);
+    else if (rc == LL_EIO)
+        ll_errf(err, errlen, "level %d: the records file no longer holds what was read from it", info->level);
     free(ln.pt);
     free(ln.integ);
     free(kl.t);
     free(kl.k);
     ll_vec_free(&acc.gaps_at_c);
+    fit_chunks_free(&ch);
     fit_level_release(L);
     return rc;
 }

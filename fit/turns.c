@@ -50,7 +50,7 @@ static int collect(const fit_run *run, int level, int turn, turn_acc *a)
         if (q->level != level || q->warmup || !fit_request_ok(q) || q->work.kind != LL_WORK_SESSION || q->work.turn != turn)
             continue;
         fit_request_ms ms;
-        fit_request_latency_ms(q, &ms);
+        fit_request_latency_ms(run, q, &ms);
         if (isfinite(ms.ttft_ms) && ll_vec_push(&a->ttft, ms.ttft_ms))
             return LL_ENOMEM;
         if (isfinite(ms.tpot_ms) && ll_vec_push(&a->tpot, ms.tpot_ms))

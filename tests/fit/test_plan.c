@@ -213,26 +213,26 @@ static void test_goodput_requests(void)
     q.chunks = ch;
     q.intended_ns = -1;
     fit_request_ms m;
-    fit_request_latency_ms(&q, &m);
+    fit_request_latency_ms(NULL, &q, &m);
     CHECK_NEAR(m.ttft_ms, 100, 1e-9, "ttft");
     CHECK_NEAR(m.tpot_ms, 20, 1e-9, "tpot");
     CHECK_NEAR(m.e2e_ms, 150, 1e-9, "e2e");
     fit_slo none = {NAN, NAN, NAN};
-    CHECK(fit_request_meets(&q, &none), "no objective: ok meets");
-    CHECK(fit_request_meets(&q, &(fit_slo){100, NAN, NAN}), "TTFT <= 100 (equal)");
-    CHECK(!fit_request_meets(&q, &(fit_slo){99, NAN, NAN}), "TTFT > 99");
-    CHECK(fit_request_meets(&q, &(fit_slo){NAN, 20, NAN}), "TPOT <= 20");
-    CHECK(!fit_request_meets(&q, &(fit_slo){NAN, 19.9, NAN}), "TPOT > 19.9");
-    CHECK(!fit_request_meets(&q, &(fit_slo){NAN, NAN, 149}), "E2E > 149");
-    CHECK(fit_request_meets(&q, &(fit_slo){200, 25, 150}), "all three met");
-    CHECK(!fit_request_meets(&q, &(fit_slo){200, 19, 150}), "one missed: not good");
+    CHECK(fit_request_meets(NULL, &q, &none), "no objective: ok meets");
+    CHECK(fit_request_meets(NULL, &q, &(fit_slo){100, NAN, NAN}), "TTFT <= 100 (equal)");
+    CHECK(!fit_request_meets(NULL, &q, &(fit_slo){99, NAN, NAN}), "TTFT > 99");
+    CHECK(fit_request_meets(NULL, &q, &(fit_slo){NAN, 20, NAN}), "TPOT <= 20");
+    CHECK(!fit_request_meets(NULL, &q, &(fit_slo){NAN, 19.9, NAN}), "TPOT > 19.9");
+    CHECK(!fit_request_meets(NULL, &q, &(fit_slo){NAN, NAN, 149}), "E2E > 149");
+    CHECK(fit_request_meets(NULL, &q, &(fit_slo){200, 25, 150}), "all three met");
+    CHECK(!fit_request_meets(NULL, &q, &(fit_slo){200, 19, 150}), "one missed: not good");
     ll_rec_request one = q;
     one.answer_tok = 1;
     one.n_chunks = 1;
-    CHECK(fit_request_meets(&one, &(fit_slo){NAN, 1, NAN}), "single token: TPOT met");
+    CHECK(fit_request_meets(NULL, &one, &(fit_slo){NAN, 1, NAN}), "single token: TPOT met");
     ll_rec_request bad = q;
     bad.cls = LL_ERRC_HTTP_5XX;
-    CHECK(!fit_request_meets(&bad, &none), "failed: never good");
+    CHECK(!fit_request_meets(NULL, &bad, &none), "failed: never good");
 }
 
 /* Goodput per level on a run: counts agree with each request's own figures,
