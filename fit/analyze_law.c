@@ -150,6 +150,23 @@ static int naive_fit(fit_result *res, fit_naive *nv, char *err, size_t errlen)
                     n, FIT_NAIVE_KEEP, full ? "; its distinct N counted up to a bound (at least that many)" : "");
 }
 
+/* A note when the run's steps were more than reduce.c "Steps kept" holds. */
+static int steps_note(fit_result *res)
+{
+    const struct fit_kept *k = res->kept;
+    size_t seen = 0, kept = 0;
+    if (k->step_stride <= 1)
+        return 0;
+    for (size_t l = 0; l < k->n_levels; l++) {
+        seen += k->levels[l].n_steps_seen;
+        kept += k->levels[l].n_steps;
+    }
+    return fit_note(res, "the law, the model family and compare's step units are from 1 in %zu engine steps (%zu of "
+                         "%zu), every level thinned alike; each level's steady throughput and its interval use "
+                         "every step",
+                    k->step_stride, kept, seen);
+}
+
 int fit_laws(const fit_run *run, fit_result *res, const fit_options *opt, char *err, size_t errlen)
 {
     int rc;
@@ -169,8 +186,9 @@ int fit_laws(const fit_run *run, fit_result *res, const fit_options *opt, char *
         for (size_t k = 0; k < ns; k++)
             LL_TRY(law_points_push(&client, st[k].n, &st[k]));
         LL_TRY(server_points(run, L, st, ns, &server, &res->law_server_scrapes));
-        res->levels[l].n_steady_points = ns;
+        res->levels[l].n_steady_points = res->kept->levels[l].n_steps_seen;
     }
+    LL_TRY(steps_note(res));
     const law_points *P = opt->n_server ? &server : &client, *O = opt->n_server ? &client : &server;
     res->law_n = opt->n_server ? "server" : "client";
     fit_double_vec px = P->x, py = P->y, pw = P->w;
@@ -206,25 +224,25 @@ fail:
 
 /* The steady throughput's 95% interval: the ratio R = sum gap / sum tokens
  * (ms per token) over the level's steps at N = C, delta method, t with
- * steps - 1 dof; the throughput is 1000 C / R. */
+ * steps - 1 dof; the throughput is 1000 C / R. R and the mean K are over
+ * every step; past reduce.c "Steps kept" the spread is the kept steps'
+ * (1 in the stride, evenly through the level), scaled to every step. */
 static int steady_interval(const fit_result *res, size_t l, double *r_ms, double *r_se_ms,
                            double *t_crit, double *k_mean)
 {
+    const fit_level_kept *lk = &res->kept->levels[l];
     const fit_step *st;
-    size_t n;
+    size_t m, n = lk->n_steps_seen;
     *r_ms = *r_se_ms = *t_crit = NAN;
-    fit_level_steps(res, l, &st, &n); /* a closed-loop level's: at N = C */
-    double g = 0, t = 0, ss = 0, kt = 0;
-    for (size_t k = 0; k < n; k++) {
-        g += st[k].gap_ms;
-        t += st[k].tokens;
-        kt += st[k].k * st[k].tokens;
-    }
-    *k_mean = t > 0 ? kt / t : NAN;
-    if (n >= 2 && t > 0) {
+    fit_level_steps(res, l, &st, &m); /* a closed-loop level's: at N = C */
+    double g = lk->sum_gap_ms, t = lk->sum_tok, ss = 0;
+    *k_mean = t > 0 ? lk->sum_k_tok / t : NAN;
+    if (n >= 2 && m >= 2 && t > 0) {
         double r = g / t, tbar = t / (double)n;
-        for (size_t k = 0; k < n; k++)
+        for (size_t k = 0; k < m; k++)
             ss += (st[k].gap_ms - r * st[k].tokens) * (st[k].gap_ms - r * st[k].tokens);
+        if (m != n)
+            ss *= (double)(n - 1) / (double)(m - 1);
         *r_ms = r;
         *r_se_ms = sqrt(ss / ((double)n * (double)(n - 1))) / tbar;
         *t_crit = gsl_cdf_tdist_Pinv(0.975, (double)(n - 1));

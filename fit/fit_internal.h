@@ -119,7 +119,9 @@ typedef struct fit_step {    /* 40 bytes: kept for every step of the run */
 static inline double fit_step_ms_per_tok(const fit_step *s) { return s->gap_ms / s->tokens; }
 /* The steps of r->levels[level_idx] (reduce.c, kept by fit_analyze): its
  * steady samples grouped in time order, those at N = C only in a closed-loop
- * level with a C. *out: the result's (NULL when there is none). */
+ * level with a C; past FIT_STEPS_KEEP steps in the run, 1 in
+ * r->kept->step_stride of them (reduce.c "Steps kept"). *out: the result's
+ * (NULL when there is none). */
 void fit_level_steps(const fit_result *r, size_t level_idx, const fit_step **out, size_t *n_out);
 
 /* naive.c: the naive OLS on every step sample's (N, ms), from the points up
@@ -157,8 +159,10 @@ void fit_hc3_sandwich(double i00, double i01, double i11, double m00, double m01
  * held: the level's steps, the count of requests behind them, its position
  * bins; the run's naive-fit points until fit_laws, and the chart sample. */
 typedef struct fit_level_kept {
-    fit_step *steps;          /* fit_level_steps */
-    size_t n_steps;
+    fit_step *steps;          /* fit_level_steps: 1 in fit_kept.step_stride of them */
+    size_t n_steps, cap_steps;
+    size_t n_steps_seen;      /* every step the level made */
+    double sum_gap_ms, sum_tok, sum_k_tok; /* over every one (the steady interval) */
     size_t n_step_requests;   /* requests with a steady sample at the steps' N */
     fit_pos_bins pos;         /* fit_level_position */
 } fit_level_kept;
@@ -167,6 +171,8 @@ struct fit_kept {
     fit_options opt;          /* what the samples were made with (fit_level_samples) */
     size_t n_levels;
     fit_level_kept *levels;
+    size_t step_stride;              /* "Steps kept": each level keeps 1 in this many */
+    size_t n_steps_kept;             /* over every level */
     fit_naive naive;                 /* the naive fit's points or sums; fit_laws finishes it */
     fit_chart_vec steady, other;     /* the chart sample while it is made */
     size_t seen_steady, seen_other;

@@ -19,6 +19,16 @@
  * while they arrive within this share of their OWN gap after it. */
 #define FIT_STEP_GROUP_FRAC 0.5
 
+/* reduce.c "Steps kept": the engine steps kept for the law, the model family
+ * and compare's units, run-wide, at most this many; past it every level
+ * keeps 1 in 2^j of its steps, the same j for all (so every level keeps its
+ * share and an unweighted fit sees the same mix). A step is one point of
+ * the law: at C = 1 one a token, so a billion-token run would hold ~0.3
+ * billion. 2^19 steps: 20 MB kept, and the law's robust fit and the model
+ * check over them (~150 bytes a point) stay under ~100 MB, where the
+ * sampling error of the law's coefficients is far inside their interval. */
+#define FIT_STEPS_KEEP ((size_t)1 << 19)
+
 /* The report's step charts (reduce.c "Chart sample"): up to this many step
  * samples of each kind (steady, other) are kept whole, so a run of that size
  * charts exactly as when every sample was held; past it every second one of

@@ -42,6 +42,7 @@ int fit_kept_new(fit_result *res, size_t n_levels, const fit_options *opt)
     k->opt = *opt;
     k->n_levels = n_levels;
     fit_naive_init(&k->naive, FIT_NAIVE_KEEP);
+    k->step_stride = 1;
     res->kept = k;
     res->chart.stride_steady = res->chart.stride_other = 1;
     return 0;
@@ -82,14 +83,64 @@ static int cmp_sample_time(const void *a, const void *b)
     return (x->n > y->n) - (x->n < y->n);
 }
 
+/* The level's steps kept until the result is freed: no growth slack. */
+static void steps_fit(fit_level_kept *lk)
+{
+    fit_step *v = lk->n_steps ? realloc(lk->steps, lk->n_steps * sizeof *v) : NULL;
+    if (!lk->n_steps) {
+        free(lk->steps);
+        lk->steps = NULL;
+    } else if (v) {
+        lk->steps = v;
+    }
+    lk->cap_steps = lk->n_steps;
+}
+
+/* "Steps kept": every step adds to the level's sums (the steady interval's
+ * ratio and mean K use every step); 1 in k->step_stride is kept, the
+ * level's 0th, stride-th, 2*stride-th... When the run holds more than
+ * FIT_STEPS_KEEP, every level lets go of every second one it kept (what
+ * stays is 1 in 2*stride, the same positions) and the stride doubles, so
+ * every level keeps the same share of its steps whenever it was made. */
+static int step_keep(struct fit_kept *k, fit_level_kept *lk, const fit_step *st)
+{
+    lk->sum_gap_ms += st->gap_ms;
+    lk->sum_tok += st->tokens;
+    lk->sum_k_tok += st->k * st->tokens;
+    if (lk->n_steps_seen++ % k->step_stride)
+        return 0;
+    if (lk->n_steps == lk->cap_steps) {
+        size_t cap = lk->cap_steps ? 2 * lk->cap_steps : 64;
+        fit_step *v = realloc(lk->steps, cap * sizeof *v);
+        if (!v)
+            return LL_ENOMEM;
+        lk->steps = v;
+        lk->cap_steps = cap;
+    }
+    lk->steps[lk->n_steps++] = *st;
+    if (++k->n_steps_kept <= (k->opt.steps_keep ? k->opt.steps_keep : FIT_STEPS_KEEP))
+        return 0;
+    k->n_steps_kept = 0;
+    for (size_t l = 0; l < k->n_levels; l++) {
+        fit_level_kept *o = &k->levels[l];
+        for (size_t i = 0; 2 * i < o->n_steps; i++)
+            o->steps[i] = o->steps[2 * i];
+        o->n_steps = (o->n_steps + 1) / 2;
+        k->n_steps_kept += o->n_steps;
+        if (o != lk)
+            steps_fit(o);
+    }
+    k->step_stride *= 2;
+    return 0;
+}
+
 /* analyze_law.c "One engine step": the level's steady samples (at N = at_n
  * when at_n > 0) in time order, each joining the step of the first while it
  * has its N and arrives within FIT_STEP_GROUP_FRAC of its own gap after it. */
-static int group_steps(const fit_sample *s, size_t n, double at_n, fit_level_kept *lk)
+static int group_steps(struct fit_kept *k, const fit_sample *s, size_t n, double at_n, fit_level_kept *lk)
 {
     int rc;
     LL_VEC(const fit_sample *) sel = {0};
-    LL_VEC(fit_step) steps = {0};
     for (size_t i = 0; i < n; i++)
         if (s[i].steady && (!(at_n > 0) || s[i].n == at_n))
             LL_TRY(ll_vec_push(&sel, &s[i]));
@@ -110,19 +161,12 @@ static int group_steps(const fit_sample *s, size_t n, double at_n, fit_level_kep
             st.k += sel.v[i]->k * sel.v[i]->tokens;
         }
         st.k /= st.tokens;
-        LL_TRY(ll_vec_push(&steps, st));
+        LL_TRY(step_keep(k, lk, &st));
     }
-    ll_vec_free(&sel);
-    /* kept until the result is freed: no growth slack (up to half of it) */
-    if (!steps.n)
-        ll_vec_free(&steps);
-    fit_step *fitted = steps.n ? realloc(steps.v, steps.n * sizeof *steps.v) : NULL;
-    lk->steps = fitted ? fitted : steps.v;
-    lk->n_steps = steps.n;
-    return 0;
+    rc = 0;
 fail:
     ll_vec_free(&sel);
-    ll_vec_free(&steps);
+    steps_fit(lk);
     return rc;
 }
 
@@ -216,7 +260,7 @@ int fit_level_reduce(fit_result *res, size_t level_idx, const fit_sample *s, siz
     res->n_samples += n;
     fit_position_level(L, n ? s : NULL, n, (int32_t)level_idx, &lk->pos);
     LL_TRY(burst_level(L, s, n));
-    LL_TRY(group_steps(s, n, steps_at_n(L), lk));
+    LL_TRY(group_steps(res->kept, s, n, steps_at_n(L), lk));
     lk->n_step_requests = step_requests(L, s, n);
     L->steady_n_max = 0;
     for (size_t i = 0; i < n; i++)

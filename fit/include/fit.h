@@ -84,6 +84,8 @@ typedef struct fit_options {
     int n_server;             /* 1: the law's N is the server's; default 0: D */
     int include_profiled;     /* 1: profiled levels make the law too; default 0 (the
                                * profiler slowed the server in them) */
+    size_t steps_keep;        /* engine steps kept run-wide for the law; 0: the
+                               * default (fit_tuning.h FIT_STEPS_KEEP); tests set it */
 } fit_options;
 void fit_options_default(fit_options *o);
 
