@@ -11,10 +11,11 @@
 # (b) Live: one `loadlaw serve --law 0+0n` (zero compute: one character an event) on CPU 0 and
 #     `loadlaw sweep --url` with C = REC_C (256) streams of REC_TOKENS (1000) tokens for
 #     REC_LIVE_S (60) seconds on CPU 1: records bytes per token event (the level_end's
-#     client.events), and the same for the default bundled sweep (52+30n, `loadlaw sweep`); each
-#     also rewritten in the list form of older files (`loadlaw records expand`) for the before.
+#     client.events) and `loadlaw fit --json` of that run as in (a); then the bytes for the default
+#     bundled sweep (52+30n, `loadlaw sweep`); each also rewritten in the list form of older files
+#     (`loadlaw records expand`) for the before.
 #
-# Knobs: REC_EVENTS, REC_FIT_MEM_KB, REC_C, REC_TOKENS, REC_LIVE_S, REC_DIR (default a
+# Knobs: REC_EVENTS (1e9 needs ~6 GB of disk under REC_DIR), REC_FIT_MEM_KB, REC_C, REC_TOKENS, REC_LIVE_S, REC_DIR (default a
 # mktemp folder under /tmp; mind its free space: ~6 bytes an event), REC_SKIP_LIVE=1.
 set -euo pipefail
 
@@ -45,23 +46,32 @@ trap cleanup EXIT
 # GNU time's -f: peak RSS (KB), user and system seconds.
 field() { awk -v k="$1" '{ for (i = 1; i <= NF; i++) if ($i ~ "^" k "=") { sub(k "=", "", $i); print $i } }' "$2"; }
 
+# fit_cost DIR EVENTS LABEL: `loadlaw fit DIR --json` under GNU time (address space capped at
+# MEM_KB): one row of records bytes per event, fit peak RSS and CPU per event.
+fit_cost() {
+  local dir=$1 ev=$2 label=$3 bytes
+  bytes=$(stat -c %s "$dir/records.jsonl")
+  if (ulimit -v "$MEM_KB"; /usr/bin/time -f 'rss=%M user=%U sys=%S' -o "$TMP/time" "$LL" fit "$dir" --json \
+      >/dev/null 2>"$TMP/fit.err"); then
+    local rss u s
+    rss=$(field rss "$TMP/time") u=$(field user "$TMP/time") s=$(field sys "$TMP/time")
+    awk -v l="$label" -v ev="$ev" -v b="$bytes" -v rss="$rss" -v u="$u" -v s="$s" 'BEGIN {
+      printf "%-10s %12d %10.2f %12.0f %14.0f %14.3f %10.1f\n", l, ev, b / ev, b / 1e6, rss / 1024, (u + s) * 1e6 / ev, u + s }'
+  else
+    awk -v l="$label" -v ev="$ev" -v b="$bytes" -v cap="$MEM_KB" 'BEGIN {
+      printf "%-10s %12d %10.2f %12.0f %14s %14s %10s   (fit over the %.0f MB cap)\n", l, ev, b / ev, b / 1e6, "over cap", "-", "-", cap / 1024 }'
+    tail -2 "$TMP/fit.err" >&2
+  fi
+}
+header() { printf '%-10s %12s %10s %12s %14s %14s %10s\n' run events bytes/ev "records MB" "fit peak MB" "fit us/event" "fit s"; }
+
 echo "synthetic runs (gen_records: C = 1..64, 1,000 tokens a request, law 2.6+1.5n ms played)"
-printf '%12s %10s %12s %14s %14s %10s\n' events bytes/ev "records MB" "fit peak MB" "fit us/event" "fit s"
+header
 for n in $EVENTS; do
   mkdir -p "$TMP/syn"
   gen=$("$GEN" "$TMP/syn/records.jsonl" --events "$n") || { echo "records: gen_records failed" >&2; exit 1; }
   ev=$(echo "$gen" | sed 's/.*events=\([0-9]*\).*/\1/')
-  bytes=$(stat -c %s "$TMP/syn/records.jsonl")
-  if (ulimit -v "$MEM_KB"; /usr/bin/time -f 'rss=%M user=%U sys=%S' -o "$TMP/time" "$LL" fit "$TMP/syn" --json \
-      >/dev/null 2>"$TMP/fit.err"); then
-    rss=$(field rss "$TMP/time") u=$(field user "$TMP/time") s=$(field sys "$TMP/time")
-    awk -v ev="$ev" -v b="$bytes" -v rss="$rss" -v u="$u" -v s="$s" 'BEGIN {
-      printf "%12d %10.2f %12.0f %14.0f %14.3f %10.1f\n", ev, b / ev, b / 1e6, rss / 1024, (u + s) * 1e6 / ev, u + s }'
-  else
-    awk -v ev="$ev" -v b="$bytes" -v cap="$MEM_KB" 'BEGIN {
-      printf "%12d %10.2f %12.0f %14s %14s %10s   (fit over the %.0f MB cap)\n", ev, b / ev, b / 1e6, "over cap", "-", "-", cap / 1024 }'
-    tail -2 "$TMP/fit.err" >&2
-  fi
+  fit_cost "$TMP/syn" "$ev" synthetic
   rm -rf "$TMP/syn"
 done
 
@@ -98,6 +108,12 @@ done
   { echo "records: the live sweep failed" >&2; tail -3 "$TMP/sweep.err" >&2; exit 1; }
 stop_serve
 per_event "$TMP/live" "live, serve --law 0+0n, ${LIVE_S}s"
+live_ev=$(python3 -c 'import json, sys
+print(sum((json.loads(l).get("client") or {}).get("events", 0) for l in open(sys.argv[1]) if "\"type\":\"level_end\"" in l))' \
+  "$TMP/live/records.jsonl")
+echo "loadlaw fit of the live run"
+header
+fit_cost "$TMP/live" "$live_ev" live
 # The same run in the list form of older files, for the before/after: loadlaw records expand.
 mkdir -p "$TMP/live-list" && "$LL" records expand "$TMP/live" "$TMP/live-list" 2>/dev/null &&
   per_event "$TMP/live-list" "  the same, list form (expand)" && rm -rf "$TMP/live-list"
