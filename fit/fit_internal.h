@@ -133,6 +133,9 @@ typedef struct fit_naive {
     int summed;               /* past keep: the sums below only */
     long double cx, ca, cb;   /* centre and provisional line at the switch */
     long double su[7], sv[6], svv[5];
+    double run_x;             /* the run of samples with one x not yet in the sums */
+    size_t run_n;
+    long double run_c, run_v, run_vv; /* its provisional line; sums of v, v^2 */
     double *set;              /* distinct x (summed only) */
     size_t n_distinct;
     int distinct_full;        /* more than FIT_NAIVE_DISTINCT distinct x */

@@ -10,7 +10,8 @@
  * cx), every point is fed as (u, v = y - ca - cb*u), and the final line is
  * the provisional one plus the OLS of v on u. The sums, in long double:
  * Su[j] = sum u^j (j <= 6), Sv[j] = sum v*u^j (j <= 5), Svv[j] = sum v^2*u^j
- * (j <= 4). They give the OLS exactly (the same normal equations), and the
+ * (j <= 4), each run of samples with one x added at once (run_flush). They
+ * give the OLS exactly (the same normal equations), and the
  * residual sums sum r^2*u^j that R2, the residual sd and the HC3 sandwich
  * need. HC3 weighs each squared residual by 1/(1-h)^2 with h the point's
  * leverage, a quadratic in u; the sums take it to first order, 1 + 2h, which
@@ -77,19 +78,39 @@ static int distinct_add(fit_naive *nv, double x)
     }
 }
 
+/* A run of samples with one x (a level's steady samples share their N)
+ * into the moments at once: with u fixed, Sv[j] gains u^j * sum v and
+ * Svv[j] u^j * sum v^2, so each sample costs two additions, not eighteen. */
+static void run_flush(fit_naive *nv)
+{
+    if (!nv->run_n)
+        return;
+    long double u = (long double)nv->run_x - nv->cx, p = 1;
+    for (int j = 0; j <= 6; j++, p *= u) {
+        nv->su[j] += (long double)nv->run_n * p;
+        if (j <= 5)
+            nv->sv[j] += nv->run_v * p;
+        if (j <= 4)
+            nv->svv[j] += nv->run_vv * p;
+    }
+    nv->run_n = 0;
+    nv->run_v = nv->run_vv = 0;
+}
+
 static int sums_add(fit_naive *nv, double x, double y)
 {
-    long double u = (long double)x - nv->cx;
-    long double v = (long double)y - nv->ca - nv->cb * u;
-    long double p = 1;
-    for (int j = 0; j <= 6; j++, p *= u) {
-        nv->su[j] += p;
-        if (j <= 5)
-            nv->sv[j] += v * p;
-        if (j <= 4)
-            nv->svv[j] += v * v * p;
+    if (!nv->run_n || x != nv->run_x) {
+        run_flush(nv);
+        nv->run_x = x;
+        nv->run_c = nv->ca + nv->cb * ((long double)x - nv->cx);
+        if (distinct_add(nv, x))
+            return LL_ENOMEM;
     }
-    return distinct_add(nv, x);
+    long double v = (long double)y - nv->run_c;
+    nv->run_n++;
+    nv->run_v += v;
+    nv->run_vv += v * v;
+    return 0;
 }
 
 /* The switch to sums: centre and provisional line from the kept points
@@ -186,6 +207,7 @@ int fit_naive_finish(fit_naive *nv, fit_law *out, char *err, size_t errlen)
         fit_naive_free(nv);
         return rc;
     }
+    run_flush(nv);
     fit_law_nan(out);
     out->method = "ols";
     out->n_points = out->n_samples = nv->n;
