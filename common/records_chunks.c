@@ -19,6 +19,7 @@
  * array per chunk. */
 #include "common.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Times beyond +/- 2^62 ns are not times a run can hold (records_read.c). */
@@ -118,53 +119,63 @@ int ll_rec_chunks_pack(ll_buf *b, const ll_rec_chunk *c, size_t n)
 
 /* ---- decoding (readers) -------------------------------------------------------- */
 
+/* A base64 character's value plus one; 0: not base64. */
+static const uint8_t b64_value1[256] = {
+    ['A'] = 1, ['B'] = 2, ['C'] = 3, ['D'] = 4, ['E'] = 5, ['F'] = 6, ['G'] = 7, ['H'] = 8, ['I'] = 9,
+    ['J'] = 10, ['K'] = 11, ['L'] = 12, ['M'] = 13, ['N'] = 14, ['O'] = 15, ['P'] = 16, ['Q'] = 17,
+    ['R'] = 18, ['S'] = 19, ['T'] = 20, ['U'] = 21, ['V'] = 22, ['W'] = 23, ['X'] = 24, ['Y'] = 25,
+    ['Z'] = 26, ['a'] = 27, ['b'] = 28, ['c'] = 29, ['d'] = 30, ['e'] = 31, ['f'] = 32, ['g'] = 33,
+    ['h'] = 34, ['i'] = 35, ['j'] = 36, ['k'] = 37, ['l'] = 38, ['m'] = 39, ['n'] = 40, ['o'] = 41,
+    ['p'] = 42, ['q'] = 43, ['r'] = 44, ['s'] = 45, ['t'] = 46, ['u'] = 47, ['v'] = 48, ['w'] = 49,
+    ['x'] = 50, ['y'] = 51, ['z'] = 52, ['0'] = 53, ['1'] = 54, ['2'] = 55, ['3'] = 56, ['4'] = 57,
+    ['5'] = 58, ['6'] = 59, ['7'] = 60, ['8'] = 61, ['9'] = 62, ['+'] = 63, ['/'] = 64,
+};
+
+/* The base64 text s[0..len) into raw bytes (raw: room for len * 3 / 4),
+ * their count into *n. Padding ('=') may only end the text; bits short of a
+ * byte at the end are dropped. LL_EPARSE when the text is not base64. Four
+ * characters at a time: the reader's cost per token event is mostly here. */
+static int b64_decode(const char *s, size_t len, uint8_t *raw, size_t *n)
+{
+    const uint8_t *u = (const uint8_t *)s;
+    size_t end = len, i = 0, k = 0;
+    while (end > 0 && s[end - 1] == '=')
+        end--;
+    for (; i + 4 <= end; i += 4) {
+        uint32_t a = b64_value1[u[i]], b = b64_value1[u[i + 1]], c = b64_value1[u[i + 2]], d = b64_value1[u[i + 3]];
+        if (!a || !b || !c || !d)
+            return LL_EPARSE;
+        uint32_t w = (a - 1) << 18 | (b - 1) << 12 | (c - 1) << 6 | (d - 1);
+        raw[k++] = (uint8_t)(w >> 16);
+        raw[k++] = (uint8_t)(w >> 8);
+        raw[k++] = (uint8_t)w;
+    }
+    uint32_t acc = 0;
+    int nbits = 0;
+    for (; i < end; i++) {
+        uint32_t v = b64_value1[u[i]];
+        if (!v)
+            return LL_EPARSE;
+        acc = acc << 6 | (v - 1);
+        if ((nbits += 6) >= 8) {
+            nbits -= 8;
+            raw[k++] = (uint8_t)(acc >> nbits);
+        }
+    }
+    *n = k;
+    return 0;
+}
+
+/* The raw bytes p[0..end) being read. */
 typedef struct unpack_in {
-    const char *s;
-    size_t len, pos;
-    uint32_t acc;  /* base64 bits not yet handed out */
-    int nbits;
-    int bad;       /* not base64 */
+    const uint8_t *p;
+    size_t end, pos;
 } unpack_in;
 
-static int b64_value(char ch)
+/* The next byte, or -1 at the end. */
+static inline int next_byte(unpack_in *in)
 {
-    if (ch >= 'A' && ch <= 'Z')
-        return ch - 'A';
-    if (ch >= 'a' && ch <= 'z')
-        return ch - 'a' + 26;
-    if (ch >= '0' && ch <= '9')
-        return ch - '0' + 52;
-    return ch == '+' ? 62 : ch == '/' ? 63 : -1;
-}
-
-/* Is the rest of the text padding only? */
-static int only_padding(const unpack_in *in)
-{
-    for (size_t i = in->pos; i < in->len; i++)
-        if (in->s[i] != '=')
-            return 0;
-    return 1;
-}
-
-/* The next byte, or -1 at the end (in->bad set when the text is not base64). */
-static int next_byte(unpack_in *in)
-{
-    while (in->nbits < 8) {
-        if (in->pos >= in->len || in->s[in->pos] == '=') {
-            if (!only_padding(in))
-                in->bad = 1;
-            return -1;
-        }
-        int v = b64_value(in->s[in->pos++]);
-        if (v < 0) {
-            in->bad = 1;
-            return -1;
-        }
-        in->acc = (in->acc << 6) | (uint32_t)v;
-        in->nbits += 6;
-    }
-    in->nbits -= 8;
-    return (int)((in->acc >> in->nbits) & 0xff);
+    return in->pos < in->end ? in->p[in->pos++] : -1;
 }
 
 /* A chunk's head: *x and zz. LL_EPARSE when cut short or longer than 65 bits. */
@@ -202,24 +213,20 @@ static int64_t as_i64(uint64_t u)
     return u <= (uint64_t)INT64_MAX ? (int64_t)u : -(int64_t)(UINT64_MAX - u) - 1;
 }
 
-int ll_rec_chunks_unpack(const char *s, size_t len, ll_rec_chunk **v, size_t *n, size_t *cap)
+/* The chunks of raw bytes in into v (room reserved for one a byte). */
+static int unpack_raw(unpack_in *in, ll_rec_chunk *v, size_t *n)
 {
-    unpack_in in = {.s = s, .len = len};
     uint64_t t = 0;
     int32_t tok = 1;
     char kind = LL_CHUNK_ANSWER;
     int b, x, rc;
-    *n = 0;
-    /* every chunk takes at least one byte: room for all of them at once */
-    if (ll_vec_reserve_((void **)v, cap, len / 4 * 3 + 3, sizeof **v))
-        return LL_ENOMEM;
-    while ((b = next_byte(&in)) >= 0) {
+    while ((b = next_byte(in)) >= 0) {
         uint64_t zz, tk;
-        if ((rc = get_head(&in, b, &zz, &x)) != 0)
+        if ((rc = get_head(in, b, &zz, &x)) != 0)
             return rc;
         t += (zz >> 1) ^ (0 - (zz & 1)); /* mod 2^64, as written */
         if (x) {
-            if ((rc = get_varint(&in, &tk)) != 0)
+            if ((rc = get_varint(in, &tk)) != 0)
                 return rc;
             if ((tk >> 1) > INT32_MAX)
                 return LL_ERANGE;
@@ -228,7 +235,26 @@ int ll_rec_chunks_unpack(const char *s, size_t len, ll_rec_chunk **v, size_t *n,
         }
         if (as_i64(t) < -TIME_LIMIT_NS || as_i64(t) > TIME_LIMIT_NS)
             return LL_ERANGE;
-        (*v)[(*n)++] = (ll_rec_chunk){as_i64(t), tok, kind};
+        v[(*n)++] = (ll_rec_chunk){as_i64(t), tok, kind};
     }
-    return in.bad ? LL_EPARSE : 0;
+    return 0;
+}
+
+int ll_rec_chunks_unpack(const char *s, size_t len, ll_rec_chunk **v, size_t *n, size_t *cap)
+{
+    size_t room = len / 4 * 3 + 3;
+    *n = 0;
+    /* every chunk takes at least one byte: room for all of them at once */
+    if (ll_vec_reserve_((void **)v, cap, room, sizeof **v))
+        return LL_ENOMEM;
+    uint8_t stack[4096], *raw = room <= sizeof stack ? stack : malloc(room);
+    if (!raw)
+        return LL_ENOMEM;
+    unpack_in in = {.p = raw};
+    int rc = b64_decode(s, len, raw, &in.end);
+    if (rc == 0)
+        rc = unpack_raw(&in, *v, n);
+    if (raw != stack)
+        free(raw);
+    return rc;
 }
