@@ -228,6 +228,26 @@ double ll_quantile_sorted(const double *v, size_t n, double q)
     return i + 1 < n ? v[i] + f * (v[i + 1] - v[i]) : v[i];
 }
 
+size_t ll_pct_below(ll_pct *p, double x)
+{
+    size_t k = 0;
+    if (!p->hist) {
+        if (!p->sorted) {
+            ll_sort_doubles(p->exact.v, p->exact.n);
+            p->sorted = 1;
+        }
+        while (k < p->exact.n && p->exact.v[k] < x)
+            k++;
+        return k;
+    }
+    if (!(x > HIST_MIN))
+        return 0;
+    k = p->zeros;
+    for (size_t i = 0, bx = bucket_of(p, x); i < bx; i++)
+        k += p->hist[i];
+    return k;
+}
+
 double ll_pct_quantile(ll_pct *p, double q)
 {
     if (p->n == 0)

@@ -4,8 +4,9 @@
  *                    samples reduced to what the rest needs (reduce.c: its
  *                    engine steps, burst figures, position bins, the naive
  *                    fit's points, the chart sample) and let go before the
- *                    next level; the request, latency and rate figures
- *                    (figures.c)
+ *                    next level, or for a big level both as one sweep in
+ *                    time order (stream.c); the request, latency and rate
+ *                    figures (figures.c)
  *   count_left_out   what the samples leave out, run-wide
  *   fit_laws         the law on one point per engine step (fit_level_steps),
  *                    OLS beside it, the naive fit on every gap (regress.c);
@@ -111,11 +112,17 @@ static int rebuild_levels(const fit_run *run, const fit_options *opt, fit_result
     fit_sample_vec sv = {0};
     for (size_t l = 0; l < fit_run_n_levels(run); l++) {
         LL_TRY(level_requests(run, l, &idx));
-        sv.n = 0;
-        LL_TRY(fit_timeline_level(run, fit_run_level(run, l), idx.v, idx.n, (int32_t)l, opt, &res->levels[l], &sv,
-                                  &res->n_empty_chunks, err, errlen));
-        res->n_levels = l + 1;
-        LL_TRY(fit_level_reduce(res, l, sv.v, sv.n));
+        if (fit_stream_wanted(run, idx.v, idx.n, opt)) {
+            LL_TRY(fit_stream_level(run, fit_run_level(run, l), idx.v, idx.n, (int32_t)l, opt, res, &res->levels[l],
+                                    NULL, &res->n_empty_chunks, err, errlen));
+            res->n_levels = l + 1;
+        } else {
+            sv.n = 0;
+            LL_TRY(fit_timeline_level(run, fit_run_level(run, l), idx.v, idx.n, (int32_t)l, opt, &res->levels[l],
+                                      &sv, &res->n_empty_chunks, err, errlen));
+            res->n_levels = l + 1;
+            LL_TRY(fit_level_reduce(res, l, sv.v, sv.n));
+        }
         LL_TRY(fit_level_figures(run, idx.v, idx.n, &res->levels[l]));
         LL_TRY(fit_said_level(run, idx.v, idx.n, &res->levels[l]));
         fit_server_level(run, &res->levels[l]);
@@ -146,8 +153,12 @@ int fit_level_samples(const fit_run *run, const fit_result *res, size_t level_id
     if (!res->kept || level_idx >= fit_run_n_levels(run) || level_idx >= res->n_levels)
         return LL_EINVAL;
     LL_TRY(level_requests(run, level_idx, &idx));
-    LL_TRY(fit_timeline_level(run, fit_run_level(run, level_idx), idx.v, idx.n, (int32_t)level_idx,
-                              &res->kept->opt, &L, &sv, &n_empty, err, sizeof err));
+    if (fit_stream_wanted(run, idx.v, idx.n, &res->kept->opt))
+        LL_TRY(fit_stream_level(run, fit_run_level(run, level_idx), idx.v, idx.n, (int32_t)level_idx,
+                                &res->kept->opt, NULL, &L, &sv, &n_empty, err, sizeof err));
+    else
+        LL_TRY(fit_timeline_level(run, fit_run_level(run, level_idx), idx.v, idx.n, (int32_t)level_idx,
+                                  &res->kept->opt, &L, &sv, &n_empty, err, sizeof err));
     fit_level_release(&L);
     ll_vec_free(&idx);
     *out = sv.v;

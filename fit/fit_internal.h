@@ -260,6 +260,83 @@ int fit_timeline_level(const fit_run *run, const fit_level_info *info, const siz
                        fit_level *out, fit_sample_vec *sv, size_t *n_empty_chunks,
                        char *err, size_t errlen);
 void fit_level_release(fit_level *L);
+
+/* timeline.c, shared with stream.c: one level's walk, whichever order it
+ * takes. fit_tl_begin sets L from the level's record and makes its P/D line,
+ * cut, ramp time and rate bins; the walk gives every request to
+ * fit_tl_request (1: it makes samples), every chunk to fit_tl_chunk (counts,
+ * ramp tokens, rates) and every gap between two arrivals of a stream to
+ * fit_tl_sample; fit_tl_end makes the level's figures from what they counted
+ * and hands the line to L; fit_tl_free, always, with the walk's rc (on an
+ * error it fills err and releases L). */
+typedef struct fit_tl_line {
+    size_t n;
+    fit_phase_point *pt;  /* change points */
+    double *integ;        /* integral of D (count * ns) from pt[0] to pt[j] */
+} fit_tl_line;
+typedef struct fit_tl_level {
+    const fit_level_info *info;
+    const fit_options *opt;
+    int32_t level_idx;
+    fit_level *L;
+    size_t *n_empty_chunks;
+    fit_tl_line ln;
+    int64_t cut_ns;           /* samples after it are dropped (an interrupted level) */
+    int64_t ramp_ns;          /* D first reached C; INT64_MIN: never */
+    double steady_tok_at_c, steady_gap_ns_at_c; /* integers: exact in any order */
+    ll_pct *gaps_at_c;        /* steady ms per token at N = C, exact up to its bound */
+} fit_tl_level;
+/* gaps_exact: the steady median's values kept exactly (SIZE_MAX: all). */
+int fit_tl_begin(const fit_run *run, const fit_level_info *info, const size_t *req_idx, size_t n_req,
+                 int32_t level_idx, const fit_options *opt, size_t gaps_exact, fit_level *L,
+                 size_t *n_empty_chunks, fit_tl_level *tl);
+int fit_tl_request(fit_tl_level *tl, const ll_rec_request *q);
+void fit_tl_chunk(fit_tl_level *tl, const ll_rec_chunk *c);
+/* The sample of the gap [t0, t] of request req_idx, ending in an arrival of
+ * tok tokens of kind after pos tokens, K = k at t0, into *s and counted: 1;
+ * 0: after the cut (none made); LL_ENOMEM. */
+int fit_tl_sample(fit_tl_level *tl, uint32_t req_idx, int64_t t0, int64_t t, int32_t tok, int32_t pos, char kind,
+                  double k, fit_sample *s);
+int fit_tl_end(fit_tl_level *tl);
+void fit_tl_free(fit_tl_level *tl, int rc, char *err, size_t errlen);
+
+/* stream.c: a level with more chunks than opt->stream_events (0:
+ * FIT_STREAM_EVENTS) is walked as one time-ordered sweep (stream.c "A
+ * streamed level") instead of fit_timeline_level + fit_level_reduce. */
+int fit_stream_wanted(const fit_run *run, const size_t *req_idx, size_t n_req, const fit_options *opt);
+/* The level's timeline and, with res, its samples reduced into res (as
+ * fit_level_reduce does; res->levels[level_idx] is L); with sv, its samples
+ * appended in time order instead. 0 or an error (err filled, L released). */
+int fit_stream_level(const fit_run *run, const fit_level_info *info, const size_t *req_idx, size_t n_req,
+                     int32_t level_idx, const fit_options *opt, fit_result *res, fit_level *L, fit_sample_vec *sv,
+                     size_t *n_empty_chunks, char *err, size_t errlen);
+
+/* reduce.c, shared with stream.c: a level's samples one at a time. Engine
+ * steps: the samples fit_step_takes selects, in time order (ties at one t
+ * by N), to fit_step_feed; fit_step_done closes the open step and trims
+ * lk's steps. fit_step_request: the sample puts its request among those
+ * behind the steps (fit_level_kept.n_step_requests). fit_kept_samples: the
+ * naive fit's points and the chart sample. 0 or LL_ENOMEM each. */
+int fit_step_takes(const fit_level *L, const fit_sample *s);
+int fit_step_request(const fit_level *L, const fit_sample *s);
+int fit_step_feed(struct fit_kept *k, fit_level_kept *lk, fit_step *open, const fit_sample *s);
+int fit_step_done(struct fit_kept *k, fit_level_kept *lk, fit_step *open);
+int fit_kept_samples(fit_result *res, const fit_sample *s, size_t n);
+
+/* position.c, shared with stream.c: position bins one sample at a time,
+ * before pos_max is known: sums per position (32 bytes a token of the
+ * longest request), folded into FIT_POS_BINS bins at the end. */
+typedef struct fit_pos_acc {
+    int at_c;                 /* the level's C when closed loop, else 0 */
+    size_t n;                 /* positions 0..n-1 held */
+    double (*sum)[4];         /* per position: all ms, all tokens, steady ms, steady tokens */
+    int32_t pos_max;          /* -1: no sample */
+} fit_pos_acc;
+void fit_pos_acc_init(fit_pos_acc *a, const fit_level *L);
+int fit_pos_acc_add(fit_pos_acc *a, const fit_sample *s);
+/* L's figures and out, as fit_position_level makes them; a's memory let go. */
+void fit_pos_acc_finish(fit_pos_acc *a, fit_level *L, fit_pos_bins *out);
+void fit_pos_acc_free(fit_pos_acc *a);
 /* position.c: L's early/late figures (position.c "Step time against position")
  * and its bins (into *out) from the samples of level_idx among s[0..n). */
 void fit_position_level(fit_level *L, const fit_sample *s, size_t n, int32_t level_idx, fit_pos_bins *out);

@@ -46,6 +46,13 @@
  * log-bucketed histogram (common ll_pct, LL_PCT_REL_ERR) that a note names:
  * 8 MB a kind at most, not 8 bytes an event. */
 #define FIT_PCT_EXACT ((size_t)1 << 20)
+/* stream.c: a level with more chunks than this (fit_options.stream_events
+ * 0) is walked as one time-ordered sweep that holds no per-event array (its
+ * K line alone is 16 bytes a chunk, its samples 56); at or below it, the
+ * exact walk, whose output every run of that size already had. 2^22 chunks
+ * keep a level's arrays under ~300 MB while every recorded run and test of
+ * the usual size stays on the exact walk. */
+#define FIT_STREAM_EVENTS ((size_t)1 << 22)
 /* model_stream.c: past this many points a model's fit makes each row of its
  * design on the fly (sequential QR) instead of GSL's n x p matrix and its
  * copy; up to it, GSL's fit exactly as before. */

@@ -15,7 +15,9 @@
  *    points up to a bound, running sums past it), finished by fit_laws;
  *  - the chart sample below.
  * Each is computed from the level's samples exactly as it was from the run's
- * array, in the same order, so every figure is the same to the bit.
+ * array, in the same order, so every figure is the same to the bit. A big
+ * level's samples come one instant at a time from stream.c, which feeds the
+ * same steps (fit_step_feed) and kept points (fit_kept_samples).
  *
  * Chart sample (fit_result.chart): the report draws at most RPT_MAX_POINTS
  * step samples of each kind (steady, other), every stride-th, and places the
@@ -134,40 +136,73 @@ static int step_keep(struct fit_kept *k, fit_level_kept *lk, const fit_step *st)
     return 0;
 }
 
-/* analyze_law.c "One engine step": the level's steady samples (at N = at_n
- * when at_n > 0) in time order, each joining the step of the first while it
- * has its N and arrives within FIT_STEP_GROUP_FRAC of its own gap after it. */
-static int group_steps(struct fit_kept *k, const fit_sample *s, size_t n, double at_n, fit_level_kept *lk)
+int fit_step_takes(const fit_level *L, const fit_sample *s)
+{
+    double at_n = steps_at_n(L);
+    return s->steady && (!(at_n > 0) || s->n == at_n);
+}
+
+/* The open step, if any, kept (its K the token-weighted mean). */
+static int step_close(struct fit_kept *k, fit_level_kept *lk, fit_step *open)
+{
+    if (!open->n_samples)
+        return 0;
+    open->k /= open->tokens;
+    int rc = step_keep(k, lk, open);
+    memset(open, 0, sizeof *open);
+    return rc;
+}
+
+/* analyze_law.c "One engine step": s joins the open step while it has its N
+ * and arrives within FIT_STEP_GROUP_FRAC of its own gap after the step's
+ * first sample (a sample of the next step ends a whole (next) step after
+ * the first, however short that step is); else it opens the next. */
+int fit_step_feed(struct fit_kept *k, fit_level_kept *lk, fit_step *open, const fit_sample *s)
+{
+    if (!open->n_samples || s->n != open->n ||
+        !((double)(s->t_ns - open->t_ns) <= FIT_STEP_GROUP_FRAC * s->gap_ms * 1e6 * s->tokens)) {
+        int rc = step_close(k, lk, open);
+        if (rc)
+            return rc;
+        *open = (fit_step){.t_ns = s->t_ns, .n = s->n};
+    }
+    open->n_samples++;
+    open->tokens += (uint32_t)s->tokens;
+    open->gap_ms += s->gap_ms * s->tokens;
+    open->k += s->k * s->tokens;
+    return 0;
+}
+
+int fit_step_done(struct fit_kept *k, fit_level_kept *lk, fit_step *open)
+{
+    int rc = step_close(k, lk, open);
+    steps_fit(lk);
+    return rc;
+}
+
+/* The level's steady samples that make steps, in time order, fed one by
+ * one (fit_step_feed). */
+static int group_steps(struct fit_kept *k, const fit_level *L, const fit_sample *s, size_t n, fit_level_kept *lk)
 {
     int rc;
     LL_VEC(const fit_sample *) sel = {0};
+    fit_step open = {0};
     for (size_t i = 0; i < n; i++)
-        if (s[i].steady && (!(at_n > 0) || s[i].n == at_n))
+        if (fit_step_takes(L, &s[i]))
             LL_TRY(ll_vec_push(&sel, &s[i]));
     if (sel.n > 1) /* qsort(NULL, 0) is undefined */
         qsort(sel.v, sel.n, sizeof *sel.v, cmp_sample_time);
-    for (size_t i = 0; i < sel.n;) {
-        const fit_sample *first = sel.v[i];
-        fit_step st = {.t_ns = first->t_ns, .n = first->n};
-        /* each sample against its own gap: a sample of the next step ends a
-         * whole (next) step after the first, however short that step is */
-        for (; i < sel.n && sel.v[i]->n == first->n &&
-               (double)(sel.v[i]->t_ns - first->t_ns) <=
-                   FIT_STEP_GROUP_FRAC * sel.v[i]->gap_ms * 1e6 * sel.v[i]->tokens;
-             i++) {
-            st.n_samples++;
-            st.tokens += (uint32_t)sel.v[i]->tokens;
-            st.gap_ms += sel.v[i]->gap_ms * sel.v[i]->tokens;
-            st.k += sel.v[i]->k * sel.v[i]->tokens;
-        }
-        st.k /= st.tokens;
-        LL_TRY(step_keep(k, lk, &st));
-    }
-    rc = 0;
+    for (size_t i = 0; i < sel.n; i++)
+        LL_TRY(fit_step_feed(k, lk, &open, sel.v[i]));
 fail:
     ll_vec_free(&sel);
-    steps_fit(lk);
-    return rc;
+    int done = fit_step_done(k, lk, &open);
+    return rc ? rc : done;
+}
+
+int fit_step_request(const fit_level *L, const fit_sample *s)
+{
+    return s->steady && !(L->closed_loop && s->n != L->concurrency);
 }
 
 /* Requests with a steady sample at the level's C (closed loop) or any
@@ -179,7 +214,7 @@ static size_t step_requests(const fit_level *L, const fit_sample *s, size_t n)
     int have = 0;
     uint32_t last = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!s[i].steady || (L->closed_loop && s[i].n != L->concurrency))
+        if (!fit_step_request(L, &s[i]))
             continue;
         if (!have || last != s[i].req_idx)
             count++;
@@ -234,7 +269,7 @@ static int chart_push(fit_chart_vec *v, size_t *seen, size_t *stride, fit_chart_
     return 0;
 }
 
-static int chart_and_naive(fit_result *res, const fit_sample *s, size_t n)
+int fit_kept_samples(fit_result *res, const fit_sample *s, size_t n)
 {
     struct fit_kept *k = res->kept;
     fit_chart_sample *c = &res->chart;
@@ -260,13 +295,13 @@ int fit_level_reduce(fit_result *res, size_t level_idx, const fit_sample *s, siz
     res->n_samples += n;
     fit_position_level(L, n ? s : NULL, n, (int32_t)level_idx, &lk->pos);
     LL_TRY(burst_level(L, s, n));
-    LL_TRY(group_steps(res->kept, s, n, steps_at_n(L), lk));
+    LL_TRY(group_steps(res->kept, L, s, n, lk));
     lk->n_step_requests = step_requests(L, s, n);
     L->steady_n_max = 0;
     for (size_t i = 0; i < n; i++)
         if (s[i].steady && s[i].n > L->steady_n_max)
             L->steady_n_max = s[i].n;
-    LL_TRY(chart_and_naive(res, s, n));
+    LL_TRY(fit_kept_samples(res, s, n));
 fail:
     return rc;
 }

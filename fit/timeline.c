@@ -47,12 +47,6 @@ typedef struct tl_event {
     int32_t dp, dd;
 } tl_event;
 
-typedef struct tl_line {
-    size_t n;
-    fit_phase_point *pt;  /* change points */
-    double *integ;        /* integral of D (count * ns) from pt[0] to pt[j] */
-} tl_line;
-
 /* K(t): change times and the value from each on. */
 typedef struct tl_kline {
     size_t n;
@@ -139,7 +133,7 @@ static int cmp_event(const void *a, const void *b)
     return (x->t_ns > y->t_ns) - (x->t_ns < y->t_ns);
 }
 
-static int build_line(const fit_run *run, const size_t *req_idx, size_t n_req, tl_line *ln)
+static int build_line(const fit_run *run, const size_t *req_idx, size_t n_req, fit_tl_line *ln)
 {
     tl_event *ev = malloc((3 * n_req + 1) * sizeof *ev);
     if (!ev)
@@ -182,7 +176,7 @@ static int build_line(const fit_run *run, const size_t *req_idx, size_t n_req, t
 }
 
 /* Index of the last change point at or before t, or -1. */
-static long line_at(const tl_line *ln, int64_t t)
+static long line_at(const fit_tl_line *ln, int64_t t)
 {
     long lo = 0, hi = (long)ln->n - 1, ans = -1;
     while (lo <= hi) {
@@ -197,7 +191,7 @@ static long line_at(const tl_line *ln, int64_t t)
     return ans;
 }
 
-static double integ_at(const tl_line *ln, int64_t t)
+static double integ_at(const fit_tl_line *ln, int64_t t)
 {
     long j = line_at(ln, t);
     if (j < 0)
@@ -209,7 +203,7 @@ static double integ_at(const tl_line *ln, int64_t t)
  * wrote its in-flight requests, so after the last drop from full occupancy
  * the recorded timeline undercounts. Returns that time (INT64_MAX when the
  * level is complete, the level start when it never was full). */
-static int64_t cut_time(const tl_line *ln, const fit_level_info *info)
+static int64_t cut_time(const fit_tl_line *ln, const fit_level_info *info)
 {
     if (!info->interrupted || !info->closed_loop || info->concurrency <= 0)
         return INT64_MAX;
@@ -248,62 +242,66 @@ int fit_next_arrival(const fit_chunks *c, size_t *i, int64_t *t_ns, int32_t *tok
     return 0;
 }
 
-typedef struct tl_acc {
-    double steady_tok_at_c, steady_gap_ns_at_c;
-    fit_double_vec gaps_at_c;
-} tl_acc;
+/* One step sample, the gap [t0, t] of request req_idx ending in an arrival
+ * of tok tokens at position pos, made and counted into the level; k is K at
+ * t0. The exact walk below and stream.c both make every sample here. */
+int fit_tl_sample(fit_tl_level *tl, uint32_t req_idx, int64_t t0, int64_t t, int32_t tok, int32_t pos, char kind,
+                  double k, fit_sample *s)
+{
+    fit_level *L = tl->L;
+    const fit_tl_line *ln = &tl->ln;
+    int64_t gap = t - t0;
+    if (t > tl->cut_ns) {
+        L->n_samples_after_cut++;
+        return 0;
+    }
+    int64_t tol = (int64_t)(tl->opt->edge_tol_frac * (double)gap);
+    long i0 = line_at(ln, t0 + tol), i1 = line_at(ln, t - tol);
+    s->t_ns = t;
+    s->gap_ms = (double)gap / 1e6 / tok;
+    s->level_idx = tl->level_idx;
+    s->req_idx = req_idx;
+    s->tokens = tok;
+    s->pos_tok = pos;
+    s->kind = kind;
+    s->steady = i0 >= 0 && i0 == i1 && ln->pt[i0].prefill == 0;
+    s->n = s->steady ? ln->pt[i0].decode : (integ_at(ln, t) - integ_at(ln, t0)) / (double)gap;
+    s->k = k; /* the context the step that made this chunk read */
+    L->n_samples++;
+    if (!s->steady)
+        return 1;
+    L->n_steady_samples++;
+    int conc = tl->info->concurrency;
+    if (conc > 0 && (int)s->n == conc) {
+        tl->steady_tok_at_c += tok;
+        tl->steady_gap_ns_at_c += (double)gap;
+        if (ll_pct_add(tl->gaps_at_c, s->gap_ms))
+            return LL_ENOMEM;
+    }
+    return 1;
+}
 
 /* The step samples of one stream: the gaps between its arrivals. */
-static int stream_samples(const fit_chunks *ch, uint32_t req_idx, const tl_line *ln, const tl_kline *kl,
-                          int64_t cut,
-                          int32_t level_idx, int conc, const fit_options *opt,
-                          fit_level *L, fit_sample_vec *sv, tl_acc *acc)
+static int stream_samples(fit_tl_level *tl, const fit_chunks *ch, uint32_t req_idx, const tl_kline *kl,
+                          fit_sample_vec *sv)
 {
     int64_t prev_t = -1, t;
     int32_t tok, pos = 0; /* tokens received before this arrival */
     char kind;
+    fit_sample s;
     for (size_t i = 0; fit_next_arrival(ch, &i, &t, &tok, &kind); pos += tok) {
-        if (prev_t < 0) {
-            prev_t = t;
-            continue;
-        }
-        int64_t gap = t - prev_t;
         int64_t t0 = prev_t;
         prev_t = t;
-        if (t > cut) {
-            L->n_samples_after_cut++;
+        if (t0 < 0)
             continue;
-        }
-        int64_t tol = (int64_t)(opt->edge_tol_frac * (double)gap);
-        long i0 = line_at(ln, t0 + tol), i1 = line_at(ln, t - tol);
-        fit_sample s;
-        s.t_ns = t;
-        s.gap_ms = (double)gap / 1e6 / tok;
-        s.level_idx = level_idx;
-        s.req_idx = req_idx;
-        s.tokens = tok;
-        s.pos_tok = pos;
-        s.kind = kind;
-        s.steady = i0 >= 0 && i0 == i1 && ln->pt[i0].prefill == 0;
-        s.n = s.steady ? ln->pt[i0].decode : (integ_at(ln, t) - integ_at(ln, t0)) / (double)gap;
-        s.k = k_at(kl, t0); /* the context the step that made this chunk read */
-        if (ll_vec_push(sv, s))
-            return LL_ENOMEM;
-        L->n_samples++;
-        if (!s.steady)
-            continue;
-        L->n_steady_samples++;
-        if (conc > 0 && (int)s.n == conc) {
-            acc->steady_tok_at_c += tok;
-            acc->steady_gap_ns_at_c += (double)gap;
-            if (ll_vec_push(&acc->gaps_at_c, s.gap_ms))
-                return LL_ENOMEM;
-        }
+        int rc = fit_tl_sample(tl, req_idx, t0, t, tok, pos, kind, k_at(kl, t0), &s);
+        if (rc < 0 || (rc == 1 && ll_vec_push(sv, s)))
+            return rc < 0 ? rc : LL_ENOMEM;
     }
     return 0;
 }
 
-static int steady_windows(const tl_line *ln, int conc, int64_t cut, fit_level *L)
+static int steady_windows(const fit_tl_line *ln, int conc, int64_t cut, fit_level *L)
 {
     if (conc <= 0 || ln->n == 0)
         return 0;
@@ -327,8 +325,9 @@ static int steady_windows(const tl_line *ln, int conc, int64_t cut, fit_level *L
     return 0;
 }
 
-static int rate_series(const fit_run *run, const size_t *req_idx, size_t n_req, fit_chunks *ch,
-                       const fit_options *opt, fit_level *L)
+/* The level's token-rate bins (rate_bins over its span), filled chunk by
+ * chunk (fit_tl_chunk) and made rates by rate_finish. */
+static int rate_init(const fit_options *opt, fit_level *L)
 {
     int64_t dur = L->end_ns - L->start_ns;
     size_t nb = opt->rate_bins > 0 ? (size_t)opt->rate_bins : 60;
@@ -340,31 +339,15 @@ static int rate_series(const fit_run *run, const size_t *req_idx, size_t n_req, 
     L->n_rate_bins = nb;
     L->think_tok_per_s = calloc(nb, sizeof *L->think_tok_per_s);
     L->answer_tok_per_s = calloc(nb, sizeof *L->answer_tok_per_s);
-    if (!L->think_tok_per_s || !L->answer_tok_per_s)
-        return LL_ENOMEM;
-    for (size_t i = 0; i < n_req; i++) {
-        int rc = fit_chunks_of(run, fit_run_request(run, req_idx[i]), ch);
-        if (rc)
-            return rc;
-        for (size_t k = 0; k < ch->n; k++) {
-            const ll_rec_chunk *c = &ch->v[k];
-            int64_t off = c->t_ns - L->start_ns;
-            if (off < 0)
-                off = 0;
-            size_t b = (size_t)(off / w);
-            if (b >= nb)
-                b = nb - 1;
-            if (c->kind == LL_CHUNK_THINK)
-                L->think_tok_per_s[b] += c->tokens;
-            else
-                L->answer_tok_per_s[b] += c->tokens;
-        }
+    return L->think_tok_per_s && L->answer_tok_per_s ? 0 : LL_ENOMEM;
+}
+
+static void rate_finish(fit_level *L)
+{
+    for (size_t b = 0; b < L->n_rate_bins; b++) {
+        L->think_tok_per_s[b] /= (double)L->rate_bin_ns / 1e9;
+        L->answer_tok_per_s[b] /= (double)L->rate_bin_ns / 1e9;
     }
-    for (size_t b = 0; b < nb; b++) {
-        L->think_tok_per_s[b] /= (double)w / 1e9;
-        L->answer_tok_per_s[b] /= (double)w / 1e9;
-    }
-    return 0;
 }
 
 /* L from the level's record: its identity and span, every figure unset. */
@@ -391,9 +374,9 @@ static void level_init(fit_level *L, const fit_level_info *info)
     L->ramp_tokens = NAN;
 }
 
-/* One request's counts (requests, outcomes, tokens, empty chunks). */
-static void count_request(fit_level *L, const ll_rec_request *q, const fit_chunks *ch, size_t *n_empty_chunks)
+int fit_tl_request(fit_tl_level *tl, const ll_rec_request *q)
 {
+    fit_level *L = tl->L;
     L->n_requests++;
     if (fit_request_ok(q))
         L->n_ok++;
@@ -401,38 +384,107 @@ static void count_request(fit_level *L, const ll_rec_request *q, const fit_chunk
         L->n_failed++;
     if (q->warmup)
         L->n_warmup++;
-    for (size_t k = 0; k < ch->n; k++) {
-        L->tokens += ch->v[k].tokens;
-        if (ch->v[k].tokens == 0)
-            (*n_empty_chunks)++;
+    if (excluded(q, tl->opt)) {
+        L->n_excluded_requests++;
+        return 0;
     }
+    return 1;
 }
 
-/* The ramp of a closed level: the first time D reaches C, and the tokens
- * that arrived until then. */
-static int level_ramp(fit_level *L, const tl_line *ln, const fit_run *run, const size_t *req_idx, size_t n_req,
-                      fit_chunks *ch, const fit_level_info *info)
+void fit_tl_chunk(fit_tl_level *tl, const ll_rec_chunk *c)
 {
-    int rc;
+    fit_level *L = tl->L;
+    L->tokens += c->tokens;
+    if (c->tokens == 0)
+        (*tl->n_empty_chunks)++;
+    if (c->t_ns <= tl->ramp_ns)
+        L->ramp_tokens += c->tokens;
+    int64_t off = c->t_ns - L->start_ns;
+    if (off < 0)
+        off = 0;
+    size_t b = (size_t)(off / L->rate_bin_ns);
+    if (b >= L->n_rate_bins)
+        b = L->n_rate_bins - 1;
+    if (c->kind == LL_CHUNK_THINK)
+        L->think_tok_per_s[b] += c->tokens;
+    else
+        L->answer_tok_per_s[b] += c->tokens;
+}
+
+/* The ramp of a closed level: the first time D reaches C (its tokens are
+ * the chunks' at or before it, fit_tl_chunk); INT64_MIN when it never did. */
+static int64_t level_ramp(fit_level *L, const fit_tl_line *ln, const fit_level_info *info)
+{
     int conc = info->concurrency;
     if (!info->closed_loop || conc <= 0)
-        return 0;
+        return INT64_MIN;
     for (size_t j = 0; j < ln->n; j++) {
         if (ln->pt[j].decode < conc)
             continue;
-        int64_t tr = ln->pt[j].t_ns;
         L->ramp_reached = 1;
-        L->ramp_s = (double)(tr - info->start_ns) / 1e9;
+        L->ramp_s = (double)(ln->pt[j].t_ns - info->start_ns) / 1e9;
         L->ramp_tokens = 0;
-        for (size_t i = 0; i < n_req; i++) {
-            if ((rc = fit_chunks_of(run, fit_run_request(run, req_idx[i]), ch)))
-                return rc;
-            for (size_t k = 0; k < ch->n && ch->v[k].t_ns <= tr; k++)
-                L->ramp_tokens += ch->v[k].tokens;
-        }
-        break;
+        return ln->pt[j].t_ns;
     }
+    return INT64_MIN;
+}
+
+int fit_tl_begin(const fit_run *run, const fit_level_info *info, const size_t *req_idx, size_t n_req,
+                 int32_t level_idx, const fit_options *opt, size_t gaps_exact, fit_level *L,
+                 size_t *n_empty_chunks, fit_tl_level *tl)
+{
+    memset(tl, 0, sizeof *tl);
+    tl->info = info;
+    tl->opt = opt;
+    tl->level_idx = level_idx;
+    tl->L = L;
+    tl->n_empty_chunks = n_empty_chunks;
+    level_init(L, info);
+    int rc = build_line(run, req_idx, n_req, &tl->ln);
+    if (rc || (rc = rate_init(opt, L)))
+        return rc;
+    if (!(tl->gaps_at_c = ll_pct_new(gaps_exact)))
+        return LL_ENOMEM;
+    tl->cut_ns = cut_time(&tl->ln, info);
+    tl->ramp_ns = level_ramp(L, &tl->ln, info);
     return 0;
+}
+
+int fit_tl_end(fit_tl_level *tl)
+{
+    fit_level *L = tl->L;
+    int conc = tl->info->concurrency;
+    if (L->duration_s > 0)
+        L->whole_tok_per_s = L->tokens / L->duration_s;
+    if (ll_pct_count(tl->gaps_at_c) && tl->steady_gap_ns_at_c > 0) {
+        L->steady_tok_per_s = conc * tl->steady_tok_at_c / (tl->steady_gap_ns_at_c / 1e9);
+        L->steady_step_ms = ll_pct_quantile(tl->gaps_at_c, 0.5);
+    }
+    rate_finish(L);
+    int rc = steady_windows(&tl->ln, conc, tl->cut_ns, L);
+    if (rc)
+        return rc;
+    /* The phase line becomes the level's P(t)/D(t) series. */
+    L->phase = tl->ln.pt;
+    L->n_phase = tl->ln.n;
+    tl->ln.pt = NULL;
+    return 0;
+}
+
+void fit_tl_free(fit_tl_level *tl, int rc, char *err, size_t errlen)
+{
+    if (rc == LL_ENOMEM)
+        ll_errf(err, errlen, "out of memory rebuilding level %d", tl->info->level);
+    else if (rc == LL_EIO)
+        ll_errf(err, errlen, "level %d: the records file no longer holds what was read from it", tl->info->level);
+    free(tl->ln.pt);
+    free(tl->ln.integ);
+    ll_pct_free(tl->gaps_at_c);
+    tl->ln.pt = NULL;
+    tl->ln.integ = NULL;
+    tl->gaps_at_c = NULL;
+    if (rc && tl->L)
+        fit_level_release(tl->L);
 }
 
 int fit_timeline_level(const fit_run *run, const fit_level_info *info, const size_t *req_idx,
@@ -440,70 +492,28 @@ int fit_timeline_level(const fit_run *run, const fit_level_info *info, const siz
                        fit_level *L, fit_sample_vec *sv, size_t *n_empty_chunks,
                        char *err, size_t errlen)
 {
-    tl_line ln = {0, NULL, NULL};
+    fit_tl_level tl;
     tl_kline kl = {0, NULL, NULL};
-    tl_acc acc;
     fit_chunks ch = {0};
-    memset(&acc, 0, sizeof acc);
-    int rc;
-    level_init(L, info);
-
-    rc = build_line(run, req_idx, n_req, &ln);
+    int rc = fit_tl_begin(run, info, req_idx, n_req, level_idx, opt, SIZE_MAX, L, n_empty_chunks, &tl);
     if (rc || (rc = build_kline(run, req_idx, n_req, &ch, &kl)))
-        goto fail;
-    int64_t cut = cut_time(&ln, info);
-    int conc = info->concurrency;
-
-    for (size_t i = 0; i < n_req; i++) {
+        goto done;
+    for (size_t i = 0; i < n_req && rc == 0; i++) {
         const ll_rec_request *q = fit_run_request(run, req_idx[i]);
         if ((rc = fit_chunks_of(run, q, &ch)))
-            goto fail;
-        count_request(L, q, &ch, n_empty_chunks);
-        if (excluded(q, opt)) {
-            L->n_excluded_requests++;
-            continue;
-        }
-        rc = stream_samples(&ch, (uint32_t)req_idx[i], &ln, &kl, cut, level_idx, conc, opt, L, sv, &acc);
-        if (rc)
-            goto fail;
+            break;
+        for (size_t k = 0; k < ch.n; k++)
+            fit_tl_chunk(&tl, &ch.v[k]);
+        if (fit_tl_request(&tl, q))
+            rc = stream_samples(&tl, &ch, (uint32_t)req_idx[i], &kl, sv);
     }
-    if (L->duration_s > 0)
-        L->whole_tok_per_s = L->tokens / L->duration_s;
-    if (acc.gaps_at_c.n && acc.steady_gap_ns_at_c > 0) {
-        L->steady_tok_per_s = conc * acc.steady_tok_at_c / (acc.steady_gap_ns_at_c / 1e9);
-        ll_sort_doubles(acc.gaps_at_c.v, acc.gaps_at_c.n);
-        L->steady_step_ms = ll_quantile_sorted(acc.gaps_at_c.v, acc.gaps_at_c.n, 0.5);
-    }
-
-    rc = steady_windows(&ln, conc, cut, L);
-    if (rc)
-        goto fail;
-    if ((rc = level_ramp(L, &ln, run, req_idx, n_req, &ch, info)) ||
-        (rc = rate_series(run, req_idx, n_req, &ch, opt, L)))
-        goto fail;
-
-    /* The phase line becomes the level's P(t)/D(t) series. */
-    L->phase = ln.pt;
-    L->n_phase = ln.n;
-    ln.pt = NULL;
-    free(ln.integ);
+    if (rc == 0)
+        rc = fit_tl_end(&tl);
+done:
     free(kl.t);
     free(kl.k);
-    ll_vec_free(&acc.gaps_at_c);
     fit_chunks_free(&ch);
-    return 0;
-fail:
-    if (rc == LL_ENOMEM)
-        ll_errf(err, errlen, "out of memory rebuilding level %d", info->level);
-    else if (rc == LL_EIO)
-        ll_errf(err, errlen, "level %d: the records file no longer holds what was read from it", info->level);
-    free(ln.pt);
-    free(ln.integ);
-    free(kl.t);
-    free(kl.k);
-    ll_vec_free(&acc.gaps_at_c);
-    fit_chunks_free(&ch);
-    fit_level_release(L);
+    fit_tl_free(&tl, rc, err, errlen);
     return rc;
 }
 

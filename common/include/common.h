@@ -240,6 +240,9 @@ double ll_pct_min(const ll_pct *p);
 double ll_pct_max(const ll_pct *p);
 double ll_pct_quantile(ll_pct *p, double q); /* q in [0,1]; NAN when empty */
 int ll_pct_is_exact(const ll_pct *p);
+/* Samples below x: exact while exact; past the bound those in the buckets
+ * below x's (a sample within LL_PCT_REL_ERR of x may fall on either side). */
+size_t ll_pct_below(ll_pct *p, double x);
 
 /* Exact quantile of a sorted array (linear interpolation between ranks). */
 double ll_quantile_sorted(const double *v, size_t n, double q);

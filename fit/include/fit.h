@@ -86,6 +86,12 @@ typedef struct fit_options {
                                * profiler slowed the server in them) */
     size_t steps_keep;        /* engine steps kept run-wide for the law; 0: the
                                * default (fit_tuning.h FIT_STEPS_KEEP); tests set it */
+    size_t stream_events;     /* a level with more chunks is analysed as one time-ordered
+                               * stream in bounded memory (fit/stream.c); 0: the default
+                               * (4,194,304); 1: every level with chunks */
+    size_t stream_exact;      /* a streamed level's burst figures and steady median are
+                               * exact up to this many values, then from a histogram;
+                               * 0: the default (1,048,576) */
 } fit_options;
 void fit_options_default(fit_options *o);
 
@@ -279,9 +285,11 @@ void fit_result_free(fit_result *r);
 int fit_open(const char *dir, const fit_options *opt, fit_run **run, fit_result **res, char *err,
              size_t errlen);
 /* The step samples of level level_idx of res (fit_analyze of run), made
- * again from run's requests as fit_analyze made them, in the same order (the
- * result keeps them only reduced). *out: caller frees (NULL when none). 0,
- * LL_EINVAL (no such level), LL_ENOMEM. */
+ * again from run's requests as fit_analyze made them (the result keeps them
+ * only reduced): request by request, or, for a level fit_analyze streamed
+ * (fit_options.stream_events), the same samples in time order (ties at one
+ * instant by N). *out: caller frees (NULL when none). 0, LL_EINVAL (no such
+ * level), LL_ENOMEM. */
 int fit_level_samples(const fit_run *run, const fit_result *res, size_t level_idx, fit_sample **out,
                       size_t *n_out);
 /* 1 when the law's N is the server's (fit_options.n_server). */
