@@ -1,5 +1,6 @@
 /* cmd_fit.c: `loadlaw fit RUN_DIR [--json]`: the law, its confidence, the
  * model check and the per-level table of a recorded run (fit/fit.h). */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +12,7 @@
 #include "report.h"
 #include "opts.h"
 
-enum { K_JSON = 256, K_INCLUDE_WARMUP, K_INCLUDE_PROFILED, K_EDGE_TOL, K_N };
+enum { K_JSON = 256, K_INCLUDE_WARMUP, K_INCLUDE_PROFILED, K_EDGE_TOL, K_N, K_STREAM_EVENTS };
 
 static const cli_opt fit_table[] = {
     {"json", K_JSON, NULL, "print one JSON object instead of the summary"},
@@ -22,12 +23,16 @@ static const cli_opt fit_table[] = {
                 "the ends (default 0.05, in [0, 0.5))"},
     {"n", K_N, "client|server", "whose N the law is fitted against: the client's D (default) or the "
                 "server's running requests scraped from /metrics; the other law is shown beside it"},
+    {"stream-events", K_STREAM_EVENTS, "N", "analyse a level of more than N token chunks as one "
+                "time-ordered stream, in memory bounded by the requests in flight (default 4194304; "
+                "1: every level; below it each level is held whole, as always)"},
     {0},
 };
 
 static const cli_cmd fit_cmd = {
     "fit",
-    "usage: loadlaw fit RUN_DIR [--json] [--include-warmup] [--include-profiled] [--edge-tol F] [--n client|server]",
+    "usage: loadlaw fit RUN_DIR [--json] [--include-warmup] [--include-profiled] [--edge-tol F] [--n client|server]\n"
+    "                   [--stream-events N]",
     "Fits step(N) = a + b*N ms on the steady decode samples of RUN_DIR/records.jsonl\n"
     "(the mean step: outlier-trimmed weighted least squares, OLS beside it, 95% CIs),\n"
     "checks for curvature or a knee, and compares each level's steady throughput\n"
@@ -60,6 +65,12 @@ static int on_opt(const cli_opt *o, const char *v, void *ctx)
             return cli_usage_error(&fit_cmd, "--n: expected client or server, got '%s'", v);
         a->opt.n_server = !strcmp(v, "server");
         break;
+    case K_STREAM_EVENTS: {
+        long n = 0;
+        int rc = cli_long(&fit_cmd, o->name, v, 1, LONG_MAX, &n);
+        a->opt.stream_events = rc ? 0 : (size_t)n;
+        return rc;
+    }
     case K_EDGE_TOL:
         return cli_number(&fit_cmd, o->name, v, CLI_REAL, 0, nextafter(0.5, 0), "a number in [0, 0.5)",
                           &a->opt.edge_tol_frac);
