@@ -34,7 +34,12 @@
  *
  * Each sample also carries its position in the request (the tokens the
  * request had received before its later chunk), for the step against
- * position (position.c). */
+ * position (position.c).
+ *
+ * The walk here goes request by request and holds the level's K line and
+ * samples; a big level is walked in time order instead (stream.c). Both
+ * share this file's pieces (fit_tl_*: the line, each request's and chunk's
+ * counts, each sample's making), so a figure is defined once. */
 #include "fit_internal.h"
 
 #include <limits.h>
