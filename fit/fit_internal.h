@@ -269,6 +269,12 @@ void fit_level_release(fit_level *L);
  * fit_tl_sample; fit_tl_end makes the level's figures from what they counted
  * and hands the line to L; fit_tl_free, always, with the walk's rc (on an
  * error it fills err and releases L). */
+/* A request's prompt in tokens as K counts it: the server's usage, else as
+ * built. */
+static inline double fit_prompt_tokens(const ll_rec_request *q)
+{
+    return q->usage_prompt >= 0 ? (double)q->usage_prompt : (double)q->prompt_tok;
+}
 typedef struct fit_tl_line {
     size_t n;
     fit_phase_point *pt;  /* change points */

@@ -183,12 +183,6 @@ static int send_order(sw_sweep *w, size_t n_req)
     return 0;
 }
 
-/* A request's prompt in tokens, as build_kline counts it. */
-static double prompt_tokens(const ll_rec_request *q)
-{
-    return q->usage_prompt >= 0 ? (double)q->usage_prompt : (double)q->prompt_tok;
-}
-
 /* The stream of the level's request `at` starts at its send time now_ns:
  * its chunks decoded, its first instant scheduled. */
 static int stream_start(sw_sweep *w, uint32_t at, int64_t now_ns)
@@ -229,7 +223,7 @@ static int stream_instant(sw_sweep *w, uint32_t slot, int64_t now_ns)
     const ll_rec_chunk *v = s->ch.v;
     int64_t t = v[s->i].t_ns;
     if (s->in_k && s->i == 0) { /* its prompt joins K at its first chunk */
-        s->total = prompt_tokens(fit_run_request(w->run, w->req_idx[s->at]));
+        s->total = fit_prompt_tokens(fit_run_request(w->run, w->req_idx[s->at]));
         w->k_sum += s->total;
     }
     sw_arrival a = {t, slot, 0, v[s->i].kind};

@@ -70,12 +70,6 @@ static int cmp_kevent(const void *a, const void *b)
     return (x->t_ns > y->t_ns) - (x->t_ns < y->t_ns);
 }
 
-/* A request's prompt in tokens: the server's usage, else as built. */
-static double prompt_tokens(const ll_rec_request *q)
-{
-    return q->usage_prompt >= 0 ? (double)q->usage_prompt : (double)q->prompt_tok;
-}
-
 static int build_kline(const fit_run *run, const size_t *req_idx, size_t n_req, fit_chunks *ch, tl_kline *kl)
 {
     LL_VEC(tl_kevent) ev = {0};
@@ -84,7 +78,7 @@ static int build_kline(const fit_run *run, const size_t *req_idx, size_t n_req, 
         const ll_rec_request *q = fit_run_request(run, req_idx[i]);
         if (!q->n_chunks || q->first_token_ns < 0 || (rc = fit_chunks_of(run, q, ch)))
             continue;
-        double total = prompt_tokens(q);
+        double total = fit_prompt_tokens(q);
         rc = ll_vec_push(&ev, ((tl_kevent){ch->v[0].t_ns, total}));
         for (size_t c = 0; c < ch->n && rc == 0; c++) {
             total += ch->v[c].tokens;
