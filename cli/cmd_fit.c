@@ -24,7 +24,7 @@ static const cli_opt fit_table[] = {
     {"n", K_N, "client|server", "whose N the law is fitted against: the client's D (default) or the "
                 "server's running requests scraped from /metrics; the other law is shown beside it"},
     {"stream-events", K_STREAM_EVENTS, "N", "analyse a level of more than N token chunks as one "
-                "time-ordered stream, in memory bounded by the requests in flight (default 4194304; "
+                "time-ordered stream, in memory bounded by the requests in flight (default 1048576; "
                 "1: every level; below it each level is held whole, as always)"},
     {0},
 };

@@ -49,10 +49,14 @@
 /* stream.c: a level with more chunks than this (fit_options.stream_events
  * 0) is walked as one time-ordered sweep that holds no per-event array (its
  * K line alone is 16 bytes a chunk, its samples 56); at or below it, the
- * exact walk, whose output every run of that size already had. 2^22 chunks
- * keep a level's arrays under ~300 MB while every recorded run and test of
- * the usual size stays on the exact walk. */
-#define FIT_STREAM_EVENTS ((size_t)1 << 22)
+ * exact walk, whose output every run of that size already had. The exact
+ * walk holds ~90 bytes a chunk at its peak (samples, K line, the steps'
+ * sort, the gaps at C): 2^20 chunks keep that under ~100 MB, while every
+ * recorded run and test of the usual size stays on it. The sweep gives the
+ * same figures to ~1e-14 (tests/fit test_fit_stream.c), past
+ * fit_options.stream_exact gaps its burst share and median step from a
+ * histogram, noted. */
+#define FIT_STREAM_EVENTS ((size_t)1 << 20)
 /* model_stream.c: past this many points a model's fit makes each row of its
  * design on the fly (sequential QR) instead of GSL's n x p matrix and its
  * copy; up to it, GSL's fit exactly as before. */

@@ -88,7 +88,7 @@ typedef struct fit_options {
                                * default (fit_tuning.h FIT_STEPS_KEEP); tests set it */
     size_t stream_events;     /* a level with more chunks is analysed as one time-ordered
                                * stream in bounded memory (fit/stream.c); 0: the default
-                               * (4,194,304); 1: every level with chunks */
+                               * (1,048,576); 1: every level with chunks */
     size_t stream_exact;      /* a streamed level's burst figures and steady median are
                                * exact up to this many values, then from a histogram;
                                * 0: the default (1,048,576) */
