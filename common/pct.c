@@ -20,6 +20,7 @@ struct ll_pct {
     uint64_t zeros;  /* samples <= HIST_MIN in histogram mode */
     size_t nbuckets;
     double log_gamma, sum, min, max;
+    double inv_log_gamma, log_hist_min; /* bucket_of multiplies: no division per value */
 };
 
 ll_pct *ll_pct_new(size_t exact_bound)
@@ -30,6 +31,8 @@ ll_pct *ll_pct_new(size_t exact_bound)
     p->bound = exact_bound ? exact_bound : (size_t)1 << 20;
     double gamma = (1 + LL_PCT_REL_ERR) / (1 - LL_PCT_REL_ERR);
     p->log_gamma = log(gamma);
+    p->inv_log_gamma = 1 / p->log_gamma;
+    p->log_hist_min = log(HIST_MIN);
     p->nbuckets = (size_t)ceil(log(HIST_MAX / HIST_MIN) / p->log_gamma) + 1;
     p->min = INFINITY;
     p->max = -INFINITY;
@@ -47,7 +50,7 @@ void ll_pct_free(ll_pct *p)
 
 static size_t bucket_of(const ll_pct *p, double x)
 {
-    double i = ceil(log(x / HIST_MIN) / p->log_gamma);
+    double i = ceil((log(x) - p->log_hist_min) * p->inv_log_gamma);
     if (i < 0)
         i = 0;
     if (i >= (double)p->nbuckets)
