@@ -12,6 +12,13 @@
 int ll_jsonl_foreach(const char *path, ll_jsonl_cb cb, void *ctx, size_t *skipped,
                      char *err, size_t errlen)
 {
+    ll_jsonl_pos pos;
+    return ll_jsonl_foreach_pos(path, cb, ctx, skipped, &pos, err, errlen);
+}
+
+int ll_jsonl_foreach_pos(const char *path, ll_jsonl_cb cb, void *ctx, size_t *skipped, ll_jsonl_pos *pos,
+                         char *err, size_t errlen)
+{
     FILE *f = fopen(path, "r");
     if (!f) {
         ll_errf(err, errlen, "%s: %s", path, strerror(errno));
@@ -19,17 +26,21 @@ int ll_jsonl_foreach(const char *path, ll_jsonl_cb cb, void *ctx, size_t *skippe
     }
     char *line = NULL;
     size_t cap = 0, line_no = 0;
+    uint64_t next_off = 0;
     ssize_t n;
     int rc = 0;
     if (skipped)
         *skipped = 0;
     while ((n = getline(&line, &cap, f)) > 0) {
         line_no++;
+        pos->off = next_off;
+        next_off += (uint64_t)n;
         int complete = line[n - 1] == '\n';
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
             line[--n] = '\0';
         if (n == 0)
             continue;
+        pos->len = (size_t)n;
         const char *end = NULL;
         cJSON *obj = cJSON_ParseWithOpts(line, &end, 1);
         if (!obj || !cJSON_IsObject(obj)) {

@@ -24,6 +24,7 @@ typedef struct reader {
     ll_rec_read_stats *st;
     int saw_run;
     LL_VEC(ll_rec_chunk) chunks;
+    ll_jsonl_pos pos;         /* the line being read */
     char *err;
     size_t errlen;
     /* the record being read */
@@ -537,7 +538,10 @@ static int rd_line(const cJSON *o, size_t line_no, void *ctx)
 {
     reader *r = ctx;
     const char *type = ll_json_str(o, "type", NULL);
+    int rc;
     r->st->n_lines++;
+    if (r->h->on_line && (rc = r->h->on_line(r->pos.off, r->pos.len, r->ctx)) != 0)
+        return rc;
     if (!r->saw_run) {
         if (!type || strcmp(type, LL_REC_RUN) != 0) {
             ll_errf(r->err, r->errlen, "%s:%zu: the first record is not a run line", r->path, line_no);
@@ -579,11 +583,34 @@ int ll_rec_read(const char *path, const ll_rec_handlers *h, void *ctx, ll_rec_re
     ll_rec_read_stats local;
     reader r = {.path = path, .h = h, .ctx = ctx, .st = st ? st : &local, .err = err, .errlen = errlen};
     memset(r.st, 0, sizeof *r.st);
-    int rc = ll_jsonl_foreach(path, rd_line, &r, &r.st->n_truncated, err, errlen);
+    int rc = ll_jsonl_foreach_pos(path, rd_line, &r, &r.st->n_truncated, &r.pos, err, errlen);
     if (rc == 0 && !r.saw_run) {
         ll_errf(err, errlen, "%s: no run line", path);
         rc = LL_EINVAL;
     }
+    ll_vec_free(&r.chunks);
+    return rc;
+}
+
+int ll_rec_read_line(const char *line, size_t len, const ll_rec_handlers *h, void *ctx, ll_rec_read_stats *st,
+                     char *err, size_t errlen)
+{
+    ll_rec_read_stats local = {0};
+    reader r = {.path = "records line", .h = h, .ctx = ctx, .st = st ? st : &local, .saw_run = 1,
+                .pos = {0, len}, .err = err, .errlen = errlen};
+    const char *end = NULL;
+    cJSON *o = cJSON_ParseWithLengthOpts(line, len, &end, 0);
+    int rc;
+    /* what follows the object must be blank, as ll_jsonl_foreach asks */
+    while (o && end && end < line + len && (unsigned char)*end <= ' ' && *end)
+        end++;
+    if (!o || !cJSON_IsObject(o) || end != line + len) {
+        size_t at = end && end >= line ? (size_t)(end - line) : 0;
+        ll_errf(err, errlen, "malformed JSON line near byte %zu", at);
+        rc = LL_EPARSE;
+    } else
+        rc = rd_line(o, 0, &r);
+    cJSON_Delete(o);
     ll_vec_free(&r.chunks);
     return rc;
 }

@@ -94,8 +94,10 @@ static void read_truth(const fit_run_info *info, fit_result *res)
 static int level_requests(const fit_run *run, size_t l, fit_size_vec *idx)
 {
     int level = fit_run_level(run, l)->level;
+    size_t i0, i1;
     idx->n = 0;
-    for (size_t i = 0; i < fit_run_n_requests(run); i++)
+    fit_run_level_span(run, level, &i0, &i1);
+    for (size_t i = i0; i < i1; i++)
         if (fit_run_request(run, i)->level == level && ll_vec_push(idx, i))
             return LL_ENOMEM;
     return 0;
@@ -170,16 +172,16 @@ fail:
     return rc;
 }
 
+/* From what the load gathered of every request (fit_run_tally), so that a
+ * paged run is not read again for it. */
 static void count_left_out(const fit_run *run, fit_result *res)
 {
     const fit_run_info *info = fit_run_get_info(run);
-    for (size_t i = 0; i < fit_run_n_requests(run); i++) {
-        const ll_rec_request *q = fit_run_request(run, i);
-        res->n_requests++;
-        res->n_failed += !fit_request_ok(q);
-        res->n_warmup += q->warmup != 0;
-        res->n_no_tokens += fit_request_ok(q) && q->n_chunks == 0;
-    }
+    const fit_run_tally *t = fit_run_get_tally(run);
+    res->n_requests = t->n_requests;
+    res->n_failed = t->n_failed;
+    res->n_warmup = t->n_warmup;
+    res->n_no_tokens = t->n_no_tokens;
     res->n_truncated_lines = info->n_truncated;
     res->n_bad_requests = info->n_bad_requests;
     res->n_rejected_records = info->n_rejected;
@@ -228,7 +230,7 @@ int fit_analyze(const fit_run *run, const fit_options *opt_in, fit_result **out,
         ll_errf(err, errlen, "edge_tol_frac must be in [0, 0.5)");
         return LL_EINVAL;
     }
-    int rc = LL_ENOMEM;
+    int rc = LL_ENOMEM, read_rc;
     size_t nl = fit_run_n_levels(run);
     fit_result *res = calloc(1, sizeof *res);
     if (!res || !(res->levels = calloc(nl ? nl : 1, sizeof *res->levels)) || fit_kept_new(res, nl, &opt))
@@ -254,10 +256,15 @@ int fit_analyze(const fit_run *run, const fit_options *opt_in, fit_result **out,
     LL_TRY(fit_notes_left_out(run, &opt, res));
     LL_TRY(fit_turns_compute(run, res));
     LL_TRY(fit_kept_finish(res));
+    LL_TRY(fit_run_read_error(run, err, errlen));
     *out = res;
     return 0;
 fail:
-    if (rc == LL_ENOMEM)
+    /* a paged run whose file changed fails where it first read it back;
+     * that message, not the step's, says why */
+    if ((read_rc = fit_run_read_error(run, err, errlen)) != 0)
+        rc = read_rc;
+    else if (rc == LL_ENOMEM)
         ll_errf(err, errlen, "out of memory in fit");
     fit_result_free(res);
     return rc;

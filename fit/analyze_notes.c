@@ -278,47 +278,20 @@ fail:
     return rc;
 }
 
-/* The most tokens a request's records say it got: the server's usage, the
- * counts recorded, or what the stream alone counted (a usage that claims
- * fewer than were streamed does not hide them). */
-static int64_t tokens_got(const ll_rec_request *q)
-{
-    int64_t got = q->think_tok + q->answer_tok;
-    if (q->usage_completion > got)
-        got = q->usage_completion;
-    if (q->stream_think_tok >= 0 && q->stream_answer_tok >= 0 && q->stream_think_tok + q->stream_answer_tok > got)
-        got = q->stream_think_tok + q->stream_answer_tok;
-    return got;
-}
-
 /* Measured ok requests that got more tokens than the max_tokens they asked
- * (request "max_tokens"): a server that does not honour the cap sends longer
+ * (request "max_tokens", fit_request_tokens_got; counted while the run was
+ * read: fit_run_tally): a server that does not honour the cap sends longer
  * outputs, and a heavier load, than the scenario asked; the figures hold for
  * what it sent, not for the workload named. */
 static int note_over_max(const fit_run *run, fit_result *res)
 {
-    size_t n_over = 0, n_ok = 0;
-    int64_t got_worst = 0, cap_worst = 0;
-    for (size_t i = 0; i < fit_run_n_requests(run); i++) {
-        const ll_rec_request *q = fit_run_request(run, i);
-        if (!fit_request_ok(q) || q->warmup)
-            continue;
-        n_ok++;
-        int64_t got = tokens_got(q);
-        if (q->max_tokens <= 0 || got <= q->max_tokens)
-            continue;
-        n_over++;
-        if (got - q->max_tokens > got_worst - cap_worst) {
-            got_worst = got;
-            cap_worst = q->max_tokens;
-        }
-    }
-    if (!n_over)
+    const fit_run_tally *t = fit_run_get_tally(run);
+    if (!t->n_over_max)
         return 0;
     return fit_note(res, "%zu of %zu ok requests got more tokens than the max_tokens they asked (up to %lld "
                          "for %lld): the server does not honour max_tokens; outputs, and the load, were longer "
                          "than the scenario asked",
-                    n_over, n_ok, (long long)got_worst, (long long)cap_worst);
+                    t->n_over_max, t->n_ok_measured, (long long)t->over_got_tok, (long long)t->over_cap_tok);
 }
 
 /* Run-wide notes: what the server sent beyond what was asked, how the law was

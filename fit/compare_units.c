@@ -45,8 +45,10 @@ typedef LL_VEC(cmp_unit) unit_vec;
 static int decode_span_units(const fit_run *run, const fit_level *L, unit_vec *out, size_t *n_req)
 {
     fit_chunks ch = {0};
+    size_t i0, i1;
     int rc = 0;
-    for (size_t i = 0; i < fit_run_n_requests(run) && !rc; i++) {
+    fit_run_level_span(run, L->level, &i0, &i1);
+    for (size_t i = i0; i < i1 && !rc; i++) {
         const ll_rec_request *q = fit_run_request(run, i);
         if (q->level != L->level || !fit_request_ok(q) || q->warmup || q->n_chunks < 2 ||
             (rc = fit_chunks_of(run, q, &ch)))
@@ -173,9 +175,10 @@ static double decoding_at_once(const fit_run *run, const fit_level *L)
     span_ns *sp = malloc((fit_run_n_requests(run) + 1) * sizeof *sp);
     if (!sp)
         return -1;
-    size_t n = 0;
+    size_t n = 0, i0, i1;
     fit_chunks ch = {0};
-    for (size_t i = 0; i < fit_run_n_requests(run); i++) {
+    fit_run_level_span(run, L->level, &i0, &i1);
+    for (size_t i = i0; i < i1; i++) {
         const ll_rec_request *q = fit_run_request(run, i);
         if (q->level != L->level || !fit_request_ok(q) || q->warmup || q->n_chunks < 2)
             continue;

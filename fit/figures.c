@@ -303,8 +303,10 @@ int fit_level_latency_get(const fit_run *run, int level, fit_level_latency *out,
 {
     LL_VEC(size_t) idx = {0};
     fit_latency_samples s;
+    size_t i0, i1;
     int rc;
-    for (size_t i = 0; i < fit_run_n_requests(run); i++)
+    fit_run_level_span(run, level, &i0, &i1);
+    for (size_t i = i0; i < i1; i++)
         if (fit_run_request(run, i)->level == level && (rc = ll_vec_push(&idx, i)))
             goto fail;
     if ((rc = fit_latency_collect(run, idx.v, idx.n, 0, &s)))

@@ -84,11 +84,62 @@ typedef struct fit_chunks {
 int fit_chunks_of(const fit_run *run, const ll_rec_request *q, fit_chunks *c);
 void fit_chunks_free(fit_chunks *c);
 
+/* What run-wide figures read of every request, gathered while the run is
+ * read (load.c), in file order, so that a paged run need not read its
+ * requests again for them: analyze.c count_left_out's counts and
+ * analyze_notes.c's note on max_tokens. */
+typedef struct fit_run_tally {
+    size_t n_requests, n_failed, n_warmup, n_no_tokens;
+    size_t n_ok_measured;     /* ok, not warmup */
+    size_t n_over_max;        /* of those, got more tokens than max_tokens asked */
+    int64_t over_got_tok, over_cap_tok; /* the first furthest over: got, asked */
+} fit_run_tally;
+const fit_run_tally *fit_run_get_tally(const fit_run *run);
+/* The most tokens a request's records say it got: the server's usage, the
+ * counts recorded, or what the stream alone counted (a usage that claims
+ * fewer than were streamed does not hide them). */
+static inline int64_t fit_request_tokens_got(const ll_rec_request *q)
+{
+    int64_t got = q->think_tok + q->answer_tok;
+    if (q->usage_completion > got)
+        got = q->usage_completion;
+    if (q->stream_think_tok >= 0 && q->stream_answer_tok >= 0 && q->stream_think_tok + q->stream_answer_tok > got)
+        got = q->stream_think_tok + q->stream_answer_tok;
+    return got;
+}
+
+/* A run read whole holds every request and its chunks. Past
+ * FIT_RESIDENT_EVENTS chunk events it is paged (load_paged.c): it keeps a
+ * 16-byte reference per request line and one level's requests at a time,
+ * read back from the file when a request of that level is asked for
+ * (fit_run_request), their chunks decoded from the line on each
+ * fit_chunks_of. A paged run's requests are indexed level by level in the
+ * order of its levels, each level's in file order. The run is passed const
+ * everywhere, but that resident level is a cache inside it: a fit_run is not
+ * thread-safe (nothing in fit/, reports/ or cli/ shares one between
+ * threads), and a request pointer is valid until a request of another level
+ * is asked for: keep indices, or work level by level. */
+struct fit_paged;
+/* fit_load_run with the bound on chunk events held (fit_load_run:
+ * FIT_RESIDENT_EVENTS); 0 pages every run from its first request (tests). */
+int fit_load_run_opts(const char *path, size_t resident_events, fit_run **out, char *err, size_t errlen);
+/* The index range [*i0, *i1) that holds every request of level `level` (its
+ * record number): exactly its requests in a paged run, every request in one
+ * held whole (callers still check q->level). A loop over one level's span
+ * makes no other level resident. */
+void fit_run_level_span(const fit_run *run, int level, size_t *i0, size_t *i1);
+/* A paged run's first failure to read a level back (the file changed under
+ * it, or memory ran out): its code with the message copied into err; 0 when
+ * none (err untouched). */
+int fit_run_read_error(const fit_run *run, char *err, size_t errlen);
+
 struct fit_run {
     fit_run_info info;
     fit_level_info_vec levels;
-    fit_rec_request_vec requests;
-    fit_rec_chunk_vec chunks;
+    fit_rec_request_vec requests;  /* held whole: every request, in file order */
+    fit_rec_chunk_vec chunks;      /* held whole: every request's chunks */
+    struct fit_paged *paged;       /* paged: NULL while held whole */
+    fit_run_tally tally;
     fit_rec_step_vec steps;
     fit_server_sample_vec server;  /* scraped samples the fit uses, in file (time) order */
     fit_str_vec series;            /* "src\x1fname\x1flabels" per series */

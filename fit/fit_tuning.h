@@ -4,6 +4,16 @@
 #ifndef LOADLAW_FIT_TUNING_H
 #define LOADLAW_FIT_TUNING_H
 
+/* ---- reading the run (load.c, load_paged.c) -------------------------------- */
+
+/* A run is held whole (every request, 320 bytes, and every chunk, 16 bytes a
+ * token event) up to this many chunk events: 64 MB of chunks, a quarter of
+ * the 256 MB that `fit` may take on any run (issue 42), the rest left to one
+ * level's analysis. Past it the run is paged (fit_internal.h): 16 bytes a
+ * request line and one level read back at a time, its chunks decoded from
+ * the file per request. Runs under it are read exactly as before. */
+#define FIT_RESIDENT_EVENTS ((size_t)1 << 22)
+
 /* ---- the law (regress.c, analyze_law.c) ----------------------------------- */
 
 /* Outliers of the law's fit: more than this many robust standard deviations

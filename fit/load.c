@@ -7,8 +7,16 @@
  * rejects); this file only stores them and makes each request's times
  * consistent for the timeline, counting every time it has to move.
  * Chunks of all requests live in one array; requests keep offsets while the
- * file is read (the array moves as it grows) and get pointers at the end. */
+ * file is read (the array moves as it grows) and get pointers at the end.
+ *
+ * A run of more than FIT_RESIDENT_EVENTS chunk events is paged
+ * (load_paged.c): every request line's offset is recorded from the start, so
+ * at the switch what was held is let go and only the references stay. What
+ * run-wide figures need of each request (fit_run_tally, each level's first
+ * send and last end) is gathered here as the file is read, in file order,
+ * for a paged run and one held whole alike. */
 #include "fit_internal.h"
+#include "load_internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -16,9 +24,23 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* A level's first send and last end, for finish_levels. */
+typedef struct level_ends {
+    int64_t lo, hi;
+} level_ends;
+
 typedef struct load_ctx {
     fit_run *r;
     LL_VEC(size_t) chunk_off;  /* per request, while loading */
+    LL_VEC(level_ends) ends;   /* per r->levels entry, before they are sorted */
+    fit_req_ref_vec refs;      /* every request kept, in file order */
+    size_t bound;              /* chunk events held at most (FIT_RESIDENT_EVENTS) */
+    int paged;
+    uint64_t line_off;         /* the line being read (on_line) */
+    size_t line_len;
+    fit_rec_chunk_vec scratch; /* a paged run's request chunks, while read */
+    char *err;
+    size_t errlen;
 } load_ctx;
 
 static char *dup_or_empty(const char *s)
@@ -28,8 +50,9 @@ static char *dup_or_empty(const char *s)
 
 /* Level index -> position in r->levels, creating a placeholder level for
  * requests whose level line is missing (an odd file, still usable). */
-static int level_slot(fit_run *r, int level, size_t *pos)
+static int level_slot(load_ctx *c, int level, size_t *pos)
 {
+    fit_run *r = c->r;
     for (size_t i = 0; i < r->levels.n; i++)
         if (r->levels.v[i].level == level) {
             *pos = i;
@@ -46,8 +69,9 @@ static int level_slot(fit_run *r, int level, size_t *pos)
     L.n_failed_reported = -1;
     L.closed_loop = 1;
     L.repeat = L.pair = L.seq = -1;
-    if (ll_vec_push(&r->levels, L))
+    if (ll_vec_reserve(&c->ends, r->levels.n + 1) || ll_vec_push(&r->levels, L))
         return LL_ENOMEM;
+    c->ends.v[c->ends.n++] = (level_ends){-1, -1};
     *pos = r->levels.n - 1;
     return 0;
 }
@@ -166,7 +190,7 @@ static int on_level(const ll_rec_level *lv, void *vctx)
 {
     load_ctx *c = vctx;
     size_t pos;
-    if (level_slot(c->r, lv->level, &pos))
+    if (level_slot(c, lv->level, &pos))
         return LL_ENOMEM;
     fit_level_info *L = &c->r->levels.v[pos];
     L->concurrency = lv->concurrency;
@@ -189,7 +213,7 @@ static int on_level_end(const ll_rec_level_end *le, void *vctx)
 {
     load_ctx *c = vctx;
     size_t pos;
-    if (level_slot(c->r, le->level, &pos))
+    if (level_slot(c, le->level, &pos))
         return LL_ENOMEM;
     fit_level_info *L = &c->r->levels.v[pos];
     if (le->end_ns > L->end_ns)
@@ -208,6 +232,15 @@ static int cmp_chunk(const void *a, const void *b)
 {
     const ll_rec_chunk *x = a, *y = b;
     return (x->t_ns > y->t_ns) - (x->t_ns < y->t_ns);
+}
+
+void fit_load_sort_chunks(ll_rec_chunk *c, size_t k)
+{
+    for (size_t i = 1; i < k; i++)
+        if (c[i].t_ns < c[i - 1].t_ns) {
+            qsort(c, k, sizeof *c, cmp_chunk);
+            return;
+        }
 }
 
 /* Keep send <= first token <= end and the last chunk <= end, so the timeline
@@ -232,6 +265,77 @@ static void clamp_times(ll_rec_request *q, const ll_rec_chunk *ch, size_t k, siz
     }
 }
 
+void fit_load_keep(const ll_rec_request *rq, ll_rec_request *q, ll_rec_chunk *dst, size_t *n_clamped)
+{
+    size_t k = rq->n_chunks;
+    *q = *rq;
+    q->outputs = NULL;
+    q->chunks = NULL;
+    if (q->counts == LL_COUNTS_STREAM)
+        q->stream_think_tok = q->stream_answer_tok = -1;
+    if (k)
+        memcpy(dst, rq->chunks, k * sizeof *dst);
+    fit_load_sort_chunks(dst, k);
+    clamp_times(q, dst, k, n_clamped);
+}
+
+/* What run-wide figures read of q (fit_run_tally, the level's ends). */
+static void tally_request(load_ctx *c, const ll_rec_request *q, size_t level_pos)
+{
+    fit_run_tally *t = &c->r->tally;
+    level_ends *e = &c->ends.v[level_pos];
+    int ok = fit_request_ok(q);
+    t->n_requests++;
+    t->n_failed += !ok;
+    t->n_warmup += q->warmup != 0;
+    t->n_no_tokens += ok && q->n_chunks == 0;
+    if (e->lo < 0 || q->send_ns < e->lo)
+        e->lo = q->send_ns;
+    if (q->end_ns > e->hi)
+        e->hi = q->end_ns;
+    if (!ok || q->warmup)
+        return;
+    t->n_ok_measured++;
+    int64_t got = fit_request_tokens_got(q);
+    if (q->max_tokens <= 0 || got <= q->max_tokens)
+        return;
+    t->n_over_max++;
+    if (got - q->max_tokens > t->over_got_tok - t->over_cap_tok) {
+        t->over_got_tok = got;
+        t->over_cap_tok = q->max_tokens;
+    }
+}
+
+static int on_line(uint64_t off, size_t len, void *vctx)
+{
+    load_ctx *c = vctx;
+    c->line_off = off;
+    c->line_len = len;
+    return 0;
+}
+
+/* Past the bound: what is held becomes references (already recorded). */
+static int go_paged(load_ctx *c)
+{
+    if (!(c->r->paged = calloc(1, sizeof *c->r->paged)))
+        return LL_ENOMEM;
+    fit_paged_begin(c->r);
+    ll_vec_free(&c->chunk_off);
+    c->paged = 1;
+    return 0;
+}
+
+/* A paged run keeps the request's reference and its figures only. */
+static int on_request_paged(load_ctx *c, const ll_rec_request *rq, size_t pos)
+{
+    ll_rec_request q;
+    if (ll_vec_reserve(&c->scratch, rq->n_chunks + 1))
+        return LL_ENOMEM;
+    fit_load_keep(rq, &q, c->scratch.v, &c->r->info.n_clamped);
+    tally_request(c, &q, pos);
+    return 0;
+}
+
 /* The record as fit keeps it (fit.h fit_run_request): its chunks copied
  * into the run's one array (sorted by arrival), its error copied, its
  * outputs left to fit_outputs.h, its times made consistent. */
@@ -239,32 +343,31 @@ static int on_request(const ll_rec_request *rq, void *vctx)
 {
     load_ctx *c = vctx;
     fit_run *r = c->r;
+    size_t pos, k = rq->n_chunks;
     int rc;
-    if (rq->send_ns < 0 || rq->end_ns < rq->send_ns) {
+    if (!fit_load_placeable(rq)) {
         /* Without a send time and an end after it, the request cannot be
          * placed on a timeline. */
         r->info.n_bad_requests++;
         return 0;
     }
-    ll_rec_request q = *rq;
-    q.outputs = NULL;
-    q.chunks = NULL;
-    if (q.counts == LL_COUNTS_STREAM)
-        q.stream_think_tok = q.stream_answer_tok = -1;
-    size_t base = r->chunks.n, k = rq->n_chunks;
-    LL_TRY(ll_vec_reserve(&r->chunks, base + k + 1));
-    int sorted = 1;
-    for (size_t i = 0; i < k; i++) {
-        r->chunks.v[base + i] = rq->chunks[i];
-        if (i && rq->chunks[i].t_ns < rq->chunks[i - 1].t_ns)
-            sorted = 0;
+    if (c->line_len > UINT32_MAX) { /* a reference holds 32 bits of length */
+        ll_errf(c->err, c->errlen, "a request line of %zu bytes (more than 4 GiB)", c->line_len);
+        return LL_EINVAL;
     }
-    if (!sorted)
-        qsort(r->chunks.v + base, k, sizeof *r->chunks.v, cmp_chunk);
-    clamp_times(&q, r->chunks.v + base, k, &r->info.n_clamped);
+    LL_TRY(level_slot(c, rq->level, &pos));
+    LL_TRY(ll_vec_push(&c->refs, ((fit_req_ref){c->line_off, (uint32_t)c->line_len, rq->level})));
+    if (!c->paged && r->chunks.n + k > c->bound)
+        LL_TRY(go_paged(c));
+    if (c->paged)
+        return on_request_paged(c, rq, pos);
+    ll_rec_request q;
+    size_t base = r->chunks.n;
+    LL_TRY(ll_vec_reserve(&r->chunks, base + k + 1));
+    fit_load_keep(rq, &q, r->chunks.v + base, &r->info.n_clamped);
+    q.error = NULL;
     if (rq->error && !(q.error = strdup(rq->error)))
         return LL_ENOMEM;
-    size_t pos;
     if ((rc = ll_vec_push(&c->chunk_off, base)) || (rc = ll_vec_push(&r->requests, q))) {
         if (c->chunk_off.n > r->requests.n)
             c->chunk_off.n--;
@@ -272,7 +375,8 @@ static int on_request(const ll_rec_request *rq, void *vctx)
         return rc;
     }
     r->chunks.n += k;
-    return level_slot(r, q.level, &pos);
+    tally_request(c, &q, pos);
+    return 0;
 fail:
     return rc;
 }
@@ -322,20 +426,11 @@ static int cmp_level(const void *a, const void *b)
 
 /* Fill what level lines did not say from the requests: a missing start (no
  * level line) or end (interrupted: no level_end). */
-static void finish_levels(fit_run *r)
+static void finish_levels(fit_run *r, const level_ends *ends)
 {
     for (size_t i = 0; i < r->levels.n; i++) {
         fit_level_info *L = &r->levels.v[i];
-        int64_t lo = -1, hi = -1;
-        for (size_t j = 0; j < r->requests.n; j++) {
-            const ll_rec_request *q = &r->requests.v[j];
-            if (q->level != L->level)
-                continue;
-            if (lo < 0 || q->send_ns < lo)
-                lo = q->send_ns;
-            if (q->end_ns > hi)
-                hi = q->end_ns;
-        }
+        int64_t lo = ends[i].lo, hi = ends[i].hi;
         if (L->start_ns < 0 || (lo >= 0 && lo < L->start_ns))
             L->start_ns = lo >= 0 ? lo : 0;
         if (!L->has_end) {
@@ -370,20 +465,49 @@ static int records_path(const char *path, char **out, char *err, size_t errlen)
     return 0;
 }
 
-int fit_load_run(const char *path, fit_run **out, char *err, size_t errlen)
+static void load_ctx_free(load_ctx *c)
+{
+    ll_vec_free(&c->chunk_off);
+    ll_vec_free(&c->ends);
+    ll_vec_free(&c->refs);
+    ll_vec_free(&c->scratch);
+}
+
+/* What the read leaves: the info's counts, the levels finished, chunk
+ * pointers (held whole) or the references ordered (paged). */
+static int load_finish(load_ctx *c, const ll_rec_read_stats *st, const char *file, char *err, size_t errlen)
+{
+    fit_run_info *in = &c->r->info;
+    in->n_lines = st->n_lines;
+    in->n_truncated = st->n_truncated;
+    in->n_unknown += st->n_unknown;
+    in->n_rejected = st->n_rejected;
+    in->n_out_of_range = st->n_out_of_range;
+    if (!c->paged)
+        for (size_t i = 0; i < c->r->requests.n; i++)
+            c->r->requests.v[i].chunks = c->r->chunks.v + c->chunk_off.v[i];
+    finish_levels(c->r, c->ends.v);
+    return c->paged ? fit_paged_finish(c->r, &c->refs, file, err, errlen) : 0;
+}
+
+int fit_load_run_opts(const char *path, size_t resident_events, fit_run **out, char *err, size_t errlen)
 {
     static const ll_rec_handlers h = {.on_run = on_run,
                                       .on_level = on_level,
                                       .on_level_end = on_level_end,
                                       .on_request = on_request,
                                       .on_step = on_step,
-                                      .on_metric = on_metric};
+                                      .on_metric = on_metric,
+                                      .on_line = on_line};
     char *file = NULL;
     ll_rec_read_stats st;
     load_ctx c;
     int rc;
     *out = NULL;
     memset(&c, 0, sizeof c);
+    c.bound = resident_events;
+    c.err = err;
+    c.errlen = errlen;
     LL_TRY(records_path(path, &file, err, errlen));
     if (!(c.r = calloc(1, sizeof *c.r))) {
         rc = LL_ENOMEM;
@@ -395,28 +519,27 @@ int fit_load_run(const char *path, fit_run **out, char *err, size_t errlen)
     in->endpoint = in->engine_spec = in->backend = in->scenario = "";
     in->time_scale = NAN;
     ll_rec_asked_of(NULL, &in->asked);
+    if (resident_events == 0)
+        LL_TRY(go_paged(&c));
     rc = ll_rec_read(file, &h, &c, &st, err, errlen);
     if (rc == LL_ENOMEM)
         ll_errf(err, errlen, "out of memory reading %s", file);
-    if (rc)
+    if (rc || (rc = load_finish(&c, &st, file, err, errlen)))
         goto fail;
-    in->n_lines = st.n_lines;
-    in->n_truncated = st.n_truncated;
-    in->n_unknown += st.n_unknown;
-    in->n_rejected = st.n_rejected;
-    in->n_out_of_range = st.n_out_of_range;
-    for (size_t i = 0; i < c.r->requests.n; i++)
-        c.r->requests.v[i].chunks = c.r->chunks.v + c.chunk_off.v[i];
-    finish_levels(c.r);
-    ll_vec_free(&c.chunk_off);
+    load_ctx_free(&c);
     free(file);
     *out = c.r;
     return 0;
 fail:
     fit_run_free(c.r);
-    ll_vec_free(&c.chunk_off);
+    load_ctx_free(&c);
     free(file);
     return rc;
+}
+
+int fit_load_run(const char *path, fit_run **out, char *err, size_t errlen)
+{
+    return fit_load_run_opts(path, FIT_RESIDENT_EVENTS, out, err, errlen);
 }
 
 void fit_run_free(fit_run *r)
@@ -427,6 +550,7 @@ void fit_run_free(fit_run *r)
         free(r->requests.v[i].error);
     ll_vec_free(&r->requests);
     ll_vec_free(&r->chunks);
+    fit_paged_free(r->paged);
     ll_vec_free(&r->levels);
     ll_vec_free(&r->steps);
     ll_vec_free(&r->server);
@@ -451,11 +575,14 @@ const fit_level_info *fit_run_level(const fit_run *r, size_t i)
 {
     return i < r->levels.n ? &r->levels.v[i] : NULL;
 }
-size_t fit_run_n_requests(const fit_run *r) { return r->requests.n; }
+size_t fit_run_n_requests(const fit_run *r) { return r->paged ? r->paged->refs.n : r->requests.n; }
 const ll_rec_request *fit_run_request(const fit_run *r, size_t i)
 {
+    if (r->paged)
+        return fit_paged_request(r, i);
     return i < r->requests.n ? &r->requests.v[i] : NULL;
 }
+const fit_run_tally *fit_run_get_tally(const fit_run *run) { return &run->tally; }
 size_t fit_run_n_steps(const fit_run *r) { return r->steps.n; }
 const ll_rec_step *fit_run_step(const fit_run *r, size_t i)
 {
@@ -463,10 +590,12 @@ const ll_rec_step *fit_run_step(const fit_run *r, size_t i)
 }
 
 /* Chunks: a run read whole holds every request's chunks (the pointer each
- * request carries); fit_chunks_of hands those out as they are. */
+ * request carries); fit_chunks_of hands those out as they are. A paged run
+ * decodes them from the file (load_paged.c). */
 int fit_chunks_of(const fit_run *run, const ll_rec_request *q, fit_chunks *c)
 {
-    (void)run;
+    if (run && run->paged)
+        return fit_paged_chunks_of(run, q, c);
     c->v = q->chunks;
     c->n = q->n_chunks;
     return 0;

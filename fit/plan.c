@@ -72,8 +72,10 @@ int fit_request_meets(const fit_run *run, const ll_rec_request *q, const fit_slo
 void fit_level_goodput_count(const fit_run *run, int level, const fit_slo *slo,
                              size_t *n_measured, size_t *n_good)
 {
+    size_t i0, i1;
     *n_measured = *n_good = 0;
-    for (size_t i = 0; i < fit_run_n_requests(run); i++) {
+    fit_run_level_span(run, level, &i0, &i1);
+    for (size_t i = i0; i < i1; i++) {
         const ll_rec_request *q = fit_run_request(run, i);
         if (q->level != level || q->warmup)
             continue;

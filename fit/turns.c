@@ -28,7 +28,9 @@ static int cmp_double(const void *a, const void *b)
 static int max_turn(const fit_run *run, int level)
 {
     int t = 0;
-    for (size_t i = 0; i < fit_run_n_requests(run); i++) {
+    size_t i0, i1;
+    fit_run_level_span(run, level, &i0, &i1);
+    for (size_t i = i0; i < i1; i++) {
         const ll_rec_request *q = fit_run_request(run, i);
         if (q->level == level && q->work.kind == LL_WORK_SESSION && q->work.turn > t)
             t = q->work.turn;
@@ -45,7 +47,9 @@ typedef struct turn_acc {
 
 static int collect(const fit_run *run, int level, int turn, turn_acc *a)
 {
-    for (size_t i = 0; i < fit_run_n_requests(run); i++) {
+    size_t i0, i1;
+    fit_run_level_span(run, level, &i0, &i1);
+    for (size_t i = i0; i < i1; i++) {
         const ll_rec_request *q = fit_run_request(run, i);
         if (q->level != level || q->warmup || !fit_request_ok(q) || q->work.kind != LL_WORK_SESSION || q->work.turn != turn)
             continue;

@@ -259,6 +259,16 @@ void ll_sort_doubles(double *v, size_t n);
 typedef int (*ll_jsonl_cb)(const cJSON *obj, size_t line_no, void *ctx);
 int ll_jsonl_foreach(const char *path, ll_jsonl_cb cb, void *ctx, size_t *skipped,
                      char *err, size_t errlen);
+/* Where the line being handed to cb lies in the file, for a reader that comes
+ * back to it later (pread): its first byte's offset and its length without
+ * the newline (and a '\r' before it). */
+typedef struct ll_jsonl_pos {
+    uint64_t off;
+    size_t len;
+} ll_jsonl_pos;
+/* ll_jsonl_foreach, with *pos set before each call of cb. */
+int ll_jsonl_foreach_pos(const char *path, ll_jsonl_cb cb, void *ctx, size_t *skipped, ll_jsonl_pos *pos,
+                         char *err, size_t errlen);
 
 /* cJSON helpers: typed lookups that return a default when missing/wrong type. */
 double ll_json_num(const cJSON *obj, const char *key, double dflt);

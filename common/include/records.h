@@ -492,6 +492,11 @@ typedef struct ll_rec_handlers {
     int (*on_clock)(const ll_rec_clock *ck, void *ctx);
     int (*on_metric)(const ll_rec_metric *m, void *ctx);
     int (*on_handoff)(const ll_rec_handoff *h, void *ctx);
+    /* Where the record about to be handed over lies in the file: its line's
+     * byte offset and length without the newline; called before that
+     * record's own handler, for every line, so that a caller may come back
+     * to a line later (pread, then ll_rec_read_line) without holding it. */
+    int (*on_line)(uint64_t off, size_t len, void *ctx);
 } ll_rec_handlers;
 
 typedef struct ll_rec_read_stats {
@@ -518,5 +523,12 @@ typedef struct ll_rec_read_stats {
  * failed request whose error_class is unknown reads as LL_ERRC_OTHER. */
 int ll_rec_read(const char *path, const ll_rec_handlers *h, void *ctx, ll_rec_read_stats *st,
                 char *err, size_t errlen);
+/* One line of a records file that ll_rec_read has read before (len bytes, no
+ * newline needed), parsed and checked exactly as ll_rec_read does and handed
+ * to h: a record after the run line (a run line here is rejected as a second
+ * one). What it counts is added to *st (may be NULL). 0, the handler's code,
+ * LL_EPARSE (not a JSON object; err says so) or LL_ENOMEM. */
+int ll_rec_read_line(const char *line, size_t len, const ll_rec_handlers *h, void *ctx, ll_rec_read_stats *st,
+                     char *err, size_t errlen);
 
 #endif
