@@ -565,9 +565,11 @@ static void test_bad_input(void)
         CHECK(fit_run_get_info(run)->n_rejected == 1, "one bad request counted");
         CHECK(fit_run_n_levels(run) == 1, "implicit level");
         const ll_rec_request *q = fit_run_request(run, 0);
-        CHECK(q && q->n_chunks == 2 && q->chunks[1].tokens == 2 &&
-                  q->chunks[1].kind == LL_CHUNK_ANSWER && q->first_token_ns == 2,
+        fit_chunks ch = {0};
+        CHECK(q && fit_chunks_of(run, q, &ch) == 0 && q->n_chunks == 2 && ch.n == 2 && ch.v[1].tokens == 2 &&
+                  ch.v[1].kind == LL_CHUNK_ANSWER && q->first_token_ns == 2,
               "chunks read");
+        fit_chunks_free(&ch);
         fit_run_free(run);
     }
     fit_options o;

@@ -22,6 +22,7 @@
 
 #include "common.h"
 #include "fit.h"
+#include "fit_internal.h"
 #include "report.h"
 #include "sim.h"
 #include "testutil.h"
@@ -70,12 +71,14 @@ static int64_t at(int64_t t0, int64_t t1, int k) { return t0 + (int64_t)((k + 0.
 static double tokens_between(const fit_run *run, int64_t t0, int64_t t1)
 {
     double tok = 0;
+    fit_chunks ch = {0};
     for (size_t i = 0; i < fit_run_n_requests(run); i++) {
-        const ll_rec_request *q = fit_run_request(run, i);
-        for (size_t c = 0; c < q->n_chunks; c++)
-            if (q->chunks[c].t_ns > t0 && q->chunks[c].t_ns <= t1)
-                tok += q->chunks[c].tokens;
+        CHECK(fit_chunks_of(run, fit_run_request(run, i), &ch) == 0, "chunks of request %zu", i);
+        for (size_t c = 0; c < ch.n; c++)
+            if (ch.v[c].t_ns > t0 && ch.v[c].t_ns <= t1)
+                tok += ch.v[c].tokens;
     }
+    fit_chunks_free(&ch);
     return tok;
 }
 

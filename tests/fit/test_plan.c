@@ -273,9 +273,11 @@ static void test_goodput_levels(void)
                     continue;
                 double ttft = (q->first_token_ns - q->send_ns) / 1e6;
                 int64_t tok = q->think_tok + q->answer_tok;
-                double tpot = tok > 1 ? (q->chunks[q->n_chunks - 1].t_ns - q->first_token_ns) /
-                                            1e6 / (double)(tok - 1)
-                                      : 0;
+                fit_chunks ch = {0};
+                CHECK(fit_chunks_of(run, q, &ch) == 0 && ch.n == q->n_chunks, "chunks of request %zu", r);
+                double tpot = tok > 1 && ch.n ? (ch.v[ch.n - 1].t_ns - q->first_token_ns) / 1e6 / (double)(tok - 1)
+                                              : 0;
+                fit_chunks_free(&ch);
                 good += ttft <= 40 && tpot <= 8;
             }
             CHECK(g->n_measured == n && g->n_good == good, "level %d: %zu/%zu want %zu/%zu",

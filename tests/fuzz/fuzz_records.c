@@ -36,7 +36,7 @@ static void check_run(const fit_run *run)
             FUZZ_CHECK(q->send_ns <= q->first_token_ns);
         if (q->first_token_ns >= 0 && q->end_ns >= 0)
             FUZZ_CHECK(q->first_token_ns <= q->end_ns);
-        for (size_t c = 0; c < q->n_chunks; c++) {
+        for (size_t c = 0; q->chunks && c < q->n_chunks; c++) { /* NULL: a paged run (fit_internal.h) */
             FUZZ_CHECK(q->chunks[c].tokens >= 0);
             if (q->end_ns >= 0)
                 FUZZ_CHECK(q->chunks[c].t_ns <= q->end_ns);
