@@ -496,6 +496,9 @@ int fit_compare_runs(const fit_run *a, const fit_result *ra, const fit_run *b,
         goto oom;
     compare_model_levels(c, ra, rb);
     fit_compare_set_verdict(c, fit_compare_default_level(c));
+    /* the units read the requests again: a paged run's file must not have changed */
+    if ((rc = fit_run_read_error(a, err, errlen)) || (rc = fit_run_read_error(b, err, errlen)))
+        goto fail;
     work_free(&w);
     *out = c;
     return 0;
@@ -503,6 +506,8 @@ oom:
     rc = LL_ENOMEM;
     ll_errf(err, errlen, "out of memory");
 fail:
+    if (fit_run_read_error(a, err, errlen) == 0) /* a file changed under a paged run says so */
+        fit_run_read_error(b, err, errlen);
     work_free(&w);
     fit_compare_free(c);
     return rc;

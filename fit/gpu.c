@@ -79,19 +79,33 @@ static double gauge_of(const fit_run *run, const fit_level *L, const int *kinds,
 }
 
 /* Tokens of every stream that arrived in (t0, t1]; NAN when chunks could
- * not be read back. */
+ * not be read back. Level by level, past the levels whose chunks all
+ * arrived outside it, so that a run read back a level at a time reads only
+ * the levels that overlap the span (the sum of whole token counts is the
+ * same in any order). */
 static double tokens_between(const fit_run *run, int64_t t0, int64_t t1)
 {
     double tok = 0;
     fit_chunks ch = {0};
-    for (size_t i = 0; i < fit_run_n_requests(run); i++) {
-        if (fit_chunks_of(run, fit_run_request(run, i), &ch)) {
-            tok = NAN;
-            break;
+    for (size_t l = 0; l < fit_run_n_levels(run) && !isnan(tok); l++) {
+        int level = fit_run_level(run, l)->level;
+        int64_t first_ns, last_ns;
+        size_t i0, i1;
+        if (fit_run_level_chunk_times(run, level, &first_ns, &last_ns) || last_ns <= t0 || first_ns > t1)
+            continue;
+        fit_run_level_span(run, level, &i0, &i1);
+        for (size_t i = i0; i < i1; i++) {
+            const ll_rec_request *q = fit_run_request(run, i);
+            if (q->level != level)
+                continue;
+            if (fit_chunks_of(run, q, &ch)) {
+                tok = NAN;
+                break;
+            }
+            for (size_t c = 0; c < ch.n; c++)
+                if (ch.v[c].t_ns > t0 && ch.v[c].t_ns <= t1)
+                    tok += ch.v[c].tokens;
         }
-        for (size_t c = 0; c < ch.n; c++)
-            if (ch.v[c].t_ns > t0 && ch.v[c].t_ns <= t1)
-                tok += ch.v[c].tokens;
     }
     fit_chunks_free(&ch);
     return tok;

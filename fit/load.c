@@ -69,9 +69,12 @@ static int level_slot(load_ctx *c, int level, size_t *pos)
     L.n_failed_reported = -1;
     L.closed_loop = 1;
     L.repeat = L.pair = L.seq = -1;
-    if (ll_vec_reserve(&c->ends, r->levels.n + 1) || ll_vec_push(&r->levels, L))
+    if (ll_vec_reserve(&c->ends, r->levels.n + 1) || ll_vec_reserve(&r->level_chunks, r->levels.n + 1) ||
+        ll_vec_push(&r->levels, L))
         return LL_ENOMEM;
     c->ends.v[c->ends.n++] = (level_ends){-1, -1};
+    if (ll_vec_push(&r->level_chunks, ((fit_level_chunks){level, INT64_MAX, INT64_MIN})))
+        return LL_ENOMEM;
     *pos = r->levels.n - 1;
     return 0;
 }
@@ -279,12 +282,18 @@ void fit_load_keep(const ll_rec_request *rq, ll_rec_request *q, ll_rec_chunk *ds
     clamp_times(q, dst, k, n_clamped);
 }
 
-/* What run-wide figures read of q (fit_run_tally, the level's ends). */
-static void tally_request(load_ctx *c, const ll_rec_request *q, size_t level_pos)
+/* What run-wide figures read of q, its chunks ch sorted (fit_run_tally, the
+ * level's ends and chunk times). */
+static void tally_request(load_ctx *c, const ll_rec_request *q, const ll_rec_chunk *ch, size_t level_pos)
 {
     fit_run_tally *t = &c->r->tally;
     level_ends *e = &c->ends.v[level_pos];
+    fit_level_chunks *lc = &c->r->level_chunks.v[level_pos];
     int ok = fit_request_ok(q);
+    if (q->n_chunks && ch[0].t_ns < lc->first_ns)
+        lc->first_ns = ch[0].t_ns;
+    if (q->n_chunks && ch[q->n_chunks - 1].t_ns > lc->last_ns)
+        lc->last_ns = ch[q->n_chunks - 1].t_ns;
     t->n_requests++;
     t->n_failed += !ok;
     t->n_warmup += q->warmup != 0;
@@ -332,7 +341,7 @@ static int on_request_paged(load_ctx *c, const ll_rec_request *rq, size_t pos)
     if (ll_vec_reserve(&c->scratch, rq->n_chunks + 1))
         return LL_ENOMEM;
     fit_load_keep(rq, &q, c->scratch.v, &c->r->info.n_clamped);
-    tally_request(c, &q, pos);
+    tally_request(c, &q, c->scratch.v, pos);
     return 0;
 }
 
@@ -374,8 +383,8 @@ static int on_request(const ll_rec_request *rq, void *vctx)
         free(q.error);
         return rc;
     }
+    tally_request(c, &q, r->chunks.v + base, pos);
     r->chunks.n += k;
-    tally_request(c, &q, pos);
     return 0;
 fail:
     return rc;
@@ -552,6 +561,7 @@ void fit_run_free(fit_run *r)
     ll_vec_free(&r->chunks);
     fit_paged_free(r->paged);
     ll_vec_free(&r->levels);
+    ll_vec_free(&r->level_chunks);
     ll_vec_free(&r->steps);
     ll_vec_free(&r->server);
     for (size_t i = 0; i < r->series.n; i++)
@@ -583,6 +593,18 @@ const ll_rec_request *fit_run_request(const fit_run *r, size_t i)
     return i < r->requests.n ? &r->requests.v[i] : NULL;
 }
 const fit_run_tally *fit_run_get_tally(const fit_run *run) { return &run->tally; }
+int fit_run_level_chunk_times(const fit_run *run, int level, int64_t *first_ns, int64_t *last_ns)
+{
+    for (size_t i = 0; i < run->level_chunks.n; i++) {
+        const fit_level_chunks *lc = &run->level_chunks.v[i];
+        if (lc->level == level && lc->first_ns <= lc->last_ns) {
+            *first_ns = lc->first_ns;
+            *last_ns = lc->last_ns;
+            return 0;
+        }
+    }
+    return -1;
+}
 size_t fit_run_n_steps(const fit_run *r) { return r->steps.n; }
 const ll_rec_step *fit_run_step(const fit_run *r, size_t i)
 {

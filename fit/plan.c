@@ -409,11 +409,15 @@ int fit_plan_compute(const fit_run *run, const fit_result *res, const fit_plan_o
     }
     if ((rc = plan_goodput(p, run, res, &opt->slo)))
         goto fail;
+    /* goodput read the requests again: a paged run's file must not have changed */
+    if ((rc = fit_run_read_error(run, err, errlen)))
+        goto read_fail;
     free(pt);
     *out = p;
     return 0;
 fail:
     ll_errf(err, errlen, "out of memory");
+read_fail:
     free(pt);
     fit_plan_free(p);
     return rc;

@@ -9,8 +9,9 @@
  * fit/timeline.c samples, fit/figures.c latencies; for users
  * docs/measuring.md); reports/report.h prints them. Times: ns since the run
  * epoch; steps ms; rates tokens/s. A fit_run is opaque and read-only once
- * loaded; results are caller-owned; distinct objects may be used from
- * distinct threads. Errors: 0 or a negative LL_E* code (common.h) with a
+ * loaded, but not thread-safe (a big run caches one level inside it);
+ * results are caller-owned; distinct objects may be used from distinct
+ * threads. Errors: 0 or a negative LL_E* code (common.h) with a
  * message in err. */
 #ifndef LOADLAW_FIT_H
 #define LOADLAW_FIT_H
@@ -26,7 +27,10 @@ typedef struct fit_run fit_run;
 /* Read RUN_DIR/records.jsonl (or path, a .jsonl file), keeping what a
  * truncated last line, failed requests or interrupted levels leave. LL_EIO:
  * unreadable; LL_EPARSE: a malformed line (not the last); LL_EINVAL: no run
- * line, a schema newer than LL_RECORDS_SCHEMA, no usable record. */
+ * line, a schema newer than LL_RECORDS_SCHEMA, no usable record. A big run
+ * is read back from the file a level at a time (fit/load.c): the file must
+ * stay as it is while the run is used (else the analysis, plan or compare
+ * fails with LL_EIO and says so). */
 int fit_load_run(const char *path, fit_run **out, char *err, size_t errlen);
 void fit_run_free(fit_run *r);
 
@@ -63,7 +67,10 @@ typedef struct fit_level_info {
 size_t fit_run_n_levels(const fit_run *r);
 const fit_level_info *fit_run_level(const fit_run *r, size_t i); /* sorted by start */
 
-/* Request records in file order, owned by the run: chunks sorted by arrival,
+/* Request records in file order (a run read back a level at a time: level
+ * by level in the levels' order, each level's in file order), owned by the
+ * run; a pointer is valid until a request of another level is asked for
+ * (keep indices). Chunks sorted by arrival (fit_internal.h fit_chunks_of),
  * outputs NULL (fit_outputs.h reads them), stream_*_tok -1 with
  * LL_COUNTS_STREAM, and times made consistent for the timeline (no first
  * token: the first chunk's; then send <= first token <= end, last chunk <=
