@@ -1,4 +1,4 @@
-/* load_internal.h (internal to fit/load.c and fit/load_paged.c): how a
+/* load_internal.h (internal to fit/load*.c): how a
  * request record becomes the one fit keeps, shared by the first read and a
  * paged run's read-back, and the paged run's own storage (fit_internal.h
  * says what a paged run is). */
@@ -21,6 +21,10 @@ static inline int fit_load_placeable(const ll_rec_request *rq)
 void fit_load_keep(const ll_rec_request *rq, ll_rec_request *q, ll_rec_chunk *dst, size_t *n_clamped);
 /* Sort c[0..k) by arrival when it is not (the order fit_load_keep gives). */
 void fit_load_sort_chunks(ll_rec_chunk *c, size_t k);
+
+/* load_run_line.c: the run line as JSON again (fit_run_info.run_json);
+ * free with cJSON_free; NULL when out of memory. */
+char *fit_load_run_line_json(const ll_rec_run *run);
 
 /* A request line: where to read it back. */
 typedef struct fit_req_ref {
