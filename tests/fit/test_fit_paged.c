@@ -2,8 +2,8 @@
  * same run held whole: on a simulated multi-level run (fixed seed; failed
  * and warmup requests, a level-0 request written after every other level, a
  * request the load drops for its times, a truncated last line), in the list
- * form and packed (chunks_packed), `fit --json`, `plan --json` and
- * `compare --json` are byte-identical; the counts of what was left out the
+ * form and packed (chunks_packed), with levels walked whole or streamed,
+ * `fit --json`, `plan --json` and `compare --json` are byte-identical; the counts of what was left out the
  * same; a paged run's indices grouped level by level; a request pointer
  * kept past another level refused; the file cut after the load an LL_EIO
  * with a message, not a crash. */
@@ -26,13 +26,22 @@ typedef struct loaded {
     fit_result *res;
 } loaded;
 
+/* Levels past this many chunks are analysed as one time-ordered stream
+ * (fit/stream.c), which holds a chunk buffer per open request: 0, the
+ * default bound. */
+static size_t stream_events;
+
 static int load(const char *path, size_t bound, loaded *l)
 {
     char err[512] = "";
+    fit_options o;
+    fit_options_default(&o);
+    if (stream_events)
+        o.stream_events = stream_events;
     memset(l, 0, sizeof *l);
     int rc = fit_load_run_opts(path, bound, &l->run, err, sizeof err);
     if (rc == 0)
-        rc = fit_analyze(l->run, NULL, &l->res, err, sizeof err);
+        rc = fit_analyze(l->run, &o, &l->res, err, sizeof err);
     CHECK(rc == 0, "%s (bound %zu): %s", path, bound, err);
     return rc;
 }
@@ -232,6 +241,8 @@ int main(void)
     CHECK(append(a, tail) == 0 && append(b, tail) == 0 && append(ap, tail) == 0 && append(bp, tail) == 0,
           "truncated tails");
     compare_loads(a, b);
+    compare_loads(ap, bp);
+    stream_events = 200; /* every level streamed: each has more chunks */
     compare_loads(ap, bp);
     check_cut(cut);
     char cmd[128];
