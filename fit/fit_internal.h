@@ -128,14 +128,17 @@ int fit_load_run_opts(const char *path, size_t resident_events, fit_run **out, c
  * held whole (callers still check q->level). A loop over one level's span
  * makes no other level resident. */
 void fit_run_level_span(const fit_run *run, int level, size_t *i0, size_t *i1);
-/* The earliest and latest chunk arrival among level `level`'s requests
- * (gathered while the run was read): 0, or -1 when it has no chunk. */
-int fit_run_level_chunk_times(const fit_run *run, int level, int64_t *first_ns, int64_t *last_ns);
-typedef struct fit_level_chunks {
+/* What run-wide loops over one level read of its requests, gathered while
+ * the run was read, so that they need not read a paged level back: */
+typedef struct fit_level_tally {
     int level;
-    int64_t first_ns, last_ns; /* INT64_MAX, INT64_MIN: no chunk yet */
-} fit_level_chunks;
-typedef LL_VEC(fit_level_chunks) fit_level_chunks_vec;
+    int64_t first_chunk_ns, last_chunk_ns; /* its chunks' arrivals (INT64_MAX,
+                               * INT64_MIN: none): gpu.c's tokens in a span */
+    int max_turn;             /* its highest session turn (0: none): turns.c */
+} fit_level_tally;
+typedef LL_VEC(fit_level_tally) fit_level_tally_vec;
+/* Level `level`'s (its record number); NULL when the run has no such level. */
+const fit_level_tally *fit_run_level_tally(const fit_run *run, int level);
 /* A paged run's first failure to read a level back (the file changed under
  * it, or memory ran out): its code with the message copied into err; 0 when
  * none (err untouched). */
@@ -148,7 +151,7 @@ struct fit_run {
     fit_rec_chunk_vec chunks;      /* held whole: every request's chunks */
     struct fit_paged *paged;       /* paged: NULL while held whole */
     fit_run_tally tally;
-    fit_level_chunks_vec level_chunks; /* per level, in no order */
+    fit_level_tally_vec level_tally; /* per level, in no order */
     fit_rec_step_vec steps;
     fit_server_sample_vec server;  /* scraped samples the fit uses, in file (time) order */
     fit_str_vec series;            /* "src\x1fname\x1flabels" per series */

@@ -89,9 +89,9 @@ static double tokens_between(const fit_run *run, int64_t t0, int64_t t1)
     fit_chunks ch = {0};
     for (size_t l = 0; l < fit_run_n_levels(run) && !isnan(tok); l++) {
         int level = fit_run_level(run, l)->level;
-        int64_t first_ns, last_ns;
+        const fit_level_tally *lt = fit_run_level_tally(run, level);
         size_t i0, i1;
-        if (fit_run_level_chunk_times(run, level, &first_ns, &last_ns) || last_ns <= t0 || first_ns > t1)
+        if (!lt || lt->last_chunk_ns <= t0 || lt->first_chunk_ns > t1)
             continue;
         fit_run_level_span(run, level, &i0, &i1);
         for (size_t i = i0; i < i1; i++) {

@@ -69,11 +69,11 @@ static int level_slot(load_ctx *c, int level, size_t *pos)
     L.n_failed_reported = -1;
     L.closed_loop = 1;
     L.repeat = L.pair = L.seq = -1;
-    if (ll_vec_reserve(&c->ends, r->levels.n + 1) || ll_vec_reserve(&r->level_chunks, r->levels.n + 1) ||
+    if (ll_vec_reserve(&c->ends, r->levels.n + 1) || ll_vec_reserve(&r->level_tally, r->levels.n + 1) ||
         ll_vec_push(&r->levels, L))
         return LL_ENOMEM;
     c->ends.v[c->ends.n++] = (level_ends){-1, -1};
-    if (ll_vec_push(&r->level_chunks, ((fit_level_chunks){level, INT64_MAX, INT64_MIN})))
+    if (ll_vec_push(&r->level_tally, ((fit_level_tally){level, INT64_MAX, INT64_MIN, 0})))
         return LL_ENOMEM;
     *pos = r->levels.n - 1;
     return 0;
@@ -223,12 +223,14 @@ static void tally_request(load_ctx *c, const ll_rec_request *q, const ll_rec_chu
 {
     fit_run_tally *t = &c->r->tally;
     level_ends *e = &c->ends.v[level_pos];
-    fit_level_chunks *lc = &c->r->level_chunks.v[level_pos];
+    fit_level_tally *lt = &c->r->level_tally.v[level_pos];
     int ok = fit_request_ok(q);
-    if (q->n_chunks && ch[0].t_ns < lc->first_ns)
-        lc->first_ns = ch[0].t_ns;
-    if (q->n_chunks && ch[q->n_chunks - 1].t_ns > lc->last_ns)
-        lc->last_ns = ch[q->n_chunks - 1].t_ns;
+    if (q->n_chunks && ch[0].t_ns < lt->first_chunk_ns)
+        lt->first_chunk_ns = ch[0].t_ns;
+    if (q->n_chunks && ch[q->n_chunks - 1].t_ns > lt->last_chunk_ns)
+        lt->last_chunk_ns = ch[q->n_chunks - 1].t_ns;
+    if (q->work.kind == LL_WORK_SESSION && q->work.turn > lt->max_turn)
+        lt->max_turn = q->work.turn;
     t->n_requests++;
     t->n_failed += !ok;
     t->n_warmup += q->warmup != 0;
@@ -496,7 +498,7 @@ void fit_run_free(fit_run *r)
     ll_vec_free(&r->chunks);
     fit_paged_free(r->paged);
     ll_vec_free(&r->levels);
-    ll_vec_free(&r->level_chunks);
+    ll_vec_free(&r->level_tally);
     ll_vec_free(&r->steps);
     ll_vec_free(&r->server);
     for (size_t i = 0; i < r->series.n; i++)
@@ -528,17 +530,12 @@ const ll_rec_request *fit_run_request(const fit_run *r, size_t i)
     return i < r->requests.n ? &r->requests.v[i] : NULL;
 }
 const fit_run_tally *fit_run_get_tally(const fit_run *run) { return &run->tally; }
-int fit_run_level_chunk_times(const fit_run *run, int level, int64_t *first_ns, int64_t *last_ns)
+const fit_level_tally *fit_run_level_tally(const fit_run *run, int level)
 {
-    for (size_t i = 0; i < run->level_chunks.n; i++) {
-        const fit_level_chunks *lc = &run->level_chunks.v[i];
-        if (lc->level == level && lc->first_ns <= lc->last_ns) {
-            *first_ns = lc->first_ns;
-            *last_ns = lc->last_ns;
-            return 0;
-        }
-    }
-    return -1;
+    for (size_t i = 0; i < run->level_tally.n; i++)
+        if (run->level_tally.v[i].level == level)
+            return &run->level_tally.v[i];
+    return NULL;
 }
 size_t fit_run_n_steps(const fit_run *r) { return r->steps.n; }
 const ll_rec_step *fit_run_step(const fit_run *r, size_t i)

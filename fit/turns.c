@@ -24,18 +24,13 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The highest turn among the level's requests (0: no session requests). */
+/* The highest turn among the level's requests (0: no session requests),
+ * gathered while the run was read (a run without sessions reads no level
+ * back for it). */
 static int max_turn(const fit_run *run, int level)
 {
-    int t = 0;
-    size_t i0, i1;
-    fit_run_level_span(run, level, &i0, &i1);
-    for (size_t i = i0; i < i1; i++) {
-        const ll_rec_request *q = fit_run_request(run, i);
-        if (q->level == level && q->work.kind == LL_WORK_SESSION && q->work.turn > t)
-            t = q->work.turn;
-    }
-    return t;
+    const fit_level_tally *lt = fit_run_level_tally(run, level);
+    return lt ? lt->max_turn : 0;
 }
 
 /* Samples of one turn: TTFT and TPOT (sorted), prompt and cached tokens. */
