@@ -80,7 +80,8 @@ typedef struct fit_chunks {
     fit_rec_chunk_vec buf;
 } fit_chunks;
 /* q's chunks into c; q must be fit_run_request's (or run NULL: q's own).
- * 0, LL_ENOMEM or LL_EIO (the file changed under the run). */
+ * 0, LL_ENOMEM, LL_EIO (the file changed under the run) or LL_EINVAL (q of
+ * a paged run's level that is no longer resident: a pointer kept too long). */
 int fit_chunks_of(const fit_run *run, const ll_rec_request *q, fit_chunks *c);
 void fit_chunks_free(fit_chunks *c);
 
