@@ -3,7 +3,8 @@
  * gaps, several tokens, mixed kinds, times at +/- 2^62), the bytes pinned
  * against docs/records.md's example, malformed text refused rather than
  * cast, the reader taking packed and list forms alike (and counting what it
- * drops), and `loadlaw records` conversion both ways losing nothing. */
+ * drops), where each line lies and one line read back (ll_rec_read_line),
+ * and `loadlaw records` conversion both ways losing nothing. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,6 +169,70 @@ static void test_reader(void)
           st.n_out_of_range);
 }
 
+/* Where each record's line lies (on_line), for a reader that comes back. */
+typedef struct where {
+    int n;
+    uint64_t off[8];
+    size_t len[8];
+} where;
+
+static int on_line(uint64_t off, size_t len, void *ctx)
+{
+    where *w = ((where **)ctx)[1];
+    if (w->n < 8) {
+        w->off[w->n] = off;
+        w->len[w->n] = len;
+    }
+    w->n++;
+    return 0;
+}
+
+static int on_request_at(const ll_rec_request *rq, void *ctx)
+{
+    return on_request(rq, ((seen **)ctx)[0]);
+}
+
+/* on_line gives each line's offset and length (a blank line and a CRLF
+ * ending in between), and ll_rec_read_line reads the line found there as
+ * the reader did; a malformed line or text after the object is LL_EPARSE,
+ * a run line is rejected as a second one. */
+static void test_lines(void)
+{
+    static const char *const lines[] = {RUN_LINE, "\n", RQ("\"chunks_packed\":\"gaiXYwOApOgDgfzOzQwE\""),
+                                        "{\"type\":\"request\",\"level\":0,\"status\":\"ok\",\"send_ns\":1,"
+                                        "\"end_ns\":2,\"chunks\":[[5,1,\"t\"]]}\r\n"};
+    char path[300], text[1024] = "", err[256];
+    snprintf(path, sizeof path, "%s/lines.jsonl", g_dir);
+    for (size_t i = 0; i < 4; i++)
+        strcat(text, lines[i]);
+    CHECK(write_text(path, text) == 0, "write %s", path);
+    seen s = {0}, again = {0};
+    where w = {0};
+    void *ctx[2] = {&s, &w};
+    ll_rec_handlers h = {.on_request = on_request_at, .on_line = on_line};
+    CHECK(ll_rec_read(path, &h, ctx, NULL, err, sizeof err) == 0 && s.n == 2 && w.n == 3, "read: %s", err);
+    size_t at[3] = {0, strlen(lines[0]) + 1, strlen(lines[0]) + 1 + strlen(lines[2])};
+    size_t len[3] = {strlen(lines[0]) - 1, strlen(lines[2]) - 1, strlen(lines[3]) - 2};
+    for (int i = 0; i < 3 && w.n == 3; i++)
+        CHECK(w.off[i] == at[i] && w.len[i] == len[i], "line %d at %llu, %zu bytes (want %zu, %zu)", i,
+              (unsigned long long)w.off[i], w.len[i], at[i], len[i]);
+    ll_rec_handlers h1 = {.on_request = on_request};
+    ll_rec_read_stats st = {0};
+    for (int i = 1; i < 3 && w.n == 3; i++)
+        CHECK(ll_rec_read_line(text + w.off[i], w.len[i], &h1, &again, &st, err, sizeof err) == 0, "line %d: %s",
+              i, err);
+    CHECK(again.n == 2 && again.chunks[0] == 3 && again.last_t[0] == s.last_t[0] && again.chunks[1] == 1 &&
+              again.last_t[1] == 5,
+          "the lines read back: %d requests", again.n);
+    CHECK(ll_rec_read_line(text, strlen(lines[0]) - 1, &h1, &again, &st, err, sizeof err) == 0 && again.n == 2 &&
+              st.n_rejected == 1,
+          "a run line read back is a second one: rejected");
+    CHECK(ll_rec_read_line("{\"type\":", 9, &h1, &again, NULL, err, sizeof err) == LL_EPARSE &&
+              ll_rec_read_line("{} x", 4, &h1, &again, NULL, err, sizeof err) == LL_EPARSE &&
+              ll_rec_read_line("{}  ", 4, &h1, &again, NULL, err, sizeof err) == 0,
+          "malformed, text after the object, blanks after it");
+}
+
 /* compact then expand: the reader sees the same chunks in all three files,
  * and lines other than requests are copied byte for byte. */
 static void test_convert(void)
@@ -229,6 +294,7 @@ int main(void)
     test_bytes();
     test_malformed();
     test_reader();
+    test_lines();
     test_convert();
     char cmd[320];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
