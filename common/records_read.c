@@ -1,6 +1,7 @@
 /* records_read.c: the records.jsonl reader (common/records.h): each line
  * parsed with cJSON_ParseWithOpts (ll_jsonl_foreach), turned into the typed
- * record, and handed to the caller's handler.
+ * record, and handed to the caller's handler; ll_rec_read_line does the same
+ * for one line a caller reads again (where it lies: on_line).
  *
  * Hostile or damaged files are data, not crashes: a value a field cannot hold
  * (a time of 1e300 or beyond +/- 2^62 ns, a negative count, a chunk of more

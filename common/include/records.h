@@ -526,8 +526,9 @@ int ll_rec_read(const char *path, const ll_rec_handlers *h, void *ctx, ll_rec_re
 /* One line of a records file that ll_rec_read has read before (len bytes, no
  * newline needed), parsed and checked exactly as ll_rec_read does and handed
  * to h: a record after the run line (a run line here is rejected as a second
- * one). What it counts is added to *st (may be NULL). 0, the handler's code,
- * LL_EPARSE (not a JSON object; err says so) or LL_ENOMEM. */
+ * one; h->on_line, if set, is told offset 0). What it counts is added to
+ * *st (may be NULL). 0, the handler's code, LL_EPARSE (not a JSON object;
+ * err says so) or LL_ENOMEM. */
 int ll_rec_read_line(const char *line, size_t len, const ll_rec_handlers *h, void *ctx, ll_rec_read_stats *st,
                      char *err, size_t errlen);
 
