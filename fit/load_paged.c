@@ -18,9 +18,12 @@
  * text where that text was found and checked against the parser's chunks
  * when the level was read back, else through the line parser.
  *
- * Cost: one level's requests (320 bytes each) and one request's chunks at a
- * time; each level read back once per pass in index order (a run-wide loop
- * in index order reads every line again once). A line that no longer reads
+ * Cost: 16 bytes a request line run-wide, one level's requests (328 bytes
+ * each with their packed spans) and each caller's chunk buffer; each level
+ * read back once per pass in index order (a run-wide loop in index order
+ * reads every line again once: what run-wide figures need is gathered by
+ * the first read instead, load.c), and a request's chunks decoded again on
+ * each fit_chunks_of. A line that no longer reads
  * as the request it was (the file was cut or rewritten after the run was
  * loaded) is a sticky LL_EIO with a message (fit_run_read_error): the level
  * then reads as failed placeholders, never as other data. */
