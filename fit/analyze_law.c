@@ -353,6 +353,10 @@ int fit_engine_steps(const fit_run *run, fit_result *res, char *err, size_t errl
     if (rc == 0 && fit_note(res, "engine steps: %zu decode-only steps fitted, %zu with prefill "
                                  "or no decode left out", k, skipped))
         rc = LL_ENOMEM;
+    if (rc == 0 && fit_run_steps_stride(run) > 1 &&
+        fit_note(res, "engine steps: 1 in %zu of the run's %zu step records kept (load.c), evenly through it",
+                 fit_run_steps_stride(run), fit_run_n_steps_seen(run)))
+        rc = LL_ENOMEM;
 done:
     free(x);
     free(y);

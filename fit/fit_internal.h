@@ -121,9 +121,15 @@ static inline int64_t fit_request_tokens_got(const ll_rec_request *q)
  * threads), and a request pointer is valid until a request of another level
  * is asked for: keep indices, or work level by level. */
 struct fit_paged;
-/* fit_load_run with the bound on chunk events held (fit_load_run:
- * FIT_RESIDENT_EVENTS); 0 pages every run from its first request (tests). */
-int fit_load_run_opts(const char *path, size_t resident_events, fit_run **out, char *err, size_t errlen);
+/* fit_load_run with its bounds (tests): the chunk events held before the
+ * run is paged (fit_load_run: FIT_RESIDENT_EVENTS; 0 pages every run from
+ * its first request), and the engine step records kept (0: the default,
+ * FIT_ENGINE_STEPS_KEEP). */
+typedef struct fit_load_opts {
+    size_t resident_events;
+    size_t engine_steps_keep;
+} fit_load_opts;
+int fit_load_run_opts(const char *path, const fit_load_opts *o, fit_run **out, char *err, size_t errlen);
 /* The index range [*i0, *i1) that holds every request of level `level` (its
  * record number): exactly its requests in a paged run, every request in one
  * held whole (callers still check q->level). A loop over one level's span
@@ -153,7 +159,8 @@ struct fit_run {
     struct fit_paged *paged;       /* paged: NULL while held whole */
     fit_run_tally tally;
     fit_level_tally_vec level_tally; /* per level, in no order */
-    fit_rec_step_vec steps;
+    fit_rec_step_vec steps;        /* the engine's step records: 1 in steps_stride (load.c) */
+    size_t steps_seen, steps_stride;
     fit_server_sample_vec server;  /* scraped samples the fit uses, in file (time) order */
     fit_str_vec series;            /* "src\x1fname\x1flabels" per series */
     char *s_version, *s_host, *s_url, *s_model, *s_endpoint, *s_engine, *s_backend,

@@ -39,6 +39,11 @@
  * sampling error of the law's coefficients is far inside their interval. */
 #define FIT_STEPS_KEEP ((size_t)1 << 19)
 
+/* load.c: the engine's own step records (a bundled engine's run writes one a
+ * step) kept for its law and the report, at most this many; past it 1 in
+ * 2^j, evenly through the run, noted: 48 bytes a record, 24 MB at most. */
+#define FIT_ENGINE_STEPS_KEEP ((size_t)1 << 19)
+
 /* The report's step charts (reduce.c "Chart sample"): up to this many step
  * samples of each kind (steady, other) are kept whole, so a run of that size
  * charts exactly as when every sample was held; past it every second one of

@@ -35,6 +35,7 @@ typedef struct load_ctx {
     LL_VEC(level_ends) ends;   /* per r->levels entry, before they are sorted */
     fit_req_ref_vec refs;      /* every request kept, in file order */
     size_t bound;              /* chunk events held at most (FIT_RESIDENT_EVENTS) */
+    size_t steps_keep;         /* engine step records kept (FIT_ENGINE_STEPS_KEEP) */
     int paged;
     uint64_t line_off;         /* the line being read (on_line) */
     size_t line_len;
@@ -327,14 +328,29 @@ fail:
     return rc;
 }
 
+/* The engine's step records (a bundled engine's run: one a step, so one a
+ * token at C = 1): every one up to FIT_ENGINE_STEPS_KEEP, then, as the
+ * chart sample and the law's steps do, every second one kept is let go and
+ * the stride doubles: 1 in steps_stride of them, evenly through the run. */
 static int on_step(const ll_rec_step *st, void *vctx)
 {
     load_ctx *c = vctx;
+    fit_run *r = c->r;
     if (st->start_ns < 0) {
-        c->r->info.n_unknown++;
+        r->info.n_unknown++;
         return 0;
     }
-    return ll_vec_push(&c->r->steps, *st);
+    if (r->steps_seen++ % r->steps_stride)
+        return 0;
+    if (ll_vec_push(&r->steps, *st))
+        return LL_ENOMEM;
+    if (r->steps.n > c->steps_keep) {
+        for (size_t i = 0; 2 * i < r->steps.n; i++)
+            r->steps.v[i] = r->steps.v[2 * i];
+        r->steps.n = (r->steps.n + 1) / 2;
+        r->steps_stride *= 2;
+    }
+    return 0;
 }
 
 /* A scraped sample the fit uses (fit_server_kind), its series interned:
@@ -436,7 +452,7 @@ static int load_finish(load_ctx *c, const ll_rec_read_stats *st, const char *fil
     return c->paged ? fit_paged_finish(c->r, &c->refs, file, err, errlen) : 0;
 }
 
-int fit_load_run_opts(const char *path, size_t resident_events, fit_run **out, char *err, size_t errlen)
+int fit_load_run_opts(const char *path, const fit_load_opts *o, fit_run **out, char *err, size_t errlen)
 {
     static const ll_rec_handlers h = {.on_run = on_run,
                                       .on_level = on_level,
@@ -451,7 +467,8 @@ int fit_load_run_opts(const char *path, size_t resident_events, fit_run **out, c
     int rc;
     *out = NULL;
     memset(&c, 0, sizeof c);
-    c.bound = resident_events;
+    c.bound = o->resident_events;
+    c.steps_keep = o->engine_steps_keep ? o->engine_steps_keep : FIT_ENGINE_STEPS_KEEP;
     c.err = err;
     c.errlen = errlen;
     LL_TRY(records_path(path, &file, err, errlen));
@@ -459,13 +476,14 @@ int fit_load_run_opts(const char *path, size_t resident_events, fit_run **out, c
         rc = LL_ENOMEM;
         goto fail;
     }
+    c.r->steps_stride = 1;
     fit_run_info *in = &c.r->info;
     in->run_json = "{}";
     in->version = in->host = in->target_url = in->model = "";
     in->endpoint = in->engine_spec = in->backend = in->scenario = "";
     in->time_scale = NAN;
     ll_rec_asked_of(NULL, &in->asked);
-    if (resident_events == 0)
+    if (o->resident_events == 0)
         LL_TRY(go_paged(&c));
     rc = ll_rec_read(file, &h, &c, &st, err, errlen);
     if (rc == LL_ENOMEM)
@@ -485,7 +503,8 @@ fail:
 
 int fit_load_run(const char *path, fit_run **out, char *err, size_t errlen)
 {
-    return fit_load_run_opts(path, FIT_RESIDENT_EVENTS, out, err, errlen);
+    fit_load_opts o = {.resident_events = FIT_RESIDENT_EVENTS, .engine_steps_keep = FIT_ENGINE_STEPS_KEEP};
+    return fit_load_run_opts(path, &o, out, err, errlen);
 }
 
 void fit_run_free(fit_run *r)
@@ -538,6 +557,8 @@ const fit_level_tally *fit_run_level_tally(const fit_run *run, int level)
     return NULL;
 }
 size_t fit_run_n_steps(const fit_run *r) { return r->steps.n; }
+size_t fit_run_steps_stride(const fit_run *r) { return r->steps_stride; }
+size_t fit_run_n_steps_seen(const fit_run *r) { return r->steps_seen; }
 const ll_rec_step *fit_run_step(const fit_run *r, size_t i)
 {
     return i < r->steps.n ? &r->steps.v[i] : NULL;

@@ -78,9 +78,13 @@ const fit_level_info *fit_run_level(const fit_run *r, size_t i); /* sorted by st
  * ending before it, is dropped (n_bad_requests). */
 size_t fit_run_n_requests(const fit_run *r);
 const ll_rec_request *fit_run_request(const fit_run *r, size_t i);
-/* The engine's step records with a start time, in file order. */
+/* The engine's step records with a start time, in file order; past
+ * FIT_ENGINE_STEPS_KEEP of them 1 in fit_run_steps_stride (1: all) of the
+ * fit_run_n_steps_seen the file holds, evenly through the run. */
 size_t fit_run_n_steps(const fit_run *r);
 const ll_rec_step *fit_run_step(const fit_run *r, size_t i);
+size_t fit_run_steps_stride(const fit_run *r);
+size_t fit_run_n_steps_seen(const fit_run *r);
 
 typedef struct fit_options {
     double edge_tol_frac;     /* events this near a gap's end are at it; default 0.05 of it */

@@ -39,7 +39,7 @@ static int load(const char *path, size_t bound, loaded *l)
     if (stream_events)
         o.stream_events = stream_events;
     memset(l, 0, sizeof *l);
-    int rc = fit_load_run_opts(path, bound, &l->run, err, sizeof err);
+    int rc = fit_load_run_opts(path, &(fit_load_opts){.resident_events = bound}, &l->run, err, sizeof err);
     if (rc == 0)
         rc = fit_analyze(l->run, &o, &l->res, err, sizeof err);
     CHECK(rc == 0, "%s (bound %zu): %s", path, bound, err);
@@ -202,7 +202,7 @@ static void check_cut(const char *path)
     fit_run *run = NULL;
     fit_result *res = NULL;
     char err[512] = "";
-    CHECK(fit_load_run_opts(path, 0, &run, err, sizeof err) == 0, "load: %s", err);
+    CHECK(fit_load_run_opts(path, &(fit_load_opts){0}, &run, err, sizeof err) == 0, "load: %s", err);
     if (!run)
         return;
     FILE *f = fopen(path, "r+");

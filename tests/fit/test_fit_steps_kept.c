@@ -4,7 +4,8 @@
  * every level), the run keeps at most the bound, a note says so, each
  * level's steady throughput and mean K are those of every step to the bit,
  * and the law from the kept steps, a sample of all, lies within its own
- * (wider) interval of the law from every step. */
+ * (wider) interval of the law from every step. The engine's own step
+ * records (fit/load.c) are kept the same way past their bound. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,35 @@ static void check_level(const fit_result *full, const fit_result *thin, size_t l
     double wt = T->steady_tok_per_s_ci[1] - T->steady_tok_per_s_ci[0];
     CHECK(na < 16 || (wt > 0.5 * wf && wt < 2 * wf), "level %zu: interval width %.4g from the kept steps, %.4g from all",
           l, wt, wf);
+}
+
+/* The engine's step records loaded with a bound of keep, against all of them. */
+static void check_engine_steps(const char *path, const fit_run *all, const fit_result *full, size_t keep)
+{
+    fit_run *run = NULL;
+    fit_result *r = NULL;
+    char err[256] = "";
+    CHECK(fit_load_run_opts(path, &(fit_load_opts){.resident_events = (size_t)1 << 30, .engine_steps_keep = keep},
+                            &run, err, sizeof err) == 0 &&
+              fit_analyze(run, NULL, &r, err, sizeof err) == 0,
+          "engine steps kept up to %zu: %s", keep, err);
+    if (!r)
+        return;
+    size_t s = fit_run_steps_stride(run), n = fit_run_n_steps(run), seen = fit_run_n_steps_seen(run);
+    CHECK(seen == fit_run_n_steps(all) && seen > 4 * keep, "%zu step records in the file, %zu in the bound", seen,
+          keep);
+    CHECK(s >= 2 && n <= keep && n == (seen + s - 1) / s, "%zu of %zu kept at stride %zu", n, seen, s);
+    int same = 1;
+    for (size_t i = 0; i < n && same; i++)
+        same = memcmp(fit_run_step(run, i), fit_run_step(all, i * s), sizeof(ll_rec_step)) == 0;
+    CHECK(same, "the kept records are the file's 0th, %zu-th, ...", s);
+    CHECK(has_note(r, "step records kept"), "a note says the engine's law is from a share of its steps");
+    double h = (r->engine.b_ci_ms[1] - r->engine.b_ci_ms[0]) / 2;
+    CHECK(r->engine.ok && fabs(r->engine.b_ms - full->engine.b_ms) <= h,
+          "engine law slope from the kept records %.4f (+/- %.4f), from all %.4f", r->engine.b_ms, h,
+          full->engine.b_ms);
+    fit_result_free(r);
+    fit_run_free(run);
 }
 
 int main(void)
@@ -94,6 +124,8 @@ int main(void)
           "law from the kept steps %.4f + %.4f n (+/- %.4f, %.4f) against every step's %.4f + %.4f n", T->a_ms, T->b_ms,
           ha, hb, F->a_ms, F->b_ms);
     CHECK(hb > (F->b_ci_ms[1] - F->b_ci_ms[0]) / 2, "the kept steps' interval is the wider");
+    CHECK(fit_run_steps_stride(run) == 1 && !has_note(full, "step records kept"), "every engine step kept by default");
+    check_engine_steps(path, run, full, 300);
     CHECK(fabs(T->b_ms - c.b_ms) < 0.05 * c.b_ms,
           "kept-step law slope %.4f against the truth %.4f", T->b_ms, c.b_ms);
     fit_result_free(full);
