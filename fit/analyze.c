@@ -71,8 +71,20 @@ void fit_result_free(fit_result *r)
     free(r);
 }
 
+/* Text at *at into b[0..n), *at moved past it; nothing once b is full. */
+static void spec_add(char *b, size_t n, size_t *at, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int k = *at < n ? vsnprintf(b + *at, n - *at, fmt, ap) : 0;
+    va_end(ap);
+    if (k > 0)
+        *at = *at + (size_t)k < n ? *at + (size_t)k : n;
+}
+
 /* The run line's law as data: truth in played ms, the time scale, and the
- * law as written ("52+30n"), so the fitted law can be shown in the units the
+ * law as written ("52+30n", with its c and p terms, knee and buckets in the
+ * engine spec's own forms), so the fitted law can be shown in the units the
  * user configured. */
 static void read_truth(const fit_run_info *info, fit_result *res)
 {
@@ -81,13 +93,21 @@ static void read_truth(const fit_run_info *info, fit_result *res)
     res->truth_b_ms = info->has_engine_law ? info->law_b_ms : NAN;
     res->time_scale = info->has_engine_law ? info->time_scale : NAN;
     res->engine_law_spec[0] = '\0';
-    if (info->has_engine_law && res->time_scale > 0) {
-        int n = snprintf(res->engine_law_spec, sizeof res->engine_law_spec, "%.6g+%.6gn",
-                         info->law_a_ms / res->time_scale, info->law_b_ms / res->time_scale);
-        if (info->law_c_ms_per_ktok > 0 && n > 0 && (size_t)n < sizeof res->engine_law_spec)
-            snprintf(res->engine_law_spec + n, sizeof res->engine_law_spec - (size_t)n, "+%.6gc",
-                     info->law_c_ms_per_ktok / res->time_scale);
-    }
+    if (!info->has_engine_law || !(res->time_scale > 0))
+        return;
+    char *b = res->engine_law_spec;
+    size_t n = sizeof res->engine_law_spec, at = 0;
+    double ts = res->time_scale;
+    const ll_rec_engine_law *law = &info->engine_law;
+    spec_add(b, n, &at, "%.6g+%.6gn", info->law_a_ms / ts, info->law_b_ms / ts);
+    if (info->law_c_ms_per_ktok > 0)
+        spec_add(b, n, &at, "+%.6gc", info->law_c_ms_per_ktok / ts);
+    if (info->law_p_ms_per_tok > 0)
+        spec_add(b, n, &at, "+%.6gp", info->law_p_ms_per_tok / ts);
+    if (law->knee_n > 0)
+        spec_add(b, n, &at, ", knee=%d:%.6g", law->knee_n, law->knee_b_ms / ts);
+    for (int i = 0; i < law->n_buckets; i++)
+        spec_add(b, n, &at, i ? ",%d" : ", buckets=%d", law->buckets[i]);
 }
 
 /* The requests of run level l, by index, into idx (emptied first). */

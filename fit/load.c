@@ -119,6 +119,7 @@ static int on_run(const ll_rec_run *run, void *vctx)
         in->law_b_ms = run->law.b_ms;
         in->law_c_ms_per_ktok = run->law.c_ms_per_ktok;
         in->law_p_ms_per_tok = run->law.p_ms_per_tok;
+        in->engine_law = run->law;
         /* a run line older than the time scale played its law as written */
         in->time_scale = run->law.time_scale > 0 ? run->law.time_scale : 1.0;
     }

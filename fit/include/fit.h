@@ -43,6 +43,7 @@ typedef struct fit_run_info {
     int has_engine_law;       /* the synthetic engine's law, played (scaled) ms: */
     double law_a_ms, law_b_ms, law_c_ms_per_ktok, law_p_ms_per_tok;
     double time_scale;        /* played = as written * this; NAN without a law */
+    ll_rec_engine_law engine_law; /* all of it as the run line gave it (knee, buckets) */
     ll_rec_asked asked;       /* what the run asked of the server */
     const char *run_json;     /* the run line, unformatted ("{}" if none) */
     size_t n_lines, n_truncated, n_unknown, n_rejected, n_out_of_range; /* records.h */
@@ -263,7 +264,7 @@ typedef struct fit_result {
     int has_truth;                /* the run line carried the synthetic law */
     double truth_a_ms, truth_b_ms;
     double time_scale;            /* NAN without a truth */
-    char engine_law_spec[64];     /* the law as written ("52+30n"); "" without */
+    char engine_law_spec[160];    /* the law as written ("52+30n", "20+2n, knee=8:10"); "" without */
     double asymptote_tok_per_s;   /* 1000 / b_ms, NAN unless fit_law_slope_resolved */
     double n_half;                /* a / b, likewise */
     fit_model_check model;

@@ -182,6 +182,8 @@ int sim_write(const char *path, const sim_cfg *c, sim_stats *st)
                 c->a_ms, c->b_ms, c->p_ms_per_tok);
         if (c->time_scale > 0)
             fprintf(f, ",\"time_scale\":%.17g", c->time_scale);
+        if (c->knee_n > 0 && !(c->knee2_n > 0)) /* the engine has one knee */
+            fprintf(f, ",\"knee_n\":%d,\"knee_b_ms\":%.17g", (int)c->knee_n, c->b2_ms);
         fputc('}', f);
     }
     fprintf(f, ",\"scenario\":null,\"config\":{}}\n");

@@ -217,6 +217,8 @@ static void test_knee(void)
     CHECK_REL(r->model.slope_before_ms, 0.5, 0.2, "slope before");
     CHECK_REL(r->model.slope_after_ms, 2.5, 0.05, "slope after");
     CHECK(r->model.bic_piecewise < r->model.bic_linear - 10, "BIC prefers the knee");
+    CHECK(strcmp(r->engine_law_spec, "2.5+0.5n, knee=8:2.5") == 0, "engine law quoted whole: %s",
+          r->engine_law_spec);
     fit_result_free(r);
 }
 
