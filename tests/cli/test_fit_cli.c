@@ -177,7 +177,7 @@ int main(int argc, char **argv)
         double ua = NAN, ub = NAN;
         CHECK(u && sscanf(u, "]) = %lf + %lf*N ms at time scale 1", &ua, &ub) == 2, "unscaled law: %s", out.p);
         CHECK(fabs(ua - 520) < 2 && fabs(ub - 300) < 2, "unscaled law %g + %g*N", ua, ub);
-        CHECK(strstr(out.p, "(engine law 520+300n)") != NULL, "engine law quoted: %s", out.p);
+        CHECK(strstr(out.p, "(engine law 520+300n+1p)") != NULL, "engine law quoted, its prefill term too: %s", out.p);
     }
 
     test_first_lines(dir);
