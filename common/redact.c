@@ -7,6 +7,7 @@
 #include "common.h"
 #include "url_view.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -154,17 +155,54 @@ static size_t params_room(const char *s)
     return n + (n + 1) * (sizeof hidden - 1);
 }
 
+/* Is h[0..n) a dotted quad as libcurl writes an IPv4 host ("127.0.0.1":
+ * four decimal parts of 0-255 without leading zeros)? */
+static int dotted_quad(const char *h, size_t n)
+{
+    int parts = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        unsigned v = 0;
+        while (j < n && j - i < 4 && h[j] >= '0' && h[j] <= '9')
+            v = v * 10 + (unsigned)(h[j++] - '0');
+        if (j == i || v > 255 || (h[i] == '0' && j - i > 1) || ++parts > 4)
+            return 0;
+        if (j < n && (h[j] != '.' || j + 1 == n))
+            return 0;
+        i = j + 1;
+    }
+    return parts == 4;
+}
+
+/* Would libcurl, given h[0..n) raw, read it as an IPv4 number ("9",
+ * "0x7f.1", "127.1") and write it otherwise? A host it gave decoded from
+ * an escape ("%39") it did not read so; written raw it would be. Digits,
+ * hex letters, 'x' and dots after a digit: more than libcurl's forms, which
+ * is safe (an escaped first byte reads back as the same host either way). */
+static int reads_as_number(const char *h, size_t n)
+{
+    if (n == 0 || h[0] < '0' || h[0] > '9' || dotted_quad(h, n))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isxdigit((unsigned char)h[i]) && h[i] != '.' && h[i] != 'x' && h[i] != 'X')
+            return 0;
+    return 1;
+}
+
 /* n bytes of a host libcurl gave decoded, written so libcurl reads the same
  * host back: a '%', a control byte, a space or a byte that would end or
  * split the host part ("%2F" decoded to '/') as its escape, since written
  * raw a "%AA" would be read as an escape again and "\x7f" refused. An IPv6
- * literal ("[...]") is written as it is: libcurl checks it strictly. */
+ * literal ("[...]") is written as it is: libcurl checks it strictly. A host
+ * libcurl would read as an IPv4 number when written raw (reads_as_number)
+ * has its first byte escaped, so that it stays the name it was. */
 static void put_host(char *out, size_t *o, const char *h, size_t n)
 {
     static const char hex[] = "0123456789ABCDEF";
+    int number = reads_as_number(h, n);
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)h[i];
-        if (h[0] != '[' && (c <= ' ' || c == 0x7f || strchr("%/?#@:[]\\\"'<>^`{}|", c))) {
+        if (h[0] != '[' && (c <= ' ' || c == 0x7f || strchr("%/?#@:[]\\\"'<>^`{}|", c) || (i == 0 && number))) {
             out[(*o)++] = '%';
             out[(*o)++] = hex[c >> 4];
             out[(*o)++] = hex[c & 15];
